@@ -1,0 +1,105 @@
+// Config: the validated configuration as plain structs with their defaults.
+// Produced by config::load_file (loader.h) from one TOML file; immutable once
+// built and shared read-only by every thread through a Generation.
+// Every default here is documented in conf/tlsfront.toml.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tlsfront::config {
+
+using Millis = std::chrono::milliseconds;
+
+// A "host:port" endpoint. IPv6 literals are written "[::1]:8443" in TOML and
+// stored here without brackets.
+struct Endpoint {
+  std::string host;
+  uint16_t port = 0;
+  std::string to_string() const;  // "127.0.0.1:8443" or "[::1]:8443"
+};
+
+// [[listen]]
+struct Listener {
+  Endpoint address;     // address = "0.0.0.0:8443" (required)
+  int backlog = 511;    // backlog, as nginx
+};
+
+enum class TlsVersion { Tls12, Tls13 };
+
+// [tls]
+struct Tls {
+  std::vector<TlsVersion> protocols{TlsVersion::Tls12, TlsVersion::Tls13};  // ["TLSv1.2","TLSv1.3"]
+  // OpenSSL cipher list for TLS 1.2: ECDHE + AEAD only.
+  std::string ciphers =
+      "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"
+      "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"
+      "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
+  std::string ciphersuites = "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256";
+  std::string groups = "X25519:P-256";
+  bool prefer_server_ciphers = false;
+  std::string certificate;  // PEM path: leaf first, then intermediates (required)
+  std::string key;          // PEM path (required)
+  // Config-file positions ("file:line:col") of the certificate/key keys, so
+  // errors found when loading the files can point back at the config.
+  std::string certificate_origin;
+  std::string key_origin;
+};
+
+// [[upstream]]
+struct Upstream {
+  std::string name;                  // name = "api" (required, unique)
+  std::vector<Endpoint> servers;     // servers = ["127.0.0.1:9000"] (required, >= 1)
+  size_t keepalive = 32;             // max idle keepalive connections per worker per server (0 = no pooling)
+  Millis keepalive_timeout{60'000};  // idle pooled connection closed after this
+  uint64_t keepalive_requests = 1000;  // requests per upstream connection before it is closed
+  Millis connect_timeout{5'000};
+  Millis read_timeout{60'000};       // between two reads of the response
+  Millis send_timeout{60'000};       // between two writes of the request
+  Millis fail_timeout{10'000};       // a server that refused a connection is skipped this long
+};
+
+// [[route]]: first match wins, in file order.
+struct Route {
+  std::string host;         // exact host (case-insensitive, port ignored) or "" for any
+  std::string path_prefix = "/";
+  std::string upstream;     // name of an [[upstream]] (must exist)
+};
+
+// [log]
+struct Log {
+  std::string access_log;      // path; "" disables access logging. Default "/var/log/tlsfront/access.log"
+  std::string level = "info";  // error log level on stderr: debug, info, warn, error
+};
+
+// [limits]
+struct Limits {
+  size_t max_header_bytes = 16 * 1024;                 // request line + headers; over it: 431
+  uint64_t max_body_bytes = 1024ull * 1024 * 1024;     // request body; over it: 413 ("1g"; 0 = unlimited)
+};
+
+// [timeouts] (client side)
+struct Timeouts {
+  Millis handshake{10'000};       // TCP accept -> TLS handshake done
+  Millis header{30'000};          // first byte of a request -> end of its headers
+  Millis keepalive{75'000};       // idle between requests on a client connection
+  Millis send{60'000};            // a client not draining our writes
+};
+
+struct Config {
+  std::string path;    // the file this came from
+  int workers = 0;     // workers = N | "auto" (0 means auto: one per CPU)
+  std::vector<Listener> listeners;
+  Tls tls;
+  std::vector<Upstream> upstreams;
+  std::vector<Route> routes;
+  Log log;
+  Limits limits;
+  Timeouts timeouts;
+};
+
+}  // namespace tlsfront::config
