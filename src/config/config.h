@@ -72,7 +72,7 @@ struct Route {
 
 // [log]
 struct Log {
-  std::string access_log;      // path; "" disables access logging. Default "/var/log/tlsfront/access.log"
+  std::string access_log;      // absolute path; "" (the default) disables access logging
   std::string level = "info";  // error log level on stderr: debug, info, warn, error
 };
 

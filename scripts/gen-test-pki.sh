@@ -1,0 +1,190 @@
+#!/usr/bin/env bash
+# gen-test-pki.sh DIR [--dev]
+#
+# (Re)generates tlsfront's test PKI into DIR with the openssl CLI only:
+#   root.pem/.key                 self-signed CA "tlsfront test root", 10 years
+#   intermediate.pem/.key         CA, pathlen:0, signed by root
+#   localhost.pem/.key            leaf: DNS:localhost, IP:127.0.0.1, IP:::1, serverAuth, 825 days
+#   localhost.chain.pem           leaf + intermediate (what a server sends)
+#   localhost.fullchain-with-root.pem  leaf + intermediate + root
+# Bad and alternative cases:
+#   expired.pem/.key (+ expired.chain.pem)      valid 2020-01-01 .. 2021-01-01 only
+#   mismatch.key                                a P-256 key that is not localhost.pem's
+#   leaf-only.pem                               localhost leaf without its intermediate
+#   rsa.pem/.key (+ rsa.chain.pem)              RSA-2048 leaf for localhost
+#   other-name.pem/.key (+ other-name.chain.pem) leaf for other.example only
+#   ticket-key-48.key, ticket-key-80.key, ticket-key-bad.key (47 bytes)  random bytes
+# Keys are ECDSA P-256 unless stated; every *.key is mode 0600.
+#
+# --dev: keep an existing root.pem/root.key in DIR (so a dev root you chose to
+# trust stays valid) and regenerate everything else.
+#
+# Staleness is the caller's business (the CMake rule reruns this when it changes).
+set -euo pipefail
+
+usage() { echo "usage: $0 DIR [--dev]" >&2; exit 2; }
+
+dir=""
+dev=0
+for arg in "$@"; do
+  case "$arg" in
+    --dev) dev=1 ;;
+    -h|--help) usage ;;
+    -*) echo "$0: unknown option $arg" >&2; usage ;;
+    *) [[ -z "$dir" ]] || usage; dir="$arg" ;;
+  esac
+done
+[[ -n "$dir" ]] || usage
+
+command -v openssl >/dev/null || { echo "$0: openssl not found (scripts/install-deps.sh)" >&2; exit 1; }
+
+mkdir -p "$dir"
+dir=$(cd "$dir" && pwd)
+work=$(mktemp -d "${TMPDIR:-/tmp}/tlsfront-pki.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+umask 077   # keys are written 0600; certificates are chmod'ed 0644 at the end
+
+cat >"$work/openssl.cnf" <<'CNF'
+[ req ]
+distinguished_name = req_dn
+prompt             = no
+[ req_dn ]
+CN = unused
+
+[ v3_root ]
+basicConstraints       = critical, CA:TRUE
+keyUsage               = critical, keyCertSign, cRLSign
+subjectKeyIdentifier   = hash
+authorityKeyIdentifier = keyid:always
+
+[ v3_intermediate ]
+basicConstraints       = critical, CA:TRUE, pathlen:0
+keyUsage               = critical, keyCertSign, cRLSign, digitalSignature
+subjectKeyIdentifier   = hash
+authorityKeyIdentifier = keyid:always
+
+[ v3_leaf_localhost ]
+basicConstraints       = critical, CA:FALSE
+keyUsage               = critical, digitalSignature
+extendedKeyUsage       = serverAuth
+subjectKeyIdentifier   = hash
+authorityKeyIdentifier = keyid
+subjectAltName         = DNS:localhost, IP:127.0.0.1, IP:::1
+
+[ v3_leaf_localhost_rsa ]
+basicConstraints       = critical, CA:FALSE
+keyUsage               = critical, digitalSignature, keyEncipherment
+extendedKeyUsage       = serverAuth
+subjectKeyIdentifier   = hash
+authorityKeyIdentifier = keyid
+subjectAltName         = DNS:localhost, IP:127.0.0.1, IP:::1
+
+[ v3_leaf_other ]
+basicConstraints       = critical, CA:FALSE
+keyUsage               = critical, digitalSignature
+extendedKeyUsage       = serverAuth
+subjectKeyIdentifier   = hash
+authorityKeyIdentifier = keyid
+subjectAltName         = DNS:other.example
+
+# "openssl ca" is only used for the expired leaf: OpenSSL 3.0's "x509 -req"
+# cannot set an explicit notBefore/notAfter.
+[ ca ]
+default_ca = intermediate_ca
+[ intermediate_ca ]
+dir              = WORKDIR
+database         = $dir/index.txt
+new_certs_dir    = $dir/newcerts
+serial           = $dir/serial
+default_md       = sha256
+policy           = policy_any
+unique_subject   = no
+copy_extensions  = none
+email_in_dn      = no
+[ policy_any ]
+commonName       = supplied
+organizationName = optional
+CNF
+sed -i "s|WORKDIR|$work|" "$work/openssl.cnf"
+cnf="$work/openssl.cnf"
+
+ec_key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 \
+             -pkeyopt ec_param_enc:named_curve -out "$1" 2>/dev/null; }
+serial() { echo "0x$(openssl rand -hex 15)"; }   # < 2^120: always a positive 16-byte DER integer
+
+# sign_leaf NAME KEY CN EXTSECTION: CSR for KEY, signed by the intermediate for 825 days.
+sign_leaf() {
+  local name=$1 key=$2 cn=$3 ext=$4
+  openssl req -new -config "$cnf" -key "$key" -subj "/CN=$cn" -out "$work/$name.csr"
+  openssl x509 -req -in "$work/$name.csr" -CA "$dir/intermediate.pem" -CAkey "$dir/intermediate.key" \
+    -set_serial "$(serial)" -days 825 -sha256 -extfile "$cnf" -extensions "$ext" \
+    -out "$dir/$name.pem" 2>/dev/null
+}
+
+# --- root ---------------------------------------------------------------------
+if ((dev)) && [[ -s "$dir/root.pem" && -s "$dir/root.key" ]]; then
+  echo "gen-test-pki: --dev: keeping existing root in $dir" >&2
+else
+  ec_key "$dir/root.key"
+  openssl req -new -x509 -config "$cnf" -key "$dir/root.key" -subj "/CN=tlsfront test root" \
+    -set_serial "$(serial)" -days 3650 -sha256 -extensions v3_root -out "$dir/root.pem"
+fi
+
+# --- intermediate -------------------------------------------------------------
+ec_key "$dir/intermediate.key"
+openssl req -new -config "$cnf" -key "$dir/intermediate.key" \
+  -subj "/CN=tlsfront test intermediate" -out "$work/intermediate.csr"
+openssl x509 -req -in "$work/intermediate.csr" -CA "$dir/root.pem" -CAkey "$dir/root.key" \
+  -set_serial "$(serial)" -days 3650 -sha256 -extfile "$cnf" -extensions v3_intermediate \
+  -out "$dir/intermediate.pem" 2>/dev/null
+
+# --- localhost leaf and its bundles -------------------------------------------
+ec_key "$dir/localhost.key"
+sign_leaf localhost "$dir/localhost.key" localhost v3_leaf_localhost
+cat "$dir/localhost.pem" "$dir/intermediate.pem" >"$dir/localhost.chain.pem"
+cat "$dir/localhost.pem" "$dir/intermediate.pem" "$dir/root.pem" >"$dir/localhost.fullchain-with-root.pem"
+cp "$dir/localhost.pem" "$dir/leaf-only.pem"
+
+# --- bad / alternative cases --------------------------------------------------
+ec_key "$dir/mismatch.key"
+
+openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$dir/rsa.key" 2>/dev/null
+sign_leaf rsa "$dir/rsa.key" localhost v3_leaf_localhost_rsa
+cat "$dir/rsa.pem" "$dir/intermediate.pem" >"$dir/rsa.chain.pem"
+
+ec_key "$dir/other-name.key"
+sign_leaf other-name "$dir/other-name.key" other.example v3_leaf_other
+cat "$dir/other-name.pem" "$dir/intermediate.pem" >"$dir/other-name.chain.pem"
+
+ec_key "$dir/expired.key"
+mkdir -p "$work/newcerts"
+: >"$work/index.txt"
+openssl rand -hex 15 >"$work/serial"
+openssl req -new -config "$cnf" -key "$dir/expired.key" -subj "/CN=localhost" -out "$work/expired.csr"
+openssl ca -batch -config "$cnf" -notext -cert "$dir/intermediate.pem" -keyfile "$dir/intermediate.key" \
+  -startdate 20200101000000Z -enddate 20210101000000Z -extfile "$cnf" -extensions v3_leaf_localhost \
+  -in "$work/expired.csr" -out "$dir/expired.pem" 2>/dev/null
+cat "$dir/expired.pem" "$dir/intermediate.pem" >"$dir/expired.chain.pem"
+
+# Ticket keys in nginx's ssl_session_ticket_key format (48 or 80 bytes), plus a bad length.
+for n in 48 80; do openssl rand -out "$dir/ticket-key-$n.key" "$n"; done
+openssl rand -out "$dir/ticket-key-bad.key" 47
+
+chmod 0600 "$dir"/*.key
+chmod 0644 "$dir"/*.pem
+
+# --- self-check ---------------------------------------------------------------
+openssl verify -CAfile "$dir/root.pem" -untrusted "$dir/intermediate.pem" "$dir/localhost.pem" >/dev/null
+openssl verify -CAfile "$dir/root.pem" -untrusted "$dir/intermediate.pem" "$dir/rsa.pem" "$dir/other-name.pem" >/dev/null
+if openssl verify -CAfile "$dir/root.pem" -untrusted "$dir/intermediate.pem" "$dir/expired.pem" >/dev/null 2>&1; then
+  echo "gen-test-pki: expired.pem unexpectedly verifies" >&2; exit 1
+fi
+if openssl verify -CAfile "$dir/root.pem" "$dir/leaf-only.pem" >/dev/null 2>&1; then
+  echo "gen-test-pki: leaf-only.pem unexpectedly verifies without the intermediate" >&2; exit 1
+fi
+[[ $(openssl pkey -in "$dir/localhost.key" -pubout) == $(openssl x509 -in "$dir/localhost.pem" -noout -pubkey) ]] \
+  || { echo "gen-test-pki: localhost.key does not match localhost.pem" >&2; exit 1; }
+for n in 48 80 47; do
+  f="$dir/ticket-key-$n.key"; [[ $n == 47 ]] && f="$dir/ticket-key-bad.key"
+  [[ $(stat -c %s "$f") == "$n" ]] || { echo "gen-test-pki: $f is not $n bytes" >&2; exit 1; }
+done

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs the Debian packages tlsfront needs to build, test and run.
+# Idempotent: asks dpkg which packages are missing and installs only those;
+# prints nothing when everything is already present.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  libssl-dev openssl libuv1-dev node-llhttp libnghttp2-dev
+  libtomlplusplus-dev libfmt-dev libhiredis-dev libsystemd-dev
+  libgtest-dev libcurl4-openssl-dev
+  curl nghttp2-client redis-server wrk
+)
+
+missing=()
+for pkg in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${db:Status-Abbrev}' "$pkg" 2>/dev/null || true)
+  # "ii " = installed and configured; anything else (absent, rc, half-installed) needs work.
+  if [[ "$status" != ii* ]]; then
+    missing+=("$pkg")
+  fi
+done
+
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}" >&2
+
+sudo=()
+if ((EUID != 0)); then
+  if ! command -v sudo >/dev/null 2>&1; then
+    echo "install-deps: not root and sudo not found; install as root: ${missing[*]}" >&2
+    exit 1
+  fi
+  sudo=(sudo)
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done" >&2

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# test.sh [--sanitize] [CTEST ARGS...]: build and run every test with ctest.
+#
+#   default      Release build in build/
+#   --sanitize   ASan+UBSan RelWithDebInfo build in build-sanitize/
+# Other arguments go to ctest (e.g. -R Session). Exit code is ctest's.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+dir=build
+cmake_args=(-DCMAKE_BUILD_TYPE=Release)
+ctest_args=()
+for arg in "$@"; do
+  case "$arg" in
+    --sanitize)
+      dir=build-sanitize
+      cmake_args=(-DTLSFRONT_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo)
+      export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+      export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
+      ;;
+    *) ctest_args+=("$arg") ;;
+  esac
+done
+
+scripts/install-deps.sh
+cmake -S . -B "$dir" -G Ninja "${cmake_args[@]}"
+cmake --build "$dir"
+
+status=0
+ctest --test-dir "$dir" --output-on-failure -j2 --timeout 300 "${ctest_args[@]}" || status=$?
+exit "$status"

@@ -1,0 +1,12 @@
+// Out-of-line members of the config structs (config.h).
+#include "config/config.h"
+
+namespace tlsfront::config {
+
+std::string Endpoint::to_string() const {
+  std::string port_text = std::to_string(port);
+  if (host.find(':') != std::string::npos) return "[" + host + "]:" + port_text;
+  return host + ":" + port_text;
+}
+
+}  // namespace tlsfront::config

@@ -1,0 +1,118 @@
+// toml++ -> Config: parses the document, then hands each table to its
+// parse_<section>.cc (loader.h).
+#include "config/loader.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+
+#include "config/parse_context.h"
+#include "config/units.h"
+#include "util/unique_fd.h"
+
+namespace tlsfront::config {
+namespace {
+
+namespace fs = std::filesystem;
+using detail::ParseContext;
+using detail::TableReader;
+
+constexpr int64_t kMaxWorkers = 256;
+
+// workers = "auto" | 1..256; "auto" is stored as 0.
+Status parse_workers(const TableReader& root, int& out) {
+  const toml::node* node = root.find("workers");
+  if (node == nullptr) return {};
+  std::string expected = "\"auto\" or an integer 1.." + std::to_string(kMaxWorkers);
+  if (const auto* s = node->as_string()) {
+    if (s->get() != "auto") {
+      return root.error_at("workers", "expected " + expected + ", got " + quote(s->get()));
+    }
+    out = 0;
+    return {};
+  }
+  if (node->as_integer() == nullptr) {
+    return root.error_at("workers", "expected " + expected + ", got " +
+                                        std::string(detail::type_name(node->type())));
+  }
+  return root.get_integer("workers", 1, kMaxWorkers, out);
+}
+
+Result<Config> parse_document(std::string_view toml, const ParseContext& ctx) {
+  toml::parse_result parsed = toml::parse(toml, std::string_view(ctx.source_name()));
+  if (!parsed) {
+    return ctx.error(parsed.error().source(), "syntax error", parsed.error().description());
+  }
+  TableReader root(ctx, parsed.table(), "");
+  if (Status s = root.check_keys(
+          {"workers", "listen", "tls", "upstream", "route", "log", "limits", "timeouts"});
+      !s.ok()) {
+    return s.take_error();
+  }
+
+  Config config;
+  if (Status s = parse_workers(root, config.workers); !s.ok()) return s.take_error();
+  if (Status s = detail::parse_listen(root, config.listeners); !s.ok()) return s.take_error();
+  if (Status s = detail::parse_tls(root, config.tls); !s.ok()) return s.take_error();
+  if (Status s = detail::parse_upstream(root, config.upstreams); !s.ok()) return s.take_error();
+  if (Status s = detail::parse_route(root, config.upstreams, config.routes); !s.ok()) {
+    return s.take_error();
+  }
+  if (Status s = detail::parse_log(root, config.log); !s.ok()) return s.take_error();
+  if (Status s = detail::parse_limits(root, config.limits); !s.ok()) return s.take_error();
+  if (Status s = detail::parse_timeouts(root, config.timeouts); !s.ok()) return s.take_error();
+  return config;
+}
+
+// Absolute, normalized form of `path`; `path` itself if the current
+// directory is unavailable.
+fs::path absolute_path(std::string_view path) {
+  std::error_code ec;
+  fs::path absolute = fs::absolute(fs::path(std::string(path)), ec);
+  if (ec) return fs::path(std::string(path)).lexically_normal();
+  return absolute.lexically_normal();
+}
+
+Result<std::string> read_file(const std::string& path) {
+  auto fail = [&path](int err) {
+    return make_error(Errc::Config,
+                      path + ": cannot read config file: " + std::strerror(err));
+  };
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return fail(errno);
+  std::string content;
+  char buffer[16 * 1024];
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fail(errno);
+    }
+    if (n == 0) break;
+    content.append(buffer, static_cast<size_t>(n));
+  }
+  return content;
+}
+
+}  // namespace
+
+Result<Config> load_string(std::string_view toml, std::string_view source_name) {
+  ParseContext ctx(std::string(source_name), absolute_path(source_name).parent_path());
+  Result<Config> config = parse_document(toml, ctx);
+  if (config.ok()) config->path = std::string(source_name);
+  return config;
+}
+
+Result<Config> load_file(const std::string& path) {
+  Result<std::string> content = read_file(path);
+  if (!content.ok()) return content.take_error();
+  Result<Config> config = load_string(*content, path);
+  if (config.ok()) config->path = absolute_path(path).string();
+  return config;
+}
+
+}  // namespace tlsfront::config

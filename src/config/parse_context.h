@@ -1,0 +1,146 @@
+// Internal to src/config: the shared machinery of the parse_<section>.cc files.
+// ParseContext carries what every error and relative path needs (source name,
+// base directory); TableReader wraps one TOML table at a key path and offers
+// typed getters that return Errc::Config errors formatted
+// "<file>:<line>:<column>: <key path>: <message>", plus unknown-key detection.
+//
+// This is the one header that includes toml++: it is included only by the .cc
+// files of src/config (never by a public header), so the toml++ types and its
+// TOML_* configuration stay private to this folder.
+//
+// Error positions: a bad value points at its key; a bad array element at the
+// element; a missing key at its table's header; a missing table at 1:1.
+// Single-threaded: one load at a time per context.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <initializer_list>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <toml++/toml.h>
+
+#include "config/config.h"
+#include "util/result.h"
+
+namespace tlsfront::config::detail {
+
+class ParseContext {
+ public:
+  // `source_name` is what messages call the file; relative paths resolve
+  // against `base_dir`.
+  ParseContext(std::string source_name, std::filesystem::path base_dir);
+
+  const std::string& source_name() const { return source_name_; }
+
+  // "file:line:col" of `where` (1:1 when toml++ recorded no position).
+  std::string position(const toml::source_region& where) const;
+
+  // Errc::Config "file:line:col: key_path: message".
+  Error error(const toml::source_region& where, std::string_view key_path,
+              std::string_view message) const;
+
+  // `path` made absolute against the base directory and normalized.
+  std::string resolve_path(std::string_view path) const;
+
+ private:
+  std::string source_name_;
+  std::filesystem::path base_dir_;
+};
+
+// "string", "integer", ...: the bare form used in "got ...".
+std::string_view type_name(toml::node_type type);
+
+// Errc::Config "<pos of node>: path: expected <expected>, got <type of node>".
+Error type_error(const ParseContext& ctx, const toml::node& node, std::string_view path,
+                 std::string_view expected);
+
+// `key` as it appears in a key path: bare when it is a TOML bare key, quoted otherwise.
+std::string key_segment(std::string_view key);
+
+enum class Presence { Optional, Required };
+
+// One TOML table at `path` ("" for the root, "upstream[1]", "tls"). Borrows
+// `ctx` and `table`, which must outlive it. Getters leave `out` untouched when
+// an optional key is absent.
+class TableReader {
+ public:
+  TableReader(const ParseContext& ctx, const toml::table& table, std::string path);
+
+  const ParseContext& context() const { return ctx_; }
+  const toml::table& table() const { return table_; }
+  const std::string& path() const { return path_; }
+
+  // Errc::Config naming the first key (in file order) not in `known`.
+  [[nodiscard]] Status check_keys(std::initializer_list<std::string_view> known) const;
+
+  // The node at `key`, or nullptr.
+  const toml::node* find(std::string_view key) const;
+  // "path.key" (or "key" at the root).
+  std::string path_of(std::string_view key) const;
+  // Errc::Config at the position of `key`, which must be present.
+  Error error_at(std::string_view key, std::string_view message) const;
+  // "file:line:col" of `key`, which must be present.
+  std::string position_of(std::string_view key) const;
+  // Errc::Config at this table's header: missing required key.
+  Error missing(std::string_view key) const;
+
+  [[nodiscard]] Status get_string(std::string_view key, std::string& out,
+                                  Presence presence = Presence::Optional,
+                                  bool allow_empty = true) const;
+  [[nodiscard]] Status get_bool(std::string_view key, bool& out) const;
+  [[nodiscard]] Status get_int(std::string_view key, int64_t min, int64_t max, int64_t& out) const;
+  // A string "30s" or an integer of seconds, at least `min`.
+  [[nodiscard]] Status get_duration(std::string_view key, Millis min, Millis& out) const;
+  // A string "16k" or an integer of bytes, within min..max.
+  [[nodiscard]] Status get_size(std::string_view key, uint64_t min, uint64_t max,
+                                uint64_t& out) const;
+  // A path string resolved by the context; "" kept as "" when `allow_empty`.
+  [[nodiscard]] Status get_path(std::string_view key, std::string& out, Presence presence,
+                                bool allow_empty) const;
+  // The array at `key`; nullptr when absent and optional.
+  [[nodiscard]] Result<const toml::array*> get_array(std::string_view key,
+                                                     Presence presence) const;
+
+  // Integer getter into any integer field type; range-checked by get_int.
+  template <typename T>
+  [[nodiscard]] Status get_integer(std::string_view key, int64_t min, int64_t max, T& out) const {
+    int64_t value = static_cast<int64_t>(out);
+    Status status = get_int(key, min, max, value);
+    if (status.ok()) out = static_cast<T>(value);
+    return status;
+  }
+
+ private:
+  const ParseContext& ctx_;
+  const toml::table& table_;
+  std::string path_;
+};
+
+// The tables of the array of tables `key` of `root` ([[listen]] etc.); empty
+// when absent. Errc::Config when it is not an array of tables.
+[[nodiscard]] Result<std::vector<const toml::table*>> tables_of(const TableReader& root,
+                                                                std::string_view key);
+
+// The table `key` of `root` ([tls] etc.), or nullptr when absent.
+// Errc::Config when it is not a table.
+[[nodiscard]] Result<const toml::table*> table_of(const TableReader& root, std::string_view key);
+
+// Errc::Config at file:1:1: a required table is absent.
+Error missing_table(const ParseContext& ctx, std::string_view key, bool array_of_tables);
+
+// The section parsers, one per parse_<section>.cc. Each reads its table(s)
+// from `root` and fills `out`; absent optional tables keep the defaults.
+[[nodiscard]] Status parse_listen(const TableReader& root, std::vector<Listener>& out);
+[[nodiscard]] Status parse_tls(const TableReader& root, Tls& out);
+[[nodiscard]] Status parse_upstream(const TableReader& root, std::vector<Upstream>& out);
+[[nodiscard]] Status parse_route(const TableReader& root, const std::vector<Upstream>& upstreams,
+                                 std::vector<Route>& out);
+[[nodiscard]] Status parse_log(const TableReader& root, Log& out);
+[[nodiscard]] Status parse_limits(const TableReader& root, Limits& out);
+[[nodiscard]] Status parse_timeouts(const TableReader& root, Timeouts& out);
+
+}  // namespace tlsfront::config::detail

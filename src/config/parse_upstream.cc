@@ -1,0 +1,93 @@
+// [[upstream]]: named groups of backend servers and their connection policy.
+#include <limits>
+#include <string>
+
+#include "config/parse_context.h"
+#include "config/units.h"
+
+namespace tlsfront::config::detail {
+namespace {
+
+bool is_valid_name(std::string_view name) {
+  if (name.empty()) return false;
+  for (char c : name) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '.' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+Status parse_servers(const TableReader& t, std::vector<Endpoint>& out) {
+  auto array = t.get_array("servers", Presence::Required);
+  if (!array.ok()) return array.take_error();
+  if ((*array)->empty()) return t.error_at("servers", "must list at least one \"host:port\"");
+  for (size_t i = 0; i < (*array)->size(); ++i) {
+    const toml::node& element = *(*array)->get(i);
+    std::string path = t.path_of("servers") + "[" + std::to_string(i) + "]";
+    const auto* text = element.as_string();
+    if (text == nullptr) return type_error(t.context(), element, path, "a string");
+    Result<Endpoint> endpoint = parse_endpoint(text->get(), /*allow_localhost=*/true);
+    if (!endpoint.ok()) return t.context().error(element.source(), path, endpoint.error().detail);
+    out.push_back(std::move(*endpoint));
+  }
+  return {};
+}
+
+Status parse_one(const TableReader& t, Upstream& u) {
+  if (Status s = t.check_keys({"name", "servers", "keepalive", "keepalive_timeout",
+                               "keepalive_requests", "connect_timeout", "read_timeout",
+                               "send_timeout", "fail_timeout"});
+      !s.ok()) {
+    return s;
+  }
+  if (Status s = t.get_string("name", u.name, Presence::Required); !s.ok()) return s;
+  if (!is_valid_name(u.name)) {
+    return t.error_at("name", "invalid upstream name " + quote(u.name) +
+                                  " (allowed: letters, digits, \"_\", \".\", \"-\")");
+  }
+  if (Status s = parse_servers(t, u.servers); !s.ok()) return s;
+
+  constexpr int64_t kMaxInt = std::numeric_limits<int32_t>::max();
+  constexpr int64_t kMaxInt64 = std::numeric_limits<int64_t>::max();
+  constexpr Millis kPositive{1};
+  if (Status s = t.get_integer("keepalive", 0, kMaxInt, u.keepalive); !s.ok()) return s;
+  if (Status s = t.get_duration("keepalive_timeout", kPositive, u.keepalive_timeout); !s.ok()) {
+    return s;
+  }
+  if (Status s = t.get_integer("keepalive_requests", 1, kMaxInt64, u.keepalive_requests); !s.ok()) {
+    return s;
+  }
+  if (Status s = t.get_duration("connect_timeout", kPositive, u.connect_timeout); !s.ok()) return s;
+  if (Status s = t.get_duration("read_timeout", kPositive, u.read_timeout); !s.ok()) return s;
+  if (Status s = t.get_duration("send_timeout", kPositive, u.send_timeout); !s.ok()) return s;
+  // 0 is allowed: a failed server is never skipped.
+  if (Status s = t.get_duration("fail_timeout", Millis{0}, u.fail_timeout); !s.ok()) return s;
+  return {};
+}
+
+}  // namespace
+
+Status parse_upstream(const TableReader& root, std::vector<Upstream>& out) {
+  auto tables = tables_of(root, "upstream");
+  if (!tables.ok()) return tables.take_error();
+  if (tables->empty()) return missing_table(root.context(), "upstream", true);
+
+  std::vector<std::string> name_positions;
+  for (size_t i = 0; i < tables->size(); ++i) {
+    TableReader t(root.context(), *(*tables)[i], "upstream[" + std::to_string(i) + "]");
+    Upstream upstream;
+    if (Status s = parse_one(t, upstream); !s.ok()) return s;
+    for (size_t j = 0; j < out.size(); ++j) {
+      if (out[j].name == upstream.name) {
+        return t.error_at("name", "duplicate upstream name " + quote(upstream.name) +
+                                      " (first defined at " + name_positions[j] + ")");
+      }
+    }
+    name_positions.push_back(t.position_of("name"));
+    out.push_back(std::move(upstream));
+  }
+  return {};
+}
+
+}  // namespace tlsfront::config::detail

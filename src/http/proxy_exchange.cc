@@ -1,0 +1,200 @@
+#include "http/proxy_exchange.h"
+
+#include <cstdio>
+
+#include "http/header_rewrite.h"
+
+namespace tlsfront::http {
+namespace {
+constexpr size_t kMaxReplayBytes = 64 * 1024;
+constexpr size_t kUpstreamHighWatermark = 64 * 1024;
+}  // namespace
+
+ProxyExchange::ProxyExchange(uv_loop_t* loop, ExchangeSink* sink, upstream::UpstreamGroup* group,
+                             const RequestHead& head)
+    : loop_(loop),
+      sink_(sink),
+      group_(group),
+      method_(head.method),
+      chunked_request_(head.chunked),
+      idempotent_(head.idempotent()),
+      start_(std::chrono::steady_clock::now()) {
+  const ConnectionInfo& info = sink->connection_info();
+  UpstreamRequestOptions opts;
+  opts.client_addr = info.remote_addr;
+  opts.default_host = group->config().name;
+  opts.close = group->config().keepalive == 0;
+  append_upstream_request_head(replay_, head, opts);
+}
+
+ProxyExchange::~ProxyExchange() { drop_connection(); }
+
+void ProxyExchange::start() {
+  upstream::UpstreamPool* pool = group_->pick(tried_);
+  if (!pool) {
+    fail(502, "no live upstreams");
+    return;
+  }
+  tried_.push_back(pool);
+  attempt(pool, true);
+}
+
+void ProxyExchange::attempt(upstream::UpstreamPool* pool, bool allow_reuse) {
+  pool_ = pool;
+  connected_ = false;
+  if (!stats_.addr.empty()) stats_.addr += ", ";
+  stats_.addr += pool->address();
+  attempt_start_ = std::chrono::steady_clock::now();
+  auto lease = pool->acquire(allow_reuse);
+  if (!lease) {
+    on_upstream_error(lease.take_error());
+    return;
+  }
+  conn_ = std::move(lease->conn);
+  reused_ = lease->reused;
+  connected_ = reused_;
+  stats_.connection_reused = reused_;
+  if (reused_) stats_.connect_ms = 0.0;
+  conn_->attach(this, method_ == "HEAD");
+  conn_->send(replay_);
+}
+
+void ProxyExchange::send_up(std::string_view bytes) {
+  if (replay_valid_) {
+    if (replay_.size() + bytes.size() <= kMaxReplayBytes) {
+      replay_.append(bytes);
+    } else {
+      replay_valid_ = false;
+      replay_.clear();
+      replay_.shrink_to_fit();
+    }
+  }
+  if (conn_) conn_->send(bytes);
+}
+
+void ProxyExchange::on_request_body(std::string_view data) {
+  if (done_ || data.empty()) return;
+  if (chunked_request_) {
+    char size_line[24];
+    int n = std::snprintf(size_line, sizeof(size_line), "%zx\r\n", data.size());
+    send_up(std::string_view(size_line, static_cast<size_t>(n)));
+    send_up(data);
+    send_up("\r\n");
+  } else {
+    send_up(data);
+  }
+}
+
+void ProxyExchange::on_request_complete() {
+  request_complete_ = true;
+  if (done_) return;
+  if (chunked_request_) send_up("0\r\n\r\n");
+}
+
+bool ProxyExchange::request_body_congested() const {
+  return conn_ && conn_->buffered_bytes() > kUpstreamHighWatermark;
+}
+
+void ProxyExchange::on_output_drained() {
+  if (conn_ && !done_) conn_->resume_reading();
+}
+
+void ProxyExchange::cancel() {
+  done_ = true;
+  drop_connection();
+}
+
+void ProxyExchange::drop_connection() {
+  if (!conn_) return;
+  conn_->detach();
+  conn_->close();
+  LoopContext::of(loop_).defer_delete(std::move(conn_));
+}
+
+void ProxyExchange::fail(int status, std::string_view reason) {
+  if (done_) return;
+  done_ = true;
+  drop_connection();
+  sink_->fail_response(status, reason);
+}
+
+double ProxyExchange::ms_since(std::chrono::steady_clock::time_point t) const {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
+void ProxyExchange::on_upstream_connected() {
+  connected_ = true;
+  stats_.connect_ms = ms_since(attempt_start_);
+}
+
+void ProxyExchange::on_upstream_head(ResponseHead&& head, bool informational) {
+  if (done_) return;
+  if (informational) {
+    // The proxy answered Expect: 100-continue itself and never forwards Expect.
+    if (head.status != 100) sink_->send_informational(head);
+    return;
+  }
+  head_sent_ = true;
+  replay_valid_ = false;
+  replay_.clear();
+  stats_.status = head.status;
+  bool has_body = !response_has_no_body(method_, head.status);
+  strip_response_headers(head.headers);
+  sink_->send_response_head(head, has_body);
+}
+
+void ProxyExchange::on_upstream_body(std::string_view data) {
+  if (done_) return;
+  sink_->send_response_body(data);
+  if (conn_ && sink_->output_congested()) conn_->pause_reading();
+}
+
+void ProxyExchange::on_upstream_complete() {
+  if (done_) return;
+  done_ = true;
+  response_complete_ = true;
+  stats_.response_ms = ms_since(attempt_start_);
+  if (conn_) {
+    if (request_complete_ && conn_->reusable()) {
+      pool_->release(std::move(conn_));
+    } else {
+      drop_connection();
+    }
+  }
+  sink_->end_response();
+}
+
+void ProxyExchange::on_upstream_error(Error error) {
+  if (done_) return;
+  const uint64_t written = conn_ ? conn_->bytes_written() : 0;
+  if (conn_) drop_connection();
+  const bool timeout = error.code == Errc::Timeout;
+  if (head_sent_) {
+    fail(0, error.message());
+    return;
+  }
+  if (!connected_) {
+    // Nothing reached this server: any method may go to the next one.
+    pool_->mark_failed();
+    if (replay_valid_) {
+      if (upstream::UpstreamPool* next = group_->pick(tried_)) {
+        tried_.push_back(next);
+        attempt(next, true);
+        return;
+      }
+    }
+  } else if (reused_ && retries_ == 0 && replay_valid_ && (idempotent_ || written == 0)) {
+    // A pooled connection the backend had already closed: retry once on a
+    // fresh connection (RFC 9110 §9.2.2 allows it for idempotent requests).
+    ++retries_;
+    attempt(pool_, false);
+    return;
+  }
+  fail(timeout ? 504 : 502, error.message());
+}
+
+void ProxyExchange::on_upstream_writable() {
+  if (!done_) sink_->on_request_body_writable();
+}
+
+}  // namespace tlsfront::http

@@ -1,0 +1,34 @@
+// Router: maps (Host, path) to an upstream by the [[route]] table, first match
+// in file order. Built once per Generation; read-only afterwards.
+// Thread affinity: any thread (immutable).
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "config/config.h"
+
+namespace tlsfront::http {
+
+class Router {
+ public:
+  // Routes whose upstream is missing from `cfg.upstreams` are skipped (the
+  // loader rejects them first).
+  explicit Router(const config::Config& cfg);
+
+  // Index into Config::upstreams for `host` (lowercase, no port) and the
+  // request-target `path`; nullopt when no route matches (404).
+  std::optional<size_t> match(std::string_view host, std::string_view path) const;
+
+ private:
+  struct Entry {
+    std::string host;
+    std::string path_prefix;
+    size_t upstream = 0;
+  };
+  std::vector<Entry> entries_;
+};
+
+}  // namespace tlsfront::http

@@ -1,0 +1,225 @@
+// The JSON access-log encoder and the per-worker batch.
+#include "log/access_log.h"
+
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <iterator>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "log/log.h"
+#include "log/log_writer.h"
+
+namespace tlsfront::log {
+namespace {
+
+constexpr char kHex[] = "0123456789abcdef";
+constexpr std::string_view kReplacement = "\\ufffd";
+
+// Per byte: 0 = copy as is, 1 = needs a JSON escape, 2 = starts (or breaks)
+// a multibyte UTF-8 sequence.
+constexpr std::array<uint8_t, 256> kByteClass = [] {
+  std::array<uint8_t, 256> t{};
+  for (int c = 0; c < 0x20; ++c) t[c] = 1;
+  t['"'] = 1;
+  t['\\'] = 1;
+  for (int c = 0x80; c < 0x100; ++c) t[c] = 2;
+  return t;
+}();
+
+// True when none of the 8 bytes in `w` needs attention (control byte, '"',
+// '\\' or non-ASCII). May report false for a safe word (the caller then
+// looks at the bytes one by one); never reports true for an unsafe one.
+bool word_is_plain_ascii(uint64_t w) {
+  constexpr uint64_t kOnes = 0x0101010101010101ull;
+  constexpr uint64_t kHigh = 0x8080808080808080ull;
+  const auto has_zero = [](uint64_t v) { return (v - kOnes) & ~v & kHigh; };
+  const uint64_t below_space = (w - kOnes * 0x20) & ~w & kHigh;
+  return ((w & kHigh) | below_space | has_zero(w ^ (kOnes * '"')) | has_zero(w ^ (kOnes * '\\'))) == 0;
+}
+
+// Length (2-4) of the well-formed UTF-8 sequence at `p` (p < end, *p >= 0x80),
+// or 0 if the bytes there are not one (Unicode Table 3-7: rejects stray
+// continuation bytes, overlongs, surrogates, code points above U+10FFFF and
+// truncated sequences).
+size_t utf8_sequence_length(const unsigned char* p, const unsigned char* end) {
+  const unsigned char lead = p[0];
+  size_t len;
+  unsigned char lo = 0x80, hi = 0xbf;  // bounds for the second byte
+  if (lead >= 0xc2 && lead <= 0xdf) {
+    len = 2;
+  } else if (lead >= 0xe0 && lead <= 0xef) {
+    len = 3;
+    if (lead == 0xe0) lo = 0xa0;       // overlong
+    else if (lead == 0xed) hi = 0x9f;  // surrogates
+  } else if (lead >= 0xf0 && lead <= 0xf4) {
+    len = 4;
+    if (lead == 0xf0) lo = 0x90;       // overlong
+    else if (lead == 0xf4) hi = 0x8f;  // above U+10FFFF
+  } else {
+    return 0;  // continuation byte, C0/C1 overlong lead, F5..FF
+  }
+  if (static_cast<size_t>(end - p) < len) return 0;
+  if (p[1] < lo || p[1] > hi) return 0;
+  for (size_t i = 2; i < len; ++i) {
+    if (p[i] < 0x80 || p[i] > 0xbf) return 0;
+  }
+  return len;
+}
+
+void append_escape(std::string& out, unsigned char c) {
+  switch (c) {
+    case '"': out.append("\\\""); return;
+    case '\\': out.append("\\\\"); return;
+    case '\n': out.append("\\n"); return;
+    case '\r': out.append("\\r"); return;
+    case '\t': out.append("\\t"); return;
+    case '\b': out.append("\\b"); return;
+    case '\f': out.append("\\f"); return;
+    default: {
+      const char esc[] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 0xf]};
+      out.append(esc, sizeof esc);
+    }
+  }
+}
+
+template <typename Int>
+void append_int(std::string& out, Int value) {
+  char buf[24];
+  const auto r = std::to_chars(buf, buf + sizeof buf, value);
+  out.append(buf, r.ptr);
+}
+
+// Milliseconds with 3 decimals; null for NaN/infinity (not valid JSON).
+void append_ms(std::string& out, double ms) {
+  if (!std::isfinite(ms)) {
+    out.append("null");
+    return;
+  }
+  fmt::format_to(std::back_inserter(out), "{:.3f}", ms);
+}
+
+void append_optional_ms(std::string& out, const std::optional<double>& ms) {
+  if (ms) append_ms(out, *ms);
+  else out.append("null");
+}
+
+void append_string_or_null(std::string& out, std::string_view s) {
+  if (s.empty()) out.append("null");
+  else append_json_string(out, s);
+}
+
+void append_bool(std::string& out, bool b) { out.append(b ? "true" : "false"); }
+
+}  // namespace
+
+void append_json_string(std::string& out, std::string_view s) {
+  out.reserve(out.size() + s.size() + 2);
+  out.push_back('"');
+  const auto* const begin = reinterpret_cast<const unsigned char*>(s.data());
+  const auto* const end = begin + s.size();
+  const auto* run = begin;  // start of the bytes not yet copied
+  const auto* p = begin;
+  while (p < end) {
+    // Fast path: skip whole words of plain ASCII.
+    while (end - p >= 8) {
+      uint64_t w;
+      std::memcpy(&w, p, sizeof w);
+      if (!word_is_plain_ascii(w)) break;
+      p += 8;
+    }
+    if (p == end) break;
+    const unsigned char c = *p;
+    const uint8_t cls = kByteClass[c];
+    if (cls == 0) {
+      ++p;
+      continue;
+    }
+    if (cls == 2) {
+      if (const size_t len = utf8_sequence_length(p, end)) {
+        p += len;  // well-formed: stays in the run and is copied unchanged
+        continue;
+      }
+    }
+    out.append(reinterpret_cast<const char*>(run), static_cast<size_t>(p - run));
+    if (cls == 1) append_escape(out, c);
+    else out.append(kReplacement);
+    run = ++p;
+  }
+  out.append(reinterpret_cast<const char*>(run), static_cast<size_t>(end - run));
+  out.push_back('"');
+}
+
+void append_json_line(std::string& out, const AccessLogEntry& e) {
+  out.append("{\"time\":\"");
+  append_timestamp(out, e.time);
+  out.append("\",\"remote_addr\":");
+  append_json_string(out, e.remote_addr);
+  out.append(",\"remote_port\":");
+  append_int(out, e.remote_port);
+  out.append(",\"sni\":");
+  append_string_or_null(out, e.sni);
+  out.append(",\"alpn\":");
+  append_string_or_null(out, e.alpn);
+  out.append(",\"protocol\":");
+  append_json_string(out, e.protocol);
+  out.append(",\"method\":");
+  append_json_string(out, e.method);
+  out.append(",\"path\":");
+  append_json_string(out, e.path);
+  out.append(",\"status\":");
+  append_int(out, e.status);
+  out.append(",\"bytes_sent\":");
+  append_int(out, e.bytes_sent);
+  out.append(",\"bytes_received\":");
+  append_int(out, e.bytes_received);
+  out.append(",\"request_time_ms\":");
+  append_ms(out, e.request_time_ms);
+  out.append(",\"ssl_protocol\":");
+  append_json_string(out, e.ssl_protocol);
+  out.append(",\"ssl_cipher\":");
+  append_json_string(out, e.ssl_cipher);
+  out.append(",\"ssl_session_reused\":");
+  append_bool(out, e.ssl_session_reused);
+  out.append(",\"tls_handshake_ms\":");
+  append_optional_ms(out, e.tls_handshake_ms);
+  out.append(",\"connection_id\":");
+  append_int(out, e.connection_id);
+  out.append(",\"connection_requests\":");
+  append_int(out, e.connection_requests);
+  out.append(",\"upstream_addr\":");
+  append_string_or_null(out, e.upstream_addr);
+  out.append(",\"upstream_status\":");
+  if (e.upstream_status == 0) out.append("null");
+  else append_int(out, e.upstream_status);
+  out.append(",\"upstream_connect_ms\":");
+  append_optional_ms(out, e.upstream_connect_ms);
+  out.append(",\"upstream_response_ms\":");
+  append_optional_ms(out, e.upstream_response_ms);
+  out.append(",\"upstream_connection_reused\":");
+  if (e.upstream_connection_reused) append_bool(out, *e.upstream_connection_reused);
+  else out.append("null");
+  out.append(",\"user_agent\":");
+  append_string_or_null(out, e.user_agent);
+  out.append("}\n");
+}
+
+AccessLog::AccessLog(LogWriter* writer) : writer_(writer) {}
+
+AccessLog::~AccessLog() { flush(); }
+
+void AccessLog::log(const AccessLogEntry& entry) {
+  if (writer_ == nullptr) return;
+  append_json_line(buffer_, entry);
+  if (buffer_.size() >= kFlushBytes) flush();
+}
+
+void AccessLog::flush() {
+  if (writer_ == nullptr || buffer_.empty()) return;
+  writer_->write(std::exchange(buffer_, std::string()));
+}
+
+}  // namespace tlsfront::log

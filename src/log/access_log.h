@@ -1,0 +1,88 @@
+// The access log: one JSON object per completed exchange, one per line
+// (JSON Lines), with a fixed key order so the file also greps well. The
+// encoder is a pair of append-only functions; AccessLog batches a worker's
+// lines and hands each batch to the LogWriter thread.
+//
+// Trust: most fields (SNI, ALPN, method, path, user agent) are raw peer
+// bytes. append_json_string() escapes them and replaces invalid UTF-8, so
+// every line is valid JSON whatever the client sent.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace tlsfront::log {
+
+class LogWriter;
+
+// One exchange. The string_views are borrowed for the duration of
+// append_json_line()/AccessLog::log() only.
+struct AccessLogEntry {
+  std::chrono::system_clock::time_point time;  // request start ("time": RFC 3339 UTC with ms)
+  std::string_view remote_addr;
+  uint16_t remote_port = 0;
+  std::string_view sni;       // "" -> null
+  std::string_view alpn;      // "" -> null
+  std::string_view protocol;  // "HTTP/1.1", "HTTP/2.0"
+  std::string_view method, path;  // path = request-target as received
+  int status = 0;
+  uint64_t bytes_sent = 0, bytes_received = 0;  // HTTP message bytes (head+body) to/from the client
+  double request_time_ms = 0;
+  std::string_view ssl_protocol, ssl_cipher;  // "TLSv1.3", "TLS_AES_128_GCM_SHA256"
+  bool ssl_session_reused = false;
+  std::optional<double> tls_handshake_ms;  // first request of a connection only, else null
+  uint64_t connection_id = 0, connection_requests = 0;
+  std::string_view upstream_addr;  // "" -> null
+  int upstream_status = 0;         // 0 -> null
+  std::optional<double> upstream_connect_ms, upstream_response_ms;  // nullopt -> null
+  std::optional<bool> upstream_connection_reused;                   // nullopt -> null
+  std::string_view user_agent;                                      // "" -> null
+};
+
+// Appends one JSON object for `entry` plus '\n' to `out`. Keys appear in the
+// struct's field order; durations are milliseconds with 3 decimals (a
+// non-finite value is written as null). Any thread.
+void append_json_line(std::string& out, const AccessLogEntry& entry);
+
+// Appends `s` as a JSON string literal, quotes included: escapes '"', '\\'
+// and control bytes (\n \r \t \b \f, others as \u00XX), copies valid UTF-8
+// unchanged, and replaces each byte that is not part of a well-formed UTF-8
+// sequence (stray continuation, overlong, surrogate, above U+10FFFF,
+// truncated) with \ufffd. Allocation-free apart from growing `out`. Any thread.
+void append_json_string(std::string& out, std::string_view s);
+
+// A worker's access-log batch: log() encodes into a buffer, flush() hands the
+// buffer to the LogWriter. The worker calls flush() at the end of every loop
+// iteration (uv_check) and on shutdown; log() also flushes once the buffer
+// passes kFlushBytes. Thread affinity: owning worker only.
+class AccessLog {
+ public:
+  static constexpr size_t kFlushBytes = 64 * 1024;
+
+  // `writer` is borrowed and must outlive this object; null disables logging.
+  explicit AccessLog(LogWriter* writer);
+  // Flushes what is left.
+  ~AccessLog();
+
+  AccessLog(const AccessLog&) = delete;
+  AccessLog& operator=(const AccessLog&) = delete;
+
+  bool enabled() const { return writer_ != nullptr; }
+
+  // Encodes `entry` into the batch (no-op when disabled).
+  void log(const AccessLogEntry& entry);
+
+  // Hands the batch to the writer if it is non-empty.
+  void flush();
+
+  size_t buffered_bytes_for_test() const { return buffer_.size(); }
+
+ private:
+  LogWriter* writer_;
+  std::string buffer_;
+};
+
+}  // namespace tlsfront::log

@@ -1,0 +1,94 @@
+// LogWriter: owns the access-log file and a background thread that appends
+// batches of lines to it, so no worker loop ever blocks on disk I/O. Workers
+// hand over whole batches (see AccessLog in access_log.h); the queue is
+// bounded in bytes and a batch that does not fit is dropped and counted
+// rather than blocking the caller. reopen() supports logrotate: after the
+// rotated file is renamed, SIGUSR1 makes the control loop call reopen(), and
+// the writer thread opens the path again before its next write.
+//
+// Thread affinity: write(), reopen() and dropped_batches() from any thread;
+// open(), flush_and_stop() and the destructor from the owning (control) thread.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "util/result.h"
+#include "util/unique_fd.h"
+
+namespace tlsfront::log {
+
+class LogWriter {
+ public:
+  // Bytes that may wait in the queue (including the batches being written)
+  // before further batches are dropped.
+  static constexpr size_t kDefaultMaxQueuedBytes = 64 * 1024 * 1024;
+
+  // Opens `path` with O_WRONLY|O_APPEND|O_CREAT|O_CLOEXEC, mode 0640 (the
+  // directory must exist; nothing else is created), and starts the writer
+  // thread. `max_queued_bytes` bounds the queue (tests lower it).
+  // Errc::Io when the file cannot be opened; the detail names `path` and the
+  // system error. The result is owned by the caller.
+  [[nodiscard]] static Result<std::unique_ptr<LogWriter>> open(
+      std::string path, size_t max_queued_bytes = kDefaultMaxQueuedBytes);
+
+  // Calls flush_and_stop().
+  ~LogWriter();
+
+  LogWriter(const LogWriter&) = delete;
+  LogWriter& operator=(const LogWriter&) = delete;
+
+  // Queues `batch` (complete lines) to be appended in order, taking
+  // ownership. Never blocks on I/O: if adding it would take the queue over the
+  // limit (an empty queue accepts any batch), or the writer has been stopped,
+  // the batch is discarded and counted. Empty batches are ignored. Any thread.
+  void write(std::string batch);
+
+  // Asks the writer thread to reopen the path before its next write (after
+  // logrotate renamed the file). If reopening fails, the old fd is kept and
+  // an error is logged. Any thread; async-signal-unsafe (takes a mutex), so
+  // call it from the control loop, not from a signal handler.
+  void reopen();
+
+  // Writes everything queued so far, then stops and joins the writer thread.
+  // Later write() calls are dropped. Idempotent. Owning thread only.
+  void flush_and_stop();
+
+  // Batches discarded so far: queue over the limit, written after stop, or
+  // lost to a failed write(2) (disk full, I/O error). Any thread.
+  uint64_t dropped_batches() const { return dropped_batches_.load(std::memory_order_relaxed); }
+
+ private:
+  LogWriter(std::string path, UniqueFd fd, size_t max_queued_bytes);
+
+  void run();
+  void reopen_file();
+  void report_drops();
+  // Appends `batches` to fd_ with writev, handling EINTR and partial writes.
+  void write_batches(std::deque<std::string>& batches);
+
+  const std::string path_;
+  const size_t max_queued_bytes_;
+  UniqueFd fd_;  // writer thread only (and the constructor)
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::string> queue_;  // guarded by mu_
+  size_t queued_bytes_ = 0;        // guarded by mu_; includes batches being written
+  bool reopen_requested_ = false;  // guarded by mu_
+  bool stopping_ = false;          // guarded by mu_
+
+  std::atomic<uint64_t> dropped_batches_{0};
+  uint64_t reported_drops_ = 0;  // writer thread only
+  bool write_failing_ = false;   // writer thread only
+  std::thread thread_;
+};
+
+}  // namespace tlsfront::log

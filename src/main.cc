@@ -1,0 +1,79 @@
+// tlsfront entry point: turns argv into Server::run() or a configuration test.
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "config/loader.h"
+#include "log/log.h"
+#include "server/generation.h"
+#include "server/server.h"
+
+namespace {
+
+constexpr const char* kUsage =
+    "Usage: tlsfront --config FILE [--test]\n"
+    "       tlsfront --version | --help\n"
+    "\n"
+    "  -c, --config FILE  configuration file (TOML)\n"
+    "  -t, --test         check the configuration, certificates and keys, then exit\n"
+    "                     (0 when valid, 1 otherwise), like nginx -t\n"
+    "  -v, --version      print the version and exit\n"
+    "  -h, --help         print this help and exit\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string config_path;
+  bool test = false;
+  for (int i = 1; i < argc; ++i) {
+    const char* a = argv[i];
+    if (!std::strcmp(a, "--config") || !std::strcmp(a, "-c")) {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "tlsfront: %s needs a file name\n%s", a, kUsage);
+        return 1;
+      }
+      config_path = argv[++i];
+    } else if (!std::strncmp(a, "--config=", 9)) {
+      config_path = a + 9;
+    } else if (!std::strcmp(a, "--test") || !std::strcmp(a, "-t")) {
+      test = true;
+    } else if (!std::strcmp(a, "--version") || !std::strcmp(a, "-v")) {
+      std::printf("tlsfront %s\n", TLSFRONT_VERSION);
+      return 0;
+    } else if (!std::strcmp(a, "--help") || !std::strcmp(a, "-h")) {
+      std::printf("%s", kUsage);
+      return 0;
+    } else {
+      std::fprintf(stderr, "tlsfront: unknown option \"%s\"\n%s", a, kUsage);
+      return 1;
+    }
+  }
+  if (config_path.empty()) {
+    std::fprintf(stderr, "tlsfront: --config FILE is required\n%s", kUsage);
+    return 1;
+  }
+
+  auto cfg = tlsfront::config::load_file(config_path);
+  if (!cfg) {
+    std::fprintf(stderr, "tlsfront: %s\n", cfg.error().message().c_str());
+    if (test) std::fprintf(stderr, "tlsfront: configuration file %s test failed\n", config_path.c_str());
+    return 1;
+  }
+  if (test) {
+    auto gen = tlsfront::server::Generation::create(std::move(cfg).value());
+    if (!gen) {
+      std::fprintf(stderr, "tlsfront: %s\n", gen.error().message().c_str());
+      std::fprintf(stderr, "tlsfront: configuration file %s test failed\n", config_path.c_str());
+      return 1;
+    }
+    std::fprintf(stderr, "tlsfront: configuration file %s test is successful\n", config_path.c_str());
+    return 0;
+  }
+  tlsfront::server::Server server;
+  auto rc = server.run(std::move(cfg).value());
+  if (!rc) {
+    tlsfront::log::error("{}", rc.error().message());
+    return 1;
+  }
+  return *rc;
+}

@@ -1,0 +1,265 @@
+#include "server/connection.h"
+
+#include <netinet/in.h>
+#include <openssl/ssl.h>
+
+#include "log/log.h"
+#include "server/worker.h"
+
+namespace tlsfront::server {
+namespace {
+
+constexpr size_t kPlaintextChunk = 16 * 1024;  // one TLS record
+constexpr size_t kOutputLowWatermark = 16 * 1024;
+
+void peer_address(uv_tcp_t* tcp, std::string& addr, uint16_t& port) {
+  sockaddr_storage ss{};
+  int len = sizeof(ss);
+  if (uv_tcp_getpeername(tcp, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return;
+  char buf[INET6_ADDRSTRLEN] = {0};
+  if (ss.ss_family == AF_INET6) {
+    auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
+    uv_ip6_name(a, buf, sizeof(buf));
+    port = ntohs(a->sin6_port);
+  } else {
+    auto* a = reinterpret_cast<sockaddr_in*>(&ss);
+    uv_ip4_name(a, buf, sizeof(buf));
+    port = ntohs(a->sin_port);
+  }
+  addr = buf;
+}
+
+}  // namespace
+
+Connection::Connection(Worker& worker, std::shared_ptr<const Generation> generation, uint64_t id)
+    : worker_(worker), generation_(std::move(generation)), id_(id), accepted_at_(std::chrono::steady_clock::now()) {}
+
+Connection::~Connection() {
+  LoopContext::of(worker_.loop()).cancel_flush(this);
+  session_.reset();
+  writer_.detach();
+}
+
+Status Connection::accept(uv_stream_t* listener) {
+  uv_loop_t* loop = worker_.loop();
+  if (int rc = tcp_.init([loop](uv_tcp_t* h) { return uv_tcp_init(loop, h); }, this); rc != 0) {
+    return make_error(Errc::Io, std::string("uv_tcp_init: ") + uv_strerror(rc));
+  }
+  if (int rc = uv_accept(listener, tcp_.stream()); rc != 0) {
+    return make_error(Errc::Io, std::string("accept: ") + uv_strerror(rc));
+  }
+  uv_tcp_nodelay(tcp_.get(), 1);
+  peer_address(tcp_.get(), remote_addr_, remote_port_);
+  timer_.init([loop](uv_timer_t* h) { return uv_timer_init(loop, h); }, this);
+  auto tls = tls::TlsStream::create(generation_->tls->get());
+  if (!tls) return tls.take_error();
+  tls_.emplace(std::move(tls).value());
+  writer_.attach(tcp_.stream(), [this](int status, size_t) { on_write_done(status); });
+  arm_timer(generation_->config.timeouts.handshake);
+  update_reading();
+  return {};
+}
+
+void Connection::update_reading() {
+  if (state_ == State::Closing || state_ == State::Closed) {
+    if (reading_) uv_read_stop(tcp_.stream());
+    reading_ = false;
+    return;
+  }
+  bool want = !session_ || session_->wants_input();
+  if (want && !reading_) {
+    int rc = uv_read_start(tcp_.stream(), LoopContext::alloc_cb, [](uv_stream_t* s, ssize_t n, const uv_buf_t* b) {
+      if (s->data) static_cast<Connection*>(s->data)->on_read(n, b);
+    });
+    reading_ = rc == 0;
+  } else if (!want && reading_) {
+    uv_read_stop(tcp_.stream());
+    reading_ = false;
+  }
+}
+
+void Connection::on_read(ssize_t nread, const uv_buf_t* buf) {
+  if (nread == 0 || state_ == State::Closing || state_ == State::Closed) return;
+  if (nread < 0) {
+    if (session_) {
+      session_->on_client_closed();
+    } else {
+      close(false);
+    }
+    return;
+  }
+  tls_->feed(std::string_view(buf->base, static_cast<size_t>(nread)));
+  if (state_ == State::Handshake) {
+    auto done = tls_->handshake();
+    if (!done) {
+      log::debug("conn={} {}:{} {}", id_, remote_addr_, remote_port_, done.error().message());
+      close(false);  // the alert OpenSSL queued is flushed before the close
+      return;
+    }
+    if (!*done) {
+      LoopContext::of(worker_.loop()).schedule_flush(this);
+      return;
+    }
+    on_handshake_done();
+  }
+  pump();
+}
+
+void Connection::on_handshake_done() {
+  state_ = State::Open;
+  stop_timer();
+  SSL* ssl = tls_->ssl();
+  http::ConnectionInfo info;
+  info.id = id_;
+  info.remote_addr = remote_addr_;
+  info.remote_port = remote_port_;
+  if (const char* sni = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name)) info.sni = sni;
+  const unsigned char* alpn = nullptr;
+  unsigned int alpn_len = 0;
+  SSL_get0_alpn_selected(ssl, &alpn, &alpn_len);
+  if (alpn) info.alpn.assign(reinterpret_cast<const char*>(alpn), alpn_len);
+  info.ssl_protocol = SSL_get_version(ssl);
+  info.ssl_cipher = SSL_get_cipher_name(ssl);
+  info.ssl_session_reused = SSL_session_reused(ssl) == 1;
+  info.tls_handshake_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - accepted_at_).count();
+  session_ = std::make_unique<http::Http1Session>(worker_.session_env(*generation_), this, std::move(info));
+  // TLS 1.3 NewSessionTicket messages go out with the handshake's last flight.
+  LoopContext::of(worker_.loop()).schedule_flush(this);
+}
+
+void Connection::pump() {
+  LoopContext& ctx = LoopContext::of(worker_.loop());
+  char buf[kPlaintextChunk];
+  while (session_ && state_ == State::Open && session_->wants_input()) {
+    auto n = tls_->read(buf, sizeof(buf));
+    if (!n) {
+      if (n.error().code == Errc::Closed) {
+        session_->on_client_closed();
+      } else {
+        log::debug("conn={} {}:{} {}", id_, remote_addr_, remote_port_, n.error().message());
+        close(false);
+      }
+      break;
+    }
+    if (*n == 0) break;
+    session_->on_data(std::string_view(buf, *n));
+  }
+  // Reading may have produced output (alerts, key updates) as well as input.
+  if (tls_ && tls_->pending_output() > 0) ctx.schedule_flush(this);
+  update_reading();
+}
+
+void Connection::resume_input() {
+  if (state_ != State::Open) return;
+  pump();
+}
+
+void Connection::send(std::string_view plaintext) {
+  if (state_ != State::Open) return;
+  plaintext_out_.append(plaintext);
+  LoopContext::of(worker_.loop()).schedule_flush(this);
+}
+
+size_t Connection::buffered_output() const {
+  return plaintext_out_.size() + (tls_ ? tls_->pending_output() : 0) + writer_.buffered_bytes();
+}
+
+void Connection::flush() {
+  if (state_ == State::Closed || !tls_) return;
+  if (!plaintext_out_.empty()) {
+    if (auto st = tls_->write(plaintext_out_); !st) {
+      log::debug("conn={} {}", id_, st.error().message());
+      plaintext_out_.clear();
+      finish_close();
+      return;
+    }
+    plaintext_out_.clear();
+  }
+  cipher_scratch_.clear();
+  if (tls_->take_output(cipher_scratch_) > 0) {
+    if (int rc = writer_.send(std::move(cipher_scratch_)); rc != 0) {
+      finish_close();
+      return;
+    }
+    cipher_scratch_ = std::string();
+  }
+  if (state_ == State::Closing && writer_.idle()) finish_close();
+}
+
+void Connection::on_write_done(int status) {
+  if (status != 0) {
+    finish_close();
+    return;
+  }
+  if (state_ == State::Closing) {
+    if (writer_.idle()) finish_close();
+    return;
+  }
+  if (session_ && buffered_output() < kOutputLowWatermark) session_->on_output_drained();
+}
+
+void Connection::close(bool notify) {
+  if (state_ == State::Closing || state_ == State::Closed) return;
+  const bool handshake_done = state_ == State::Open;
+  state_ = State::Closing;
+  update_reading();
+  if (notify && handshake_done) tls_->shutdown();
+  // Bound how long a client that does not read can hold us while we flush.
+  arm_timer(generation_->config.timeouts.send);
+  flush();
+}
+
+void Connection::shutdown() {
+  if (state_ == State::Handshake) {
+    close(false);
+  } else if (session_) {
+    session_->on_shutdown();
+  }
+}
+
+void Connection::abort() { finish_close(); }
+
+void Connection::finish_close() {
+  if (state_ == State::Closed) return;
+  state_ = State::Closed;
+  reading_ = false;
+  writer_.detach();
+  timer_.close();
+  tcp_.close();
+  worker_.remove(this);
+}
+
+void Connection::arm_timer(std::chrono::milliseconds ms) {
+  if (!timer_.active()) return;
+  uv_timer_start(
+      timer_.get(),
+      [](uv_timer_t* t) {
+        if (t->data) static_cast<Connection*>(t->data)->on_timer();
+      },
+      static_cast<uint64_t>(ms.count()), 0);
+}
+
+void Connection::stop_timer() {
+  if (timer_.active()) uv_timer_stop(timer_.get());
+}
+
+void Connection::on_timer() {
+  switch (state_) {
+    case State::Handshake:
+      log::debug("conn={} {}:{} TLS handshake timed out", id_, remote_addr_, remote_port_);
+      finish_close();
+      break;
+    case State::Open:
+      if (session_) session_->on_timer();
+      LoopContext::of(worker_.loop()).schedule_flush(this);
+      break;
+    case State::Closing:
+      finish_close();  // the client stopped reading while we flushed
+      break;
+    case State::Closed:
+      break;
+  }
+}
+
+}  // namespace tlsfront::server

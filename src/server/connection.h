@@ -1,0 +1,84 @@
+// Connection: owns one accepted client TCP connection for its whole life:
+// the socket, the TLS stream, the HTTP session, one timer, and the Generation
+// it was accepted under. Lifecycle: Handshake -> Open -> Closing -> Closed
+// (see server/CONNECTION.md). Only its own libuv callbacks decide when it
+// ends; close() is idempotent and the object is freed by the worker's
+// deferred delete after the current callback returns.
+// Thread affinity: owning worker only.
+#pragma once
+
+#include <uv.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "http/client_transport.h"
+#include "http/http1_session.h"
+#include "server/generation.h"
+#include "tls/tls_stream.h"
+#include "util/loop_context.h"
+#include "util/stream_writer.h"
+#include "util/uv_handle.h"
+
+namespace tlsfront::server {
+
+class Worker;
+
+class Connection final : public Deletable, public Flushable, public http::ClientTransport {
+ public:
+  Connection(Worker& worker, std::shared_ptr<const Generation> generation, uint64_t id);
+  ~Connection() override;
+
+  // Accepts the pending connection on `listener` and starts the handshake.
+  // Errors: Errc::Io, Errc::Tls.
+  [[nodiscard]] Status accept(uv_stream_t* listener);
+
+  // Worker shutdown: close when idle, else after the response in flight.
+  void shutdown();
+  // Closes at once without close_notify (drain deadline passed).
+  void abort();
+  bool closed() const { return state_ == State::Closed; }
+
+  // ClientTransport
+  void send(std::string_view plaintext) override;
+  size_t buffered_output() const override;
+  void close(bool notify) override;
+  void arm_timer(std::chrono::milliseconds ms) override;
+  void stop_timer() override;
+  void resume_input() override;
+
+  // Flushable: encrypts queued plaintext and writes the ciphertext.
+  void flush() override;
+
+ private:
+  enum class State { Handshake, Open, Closing, Closed };
+
+  void on_read(ssize_t nread, const uv_buf_t* buf);
+  void on_write_done(int status);
+  void on_timer();
+  void on_handshake_done();
+  void pump();
+  void update_reading();
+  void finish_close();
+
+  Worker& worker_;
+  std::shared_ptr<const Generation> generation_;
+  uint64_t id_;
+  State state_ = State::Handshake;
+  UvHandle<uv_tcp_t> tcp_;
+  UvHandle<uv_timer_t> timer_;
+  StreamWriter writer_;
+  std::optional<tls::TlsStream> tls_;
+  std::unique_ptr<http::Http1Session> session_;
+  std::string plaintext_out_;
+  std::string cipher_scratch_;
+  bool reading_ = false;
+  bool notify_on_close_ = false;
+  std::string remote_addr_;
+  uint16_t remote_port_ = 0;
+  std::chrono::steady_clock::time_point accepted_at_;
+};
+
+}  // namespace tlsfront::server

@@ -1,0 +1,31 @@
+// Generation: one immutable, validated configuration with everything built
+// from it that is shared by the workers: the TLS context and the router.
+// Built off-loop (control thread), published through an atomic shared_ptr;
+// each connection holds the generation it was accepted under until it closes.
+// Thread affinity: immutable after create(), readable from any thread.
+#pragma once
+
+#include <memory>
+
+#include "config/config.h"
+#include "http/router.h"
+#include "tls/tls_context.h"
+#include "util/result.h"
+
+namespace tlsfront::server {
+
+struct Generation {
+  config::Config config;
+  std::unique_ptr<tls::TlsContext> tls;
+  http::Router router;
+
+  // Loads certificates and keys and builds the router. Errors: Errc::Config,
+  // Errc::Tls (with the file named).
+  [[nodiscard]] static Result<std::shared_ptr<const Generation>> create(config::Config cfg);
+
+ private:
+  Generation(config::Config cfg, std::unique_ptr<tls::TlsContext> ctx)
+      : config(std::move(cfg)), tls(std::move(ctx)), router(config) {}
+};
+
+}  // namespace tlsfront::server

@@ -1,0 +1,21 @@
+// Listening sockets. Each worker gets its own socket per [[listen]] address,
+// bound with SO_REUSEPORT so the kernel spreads connections across workers
+// without a shared accept lock. Sockets are bound by the control thread
+// before workers start, so an address in use fails start-up with a clear error.
+// Thread affinity: bind_listeners runs on the control thread; the fds then
+// belong to one worker each.
+#pragma once
+
+#include <vector>
+
+#include "config/config.h"
+#include "util/result.h"
+#include "util/unique_fd.h"
+
+namespace tlsfront::server {
+
+// A bound, listening, non-blocking socket for `listener` (SO_REUSEADDR,
+// SO_REUSEPORT, IPV6_V6ONLY for IPv6). Errors: Errc::Io naming the address.
+[[nodiscard]] Result<UniqueFd> bind_listener(const config::Listener& listener);
+
+}  // namespace tlsfront::server

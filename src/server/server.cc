@@ -1,0 +1,134 @@
+#include "server/server.h"
+
+#include <signal.h>
+#include <uv.h>
+
+#include <thread>
+
+#include "log/log.h"
+#include "log/log_writer.h"
+#include "server/listener.h"
+#include "util/uv_handle.h"
+
+namespace tlsfront::server {
+namespace {
+
+constexpr std::chrono::milliseconds kShutdownDrain{10'000};
+
+struct ControlLoop {
+  uv_loop_t loop{};
+  std::vector<std::unique_ptr<Worker>>* workers = nullptr;
+  log::LogWriter* log_writer = nullptr;
+  int stop_signals = 0;
+  UvHandle<uv_signal_t> sig_term, sig_int, sig_quit, sig_hup, sig_usr1;
+  UvHandle<uv_async_t> all_stopped;
+};
+
+void on_signal(uv_signal_t* h, int signum) {
+  if (!h->data) return;
+  auto* c = static_cast<ControlLoop*>(h->data);
+  switch (signum) {
+    case SIGTERM:
+    case SIGINT:
+    case SIGQUIT:
+      if (++c->stop_signals > 1) {
+        log::warn("second stop signal: exiting at once");
+        std::_Exit(1);
+      }
+      log::info("signal {}: stopping gracefully (up to {} s)", signum, kShutdownDrain.count() / 1000);
+      for (auto& w : *c->workers) w->request_stop(kShutdownDrain);
+      break;
+    case SIGUSR1:
+      log::info("SIGUSR1: reopening the access log");
+      if (c->log_writer) c->log_writer->reopen();
+      break;
+    case SIGHUP:
+      log::warn("SIGHUP: configuration reload is not implemented yet; keeping the running configuration");
+      break;
+    default:
+      break;
+  }
+}
+
+}  // namespace
+
+int resolve_workers(int configured) {
+  if (configured > 0) return configured;
+  unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : static_cast<int>(n);
+}
+
+Server::Server() = default;
+Server::~Server() = default;
+
+Result<int> Server::run(config::Config cfg) {
+  ::signal(SIGPIPE, SIG_IGN);
+  if (auto lvl = log::parse_level(cfg.log.level); lvl) log::set_level(*lvl);
+  const int nworkers = resolve_workers(cfg.workers);
+  auto gen = Generation::create(std::move(cfg));
+  if (!gen) return gen.take_error();
+  const config::Config& c = (*gen)->config;
+  if (!c.log.access_log.empty()) {
+    auto writer = log::LogWriter::open(c.log.access_log);
+    if (!writer) return writer.take_error();
+    log_writer_ = std::move(writer).value();
+  }
+
+  std::vector<std::vector<UniqueFd>> fds(nworkers);
+  for (int w = 0; w < nworkers; ++w) {
+    for (const auto& l : c.listeners) {
+      auto fd = bind_listener(l);
+      if (!fd) return fd.take_error();
+      fds[w].push_back(std::move(fd).value());
+    }
+  }
+  current_.store(*gen);
+
+  ControlLoop ctl;
+  uv_loop_init(&ctl.loop);
+  ctl.workers = &workers_;
+  ctl.log_writer = log_writer_.get();
+  auto add_signal = [&ctl](UvHandle<uv_signal_t>& h, int signum) {
+    h.init([&ctl](uv_signal_t* s) { return uv_signal_init(&ctl.loop, s); }, &ctl);
+    uv_signal_start(h.get(), on_signal, signum);
+  };
+  add_signal(ctl.sig_term, SIGTERM);
+  add_signal(ctl.sig_int, SIGINT);
+  add_signal(ctl.sig_quit, SIGQUIT);
+  add_signal(ctl.sig_hup, SIGHUP);
+  add_signal(ctl.sig_usr1, SIGUSR1);
+  // Woken by the last worker to finish, so the control loop can end.
+  ctl.all_stopped.init([&ctl](uv_async_t* a) { return uv_async_init(&ctl.loop, a, [](uv_async_t* h) {
+                         if (h->data) uv_stop(h->loop);
+                       }); },
+                       &ctl);
+
+  for (int w = 0; w < nworkers; ++w) {
+    workers_.push_back(std::make_unique<Worker>(w, &current_, &next_connection_id_, log_writer_.get()));
+  }
+  for (int w = 0; w < nworkers; ++w) workers_[w]->start(std::move(fds[w]));
+  for (const auto& l : c.listeners) log::info("listening on {} ({} workers)", l.address.to_string(), nworkers);
+
+  // A helper thread waits for the workers so the control loop stays free for signals.
+  std::thread waiter([this, &ctl] {
+    for (auto& w : workers_) w->join();
+    uv_async_send(ctl.all_stopped.get());
+  });
+  uv_run(&ctl.loop, UV_RUN_DEFAULT);
+  waiter.join();
+  workers_.clear();
+
+  ctl.sig_term.close();
+  ctl.sig_int.close();
+  ctl.sig_quit.close();
+  ctl.sig_hup.close();
+  ctl.sig_usr1.close();
+  ctl.all_stopped.close();
+  uv_run(&ctl.loop, UV_RUN_DEFAULT);
+  uv_loop_close(&ctl.loop);
+  if (log_writer_) log_writer_->flush_and_stop();
+  log::info("stopped");
+  return 0;
+}
+
+}  // namespace tlsfront::server

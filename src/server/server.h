@@ -1,0 +1,43 @@
+// Server: the control thread. Builds the first Generation, opens the access
+// log writer, binds every worker's listening sockets, starts the workers and
+// runs the control loop: SIGTERM/SIGINT/SIGQUIT stop gracefully (a second one
+// exits at once), SIGUSR1 reopens the access log (logrotate), SIGHUP is
+// logged (reload comes with #6).
+// Thread affinity: control thread only.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <vector>
+
+#include "config/config.h"
+#include "server/generation.h"
+#include "server/worker.h"
+#include "util/result.h"
+
+namespace tlsfront::log {
+class LogWriter;
+}
+
+namespace tlsfront::server {
+
+class Server {
+ public:
+  Server();
+  ~Server();
+
+  // Runs until stopped by a signal. Errors (bad certificate, address in use)
+  // are returned before any worker starts. Returns the process exit status.
+  [[nodiscard]] Result<int> run(config::Config cfg);
+
+ private:
+  GenerationSlot current_;
+  std::atomic<uint64_t> next_connection_id_{1};
+  std::unique_ptr<log::LogWriter> log_writer_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+};
+
+// Worker count for `configured` (0 = one per CPU).
+int resolve_workers(int configured);
+
+}  // namespace tlsfront::server

@@ -1,0 +1,172 @@
+#include "server/worker.h"
+
+#include <cassert>
+
+#include "log/log.h"
+#include "server/connection.h"
+
+namespace tlsfront::server {
+
+Worker::Worker(int index, const GenerationSlot* current, std::atomic<uint64_t>* next_connection_id,
+               log::LogWriter* log_writer)
+    : index_(index), current_(current), next_connection_id_(next_connection_id), log_writer_(log_writer) {
+  uv_loop_init(&loop_);
+  loop_ctx_ = std::make_unique<LoopContext>(&loop_);
+  // The inbox exists before the thread starts so request_stop() is always safe.
+  inbox_.init([this](uv_async_t* h) { return uv_async_init(&loop_, h, [](uv_async_t* a) {
+                                         if (a->data) static_cast<Worker*>(a->data)->on_inbox();
+                                       }); },
+              this);
+}
+
+Worker::~Worker() {
+  join();
+  if (!stopped_) {
+    // The thread never ran: release the handles made in the constructor.
+    inbox_.close();
+    loop_ctx_->close();
+    uv_run(&loop_, UV_RUN_DEFAULT);
+  }
+  loop_ctx_.reset();
+  [[maybe_unused]] int rc = uv_loop_close(&loop_);
+  assert(rc == 0 && "a libuv handle outlived its worker");
+}
+
+void Worker::start(std::vector<UniqueFd> listen_fds) {
+  thread_ = std::thread([this, fds = std::move(listen_fds)]() mutable { run(std::move(fds)); });
+}
+
+void Worker::request_stop(std::chrono::milliseconds drain) {
+  {
+    std::lock_guard lock(inbox_mu_);
+    stop_requested_ = true;
+    drain_ = drain;
+  }
+  uv_async_send(inbox_.get());
+}
+
+void Worker::join() {
+  if (thread_.joinable()) thread_.join();
+}
+
+http::SessionEnv Worker::session_env(const Generation& gen) {
+  http::SessionEnv env = env_;
+  env.config = &gen.config;
+  env.router = &gen.router;
+  return env;
+}
+
+void Worker::run(std::vector<UniqueFd> listen_fds) {
+  std::shared_ptr<const Generation> gen = current_->load();
+  for (const auto& u : gen->config.upstreams) upstreams_.push_back(std::make_unique<upstream::UpstreamGroup>(&loop_, u));
+  access_log_ = std::make_unique<log::AccessLog>(log_writer_);
+  env_.loop = &loop_;
+  env_.upstreams = &upstreams_;
+  env_.access_log = log_writer_ ? access_log_.get() : nullptr;
+  env_.shutting_down = &shutting_down_;
+
+  log_flush_.init([this](uv_check_t* h) { return uv_check_init(&loop_, h); }, this);
+  uv_check_start(log_flush_.get(), [](uv_check_t* h) {
+    if (h->data) static_cast<Worker*>(h->data)->access_log_->flush();
+  });
+  uv_unref(log_flush_.handle());
+
+  for (size_t i = 0; i < listen_fds.size(); ++i) {
+    auto handle = std::make_unique<UvHandle<uv_tcp_t>>();
+    handle->init([this](uv_tcp_t* h) { return uv_tcp_init(&loop_, h); }, this);
+    int fd = listen_fds[i].release();
+    int rc = uv_tcp_open(handle->get(), fd);
+    if (rc == 0) {
+      rc = uv_listen(handle->stream(), gen->config.listeners[i % gen->config.listeners.size()].backlog,
+                     [](uv_stream_t* s, int status) {
+                       if (s->data) static_cast<Worker*>(s->data)->on_connection(s, status);
+                     });
+    }
+    if (rc != 0) log::error("worker {}: cannot listen: {}", index_, uv_strerror(rc));
+    listeners_.push_back(std::move(handle));
+  }
+  gen.reset();
+
+  uv_run(&loop_, UV_RUN_DEFAULT);
+
+  // Teardown: free what was deferred, close the pools, then let every close
+  // callback run so uv_loop_close() finds no handle left.
+  loop_ctx_->run_deferred();
+  connections_.clear();
+  upstreams_.clear();
+  access_log_->flush();
+  log_flush_.close();
+  loop_ctx_->close();
+  uv_run(&loop_, UV_RUN_DEFAULT);
+  stopped_ = true;
+}
+
+void Worker::on_connection(uv_stream_t* listener, int status) {
+  if (status != 0) {
+    log::warn("worker {}: accept failed: {}", index_, uv_strerror(status));
+    return;
+  }
+  uint64_t id = next_connection_id_->fetch_add(1, std::memory_order_relaxed);
+  auto conn = std::make_unique<Connection>(*this, current_->load(), id);
+  if (auto st = conn->accept(listener); !st) {
+    log::warn("worker {}: {}", index_, st.error().message());
+    conn->abort();
+    loop_ctx_->defer_delete(std::move(conn));
+    return;
+  }
+  Connection* raw = conn.get();
+  connections_.emplace(raw, std::move(conn));
+}
+
+void Worker::remove(Connection* conn) {
+  auto it = connections_.find(conn);
+  if (it == connections_.end()) return;
+  loop_ctx_->defer_delete(std::move(it->second));
+  connections_.erase(it);
+  if (shutting_down_ && connections_.empty()) finish_stop();
+}
+
+void Worker::on_inbox() {
+  bool stop;
+  {
+    std::lock_guard lock(inbox_mu_);
+    stop = stop_requested_;
+  }
+  if (stop && !shutting_down_) begin_stop();
+}
+
+void Worker::begin_stop() {
+  shutting_down_ = true;
+  for (auto& l : listeners_) l->close();
+  listeners_.clear();
+  // Idle connections close now; busy ones after their response.
+  std::vector<Connection*> conns;
+  for (auto& [raw, owned] : connections_) conns.push_back(raw);
+  for (Connection* c : conns) c->shutdown();
+  if (connections_.empty()) {
+    finish_stop();
+    return;
+  }
+  drain_timer_.init([this](uv_timer_t* h) { return uv_timer_init(&loop_, h); }, this);
+  uv_timer_start(
+      drain_timer_.get(),
+      [](uv_timer_t* t) {
+        if (!t->data) return;
+        auto* self = static_cast<Worker*>(t->data);
+        std::vector<Connection*> left;
+        for (auto& [raw, owned] : self->connections_) left.push_back(raw);
+        for (Connection* c : left) c->abort();
+      },
+      static_cast<uint64_t>(drain_.count()), 0);
+}
+
+void Worker::finish_stop() {
+  if (stop_finished_) return;
+  stop_finished_ = true;
+  drain_timer_.close();
+  for (auto& g : upstreams_) g->close_idle();
+  inbox_.close();
+  // With no referenced handle left, uv_run returns and run() tears down.
+}
+
+}  // namespace tlsfront::server

@@ -1,0 +1,88 @@
+// Worker: one thread running one libuv loop with its own listening sockets,
+// client connections, upstream keepalive pools and access-log buffer. Workers
+// share nothing mutable but the current Generation (atomic shared_ptr) and the
+// log writer; the control thread talks to a worker only through its inbox
+// (uv_async_send is the only libuv call made from another thread).
+// Thread affinity: constructed and started/stopped/joined from the control
+// thread; everything else runs on the worker's own thread.
+#pragma once
+
+#include <uv.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "http/http1_session.h"
+#include "log/access_log.h"
+#include "server/generation.h"
+#include "upstream/upstream_pool.h"
+#include "util/loop_context.h"
+#include "util/unique_fd.h"
+#include "util/uv_handle.h"
+
+namespace tlsfront::log {
+class LogWriter;
+}
+
+namespace tlsfront::server {
+
+class Connection;
+
+using GenerationSlot = std::atomic<std::shared_ptr<const Generation>>;
+
+class Worker {
+ public:
+  // `current`, `next_connection_id` and `log_writer` (null = no access log)
+  // are borrowed from the Server and outlive the worker.
+  Worker(int index, const GenerationSlot* current, std::atomic<uint64_t>* next_connection_id,
+         log::LogWriter* log_writer);
+  ~Worker();
+
+  // Starts the thread, which adopts `listen_fds`. Control thread only.
+  void start(std::vector<UniqueFd> listen_fds);
+  // Asks the worker to stop accepting, finish in-flight requests within
+  // `drain`, and exit its loop. Any thread.
+  void request_stop(std::chrono::milliseconds drain);
+  void join();
+
+  // Worker-thread API for connections.
+  uv_loop_t* loop() { return &loop_; }
+  http::SessionEnv session_env(const Generation& gen);
+  void remove(Connection* conn);
+
+ private:
+  void run(std::vector<UniqueFd> listen_fds);
+  void on_connection(uv_stream_t* listener, int status);
+  void on_inbox();
+  void begin_stop();
+  void finish_stop();
+
+  int index_;
+  const GenerationSlot* current_;
+  std::atomic<uint64_t>* next_connection_id_;
+  log::LogWriter* log_writer_;
+  std::thread thread_;
+  uv_loop_t loop_{};
+  std::unique_ptr<LoopContext> loop_ctx_;
+  std::unique_ptr<log::AccessLog> access_log_;
+  UvHandle<uv_async_t> inbox_;
+  UvHandle<uv_check_t> log_flush_;
+  UvHandle<uv_timer_t> drain_timer_;
+  std::vector<std::unique_ptr<UvHandle<uv_tcp_t>>> listeners_;
+  std::unordered_map<Connection*, std::unique_ptr<Connection>> connections_;
+  std::vector<std::unique_ptr<upstream::UpstreamGroup>> upstreams_;
+  http::SessionEnv env_;
+  bool shutting_down_ = false;
+  bool stop_finished_ = false;
+  bool stopped_ = false;
+
+  std::mutex inbox_mu_;
+  bool stop_requested_ = false;
+  std::chrono::milliseconds drain_{0};
+};
+
+}  // namespace tlsfront::server

@@ -1,0 +1,115 @@
+#include "tls/tls_context.h"
+
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <algorithm>
+#include <cstring>
+
+#include "tls/openssl_error.h"
+
+namespace tlsfront::tls {
+namespace {
+
+
+// RFC 7301 §3.2: the server picks from the client's list; with no overlap it
+// answers no_application_protocol. A client that sends no ALPN gets HTTP/1.1.
+int alpn_select_cb(SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in,
+                   unsigned int inlen, void*) noexcept {
+  static const unsigned char kServerProtos[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+  unsigned char* selected = nullptr;
+  if (SSL_select_next_proto(&selected, outlen, kServerProtos, sizeof(kServerProtos), in, inlen) !=
+      OPENSSL_NPN_NEGOTIATED) {
+    return SSL_TLSEXT_ERR_ALERT_FATAL;
+  }
+  *out = selected;
+  return SSL_TLSEXT_ERR_OK;
+}
+
+int to_openssl_version(config::TlsVersion v) {
+  return v == config::TlsVersion::Tls13 ? TLS1_3_VERSION : TLS1_2_VERSION;
+}
+
+Status check_readable(const std::string& path, std::string_view what, const std::string& origin) {
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) {
+    std::string prefix = origin.empty() ? std::string() : origin + ": ";
+    return make_error(Errc::Config, prefix + "cannot open " + std::string(what) + " file \"" + path +
+                                        "\": " + std::strerror(errno));
+  }
+  std::fclose(f);
+  return {};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<TlsContext>> TlsContext::create(const config::Tls& tls) {
+  ERR_clear_error();
+  SslCtxPtr ctx(SSL_CTX_new(TLS_server_method()));
+  if (!ctx) return openssl_error(Errc::Tls, "SSL_CTX_new");
+
+  int min_v = TLS1_3_VERSION, max_v = TLS1_2_VERSION;
+  for (auto v : tls.protocols) {
+    min_v = std::min(min_v, to_openssl_version(v));
+    max_v = std::max(max_v, to_openssl_version(v));
+  }
+  if (!SSL_CTX_set_min_proto_version(ctx.get(), min_v) || !SSL_CTX_set_max_proto_version(ctx.get(), max_v)) {
+    return openssl_error(Errc::Tls, "setting the TLS protocol range");
+  }
+  uint64_t opts = SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION;
+  if (tls.prefer_server_ciphers) opts |= SSL_OP_CIPHER_SERVER_PREFERENCE;
+  SSL_CTX_set_options(ctx.get(), opts);
+  // Idle keepalive connections then hold no 34 KiB record buffers.
+  SSL_CTX_set_mode(ctx.get(), SSL_MODE_RELEASE_BUFFERS);
+
+  if (!SSL_CTX_set_cipher_list(ctx.get(), tls.ciphers.c_str())) {
+    return openssl_error(Errc::Config, "tls.ciphers: no usable cipher in \"" + tls.ciphers + "\"");
+  }
+  if (!SSL_CTX_set_ciphersuites(ctx.get(), tls.ciphersuites.c_str())) {
+    return openssl_error(Errc::Config, "tls.ciphersuites: invalid list \"" + tls.ciphersuites + "\"");
+  }
+  if (!SSL_CTX_set1_groups_list(ctx.get(), tls.groups.c_str())) {
+    return openssl_error(Errc::Config, "tls.groups: invalid list \"" + tls.groups + "\"");
+  }
+
+  if (auto st = check_readable(tls.certificate, "certificate", tls.certificate_origin); !st) return st.take_error();
+  if (auto st = check_readable(tls.key, "key", tls.key_origin); !st) return st.take_error();
+  if (SSL_CTX_use_certificate_chain_file(ctx.get(), tls.certificate.c_str()) != 1) {
+    return openssl_error(Errc::Config, "certificate \"" + tls.certificate + "\": cannot load a PEM certificate chain");
+  }
+  if (SSL_CTX_use_PrivateKey_file(ctx.get(), tls.key.c_str(), SSL_FILETYPE_PEM) != 1) {
+    // OpenSSL also fails here when the key does not match the certificate.
+    std::string q = drain_openssl_errors();
+    if (q.find("values mismatch") != std::string::npos || q.find("key values mismatch") != std::string::npos) {
+      return make_error(Errc::Config, "private key \"" + tls.key + "\" does not match certificate \"" +
+                                          tls.certificate + "\"");
+    }
+    return make_error(Errc::Config, "private key \"" + tls.key + "\": cannot load a PEM private key: " + q);
+  }
+  if (SSL_CTX_check_private_key(ctx.get()) != 1) {
+    drain_openssl_errors();
+    return make_error(Errc::Config, "private key \"" + tls.key + "\" does not match certificate \"" +
+                                        tls.certificate + "\"");
+  }
+
+  X509* leaf = SSL_CTX_get0_certificate(ctx.get());
+  // Session ID context (RFC 8446 §4.6.1 / RFC 5246 §7.4.1.2): sessions resume
+  // only under the certificate they were made for.
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int md_len = 0;
+  if (!X509_digest(leaf, EVP_sha256(), md, &md_len)) return openssl_error(Errc::Tls, "X509_digest");
+  if (!SSL_CTX_set_session_id_context(ctx.get(), md, std::min<unsigned>(md_len, SSL_MAX_SID_CTX_LENGTH))) {
+    return openssl_error(Errc::Tls, "SSL_CTX_set_session_id_context");
+  }
+  SSL_CTX_set_session_cache_mode(ctx.get(), SSL_SESS_CACHE_SERVER);
+  SSL_CTX_set_alpn_select_cb(ctx.get(), alpn_select_cb, nullptr);
+
+  std::unique_ptr<TlsContext> out(new TlsContext(std::move(ctx)));
+  out->leaf_ = leaf;
+  return out;
+}
+
+}  // namespace tlsfront::tls

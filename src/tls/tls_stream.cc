@@ -1,0 +1,92 @@
+#include "tls/tls_stream.h"
+
+#include <openssl/err.h>
+
+#include "tls/openssl_error.h"
+
+namespace tlsfront::tls {
+
+Result<TlsStream> TlsStream::create(SSL_CTX* ctx) {
+  ERR_clear_error();
+  SslPtr ssl(SSL_new(ctx));
+  if (!ssl) return openssl_error(Errc::Tls, "SSL_new");
+  BIO* rbio = BIO_new(BIO_s_mem());
+  BIO* wbio = BIO_new(BIO_s_mem());
+  if (!rbio || !wbio) {
+    BIO_free(rbio);
+    BIO_free(wbio);
+    return openssl_error(Errc::Tls, "BIO_new");
+  }
+  // An empty input BIO means "retry later", not end of file.
+  BIO_set_mem_eof_return(rbio, -1);
+  SSL_set_bio(ssl.get(), rbio, wbio);
+  SSL_set_accept_state(ssl.get());
+  return TlsStream(std::move(ssl), rbio, wbio);
+}
+
+void TlsStream::feed(std::string_view ciphertext) {
+  if (!ciphertext.empty()) BIO_write(rbio_, ciphertext.data(), static_cast<int>(ciphertext.size()));
+}
+
+Result<bool> TlsStream::handshake() {
+  if (handshake_done_) return true;
+  ERR_clear_error();
+  int rc = SSL_do_handshake(ssl_.get());
+  if (rc == 1) {
+    handshake_done_ = true;
+    return true;
+  }
+  int err = SSL_get_error(ssl_.get(), rc);
+  if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) return false;
+  return openssl_error(Errc::Tls, "TLS handshake failed");
+}
+
+Result<size_t> TlsStream::read(char* buf, size_t len) {
+  ERR_clear_error();
+  size_t n = 0;
+  int rc = SSL_read_ex(ssl_.get(), buf, len, &n);
+  if (rc == 1) return n;
+  int err = SSL_get_error(ssl_.get(), rc);
+  switch (err) {
+    case SSL_ERROR_WANT_READ:
+    case SSL_ERROR_WANT_WRITE:
+      return size_t{0};
+    case SSL_ERROR_ZERO_RETURN:
+      return make_error(Errc::Closed, "close_notify received");
+    default:
+      return openssl_error(Errc::Tls, "TLS read failed");
+  }
+}
+
+Status TlsStream::write(std::string_view plaintext) {
+  while (!plaintext.empty()) {
+    ERR_clear_error();
+    size_t n = 0;
+    if (SSL_write_ex(ssl_.get(), plaintext.data(), plaintext.size(), &n) != 1) {
+      return openssl_error(Errc::Tls, "TLS write failed");
+    }
+    plaintext.remove_prefix(n);
+  }
+  return {};
+}
+
+void TlsStream::shutdown() {
+  if (shutdown_sent_ || !handshake_done_) return;
+  shutdown_sent_ = true;
+  ERR_clear_error();
+  SSL_shutdown(ssl_.get());
+  ERR_clear_error();
+}
+
+size_t TlsStream::take_output(std::string& out) {
+  char* data = nullptr;
+  long n = BIO_get_mem_data(wbio_, &data);
+  if (n <= 0) return 0;
+  out.append(data, static_cast<size_t>(n));
+  (void)BIO_reset(wbio_);
+  return static_cast<size_t>(n);
+}
+
+size_t TlsStream::pending_output() const { return BIO_ctrl_pending(wbio_); }
+
+}  // namespace tlsfront::tls

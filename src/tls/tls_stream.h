@@ -1,0 +1,61 @@
+// TlsStream: one server-side SSL* driven over memory BIOs, so the event loop
+// owns all socket I/O. Ciphertext from the socket goes in with feed(); plaintext
+// comes out of read(); plaintext given to write() becomes ciphertext collected
+// by take_output() for the socket. Never blocks; never touches a socket.
+// Thread affinity: the owning worker only.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "util/openssl_ptr.h"
+#include "util/result.h"
+
+namespace tlsfront::tls {
+
+class TlsStream {
+ public:
+  // Creates the SSL* from borrowed `ctx`, which must outlive this stream (the
+  // connection holds its Generation). Errors: Errc::Tls.
+  [[nodiscard]] static Result<TlsStream> create(SSL_CTX* ctx);
+
+  TlsStream(TlsStream&&) noexcept = default;
+  TlsStream& operator=(TlsStream&&) noexcept = default;
+
+  // Queues ciphertext received from the peer (copied).
+  void feed(std::string_view ciphertext);
+
+  // Advances the handshake. Returns true once complete, false while it needs
+  // more input. Errors: Errc::Tls (alert already queued in the output).
+  [[nodiscard]] Result<bool> handshake();
+  bool handshake_done() const { return handshake_done_; }
+
+  // Reads up to `len` plaintext bytes into `buf`. Returns the count, or 0 when
+  // more ciphertext is needed. Errors: Errc::Closed on close_notify,
+  // Errc::Tls on a protocol error.
+  [[nodiscard]] Result<size_t> read(char* buf, size_t len);
+
+  // Encrypts `plaintext` into the output. Errors: Errc::Tls.
+  [[nodiscard]] Status write(std::string_view plaintext);
+
+  // Queues a close_notify alert (RFC 8446 §6.1); idempotent.
+  void shutdown();
+
+  // Moves pending ciphertext to the end of `out`; returns the bytes moved.
+  size_t take_output(std::string& out);
+  size_t pending_output() const;
+
+  SSL* ssl() const { return ssl_.get(); }
+
+ private:
+  explicit TlsStream(SslPtr ssl, BIO* rbio, BIO* wbio) : ssl_(std::move(ssl)), rbio_(rbio), wbio_(wbio) {}
+
+  SslPtr ssl_;
+  BIO* rbio_;  // owned by ssl_
+  BIO* wbio_;  // owned by ssl_
+  bool handshake_done_ = false;
+  bool shutdown_sent_ = false;
+};
+
+}  // namespace tlsfront::tls

@@ -1,0 +1,76 @@
+#include "util/stream_writer.h"
+
+#include <utility>
+
+namespace tlsfront {
+
+struct StreamWriter::WriteReq {
+  uv_write_t req{};
+  std::string bytes;
+  StreamWriter* owner = nullptr;
+};
+
+StreamWriter::~StreamWriter() { detach(); }
+
+void StreamWriter::attach(uv_stream_t* stream, DoneFn done) {
+  stream_ = stream;
+  done_ = std::move(done);
+}
+
+void StreamWriter::detach() {
+  if (inflight_) inflight_->owner = nullptr;
+  inflight_ = nullptr;
+  inflight_bytes_ = 0;
+  pending_.clear();
+  stream_ = nullptr;
+  done_ = nullptr;
+}
+
+int StreamWriter::send(std::string_view bytes) {
+  pending_.append(bytes);
+  return inflight_ ? 0 : start_write();
+}
+
+int StreamWriter::send(std::string&& bytes) {
+  if (pending_.empty()) {
+    pending_ = std::move(bytes);
+  } else {
+    pending_.append(bytes);
+  }
+  return inflight_ ? 0 : start_write();
+}
+
+int StreamWriter::start_write() {
+  if (pending_.empty() || stream_ == nullptr) return 0;
+  auto* w = new WriteReq;
+  w->bytes.swap(pending_);
+  w->owner = this;
+  w->req.data = w;
+  uv_buf_t buf = uv_buf_init(w->bytes.data(), static_cast<unsigned>(w->bytes.size()));
+  int rc = uv_write(&w->req, stream_, &buf, 1, [](uv_write_t* req, int status) {
+    auto* wr = static_cast<WriteReq*>(req->data);
+    StreamWriter* owner = wr->owner;
+    size_t bytes = wr->bytes.size();
+    delete wr;
+    if (owner) owner->on_write_done(status, bytes);
+  });
+  if (rc != 0) {
+    delete w;
+    return rc;
+  }
+  inflight_ = w;
+  inflight_bytes_ = w->bytes.size();
+  return 0;
+}
+
+void StreamWriter::on_write_done(int status, size_t bytes) {
+  inflight_ = nullptr;
+  inflight_bytes_ = 0;
+  if (status == 0 && !pending_.empty()) {
+    int rc = start_write();
+    if (rc != 0) status = rc;
+  }
+  if (done_) done_(status, bytes);
+}
+
+}  // namespace tlsfront

@@ -1,0 +1,57 @@
+// StreamWriter: one write queue over a uv_stream_t. Bytes handed to send() are
+// appended to a pending buffer; at most one uv_write is in flight and owns its
+// bytes until its callback fires, so the owner may be destroyed with a write
+// outstanding (the request outlives it and frees itself).
+// Thread affinity: the owning loop's thread only.
+#pragma once
+
+#include <uv.h>
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <string_view>
+
+namespace tlsfront {
+
+class StreamWriter {
+ public:
+  // Called after each completed write with the libuv status (0 or a UV_E*
+  // code) and the number of bytes that write carried.
+  using DoneFn = std::function<void(int status, size_t bytes)>;
+
+  StreamWriter() = default;
+  ~StreamWriter();
+  StreamWriter(const StreamWriter&) = delete;
+  StreamWriter& operator=(const StreamWriter&) = delete;
+
+  // Borrowed `stream` must stay open while writes may be issued; `done` runs on
+  // every write completion (not after the writer is destroyed).
+  void attach(uv_stream_t* stream, DoneFn done);
+
+  // Appends `bytes` and starts a write if none is in flight. Returns a UV_E*
+  // code if uv_write fails synchronously, 0 otherwise.
+  int send(std::string_view bytes);
+  // Hands an owned buffer over without copying when nothing is pending.
+  int send(std::string&& bytes);
+
+  // Bytes queued or in flight, for watermarks.
+  size_t buffered_bytes() const { return pending_.size() + inflight_bytes_; }
+  bool idle() const { return inflight_ == nullptr && pending_.empty(); }
+
+  // Cancels the association: a write still in flight completes into the void.
+  void detach();
+
+ private:
+  struct WriteReq;
+  int start_write();
+  void on_write_done(int status, size_t bytes);
+
+  uv_stream_t* stream_ = nullptr;
+  DoneFn done_;
+  std::string pending_;
+  WriteReq* inflight_ = nullptr;
+  size_t inflight_bytes_ = 0;
+};
+
+}  // namespace tlsfront

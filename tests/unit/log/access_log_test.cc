@@ -1,0 +1,671 @@
+// Tests for the JSON access-log encoder (append_json_line, append_json_string)
+// and the per-worker AccessLog batch.
+#include "log/access_log.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "log/log_writer.h"
+
+namespace tlsfront::log {
+namespace {
+
+using namespace std::chrono;
+using namespace std::string_view_literals;
+
+// ---------------------------------------------------------------------------
+// Test-only helpers: an independent (slow, obvious) reference encoder and a
+// strict RFC 8259 checker.
+
+// Decodes the UTF-8 sequence at s[i] the textbook way; returns its length or 0.
+size_t reference_utf8_length(std::string_view s, size_t i) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  size_t len;
+  uint32_t cp;
+  if ((c & 0xe0) == 0xc0) {
+    len = 2;
+    cp = c & 0x1f;
+  } else if ((c & 0xf0) == 0xe0) {
+    len = 3;
+    cp = c & 0x0f;
+  } else if ((c & 0xf8) == 0xf0) {
+    len = 4;
+    cp = c & 0x07;
+  } else {
+    return 0;
+  }
+  if (i + len > s.size()) return 0;
+  for (size_t k = 1; k < len; ++k) {
+    const auto cc = static_cast<unsigned char>(s[i + k]);
+    if ((cc & 0xc0) != 0x80) return 0;
+    cp = (cp << 6) | (cc & 0x3f);
+  }
+  static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < kMin[len] || (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff) return 0;
+  return len;
+}
+
+std::string reference_json_string(std::string_view s) {
+  std::string out = "\"";
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      if (c == '"') out += "\\\"";
+      else if (c == '\\') out += "\\\\";
+      else if (c == '\n') out += "\\n";
+      else if (c == '\r') out += "\\r";
+      else if (c == '\t') out += "\\t";
+      else if (c == '\b') out += "\\b";
+      else if (c == '\f') out += "\\f";
+      else if (c < 0x20) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\u%04x", c);
+        out += buf;
+      } else {
+        out += static_cast<char>(c);
+      }
+      ++i;
+      continue;
+    }
+    if (const size_t len = reference_utf8_length(s, i)) {
+      out.append(s.substr(i, len));
+      i += len;
+    } else {
+      out += "\\ufffd";
+      ++i;
+    }
+  }
+  return out + "\"";
+}
+
+// Strict JSON checker: accepts exactly one value (surrounded by optional
+// whitespace); strings must be valid UTF-8 with no raw control bytes.
+// Collects the keys of the top-level object, in order.
+class JsonChecker {
+ public:
+  explicit JsonChecker(std::string_view s) : s_(s) {}
+
+  bool check() {
+    ws();
+    if (!value(0)) return false;
+    ws();
+    return i_ == s_.size();
+  }
+  const std::vector<std::string>& top_level_keys() const { return keys_; }
+
+ private:
+  bool value(int depth) {
+    if (i_ >= s_.size()) return false;
+    switch (s_[i_]) {
+      case '{': return object(depth);
+      case '[': return array(depth);
+      case '"': return string(nullptr);
+      case 't': return literal("true");
+      case 'f': return literal("false");
+      case 'n': return literal("null");
+      default: return number();
+    }
+  }
+  bool object(int depth) {
+    ++i_;
+    ws();
+    if (peek('}')) return ++i_, true;
+    for (;;) {
+      ws();
+      std::string key;
+      if (!string(&key)) return false;
+      if (depth == 0) keys_.push_back(key);
+      ws();
+      if (!peek(':')) return false;
+      ++i_;
+      ws();
+      if (!value(depth + 1)) return false;
+      ws();
+      if (peek('}')) return ++i_, true;
+      if (!peek(',')) return false;
+      ++i_;
+    }
+  }
+  bool array(int depth) {
+    ++i_;
+    ws();
+    if (peek(']')) return ++i_, true;
+    for (;;) {
+      ws();
+      if (!value(depth + 1)) return false;
+      ws();
+      if (peek(']')) return ++i_, true;
+      if (!peek(',')) return false;
+      ++i_;
+    }
+  }
+  bool string(std::string* raw) {
+    if (!peek('"')) return false;
+    ++i_;
+    while (i_ < s_.size()) {
+      const auto c = static_cast<unsigned char>(s_[i_]);
+      if (c == '"') return ++i_, true;
+      if (c < 0x20) return false;
+      if (c == '\\') {
+        if (++i_ >= s_.size()) return false;
+        const char e = s_[i_];
+        if (e == 'u') {
+          if (i_ + 4 >= s_.size()) return false;
+          for (int k = 1; k <= 4; ++k) {
+            if (!std::isxdigit(static_cast<unsigned char>(s_[i_ + k]))) return false;
+          }
+          i_ += 5;
+          continue;
+        }
+        if (std::string_view("\"\\/bfnrt").find(e) == std::string_view::npos) return false;
+        ++i_;
+        continue;
+      }
+      if (c >= 0x80) {
+        const size_t len = reference_utf8_length(s_, i_);
+        if (len == 0) return false;
+        if (raw) raw->append(s_.substr(i_, len));
+        i_ += len;
+        continue;
+      }
+      if (raw) raw->push_back(static_cast<char>(c));
+      ++i_;
+    }
+    return false;
+  }
+  bool number() {
+    const size_t start = i_;
+    if (peek('-')) ++i_;
+    if (peek('0')) {
+      ++i_;
+    } else if (digits() == 0) {
+      return false;
+    }
+    if (peek('.')) {
+      ++i_;
+      if (digits() == 0) return false;
+    }
+    if (peek('e') || peek('E')) {
+      ++i_;
+      if (peek('+') || peek('-')) ++i_;
+      if (digits() == 0) return false;
+    }
+    return i_ > start;
+  }
+  size_t digits() {
+    const size_t start = i_;
+    while (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9') ++i_;
+    return i_ - start;
+  }
+  bool literal(std::string_view word) {
+    if (s_.substr(i_, word.size()) != word) return false;
+    i_ += word.size();
+    return true;
+  }
+  bool peek(char c) const { return i_ < s_.size() && s_[i_] == c; }
+  void ws() {
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r')) ++i_;
+  }
+
+  std::string_view s_;
+  size_t i_ = 0;
+  std::vector<std::string> keys_;
+};
+
+const std::vector<std::string> kKeyOrder = {
+    "time", "remote_addr", "remote_port", "sni", "alpn", "protocol", "method", "path",
+    "status", "bytes_sent", "bytes_received", "request_time_ms", "ssl_protocol", "ssl_cipher",
+    "ssl_session_reused", "tls_handshake_ms", "connection_id", "connection_requests",
+    "upstream_addr", "upstream_status", "upstream_connect_ms", "upstream_response_ms",
+    "upstream_connection_reused", "user_agent"};
+
+std::string json_string(std::string_view s) {
+  std::string out;
+  append_json_string(out, s);
+  return out;
+}
+
+std::string json_line(const AccessLogEntry& e) {
+  std::string out;
+  append_json_line(out, e);
+  return out;
+}
+
+system_clock::time_point example_time() {
+  return sys_days{year{2026} / 11 / 30} + hours{0} + minutes{38} + seconds{31} + milliseconds{123};
+}
+
+AccessLogEntry full_entry() {
+  AccessLogEntry e;
+  e.time = example_time();
+  e.remote_addr = "192.0.2.10";
+  e.remote_port = 54321;
+  e.sni = "api.example.com";
+  e.alpn = "h2";
+  e.protocol = "HTTP/2.0";
+  e.method = "GET";
+  e.path = "/v1/items?id=7";
+  e.status = 200;
+  e.bytes_sent = 1234;
+  e.bytes_received = 321;
+  e.request_time_ms = 12.3456;
+  e.ssl_protocol = "TLSv1.3";
+  e.ssl_cipher = "TLS_AES_128_GCM_SHA256";
+  e.ssl_session_reused = true;
+  e.tls_handshake_ms = 3.5;
+  e.connection_id = 42;
+  e.connection_requests = 1;
+  e.upstream_addr = "10.0.0.5:8080";
+  e.upstream_status = 502;
+  e.upstream_connect_ms = 0.25;
+  e.upstream_response_ms = 11.0;
+  e.upstream_connection_reused = false;
+  e.user_agent = "curl/8.0";
+  return e;
+}
+
+void expect_valid_json_line(const std::string& line) {
+  ASSERT_FALSE(line.empty());
+  EXPECT_EQ(line.back(), '\n');
+  EXPECT_EQ(line.find('\n'), line.size() - 1) << "raw newline inside the line";
+  JsonChecker checker(std::string_view(line).substr(0, line.size() - 1));
+  ASSERT_TRUE(checker.check()) << line;
+  EXPECT_EQ(checker.top_level_keys(), kKeyOrder);
+}
+
+// ---------------------------------------------------------------------------
+// append_json_line
+
+TEST(AccessLogJsonLine, AllFieldsSet) {
+  EXPECT_EQ(json_line(full_entry()),
+            R"({"time":"2026-11-30T00:38:31.123Z","remote_addr":"192.0.2.10","remote_port":54321,)"
+            R"("sni":"api.example.com","alpn":"h2","protocol":"HTTP/2.0","method":"GET",)"
+            R"("path":"/v1/items?id=7","status":200,"bytes_sent":1234,"bytes_received":321,)"
+            R"("request_time_ms":12.346,"ssl_protocol":"TLSv1.3","ssl_cipher":"TLS_AES_128_GCM_SHA256",)"
+            R"("ssl_session_reused":true,"tls_handshake_ms":3.500,"connection_id":42,)"
+            R"("connection_requests":1,"upstream_addr":"10.0.0.5:8080","upstream_status":502,)"
+            R"("upstream_connect_ms":0.250,"upstream_response_ms":11.000,)"
+            R"("upstream_connection_reused":false,"user_agent":"curl/8.0"})"
+            "\n");
+  expect_valid_json_line(json_line(full_entry()));
+}
+
+TEST(AccessLogJsonLine, DefaultsGiveNulls) {
+  AccessLogEntry e;  // time = epoch, every optional/empty field unset
+  EXPECT_EQ(json_line(e),
+            R"({"time":"1970-01-01T00:00:00.000Z","remote_addr":"","remote_port":0,)"
+            R"("sni":null,"alpn":null,"protocol":"","method":"","path":"","status":0,)"
+            R"("bytes_sent":0,"bytes_received":0,"request_time_ms":0.000,"ssl_protocol":"",)"
+            R"("ssl_cipher":"","ssl_session_reused":false,"tls_handshake_ms":null,)"
+            R"("connection_id":0,"connection_requests":0,"upstream_addr":null,)"
+            R"("upstream_status":null,"upstream_connect_ms":null,"upstream_response_ms":null,)"
+            R"("upstream_connection_reused":null,"user_agent":null})"
+            "\n");
+  expect_valid_json_line(json_line(e));
+}
+
+TEST(AccessLogJsonLine, AppendsWithoutTouchingExistingContent) {
+  std::string out = "previous line\n";
+  append_json_line(out, full_entry());
+  append_json_line(out, AccessLogEntry{});
+  EXPECT_EQ(out, "previous line\n" + json_line(full_entry()) + json_line(AccessLogEntry{}));
+}
+
+TEST(AccessLogJsonLine, UpstreamReusedTrueAndLargeCounters) {
+  AccessLogEntry e = full_entry();
+  e.upstream_connection_reused = true;
+  e.bytes_sent = std::numeric_limits<uint64_t>::max();
+  e.connection_id = std::numeric_limits<uint64_t>::max();
+  e.remote_port = 65535;
+  const std::string line = json_line(e);
+  EXPECT_NE(line.find(R"("upstream_connection_reused":true,)"), std::string::npos) << line;
+  EXPECT_NE(line.find(R"("bytes_sent":18446744073709551615,)"), std::string::npos) << line;
+  EXPECT_NE(line.find(R"("connection_id":18446744073709551615,)"), std::string::npos) << line;
+  EXPECT_NE(line.find(R"("remote_port":65535,)"), std::string::npos) << line;
+  expect_valid_json_line(line);
+}
+
+TEST(AccessLogJsonLine, DurationsHaveThreeDecimals) {
+  const auto field = [](double ms) {
+    AccessLogEntry e;
+    e.request_time_ms = ms;
+    const std::string line = json_line(e);
+    const auto start = line.find("\"request_time_ms\":") + 18;
+    return line.substr(start, line.find(',', start) - start);
+  };
+  EXPECT_EQ(field(0), "0.000");
+  EXPECT_EQ(field(1), "1.000");
+  EXPECT_EQ(field(0.0004), "0.000");
+  EXPECT_EQ(field(0.0006), "0.001");
+  EXPECT_EQ(field(1.23456), "1.235");
+  EXPECT_EQ(field(123456789.125), "123456789.125");
+  // NaN and infinity are not JSON: written as null.
+  EXPECT_EQ(field(std::nan("")), "null");
+  EXPECT_EQ(field(std::numeric_limits<double>::infinity()), "null");
+  EXPECT_EQ(field(-std::numeric_limits<double>::infinity()), "null");
+
+  AccessLogEntry e;
+  e.tls_handshake_ms = 0.0;
+  e.upstream_connect_ms = 7.0015;
+  e.upstream_response_ms = std::nan("");
+  const std::string line = json_line(e);
+  EXPECT_NE(line.find(R"("tls_handshake_ms":0.000,)"), std::string::npos) << line;
+  EXPECT_NE(line.find(R"("upstream_connect_ms":7.001,)"), std::string::npos) << line;  // 7.0015 is 7.00149...
+  EXPECT_NE(line.find(R"("upstream_response_ms":null,)"), std::string::npos) << line;
+  expect_valid_json_line(line);
+}
+
+TEST(AccessLogJsonLine, TimeIsUtcWithTruncatedMilliseconds) {
+  const auto time_field = [](system_clock::time_point t) {
+    AccessLogEntry e;
+    e.time = t;
+    return json_line(e).substr(9, 24);
+  };
+  EXPECT_EQ(time_field(example_time()), "2026-11-30T00:38:31.123Z");
+  EXPECT_EQ(time_field(sys_days{year{2024} / 2 / 29} + hours{23} + minutes{59} + seconds{59} +
+                       microseconds{999'999}),
+            "2024-02-29T23:59:59.999Z");
+  EXPECT_EQ(time_field(sys_days{year{2000} / 1 / 1} + microseconds{1500}), "2000-01-01T00:00:00.001Z");
+}
+
+TEST(AccessLogJsonLine, HostileFieldsStayValidJson) {
+  AccessLogEntry e = full_entry();
+  e.method = "G\"ET";
+  e.path = "/a\"b\\c\n\r\t\x01\x1f\x7f\xc3\xa9\xe2\x82\xac\xf0\x9d\x84\x9e\x80\xff";
+  e.sni = "\xc0\xaf.example";
+  e.alpn = std::string_view("h2\0x", 4);
+  e.user_agent = "Mozilla\"}\n{\"injected\":1";
+  e.upstream_addr = "\xed\xa0\x80";
+  const std::string line = json_line(e);
+  expect_valid_json_line(line);
+  EXPECT_NE(line.find(R"("method":"G\"ET",)"), std::string::npos) << line;
+  EXPECT_NE(line.find("\"path\":\"/a\\\"b\\\\c\\n\\r\\t\\u0001\\u001f\x7f\xc3\xa9\xe2\x82\xac"
+                      "\xf0\x9d\x84\x9e\\ufffd\\ufffd\","),
+            std::string::npos)
+      << line;
+  EXPECT_NE(line.find(R"("sni":"\ufffd\ufffd.example",)"), std::string::npos) << line;
+  EXPECT_NE(line.find(R"("alpn":"h2\u0000x",)"), std::string::npos) << line;
+  EXPECT_NE(line.find(R"("user_agent":"Mozilla\"}\n{\"injected\":1"})"), std::string::npos) << line;
+  EXPECT_NE(line.find(R"("upstream_addr":"\ufffd\ufffd\ufffd",)"), std::string::npos) << line;
+}
+
+// ---------------------------------------------------------------------------
+// append_json_string
+
+TEST(AccessLogJsonString, PlainAscii) {
+  EXPECT_EQ(json_string(""), R"("")");
+  EXPECT_EQ(json_string("a"), R"("a")");
+  EXPECT_EQ(json_string("/index.html?q=1&r=2#frag"), R"("/index.html?q=1&r=2#frag")");
+  EXPECT_EQ(json_string("slash/ and DEL \x7f and ~"), "\"slash/ and DEL \x7f and ~\"");
+}
+
+TEST(AccessLogJsonString, AppendsToExistingContent) {
+  std::string out = "x=";
+  append_json_string(out, "a\"b");
+  append_json_string(out, "");
+  EXPECT_EQ(out, R"(x="a\"b"""")");
+}
+
+TEST(AccessLogJsonString, QuoteAndBackslash) {
+  EXPECT_EQ(json_string("\""), R"("\"")");
+  EXPECT_EQ(json_string("\\"), R"("\\")");
+  EXPECT_EQ(json_string(R"(say "hi" \o/)"), R"("say \"hi\" \\o/")");
+  EXPECT_EQ(json_string(R"(\")"), R"("\\\"")");
+}
+
+TEST(AccessLogJsonString, EveryControlByte) {
+  for (int c = 0; c < 0x20; ++c) {
+    const char byte = static_cast<char>(c);
+    std::string expected;
+    switch (c) {
+      case '\n': expected = R"("\n")"; break;
+      case '\r': expected = R"("\r")"; break;
+      case '\t': expected = R"("\t")"; break;
+      case '\b': expected = R"("\b")"; break;
+      case '\f': expected = R"("\f")"; break;
+      default: {
+        char buf[16];
+        std::snprintf(buf, sizeof buf, "\"\\u%04x\"", c);
+        expected = buf;
+      }
+    }
+    EXPECT_EQ(json_string(std::string_view(&byte, 1)), expected) << "byte " << c;
+  }
+  EXPECT_EQ(json_string(std::string_view("a\0b", 3)), R"("a\u0000b")");
+  EXPECT_EQ(json_string("\x1b[31mred"), R"("\u001b[31mred")");
+}
+
+TEST(AccessLogJsonString, ValidUtf8PassesThrough) {
+  const std::string_view cases[] = {
+      "\xc2\x80",              // U+0080, smallest 2-byte
+      "\xc3\xa9",              // é
+      "\xdf\xbf",              // U+07FF, largest 2-byte
+      "\xe0\xa0\x80",          // U+0800, smallest 3-byte
+      "\xe2\x82\xac",          // €
+      "\xed\x9f\xbf",          // U+D7FF, just below the surrogates
+      "\xee\x80\x80",          // U+E000, just above the surrogates
+      "\xef\xbf\xbd",          // U+FFFD itself
+      "\xef\xbf\xbf",          // U+FFFF, largest 3-byte
+      "\xf0\x90\x80\x80",      // U+10000, smallest 4-byte
+      "\xf0\x9f\x98\x80",      // 😀
+      "\xf3\xbf\xbf\xbf",      // U+FFFFF
+      "\xf4\x8f\xbf\xbf",      // U+10FFFF, the largest code point
+      "caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9d\x84\x9e",
+  };
+  for (const auto s : cases) {
+    EXPECT_EQ(json_string(s), "\"" + std::string(s) + "\"");
+  }
+}
+
+TEST(AccessLogJsonString, EachInvalidByteBecomesReplacement) {
+  struct Case {
+    std::string_view name, input, expected;
+  };
+  const Case cases[] = {
+      {"stray continuation", "\x80", R"("\ufffd")"},
+      {"stray continuations", "a\x80\xbf" "b", R"("a\ufffd\ufffdb")"},
+      {"overlong 2-byte C0", "\xc0\x80", R"("\ufffd\ufffd")"},
+      {"overlong 2-byte C1", "\xc1\xbf", R"("\ufffd\ufffd")"},
+      {"overlong slash", "\xc0\xaf", R"("\ufffd\ufffd")"},
+      {"overlong 3-byte", "\xe0\x80\x80", R"("\ufffd\ufffd\ufffd")"},
+      {"overlong 3-byte max", "\xe0\x9f\xbf", R"("\ufffd\ufffd\ufffd")"},
+      {"overlong 4-byte", "\xf0\x80\x80\x80", R"("\ufffd\ufffd\ufffd\ufffd")"},
+      {"overlong 4-byte max", "\xf0\x8f\xbf\xbf", R"("\ufffd\ufffd\ufffd\ufffd")"},
+      {"high surrogate", "\xed\xa0\x80", R"("\ufffd\ufffd\ufffd")"},
+      {"low surrogate", "\xed\xbf\xbf", R"("\ufffd\ufffd\ufffd")"},
+      {"surrogate pair (CESU-8)", "\xed\xa0\xbd\xed\xb8\x80",
+       R"("\ufffd\ufffd\ufffd\ufffd\ufffd\ufffd")"},
+      {"above U+10FFFF", "\xf4\x90\x80\x80", R"("\ufffd\ufffd\ufffd\ufffd")"},
+      {"F5 lead", "\xf5\x80\x80\x80", R"("\ufffd\ufffd\ufffd\ufffd")"},
+      {"FE FF", "\xfe\xff", R"("\ufffd\ufffd")"},
+      {"5-byte form", "\xf8\x88\x80\x80\x80", R"("\ufffd\ufffd\ufffd\ufffd\ufffd")"},
+      {"truncated 2-byte at end", "a\xc3", R"("a\ufffd")"},
+      {"truncated 3-byte at end", "a\xe2\x82", R"("a\ufffd\ufffd")"},
+      {"truncated 4-byte at end", "a\xf0\x9f\x98", R"("a\ufffd\ufffd\ufffd")"},
+      {"truncated 3-byte then ASCII", "\xe2\x82" "A", R"("\ufffd\ufffdA")"},
+      {"truncated 4-byte then quote", "\xf0\x9f\"", R"("\ufffd\ufffd\"")"},
+      {"lead then lead", "\xc3\xc3\xa9", "\"\\ufffd\xc3\xa9\""},
+      {"valid after invalid", "\xff\xe2\x82\xac", "\"\\ufffd\xe2\x82\xac\""},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(json_string(c.input), c.expected) << c.name;
+  }
+}
+
+TEST(AccessLogJsonString, SpecialByteAtEveryPositionOfLongInput) {
+  // Exercises the word-at-a-time fast path: the special byte lands at every
+  // offset within and across 8-byte words.
+  const std::string_view specials[] = {"\"", "\\", "\n", "\x01", "\x1f", "\xc3\xa9", "\x80",
+                                       "\xe2\x82\xac", "\xf0\x9f\x98\x80", "\xe2\x82"};
+  for (const auto special : specials) {
+    for (size_t pos = 0; pos <= 40; ++pos) {
+      std::string input(pos, 'x');
+      input += special;
+      input += std::string(40 - pos % 17, 'y');
+      ASSERT_EQ(json_string(input), reference_json_string(input)) << "pos " << pos;
+    }
+  }
+  // Each byte value next to ASCII, both sides.
+  for (int b = 0; b < 256; ++b) {
+    std::string input = "0123456789";
+    input += static_cast<char>(b);
+    input += "abcdefghij";
+    ASSERT_EQ(json_string(input), reference_json_string(input)) << "byte " << b;
+  }
+}
+
+TEST(AccessLogJsonString, MatchesReferenceOnRandomInput) {
+  std::mt19937 rng(12345);
+  const std::string_view pieces[] = {"a", "Z", " ", "/", "\"", "\\", "\n", "\t", "\x00"sv, "\x7f",
+                                     "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80", "\xed\xa0\x80",
+                                     "\xc0\x80", "\xf4\x90\x80\x80", "\xe0\xa0", "abcdefgh"};
+  for (int iter = 0; iter < 20000; ++iter) {
+    std::string input;
+    const int n = static_cast<int>(rng() % 24);
+    for (int k = 0; k < n; ++k) {
+      if (rng() % 3 == 0) {
+        input += static_cast<char>(rng() & 0xff);  // any byte at all
+      } else {
+        input += pieces[rng() % std::size(pieces)];
+      }
+    }
+    const std::string got = json_string(input);
+    ASSERT_EQ(got, reference_json_string(input)) << "iteration " << iter;
+    JsonChecker checker(got);
+    ASSERT_TRUE(checker.check()) << got;
+  }
+}
+
+// Cross-check with a real JSON parser (Python's json module) when available.
+TEST(AccessLogJsonLine, PythonJsonParsesLines) {
+  if (std::system("command -v python3 >/dev/null 2>&1") != 0) GTEST_SKIP() << "python3 not found";
+  char dir_template[] = "/tmp/tlsfront_access_log_test_XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  const std::string data_path = dir + "/lines.jsonl";
+  const std::string script_path = dir + "/check.py";
+
+  std::string lines;
+  append_json_line(lines, full_entry());
+  append_json_line(lines, AccessLogEntry{});
+  AccessLogEntry hostile = full_entry();
+  hostile.path = "/a\"b\\c\n\x01\xc3\xa9\xe2\x82\xac\xf0\x9d\x84\x9e\x80\xed\xa0\x80";
+  hostile.user_agent = std::string_view("\0\x1f\x7f\xc0\xaf", 5);
+  append_json_line(lines, hostile);
+  std::ofstream(data_path, std::ios::binary) << lines;
+
+  std::ostringstream keys;
+  for (const auto& k : kKeyOrder) keys << "'" << k << "',";
+  std::ofstream(script_path)
+      << "import json, sys\n"
+         "keys = [" << keys.str() << "]\n"
+         "raw = open(sys.argv[1], 'rb').read()\n"
+         "lines = raw.decode('utf-8').split('\\n')\n"  // strict UTF-8
+         "assert lines[-1] == '' and len(lines) == 4, lines\n"
+         "objs = [json.loads(l) for l in lines[:-1]]\n"
+         "for o in objs: assert list(o.keys()) == keys, list(o.keys())\n"
+         "a, d, h = objs\n"
+         "assert a['time'] == '2026-11-30T00:38:31.123Z' and a['remote_port'] == 54321\n"
+         "assert a['request_time_ms'] == 12.346 and a['tls_handshake_ms'] == 3.5\n"
+         "assert a['ssl_session_reused'] is True and a['upstream_connection_reused'] is False\n"
+         "assert all(d[k] is None for k in ['sni','alpn','tls_handshake_ms','upstream_addr',"
+         "'upstream_status','upstream_connect_ms','upstream_response_ms',"
+         "'upstream_connection_reused','user_agent'])\n"
+         "assert h['path'] == '/a\"b\\\\c\\n\\x01\\u00e9\\u20ac\\U0001d11e\\ufffd\\ufffd\\ufffd\\ufffd', "
+         "repr(h['path'])\n"
+         "assert h['user_agent'] == '\\x00\\x1f\\x7f\\ufffd\\ufffd', repr(h['user_agent'])\n";
+
+  const std::string cmd = "python3 " + script_path + " " + data_path;
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << lines;
+  std::remove(data_path.c_str());
+  std::remove(script_path.c_str());
+  rmdir(dir.c_str());
+}
+
+// ---------------------------------------------------------------------------
+// AccessLog (the per-worker batch)
+
+class AccessLogBatchTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char dir_template[] = "/tmp/tlsfront_access_log_batch_XXXXXX";
+    ASSERT_NE(mkdtemp(dir_template), nullptr);
+    dir_ = dir_template;
+    path_ = dir_ + "/access.log";
+  }
+  void TearDown() override {
+    std::remove(path_.c_str());
+    rmdir(dir_.c_str());
+  }
+  std::string read_file() const {
+    std::ifstream in(path_, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+
+  std::string dir_, path_;
+};
+
+TEST_F(AccessLogBatchTest, NullWriterDisables) {
+  AccessLog log(nullptr);
+  EXPECT_FALSE(log.enabled());
+  log.log(full_entry());
+  EXPECT_EQ(log.buffered_bytes_for_test(), 0u);
+  log.flush();  // no-op, no crash
+}
+
+TEST_F(AccessLogBatchTest, BuffersUntilFlush) {
+  auto writer = LogWriter::open(path_);
+  ASSERT_TRUE(writer.ok()) << writer.error().message();
+  {
+    AccessLog log(writer->get());
+    EXPECT_TRUE(log.enabled());
+    log.log(full_entry());
+    log.log(AccessLogEntry{});
+    EXPECT_EQ(log.buffered_bytes_for_test(), json_line(full_entry()).size() + json_line(AccessLogEntry{}).size());
+    log.flush();
+    EXPECT_EQ(log.buffered_bytes_for_test(), 0u);
+    log.flush();  // empty: nothing handed over
+    log.log(full_entry());
+    // The destructor flushes the third line.
+  }
+  (*writer)->flush_and_stop();
+  EXPECT_EQ(read_file(), json_line(full_entry()) + json_line(AccessLogEntry{}) + json_line(full_entry()));
+  EXPECT_EQ((*writer)->dropped_batches(), 0u);
+}
+
+TEST_F(AccessLogBatchTest, AutoFlushesPast64KiB) {
+  auto writer = LogWriter::open(path_);
+  ASSERT_TRUE(writer.ok()) << writer.error().message();
+  const size_t line_size = json_line(full_entry()).size();
+  const size_t lines_to_threshold = (AccessLog::kFlushBytes + line_size - 1) / line_size;
+  {
+    AccessLog log(writer->get());
+    for (size_t i = 1; i < lines_to_threshold; ++i) {
+      log.log(full_entry());
+      ASSERT_EQ(log.buffered_bytes_for_test(), i * line_size);
+    }
+    log.log(full_entry());  // crosses kFlushBytes
+    EXPECT_EQ(log.buffered_bytes_for_test(), 0u);
+    log.log(full_entry());
+    EXPECT_EQ(log.buffered_bytes_for_test(), line_size);
+  }
+  (*writer)->flush_and_stop();
+  const std::string content = read_file();
+  EXPECT_EQ(content.size(), (lines_to_threshold + 1) * line_size);
+}
+
+}  // namespace
+}  // namespace tlsfront::log
