@@ -24,6 +24,35 @@ bool valid_host(std::string_view h) {
   return true;
 }
 
+// RFC 9110 §5.6.2 tchar: llhttp 8.1 lets "Name : value" through, so header
+// names are checked here before anything is forwarded.
+bool valid_field_name(std::string_view name) {
+  if (name.empty()) return false;
+  for (unsigned char c : name) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    if (!ok) {
+      switch (c) {
+        case '!': case '#': case '$': case '%': case '&': case '\'': case '*': case '+': case '-':
+        case '.': case '^': case '_': case '`': case '|': case '~':
+          ok = true;
+          break;
+        default:
+          return false;
+      }
+    }
+  }
+  return true;
+}
+
+// RFC 9110 §5.5: field-value is VCHAR / obs-text / SP / HTAB. CR or LF here
+// means obs-fold (RFC 9112 §5.2), which a server must reject or replace.
+bool valid_field_value(std::string_view value) {
+  for (unsigned char c : value) {
+    if ((c < 0x20 && c != '\t') || c == 0x7f) return false;
+  }
+  return true;
+}
+
 // Lowercase host without port: the routing key.
 std::string host_key(std::string_view h) {
   if (!h.empty() && h.front() == '[') {
@@ -95,7 +124,10 @@ void Http1Session::on_data(std::string_view data) {
 
 void Http1Session::execute(std::string_view data) {
   if (!in_request_ && timer_ == TimerPurpose::Idle) arm(TimerPurpose::Header);
+  input_begin_ = data.data();
   llhttp_errno_t err = llhttp_execute(&parser_, data.data(), data.size());
+  // Only compared by address, never dereferenced, after this call.
+  input_end_prev_ = data.data() + data.size();
   if (in_request_ || awaiting_response_) bytes_received_ += data.size();
   if (err == HPE_OK) return;
   if (err == HPE_PAUSED || err == HPE_PAUSED_UPGRADE) {
@@ -193,7 +225,12 @@ int Http1Session::on_header_value(const char* at, size_t len) {
     in_value_ = true;
     head_bytes_ += 4;  // ": " and CRLF
     req_.headers.push_back(Header{field_, {}, classify_header(field_)});
+  } else if (at != value_end_ && !(value_end_ == input_end_prev_ && at == input_begin_)) {
+    // The value resumed after a gap: llhttp unfolded an obs-fold. Rejected
+    // (RFC 9112 §5.2 allows a 400) rather than guessing what the client meant.
+    return reject(400);
   }
+  value_end_ = at + len;
   req_.headers.back().value.append(at, len);
   head_bytes_ += len;
   return head_bytes_ > env_.config->limits.max_header_bytes ? reject(431) : 0;
@@ -204,6 +241,7 @@ int Http1Session::validate_head() {
   int hosts = 0, te = 0, cl = 0;
   const Header* host = nullptr;
   for (const auto& h : req_.headers) {
+    if (!valid_field_name(h.name) || !valid_field_value(h.value)) return 400;
     switch (h.token) {
       case HeaderToken::Host:
         ++hosts;

@@ -103,6 +103,11 @@ class Http1Session final : public ExchangeSink {
   RequestHead req_;
   std::string field_;
   bool in_value_ = false;
+  // obs-fold detection: where the current value's last span ended, and the
+  // bounds of the input passed to llhttp (compared as addresses only).
+  const char* value_end_ = nullptr;
+  const char* input_begin_ = nullptr;
+  const char* input_end_prev_ = nullptr;
   size_t head_bytes_ = 0;
   uint64_t body_bytes_ = 0;
   int error_status_ = 0;  // set by a hook that rejects the request

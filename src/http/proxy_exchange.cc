@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "http/header_rewrite.h"
+#include "log/log.h"
 
 namespace tlsfront::http {
 namespace {
@@ -169,6 +170,9 @@ void ProxyExchange::on_upstream_error(Error error) {
   const uint64_t written = conn_ ? conn_->bytes_written() : 0;
   if (conn_) drop_connection();
   const bool timeout = error.code == Errc::Timeout;
+  const ConnectionInfo& info = sink_->connection_info();
+  log::warn("conn={} client={}:{} upstream={}: {}", info.id, info.remote_addr, info.remote_port,
+            pool_ ? pool_->address() : std::string("-"), error.message());
   if (head_sent_) {
     fail(0, error.message());
     return;

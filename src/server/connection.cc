@@ -11,6 +11,7 @@ namespace {
 
 constexpr size_t kPlaintextChunk = 16 * 1024;  // one TLS record
 constexpr size_t kOutputLowWatermark = 16 * 1024;
+constexpr std::chrono::milliseconds kLingerTimeout{2'000};
 
 void peer_address(uv_tcp_t* tcp, std::string& addr, uint16_t& port) {
   sockaddr_storage ss{};
@@ -165,17 +166,21 @@ size_t Connection::buffered_output() const {
   return plaintext_out_.size() + (tls_ ? tls_->pending_output() : 0) + writer_.buffered_bytes();
 }
 
+bool Connection::encrypt_pending() {
+  if (plaintext_out_.empty()) return true;
+  auto st = tls_->write(plaintext_out_);
+  plaintext_out_.clear();
+  if (!st) {
+    log::debug("conn={} {}", id_, st.error().message());
+    finish_close();
+    return false;
+  }
+  return true;
+}
+
 void Connection::flush() {
   if (state_ == State::Closed || !tls_) return;
-  if (!plaintext_out_.empty()) {
-    if (auto st = tls_->write(plaintext_out_); !st) {
-      log::debug("conn={} {}", id_, st.error().message());
-      plaintext_out_.clear();
-      finish_close();
-      return;
-    }
-    plaintext_out_.clear();
-  }
+  if (!encrypt_pending()) return;
   cipher_scratch_.clear();
   if (tls_->take_output(cipher_scratch_) > 0) {
     if (int rc = writer_.send(std::move(cipher_scratch_)); rc != 0) {
@@ -184,7 +189,7 @@ void Connection::flush() {
     }
     cipher_scratch_ = std::string();
   }
-  if (state_ == State::Closing && writer_.idle()) finish_close();
+  if (state_ == State::Closing && writer_.idle()) start_linger();
 }
 
 void Connection::on_write_done(int status) {
@@ -193,7 +198,7 @@ void Connection::on_write_done(int status) {
     return;
   }
   if (state_ == State::Closing) {
-    if (writer_.idle()) finish_close();
+    if (writer_.idle()) start_linger();
     return;
   }
   if (session_ && buffered_output() < kOutputLowWatermark) session_->on_output_drained();
@@ -204,10 +209,43 @@ void Connection::close(bool notify) {
   const bool handshake_done = state_ == State::Open;
   state_ = State::Closing;
   update_reading();
+  if (handshake_done && !encrypt_pending()) return;
   if (notify && handshake_done) tls_->shutdown();
   // Bound how long a client that does not read can hold us while we flush.
   arm_timer(generation_->config.timeouts.send);
   flush();
+}
+
+// Lingering close (as nginx's lingering_close): send FIN, then read and
+// discard until the client closes or kLingerTimeout passes. Closing with
+// unread input would make the kernel send RST, which can destroy a response
+// (a 400, say) the client has not read yet.
+void Connection::start_linger() {
+  if (lingering_ || state_ != State::Closing) return;
+  lingering_ = true;
+  arm_timer(kLingerTimeout);
+  auto* req = new uv_shutdown_t{};
+  req->data = this;
+  shutdown_req_ = req;
+  int rc = uv_shutdown(req, tcp_.stream(), [](uv_shutdown_t* r, int status) {
+    auto* self = static_cast<Connection*>(r->data);
+    delete r;
+    if (!self) return;
+    self->shutdown_req_ = nullptr;
+    if (status != 0) {
+      self->finish_close();
+      return;
+    }
+    int rc = uv_read_start(self->tcp_.stream(), LoopContext::alloc_cb, [](uv_stream_t* s, ssize_t n, const uv_buf_t*) {
+      if (s->data && n < 0) static_cast<Connection*>(s->data)->finish_close();
+    });
+    if (rc != 0) self->finish_close();
+  });
+  if (rc != 0) {
+    delete req;
+    shutdown_req_ = nullptr;
+    finish_close();
+  }
 }
 
 void Connection::shutdown() {
@@ -224,6 +262,8 @@ void Connection::finish_close() {
   if (state_ == State::Closed) return;
   state_ = State::Closed;
   reading_ = false;
+  if (shutdown_req_) shutdown_req_->data = nullptr;  // freed by its own (cancelled) callback
+  shutdown_req_ = nullptr;
   writer_.detach();
   timer_.close();
   tcp_.close();

@@ -60,7 +60,10 @@ class Connection final : public Deletable, public Flushable, public http::Client
   void on_timer();
   void on_handshake_done();
   void pump();
+  // Encrypts queued plaintext into the TLS output; false if the connection died.
+  bool encrypt_pending();
   void update_reading();
+  void start_linger();
   void finish_close();
 
   Worker& worker_;
@@ -75,6 +78,8 @@ class Connection final : public Deletable, public Flushable, public http::Client
   std::string plaintext_out_;
   std::string cipher_scratch_;
   bool reading_ = false;
+  bool lingering_ = false;
+  uv_shutdown_t* shutdown_req_ = nullptr;
   bool notify_on_close_ = false;
   std::string remote_addr_;
   uint16_t remote_port_ = 0;
