@@ -99,8 +99,9 @@ void LogWriter::run() {
 
     lock.lock();
     queued_bytes_ -= bytes;
-    if (stopping_ && queue_.empty() && !reopen_requested_) return;
+    if (stopping_ && queue_.empty() && !reopen_requested_) break;
   }
+  fd_.reset();  // stopped for good: close the file now rather than at destruction
 }
 
 void LogWriter::reopen_file() {

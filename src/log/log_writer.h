@@ -57,8 +57,9 @@ class LogWriter {
   // call it from the control loop, not from a signal handler.
   void reopen();
 
-  // Writes everything queued so far, then stops and joins the writer thread.
-  // Later write() calls are dropped. Idempotent. Owning thread only.
+  // Writes everything queued so far, closes the file, then stops and joins
+  // the writer thread. Later write() calls are dropped. Idempotent. Owning
+  // thread only.
   void flush_and_stop();
 
   // Batches discarded so far: queue over the limit, written after stop, or

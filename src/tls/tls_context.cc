@@ -29,6 +29,11 @@ int alpn_select_cb(SSL*, const unsigned char** out, unsigned char* outlen, const
   return SSL_TLSEXT_ERR_OK;
 }
 
+// Accepting the name (RFC 6066 §3) is what makes OpenSSL store it in the
+// session, so a resumed TLS 1.2 connection still reports its SNI. Certificate
+// selection by SNI comes with [[certificate]] (#4).
+int servername_cb(SSL*, int*, void*) noexcept { return SSL_TLSEXT_ERR_OK; }
+
 int to_openssl_version(config::TlsVersion v) {
   return v == config::TlsVersion::Tls13 ? TLS1_3_VERSION : TLS1_2_VERSION;
 }
@@ -106,6 +111,7 @@ Result<std::unique_ptr<TlsContext>> TlsContext::create(const config::Tls& tls) {
   }
   SSL_CTX_set_session_cache_mode(ctx.get(), SSL_SESS_CACHE_SERVER);
   SSL_CTX_set_alpn_select_cb(ctx.get(), alpn_select_cb, nullptr);
+  SSL_CTX_set_tlsext_servername_callback(ctx.get(), servername_cb);
 
   std::unique_ptr<TlsContext> out(new TlsContext(std::move(ctx)));
   out->leaf_ = leaf;

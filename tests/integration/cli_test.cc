@@ -1,0 +1,246 @@
+// The command line: --version/--help, --test (config, certificate and key
+// validation with precise messages), startup failures, SIGTERM.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <thread>
+
+#include <string>
+
+#include "harness.h"
+
+namespace tlsfront::itest {
+namespace {
+
+class Cli : public ::testing::Test {
+ protected:
+  // A valid config (upstream on a closed port: --test does not connect).
+  ProxyOptions good_options() const {
+    ProxyOptions o;
+    o.upstream_servers = {"127.0.0.1:" + std::to_string(free_port())};
+    return o;
+  }
+  // Writes `text` as DIR/tlsfront.toml and returns its path.
+  std::string write_config(const std::string& text) const {
+    std::string path = dir_.file("tlsfront.toml");
+    write_file(path, text);
+    return path;
+  }
+  std::string config_text(const ProxyOptions& o) const {
+    return make_config(o, free_port(), dir_.file("access.log"));
+  }
+  // Number of lines in `text` (the next appended line's number is this + 1).
+  static int line_count(const std::string& text) {
+    return static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+  }
+  RunResult run_test(const std::string& config) {
+    return run_command(dir_, {TLSFRONT_BINARY, "--test", "--config", config});
+  }
+
+  TempDir dir_;
+};
+
+TEST_F(Cli, VersionExitsZero) {
+  RunResult r = run_command(dir_, {TLSFRONT_BINARY, "--version"});
+  EXPECT_TRUE(r.status.exited);
+  EXPECT_EQ(r.status.code, 0);
+  EXPECT_EQ(r.out.rfind("tlsfront ", 0), 0u) << r.out;
+}
+
+TEST_F(Cli, HelpExitsZero) {
+  RunResult r = run_command(dir_, {TLSFRONT_BINARY, "--help"});
+  EXPECT_EQ(r.status.code, 0);
+  EXPECT_NE(r.out.find("--config"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--test"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, UnknownOptionExitsOne) {
+  RunResult r = run_command(dir_, {TLSFRONT_BINARY, "--bogus"});
+  EXPECT_EQ(r.status.code, 1);
+  EXPECT_NE(r.err.find("--bogus"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, TestGoodConfig) {
+  std::string path = write_config(config_text(good_options()));
+  RunResult r = run_test(path);
+  EXPECT_TRUE(r.status.exited);
+  EXPECT_EQ(r.status.code, 0) << r.err;
+  EXPECT_NE(r.err.find("configuration file " + path + " test is successful"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, TestSyntaxErrorReportsPosition) {
+  std::string text = config_text(good_options());
+  int line = line_count(text) + 1;
+  // The value is missing: the error is on this line, right after "= ".
+  text += "[limits]\n";
+  ++line;
+  text += "max_header_bytes = \n";  // the value would start at column 20, where the newline is
+  std::string path = write_config(text);
+  RunResult r = run_test(path);
+  EXPECT_EQ(r.status.code, 1);
+  std::string expected = path + ":" + std::to_string(line) + ":20: ";
+  EXPECT_NE(r.err.find(expected), std::string::npos) << "expected \"" << expected << "\" in:\n" << r.err;
+  EXPECT_NE(r.err.find("test failed"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, TestUnknownKeyReportsLineAndColumn) {
+  std::string text = config_text(good_options());
+  text += "[timeouts]\n";
+  int line = line_count(text) + 1;
+  text += "handshake = \"5s\"\n";
+  ++line;
+  text += "  bogus_key = 1\n";  // column 3
+  std::string path = write_config(text);
+  RunResult r = run_test(path);
+  EXPECT_EQ(r.status.code, 1);
+  std::string expected = path + ":" + std::to_string(line) + ":3: timeouts.bogus_key";
+  EXPECT_NE(r.err.find(expected), std::string::npos) << "expected \"" << expected << "\" in:\n" << r.err;
+  EXPECT_NE(r.err.find("test failed"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, TestBadDurationNamesKey) {
+  ProxyOptions o = good_options();
+  o.upstream_extra = "read_timeout = \"5x\"\n";
+  std::string text = config_text(o);
+  // Line of the read_timeout key.
+  size_t at = text.find("read_timeout");
+  int line = static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(at), '\n')) + 1;
+  std::string path = write_config(text);
+  RunResult r = run_test(path);
+  EXPECT_EQ(r.status.code, 1);
+  std::string expected = path + ":" + std::to_string(line) + ":1: upstream[0].read_timeout";
+  EXPECT_NE(r.err.find(expected), std::string::npos) << "expected \"" << expected << "\" in:\n" << r.err;
+  EXPECT_NE(r.err.find("5x"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, TestCertKeyMismatch) {
+  ProxyOptions o = good_options();
+  o.key = pki("mismatch.key");
+  std::string path = write_config(config_text(o));
+  RunResult r = run_test(path);
+  EXPECT_EQ(r.status.code, 1);
+  EXPECT_NE(r.err.find("does not match"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("mismatch.key"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("test failed"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, TestMissingCertificate) {
+  ProxyOptions o = good_options();
+  o.certificate = dir_.file("no-such-cert.pem");
+  std::string path = write_config(config_text(o));
+  RunResult r = run_test(path);
+  EXPECT_EQ(r.status.code, 1);
+  EXPECT_NE(r.err.find(o.certificate), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("test failed"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, TestMissingConfigFile) {
+  std::string path = dir_.file("absent.toml");
+  RunResult r = run_test(path);
+  EXPECT_EQ(r.status.code, 1);
+  EXPECT_NE(r.err.find(path), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, RunWithBadConfigExitsOne) {
+  ProxyOptions o = good_options();
+  o.upstream_extra = "read_timeout = \"5x\"\n";
+  std::string path = write_config(config_text(o));
+  RunResult r = run_command(dir_, {TLSFRONT_BINARY, "--config", path});
+  EXPECT_TRUE(r.status.exited);
+  EXPECT_EQ(r.status.code, 1);
+  EXPECT_NE(r.err.find("upstream[0].read_timeout"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, RunWithKeyMismatchExitsOne) {
+  ProxyOptions o = good_options();
+  o.key = pki("mismatch.key");
+  std::string path = write_config(config_text(o));
+  RunResult r = run_command(dir_, {TLSFRONT_BINARY, "--config", path});
+  EXPECT_TRUE(r.status.exited);
+  EXPECT_EQ(r.status.code, 1);
+  EXPECT_NE(r.err.find("does not match"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, RunWithPortInUseExitsOne) {
+  // Keep a listening socket on the port the proxy is told to use.
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  ASSERT_EQ(::listen(fd, 1), 0);
+  socklen_t len = sizeof sa;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
+  int port = ntohs(sa.sin_port);
+  std::string path = write_config(make_config(good_options(), port, dir_.file("access.log")));
+  RunResult r = run_command(dir_, {TLSFRONT_BINARY, "--config", path});
+  ::close(fd);
+  EXPECT_TRUE(r.status.exited);
+  EXPECT_EQ(r.status.code, 1);
+  EXPECT_NE(r.err.find(std::to_string(port)), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, SigtermExitsZero) {
+  Proxy proxy(dir_);
+  ASSERT_TRUE(proxy.start(good_options()));
+  ExitStatus st = proxy.stop(milliseconds(5'000));
+  EXPECT_TRUE(st.exited);
+  EXPECT_EQ(st.code, 0);
+}
+
+TEST_F(Cli, SigtermWithIdleClientConnectionExitsZero) {
+  Backend backend(dir_);
+  ASSERT_TRUE(backend.start());
+  Proxy proxy(dir_);
+  ProxyOptions o;
+  o.upstream_servers = {backend.address()};
+  ASSERT_TRUE(proxy.start(o));
+  // An idle keepalive client connection (and a pooled upstream one) must not
+  // hold up a graceful stop.
+  TlsClient c;
+  ASSERT_TRUE(c.connect(proxy.port())) << c.error();
+  ASSERT_TRUE(c.write("GET / HTTP/1.1\r\nHost: localhost\r\n\r\n"));
+  auto r = c.read_response();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->status, 200);
+  auto start = Clock::now();
+  ExitStatus st = proxy.stop(milliseconds(5'000));
+  auto took = std::chrono::duration_cast<milliseconds>(Clock::now() - start);
+  EXPECT_TRUE(st.exited);
+  EXPECT_EQ(st.code, 0);
+  EXPECT_LT(took.count(), 5'000);
+  c.read_all(milliseconds(2'000));
+  EXPECT_TRUE(c.closed());
+  backend.stop();
+}
+
+TEST_F(Cli, SigtermCompletesInFlightRequest) {
+  Backend backend(dir_);
+  ASSERT_TRUE(backend.start());
+  Proxy proxy(dir_);
+  ProxyOptions o;
+  o.upstream_servers = {backend.address()};
+  ASSERT_TRUE(proxy.start(o));
+  HttpResponse r;
+  std::thread client([&] { r = http_get(proxy.port(), "/slow/1000"); });
+  // The backend records the request before it starts sleeping.
+  EXPECT_TRUE(wait_until([&] { return backend.count("req") >= 1; }));
+  proxy.process().signal(SIGTERM);
+  auto st = proxy.process().wait_exit(milliseconds(8'000));
+  client.join();
+  EXPECT_EQ(r.curl_code, 0) << r.error;
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "slow\n");
+  ASSERT_TRUE(st.has_value()) << "still running 8 s after SIGTERM";
+  EXPECT_TRUE(st->exited);
+  EXPECT_EQ(st->code, 0);
+  proxy.stop();
+  backend.stop();
+}
+
+}  // namespace
+}  // namespace tlsfront::itest

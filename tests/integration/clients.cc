@@ -1,0 +1,553 @@
+// Integration harness, the client half (see harness.h): libcurl requests,
+// the raw OpenSSL client, HTTP response/chunk parsing, the fake upstream.
+#include "harness.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+namespace tlsfront::itest {
+namespace {
+
+int remaining_ms(Clock::time_point deadline) {
+  auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now()).count();
+  return left < 0 ? 0 : static_cast<int>(std::min<long long>(left, 1'000'000));
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+std::string openssl_errors() {
+  std::string out;
+  while (unsigned long e = ERR_get_error()) {
+    char buf[256];
+    ERR_error_string_n(e, buf, sizeof buf);
+    if (!out.empty()) out += "; ";
+    out += buf;
+  }
+  return out;
+}
+
+// Parses a chunked body at the front of `s` into `out`. Returns bytes
+// consumed, 0 when incomplete, npos when malformed.
+size_t parse_chunked(std::string_view s, std::string& out) {
+  size_t pos = 0;
+  out.clear();
+  while (true) {
+    size_t eol = s.find("\r\n", pos);
+    if (eol == std::string_view::npos) return 0;
+    std::string_view line = s.substr(pos, eol - pos);
+    if (auto semi = line.find(';'); semi != std::string_view::npos) line = line.substr(0, semi);
+    line = trim(line);
+    if (line.empty() || line.size() > 15) return std::string_view::npos;
+    uint64_t size = 0;
+    for (char c : line) {
+      int v = std::isdigit(static_cast<unsigned char>(c)) ? c - '0'
+              : (c >= 'a' && c <= 'f')                   ? c - 'a' + 10
+              : (c >= 'A' && c <= 'F')                   ? c - 'A' + 10
+                                                         : -1;
+      if (v < 0) return std::string_view::npos;
+      size = size * 16 + static_cast<uint64_t>(v);
+    }
+    pos = eol + 2;
+    if (size == 0) {
+      // Trailer section: lines until an empty one.
+      while (true) {
+        size_t e = s.find("\r\n", pos);
+        if (e == std::string_view::npos) return 0;
+        bool empty = e == pos;
+        pos = e + 2;
+        if (empty) return pos;
+      }
+    }
+    if (s.size() < pos + size + 2) return 0;
+    out.append(s.substr(pos, size));
+    if (s.substr(pos + size, 2) != "\r\n") return std::string_view::npos;
+    pos += size + 2;
+  }
+}
+
+}  // namespace
+
+// ---- libcurl ------------------------------------------------------------------------
+
+namespace {
+
+size_t write_cb(char* data, size_t size, size_t n, void* user) {
+  static_cast<std::string*>(user)->append(data, size * n);
+  return size * n;
+}
+
+struct ChunkReader {
+  const std::vector<std::string>* chunks;
+  size_t index = 0;
+  size_t offset = 0;
+};
+
+// One chunk (or part of it) per call, so libcurl emits one HTTP chunk per piece.
+size_t read_cb(char* buf, size_t size, size_t n, void* user) {
+  auto* r = static_cast<ChunkReader*>(user);
+  if (r->index >= r->chunks->size()) return 0;
+  const std::string& c = (*r->chunks)[r->index];
+  size_t len = std::min(size * n, c.size() - r->offset);
+  std::memcpy(buf, c.data() + r->offset, len);
+  r->offset += len;
+  if (r->offset == c.size()) {
+    ++r->index;
+    r->offset = 0;
+  }
+  return len;
+}
+
+}  // namespace
+
+std::optional<std::string> HttpResponse::header(std::string_view name) const {
+  // The final response starts at the last status line.
+  size_t start = 0;
+  for (size_t p = 0; (p = headers.find("HTTP/", p)) != std::string::npos; p += 5) {
+    if (p == 0 || headers[p - 1] == '\n') start = p;
+  }
+  auto values = header_values(std::string_view(headers).substr(start), name);
+  if (values.empty()) return std::nullopt;
+  return values.front();
+}
+
+CurlClient::CurlClient(int port) : port_(port), curl_(curl_easy_init()), resolve_(nullptr) {
+  std::string entry = "localhost:" + std::to_string(port) + ":127.0.0.1";
+  resolve_ = curl_slist_append(nullptr, entry.c_str());
+}
+
+CurlClient::~CurlClient() {
+  curl_easy_cleanup(static_cast<CURL*>(curl_));
+  curl_slist_free_all(static_cast<curl_slist*>(resolve_));
+}
+
+HttpResponse CurlClient::perform(const HttpRequest& req) {
+  CURL* c = static_cast<CURL*>(curl_);
+  curl_easy_reset(c);  // keeps the live connection
+  HttpResponse resp;
+  std::string url = "https://localhost:" + std::to_string(port_) + req.path;
+  char errbuf[CURL_ERROR_SIZE] = "";
+  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(c, CURLOPT_RESOLVE, static_cast<curl_slist*>(resolve_));
+  curl_easy_setopt(c, CURLOPT_CAINFO, pki("root.pem").c_str());
+  curl_easy_setopt(c, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1));
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(req.timeout.count()));
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, write_cb);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &resp.body);
+  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, write_cb);
+  curl_easy_setopt(c, CURLOPT_HEADERDATA, &resp.headers);
+  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+  curl_easy_setopt(c, CURLOPT_USERAGENT, "tlsfront-itest/1");
+  if (req.ssl_version) curl_easy_setopt(c, CURLOPT_SSLVERSION, req.ssl_version);
+  if (req.expect_100_timeout_ms) curl_easy_setopt(c, CURLOPT_EXPECT_100_TIMEOUT_MS, req.expect_100_timeout_ms);
+
+  curl_slist* headers = nullptr;
+  for (const auto& h : req.headers) headers = curl_slist_append(headers, h.c_str());
+  ChunkReader reader{&req.chunks};
+  if (req.no_body || req.method == "HEAD") {
+    curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+  } else if (req.body) {
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, req.body->data());
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(req.body->size()));
+    if (req.method != "POST") curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, req.method.c_str());
+  } else if (!req.chunks.empty()) {
+    curl_easy_setopt(c, CURLOPT_POST, 1L);
+    curl_easy_setopt(c, CURLOPT_READFUNCTION, read_cb);
+    curl_easy_setopt(c, CURLOPT_READDATA, &reader);
+    headers = curl_slist_append(headers, "Transfer-Encoding: chunked");
+    if (req.method != "POST") curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, req.method.c_str());
+  } else if (req.method != "GET") {
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, req.method.c_str());
+  }
+  if (headers) curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+
+  CURLcode rc = curl_easy_perform(c);
+  resp.curl_code = rc;
+  resp.error = errbuf[0] ? errbuf : curl_easy_strerror(rc);
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp.status);
+  curl_slist_free_all(headers);
+  return resp;
+}
+
+HttpResponse http(int port, const HttpRequest& req) {
+  CurlClient client(port);
+  return client.perform(req);
+}
+
+// ---- HTTP parsing -----------------------------------------------------------------
+
+std::vector<std::string> header_values(std::string_view head, std::string_view name) {
+  std::vector<std::string> out;
+  size_t pos = head.find("\r\n");
+  if (pos == std::string_view::npos) return out;
+  pos += 2;
+  while (pos < head.size()) {
+    size_t eol = head.find("\r\n", pos);
+    if (eol == std::string_view::npos) eol = head.size();
+    std::string_view line = head.substr(pos, eol - pos);
+    if (line.empty()) break;
+    size_t colon = line.find(':');
+    if (colon != std::string_view::npos && iequals(line.substr(0, colon), name)) {
+      out.emplace_back(trim(line.substr(colon + 1)));
+    }
+    pos = eol + 2;
+  }
+  return out;
+}
+
+std::optional<std::string> ParsedResponse::header(std::string_view name) const {
+  for (const auto& [k, v] : headers) {
+    if (iequals(k, name)) return v;
+  }
+  return std::nullopt;
+}
+
+size_t parse_response(std::string_view buf, bool eof, bool head_request, ParsedResponse& out) {
+  size_t pos = 0;
+  while (true) {
+    size_t end = buf.find("\r\n\r\n", pos);
+    if (end == std::string_view::npos) return 0;
+    std::string_view head = buf.substr(pos, end + 4 - pos);
+    if (head.size() < 12 || head.substr(0, 5) != "HTTP/") return 0;
+    int status = std::atoi(std::string(head.substr(9, 3)).c_str());
+    size_t body_start = end + 4;
+    if (status >= 100 && status < 200 && status != 101) {
+      pos = body_start;
+      continue;
+    }
+    out = ParsedResponse{};
+    out.status = status;
+    out.head = std::string(head);
+    size_t lp = head.find("\r\n") + 2;
+    while (lp < head.size()) {
+      size_t eol = head.find("\r\n", lp);
+      std::string_view line = head.substr(lp, eol - lp);
+      if (line.empty()) break;
+      size_t colon = line.find(':');
+      if (colon != std::string_view::npos) {
+        out.headers.emplace_back(std::string(line.substr(0, colon)), std::string(trim(line.substr(colon + 1))));
+      }
+      lp = eol + 2;
+    }
+    std::string_view rest = buf.substr(body_start);
+    if (head_request || status == 204 || status == 304) return body_start;
+    auto te = out.header("Transfer-Encoding");
+    if (te && te->find("chunked") != std::string::npos) {
+      size_t used = parse_chunked(rest, out.body);
+      if (used == 0 || used == std::string_view::npos) return 0;
+      return body_start + used;
+    }
+    if (auto cl = out.header("Content-Length")) {
+      size_t n = std::strtoull(cl->c_str(), nullptr, 10);
+      if (rest.size() < n) return 0;
+      out.body = std::string(rest.substr(0, n));
+      return body_start + n;
+    }
+    if (!eof) return 0;
+    out.body = std::string(rest);
+    return buf.size();
+  }
+}
+
+std::optional<std::string> dechunk(std::string_view chunked) {
+  std::string out;
+  size_t used = parse_chunked(chunked, out);
+  if (used == 0 || used == std::string_view::npos) return std::nullopt;
+  return out;
+}
+
+std::pair<std::string, std::string> split_head(std::string_view raw) {
+  size_t end = raw.find("\r\n\r\n");
+  if (end == std::string_view::npos) return {std::string(raw), ""};
+  return {std::string(raw.substr(0, end + 4)), std::string(raw.substr(end + 4))};
+}
+
+bool matches_pattern(std::string_view body) {
+  for (size_t i = 0; i < body.size(); ++i) {
+    if (body[i] != static_cast<char>('a' + i % 26)) return false;
+  }
+  return true;
+}
+
+// ---- raw TLS client -------------------------------------------------------------
+
+int tcp_connect(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  sa.sin_port = htons(static_cast<uint16_t>(port));
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  return fd;
+}
+
+bool wait_for_close(int fd, milliseconds timeout) {
+  auto deadline = Clock::now() + timeout;
+  char buf[4096];
+  while (true) {
+    pollfd p{fd, POLLIN, 0};
+    int r = ::poll(&p, 1, remaining_ms(deadline));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n == 0) return true;
+    if (n < 0 && errno != EINTR && errno != EAGAIN) return true;
+  }
+}
+
+struct FakeUpstream::State {
+  int listen_fd = -1;
+  int wake[2] = {-1, -1};
+  std::string response;
+  std::atomic<int> accepted{0};
+  std::thread thread;
+};
+
+FakeUpstream::FakeUpstream(std::string response, bool drop_second_request)
+    : state_(std::make_shared<State>()) {
+  state_->response = std::move(response);
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
+  ::listen(fd, 16);
+  socklen_t len = sizeof sa;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
+  port_ = ntohs(sa.sin_port);
+  state_->listen_fd = fd;
+  if (::pipe2(state_->wake, O_CLOEXEC) != 0) ADD_FAILURE() << "pipe2";
+  State* st = state_.get();
+  state_->thread = std::thread([st, drop_second_request] {
+    while (true) {
+      pollfd p[2] = {{st->listen_fd, POLLIN, 0}, {st->wake[0], POLLIN, 0}};
+      if (::poll(p, 2, -1) < 0) continue;
+      if (p[1].revents) return;
+      int c = ::accept4(st->listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+      if (c < 0) continue;
+      ++st->accepted;
+      std::string in;
+      // Reads up to the end of the next request head; false on EOF/stop.
+      auto read_head = [&] {
+        char buf[4096];
+        while (true) {
+          if (size_t end = in.find("\r\n\r\n"); end != std::string::npos) {
+            in.erase(0, end + 4);
+            return true;
+          }
+          pollfd q[2] = {{c, POLLIN, 0}, {st->wake[0], POLLIN, 0}};
+          if (::poll(q, 2, -1) <= 0 || q[1].revents) return false;
+          ssize_t n = ::recv(c, buf, sizeof buf, 0);
+          if (n <= 0) return false;
+          in.append(buf, static_cast<size_t>(n));
+        }
+      };
+      if (read_head()) {
+        ::send(c, st->response.data(), st->response.size(), MSG_NOSIGNAL);
+        if (drop_second_request) read_head();
+      }
+      ::shutdown(c, SHUT_WR);
+      ::close(c);
+    }
+  });
+}
+
+FakeUpstream::~FakeUpstream() {
+  (void)!::write(state_->wake[1], "x", 1);
+  state_->thread.join();
+  ::close(state_->listen_fd);
+  ::close(state_->wake[0]);
+  ::close(state_->wake[1]);
+}
+
+int FakeUpstream::accepted() const { return state_->accepted.load(); }
+
+TlsClient::TlsClient() = default;
+
+TlsClient::~TlsClient() {
+  if (ssl_) {
+    // Without a sent close_notify, SSL_free marks the session not resumable,
+    // which would spoil sessions taken for resumption tests. Non-blocking,
+    // best effort; refused by OpenSSL after a fatal error.
+    if (SSL_is_init_finished(ssl_)) SSL_shutdown(ssl_);
+    ERR_clear_error();
+    SSL_free(ssl_);
+  }
+  if (ctx_) SSL_CTX_free(ctx_);
+  if (fd_ >= 0) ::close(fd_);
+}
+
+bool TlsClient::connect(int port, const TlsOptions& o, milliseconds timeout) {
+  auto deadline = Clock::now() + timeout;
+  ERR_clear_error();
+  fd_ = tcp_connect(port);
+  if (fd_ < 0) {
+    error_ = std::string("connect: ") + std::strerror(errno);
+    return false;
+  }
+  ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) | O_NONBLOCK);
+  ctx_ = SSL_CTX_new(TLS_client_method());
+  if (o.min_version) SSL_CTX_set_min_proto_version(ctx_, o.min_version);
+  if (o.max_version) SSL_CTX_set_max_proto_version(ctx_, o.max_version);
+  if (o.min_version && o.min_version < TLS1_2_VERSION) {
+    // Old protocol versions need security level 0 to be offered at all.
+    SSL_CTX_set_security_level(ctx_, 0);
+    SSL_CTX_set_cipher_list(ctx_, "DEFAULT@SECLEVEL=0");
+  }
+  if (o.no_ticket) SSL_CTX_set_options(ctx_, SSL_OP_NO_TICKET);
+  if (!o.cipher_list.empty()) SSL_CTX_set_cipher_list(ctx_, o.cipher_list.c_str());
+  if (o.verify) {
+    SSL_CTX_load_verify_locations(ctx_, pki("root.pem").c_str(), nullptr);
+    SSL_CTX_set_verify(ctx_, SSL_VERIFY_PEER, nullptr);
+  }
+  if (!o.alpn.empty()) {
+    std::string wire;
+    for (const auto& p : o.alpn) {
+      wire += static_cast<char>(p.size());
+      wire += p;
+    }
+    SSL_CTX_set_alpn_protos(ctx_, reinterpret_cast<const unsigned char*>(wire.data()),
+                            static_cast<unsigned>(wire.size()));
+  }
+  ssl_ = SSL_new(ctx_);
+  SSL_set_fd(ssl_, fd_);
+  if (!o.sni.empty()) SSL_set_tlsext_host_name(ssl_, o.sni.c_str());
+  if (o.verify) SSL_set1_host(ssl_, "localhost");
+  if (o.session) SSL_set_session(ssl_, o.session);
+  while (true) {
+    int r = SSL_connect(ssl_);
+    if (r == 1) return true;
+    int e = SSL_get_error(ssl_, r);
+    short ev = e == SSL_ERROR_WANT_READ ? POLLIN : e == SSL_ERROR_WANT_WRITE ? POLLOUT : 0;
+    if (ev == 0) {
+      error_ = "handshake failed: " + openssl_errors();
+      if (e == SSL_ERROR_SYSCALL) error_ += std::string(" (syscall: ") + std::strerror(errno) + ")";
+      closed_ = true;
+      return false;
+    }
+    pollfd p{fd_, ev, 0};
+    if (::poll(&p, 1, remaining_ms(deadline)) <= 0) {
+      error_ = "handshake timed out";
+      return false;
+    }
+  }
+}
+
+bool TlsClient::write(std::string_view bytes) {
+  auto deadline = Clock::now() + kDefaultDeadline;
+  ERR_clear_error();
+  while (!bytes.empty()) {
+    int n = SSL_write(ssl_, bytes.data(), static_cast<int>(std::min<size_t>(bytes.size(), 1 << 20)));
+    if (n > 0) {
+      bytes.remove_prefix(static_cast<size_t>(n));
+      continue;
+    }
+    int e = SSL_get_error(ssl_, n);
+    short ev = e == SSL_ERROR_WANT_READ ? POLLIN : e == SSL_ERROR_WANT_WRITE ? POLLOUT : 0;
+    if (ev == 0) {
+      error_ = "write failed: " + openssl_errors();
+      return false;
+    }
+    pollfd p{fd_, ev, 0};
+    if (::poll(&p, 1, remaining_ms(deadline)) <= 0) {
+      error_ = "write timed out";
+      return false;
+    }
+  }
+  return true;
+}
+
+bool TlsClient::read_some(Clock::time_point deadline) {
+  if (closed_) return false;
+  ERR_clear_error();
+  char buf[16384];
+  while (true) {
+    int n = SSL_read(ssl_, buf, sizeof buf);
+    if (n > 0) {
+      buf_.append(buf, static_cast<size_t>(n));
+      return true;
+    }
+    int e = SSL_get_error(ssl_, n);
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+      pollfd p{fd_, static_cast<short>(e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT), 0};
+      if (::poll(&p, 1, remaining_ms(deadline)) <= 0) return false;  // timeout
+      continue;
+    }
+    // Clean close_notify, EOF without it, or a reset: the connection is over.
+    closed_ = true;
+    return false;
+  }
+}
+
+std::string TlsClient::read_all(milliseconds timeout) {
+  auto deadline = Clock::now() + timeout;
+  while (read_some(deadline)) {
+  }
+  std::string out = std::move(buf_);
+  buf_.clear();
+  return out;
+}
+
+std::optional<ParsedResponse> TlsClient::read_response(bool head_request, milliseconds timeout) {
+  auto deadline = Clock::now() + timeout;
+  while (true) {
+    ParsedResponse r;
+    if (size_t used = parse_response(buf_, closed_, head_request, r); used > 0) {
+      buf_.erase(0, used);
+      r.wire_bytes = used;
+      return r;
+    }
+    if (closed_) return std::nullopt;
+    if (!read_some(deadline) && !closed_) return std::nullopt;
+  }
+}
+
+bool TlsClient::session_reused() const { return ssl_ && SSL_session_reused(ssl_) == 1; }
+
+std::string TlsClient::alpn_selected() const {
+  const unsigned char* p = nullptr;
+  unsigned len = 0;
+  if (ssl_) SSL_get0_alpn_selected(ssl_, &p, &len);
+  return p ? std::string(reinterpret_cast<const char*>(p), len) : std::string();
+}
+
+std::string TlsClient::protocol() const { return ssl_ ? SSL_get_version(ssl_) : ""; }
+
+SSL_SESSION* TlsClient::take_session() const { return ssl_ ? SSL_get1_session(ssl_) : nullptr; }
+
+}  // namespace tlsfront::itest

@@ -1,0 +1,468 @@
+// Integration harness, the process half (see harness.h): temp dirs, ports,
+// child processes, the backend and proxy launchers, JSON log fields, the fixture.
+// The clients live in clients.cc.
+#include "harness.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace tlsfront::itest {
+namespace {
+
+// Process-wide setup: writes to a closed socket must fail with EPIPE, not kill
+// the test binary; libcurl wants its global init before any thread runs.
+struct GlobalInit {
+  GlobalInit() {
+    ::signal(SIGPIPE, SIG_IGN);
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+  }
+};
+const GlobalInit kGlobalInit;
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace
+
+std::string pki(std::string_view file) { return std::string(TLSFRONT_TEST_PKI_DIR) + "/" + std::string(file); }
+
+bool wait_until(const std::function<bool()>& pred, milliseconds timeout) {
+  auto deadline = Clock::now() + timeout;
+  while (true) {
+    if (pred()) return true;
+    if (Clock::now() >= deadline) return pred();
+    std::this_thread::sleep_for(milliseconds(5));  // poll interval, not synchronization
+  }
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_file(const std::string& path, std::string_view data) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(data.data(), static_cast<std::streamsize>(data.size()));
+}
+
+bool file_exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+// ---- TempDir -------------------------------------------------------------------
+
+TempDir::TempDir() {
+  char tmpl[] = "/tmp/tlsfront-it.XXXXXX";
+  if (::mkdtemp(tmpl) == nullptr) {
+    ADD_FAILURE() << "mkdtemp: " << std::strerror(errno);
+    return;
+  }
+  path_ = tmpl;
+}
+
+TempDir::~TempDir() {
+  if (path_.empty()) return;
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  sa.sin_port = 0;
+  int port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0) {
+    socklen_t len = sizeof sa;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
+    port = ntohs(sa.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
+
+// ---- Process ---------------------------------------------------------------------
+
+Process::~Process() {
+  if (pid_ > 0 && !status_) stop();
+}
+
+bool Process::start(const std::vector<std::string>& argv, const std::string& stdout_path,
+                    const std::string& stderr_path) {
+  stdout_path_ = stdout_path;
+  stderr_path_ = stderr_path;
+  status_.reset();
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = ::fork();
+  if (pid < 0) return false;
+  if (pid == 0) {
+    // Child: only async-signal-safe calls until exec.
+    ::signal(SIGPIPE, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    int in = ::open("/dev/null", O_RDONLY);
+    int out = ::open(stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int err = ::open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (in < 0 || out < 0 || err < 0) ::_exit(126);
+    ::dup2(in, 0);
+    ::dup2(out, 1);
+    ::dup2(err, 2);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  pid_ = pid;
+  return true;
+}
+
+bool Process::running() {
+  if (pid_ <= 0 || status_) return false;
+  return !wait_exit(milliseconds(0)).has_value();
+}
+
+void Process::signal(int sig) {
+  if (pid_ > 0 && !status_) ::kill(pid_, sig);
+}
+
+std::optional<ExitStatus> Process::wait_exit(milliseconds timeout) {
+  if (status_) return status_;
+  if (pid_ <= 0) return ExitStatus{};
+  auto deadline = Clock::now() + timeout;
+  while (true) {
+    int ws = 0;
+    pid_t r = ::waitpid(pid_, &ws, WNOHANG);
+    if (r == pid_) {
+      ExitStatus st;
+      if (WIFEXITED(ws)) {
+        st.exited = true;
+        st.code = WEXITSTATUS(ws);
+      } else if (WIFSIGNALED(ws)) {
+        st.signal = WTERMSIG(ws);
+      }
+      status_ = st;
+      return status_;
+    }
+    if (r < 0 && errno != EINTR) {
+      status_ = ExitStatus{};
+      return status_;
+    }
+    if (Clock::now() >= deadline) return std::nullopt;
+    std::this_thread::sleep_for(milliseconds(2));
+  }
+}
+
+ExitStatus Process::stop(milliseconds timeout) {
+  if (pid_ <= 0) return ExitStatus{};
+  if (status_) return *status_;
+  ::kill(pid_, SIGTERM);
+  if (auto st = wait_exit(timeout)) return *st;
+  ADD_FAILURE() << "pid " << pid_ << " (" << stderr_path_ << ") ignored SIGTERM for " << timeout.count()
+                << " ms; sending SIGKILL";
+  ::kill(pid_, SIGKILL);
+  if (auto st = wait_exit(milliseconds(5'000))) return *st;
+  return ExitStatus{};
+}
+
+RunResult run_command(const TempDir& dir, const std::vector<std::string>& argv, milliseconds timeout) {
+  static int counter = 0;
+  ++counter;
+  std::string out = dir.file("cmd" + std::to_string(counter) + ".out");
+  std::string err = dir.file("cmd" + std::to_string(counter) + ".err");
+  Process p;
+  RunResult r;
+  if (!p.start(argv, out, err)) {
+    ADD_FAILURE() << "fork failed";
+    return r;
+  }
+  if (auto st = p.wait_exit(timeout)) {
+    r.status = *st;
+  } else {
+    ADD_FAILURE() << argv[0] << " did not exit within " << timeout.count() << " ms";
+    r.status = p.stop(milliseconds(1'000));
+  }
+  r.out = read_file(out);
+  r.err = read_file(err);
+  return r;
+}
+
+// ---- Backend ------------------------------------------------------------------
+
+Backend::Backend(const TempDir& dir) : dir_(dir), record_dir_(dir.file("records")) {}
+
+bool Backend::start() {
+  std::string port_file = dir_.file("backend.port");
+  if (!process_.start({TLSFRONT_BACKEND_BINARY, "--listen", "127.0.0.1:0", "--port-file", port_file,
+                       "--record", record_dir_},
+                      dir_.file("backend.out"), dir_.file("backend.err"))) {
+    return false;
+  }
+  bool ok = wait_until([&] {
+    std::string s = read_file(port_file);
+    return !s.empty() && s.back() == '\n';
+  });
+  if (!ok) {
+    ADD_FAILURE() << "backend did not write its port file; stderr: " << process_.err();
+    return false;
+  }
+  port_ = std::atoi(read_file(port_file).c_str());
+  return port_ > 0;
+}
+
+std::vector<std::string> Backend::records(std::string_view ext) const {
+  std::vector<std::string> out;
+  std::error_code ec;
+  std::string suffix = "." + std::string(ext);
+  for (const auto& e : std::filesystem::directory_iterator(record_dir_, ec)) {
+    std::string name = e.path().filename().string();
+    if (name.size() > suffix.size() && name[0] != '.' &&
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      out.push_back(name);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<std::string> Backend::wait_requests(size_t n, milliseconds timeout) const {
+  wait_until([&] { return count("req") >= n; }, timeout);
+  std::vector<std::string> out;
+  for (const auto& name : records("req")) out.push_back(read_record(name));
+  return out;
+}
+
+// ---- Proxy ------------------------------------------------------------------------
+
+std::string make_config(const ProxyOptions& o, int port, const std::string& access_log) {
+  std::string c;
+  c += "workers = " + std::to_string(o.workers) + "\n\n";
+  c += "[[listen]]\naddress = \"127.0.0.1:" + std::to_string(port) + "\"\n\n";
+  c += "[tls]\ncertificate = \"" + o.certificate + "\"\nkey = \"" + o.key + "\"\n" + o.tls_extra + "\n";
+  c += "[[upstream]]\nname = \"backend\"\nservers = [";
+  for (size_t i = 0; i < o.upstream_servers.size(); ++i) {
+    c += (i ? ", \"" : "\"") + o.upstream_servers[i] + "\"";
+  }
+  c += "]\n" + o.upstream_extra + "\n";
+  if (o.routes.empty()) {
+    c += "[[route]]\npath_prefix = \"/\"\nupstream = \"backend\"\n\n";
+  } else {
+    c += o.routes + "\n";
+  }
+  c += "[log]\naccess_log = \"" + access_log + "\"\n\n";
+  c += o.extra;
+  return c;
+}
+
+Proxy::Proxy(const TempDir& dir) : dir_(dir) {}
+
+bool Proxy::start(const ProxyOptions& o) {
+  port_ = free_port();
+  config_path_ = dir_.file("tlsfront.toml");
+  access_log_ = dir_.file("access.log");
+  write_file(config_path_, make_config(o, port_, access_log_));
+  if (!process_.start({TLSFRONT_BINARY, "--config", config_path_}, dir_.file("tlsfront.out"),
+                      dir_.file("tlsfront.err"))) {
+    ADD_FAILURE() << "fork failed";
+    return false;
+  }
+  bool exited = false;
+  bool ready = wait_until([&] {
+    if (!process_.running()) {
+      exited = true;
+      return true;
+    }
+    TlsClient probe;
+    return probe.connect(port_, TlsOptions{}, milliseconds(1'000));
+  });
+  if (!ready || exited) {
+    ADD_FAILURE() << "tlsfront did not become ready on port " << port_ << (exited ? " (it exited)" : "")
+                  << "; config:\n"
+                  << read_file(config_path_) << "\nstderr:\n"
+                  << process_.err();
+    return false;
+  }
+  return true;
+}
+
+std::vector<std::string> Proxy::wait_log_lines(size_t n, milliseconds timeout) const {
+  auto lines = [&] {
+    std::vector<std::string> out;
+    std::string s = read_file(access_log_);
+    size_t pos = 0;
+    while (true) {
+      size_t nl = s.find('\n', pos);
+      if (nl == std::string::npos) break;
+      out.push_back(s.substr(pos, nl - pos));
+      pos = nl + 1;
+    }
+    return out;
+  };
+  std::vector<std::string> out;
+  wait_until([&] { return (out = lines()).size() >= n; }, timeout);
+  return out;
+}
+
+// ---- JSON ---------------------------------------------------------------------------
+
+std::optional<std::string> json_raw(std::string_view s, std::string_view key) {
+  size_t i = 0;
+  auto ws = [&] {
+    while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+  };
+  auto string_end = [&](size_t start) -> size_t {  // s[start] == '"'; index past the closing quote
+    size_t j = start + 1;
+    while (j < s.size()) {
+      if (s[j] == '\\') {
+        j += 2;
+        continue;
+      }
+      if (s[j] == '"') return j + 1;
+      ++j;
+    }
+    return std::string_view::npos;
+  };
+  ws();
+  if (i >= s.size() || s[i] != '{') return std::nullopt;
+  ++i;
+  while (true) {
+    ws();
+    if (i >= s.size() || s[i] == '}' || s[i] != '"') return std::nullopt;
+    size_t kend = string_end(i);
+    if (kend == std::string_view::npos) return std::nullopt;
+    std::string_view k = s.substr(i + 1, kend - i - 2);
+    i = kend;
+    ws();
+    if (i >= s.size() || s[i] != ':') return std::nullopt;
+    ++i;
+    ws();
+    size_t vstart = i;
+    if (i < s.size() && s[i] == '"') {
+      i = string_end(i);
+      if (i == std::string_view::npos) return std::nullopt;
+    } else if (i < s.size() && (s[i] == '{' || s[i] == '[')) {
+      int depth = 0;
+      while (i < s.size()) {
+        if (s[i] == '"') {
+          i = string_end(i);
+          if (i == std::string_view::npos) return std::nullopt;
+          continue;
+        }
+        if (s[i] == '{' || s[i] == '[') ++depth;
+        if (s[i] == '}' || s[i] == ']') {
+          if (--depth == 0) {
+            ++i;
+            break;
+          }
+        }
+        ++i;
+      }
+    } else {
+      while (i < s.size() && s[i] != ',' && s[i] != '}') ++i;
+    }
+    std::string_view v = trim(s.substr(vstart, i - vstart));
+    if (k == key) return std::string(v);
+    ws();
+    if (i < s.size() && s[i] == ',') {
+      ++i;
+      continue;
+    }
+    return std::nullopt;
+  }
+}
+
+std::optional<std::string> json_string(std::string_view line, std::string_view key) {
+  auto raw = json_raw(line, key);
+  if (!raw || raw->size() < 2 || raw->front() != '"') return std::nullopt;
+  std::string out;
+  for (size_t i = 1; i + 1 < raw->size(); ++i) {
+    char c = (*raw)[i];
+    if (c != '\\') {
+      out += c;
+      continue;
+    }
+    char e = (*raw)[++i];
+    switch (e) {
+      case 'n': out += '\n'; break;
+      case 't': out += '\t'; break;
+      case 'r': out += '\r'; break;
+      case 'b': out += '\b'; break;
+      case 'f': out += '\f'; break;
+      case 'u': {
+        unsigned cp = static_cast<unsigned>(std::stoul(raw->substr(i + 1, 4), nullptr, 16));
+        i += 4;
+        if (cp < 0x80) {
+          out += static_cast<char>(cp);
+        } else if (cp < 0x800) {
+          out += static_cast<char>(0xC0 | (cp >> 6));
+          out += static_cast<char>(0x80 | (cp & 0x3F));
+        } else {
+          out += static_cast<char>(0xE0 | (cp >> 12));
+          out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+          out += static_cast<char>(0x80 | (cp & 0x3F));
+        }
+        break;
+      }
+      default: out += e; break;
+    }
+  }
+  return out;
+}
+
+// ---- fixture ------------------------------------------------------------------------
+
+void ProxyTest::SetUp() { ASSERT_TRUE(backend_.start()); }
+
+void ProxyTest::TearDown() {
+  bool started = proxy_.process().pid() > 0;
+  ExitStatus st = proxy_.stop();
+  backend_.stop();
+  if (started) {
+    EXPECT_TRUE(st.exited && st.code == 0)
+        << "tlsfront did not exit 0 on SIGTERM (exited=" << st.exited << " code=" << st.code
+        << " signal=" << st.signal << ")";
+  }
+  // TLSFRONT_IT_VERBOSE=1 prints the proxy's stderr and access log for passing tests too.
+  if (HasFailure() || std::getenv("TLSFRONT_IT_VERBOSE") != nullptr) {
+    std::string err = proxy_.process().err();
+    if (err.size() > 4000) err = err.substr(err.size() - 4000);
+    std::cerr << "---- tlsfront stderr (tail) ----\n" << err << "\n---- access log ----\n"
+              << read_file(proxy_.access_log()) << "----\n";
+  }
+}
+
+bool ProxyTest::start_proxy(ProxyOptions o) {
+  if (o.upstream_servers.empty()) o.upstream_servers.push_back(backend_.address());
+  return proxy_.start(o);
+}
+
+}  // namespace tlsfront::itest

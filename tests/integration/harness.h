@@ -1,0 +1,333 @@
+// Black-box harness for tlsfront's integration tests: temp dirs, free ports,
+// child processes (the proxy and the recording backend), TOML generation,
+// clients (libcurl and a raw OpenSSL client for byte-exact requests),
+// access-log and backend-record helpers.
+//
+// Every helper polls against a deadline; nothing sleeps to synchronize.
+// Thread affinity: the test thread only.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+typedef struct ssl_st SSL;
+typedef struct ssl_ctx_st SSL_CTX;
+typedef struct ssl_session_st SSL_SESSION;
+
+namespace tlsfront::itest {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+inline constexpr milliseconds kDefaultDeadline{10'000};
+
+std::string pki(std::string_view file);  // TLSFRONT_TEST_PKI_DIR/<file>
+
+// Polls `pred` every few milliseconds until it is true or `timeout` passes.
+bool wait_until(const std::function<bool()>& pred, milliseconds timeout = kDefaultDeadline);
+
+std::string read_file(const std::string& path);
+void write_file(const std::string& path, std::string_view data);
+bool file_exists(const std::string& path);
+
+// mkdtemp under /tmp; removed recursively by the destructor.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string file(std::string_view name) const { return path_ + "/" + std::string(name); }
+
+ private:
+  std::string path_;
+};
+
+// A port that was free a moment ago (bound to 127.0.0.1:0, then closed).
+int free_port();
+
+struct ExitStatus {
+  bool exited = false;  // false: killed by a signal (or still unknown)
+  int code = -1;        // exit code when `exited`
+  int signal = 0;       // terminating signal otherwise
+};
+
+// A child process with stdout/stderr redirected to files.
+class Process {
+ public:
+  Process() = default;
+  ~Process();  // stop() if still running
+  Process(const Process&) = delete;
+  Process& operator=(const Process&) = delete;
+
+  // fork/exec `argv` (argv[0] is the path). False when fork fails.
+  bool start(const std::vector<std::string>& argv, const std::string& stdout_path,
+             const std::string& stderr_path);
+  bool running();
+  pid_t pid() const { return pid_; }
+  void signal(int sig);
+  // Waits for the exit until `timeout`; nullopt if it is still running.
+  std::optional<ExitStatus> wait_exit(milliseconds timeout);
+  // SIGTERM, wait up to `timeout`, then SIGKILL. Returns the exit status.
+  ExitStatus stop(milliseconds timeout = milliseconds(5'000));
+  std::string out() const { return read_file(stdout_path_); }
+  std::string err() const { return read_file(stderr_path_); }
+
+ private:
+  pid_t pid_ = -1;
+  std::optional<ExitStatus> status_;
+  std::string stdout_path_, stderr_path_;
+};
+
+// Runs `argv` to completion (deadline `timeout`, then SIGKILL).
+struct RunResult {
+  ExitStatus status;
+  std::string out, err;
+};
+RunResult run_command(const TempDir& dir, const std::vector<std::string>& argv,
+                      milliseconds timeout = kDefaultDeadline);
+
+// The recording backend (tests/backend).
+class Backend {
+ public:
+  explicit Backend(const TempDir& dir);  // does not start
+  bool start();                          // waits for the port file
+  void stop() { process_.stop(); }
+  int port() const { return port_; }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  const std::string& record_dir() const { return record_dir_; }
+  // Sorted file names (no directory) of DIR/*.<ext>.
+  std::vector<std::string> records(std::string_view ext) const;
+  size_t count(std::string_view ext) const { return records(ext).size(); }
+  std::string read_record(const std::string& name) const { return read_file(record_dir_ + "/" + name); }
+  // Waits for at least `n` .req records and returns their contents in order.
+  std::vector<std::string> wait_requests(size_t n, milliseconds timeout = kDefaultDeadline) const;
+
+ private:
+  const TempDir& dir_;
+  std::string record_dir_;
+  Process process_;
+  int port_ = 0;
+};
+
+struct ProxyOptions {
+  int workers = 2;
+  std::vector<std::string> upstream_servers;  // default: the backend
+  std::string upstream_extra;                 // extra lines in [[upstream]]
+  std::string tls_extra;                      // extra lines in [tls]
+  std::string routes;                         // replaces the catch-all [[route]] when set
+  std::string extra;                          // appended tables ([limits], [timeouts], ...)
+  std::string certificate = pki("localhost.chain.pem");
+  std::string key = pki("localhost.key");
+};
+
+// The TOML text for `o` (listening on `port`, logging to `access_log`).
+std::string make_config(const ProxyOptions& o, int port, const std::string& access_log);
+
+class Proxy {
+ public:
+  explicit Proxy(const TempDir& dir);
+  // Writes tlsfront.toml and starts `tlsfront --config`; ready = a TLS
+  // handshake to the port succeeds (deadline 10 s). False (with a gtest
+  // failure naming stderr) when it does not come up.
+  bool start(const ProxyOptions& o);
+  ExitStatus stop(milliseconds timeout = milliseconds(5'000)) { return process_.stop(timeout); }
+  Process& process() { return process_; }
+  int port() const { return port_; }
+  const std::string& config_path() const { return config_path_; }
+  const std::string& access_log() const { return access_log_; }
+  // Waits until the access log holds at least `n` lines; returns them all.
+  std::vector<std::string> wait_log_lines(size_t n, milliseconds timeout = kDefaultDeadline) const;
+
+ private:
+  const TempDir& dir_;
+  Process process_;
+  int port_ = 0;
+  std::string config_path_, access_log_;
+};
+
+// Raw JSON value of top-level `key` in a flat JSON object line: strings keep
+// their quotes ("\"GET\""), numbers/true/false/null as written. nullopt when absent.
+std::optional<std::string> json_raw(std::string_view line, std::string_view key);
+// The unescaped string value of `key` (nullopt when absent or not a string).
+std::optional<std::string> json_string(std::string_view line, std::string_view key);
+
+// ---- libcurl ---------------------------------------------------------------
+
+struct HttpRequest {
+  std::string method = "GET";
+  std::string path = "/";
+  std::vector<std::string> headers;        // "Name: value"; "Name:" removes a curl default
+  std::optional<std::string> body;         // sent with Content-Length
+  std::vector<std::string> chunks;         // non-empty: sent chunked, one read callback per chunk
+  long ssl_version = 0;                    // CURLOPT_SSLVERSION value (0: default)
+  long expect_100_timeout_ms = 0;          // 0: curl's default
+  bool no_body = false;                    // HEAD
+  milliseconds timeout{20'000};
+};
+
+struct HttpResponse {
+  int curl_code = -1;  // CURLcode
+  std::string error;
+  long status = 0;
+  std::string headers;  // all header lines as received, 1xx responses included
+  std::string body;
+  // Value of the first header `name` in the final response (case-insensitive).
+  std::optional<std::string> header(std::string_view name) const;
+};
+
+// One libcurl easy handle (keeps its connection between perform() calls).
+class CurlClient {
+ public:
+  explicit CurlClient(int port);
+  ~CurlClient();
+  CurlClient(const CurlClient&) = delete;
+  CurlClient& operator=(const CurlClient&) = delete;
+  HttpResponse perform(const HttpRequest& req);
+
+ private:
+  int port_;
+  void* curl_;
+  void* resolve_;
+};
+
+// A fresh handle per call.
+HttpResponse http(int port, const HttpRequest& req);
+inline HttpResponse http_get(int port, const std::string& path) {
+  HttpRequest r;
+  r.path = path;
+  return http(port, r);
+}
+
+// ---- raw TLS client ----------------------------------------------------------
+
+struct TlsOptions {
+  std::string sni = "localhost";  // "" = no SNI
+  int min_version = 0;            // TLS1_2_VERSION...; 0 = library default
+  int max_version = 0;
+  std::vector<std::string> alpn = {"http/1.1"};  // empty = no ALPN extension
+  SSL_SESSION* session = nullptr;                // borrowed; offered for resumption
+  std::string cipher_list;                       // "" = default
+  bool verify = true;                            // verify against root.pem
+  bool no_ticket = false;                        // SSL_OP_NO_TICKET (session-ID resumption only)
+};
+
+struct ParsedResponse {
+  int status = 0;
+  std::string head;  // status line + header lines (final response)
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;  // de-chunked
+  size_t wire_bytes = 0;  // bytes this response took on the wire (interim 1xx included)
+  std::optional<std::string> header(std::string_view name) const;
+};
+
+// Parses one response from the front of `buf` (1xx interim responses are
+// skipped). Returns the number of bytes consumed, or 0 when `buf` does not
+// yet hold a complete response. `eof`: the connection has closed, so a
+// response without framing ends at the end of `buf`. `head_request`: no body.
+size_t parse_response(std::string_view buf, bool eof, bool head_request, ParsedResponse& out);
+
+class TlsClient {
+ public:
+  TlsClient();
+  ~TlsClient();
+  TlsClient(const TlsClient&) = delete;
+  TlsClient& operator=(const TlsClient&) = delete;
+
+  // TCP connect to 127.0.0.1:`port` and handshake. False on failure; the
+  // OpenSSL error text is in error().
+  bool connect(int port, const TlsOptions& o = {}, milliseconds timeout = kDefaultDeadline);
+  bool write(std::string_view bytes);
+  // Reads until the peer closes (or the connection fails) or `timeout`
+  // passes. closed() says whether it closed.
+  std::string read_all(milliseconds timeout = kDefaultDeadline);
+  // Reads until one complete response is buffered; returns it. nullopt on
+  // close/timeout before a complete response.
+  std::optional<ParsedResponse> read_response(bool head_request = false,
+                                              milliseconds timeout = kDefaultDeadline);
+  bool closed() const { return closed_; }
+  const std::string& error() const { return error_; }
+  SSL* ssl() const { return ssl_; }
+  bool session_reused() const;
+  std::string alpn_selected() const;
+  std::string protocol() const;  // "TLSv1.3"
+  // The current session (owned by the caller: SSL_SESSION_free), for resumption.
+  SSL_SESSION* take_session() const;
+
+ private:
+  // One read into buf_ with `deadline`; false on close/error/timeout.
+  bool read_some(Clock::time_point deadline);
+  int fd_ = -1;
+  SSL_CTX* ctx_ = nullptr;
+  SSL* ssl_ = nullptr;
+  bool closed_ = false;
+  std::string error_;
+  std::string buf_;
+};
+
+// A one-connection-at-a-time fake upstream on 127.0.0.1:0 for upstream
+// misbehaviour the recording backend cannot produce. It reads a request head
+// and answers with `response` verbatim, then closes. With
+// `drop_second_request`, it keeps the connection open after the answer and
+// closes it, without a byte of response, when the next request head arrives
+// (a keepalive connection that dies under a reused request).
+class FakeUpstream {
+ public:
+  explicit FakeUpstream(std::string response, bool drop_second_request = false);
+  ~FakeUpstream();  // stops the thread
+  FakeUpstream(const FakeUpstream&) = delete;
+  FakeUpstream& operator=(const FakeUpstream&) = delete;
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  int accepted() const;  // connections accepted so far
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+  int port_ = 0;
+};
+
+// A plain TCP connection to 127.0.0.1:`port` (-1 on failure).
+int tcp_connect(int port);
+// Waits for the peer to close `fd` (EOF or reset) up to `timeout`; true if it did.
+bool wait_for_close(int fd, milliseconds timeout);
+
+// De-chunks an HTTP chunked body (the part after the head). nullopt when malformed.
+std::optional<std::string> dechunk(std::string_view chunked);
+// Splits a raw request into head (through CRLFCRLF) and the rest.
+std::pair<std::string, std::string> split_head(std::string_view raw);
+// Header values named `name` in `head` (request or response head), in order.
+std::vector<std::string> header_values(std::string_view head, std::string_view name);
+
+// Byte i of the backend's generated bodies is 'a' + i % 26.
+bool matches_pattern(std::string_view body);
+
+// ---- fixture -----------------------------------------------------------------
+
+// A temp dir, a started backend; tests start the proxy with their options.
+class ProxyTest : public ::testing::Test {
+ protected:
+  ProxyTest() : backend_(dir_), proxy_(dir_) {}
+  void SetUp() override;
+  void TearDown() override;
+  // Starts the proxy; fails the test (fatal in the caller via ASSERT) if not ready.
+  bool start_proxy(ProxyOptions o = {});
+  int port() const { return proxy_.port(); }
+
+  TempDir dir_;
+  Backend backend_;
+  Proxy proxy_;
+};
+
+}  // namespace tlsfront::itest
