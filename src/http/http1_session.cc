@@ -424,6 +424,8 @@ void Http1Session::send_response_body(std::string_view data) {
     transport_->send(data);
     bytes_sent_ += data.size();
   }
+  // A client that stops reading gets timeouts.send to start again.
+  if (timer_ == TimerPurpose::None && output_congested()) arm(TimerPurpose::Send);
 }
 
 void Http1Session::end_response() {

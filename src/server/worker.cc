@@ -28,8 +28,11 @@ Worker::~Worker() {
     uv_run(&loop_, UV_RUN_DEFAULT);
   }
   loop_ctx_.reset();
-  [[maybe_unused]] int rc = uv_loop_close(&loop_);
-  assert(rc == 0 && "a libuv handle outlived its worker");
+  if (int rc = uv_loop_close(&loop_); rc != 0) {
+    // A handle outlived its owner: a bug, reported loudly in every build.
+    log::error("worker {}: uv_loop_close: {}", index_, uv_strerror(rc));
+    assert(false && "a libuv handle outlived its worker");
+  }
 }
 
 void Worker::start(std::vector<UniqueFd> listen_fds) {
@@ -93,7 +96,9 @@ void Worker::run(std::vector<UniqueFd> listen_fds) {
   // callback run so uv_loop_close() finds no handle left.
   loop_ctx_->run_deferred();
   connections_.clear();
+  loop_ctx_->run_deferred();  // exchanges and upstream connections they held
   upstreams_.clear();
+  loop_ctx_->run_deferred();
   access_log_->flush();
   log_flush_.close();
   loop_ctx_->close();
