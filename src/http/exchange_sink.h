@@ -30,7 +30,8 @@ struct ConnectionInfo {
 class ExchangeSink {
  public:
   virtual ~ExchangeSink() = default;
-  // A 1xx interim response other than 101 (RFC 9110 §15.2).
+  // A 1xx interim response other than 101 (RFC 9110 §15.2); hop-by-hop
+  // headers already removed.
   virtual void send_informational(const ResponseHead& head) = 0;
   // The final response head; hop-by-hop headers are already removed, framing
   // is the sink's to choose from head.content_length / `has_body`.

@@ -53,6 +53,21 @@ bool valid_field_value(std::string_view value) {
   return true;
 }
 
+// "HTTP/1.1 <status> <reason>\r\n" and the (already filtered) header lines.
+void append_status_and_headers(std::string& out, const ResponseHead& head) {
+  out += "HTTP/1.1 ";
+  out += std::to_string(head.status);
+  out += ' ';
+  out += head.reason.empty() ? reason_phrase(head.status) : std::string_view(head.reason);
+  out += "\r\n";
+  for (const auto& h : head.headers) {
+    out += h.name;
+    out += ": ";
+    out += h.value;
+    out += "\r\n";
+  }
+}
+
 // Lowercase host without port: the routing key.
 std::string host_key(std::string_view h) {
   if (!h.empty() && h.front() == '[') {
@@ -350,18 +365,7 @@ int Http1Session::on_message_complete() {
 void Http1Session::send_informational(const ResponseHead& head) {
   if (req_.version_minor == 0) return;  // HTTP/1.0 clients do not expect 1xx
   out_.clear();
-  out_ += "HTTP/1.1 ";
-  out_ += std::to_string(head.status);
-  out_ += ' ';
-  out_ += head.reason.empty() ? std::string(reason_phrase(head.status)) : head.reason;
-  out_ += "\r\n";
-  for (const auto& h : head.headers) {
-    if (is_hop_by_hop(h.token)) continue;
-    out_ += h.name;
-    out_ += ": ";
-    out_ += h.value;
-    out_ += "\r\n";
-  }
+  append_status_and_headers(out_, head);
   out_ += "\r\n";
   bytes_sent_ += out_.size();
   transport_->send(out_);
@@ -372,17 +376,7 @@ void Http1Session::send_response_head(const ResponseHead& head, bool has_body) {
   status_ = head.status;
   if (in_request_) close_after_response_ = true;  // the upstream answered before the body ended
   out_.clear();
-  out_ += "HTTP/1.1 ";
-  out_ += std::to_string(head.status);
-  out_ += ' ';
-  out_ += head.reason.empty() ? std::string(reason_phrase(head.status)) : head.reason;
-  out_ += "\r\n";
-  for (const auto& h : head.headers) {
-    out_ += h.name;
-    out_ += ": ";
-    out_ += h.value;
-    out_ += "\r\n";
-  }
+  append_status_and_headers(out_, head);
   chunked_out_ = false;
   if (has_body) {
     if (head.content_length) {

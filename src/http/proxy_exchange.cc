@@ -130,6 +130,7 @@ void ProxyExchange::on_upstream_connected() {
 
 void ProxyExchange::on_upstream_head(ResponseHead&& head, bool informational) {
   if (done_) return;
+  strip_response_headers(head.headers);
   if (informational) {
     // The proxy answered Expect: 100-continue itself and never forwards Expect.
     if (head.status != 100) sink_->send_informational(head);
@@ -140,7 +141,6 @@ void ProxyExchange::on_upstream_head(ResponseHead&& head, bool informational) {
   replay_.clear();
   stats_.status = head.status;
   bool has_body = !response_has_no_body(method_, head.status);
-  strip_response_headers(head.headers);
   sink_->send_response_head(head, has_body);
 }
 
