@@ -25,11 +25,16 @@ front_pid=""
 # shellcheck disable=SC2317  # called from the traps
 cleanup() {
   trap - EXIT INT TERM
-  local pid
-  for pid in "$front_pid" "$backend_pid"; do
-    if [[ -n "$pid" ]]; then kill -TERM "$pid" 2>/dev/null || true; fi
-  done
-  wait 2>/dev/null || true
+  # The proxy first: its graceful stop lets in-flight requests finish, which
+  # needs the backend still up. Then the backend.
+  if [[ -n "$front_pid" ]]; then
+    kill -TERM "$front_pid" 2>/dev/null || true
+    wait "$front_pid" 2>/dev/null || true
+  fi
+  if [[ -n "$backend_pid" ]]; then
+    kill -TERM "$backend_pid" 2>/dev/null || true
+    wait "$backend_pid" 2>/dev/null || true
+  fi
 }
 trap cleanup EXIT
 trap 'cleanup; exit 130' INT

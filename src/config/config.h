@@ -44,10 +44,13 @@ struct Tls {
   bool prefer_server_ciphers = false;
   std::string certificate;  // PEM path: leaf first, then intermediates (required)
   std::string key;          // PEM path (required)
-  // Config-file positions ("file:line:col") of the certificate/key keys, so
-  // errors found when loading the files can point back at the config.
+  // Config-file positions ("file:line:col") of these keys (of the [tls] table
+  // when a key is absent), so errors found by OpenSSL point back at the config.
   std::string certificate_origin;
   std::string key_origin;
+  std::string ciphers_origin;
+  std::string ciphersuites_origin;
+  std::string groups_origin;
 };
 
 // [[upstream]]
@@ -79,7 +82,7 @@ struct Log {
 // [limits]
 struct Limits {
   size_t max_header_bytes = 16 * 1024;                 // request line + headers; over it: 431
-  uint64_t max_body_bytes = 1024ull * 1024 * 1024;     // request body; over it: 413 ("1g"; 0 = unlimited)
+  uint64_t max_body_bytes = 1024 * 1024;  // request body; over it: 413 ("1m" as nginx client_max_body_size; 0 = unlimited)
 };
 
 // [timeouts] (client side)

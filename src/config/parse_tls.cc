@@ -67,6 +67,9 @@ Status parse_tls(const TableReader& root, Tls& out) {
   out.certificate_origin = t.position_of("certificate");
   if (Status s = t.get_path("key", out.key, Presence::Required, false); !s.ok()) return s;
   out.key_origin = t.position_of("key");
+  out.ciphers_origin = t.position_of("ciphers");
+  out.ciphersuites_origin = t.position_of("ciphersuites");
+  out.groups_origin = t.position_of("groups");
   return {};
 }
 

@@ -11,7 +11,9 @@
 
 namespace tlsfront::server {
 
-Result<UniqueFd> bind_listener(const config::Listener& listener) {
+namespace {
+
+Result<UniqueFd> bind_socket(const config::Listener& listener, bool reuseport) {
   const auto& ep = listener.address;
   const bool v6 = ep.host.find(':') != std::string::npos;
   sockaddr_storage ss{};
@@ -40,15 +42,27 @@ Result<UniqueFd> bind_listener(const config::Listener& listener) {
   if (!fd.valid()) return fail("socket");
   int one = 1;
   if (::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0) return fail("setsockopt(SO_REUSEADDR)");
-  if (::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0) return fail("setsockopt(SO_REUSEPORT)");
+  if (reuseport && ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0) {
+    return fail("setsockopt(SO_REUSEPORT)");
+  }
   if (v6 && ::setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) != 0) {
     return fail("setsockopt(IPV6_V6ONLY)");
   }
   // Responses are written whole per iteration; Nagle would only add latency.
   ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&ss), len) != 0) return fail("bind");
-  if (::listen(fd.get(), listener.backlog) != 0) return fail("listen");
+  if (reuseport && ::listen(fd.get(), listener.backlog) != 0) return fail("listen");
   return fd;
 }
+
+}  // namespace
+
+Status check_address_free(const config::Listener& listener) {
+  auto probe = bind_socket(listener, /*reuseport=*/false);
+  if (!probe) return probe.take_error();
+  return {};
+}
+
+Result<UniqueFd> bind_listener(const config::Listener& listener) { return bind_socket(listener, true); }
 
 }  // namespace tlsfront::server

@@ -14,6 +14,12 @@
 
 namespace tlsfront::server {
 
+// Fails with "Address already in use" when anything listens on the address,
+// another tlsfront included: a plain bind (no SO_REUSEPORT) conflicts with
+// every existing listener, so a second instance cannot silently take a share
+// of the traffic as it would with SO_REUSEPORT alone (nginx refuses too).
+[[nodiscard]] Status check_address_free(const config::Listener& listener);
+
 // A bound, listening, non-blocking socket for `listener` (SO_REUSEADDR,
 // SO_REUSEPORT, IPV6_V6ONLY for IPv6). Errors: Errc::Io naming the address.
 [[nodiscard]] Result<UniqueFd> bind_listener(const config::Listener& listener);

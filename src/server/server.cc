@@ -74,6 +74,9 @@ Result<int> Server::run(config::Config cfg) {
     log_writer_ = std::move(writer).value();
   }
 
+  for (const auto& l : c.listeners) {
+    if (auto st = check_address_free(l); !st) return st.take_error();
+  }
   std::vector<std::vector<UniqueFd>> fds(nworkers);
   for (int w = 0; w < nworkers; ++w) {
     for (const auto& l : c.listeners) {

@@ -38,13 +38,25 @@ int to_openssl_version(config::TlsVersion v) {
   return v == config::TlsVersion::Tls13 ? TLS1_3_VERSION : TLS1_2_VERSION;
 }
 
-Status check_readable(const std::string& path, std::string_view what, const std::string& origin) {
+// "<origin>: tls.<key>: <message>", the shape of every config error.
+Error config_error(const std::string& origin, std::string_view key, std::string message) {
+  std::string out = origin.empty() ? std::string() : origin + ": ";
+  out += "tls.";
+  out += key;
+  out += ": ";
+  out += message;
+  return make_error(Errc::Config, std::move(out));
+}
+
+Error config_error_with_queue(const std::string& origin, std::string_view key, std::string message) {
+  std::string q = drain_openssl_errors();
+  if (!q.empty()) message += " (" + q + ")";
+  return config_error(origin, key, std::move(message));
+}
+
+Status check_readable(const std::string& path, std::string_view key, const std::string& origin) {
   FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) {
-    std::string prefix = origin.empty() ? std::string() : origin + ": ";
-    return make_error(Errc::Config, prefix + "cannot open " + std::string(what) + " file \"" + path +
-                                        "\": " + std::strerror(errno));
-  }
+  if (!f) return config_error(origin, key, "cannot open \"" + path + "\": " + std::strerror(errno));
   std::fclose(f);
   return {};
 }
@@ -71,33 +83,34 @@ Result<std::unique_ptr<TlsContext>> TlsContext::create(const config::Tls& tls) {
   SSL_CTX_set_mode(ctx.get(), SSL_MODE_RELEASE_BUFFERS);
 
   if (!SSL_CTX_set_cipher_list(ctx.get(), tls.ciphers.c_str())) {
-    return openssl_error(Errc::Config, "tls.ciphers: no usable cipher in \"" + tls.ciphers + "\"");
+    return config_error_with_queue(tls.ciphers_origin, "ciphers", "no usable cipher in \"" + tls.ciphers + "\"");
   }
   if (!SSL_CTX_set_ciphersuites(ctx.get(), tls.ciphersuites.c_str())) {
-    return openssl_error(Errc::Config, "tls.ciphersuites: invalid list \"" + tls.ciphersuites + "\"");
+    return config_error_with_queue(tls.ciphersuites_origin, "ciphersuites",
+                                   "invalid TLS 1.3 ciphersuite list \"" + tls.ciphersuites + "\"");
   }
   if (!SSL_CTX_set1_groups_list(ctx.get(), tls.groups.c_str())) {
-    return openssl_error(Errc::Config, "tls.groups: invalid list \"" + tls.groups + "\"");
+    return config_error_with_queue(tls.groups_origin, "groups", "unknown group in \"" + tls.groups + "\"");
   }
 
-  if (auto st = check_readable(tls.certificate, "certificate", tls.certificate_origin); !st) return st.take_error();
+  if (auto st = check_readable(tls.certificate, "certificate", tls.certificate_origin); !st) {
+    return st.take_error();
+  }
   if (auto st = check_readable(tls.key, "key", tls.key_origin); !st) return st.take_error();
   if (SSL_CTX_use_certificate_chain_file(ctx.get(), tls.certificate.c_str()) != 1) {
-    return openssl_error(Errc::Config, "certificate \"" + tls.certificate + "\": cannot load a PEM certificate chain");
+    return config_error_with_queue(tls.certificate_origin, "certificate",
+                                   "\"" + tls.certificate + "\" is not a PEM certificate chain");
   }
+  const std::string mismatch = "\"" + tls.key + "\" does not match certificate \"" + tls.certificate + "\"";
   if (SSL_CTX_use_PrivateKey_file(ctx.get(), tls.key.c_str(), SSL_FILETYPE_PEM) != 1) {
     // OpenSSL also fails here when the key does not match the certificate.
     std::string q = drain_openssl_errors();
-    if (q.find("values mismatch") != std::string::npos || q.find("key values mismatch") != std::string::npos) {
-      return make_error(Errc::Config, "private key \"" + tls.key + "\" does not match certificate \"" +
-                                          tls.certificate + "\"");
-    }
-    return make_error(Errc::Config, "private key \"" + tls.key + "\": cannot load a PEM private key: " + q);
+    if (q.find("values mismatch") != std::string::npos) return config_error(tls.key_origin, "key", mismatch);
+    return config_error(tls.key_origin, "key", "\"" + tls.key + "\" is not a PEM private key (" + q + ")");
   }
   if (SSL_CTX_check_private_key(ctx.get()) != 1) {
     drain_openssl_errors();
-    return make_error(Errc::Config, "private key \"" + tls.key + "\" does not match certificate \"" +
-                                        tls.certificate + "\"");
+    return config_error(tls.key_origin, "key", mismatch);
   }
 
   X509* leaf = SSL_CTX_get0_certificate(ctx.get());

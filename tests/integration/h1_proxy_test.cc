@@ -118,7 +118,9 @@ TEST_F(H1H1, PostContentLengthByteExact) {
 }
 
 TEST_F(H1H1, PostChunkedByteExact) {
-  ASSERT_TRUE(start_proxy());
+  ProxyOptions o;
+  o.extra = "[limits]\nmax_body_bytes = \"16m\"\n";  // over the 1m default
+  ASSERT_TRUE(start_proxy(o));
   HttpRequest req;
   req.method = "POST";
   req.path = "/echo";
@@ -279,7 +281,9 @@ TEST_F(H1H1, NoContentAndNotModifiedHaveNoBody) {
 }
 
 TEST_F(H1H1, Expect100Continue) {
-  ASSERT_TRUE(start_proxy());
+  ProxyOptions o;
+  o.extra = "[limits]\nmax_body_bytes = \"16m\"\n";  // over the 1m default
+  ASSERT_TRUE(start_proxy(o));
   HttpRequest req;
   req.method = "POST";
   req.path = "/echo";

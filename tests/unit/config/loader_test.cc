@@ -189,7 +189,7 @@ TEST(Loader, DefaultsMatchConfigStructs) {
   EXPECT_EQ(c.log.access_log, "");
   EXPECT_EQ(c.log.level, "info");
   EXPECT_EQ(c.limits.max_header_bytes, 16u * 1024);
-  EXPECT_EQ(c.limits.max_body_bytes, 1024ull * 1024 * 1024);
+  EXPECT_EQ(c.limits.max_body_bytes, 1024u * 1024);
   EXPECT_EQ(c.timeouts.handshake, 10s);
   EXPECT_EQ(c.timeouts.header, 30s);
   EXPECT_EQ(c.timeouts.keepalive, 75s);
