@@ -5,7 +5,6 @@
 
 #include "config/loader.h"
 #include "log/log.h"
-#include "server/generation.h"
 #include "server/server.h"
 
 namespace {
@@ -60,9 +59,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (test) {
-    auto gen = tlsfront::server::Generation::create(std::move(cfg).value());
-    if (!gen) {
-      std::fprintf(stderr, "tlsfront: %s\n", gen.error().message().c_str());
+    if (auto st = tlsfront::server::Server::test(std::move(cfg).value()); !st) {
+      std::fprintf(stderr, "tlsfront: %s\n", st.error().message().c_str());
       std::fprintf(stderr, "tlsfront: configuration file %s test failed\n", config_path.c_str());
       return 1;
     }

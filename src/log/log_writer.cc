@@ -42,6 +42,12 @@ Result<std::unique_ptr<LogWriter>> LogWriter::open(std::string path, size_t max_
   return std::unique_ptr<LogWriter>(new LogWriter(std::move(path), std::move(*fd), max_queued_bytes));
 }
 
+Status LogWriter::check_writable(const std::string& path) {
+  auto fd = open_file(path);
+  if (!fd) return fd.take_error();
+  return {};
+}
+
 LogWriter::LogWriter(std::string path, UniqueFd fd, size_t max_queued_bytes)
     : path_(std::move(path)), max_queued_bytes_(max_queued_bytes), fd_(std::move(fd)) {
   thread_ = std::thread([this] { run(); });

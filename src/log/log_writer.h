@@ -39,6 +39,10 @@ class LogWriter {
   [[nodiscard]] static Result<std::unique_ptr<LogWriter>> open(
       std::string path, size_t max_queued_bytes = kDefaultMaxQueuedBytes);
 
+  // Opens `path` the way open() does and closes it again: creates the file
+  // when missing, like nginx -t. Errc::Io as open().
+  [[nodiscard]] static Status check_writable(const std::string& path);
+
   // Calls flush_and_stop().
   ~LogWriter();
 

@@ -58,6 +58,14 @@ int resolve_workers(int configured) {
   return n == 0 ? 1 : static_cast<int>(n);
 }
 
+Status Server::test(config::Config cfg) {
+  auto gen = Generation::create(std::move(cfg));
+  if (!gen) return gen.take_error();
+  const std::string& access_log = (*gen)->config.log.access_log;
+  if (!access_log.empty()) return log::LogWriter::check_writable(access_log);
+  return {};
+}
+
 Server::Server() = default;
 Server::~Server() = default;
 

@@ -30,6 +30,10 @@ class Server {
   // are returned before any worker starts. Returns the process exit status.
   [[nodiscard]] Result<int> run(config::Config cfg);
 
+  // `--test`: builds the generation (certificates, keys, TLS settings) and
+  // checks the access log can be opened, binding nothing. Errors as run().
+  [[nodiscard]] static Status test(config::Config cfg);
+
  private:
   GenerationSlot current_;
   std::atomic<uint64_t> next_connection_id_{1};

@@ -138,6 +138,15 @@ TEST_F(Cli, TestMissingCertificate) {
   EXPECT_NE(r.err.find("test failed"), std::string::npos) << r.err;
 }
 
+TEST_F(Cli, TestUnwritableAccessLogFails) {
+  std::string path =
+      write_config(make_config(good_options(), free_port(), dir_.file("no-such-dir/access.log")));
+  RunResult r = run_test(path);
+  EXPECT_EQ(r.status.code, 1);
+  EXPECT_NE(r.err.find("no-such-dir/access.log"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("test failed"), std::string::npos) << r.err;
+}
+
 TEST_F(Cli, TestMissingConfigFile) {
   std::string path = dir_.file("absent.toml");
   RunResult r = run_test(path);
