@@ -78,6 +78,7 @@ class AccessLog {
   // Hands the batch to the writer if it is non-empty.
   void flush();
 
+  size_t buffered_bytes() const { return buffer_.size(); }
   size_t buffered_bytes_for_test() const { return buffer_.size(); }
 
  private:

@@ -6,6 +6,10 @@
 #include "server/connection.h"
 
 namespace tlsfront::server {
+namespace {
+constexpr size_t kLogBatchBytes = 32 * 1024;
+constexpr std::chrono::milliseconds kLogFlushDelay{50};
+}  // namespace
 
 Worker::Worker(int index, const GenerationSlot* current, std::atomic<uint64_t>* next_connection_id,
                log::LogWriter* log_writer)
@@ -70,9 +74,11 @@ void Worker::run(std::vector<UniqueFd> listen_fds) {
 
   log_flush_.init([this](uv_check_t* h) { return uv_check_init(&loop_, h); }, this);
   uv_check_start(log_flush_.get(), [](uv_check_t* h) {
-    if (h->data) static_cast<Worker*>(h->data)->access_log_->flush();
+    if (h->data) static_cast<Worker*>(h->data)->on_log_check();
   });
   uv_unref(log_flush_.handle());
+  log_timer_.init([this](uv_timer_t* h) { return uv_timer_init(&loop_, h); }, this);
+  uv_unref(log_timer_.handle());
 
   for (size_t i = 0; i < listen_fds.size(); ++i) {
     auto handle = std::make_unique<UvHandle<uv_tcp_t>>();
@@ -101,9 +107,27 @@ void Worker::run(std::vector<UniqueFd> listen_fds) {
   loop_ctx_->run_deferred();
   access_log_->flush();
   log_flush_.close();
+  log_timer_.close();
   loop_ctx_->close();
   uv_run(&loop_, UV_RUN_DEFAULT);
   stopped_ = true;
+}
+
+// Access-log lines reach the writer thread in batches: at once past
+// kLogBatchBytes, else within kLogFlushDelay, so a busy worker wakes the
+// writer a few times a second rather than once per loop iteration.
+void Worker::on_log_check() {
+  const size_t buffered = access_log_->buffered_bytes();
+  if (buffered >= kLogBatchBytes) {
+    access_log_->flush();
+  } else if (buffered > 0 && !uv_is_active(log_timer_.handle())) {
+    uv_timer_start(
+        log_timer_.get(),
+        [](uv_timer_t* t) {
+          if (t->data) static_cast<Worker*>(t->data)->access_log_->flush();
+        },
+        static_cast<uint64_t>(kLogFlushDelay.count()), 0);
+  }
 }
 
 void Worker::on_connection(uv_stream_t* listener, int status) {

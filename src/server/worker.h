@@ -58,6 +58,7 @@ class Worker {
   void run(std::vector<UniqueFd> listen_fds);
   void on_connection(uv_stream_t* listener, int status);
   void on_inbox();
+  void on_log_check();
   void begin_stop();
   void finish_stop();
 
@@ -71,6 +72,7 @@ class Worker {
   std::unique_ptr<log::AccessLog> access_log_;
   UvHandle<uv_async_t> inbox_;
   UvHandle<uv_check_t> log_flush_;
+  UvHandle<uv_timer_t> log_timer_;
   UvHandle<uv_timer_t> drain_timer_;
   std::vector<std::unique_ptr<UvHandle<uv_tcp_t>>> listeners_;
   std::unordered_map<Connection*, std::unique_ptr<Connection>> connections_;

@@ -89,4 +89,6 @@ size_t TlsStream::take_output(std::string& out) {
 
 size_t TlsStream::pending_output() const { return BIO_ctrl_pending(wbio_); }
 
+size_t TlsStream::pending_input() const { return BIO_ctrl_pending(rbio_); }
+
 }  // namespace tlsfront::tls

@@ -45,6 +45,8 @@ class TlsStream {
   // Moves pending ciphertext to the end of `out`; returns the bytes moved.
   size_t take_output(std::string& out);
   size_t pending_output() const;
+  // Ciphertext fed but not yet decrypted (bytes).
+  size_t pending_input() const;
 
   SSL* ssl() const { return ssl_.get(); }
 

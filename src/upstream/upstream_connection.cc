@@ -79,10 +79,7 @@ Status UpstreamConnection::connect(const sockaddr_storage& addr) {
     state_ = State::Closed;
     return make_error(Errc::Upstream, std::string("connect: ") + uv_strerror(rc));
   }
-  writer_.attach(tcp_.stream(), [this](int status, size_t bytes) {
-    if (status == 0) bytes_written_ += bytes;
-    on_write_done(status);
-  });
+  writer_.attach(tcp_.stream(), [this](int status, size_t) { on_write_done(status); });
   arm_timer(cfg_.connect_timeout);
   return {};
 }
@@ -92,7 +89,7 @@ void UpstreamConnection::attach(Handler* handler, bool head_request) {
   head_request_ = head_request;
   state_ = state_ == State::Connecting ? State::Connecting : State::Active;
   keep_alive_ = false;
-  bytes_written_ = 0;
+  written_at_attach_ = writer_.bytes_written();
   response_bytes_ = 0;
   if (state_ == State::Active) {
     arm_timer(cfg_.read_timeout);
@@ -106,7 +103,7 @@ void UpstreamConnection::send(std::string_view bytes) {
     fail(make_error(Errc::Upstream, std::string("write: ") + uv_strerror(rc)));
     return;
   }
-  if (state_ == State::Active) arm_timer(cfg_.send_timeout);
+  if (state_ == State::Active) arm_timer(writer_.idle() ? cfg_.read_timeout : cfg_.send_timeout);
 }
 
 void UpstreamConnection::on_connect(int status) {

@@ -65,7 +65,7 @@ class UpstreamConnection : public Deletable {
   void send(std::string_view bytes);
   size_t buffered_bytes() const { return writer_.buffered_bytes(); }
   // Bytes whose write has completed successfully for the current exchange.
-  uint64_t bytes_written() const { return bytes_written_; }
+  uint64_t bytes_written() const { return writer_.bytes_written() - written_at_attach_; }
   bool response_started() const { return response_bytes_ > 0; }
 
   // Response backpressure: stop/restart reading from the backend.
@@ -120,7 +120,7 @@ class UpstreamConnection : public Deletable {
   bool keep_alive_ = false;
   bool in_message_ = false;
   uint64_t requests_ = 0;
-  uint64_t bytes_written_ = 0;
+  uint64_t written_at_attach_ = 0;
   uint64_t response_bytes_ = 0;
   http::ResponseHead head_;
   std::string field_;

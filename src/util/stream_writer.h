@@ -8,6 +8,7 @@
 #include <uv.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -29,8 +30,10 @@ class StreamWriter {
   // every write completion (not after the writer is destroyed).
   void attach(uv_stream_t* stream, DoneFn done);
 
-  // Appends `bytes` and starts a write if none is in flight. Returns a UV_E*
-  // code if uv_write fails synchronously, 0 otherwise.
+  // Appends `bytes` and, if no write is in flight, writes what the socket
+  // takes at once (uv_try_write) and queues the rest with uv_write. `done`
+  // runs only for queued writes. Returns a UV_E* code on a synchronous
+  // failure, 0 otherwise.
   int send(std::string_view bytes);
   // Hands an owned buffer over without copying when nothing is pending.
   int send(std::string&& bytes);
@@ -38,6 +41,8 @@ class StreamWriter {
   // Bytes queued or in flight, for watermarks.
   size_t buffered_bytes() const { return pending_.size() + inflight_bytes_; }
   bool idle() const { return inflight_ == nullptr && pending_.empty(); }
+  // Bytes the kernel has accepted so far, over the writer's life.
+  uint64_t bytes_written() const { return bytes_written_; }
 
   // Cancels the association: a write still in flight completes into the void.
   void detach();
@@ -52,6 +57,7 @@ class StreamWriter {
   std::string pending_;
   WriteReq* inflight_ = nullptr;
   size_t inflight_bytes_ = 0;
+  uint64_t bytes_written_ = 0;
 };
 
 }  // namespace tlsfront
