@@ -89,6 +89,7 @@ struct Limits {
 struct Timeouts {
   Millis handshake{10'000};       // TCP accept -> TLS handshake done
   Millis header{30'000};          // first byte of a request -> end of its headers
+  Millis body{60'000};            // between two reads of a request body (nginx client_body_timeout)
   Millis keepalive{75'000};       // idle between requests on a client connection
   Millis send{60'000};            // a client not draining our writes
 };

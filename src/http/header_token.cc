@@ -50,6 +50,31 @@ HeaderToken classify_header(std::string_view name) {
   return HeaderToken::Other;
 }
 
+bool valid_field_name(std::string_view name) {
+  if (name.empty()) return false;
+  for (unsigned char c : name) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    if (!ok) {
+      switch (c) {
+        case '!': case '#': case '$': case '%': case '&': case '\'': case '*': case '+': case '-':
+        case '.': case '^': case '_': case '`': case '|': case '~':
+          ok = true;
+          break;
+        default:
+          return false;
+      }
+    }
+  }
+  return true;
+}
+
+bool valid_field_value(std::string_view value) {
+  for (unsigned char c : value) {
+    if ((c < 0x20 && c != '\t') || c == 0x7f) return false;
+  }
+  return true;
+}
+
 bool is_hop_by_hop(HeaderToken token) {
   switch (token) {
     case HeaderToken::Connection:

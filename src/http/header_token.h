@@ -36,6 +36,14 @@ HeaderToken classify_header(std::string_view name);
 // Upgrade: removed by a proxy before forwarding (RFC 9110 §7.6.1).
 bool is_hop_by_hop(HeaderToken token);
 
+// RFC 9110 §5.6.2: a field name is a non-empty token (tchar only). llhttp 8.1
+// lets "Name : value" through, so names are checked again before forwarding.
+bool valid_field_name(std::string_view name);
+
+// RFC 9110 §5.5: a field value is VCHAR / obs-text / SP / HTAB — no CR, LF,
+// NUL or other control byte.
+bool valid_field_value(std::string_view value);
+
 // Splits a Connection header value into its comma-separated option names
 // (trimmed, empty elements skipped), appending views into `value` to `out`.
 void split_list(std::string_view value, std::vector<std::string_view>& out);

@@ -1,6 +1,7 @@
 #include "http/http1_session.h"
 
 #include <cstdio>
+#include <cstring>
 
 #include "http/error_response.h"
 #include "log/access_log.h"
@@ -16,39 +17,19 @@ char to_lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32
 // RFC 9110 §7.2 / RFC 3986 §3.2.2: reg-name / IP literal with optional port.
 bool valid_host(std::string_view h) {
   if (h.empty() || h.size() > 255) return false;
+  // Optional ":port" after a name or a bracketed IPv6 literal: 1-5 digits.
+  size_t colon = h.front() == '[' ? h.find("]:") : h.rfind(':');
+  if (colon != std::string_view::npos) {
+    std::string_view port = h.substr(colon + (h.front() == '[' ? 2 : 1));
+    if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string_view::npos) {
+      return false;
+    }
+  }
+  if (h.front() == '[' && h.find(']') == std::string_view::npos) return false;
   for (char c : h) {
     bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
               c == ':' || c == '[' || c == ']' || c == '_' || c == '~' || c == '%';
     if (!ok) return false;
-  }
-  return true;
-}
-
-// RFC 9110 §5.6.2 tchar: llhttp 8.1 lets "Name : value" through, so header
-// names are checked here before anything is forwarded.
-bool valid_field_name(std::string_view name) {
-  if (name.empty()) return false;
-  for (unsigned char c : name) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-    if (!ok) {
-      switch (c) {
-        case '!': case '#': case '$': case '%': case '&': case '\'': case '*': case '+': case '-':
-        case '.': case '^': case '_': case '`': case '|': case '~':
-          ok = true;
-          break;
-        default:
-          return false;
-      }
-    }
-  }
-  return true;
-}
-
-// RFC 9110 §5.5: field-value is VCHAR / obs-text / SP / HTAB. CR or LF here
-// means obs-fold (RFC 9112 §5.2), which a server must reject or replace.
-bool valid_field_value(std::string_view value) {
-  for (unsigned char c : value) {
-    if ((c < 0x20 && c != '\t') || c == 0x7f) return false;
   }
   return true;
 }
@@ -143,18 +124,19 @@ void Http1Session::execute(std::string_view data) {
   llhttp_errno_t err = llhttp_execute(&parser_, data.data(), data.size());
   // Only compared by address, never dereferenced, after this call.
   input_end_prev_ = data.data() + data.size();
+  if (field_in_input_ && !in_value_ && field_end_ != nullptr &&
+      std::memchr(field_end_, '\n', static_cast<size_t>(input_end_prev_ - field_end_)) != nullptr) {
+    lf_after_field_ = true;  // the value has not started yet; remember the gap had a LF
+  }
+  field_in_input_ = false;
   if (in_request_ || awaiting_response_) bytes_received_ += data.size();
   if (err == HPE_OK) return;
-  if (err == HPE_PAUSED || err == HPE_PAUSED_UPGRADE) {
+  if (err == HPE_PAUSED) {
     // Paused after a complete request: keep the rest for after the response.
     const char* pos = llhttp_get_error_pos(&parser_);
     size_t used = static_cast<size_t>(pos - data.data());
     bytes_received_ -= data.size() - used;
     pending_input_.assign(pos, data.size() - used);
-    if (err == HPE_PAUSED_UPGRADE) {
-      llhttp_resume_after_upgrade(&parser_);
-      llhttp_pause(&parser_);
-    }
     if (local_status_ != 0) respond_local(local_status_);
     return;
   }
@@ -231,12 +213,19 @@ int Http1Session::on_header_field(const char* at, size_t len) {
     field_.clear();
   }
   field_.append(at, len);
+  field_end_ = at + len;
+  field_in_input_ = true;
+  lf_after_field_ = false;
   head_bytes_ += len;
   return head_bytes_ > env_.config->limits.max_header_bytes ? reject(431) : 0;
 }
 
 int Http1Session::on_header_value(const char* at, size_t len) {
   if (!in_value_) {
+    // A line break between the colon and the value's first byte is obs-fold
+    // with an empty first line ("Name:\r\n value").
+    const char* from = field_in_input_ ? field_end_ : input_begin_;
+    if (lf_after_field_ || std::memchr(from, '\n', static_cast<size_t>(at - from)) != nullptr) return reject(400);
     in_value_ = true;
     head_bytes_ += 4;  // ": " and CRLF
     req_.headers.push_back(Header{field_, {}, classify_header(field_)});
@@ -298,8 +287,13 @@ int Http1Session::validate_head() {
     size_t slash = rest.find('/');
     std::string_view authority = rest.substr(0, slash);
     if (authority.empty() || !valid_host(authority) || authority.find('@') != std::string_view::npos) return 400;
+    // RFC 9112 §3.2.2: the authority wins over Host, and what is forwarded
+    // must say the same thing that was routed on.
+    std::string host_value(authority);
     req_.host = host_key(authority);
     req_.target = slash == std::string_view::npos ? std::string("/") : std::string(rest.substr(slash));
+    std::erase_if(req_.headers, [](const Header& h) { return h.token == HeaderToken::Host; });
+    req_.headers.insert(req_.headers.begin(), Header{"Host", std::move(host_value), HeaderToken::Host});
     return 0;
   } else {
     return 400;
@@ -319,9 +313,12 @@ int Http1Session::on_headers_complete() {
   req_.keep_alive = llhttp_should_keep_alive(&parser_) != 0;
   req_.chunked = (parser_.flags & F_CHUNKED) != 0;
   if (parser_.flags & F_CONTENT_LENGTH) req_.content_length = parser_.content_length;
-  if (timer_ == TimerPurpose::Header) transport_->stop_timer(), timer_ = TimerPurpose::None;
+  if (timer_ == TimerPurpose::Header) arm(TimerPurpose::None);
   if (!req_.keep_alive || (env_.shutting_down && *env_.shutting_down)) close_after_response_ = true;
 
+  // Upgrade is not proxied (the header is hop-by-hop and dropped): keep
+  // llhttp parsing HTTP after this message instead of handing over the rest.
+  parser_.upgrade = 0;
   if (req_.version_major != 1) return reject(505);
   if (req_.method == "CONNECT") return reject(405);
   if (int status = validate_head(); status != 0) return reject(status);
@@ -333,7 +330,10 @@ int Http1Session::on_headers_complete() {
     local_status_ = 404;
     // Let llhttp read to the end of the message; the body (if any) is not
     // forwarded anywhere and the connection closes after the 404.
-    if (req_.has_body()) close_after_response_ = true;
+    if (req_.has_body()) {
+      close_after_response_ = true;
+      arm(TimerPurpose::Body);
+    }
     return 0;
   }
   exchange_ = std::make_unique<ProxyExchange>(env_.loop, this, (*env_.upstreams)[*route].get(), req_);
@@ -343,6 +343,7 @@ int Http1Session::on_headers_complete() {
   }
   exchange_->start();
   if (closed_) return -1;
+  if (req_.has_body()) arm(TimerPurpose::Body);
   return 0;
 }
 
@@ -351,11 +352,13 @@ int Http1Session::on_body(const char* at, size_t len) {
   const uint64_t max_body = env_.config->limits.max_body_bytes;
   if (max_body != 0 && body_bytes_ > max_body) return reject(413);
   if (exchange_) exchange_->on_request_body(std::string_view(at, len));
+  if (timer_ == TimerPurpose::Body) arm(TimerPurpose::Body);
   return closed_ ? -1 : 0;
 }
 
 int Http1Session::on_message_complete() {
   in_request_ = false;
+  if (timer_ == TimerPurpose::Body) arm(TimerPurpose::None);
   awaiting_response_ = true;
   if (exchange_) exchange_->on_request_complete();
   // One request at a time: pipelined requests wait until this response ends.
@@ -486,9 +489,17 @@ void Http1Session::on_timer() {
       if (!closed_ && pending_input_.empty() && !awaiting_response_) {
         if (!in_request_) arm(TimerPurpose::Idle);
         transport_->resume_input();
+      } else if (!closed_ && !awaiting_response_ && timer_ == TimerPurpose::None) {
+        arm(TimerPurpose::Header);  // never leave a connection without a deadline
       }
       break;
     }
+    case TimerPurpose::Body:
+      if (exchange_ && exchange_->request_body_congested()) {
+        arm(TimerPurpose::Body);  // we stopped reading, not the client: the upstream's timeouts apply
+        return;
+      }
+      [[fallthrough]];
     case TimerPurpose::Header:
       if (in_request_ && !response_started_) {
         // RFC 9110 §15.5.9: the client took too long to send its request.
@@ -525,6 +536,7 @@ void Http1Session::arm(TimerPurpose purpose) {
     case TimerPurpose::Idle: transport_->arm_timer(t.keepalive); break;
     case TimerPurpose::Resume: transport_->arm_timer(std::chrono::milliseconds(0)); break;
     case TimerPurpose::Send: transport_->arm_timer(t.send); break;
+    case TimerPurpose::Body: transport_->arm_timer(t.body); break;
     case TimerPurpose::None: transport_->stop_timer(); break;
   }
 }

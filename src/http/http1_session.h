@@ -74,7 +74,7 @@ class Http1Session final : public ExchangeSink {
 
  private:
   friend struct RequestParserCallbacks;
-  enum class TimerPurpose { None, Header, Idle, Resume, Send };
+  enum class TimerPurpose { None, Header, Body, Idle, Resume, Send };
 
   void execute(std::string_view data);
   void respond_local(int status);
@@ -108,6 +108,9 @@ class Http1Session final : public ExchangeSink {
   const char* value_end_ = nullptr;
   const char* input_begin_ = nullptr;
   const char* input_end_prev_ = nullptr;
+  const char* field_end_ = nullptr;  // end of the last header-name span
+  bool field_in_input_ = false;      // field_end_ points into the input being parsed
+  bool lf_after_field_ = false;      // a LF followed the name in an earlier input
   size_t head_bytes_ = 0;
   uint64_t body_bytes_ = 0;
   int error_status_ = 0;  // set by a hook that rejects the request

@@ -9,6 +9,7 @@ namespace tlsfront::http {
 namespace {
 constexpr size_t kMaxReplayBytes = 64 * 1024;
 constexpr size_t kUpstreamHighWatermark = 64 * 1024;
+constexpr int kMaxInformational = 8;
 }  // namespace
 
 ProxyExchange::ProxyExchange(uv_loop_t* loop, ExchangeSink* sink, upstream::UpstreamGroup* group,
@@ -128,12 +129,40 @@ void ProxyExchange::on_upstream_connected() {
   stats_.connect_ms = ms_since(attempt_start_);
 }
 
+namespace {
+
+// What the client would receive must be well-formed whatever the upstream
+// sent: llhttp 8.1 accepts a bare CR in the reason phrase and names like
+// "X A" in responses.
+bool valid_response_head(const ResponseHead& head) {
+  if (head.status < 100 || head.status > 599) return false;
+  for (unsigned char c : head.reason) {
+    if ((c < 0x20 && c != '\t') || c == 0x7f) return false;
+  }
+  for (const auto& h : head.headers) {
+    if (!valid_field_name(h.name) || !valid_field_value(h.value)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 void ProxyExchange::on_upstream_head(ResponseHead&& head, bool informational) {
   if (done_) return;
+  if (!valid_response_head(head)) {
+    on_upstream_error(make_error(Errc::Protocol, "upstream sent an invalid response head"));
+    return;
+  }
   strip_response_headers(head.headers);
   if (informational) {
+    // Bounded: an upstream streaming 1xx forever must not grow our buffers.
+    if (++informational_ > kMaxInformational) {
+      on_upstream_error(make_error(Errc::Protocol, "upstream sent too many 1xx responses"));
+      return;
+    }
     // The proxy answered Expect: 100-continue itself and never forwards Expect.
     if (head.status != 100) sink_->send_informational(head);
+    if (conn_ && sink_->output_congested()) conn_->pause_reading();
     return;
   }
   head_sent_ = true;
@@ -168,6 +197,7 @@ void ProxyExchange::on_upstream_complete() {
 void ProxyExchange::on_upstream_error(Error error) {
   if (done_) return;
   const uint64_t written = conn_ ? conn_->bytes_written() : 0;
+  const bool response_started = conn_ && conn_->response_started();
   if (conn_) drop_connection();
   const bool timeout = error.code == Errc::Timeout;
   const ConnectionInfo& info = sink_->connection_info();
@@ -187,9 +217,12 @@ void ProxyExchange::on_upstream_error(Error error) {
         return;
       }
     }
-  } else if (reused_ && retries_ == 0 && replay_valid_ && (idempotent_ || written == 0)) {
-    // A pooled connection the backend had already closed: retry once on a
-    // fresh connection (RFC 9110 §9.2.2 allows it for idempotent requests).
+  } else if (reused_ && retries_ == 0 && replay_valid_ && error.code == Errc::Upstream && !response_started &&
+             (idempotent_ || written == 0)) {
+    // A pooled connection the backend had already closed (reset or EOF before
+    // any response byte; not a timeout, which may mean the request is being
+    // processed): retry once on a fresh connection (RFC 9110 §9.2.2 allows it
+    // for idempotent requests, and for any request none of which was written).
     ++retries_;
     attempt(pool_, false);
     return;

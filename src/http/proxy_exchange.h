@@ -84,6 +84,7 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   bool connected_ = false;
   bool reused_ = false;
   int retries_ = 0;
+  int informational_ = 0;
   bool request_complete_ = false;
   bool head_sent_ = false;
   bool response_complete_ = false;

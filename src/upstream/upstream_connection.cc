@@ -188,7 +188,11 @@ void UpstreamConnection::on_read(ssize_t nread, const uv_buf_t* buf) {
   arm_timer(cfg_.read_timeout);
   response_bytes_ += static_cast<size_t>(nread);
   const char* data = buf->base;
+  input_begin_ = data;
   llhttp_errno_t err = llhttp_execute(&parser_, data, static_cast<size_t>(nread));
+  // The last two bytes, for preceded_by_crlf() at the start of the next read.
+  tail_[0] = nread >= 2 ? data[nread - 2] : tail_[1];
+  tail_[1] = data[nread - 1];
   if (err == HPE_PAUSED) {
     // Paused at the end of a final response. Anything after it is unsolicited.
     const char* pos = llhttp_get_error_pos(&parser_);
@@ -251,6 +255,13 @@ void UpstreamConnection::close() {
   reading_ = false;
 }
 
+bool UpstreamConnection::preceded_by_crlf(const char* at) const {
+  const size_t before = static_cast<size_t>(at - input_begin_);
+  const char c1 = before >= 1 ? at[-1] : tail_[1];
+  const char c2 = before >= 2 ? at[-2] : before == 1 ? tail_[1] : tail_[0];
+  return c2 == '\r' && c1 == '\n';
+}
+
 int UpstreamConnection::on_message_begin() {
   head_ = http::ResponseHead{};
   field_.clear();
@@ -265,6 +276,10 @@ int UpstreamConnection::on_status(const char* at, size_t len) {
 }
 
 int UpstreamConnection::on_header_field(const char* at, size_t len) {
+  // llhttp 8.1 takes a bare CR plus any byte as a line end in responses
+  // ("200 OK\rX-Injected: 1"): every header line must follow a real CRLF.
+  if (!in_value_ && field_.empty() && !preceded_by_crlf(at)) return -1;
+  if (in_value_ && !preceded_by_crlf(at)) return -1;
   if (in_value_) {
     in_value_ = false;
     field_.clear();
@@ -294,15 +309,19 @@ int UpstreamConnection::on_headers_complete() {
   head_.version_minor = llhttp_get_http_minor(&parser_);
   head_.chunked = (parser_.flags & F_CHUNKED) != 0;
   if (parser_.flags & F_CONTENT_LENGTH) head_.content_length = parser_.content_length;
-  bool informational = head_.status >= 100 && head_.status < 200;
-  if (head_.status == 101) {
+  const int status = head_.status;
+  bool informational = status >= 100 && status < 200;
+  if (status == 101) {
     // Upgrades are not proxied; a 101 we did not ask for is a broken upstream.
     return -1;
   }
   if (handler_) handler_->on_upstream_head(std::move(head_), informational);
   if (state_ == State::Closed) return -1;
-  // RFC 9110 §9.3.2: a response to HEAD has no content, whatever it says.
-  return (!informational && head_request_) ? 1 : 0;
+  // RFC 9110 §6.4.1: a response to HEAD, a 1xx, 204 or 304 has no content,
+  // whatever its Content-Length or Transfer-Encoding says (llhttp 8.1 would
+  // read one and hand it on as body).
+  const bool no_body = head_request_ || informational || status == 204 || status == 304;
+  return no_body ? 1 : 0;
 }
 
 int UpstreamConnection::on_body(const char* at, size_t len) {

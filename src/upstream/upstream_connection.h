@@ -95,6 +95,7 @@ class UpstreamConnection : public Deletable {
   void fail(Error error);
 
   // llhttp hooks.
+  bool preceded_by_crlf(const char* at) const;
   int on_message_begin();
   int on_status(const char* at, size_t len);
   int on_header_field(const char* at, size_t len);
@@ -125,6 +126,8 @@ class UpstreamConnection : public Deletable {
   http::ResponseHead head_;
   std::string field_;
   bool in_value_ = false;
+  const char* input_begin_ = nullptr;  // the buffer being parsed (address compares only)
+  char tail_[2] = {0, 0};              // last two bytes of the previous read
 };
 
 }  // namespace tlsfront::upstream

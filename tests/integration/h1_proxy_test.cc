@@ -592,5 +592,111 @@ TEST_F(H1H1, ConnectionRequestsIncrements) {
   }
 }
 
+// ---- regressions from hostile-input testing ----------------------------------
+
+TEST_F(H1H1, UpgradeRequestIsProxiedPlainAndPipelinedRequestAnswered) {
+  ASSERT_TRUE(start_proxy());
+  TlsClient c;
+  ASSERT_TRUE(c.connect(port())) << c.error();
+  ASSERT_TRUE(c.write("GET /headers HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade\r\nUpgrade: x\r\n\r\n"
+                      "GET /b HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"));
+  std::vector<ParsedResponse> got;
+  while (auto r = c.read_response()) got.push_back(*r);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_TRUE(header_values(got[0].body, "Upgrade").empty()) << got[0].body;
+  EXPECT_EQ(got[1].body, "ok GET /b\n");
+  c.read_all(milliseconds(5'000));
+  EXPECT_TRUE(c.closed());
+}
+
+TEST_F(H1H1, AbsoluteFormAuthorityReplacesHost) {
+  ASSERT_TRUE(start_proxy());
+  TlsClient c;
+  ASSERT_TRUE(c.connect(port())) << c.error();
+  ASSERT_TRUE(c.write("GET http://localhost/headers HTTP/1.1\r\nHost: admin.local\r\nConnection: close\r\n\r\n"));
+  auto r = c.read_response();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body.rfind("GET /headers HTTP/1.1\r\n", 0), 0u) << r->body;
+  EXPECT_EQ(header_values(r->body, "Host"), std::vector<std::string>{"localhost"}) << r->body;
+}
+
+TEST_F(H1H1, NoContentWithLengthFromUpstreamIsNotForwardedAsBody) {
+  // A 204 that claims (and sends) a body: the client must get a bodiless 204
+  // and its connection must stay in sync for the next response.
+  FakeUpstream fake("HTTP/1.1 204 No Content\r\nContent-Length: 4\r\n\r\nEVIL");
+  ProxyOptions o;
+  o.upstream_servers = {fake.address()};
+  ASSERT_TRUE(start_proxy(o));
+  TlsClient c;
+  ASSERT_TRUE(c.connect(port())) << c.error();
+  ASSERT_TRUE(c.write("GET /a HTTP/1.1\r\nHost: localhost\r\n\r\n"));
+  auto r = c.read_response();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->status, 204);
+  EXPECT_EQ(r->body, "");
+  std::string rest = c.read_all(milliseconds(300));
+  EXPECT_EQ(rest.find("EVIL"), std::string::npos) << rest;
+}
+
+TEST_F(H1H1, NotModifiedWithContentLengthCompletesAtOnce) {
+  // RFC 9110 §8.6: a 304 may state the length of the representation.
+  FakeUpstream fake("HTTP/1.1 304 Not Modified\r\nContent-Length: 1234\r\n\r\n");
+  ProxyOptions o;
+  o.upstream_servers = {fake.address()};
+  o.upstream_extra = "read_timeout = \"30s\"\n";
+  ASSERT_TRUE(start_proxy(o));
+  auto start = Clock::now();
+  HttpResponse r = http_get(port(), "/cached");
+  ASSERT_EQ(r.curl_code, CURLE_OK) << r.error;
+  EXPECT_EQ(r.status, 304);
+  // Not waiting for 1234 body bytes until the 30 s read timeout.
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(10));
+}
+
+TEST_F(H1H1, EndlessInformationalResponsesAre502) {
+  std::string flood;
+  for (int i = 0; i < 64; ++i) flood += "HTTP/1.1 102 Processing\r\nX-Pad: " + std::string(100, 'p') + "\r\n\r\n";
+  FakeUpstream fake(flood);
+  ProxyOptions o;
+  o.upstream_servers = {fake.address()};
+  ASSERT_TRUE(start_proxy(o));
+  HttpResponse r = http_get(port(), "/flood");
+  // Either a clean 502 or a cut connection once interim responses were relayed.
+  bool clean_502 = r.curl_code == CURLE_OK && r.status == 502;
+  bool cut = r.curl_code != CURLE_OK;
+  EXPECT_TRUE(clean_502 || cut) << "curl: " << r.error << ", status " << r.status;
+}
+
+TEST_F(H1H1, InvalidUpstreamReasonPhraseIs502) {
+  FakeUpstream fake("HTTP/1.1 200 OK\rX-Injected: 1\r\nContent-Length: 2\r\n\r\nok");
+  ProxyOptions o;
+  o.upstream_servers = {fake.address()};
+  ASSERT_TRUE(start_proxy(o));
+  HttpResponse r = http_get(port(), "/inject");
+  ASSERT_EQ(r.curl_code, CURLE_OK) << r.error;
+  EXPECT_EQ(r.status, 502);
+  EXPECT_FALSE(r.header("X-Injected").has_value());
+  EXPECT_FALSE(r.header("-Injected").has_value());
+}
+
+TEST_F(H1H1, ReadTimeoutOnReusedConnectionIsNotRetried) {
+  ProxyOptions o;
+  o.upstream_extra = "read_timeout = \"500ms\"\n";
+  ASSERT_TRUE(start_proxy(o));
+  TlsClient c;
+  ASSERT_TRUE(c.connect(port())) << c.error();
+  ASSERT_TRUE(c.write("GET /warm HTTP/1.1\r\nHost: localhost\r\n\r\n"));
+  ASSERT_TRUE(c.read_response().has_value());
+  ASSERT_TRUE(c.write("GET /slow/1500 HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"));
+  auto r = c.read_response();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->status, 504);
+  // The slow request reached the backend once: a timeout may mean it is being processed.
+  ASSERT_TRUE(wait_until([&] { return backend_.count("req") >= 2; }));
+  std::this_thread::sleep_for(milliseconds(1'500));  // give a (wrong) retry time to arrive
+  EXPECT_EQ(backend_.count("req"), 2u);
+}
+
 }  // namespace
 }  // namespace tlsfront::itest

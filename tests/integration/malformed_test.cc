@@ -192,5 +192,19 @@ TEST_F(H1Malformed, Http2RequestLine) {
   EXPECT_EQ(backend_.count("req") + backend_.count("partial"), 0u);
 }
 
+TEST_F(H1Malformed, ObsFoldAfterEmptyFirstLine) {
+  expect_rejected("GET / HTTP/1.1\r\nHost: localhost\r\nX-Folded:\r\n folded\r\n\r\n", "400");
+}
+
+TEST_F(H1Malformed, HostWithNonNumericPort) {
+  expect_rejected("GET / HTTP/1.1\r\nHost: localhost:abc\r\n\r\n", "400");
+}
+
+TEST_F(H1Malformed, StalledRequestBodyIs408) {
+  options_.extra = "[timeouts]\nbody = \"1s\"\n";
+  expect_rejected("POST /echo HTTP/1.1\r\nHost: localhost\r\nContent-Length: 10\r\n\r\nabc", "408",
+                  /*allow_partial=*/true);
+}
+
 }  // namespace
 }  // namespace tlsfront::itest

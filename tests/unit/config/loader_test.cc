@@ -102,6 +102,7 @@ handshake = "5s"
 header = 20
 keepalive = "2m"
 send = "1h"
+body = "45s"
 )");
   EXPECT_EQ(c.path, "/etc/tlsfront/t.toml");
   EXPECT_EQ(c.workers, 4);
@@ -156,6 +157,7 @@ send = "1h"
   EXPECT_EQ(c.timeouts.header, 20s);
   EXPECT_EQ(c.timeouts.keepalive, 2min);
   EXPECT_EQ(c.timeouts.send, 1h);
+  EXPECT_EQ(c.timeouts.body, 45s);
 }
 
 TEST(Loader, DefaultsMatchConfigStructs) {
@@ -194,6 +196,7 @@ TEST(Loader, DefaultsMatchConfigStructs) {
   EXPECT_EQ(c.timeouts.header, 30s);
   EXPECT_EQ(c.timeouts.keepalive, 75s);
   EXPECT_EQ(c.timeouts.send, 60s);
+  EXPECT_EQ(c.timeouts.body, 60s);
 }
 
 TEST(Loader, WorkersAutoAndRange) {
@@ -698,6 +701,7 @@ TEST(ExampleConfig, DocumentedDefaultsAreTheDefaults) {
   EXPECT_EQ(a.timeouts.handshake, b.timeouts.handshake);
   EXPECT_EQ(a.timeouts.header, b.timeouts.header);
   EXPECT_EQ(a.timeouts.keepalive, b.timeouts.keepalive);
+  EXPECT_EQ(a.timeouts.body, b.timeouts.body);
   EXPECT_EQ(a.timeouts.send, b.timeouts.send);
 }
 
