@@ -31,6 +31,26 @@ struct Listener {
 
 enum class TlsVersion { Tls12, Tls13 };
 
+enum class SessionStore { Memory, Redis };
+enum class TicketKeySource { Auto, Files, Redis };
+
+// [tls.session_cache]: sessions kept by tlsfront (not OpenSSL's per-SSL_CTX
+// cache), shared by all workers and kept across reloads.
+struct SessionCache {
+  bool enabled = true;
+  uint64_t size_bytes = 10 * 1024 * 1024;  // size = "10m" (nginx shared:SSL:10m; ~40k TLS 1.3 sessions)
+  Millis timeout{24 * 3600 * 1000};        // "1d"; also the ticket lifetime hint
+  SessionStore store = SessionStore::Memory;
+};
+
+// [tls.ticket_keys]: session ticket encryption keys (STEKs), RFC 5077.
+struct TicketKeys {
+  TicketKeySource source = TicketKeySource::Auto;
+  Millis rotate_every{3600 * 1000};  // "1h" (source = "auto")
+  std::vector<std::string> files;    // nginx ssl_session_ticket_key format; the first encrypts
+  std::string files_origin;          // "file:line:col" of `files`
+};
+
 // [tls]
 struct Tls {
   std::vector<TlsVersion> protocols{TlsVersion::Tls12, TlsVersion::Tls13};  // ["TLSv1.2","TLSv1.3"]
@@ -51,6 +71,10 @@ struct Tls {
   std::string ciphers_origin;
   std::string ciphersuites_origin;
   std::string groups_origin;
+  bool session_tickets = true;  // nginx ssl_session_tickets; false: no tickets at all
+  int session_ticket_count = 2;  // TLS 1.3 NewSessionTickets after a full handshake
+  SessionCache session_cache;
+  TicketKeys ticket_keys;
 };
 
 // [[upstream]]

@@ -41,6 +41,68 @@ Status parse_protocols(const TableReader& t, std::vector<TlsVersion>& out) {
   return {};
 }
 
+Status parse_session_cache(const TableReader& tls, SessionCache& out) {
+  auto table = table_of(tls, "session_cache");
+  if (!table.ok()) return table.take_error();
+  if (*table == nullptr) return {};
+  TableReader t(tls.context(), **table, tls.path_of("session_cache"));
+  if (Status s = t.check_keys({"enabled", "size", "timeout", "store"}); !s.ok()) return s;
+  if (Status s = t.get_bool("enabled", out.enabled); !s.ok()) return s;
+  // A session is a few hundred bytes; under 64k the cache would hold almost nothing.
+  if (Status s = t.get_size("size", 64 * 1024, uint64_t{1} << 36, out.size_bytes); !s.ok()) return s;
+  if (Status s = t.get_duration("timeout", Millis{1000}, out.timeout); !s.ok()) return s;
+  if (out.timeout > Millis{7LL * 24 * 3600 * 1000}) {
+    // RFC 8446 §4.6.1: ticket lifetimes are at most seven days.
+    return t.error_at("timeout", "must be at most 7d (RFC 8446 §4.6.1)");
+  }
+  std::string store = "memory";
+  if (Status s = t.get_string("store", store); !s.ok()) return s;
+  if (store == "memory") {
+    out.store = SessionStore::Memory;
+  } else if (store == "redis") {
+    return t.error_at("store", "\"redis\" is not available yet (issue #3); use \"memory\"");
+  } else {
+    return t.error_at("store", "unknown store " + quote(store) + " (expected \"memory\" or \"redis\")");
+  }
+  return {};
+}
+
+Status parse_ticket_keys(const TableReader& tls, TicketKeys& out) {
+  auto table = table_of(tls, "ticket_keys");
+  if (!table.ok()) return table.take_error();
+  if (*table == nullptr) return {};
+  TableReader t(tls.context(), **table, tls.path_of("ticket_keys"));
+  if (Status s = t.check_keys({"source", "rotate_every", "files"}); !s.ok()) return s;
+  std::string source = "auto";
+  if (Status s = t.get_string("source", source); !s.ok()) return s;
+  if (Status s = t.get_duration("rotate_every", Millis{1000}, out.rotate_every); !s.ok()) return s;
+  auto files = t.get_array("files", Presence::Optional);
+  if (!files.ok()) return files.take_error();
+  if (*files != nullptr) {
+    for (size_t i = 0; i < (*files)->size(); ++i) {
+      const toml::node& element = *(*files)->get(i);
+      std::string path = t.path_of("files") + "[" + std::to_string(i) + "]";
+      const auto* name = element.as_string();
+      if (name == nullptr) return type_error(t.context(), element, path, "a string");
+      if (name->get().empty()) return t.context().error(element.source(), path, "must not be empty");
+      out.files.push_back(t.context().resolve_path(name->get()));
+    }
+  }
+  out.files_origin = t.position_of("files");
+  if (source == "auto") {
+    out.source = TicketKeySource::Auto;
+    if (!out.files.empty()) return t.error_at("files", "only used with source = \"files\"");
+  } else if (source == "files") {
+    out.source = TicketKeySource::Files;
+    if (out.files.empty()) return t.error_at(*files ? "files" : "source", "source = \"files\" needs at least one file in files");
+  } else if (source == "redis") {
+    return t.error_at("source", "\"redis\" is not available yet (issue #3); use \"auto\" or \"files\"");
+  } else {
+    return t.error_at("source", "unknown source " + quote(source) + " (expected \"auto\", \"files\" or \"redis\")");
+  }
+  return {};
+}
+
 }  // namespace
 
 Status parse_tls(const TableReader& root, Tls& out) {
@@ -49,8 +111,9 @@ Status parse_tls(const TableReader& root, Tls& out) {
   if (*table == nullptr) return missing_table(root.context(), "tls", false);
 
   TableReader t(root.context(), **table, "tls");
-  if (Status s = t.check_keys({"protocols", "ciphers", "ciphersuites", "groups",
-                               "prefer_server_ciphers", "certificate", "key"});
+  if (Status s = t.check_keys({"protocols", "ciphers", "ciphersuites", "groups", "prefer_server_ciphers",
+                               "certificate", "key", "session_tickets", "session_ticket_count",
+                               "session_cache", "ticket_keys"});
       !s.ok()) {
     return s;
   }
@@ -70,6 +133,10 @@ Status parse_tls(const TableReader& root, Tls& out) {
   out.ciphers_origin = t.position_of("ciphers");
   out.ciphersuites_origin = t.position_of("ciphersuites");
   out.groups_origin = t.position_of("groups");
+  if (Status s = t.get_bool("session_tickets", out.session_tickets); !s.ok()) return s;
+  if (Status s = t.get_integer("session_ticket_count", 0, 10, out.session_ticket_count); !s.ok()) return s;
+  if (Status s = parse_session_cache(t, out.session_cache); !s.ok()) return s;
+  if (Status s = parse_ticket_keys(t, out.ticket_keys); !s.ok()) return s;
   return {};
 }
 

@@ -506,6 +506,41 @@ host = "a"
             "t.toml:9:1: route[0].upstream: missing required key");
 }
 
+TEST(Loader, SessionCacheAndTicketKeys) {
+  auto c = load_string(with("[tls.session_cache]\nsize = \"1m\"\ntimeout = \"5m\"\n"
+                            "[tls.ticket_keys]\nsource = \"files\"\nfiles = [\"/k/a.key\", \"/k/b.key\"]\n"),
+                       "t.toml");
+  ASSERT_TRUE(c.ok()) << c.error().detail;
+  EXPECT_TRUE(c->tls.session_cache.enabled);
+  EXPECT_EQ(c->tls.session_cache.size_bytes, 1024u * 1024);
+  EXPECT_EQ(c->tls.session_cache.timeout, std::chrono::minutes(5));
+  EXPECT_EQ(c->tls.ticket_keys.source, TicketKeySource::Files);
+  EXPECT_EQ(c->tls.ticket_keys.files, (std::vector<std::string>{"/k/a.key", "/k/b.key"}));
+  EXPECT_EQ(c->tls.ticket_keys.files_origin, "t.toml:19:1");
+
+  auto d = load_string(kMinimal, "t.toml");
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->tls.session_tickets);
+  EXPECT_EQ(d->tls.session_ticket_count, 2);
+  EXPECT_EQ(d->tls.session_cache.size_bytes, 10u * 1024 * 1024);
+  EXPECT_EQ(d->tls.session_cache.timeout, std::chrono::hours(24));
+  EXPECT_EQ(d->tls.ticket_keys.source, TicketKeySource::Auto);
+  EXPECT_EQ(d->tls.ticket_keys.rotate_every, std::chrono::hours(1));
+}
+
+TEST(Loader, SessionCacheAndTicketKeyErrors) {
+  EXPECT_EQ(load_error(with("[tls.session_cache]\ntimeout = \"8d\"\n")),
+            "t.toml:15:1: tls.session_cache.timeout: must be at most 7d (RFC 8446 §4.6.1)");
+  EXPECT_EQ(load_error(with("[tls.session_cache]\nstore = \"disk\"\n")),
+            "t.toml:15:1: tls.session_cache.store: unknown store \"disk\" (expected \"memory\" or \"redis\")");
+  EXPECT_EQ(load_error(with("[tls.ticket_keys]\nsource = \"files\"\n")),
+            "t.toml:15:1: tls.ticket_keys.source: source = \"files\" needs at least one file in files");
+  EXPECT_EQ(load_error(with("[tls.ticket_keys]\nfiles = [\"/k\"]\n")),
+            "t.toml:15:1: tls.ticket_keys.files: only used with source = \"files\"");
+  EXPECT_EQ(load_error(with("[tls.ticket_keys]\nbogus = 1\n")),
+            "t.toml:15:1: tls.ticket_keys.bogus: unknown key \"bogus\"");
+}
+
 TEST(Loader, TlsProtocols) {
   std::string head = "[[listen]]\naddress = \"127.0.0.1:1\"\n[tls]\ncertificate = \"c\"\nkey = \"k\"\n";
   EXPECT_EQ(load_error(head + "protocols = []\n"), "t.toml:6:1: tls.protocols: must not be empty");
