@@ -23,6 +23,7 @@ struct ConnectionInfo {
   std::string ssl_protocol;
   std::string ssl_cipher;
   bool ssl_session_reused = false;
+  const char* ssl_resumption = "none";  // "none" | "cache" | "ticket"
   double tls_handshake_ms = 0;
   uint64_t requests = 0;  // requests started on this connection so far
 };

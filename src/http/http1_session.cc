@@ -579,6 +579,7 @@ void Http1Session::write_access_log() {
   e.ssl_protocol = info_.ssl_protocol;
   e.ssl_cipher = info_.ssl_cipher;
   e.ssl_session_reused = info_.ssl_session_reused;
+  e.ssl_resumption = info_.ssl_resumption;
   if (info_.requests == 1) e.tls_handshake_ms = info_.tls_handshake_ms;
   e.connection_id = info_.id;
   e.connection_requests = info_.requests;

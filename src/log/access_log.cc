@@ -184,6 +184,8 @@ void append_json_line(std::string& out, const AccessLogEntry& e) {
   append_json_string(out, e.ssl_cipher);
   out.append(",\"ssl_session_reused\":");
   append_bool(out, e.ssl_session_reused);
+  out.append(",\"ssl_resumption\":");
+  append_json_string(out, e.ssl_resumption);
   out.append(",\"tls_handshake_ms\":");
   append_optional_ms(out, e.tls_handshake_ms);
   out.append(",\"connection_id\":");
