@@ -5,6 +5,7 @@
 
 #include "log/log.h"
 #include "server/worker.h"
+#include "tls/ticket_key_ring.h"
 
 namespace tlsfront::server {
 namespace {
@@ -127,6 +128,9 @@ void Connection::on_handshake_done() {
   info.ssl_protocol = SSL_get_version(ssl);
   info.ssl_cipher = SSL_get_cipher_name(ssl);
   info.ssl_session_reused = SSL_session_reused(ssl) == 1;
+  info.ssl_resumption = !info.ssl_session_reused         ? "none"
+                        : tls::resumed_with_ticket(ssl) ? "ticket"
+                                                        : "cache";
   info.tls_handshake_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - accepted_at_).count();
   session_ = std::make_unique<http::Http1Session>(worker_.session_env(*generation_), this, std::move(info));

@@ -19,9 +19,13 @@ struct Generation {
   std::unique_ptr<tls::TlsContext> tls;
   http::Router router;
 
-  // Loads certificates and keys and builds the router. Errors: Errc::Config,
-  // Errc::Tls (with the file named).
-  [[nodiscard]] static Result<std::shared_ptr<const Generation>> create(config::Config cfg);
+  // Loads certificates and keys and builds the router; the TLS context uses
+  // the process-wide `session_cache` and `tickets` (borrowed, outlive every
+  // generation; null in --test). Errors: Errc::Config, Errc::Tls (with the
+  // file named).
+  [[nodiscard]] static Result<std::shared_ptr<const Generation>> create(config::Config cfg,
+                                                                        tls::SessionCache* session_cache,
+                                                                        tls::TicketKeyStore* tickets);
 
  private:
   Generation(config::Config cfg, std::unique_ptr<tls::TlsContext> ctx)

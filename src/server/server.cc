@@ -8,6 +8,7 @@
 #include "log/log.h"
 #include "log/log_writer.h"
 #include "server/listener.h"
+#include "tls/ticket_key_source_file.h"
 #include "util/uv_handle.h"
 
 namespace tlsfront::server {
@@ -19,6 +20,7 @@ struct ControlLoop {
   uv_loop_t loop{};
   std::vector<std::unique_ptr<Worker>>* workers = nullptr;
   log::LogWriter* log_writer = nullptr;
+  TicketKeyManager* ticket_keys = nullptr;
   int stop_signals = 0;
   UvHandle<uv_signal_t> sig_term, sig_int, sig_quit, sig_hup, sig_usr1;
   UvHandle<uv_async_t> all_stopped;
@@ -43,7 +45,8 @@ void on_signal(uv_signal_t* h, int signum) {
       if (c->log_writer) c->log_writer->reopen();
       break;
     case SIGHUP:
-      log::warn("SIGHUP: configuration reload is not implemented yet; keeping the running configuration");
+      log::info("SIGHUP: re-reading ticket key files (configuration reload is not implemented yet)");
+      c->ticket_keys->reload();
       break;
     default:
       break;
@@ -59,7 +62,12 @@ int resolve_workers(int configured) {
 }
 
 Status Server::test(config::Config cfg) {
-  auto gen = Generation::create(std::move(cfg));
+  if (cfg.tls.session_tickets && cfg.tls.ticket_keys.source == config::TicketKeySource::Files) {
+    auto keys = tls::load_ticket_key_files(cfg.tls.ticket_keys);
+    if (!keys) return keys.take_error();
+    for (const auto& w : keys->warnings) log::warn("ticket keys: {}", w);
+  }
+  auto gen = Generation::create(std::move(cfg), nullptr, nullptr);
   if (!gen) return gen.take_error();
   const std::string& access_log = (*gen)->config.log.access_log;
   if (!access_log.empty()) return log::LogWriter::check_writable(access_log);
@@ -73,7 +81,11 @@ Result<int> Server::run(config::Config cfg) {
   ::signal(SIGPIPE, SIG_IGN);
   if (auto lvl = log::parse_level(cfg.log.level); lvl) log::set_level(*lvl);
   const int nworkers = resolve_workers(cfg.workers);
-  auto gen = Generation::create(std::move(cfg));
+  session_cache_ = std::make_unique<tls::SessionCache>(cfg.tls.session_cache, clock_);
+  tickets_ = std::make_unique<tls::TicketKeyStore>(&clock_);
+  ticket_keys_ = std::make_unique<TicketKeyManager>(cfg.tls, tickets_.get());
+  if (auto st = ticket_keys_->load_initial(); !st) return st.take_error();
+  auto gen = Generation::create(std::move(cfg), session_cache_.get(), tickets_.get());
   if (!gen) return gen.take_error();
   const config::Config& c = (*gen)->config;
   if (!c.log.access_log.empty()) {
@@ -99,6 +111,8 @@ Result<int> Server::run(config::Config cfg) {
   uv_loop_init(&ctl.loop);
   ctl.workers = &workers_;
   ctl.log_writer = log_writer_.get();
+  ctl.ticket_keys = ticket_keys_.get();
+  ticket_keys_->start(&ctl.loop);
   auto add_signal = [&ctl](UvHandle<uv_signal_t>& h, int signum) {
     h.init([&ctl](uv_signal_t* s) { return uv_signal_init(&ctl.loop, s); }, &ctl);
     uv_signal_start(h.get(), on_signal, signum);
@@ -135,9 +149,11 @@ Result<int> Server::run(config::Config cfg) {
   ctl.sig_hup.close();
   ctl.sig_usr1.close();
   ctl.all_stopped.close();
+  ticket_keys_->stop();
   uv_run(&ctl.loop, UV_RUN_DEFAULT);
   uv_loop_close(&ctl.loop);
   if (log_writer_) log_writer_->flush_and_stop();
+  current_.store(nullptr);
   log::info("stopped");
   return 0;
 }

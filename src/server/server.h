@@ -1,8 +1,9 @@
 // Server: the control thread. Builds the first Generation, opens the access
 // log writer, binds every worker's listening sockets, starts the workers and
 // runs the control loop: SIGTERM/SIGINT/SIGQUIT stop gracefully (a second one
-// exits at once), SIGUSR1 reopens the access log (logrotate), SIGHUP is
-// logged (reload comes with #6).
+// exits at once), SIGUSR1 reopens the access log (logrotate), SIGHUP re-reads
+// ticket key files (a full configuration reload comes with #6). It owns what
+// outlives configuration generations: the session cache and the ticket keys.
 // Thread affinity: control thread only.
 #pragma once
 
@@ -12,6 +13,10 @@
 
 #include "config/config.h"
 #include "server/generation.h"
+#include "server/ticket_key_manager.h"
+#include "tls/session_cache.h"
+#include "tls/ticket_key_ring.h"
+#include "util/clock.h"
 #include "server/worker.h"
 #include "util/result.h"
 
@@ -35,6 +40,11 @@ class Server {
   [[nodiscard]] static Status test(config::Config cfg);
 
  private:
+  // Declared before current_ so they outlive every generation's SSL_CTX.
+  SystemClock clock_;
+  std::unique_ptr<tls::SessionCache> session_cache_;
+  std::unique_ptr<tls::TicketKeyStore> tickets_;
+  std::unique_ptr<TicketKeyManager> ticket_keys_;
   GenerationSlot current_;
   std::atomic<uint64_t> next_connection_id_{1};
   std::unique_ptr<log::LogWriter> log_writer_;

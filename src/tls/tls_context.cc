@@ -10,6 +10,8 @@
 #include <cstring>
 
 #include "tls/openssl_error.h"
+#include "tls/session_cache.h"
+#include "tls/ticket_key_ring.h"
 
 namespace tlsfront::tls {
 namespace {
@@ -63,7 +65,8 @@ Status check_readable(const std::string& path, std::string_view key, const std::
 
 }  // namespace
 
-Result<std::unique_ptr<TlsContext>> TlsContext::create(const config::Tls& tls) {
+Result<std::unique_ptr<TlsContext>> TlsContext::create(const config::Tls& tls, SessionCache* session_cache,
+                                                       TicketKeyStore* tickets) {
   ERR_clear_error();
   SslCtxPtr ctx(SSL_CTX_new(TLS_server_method()));
   if (!ctx) return openssl_error(Errc::Tls, "SSL_CTX_new");
@@ -119,10 +122,20 @@ Result<std::unique_ptr<TlsContext>> TlsContext::create(const config::Tls& tls) {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int md_len = 0;
   if (!X509_digest(leaf, EVP_sha256(), md, &md_len)) return openssl_error(Errc::Tls, "X509_digest");
-  if (!SSL_CTX_set_session_id_context(ctx.get(), md, std::min<unsigned>(md_len, SSL_MAX_SID_CTX_LENGTH))) {
-    return openssl_error(Errc::Tls, "SSL_CTX_set_session_id_context");
+  const std::string_view sid_ctx(reinterpret_cast<const char*>(md), std::min<unsigned>(md_len, SSL_MAX_SID_CTX_LENGTH));
+  if (session_cache && tls.session_cache.enabled) {
+    if (auto st = session_cache->attach(ctx.get(), sid_ctx); !st) return st.take_error();
+  } else {
+    if (!SSL_CTX_set_session_id_context(ctx.get(), md, static_cast<unsigned>(sid_ctx.size()))) {
+      return openssl_error(Errc::Tls, "SSL_CTX_set_session_id_context");
+    }
+    if (session_cache) {
+      SessionCache::disable(ctx.get());
+    } else {
+      SSL_CTX_set_session_cache_mode(ctx.get(), SSL_SESS_CACHE_SERVER);
+    }
   }
-  SSL_CTX_set_session_cache_mode(ctx.get(), SSL_SESS_CACHE_SERVER);
+  if (tickets) attach(ctx.get(), tickets, tls);
   SSL_CTX_set_alpn_select_cb(ctx.get(), alpn_select_cb, nullptr);
   SSL_CTX_set_tlsext_servername_callback(ctx.get(), servername_cb);
 

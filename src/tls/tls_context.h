@@ -15,12 +15,20 @@
 
 namespace tlsfront::tls {
 
+class SessionCache;
+class TicketKeyStore;
+
 class TlsContext {
  public:
-  // Loads the certificate chain and key named in `tls`, checks they match.
+  // Loads the certificate chain and key named in `tls`, checks they match,
+  // and attaches the process-wide `session_cache` and `tickets` (borrowed;
+  // both must outlive the context). With null pointers OpenSSL's own
+  // per-SSL_CTX cache and ticket keys are used (unit tests).
   // Errors: Errc::Tls / Errc::Config with the file and config position named.
   // Thread affinity: any thread (control thread in practice).
-  [[nodiscard]] static Result<std::unique_ptr<TlsContext>> create(const config::Tls& tls);
+  [[nodiscard]] static Result<std::unique_ptr<TlsContext>> create(const config::Tls& tls,
+                                                                  SessionCache* session_cache = nullptr,
+                                                                  TicketKeyStore* tickets = nullptr);
 
   SSL_CTX* get() const { return ctx_.get(); }
 

@@ -1,0 +1,118 @@
+#include "server/ticket_key_manager.h"
+
+#include <algorithm>
+#include <string>
+
+#include "log/log.h"
+#include "tls/ticket_key_source_file.h"
+
+namespace tlsfront::server {
+namespace {
+
+constexpr unsigned kFilePollIntervalMs = 2'000;
+
+std::string describe(const tls::TicketKeyRing& ring, tls::TimePoint now) {
+  const tls::TicketKey* current = ring.encryption_key(now);
+  std::string out = "encrypting with " + (current ? current->key_id() : std::string("(none)")) + ", decrypting with";
+  for (const auto& k : ring.keys()) out += " " + k.key_id();
+  return out;
+}
+
+}  // namespace
+
+TicketKeyManager::TicketKeyManager(const config::Tls& tls, tls::TicketKeyStore* store)
+    : keys_(tls.ticket_keys), enabled_(tls.session_tickets), local_(tls), store_(store) {}
+
+TicketKeyManager::~TicketKeyManager() { stop(); }
+
+Status TicketKeyManager::load_initial() {
+  if (!enabled_) return {};
+  if (keys_.source == config::TicketKeySource::Files) {
+    auto loaded = tls::load_ticket_key_files(keys_);
+    if (!loaded) return loaded.take_error();
+    for (const auto& w : loaded->warnings) log::warn("ticket keys: {}", w);
+    publish(std::move(loaded->ring), "loaded");
+    return {};
+  }
+  auto ring = local_.rotate(nullptr, store_->now());
+  if (!ring) return ring.take_error();
+  publish(std::move(ring).value(), "generated");
+  return {};
+}
+
+void TicketKeyManager::start(uv_loop_t* loop) {
+  if (!enabled_) return;
+  loop_ = loop;
+  if (keys_.source == config::TicketKeySource::Auto) {
+    timer_.init([loop](uv_timer_t* h) { return uv_timer_init(loop, h); }, this);
+    arm_rotation();
+    return;
+  }
+  for (const auto& file : keys_.files) {
+    auto watch = std::make_unique<UvHandle<uv_fs_poll_t>>();
+    watch->init([loop](uv_fs_poll_t* h) { return uv_fs_poll_init(loop, h); }, this);
+    uv_fs_poll_start(
+        watch->get(),
+        [](uv_fs_poll_t* h, int status, const uv_stat_t*, const uv_stat_t*) {
+          if (h->data && status == 0) static_cast<TicketKeyManager*>(h->data)->reload();
+        },
+        file.c_str(), kFilePollIntervalMs);
+    watches_.push_back(std::move(watch));
+  }
+}
+
+void TicketKeyManager::stop() {
+  timer_.close();
+  watches_.clear();
+}
+
+void TicketKeyManager::reload() {
+  if (!enabled_ || keys_.source != config::TicketKeySource::Files) return;
+  auto loaded = tls::load_ticket_key_files(keys_);
+  if (!loaded) {
+    log::error("ticket keys: keeping the current keys: {}", loaded.error().message());
+    return;
+  }
+  for (const auto& w : loaded->warnings) log::warn("ticket keys: {}", w);
+  publish(std::move(loaded->ring), "reloaded");
+}
+
+void TicketKeyManager::arm_rotation() {
+  auto ring = store_->ring();
+  if (!ring) return;
+  const auto now = store_->now();
+  const auto due = local_.next_rotation(*ring);
+  const auto wait = std::max<std::chrono::milliseconds>(
+      std::chrono::milliseconds(0), std::chrono::duration_cast<std::chrono::milliseconds>(due - now));
+  uv_timer_start(
+      timer_.get(),
+      [](uv_timer_t* t) {
+        if (t->data) static_cast<TicketKeyManager*>(t->data)->rotate_now();
+      },
+      static_cast<uint64_t>(wait.count()), 0);
+}
+
+void TicketKeyManager::rotate_now() {
+  auto current = store_->ring();
+  auto ring = local_.rotate(current.get(), store_->now());
+  if (!ring) {
+    // Keep serving with the keys we hold; try again in a minute.
+    log::error("ticket keys: rotation failed, keeping the current keys: {}", ring.error().message());
+    uv_timer_start(
+        timer_.get(),
+        [](uv_timer_t* t) {
+          if (t->data) static_cast<TicketKeyManager*>(t->data)->rotate_now();
+        },
+        60'000, 0);
+    return;
+  }
+  publish(std::move(ring).value(), "rotated");
+  arm_rotation();
+}
+
+void TicketKeyManager::publish(tls::TicketKeyRing ring, const char* why) {
+  log::info("ticket keys {}: {}", why, describe(ring, store_->now()));
+  store_->publish(std::make_shared<const tls::TicketKeyRing>(std::move(ring)));
+}
+
+}  // namespace tlsfront::server
