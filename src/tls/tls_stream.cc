@@ -24,6 +24,10 @@ Result<TlsStream> TlsStream::create(SSL_CTX* ctx) {
   return TlsStream(std::move(ssl), rbio, wbio);
 }
 
+TlsStream::~TlsStream() {
+  if (ssl_ && handshake_done_ && !failed_) SSL_set_shutdown(ssl_.get(), SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
+}
+
 void TlsStream::feed(std::string_view ciphertext) {
   if (!ciphertext.empty()) BIO_write(rbio_, ciphertext.data(), static_cast<int>(ciphertext.size()));
 }
@@ -38,6 +42,7 @@ Result<bool> TlsStream::handshake() {
   }
   int err = SSL_get_error(ssl_.get(), rc);
   if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) return false;
+  failed_ = true;
   return openssl_error(Errc::Tls, "TLS handshake failed");
 }
 
@@ -54,6 +59,7 @@ Result<size_t> TlsStream::read(char* buf, size_t len) {
     case SSL_ERROR_ZERO_RETURN:
       return make_error(Errc::Closed, "close_notify received");
     default:
+      failed_ = true;
       return openssl_error(Errc::Tls, "TLS read failed");
   }
 }
@@ -63,6 +69,7 @@ Status TlsStream::write(std::string_view plaintext) {
     ERR_clear_error();
     size_t n = 0;
     if (SSL_write_ex(ssl_.get(), plaintext.data(), plaintext.size(), &n) != 1) {
+      failed_ = true;
       return openssl_error(Errc::Tls, "TLS write failed");
     }
     plaintext.remove_prefix(n);

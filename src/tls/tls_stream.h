@@ -22,6 +22,10 @@ class TlsStream {
 
   TlsStream(TlsStream&&) noexcept = default;
   TlsStream& operator=(TlsStream&&) noexcept = default;
+  // Freeing an SSL that never saw close_notify makes OpenSSL drop its session
+  // from the cache; after a clean handshake and no TLS error the session
+  // stays resumable (as nginx's ngx_ssl_shutdown does).
+  ~TlsStream();
 
   // Queues ciphertext received from the peer (copied).
   void feed(std::string_view ciphertext);
@@ -58,6 +62,7 @@ class TlsStream {
   BIO* wbio_;  // owned by ssl_
   bool handshake_done_ = false;
   bool shutdown_sent_ = false;
+  bool failed_ = false;  // a TLS error happened: let OpenSSL drop the session
 };
 
 }  // namespace tlsfront::tls
