@@ -11,6 +11,7 @@
 
 #include <openssl/rand.h>
 #include <openssl/ssl.h>
+#include <sys/socket.h>
 
 #include <filesystem>
 #include <iostream>
@@ -190,6 +191,34 @@ TEST_F(Resumption, Tls13StatefulResumptionWithTicketsOff) {
   o.tls_extra = "session_tickets = false\n";
   ASSERT_TRUE(start_proxy(o));
   resume_once(TLS1_3_VERSION, "cache", "stateful");
+}
+
+// A client that drops the TCP connection without close_notify (a reset, an
+// idle timeout on its side) must not cost it its session: OpenSSL removes a
+// session whose SSL is freed without a shutdown unless the proxy marks it.
+TEST_F(Resumption, Tls12SessionSurvivesUncleanClientClose) {
+  ProxyOptions o;
+  o.workers = 1;  // the next handshake is then ordered after the close is processed
+  o.tls_extra = "session_tickets = false\n";
+  ASSERT_TRUE(start_proxy(o));
+  SessionPtr kept;
+  {
+    TlsClient c;
+    ASSERT_TRUE(c.connect(port(), version(TLS1_2_VERSION))) << c.error();
+    ASSERT_TRUE(c.write("GET /unclean HTTP/1.1\r\nHost: localhost\r\n\r\n"));
+    auto r = c.read_response();
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->status, 200);
+    SessionPtr taken(c.take_session());
+    // A copy: the client's own SSL_free below marks the original unusable.
+    kept = SessionPtr(SSL_SESSION_dup(taken.get()));
+    ::shutdown(SSL_get_fd(c.ssl()), SHUT_RDWR);  // FIN without close_notify
+  }
+  // A full request on another connection: by the time it completes, the
+  // single worker has processed the first connection's EOF and freed it.
+  SessionPtr other = request(port(), version(TLS1_2_VERSION), nullptr, "/between", false);
+  SessionPtr again = request(port(), version(TLS1_2_VERSION), kept.get(), "/after-unclean", true);
+  expect_logged(proxy_, "/after-unclean", true, "cache");
 }
 
 TEST_F(Resumption, TicketsAndCacheOffMeansNoResumption) {
