@@ -154,6 +154,12 @@ Result<int> Server::run(config::Config cfg) {
   uv_loop_close(&ctl.loop);
   if (log_writer_) log_writer_->flush_and_stop();
   current_.store(nullptr);
+  const auto cache = session_cache_->stats();
+  const auto tickets = tickets_->counters();
+  log::info("session cache: {} hits, {} misses, {} stored, {} evicted, {} expired, {} entries ({} bytes); "
+            "tickets: {} issued, {} resumed, {} renewed, {} rejected",
+            cache.hits, cache.misses, cache.stores, cache.evictions, cache.expired, cache.entries, cache.bytes,
+            tickets.issued, tickets.decrypted_current, tickets.decrypted_renewed, tickets.failed);
   log::info("stopped");
   return 0;
 }
