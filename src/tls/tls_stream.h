@@ -53,6 +53,9 @@ class TlsStream {
   size_t pending_input() const;
 
   SSL* ssl() const { return ssl_.get(); }
+  // Gives up the SSL* (the caller frees it) without the destructor's
+  // shutdown mark; tests use it to show what a bare SSL_free does.
+  SSL* release_ssl_for_test() { return ssl_.release(); }
 
  private:
   explicit TlsStream(SslPtr ssl, BIO* rbio, BIO* wbio) : ssl_(std::move(ssl)), rbio_(rbio), wbio_(wbio) {}

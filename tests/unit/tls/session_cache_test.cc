@@ -284,6 +284,7 @@ class SessionCacheTls : public ::testing::Test {
     config::Tls t;
     t.certificate = kPki + "/" + name + ".chain.pem";
     t.key = kPki + "/" + name + ".key";
+    t.trusted_ca = kPki + "/root.pem";  // the test root is not in the system store
     auto ctx = TlsContext::create(t);
     EXPECT_TRUE(ctx.ok()) << ctx.error().message();
     if (!ctx.ok()) return nullptr;
@@ -451,12 +452,13 @@ TEST_F(SessionCacheTls, ShorterSessionTimeoutWins) {
 
 // OpenSSL's SSL_free drops ("clears as bad") the session of a connection that
 // completed its handshake but never sent close_notify, through remove_cb.
-// Connection teardown must mark the SSL shut down (as nginx's ngx_ssl_shutdown
-// does) to keep the session; this pins both halves of that behaviour.
-TEST_F(SessionCacheTls, Tls12UncleanCloseDropsSessionUnlessMarkedShutDown) {
+// TlsStream marks a cleanly handshaken SSL shut down before freeing it (as
+// nginx's ngx_ssl_shutdown does), so a client that just drops the TCP
+// connection keeps its session; a raw SSL freed the same way loses it.
+TEST_F(SessionCacheTls, Tls12UncleanCloseKeepsSessionThroughTlsStream) {
   client_versions(TLS1_2_VERSION);
   auto a = server("localhost");
-  for (bool mark_shut_down : {false, true}) {
+  for (bool through_tls_stream : {false, true}) {
     SslSessionPtr session;
     {
       auto stream = TlsStream::create(a->get());
@@ -466,15 +468,16 @@ TEST_F(SessionCacheTls, Tls12UncleanCloseDropsSessionUnlessMarkedShutDown) {
       ASSERT_TRUE(stream->handshake_done());
       session.reset(SSL_get1_session(c.ssl.get()));
       EXPECT_EQ(cache_->stats().entries, 1u);
-      if (mark_shut_down) SSL_set_shutdown(stream->ssl(), SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
       // The client side has the same rule (it would mark the session
       // not_resumable); only the server's choice is under test.
       SSL_set_shutdown(c.ssl.get(), SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
-    }  // both SSLs freed here
-    EXPECT_EQ(cache_->stats().entries, mark_shut_down ? 1u : 0u);
-    bool reused = !mark_shut_down;
+      // Without TlsStream's destructor: a bare SSL_free, as OpenSSL does it.
+      if (!through_tls_stream) SSL_free(stream->release_ssl_for_test());
+    }  // the stream (if it still owns its SSL) is freed here
+    EXPECT_EQ(cache_->stats().entries, through_tls_stream ? 1u : 0u);
+    bool reused = !through_tls_stream;
     connect(a->get(), session.get(), &reused);
-    EXPECT_EQ(reused, mark_shut_down);
+    EXPECT_EQ(reused, through_tls_stream);
     cache_ = std::make_unique<SessionCache>(config_, clock_);
     a = server("localhost");
   }
