@@ -13,6 +13,10 @@
 #   leaf-only.pem                               localhost leaf without its intermediate
 #   rsa.pem/.key (+ rsa.chain.pem)              RSA-2048 leaf for localhost
 #   other-name.pem/.key (+ other-name.chain.pem) leaf for other.example only
+#   other-root.pem/.key                         unrelated self-signed CA "tlsfront unrelated root"
+#   localhost.shuffled.pem                      root, intermediate, other-root, leaf (in that order)
+#   not-yet-valid.pem/.key                      valid 2099-01-01 .. 2100-01-01 only
+#   issuers/intermediate.pem                    a directory for [tls] issuers_dir
 #   ticket-key-48.key, ticket-key-80.key, ticket-key-bad.key (47 bytes)  random bytes
 # Keys are ECDSA P-256 unless stated; every *.key is mode 0600.
 #
@@ -166,6 +170,22 @@ openssl ca -batch -config "$cnf" -notext -cert "$dir/intermediate.pem" -keyfile 
   -in "$work/expired.csr" -out "$dir/expired.pem" 2>/dev/null
 cat "$dir/expired.pem" "$dir/intermediate.pem" >"$dir/expired.chain.pem"
 
+ec_key "$dir/not-yet-valid.key"
+openssl req -new -config "$cnf" -key "$dir/not-yet-valid.key" -subj "/CN=localhost" -out "$work/nyv.csr"
+openssl ca -batch -config "$cnf" -notext -cert "$dir/intermediate.pem" -keyfile "$dir/intermediate.key" \
+  -startdate 20990101000000Z -enddate 21000101000000Z -extfile "$cnf" -extensions v3_leaf_localhost \
+  -in "$work/nyv.csr" -out "$dir/not-yet-valid.pem" 2>/dev/null
+
+# Chain building: an unrelated CA, a bundle in the wrong order with extras,
+# and an issuers_dir holding the intermediate.
+ec_key "$dir/other-root.key"
+openssl req -new -x509 -config "$cnf" -key "$dir/other-root.key" -subj "/CN=tlsfront unrelated root" \
+  -set_serial "$(serial)" -days 3650 -sha256 -extensions v3_root -out "$dir/other-root.pem"
+cat "$dir/root.pem" "$dir/intermediate.pem" "$dir/other-root.pem" "$dir/localhost.pem" >"$dir/localhost.shuffled.pem"
+mkdir -p "$dir/issuers" && chmod 0755 "$dir/issuers"
+cp "$dir/intermediate.pem" "$dir/issuers/intermediate.pem"
+chmod 0644 "$dir/issuers/intermediate.pem"
+
 # Ticket keys in nginx's ssl_session_ticket_key format (48 or 80 bytes), plus a bad length.
 for n in 48 80; do openssl rand -out "$dir/ticket-key-$n.key" "$n"; done
 openssl rand -out "$dir/ticket-key-bad.key" 47
@@ -178,6 +198,9 @@ openssl verify -CAfile "$dir/root.pem" -untrusted "$dir/intermediate.pem" "$dir/
 openssl verify -CAfile "$dir/root.pem" -untrusted "$dir/intermediate.pem" "$dir/rsa.pem" "$dir/other-name.pem" >/dev/null
 if openssl verify -CAfile "$dir/root.pem" -untrusted "$dir/intermediate.pem" "$dir/expired.pem" >/dev/null 2>&1; then
   echo "gen-test-pki: expired.pem unexpectedly verifies" >&2; exit 1
+fi
+if openssl verify -CAfile "$dir/root.pem" -untrusted "$dir/intermediate.pem" "$dir/not-yet-valid.pem" >/dev/null 2>&1; then
+  echo "gen-test-pki: not-yet-valid.pem unexpectedly verifies" >&2; exit 1
 fi
 if openssl verify -CAfile "$dir/root.pem" "$dir/leaf-only.pem" >/dev/null 2>&1; then
   echo "gen-test-pki: leaf-only.pem unexpectedly verifies without the intermediate" >&2; exit 1

@@ -46,9 +46,19 @@ struct SessionCache {
 // [tls.ticket_keys]: session ticket encryption keys (STEKs), RFC 5077.
 struct TicketKeys {
   TicketKeySource source = TicketKeySource::Auto;
-  Millis rotate_every{3600 * 1000};  // "1h" (source = "auto")
+  Millis rotate_every{3600 * 1000};  // "1h" (source = "auto" or "redis")
   std::vector<std::string> files;    // nginx ssl_session_ticket_key format; the first encrypts
   std::string files_origin;          // "file:line:col" of `files`
+  // source = "redis" (src/tls/TICKET_ROTATION.md). All nodes of a cluster must
+  // use the same rotate_every, redis_prefix and wrap key.
+  Endpoint redis{"127.0.0.1", 6379};  // redis = "127.0.0.1:6379" (IP literal or localhost)
+  std::string redis_unix_socket;      // redis = "unix:/path" (then `redis` is unused)
+  std::string redis_user;             // ACL user for AUTH; "" = AUTH <password> only
+  std::string redis_password_file;    // path; the password is read from it at start-up ("" = no AUTH)
+  std::string redis_prefix = "tlsfront";  // keys are "<prefix>:stek:<slot>"
+  Millis redis_timeout{500};          // per Redis exchange (connect, each pipelined round)
+  std::string wrap_key_file;          // path to 32 random bytes: AES-256-GCM wraps the ring in Redis
+  std::string redis_origin;           // "file:line:col" of `redis` (of the table when absent)
 };
 
 // [tls]
@@ -62,8 +72,12 @@ struct Tls {
   std::string ciphersuites = "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256";
   std::string groups = "X25519:P-256";
   bool prefer_server_ciphers = false;
-  std::string certificate;  // PEM path: leaf first, then intermediates (required)
+  std::string certificate;  // PEM path: leaf, intermediates, in any order (required; tls/cert_chain.h)
   std::string key;          // PEM path (required)
+  std::string trusted_ca;   // PEM path of trust anchors ending the chain; "" = system store
+  std::string issuers_dir;  // directory of trusted intermediates (*.pem, *.crt); "" = none
+  std::string trusted_ca_origin;   // positions as below
+  std::string issuers_dir_origin;
   // Config-file positions ("file:line:col") of these keys (of the [tls] table
   // when a key is absent), so errors found by OpenSSL point back at the config.
   std::string certificate_origin;

@@ -67,12 +67,60 @@ Status parse_session_cache(const TableReader& tls, SessionCache& out) {
   return {};
 }
 
+// The redis_* keys and wrap_key_file of [tls.ticket_keys]; they are only
+// accepted with source = "redis".
+Status parse_ticket_keys_redis(const TableReader& t, TicketKeys& out) {
+  static constexpr std::string_view kRedisKeys[] = {"redis", "redis_user", "redis_password_file",
+                                                    "redis_prefix", "redis_timeout", "wrap_key_file"};
+  if (out.source != TicketKeySource::Redis) {
+    for (std::string_view key : kRedisKeys) {
+      if (t.find(key) != nullptr) return t.error_at(key, "only used with source = \"redis\"");
+    }
+    return {};
+  }
+  out.redis_origin = t.find("redis") ? t.position_of("redis") : t.context().position(t.table().source());
+  std::string address;
+  if (Status s = t.get_string("redis", address, Presence::Optional, /*allow_empty=*/false); !s.ok()) return s;
+  if (address.starts_with("unix:")) {
+    std::string path = address.substr(5);
+    if (path.empty()) return t.error_at("redis", "\"unix:\" needs a socket path");
+    out.redis_unix_socket = t.context().resolve_path(path);
+  } else if (!address.empty()) {
+    Result<Endpoint> endpoint = parse_endpoint(address, /*allow_localhost=*/true);
+    if (!endpoint.ok()) return t.error_at("redis", endpoint.error().message());
+    out.redis = *endpoint;
+  }
+  if (Status s = t.get_string("redis_user", out.redis_user, Presence::Optional, /*allow_empty=*/false); !s.ok()) return s;
+  if (Status s = t.get_path("redis_password_file", out.redis_password_file, Presence::Optional, false); !s.ok()) {
+    return s;
+  }
+  if (!out.redis_user.empty() && out.redis_password_file.empty()) {
+    return t.error_at("redis_user", "needs redis_password_file (AUTH takes a user and a password)");
+  }
+  if (Status s = t.get_string("redis_prefix", out.redis_prefix, Presence::Optional, /*allow_empty=*/false); !s.ok()) {
+    return s;
+  }
+  for (char c : out.redis_prefix) {
+    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) {
+      return t.error_at("redis_prefix", "must not contain spaces or control characters");
+    }
+  }
+  if (Status s = t.get_duration("redis_timeout", Millis{10}, out.redis_timeout); !s.ok()) return s;
+  if (out.redis_timeout > Millis{60'000}) return t.error_at("redis_timeout", "must be at most 60s");
+  if (Status s = t.get_path("wrap_key_file", out.wrap_key_file, Presence::Optional, false); !s.ok()) return s;
+  return {};
+}
+
 Status parse_ticket_keys(const TableReader& tls, TicketKeys& out) {
   auto table = table_of(tls, "ticket_keys");
   if (!table.ok()) return table.take_error();
   if (*table == nullptr) return {};
   TableReader t(tls.context(), **table, tls.path_of("ticket_keys"));
-  if (Status s = t.check_keys({"source", "rotate_every", "files"}); !s.ok()) return s;
+  if (Status s = t.check_keys({"source", "rotate_every", "files", "redis", "redis_user", "redis_password_file",
+                               "redis_prefix", "redis_timeout", "wrap_key_file"});
+      !s.ok()) {
+    return s;
+  }
   std::string source = "auto";
   if (Status s = t.get_string("source", source); !s.ok()) return s;
   if (Status s = t.get_duration("rotate_every", Millis{1000}, out.rotate_every); !s.ok()) return s;
@@ -96,11 +144,12 @@ Status parse_ticket_keys(const TableReader& tls, TicketKeys& out) {
     out.source = TicketKeySource::Files;
     if (out.files.empty()) return t.error_at(*files ? "files" : "source", "source = \"files\" needs at least one file in files");
   } else if (source == "redis") {
-    return t.error_at("source", "\"redis\" is not available yet (issue #3); use \"auto\" or \"files\"");
+    out.source = TicketKeySource::Redis;
+    if (!out.files.empty()) return t.error_at("files", "only used with source = \"files\"");
   } else {
     return t.error_at("source", "unknown source " + quote(source) + " (expected \"auto\", \"files\" or \"redis\")");
   }
-  return {};
+  return parse_ticket_keys_redis(t, out);
 }
 
 }  // namespace
@@ -112,7 +161,8 @@ Status parse_tls(const TableReader& root, Tls& out) {
 
   TableReader t(root.context(), **table, "tls");
   if (Status s = t.check_keys({"protocols", "ciphers", "ciphersuites", "groups", "prefer_server_ciphers",
-                               "certificate", "key", "session_tickets", "session_ticket_count",
+                               "certificate", "key", "trusted_ca", "issuers_dir", "session_tickets",
+                               "session_ticket_count",
                                "session_cache", "ticket_keys"});
       !s.ok()) {
     return s;
@@ -130,6 +180,10 @@ Status parse_tls(const TableReader& root, Tls& out) {
   out.certificate_origin = t.position_of("certificate");
   if (Status s = t.get_path("key", out.key, Presence::Required, false); !s.ok()) return s;
   out.key_origin = t.position_of("key");
+  if (Status s = t.get_path("trusted_ca", out.trusted_ca, Presence::Optional, false); !s.ok()) return s;
+  out.trusted_ca_origin = t.position_of("trusted_ca");
+  if (Status s = t.get_path("issuers_dir", out.issuers_dir, Presence::Optional, false); !s.ok()) return s;
+  out.issuers_dir_origin = t.position_of("issuers_dir");
   out.ciphers_origin = t.position_of("ciphers");
   out.ciphersuites_origin = t.position_of("ciphersuites");
   out.groups_origin = t.position_of("groups");

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <uv.h>
 
+#include <cstdio>
 #include <thread>
 
 #include "log/log.h"
@@ -69,6 +70,9 @@ Status Server::test(config::Config cfg) {
   }
   auto gen = Generation::create(std::move(cfg), nullptr, nullptr);
   if (!gen) return gen.take_error();
+  const tls::ChainReport& chain = (*gen)->tls->chain_report();
+  for (const auto& line : chain.lines()) std::fprintf(stderr, "tlsfront: %s\n", line.c_str());
+  for (const auto& w : chain.warnings) std::fprintf(stderr, "tlsfront: warning: %s\n", w.c_str());
   const std::string& access_log = (*gen)->config.log.access_log;
   if (!access_log.empty()) return log::LogWriter::check_writable(access_log);
   return {};
@@ -87,6 +91,9 @@ Result<int> Server::run(config::Config cfg) {
   if (auto st = ticket_keys_->load_initial(); !st) return st.take_error();
   auto gen = Generation::create(std::move(cfg), session_cache_.get(), tickets_.get());
   if (!gen) return gen.take_error();
+  const tls::ChainReport& chain = (*gen)->tls->chain_report();
+  for (const auto& line : chain.lines()) log::info("{}", line);
+  for (const auto& w : chain.warnings) log::warn("{}", w);
   const config::Config& c = (*gen)->config;
   if (!c.log.access_log.empty()) {
     auto writer = log::LogWriter::open(c.log.access_log);

@@ -31,12 +31,15 @@ class Server {
   Server();
   ~Server();
 
-  // Runs until stopped by a signal. Errors (bad certificate, address in use)
+  // Runs until stopped by a signal. Logs the certificate chain report at info
+  // (its warnings at warn). Errors (bad certificate, address in use)
   // are returned before any worker starts. Returns the process exit status.
   [[nodiscard]] Result<int> run(config::Config cfg);
 
   // `--test`: builds the generation (certificates, keys, TLS settings) and
-  // checks the access log can be opened, binding nothing. Errors as run().
+  // checks the access log can be opened, binding nothing. Prints the
+  // certificate chain report (tls::ChainReport) and its warnings to stderr.
+  // Errors as run().
   [[nodiscard]] static Status test(config::Config cfg);
 
  private:

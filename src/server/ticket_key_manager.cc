@@ -21,7 +21,7 @@ std::string describe(const tls::TicketKeyRing& ring, tls::TimePoint now) {
 }  // namespace
 
 TicketKeyManager::TicketKeyManager(const config::Tls& tls, tls::TicketKeyStore* store)
-    : keys_(tls.ticket_keys), enabled_(tls.session_tickets), local_(tls), store_(store) {}
+    : keys_(tls.ticket_keys), enabled_(tls.session_tickets), local_(tls), store_(store), tls_(tls) {}
 
 TicketKeyManager::~TicketKeyManager() { stop(); }
 
@@ -34,6 +34,14 @@ Status TicketKeyManager::load_initial() {
     publish(std::move(loaded->ring), "loaded");
     return {};
   }
+  if (keys_.source == config::TicketKeySource::Redis) {
+    auto redis = RedisTicketKeys::create(tls_, &clock_, [this](tls::TicketKeyRing ring, const char* why) {
+      publish(std::move(ring), why);
+    });
+    if (!redis) return redis.take_error();
+    redis_ = std::move(redis).value();
+    return redis_->load_initial();
+  }
   auto ring = local_.rotate(nullptr, store_->now());
   if (!ring) return ring.take_error();
   publish(std::move(ring).value(), "generated");
@@ -43,6 +51,10 @@ Status TicketKeyManager::load_initial() {
 void TicketKeyManager::start(uv_loop_t* loop) {
   if (!enabled_) return;
   loop_ = loop;
+  if (keys_.source == config::TicketKeySource::Redis) {
+    if (redis_) redis_->start(loop);
+    return;
+  }
   if (keys_.source == config::TicketKeySource::Auto) {
     timer_.init([loop](uv_timer_t* h) { return uv_timer_init(loop, h); }, this);
     arm_rotation();
@@ -64,6 +76,7 @@ void TicketKeyManager::start(uv_loop_t* loop) {
 void TicketKeyManager::stop() {
   timer_.close();
   watches_.clear();
+  if (redis_) redis_->stop();
 }
 
 void TicketKeyManager::reload() {

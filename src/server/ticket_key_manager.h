@@ -2,8 +2,9 @@
 // current, on the control loop only. source = "auto": a new random key every
 // rotate_every (uv timer); source = "files": the nginx-format key files are
 // re-read on SIGHUP and whenever one changes (uv_fs_poll), and a failed read
-// keeps the ring that is serving. Each change logs the key ids (never key
-// material). Workers read the ring lock-free through the store.
+// keeps the ring that is serving; source = "redis": the cluster's ring in
+// Redis (RedisTicketKeys, src/tls/TICKET_ROTATION.md). Each change logs the
+// key ids (never key material). Workers read the ring lock-free through the store.
 // Thread affinity: control loop only (the store itself is any thread).
 #pragma once
 
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "server/redis_ticket_keys.h"
 #include "tls/ticket_key_ring.h"
 #include "tls/ticket_key_source_local.h"
 #include "util/result.h"
@@ -26,8 +28,10 @@ class TicketKeyManager {
   TicketKeyManager(const config::Tls& tls, tls::TicketKeyStore* store);
   ~TicketKeyManager();
 
-  // Publishes the first ring (before any worker starts). Errors: Errc::Config
-  // for bad key files, Errc::Tls when the DRBG fails.
+  // Publishes the first ring (before any worker starts; source = "redis"
+  // blocks for at most about 2 × redis_timeout and falls back to a local key
+  // when Redis is unreachable). Errors: Errc::Config for bad key, password or
+  // wrap key files, Errc::Tls when the DRBG fails.
   [[nodiscard]] Status load_initial();
 
   // Starts the rotation timer / file watches on `loop`.
@@ -49,6 +53,15 @@ class TicketKeyManager {
   uv_loop_t* loop_ = nullptr;
   UvHandle<uv_timer_t> timer_;
   std::vector<std::unique_ptr<UvHandle<uv_fs_poll_t>>> watches_;
+  // The store's clock (FakeClock in tests), as a Clock for RedisTicketKeys.
+  struct StoreClock final : Clock {
+    const tls::TicketKeyStore* store;
+    explicit StoreClock(const tls::TicketKeyStore* s) : store(s) {}
+    std::chrono::system_clock::time_point now() const override { return store->now(); }
+  };
+  StoreClock clock_{store_};
+  std::unique_ptr<RedisTicketKeys> redis_;  // source = "redis"
+  config::Tls tls_;                          // for RedisTicketKeys::create
 };
 
 }  // namespace tlsfront::server

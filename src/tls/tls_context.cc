@@ -4,7 +4,10 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
+#include <sys/stat.h>
+
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <algorithm>
 #include <cstring>
@@ -35,6 +38,9 @@ int alpn_select_cb(SSL*, const unsigned char** out, unsigned char* outlen, const
 // session, so a resumed TLS 1.2 connection still reports its SNI. Certificate
 // selection by SNI comes with [[certificate]] (#4).
 int servername_cb(SSL*, int*, void*) noexcept { return SSL_TLSEXT_ERR_OK; }
+
+// Encrypted keys are not supported: fail instead of prompting on a terminal.
+int no_passphrase_cb(char*, int, int, void*) noexcept { return 0; }
 
 int to_openssl_version(config::TlsVersion v) {
   return v == config::TlsVersion::Tls13 ? TLS1_3_VERSION : TLS1_2_VERSION;
@@ -100,20 +106,28 @@ Result<std::unique_ptr<TlsContext>> TlsContext::create(const config::Tls& tls, S
     return st.take_error();
   }
   if (auto st = check_readable(tls.key, "key", tls.key_origin); !st) return st.take_error();
-  if (SSL_CTX_use_certificate_chain_file(ctx.get(), tls.certificate.c_str()) != 1) {
-    return config_error_with_queue(tls.certificate_origin, "certificate",
-                                   "\"" + tls.certificate + "\" is not a PEM certificate chain");
+  ERR_clear_error();
+  BioPtr key_bio(BIO_new_file(tls.key.c_str(), "r"));
+  EvpPkeyPtr key(key_bio ? PEM_read_bio_PrivateKey(key_bio.get(), nullptr, no_passphrase_cb, nullptr) : nullptr);
+  if (!key) {
+    return config_error(tls.key_origin, "key",
+                        "\"" + tls.key + "\" is not a PEM private key (" + drain_openssl_errors() + ")");
   }
+  auto chain = CertChain::build(tls, key.get(), std::chrono::system_clock::now());
+  if (!chain) return chain.take_error();
+  if (SSL_CTX_use_certificate(ctx.get(), chain->leaf()) != 1) return openssl_error(Errc::Tls, "SSL_CTX_use_certificate");
+  if (SSL_CTX_set1_chain(ctx.get(), chain->intermediates()) != 1) return openssl_error(Errc::Tls, "SSL_CTX_set1_chain");
   const std::string mismatch = "\"" + tls.key + "\" does not match certificate \"" + tls.certificate + "\"";
-  if (SSL_CTX_use_PrivateKey_file(ctx.get(), tls.key.c_str(), SSL_FILETYPE_PEM) != 1) {
-    // OpenSSL also fails here when the key does not match the certificate.
-    std::string q = drain_openssl_errors();
-    if (q.find("values mismatch") != std::string::npos) return config_error(tls.key_origin, "key", mismatch);
-    return config_error(tls.key_origin, "key", "\"" + tls.key + "\" is not a PEM private key (" + q + ")");
-  }
-  if (SSL_CTX_check_private_key(ctx.get()) != 1) {
+  if (SSL_CTX_use_PrivateKey(ctx.get(), key.get()) != 1 || SSL_CTX_check_private_key(ctx.get()) != 1) {
     drain_openssl_errors();
     return config_error(tls.key_origin, "key", mismatch);
+  }
+  ChainReport report = chain->report();
+  if (struct stat st{}; ::stat(tls.key.c_str(), &st) == 0 && (st.st_mode & (S_IRGRP | S_IROTH))) {
+    char mode[8];
+    std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    report.warnings.push_back("key file \"" + tls.key + "\" is readable by group/others (mode " + mode +
+                              "); chmod 0600 it");
   }
 
   X509* leaf = SSL_CTX_get0_certificate(ctx.get());
@@ -141,6 +155,7 @@ Result<std::unique_ptr<TlsContext>> TlsContext::create(const config::Tls& tls, S
 
   std::unique_ptr<TlsContext> out(new TlsContext(std::move(ctx)));
   out->leaf_ = leaf;
+  out->chain_report_ = std::move(report);
   return out;
 }
 

@@ -1,6 +1,7 @@
 // TlsContext: owns one server SSL_CTX built from the validated [tls] config:
-// protocol range (TLS 1.2/1.3 only), cipher lists, groups, certificate chain and
-// key, renegotiation and compression off, ALPN selection, session ID context.
+// protocol range (TLS 1.2/1.3 only), cipher lists, groups, the certificate
+// chain built by CertChain (cert_chain.h) and the key, renegotiation and
+// compression off, ALPN selection, session ID context.
 // Built off-loop by Generation::create; shared read-only by every worker for the
 // generation's lifetime (SSL_CTX is internally locked for sessions).
 #pragma once
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "tls/cert_chain.h"
 #include "util/openssl_ptr.h"
 #include "util/result.h"
 
@@ -20,11 +22,13 @@ class TicketKeyStore;
 
 class TlsContext {
  public:
-  // Loads the certificate chain and key named in `tls`, checks they match,
-  // and attaches the process-wide `session_cache` and `tickets` (borrowed;
-  // both must outlive the context). With null pointers OpenSSL's own
+  // Loads the key named in `tls`, builds the chain from `tls.certificate`
+  // with CertChain (leaf + ordered intermediates; see cert_chain.h), checks
+  // key and leaf match, and attaches the process-wide `session_cache` and
+  // `tickets` (borrowed; both must outlive the context). With null pointers OpenSSL's own
   // per-SSL_CTX cache and ticket keys are used (unit tests).
-  // Errors: Errc::Tls / Errc::Config with the file and config position named.
+  // Errors: Errc::Tls / Errc::Config with the file and config position named
+  // (CertChain::build's errors included).
   // Thread affinity: any thread (control thread in practice).
   [[nodiscard]] static Result<std::unique_ptr<TlsContext>> create(const config::Tls& tls,
                                                                   SessionCache* session_cache = nullptr,
@@ -35,10 +39,15 @@ class TlsContext {
   // Borrowed leaf certificate (never null after create()).
   X509* leaf() const { return leaf_; }
 
+  // What was sent, dropped and why, plus warnings (leaf near expiry, key file
+  // readable by group/others), for the start-up log and `--test`.
+  const ChainReport& chain_report() const { return chain_report_; }
+
  private:
   explicit TlsContext(SslCtxPtr ctx) : ctx_(std::move(ctx)) {}
   SslCtxPtr ctx_;
   X509* leaf_ = nullptr;
+  ChainReport chain_report_;
 };
 
 }  // namespace tlsfront::tls

@@ -29,6 +29,8 @@ using EvpPkeyPtr = std::unique_ptr<EVP_PKEY, detail::OpenSslDeleter<EVP_PKEY, EV
 using BioPtr = std::unique_ptr<BIO, detail::OpenSslDeleter<BIO, BIO_free_all>>;
 using X509StackPtr = std::unique_ptr<STACK_OF(X509), detail::OpenSslDeleter<STACK_OF(X509), detail::x509_stack_pop_free>>;
 using OcspResponsePtr = std::unique_ptr<OCSP_RESPONSE, detail::OpenSslDeleter<OCSP_RESPONSE, OCSP_RESPONSE_free>>;
+using X509StorePtr = std::unique_ptr<X509_STORE, detail::OpenSslDeleter<X509_STORE, X509_STORE_free>>;
+using X509StoreCtxPtr = std::unique_ptr<X509_STORE_CTX, detail::OpenSslDeleter<X509_STORE_CTX, X509_STORE_CTX_free>>;
 using OcspBasicRespPtr = std::unique_ptr<OCSP_BASICRESP, detail::OpenSslDeleter<OCSP_BASICRESP, OCSP_BASICRESP_free>>;
 
 }  // namespace tlsfront

@@ -541,6 +541,58 @@ TEST(Loader, SessionCacheAndTicketKeyErrors) {
             "t.toml:15:1: tls.ticket_keys.bogus: unknown key \"bogus\"");
 }
 
+TEST(Loader, RedisTicketKeys) {
+  auto c = load_string(with("[tls.ticket_keys]\nsource = \"redis\"\nrotate_every = \"10m\"\n"
+                            "redis = \"localhost:6380\"\nredis_user = \"edge\"\n"
+                            "redis_password_file = \"/k/redis.pw\"\nredis_prefix = \"eu\"\n"
+                            "redis_timeout = \"250ms\"\nwrap_key_file = \"/k/wrap.key\"\n"),
+                       "t.toml");
+  ASSERT_TRUE(c.ok()) << c.error().detail;
+  const TicketKeys& k = c->tls.ticket_keys;
+  EXPECT_EQ(k.source, TicketKeySource::Redis);
+  EXPECT_EQ(k.rotate_every, std::chrono::minutes(10));
+  EXPECT_EQ(k.redis.to_string(), "127.0.0.1:6380");
+  EXPECT_TRUE(k.redis_unix_socket.empty());
+  EXPECT_EQ(k.redis_user, "edge");
+  EXPECT_EQ(k.redis_password_file, "/k/redis.pw");
+  EXPECT_EQ(k.redis_prefix, "eu");
+  EXPECT_EQ(k.redis_timeout, 250ms);
+  EXPECT_EQ(k.wrap_key_file, "/k/wrap.key");
+  EXPECT_EQ(k.redis_origin, "t.toml:17:1");
+
+  auto d = load_string(with("[tls.ticket_keys]\nsource = \"redis\"\n"), "t.toml");
+  ASSERT_TRUE(d.ok()) << d.error().detail;
+  EXPECT_EQ(d->tls.ticket_keys.redis.to_string(), "127.0.0.1:6379");
+  EXPECT_EQ(d->tls.ticket_keys.redis_prefix, "tlsfront");
+  EXPECT_EQ(d->tls.ticket_keys.redis_timeout, 500ms);
+  EXPECT_TRUE(d->tls.ticket_keys.redis_password_file.empty());
+  EXPECT_TRUE(d->tls.ticket_keys.wrap_key_file.empty());
+
+  auto u = load_string(with("[tls.ticket_keys]\nsource = \"redis\"\nredis = \"unix:/run/redis.sock\"\n"), "t.toml");
+  ASSERT_TRUE(u.ok()) << u.error().detail;
+  EXPECT_EQ(u->tls.ticket_keys.redis_unix_socket, "/run/redis.sock");
+}
+
+TEST(Loader, RedisTicketKeyErrors) {
+  EXPECT_EQ(load_error(with("[tls.ticket_keys]\nredis = \"127.0.0.1:6379\"\n")),
+            "t.toml:15:1: tls.ticket_keys.redis: only used with source = \"redis\"");
+  EXPECT_EQ(load_error(with("[tls.ticket_keys]\nsource = \"files\"\nfiles = [\"/k\"]\nwrap_key_file = \"/w\"\n")),
+            "t.toml:17:1: tls.ticket_keys.wrap_key_file: only used with source = \"redis\"");
+  EXPECT_EQ(load_error(with("[tls.ticket_keys]\nsource = \"redis\"\nredis = \"redis.local:6379\"\n")),
+            "t.toml:16:1: tls.ticket_keys.redis: invalid address \"redis.local:6379\" (host must be an IP literal "
+            "or \"localhost\"; names are not resolved)");
+  EXPECT_EQ(load_error(with("[tls.ticket_keys]\nsource = \"redis\"\nredis = \"unix:\"\n")),
+            "t.toml:16:1: tls.ticket_keys.redis: \"unix:\" needs a socket path");
+  EXPECT_EQ(load_error(with("[tls.ticket_keys]\nsource = \"redis\"\nredis_user = \"edge\"\n")),
+            "t.toml:16:1: tls.ticket_keys.redis_user: needs redis_password_file (AUTH takes a user and a password)");
+  EXPECT_EQ(load_error(with("[tls.ticket_keys]\nsource = \"redis\"\nredis_prefix = \"a b\"\n")),
+            "t.toml:16:1: tls.ticket_keys.redis_prefix: must not contain spaces or control characters");
+  EXPECT_EQ(load_error(with("[tls.ticket_keys]\nsource = \"redis\"\nredis_timeout = \"2m\"\n")),
+            "t.toml:16:1: tls.ticket_keys.redis_timeout: must be at most 60s");
+  EXPECT_EQ(load_error(with("[tls.ticket_keys]\nsource = \"redis\"\nfiles = [\"/k\"]\n")),
+            "t.toml:16:1: tls.ticket_keys.files: only used with source = \"files\"");
+}
+
 TEST(Loader, TlsProtocols) {
   std::string head = "[[listen]]\naddress = \"127.0.0.1:1\"\n[tls]\ncertificate = \"c\"\nkey = \"k\"\n";
   EXPECT_EQ(load_error(head + "protocols = []\n"), "t.toml:6:1: tls.protocols: must not be empty");

@@ -15,6 +15,7 @@ config::Tls server_config() {
   config::Tls t;
   t.certificate = kPki + "/localhost.chain.pem";
   t.key = kPki + "/localhost.key";
+  t.trusted_ca = kPki + "/root.pem";  // the test root is not in the system store
   return t;
 }
 
