@@ -10,6 +10,7 @@
 #include "log/log_writer.h"
 #include "server/listener.h"
 #include "tls/ticket_key_source_file.h"
+#include "tls/ticket_key_source_redis.h"
 #include "util/uv_handle.h"
 
 namespace tlsfront::server {
@@ -63,10 +64,21 @@ int resolve_workers(int configured) {
 }
 
 Status Server::test(config::Config cfg) {
-  if (cfg.tls.session_tickets && cfg.tls.ticket_keys.source == config::TicketKeySource::Files) {
-    auto keys = tls::load_ticket_key_files(cfg.tls.ticket_keys);
+  const config::TicketKeys& tk = cfg.tls.ticket_keys;
+  if (cfg.tls.session_tickets && tk.source == config::TicketKeySource::Files) {
+    auto keys = tls::load_ticket_key_files(tk);
     if (!keys) return keys.take_error();
     for (const auto& w : keys->warnings) log::warn("ticket keys: {}", w);
+  }
+  if (cfg.tls.session_tickets && tk.source == config::TicketKeySource::Redis) {
+    // The files only: whether Redis answers is a run-time matter.
+    for (const auto& [path, load] : {std::pair{tk.redis_password_file, &tls::load_redis_password_file},
+                                     std::pair{tk.wrap_key_file, &tls::load_wrap_key_file}}) {
+      if (path.empty()) continue;
+      auto secret = load(path);
+      if (!secret) return secret.take_error();
+      if (!secret->warning.empty()) log::warn("ticket keys: {}", secret->warning);
+    }
   }
   auto gen = Generation::create(std::move(cfg), nullptr, nullptr);
   if (!gen) return gen.take_error();
