@@ -21,16 +21,6 @@ namespace {
 
 constexpr int kMaxPathLength = 10;  // leaf + intermediates; far above any real chain
 
-// "<origin>: tls.<key>: <message>", the shape of every config error.
-Error config_error(const std::string& origin, std::string_view key, std::string message) {
-  std::string out = origin.empty() ? std::string() : origin + ": ";
-  out += "tls.";
-  out += key;
-  out += ": ";
-  out += message;
-  return make_error(Errc::Config, std::move(out));
-}
-
 std::string in_quotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
 std::string dn(const X509_NAME* name) {

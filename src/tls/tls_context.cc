@@ -46,16 +46,6 @@ int to_openssl_version(config::TlsVersion v) {
   return v == config::TlsVersion::Tls13 ? TLS1_3_VERSION : TLS1_2_VERSION;
 }
 
-// "<origin>: tls.<key>: <message>", the shape of every config error.
-Error config_error(const std::string& origin, std::string_view key, std::string message) {
-  std::string out = origin.empty() ? std::string() : origin + ": ";
-  out += "tls.";
-  out += key;
-  out += ": ";
-  out += message;
-  return make_error(Errc::Config, std::move(out));
-}
-
 Error config_error_with_queue(const std::string& origin, std::string_view key, std::string message) {
   std::string q = drain_openssl_errors();
   if (!q.empty()) message += " (" + q + ")";
