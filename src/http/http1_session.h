@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "http/client_session.h"
 #include "http/client_transport.h"
 #include "http/exchange_sink.h"
 #include "http/proxy_exchange.h"
@@ -41,7 +42,7 @@ struct SessionEnv {
   bool* shutting_down = nullptr;         // worker draining: answer with Connection: close
 };
 
-class Http1Session final : public ExchangeSink {
+class Http1Session final : public ClientSession, public ExchangeSink {
  public:
   // `transport` is borrowed: the connection owns this session.
   Http1Session(const SessionEnv& env, ClientTransport* transport, ConnectionInfo info);
@@ -50,17 +51,17 @@ class Http1Session final : public ExchangeSink {
   Http1Session& operator=(const Http1Session&) = delete;
 
   // Plaintext from the client; `data` is valid during the call only.
-  void on_data(std::string_view data);
+  void on_data(std::string_view data) override;
   // False while the session does not want more input (a response pending,
   // upstream congested, or closing); the connection then stops reading.
-  bool wants_input() const;
-  void on_timer();
+  bool wants_input() const override;
+  void on_timer() override;
   // The client output dropped below the low watermark.
-  void on_output_drained();
+  void on_output_drained() override;
   // The client closed (EOF, close_notify) or reset the connection.
-  void on_client_closed();
+  void on_client_closed() override;
   // Worker shutdown: close now if idle, else after the current response.
-  void on_shutdown();
+  void on_shutdown() override;
 
   // ExchangeSink
   void send_informational(const ResponseHead& head) override;

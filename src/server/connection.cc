@@ -3,6 +3,7 @@
 #include <netinet/in.h>
 #include <openssl/ssl.h>
 
+#include "http/http1_session.h"
 #include "log/log.h"
 #include "server/worker.h"
 #include "tls/ticket_key_ring.h"

@@ -15,7 +15,7 @@
 #include <string>
 
 #include "http/client_transport.h"
-#include "http/http1_session.h"
+#include "http/client_session.h"
 #include "server/generation.h"
 #include "tls/tls_stream.h"
 #include "util/loop_context.h"
@@ -74,7 +74,7 @@ class Connection final : public Deletable, public Flushable, public http::Client
   UvHandle<uv_timer_t> timer_;
   StreamWriter writer_;
   std::optional<tls::TlsStream> tls_;
-  std::unique_ptr<http::Http1Session> session_;
+  std::unique_ptr<http::ClientSession> session_;
   std::string plaintext_out_;
   std::string cipher_scratch_;
   bool reading_ = false;

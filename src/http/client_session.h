@@ -1,0 +1,30 @@
+// ClientSession: what a connection hosts once TLS is up — the HTTP/1.1
+// session (Http1Session) or, after ALPN "h2", the HTTP/2 session. The
+// connection feeds it plaintext and events; the session answers through its
+// ClientTransport. Interface only.
+// Thread affinity: owning worker only.
+#pragma once
+
+#include <string_view>
+
+namespace tlsfront::http {
+
+class ClientSession {
+ public:
+  virtual ~ClientSession() = default;
+  // Plaintext from the client; `data` is valid during the call only.
+  virtual void on_data(std::string_view data) = 0;
+  // False while the session takes no more input (flow control); the
+  // connection then stops delivering it.
+  virtual bool wants_input() const = 0;
+  // The session's timer (ClientTransport::arm_timer) fired.
+  virtual void on_timer() = 0;
+  // The client output dropped below the low watermark.
+  virtual void on_output_drained() = 0;
+  // The client closed (EOF, close_notify) or reset the connection.
+  virtual void on_client_closed() = 0;
+  // Worker shutdown: finish what is in flight, accept nothing new, then close.
+  virtual void on_shutdown() = 0;
+};
+
+}  // namespace tlsfront::http
