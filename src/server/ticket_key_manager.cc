@@ -11,10 +11,21 @@ namespace {
 
 constexpr unsigned kFilePollIntervalMs = 2'000;
 
+// Key ids (never key material). A ring can hold thousands of keys when
+// rotate_every is short against the session timeout: then only the count
+// and the newest and oldest ids, so each rotation logs one short line.
 std::string describe(const tls::TicketKeyRing& ring, tls::TimePoint now) {
+  constexpr size_t kListedKeys = 8;
   const tls::TicketKey* current = ring.encryption_key(now);
-  std::string out = "encrypting with " + (current ? current->key_id() : std::string("(none)")) + ", decrypting with";
-  for (const auto& k : ring.keys()) out += " " + k.key_id();
+  std::string out = "encrypting with " + (current ? current->key_id() : std::string("(none)"));
+  const auto& keys = ring.keys();
+  if (keys.size() <= kListedKeys) {
+    out += ", decrypting with";
+    for (const auto& k : keys) out += " " + k.key_id();
+  } else {
+    out += ", decrypting with " + std::to_string(keys.size()) + " keys (newest " + keys.front().key_id() +
+           ", oldest " + keys.back().key_id() + ")";
+  }
   return out;
 }
 

@@ -37,7 +37,9 @@ Error file_error(const config::TicketKeys& keys, size_t index, const std::string
 
 Result<TicketKey> load_one(const config::TicketKeys& keys, size_t index, std::vector<std::string>& warnings) {
   const std::string& path = keys.files[index];
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+  // O_NONBLOCK: opening a FIFO must not hang the control loop; it then fails
+  // the S_ISREG check below. Regular files ignore the flag.
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
   if (!fd.valid()) return file_error(keys, index, std::string("cannot be opened: ") + std::strerror(errno));
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return file_error(keys, index, std::string("fstat: ") + std::strerror(errno));

@@ -80,7 +80,9 @@ Error file_error(const std::string& path, const std::string& what) {
 
 // Reads the whole regular file `path` (at most `max_bytes`) into a Secret.
 Result<LoadedSecret> read_secret_file(const std::string& path, size_t max_bytes, const char* what) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+  // O_NONBLOCK: opening a FIFO must not hang the control loop; it then fails
+  // the S_ISREG check below. Regular files ignore the flag.
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
   if (!fd.valid()) return file_error(path, std::string("cannot be opened: ") + std::strerror(errno));
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return file_error(path, std::string("fstat: ") + std::strerror(errno));

@@ -228,6 +228,20 @@ TEST(TicketKeyFile, UnreadableFileReportsStrerror) {
   EXPECT_NE(dir.error().message().find("not a regular file"), std::string::npos);
 }
 
+// A FIFO put where a key file was must not block the (control-loop) reload
+// waiting for a writer: it is "not a regular file" like a directory.
+TEST(TicketKeyFile, FifoIsRejectedWithoutBlocking) {
+  const auto dir = std::filesystem::temp_directory_path() / ("tlsfront-fifo-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "k.key").string();
+  std::filesystem::remove(path);
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  auto loaded = load_ticket_key_files(files_config({path}));
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_NE(loaded.error().message().find("not a regular file"), std::string::npos) << loaded.error().message();
+  std::filesystem::remove_all(dir);
+}
+
 TEST(TicketKeyFile, WarnsWhenReadableByOthers) {
   const auto dir = std::filesystem::temp_directory_path() / ("tlsfront-tk-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
