@@ -330,6 +330,15 @@ Result<CertChain> CertChain::build(const config::Tls& tls, EVP_PKEY* key, std::c
     for (size_t i = 0; i < bundle.size() && !next; ++i) {
       if (!used[i] && !is_root[i] && drop[i].empty() && issued_by(bundle[i].get(), cur)) next = i;
     }
+    if (next && anchored) {
+      // Past the anchor only a cross-certificate to another root is worth
+      // sending; one whose key is already on the path just loops back.
+      for (X509* p : path) {
+        if (EVP_PKEY_eq(X509_get0_pubkey(p), X509_get0_pubkey(bundle[*next].get())) == 1) next.reset();
+        if (!next) break;
+      }
+      if (!next) break;
+    }
     if (next) {
       used[*next] = true;
       path.push_back(bundle[*next].get());
@@ -351,6 +360,11 @@ Result<CertChain> CertChain::build(const config::Tls& tls, EVP_PKEY* key, std::c
     path.push_back(from_dir);
   }
 
+  if (!anchored && static_cast<int>(path.size()) > kMaxPathLength) {
+    return config_error(tls.certificate_origin, "certificate",
+                        "chain in " + in_quotes(tls.certificate) + " is longer than " +
+                            std::to_string(kMaxPathLength) + " certificates without reaching a trust anchor");
+  }
   if (!anchored) {
     X509* last = path.back();
     std::string msg = "incomplete chain in " + in_quotes(tls.certificate) + ": the issuer " + in_quotes(issuer_of(last)) +
