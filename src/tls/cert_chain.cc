@@ -10,6 +10,7 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 
 #include <fmt/core.h>
@@ -111,6 +112,14 @@ Result<std::vector<X509Ptr>> read_pem_certificates(const std::string& path, cons
   }
   if (out.empty()) return config_error(origin, key, in_quotes(path) + " holds no PEM certificate");
   return out;
+}
+
+// PEM_read_bio_X509 skips other blocks; a private key pasted into the
+// certificate bundle is found by its PEM label.
+bool holds_private_key(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return text.find("PRIVATE KEY-----") != std::string::npos;
 }
 
 struct Candidate {
@@ -265,6 +274,11 @@ Result<CertChain> CertChain::build(const config::Tls& tls, EVP_PKEY* key, std::c
   CertChain chain;
   ChainReport& report = chain.report_;
   report.certificate = tls.certificate;
+  if (holds_private_key(tls.certificate)) {
+    report.warnings.push_back(in_quotes(tls.certificate) +
+                              " also holds a private key: certificate files are public (often mode 0644); keep "
+                              "the key only in tls.key, a mode 0600 file");
+  }
 
   const auto leaf_idx = pick_leaf(bundle, key, now);
   if (!leaf_idx) {

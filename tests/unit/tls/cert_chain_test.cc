@@ -4,6 +4,8 @@
 #include "tls/cert_chain.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+#include <fstream>
 #include <openssl/pem.h>
 
 #include <chrono>
@@ -86,6 +88,28 @@ TEST_F(CertChainTest, ShuffledBundleSendsLeafThenIntermediateOnly) {
   for (const auto& line : r.lines()) all += line + "\n";
   EXPECT_NE(all.find("sending 2 certificates"), std::string::npos) << all;
   EXPECT_NE(all.find("dropped file certificate #3 \"CN=tlsfront unrelated root\""), std::string::npos) << all;
+}
+
+TEST_F(CertChainTest, PrivateKeyInTheCertificateFileIsAWarning) {
+  const std::string path = std::filesystem::temp_directory_path() / ("tlsfront-bundle-" + std::to_string(::getpid()) + ".pem");
+  {
+    std::ofstream out(path);
+    for (const char* part : {"/localhost.key", "/localhost.chain.pem"}) {
+      std::ifstream in(kPki + part);
+      out << in.rdbuf();
+    }
+  }
+  config::Tls t = tls("localhost.chain.pem");
+  t.certificate = path;
+  auto chain = build(t);
+  ASSERT_TRUE(chain.ok()) << chain.error().message();
+  ASSERT_EQ(chain->report().warnings.size(), 1u);
+  EXPECT_NE(chain->report().warnings[0].find("also holds a private key"), std::string::npos);
+  std::filesystem::remove(path);
+  // The plain chain file: no warning.
+  auto clean = build(tls("localhost.chain.pem"));
+  ASSERT_TRUE(clean.ok());
+  EXPECT_TRUE(clean->report().warnings.empty());
 }
 
 TEST_F(CertChainTest, TotalBytesIsTheSumOfDerSizes) {
