@@ -41,6 +41,13 @@ struct SessionCache {
   uint64_t size_bytes = 10 * 1024 * 1024;  // size = "10m" (nginx shared:SSL:10m; ~40k TLS 1.3 sessions)
   Millis timeout{24 * 3600 * 1000};        // "1d"; also the ticket lifetime hint
   SessionStore store = SessionStore::Memory;
+  // store = "redis" (server/redis_session_store.h): sessions are also written
+  // to and looked up in Redis, shared by every node using the same prefix.
+  Endpoint redis{"127.0.0.1", 6379};      // redis = "127.0.0.1:6379" (IP literal or localhost)
+  std::string redis_user;                 // ACL user for AUTH; "" = AUTH <password> only
+  std::string redis_password_file;        // path; read at start-up ("" = no AUTH)
+  std::string redis_prefix = "tlsfront";  // keys are "<prefix>:sess:<hex>"
+  Millis redis_timeout{50};               // a lookup slower than this is a miss (full handshake)
 };
 
 // [tls.ticket_keys]: session ticket encryption keys (STEKs), RFC 5077.

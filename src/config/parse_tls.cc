@@ -41,12 +41,53 @@ Status parse_protocols(const TableReader& t, std::vector<TlsVersion>& out) {
   return {};
 }
 
+// The redis_* keys of [tls.session_cache]; only accepted with store = "redis".
+Status parse_session_cache_redis(const TableReader& t, SessionCache& out) {
+  static constexpr std::string_view kRedisKeys[] = {"redis", "redis_user", "redis_password_file", "redis_prefix",
+                                                    "redis_timeout"};
+  if (out.store != SessionStore::Redis) {
+    for (std::string_view key : kRedisKeys) {
+      if (t.find(key) != nullptr) return t.error_at(key, "only used with store = \"redis\"");
+    }
+    return {};
+  }
+  std::string address;
+  if (Status s = t.get_string("redis", address, Presence::Optional, /*allow_empty=*/false); !s.ok()) return s;
+  if (!address.empty()) {
+    Result<Endpoint> endpoint = parse_endpoint(address, /*allow_localhost=*/true);
+    if (!endpoint.ok()) return t.error_at("redis", endpoint.error().message());
+    out.redis = *endpoint;
+  }
+  if (Status s = t.get_string("redis_user", out.redis_user, Presence::Optional, /*allow_empty=*/false); !s.ok()) return s;
+  if (Status s = t.get_path("redis_password_file", out.redis_password_file, Presence::Optional, false); !s.ok()) {
+    return s;
+  }
+  if (!out.redis_user.empty() && out.redis_password_file.empty()) {
+    return t.error_at("redis_user", "needs redis_password_file (AUTH takes a user and a password)");
+  }
+  if (Status s = t.get_string("redis_prefix", out.redis_prefix, Presence::Optional, /*allow_empty=*/false); !s.ok()) {
+    return s;
+  }
+  for (char c : out.redis_prefix) {
+    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) {
+      return t.error_at("redis_prefix", "must not contain spaces or control characters");
+    }
+  }
+  if (Status s = t.get_duration("redis_timeout", Millis{1}, out.redis_timeout); !s.ok()) return s;
+  if (out.redis_timeout > Millis{10'000}) return t.error_at("redis_timeout", "must be at most 10s");
+  return {};
+}
+
 Status parse_session_cache(const TableReader& tls, SessionCache& out) {
   auto table = table_of(tls, "session_cache");
   if (!table.ok()) return table.take_error();
   if (*table == nullptr) return {};
   TableReader t(tls.context(), **table, tls.path_of("session_cache"));
-  if (Status s = t.check_keys({"enabled", "size", "timeout", "store"}); !s.ok()) return s;
+  if (Status s = t.check_keys({"enabled", "size", "timeout", "store", "redis", "redis_user", "redis_password_file",
+                               "redis_prefix", "redis_timeout"});
+      !s.ok()) {
+    return s;
+  }
   if (Status s = t.get_bool("enabled", out.enabled); !s.ok()) return s;
   // A session is a few hundred bytes; under 64k the cache would hold almost nothing.
   if (Status s = t.get_size("size", 64 * 1024, uint64_t{1} << 36, out.size_bytes); !s.ok()) return s;
@@ -60,11 +101,11 @@ Status parse_session_cache(const TableReader& tls, SessionCache& out) {
   if (store == "memory") {
     out.store = SessionStore::Memory;
   } else if (store == "redis") {
-    return t.error_at("store", "\"redis\" is not available yet (issue #3); use \"memory\"");
+    out.store = SessionStore::Redis;
   } else {
     return t.error_at("store", "unknown store " + quote(store) + " (expected \"memory\" or \"redis\")");
   }
-  return {};
+  return parse_session_cache_redis(t, out);
 }
 
 // The redis_* keys and wrap_key_file of [tls.ticket_keys]; they are only

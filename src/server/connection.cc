@@ -58,6 +58,10 @@ Status Connection::accept(uv_stream_t* listener) {
   auto tls = tls::TlsStream::create(generation_->tls->get());
   if (!tls) return tls.take_error();
   tls_.emplace(std::move(tls).value());
+  if (tls::RemoteSessionStore* store = worker_.session_store()) {
+    lookup_ = std::make_shared<tls::SessionLookup>(store, [this] { on_session_lookup_done(); });
+    if (!lookup_->attach(tls_->ssl())) lookup_.reset();  // sessions then stay local for this connection
+  }
   writer_.attach(tcp_.stream(), [this](int status, size_t) { on_write_done(status); });
   arm_timer(generation_->config.timeouts.handshake);
   update_reading();
@@ -74,7 +78,10 @@ void Connection::update_reading() {
   // read into the TLS input buffer up to kMaxBufferedInput: stopping and
   // restarting reads around every request costs two epoll_ctl calls, and a
   // client that closes early is noticed at once (499, as nginx).
-  bool want = !session_ || session_->wants_input() || tls_->pending_input() < kMaxBufferedInput;
+  // The same bound holds during the handshake (a client hello paused for a
+  // session lookup must not let a client pile up input).
+  const bool room = tls_->pending_input() < kMaxBufferedInput;
+  bool want = session_ ? (session_->wants_input() || room) : room;
   if (want && !reading_) {
     int rc = uv_read_start(tcp_.stream(), LoopContext::alloc_cb, [](uv_stream_t* s, ssize_t n, const uv_buf_t* b) {
       if (s->data) static_cast<Connection*>(s->data)->on_read(n, b);
@@ -98,19 +105,42 @@ void Connection::on_read(ssize_t nread, const uv_buf_t* buf) {
   }
   tls_->feed(std::string_view(buf->base, static_cast<size_t>(nread)));
   if (state_ == State::Handshake) {
-    auto done = tls_->handshake();
-    if (!done) {
-      log::debug("conn={} {}:{} {}", id_, remote_addr_, remote_port_, done.error().message());
-      close(false);  // the alert OpenSSL queued is flushed before the close
+    // Paused for a session lookup: the input waits in the BIO until it ends.
+    if (lookup_ && lookup_->state() == tls::SessionLookup::State::Pending) {
+      update_reading();
       return;
     }
-    if (!*done) {
-      LoopContext::of(worker_.loop()).schedule_flush(this);
-      return;
-    }
-    on_handshake_done();
+    if (!advance_handshake()) return;
   }
   pump();
+}
+
+bool Connection::advance_handshake() {
+  auto done = tls_->handshake();
+  if (!done) {
+    log::debug("conn={} {}:{} {}", id_, remote_addr_, remote_port_, done.error().message());
+    close(false);  // the alert OpenSSL queued is flushed before the close
+    return false;
+  }
+  if (!*done) {
+    // Still in progress (more input needed, or paused by the client hello
+    // callback: on_session_lookup_done() resumes it).
+    LoopContext::of(worker_.loop()).schedule_flush(this);
+    return false;
+  }
+  on_handshake_done();
+  return true;
+}
+
+// Called from the store's reply or timeout callback on this worker's loop.
+// Never deletes `this`: close() only starts the deferred teardown.
+void Connection::on_session_lookup_done() {
+  if (state_ != State::Handshake || !tls_) return;
+  if (advance_handshake()) {
+    pump();
+  } else if (state_ == State::Handshake) {
+    update_reading();  // reading may have stopped at the input bound while paused
+  }
 }
 
 void Connection::on_handshake_done() {

@@ -16,7 +16,9 @@
 
 #include "http/client_transport.h"
 #include "http/client_session.h"
+#include "http/client_transport.h"
 #include "server/generation.h"
+#include "tls/session_lookup.h"
 #include "tls/tls_stream.h"
 #include "util/loop_context.h"
 #include "util/stream_writer.h"
@@ -59,6 +61,11 @@ class Connection final : public Deletable, public Flushable, public http::Client
   void on_write_done(int status);
   void on_timer();
   void on_handshake_done();
+  // Advances the TLS handshake; true once it is done and the session open.
+  // Closes the connection on a handshake error.
+  bool advance_handshake();
+  // The shared-store session lookup ended: go on with the paused handshake.
+  void on_session_lookup_done();
   void pump();
   // Encrypts queued plaintext into the TLS output; false if the connection died.
   bool encrypt_pending();
@@ -73,6 +80,8 @@ class Connection final : public Deletable, public Flushable, public http::Client
   UvHandle<uv_tcp_t> tcp_;
   UvHandle<uv_timer_t> timer_;
   StreamWriter writer_;
+  // Before tls_: the SSL borrows it through ex_data, so it must die after the SSL.
+  std::shared_ptr<tls::SessionLookup> lookup_;
   std::optional<tls::TlsStream> tls_;
   std::unique_ptr<http::ClientSession> session_;
   std::string plaintext_out_;

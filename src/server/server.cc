@@ -55,6 +55,16 @@ void on_signal(uv_signal_t* h, int signum) {
   }
 }
 
+// store = "redis": the password file must be readable at start-up (each
+// worker reads it again for its own connection).
+Status check_session_store_files(const config::SessionCache& sc) {
+  if (!sc.enabled || sc.store != config::SessionStore::Redis || sc.redis_password_file.empty()) return {};
+  auto secret = tls::load_redis_password_file(sc.redis_password_file);
+  if (!secret) return secret.take_error();
+  if (!secret->warning.empty()) log::warn("session cache: {}", secret->warning);
+  return {};
+}
+
 }  // namespace
 
 int resolve_workers(int configured) {
@@ -80,6 +90,7 @@ Status Server::test(config::Config cfg) {
       if (!secret->warning.empty()) log::warn("ticket keys: {}", secret->warning);
     }
   }
+  if (auto st = check_session_store_files(cfg.tls.session_cache); !st) return st;
   auto gen = Generation::create(std::move(cfg), nullptr, nullptr);
   if (!gen) return gen.take_error();
   const tls::ChainReport& chain = (*gen)->tls->chain_report();
@@ -97,6 +108,7 @@ Result<int> Server::run(config::Config cfg) {
   ::signal(SIGPIPE, SIG_IGN);
   if (auto lvl = log::parse_level(cfg.log.level); lvl) log::set_level(*lvl);
   const int nworkers = resolve_workers(cfg.workers);
+  if (auto st = check_session_store_files(cfg.tls.session_cache); !st) return st.take_error();
   session_cache_ = std::make_unique<tls::SessionCache>(cfg.tls.session_cache, clock_);
   tickets_ = std::make_unique<tls::TicketKeyStore>(&clock_);
   ticket_keys_ = std::make_unique<TicketKeyManager>(cfg.tls, tickets_.get());

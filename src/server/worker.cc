@@ -71,6 +71,14 @@ void Worker::run(std::vector<UniqueFd> listen_fds) {
   env_.upstreams = &upstreams_;
   env_.access_log = log_writer_ ? access_log_.get() : nullptr;
   env_.shutting_down = &shutting_down_;
+  if (const auto& sc = gen->config.tls.session_cache; sc.enabled && sc.store == config::SessionStore::Redis) {
+    auto store = RedisSessionStore::create(sc, &loop_, index_);
+    if (store) {
+      session_store_ = std::move(store).value();
+    } else {
+      log::error("worker {}: session cache: {}; sessions stay local", index_, store.error().message());
+    }
+  }
 
   log_flush_.init([this](uv_check_t* h) { return uv_check_init(&loop_, h); }, this);
   uv_check_start(log_flush_.get(), [](uv_check_t* h) {
@@ -105,6 +113,7 @@ void Worker::run(std::vector<UniqueFd> listen_fds) {
   loop_ctx_->run_deferred();  // exchanges and upstream connections they held
   upstreams_.clear();
   loop_ctx_->run_deferred();
+  if (session_store_) session_store_->close();
   access_log_->flush();
   log_flush_.close();
   log_timer_.close();
@@ -194,6 +203,8 @@ void Worker::finish_stop() {
   stop_finished_ = true;
   drain_timer_.close();
   for (auto& g : upstreams_) g->close_idle();
+  // Its Redis connection is a referenced handle: close it so uv_run can end.
+  if (session_store_) session_store_->close();
   inbox_.close();
   // With no referenced handle left, uv_run returns and run() tears down.
 }

@@ -19,6 +19,7 @@
 #include "http/http1_session.h"
 #include "log/access_log.h"
 #include "server/generation.h"
+#include "server/redis_session_store.h"
 #include "upstream/upstream_pool.h"
 #include "util/loop_context.h"
 #include "util/unique_fd.h"
@@ -52,6 +53,9 @@ class Worker {
   // Worker-thread API for connections.
   uv_loop_t* loop() { return &loop_; }
   http::SessionEnv session_env(const Generation& gen);
+  // This worker's shared session store ([tls.session_cache] store = "redis"),
+  // or nullptr. Borrowed; lives until the worker stops (after its connections).
+  tls::RemoteSessionStore* session_store() { return session_store_.get(); }
   void remove(Connection* conn);
 
  private:
@@ -78,6 +82,7 @@ class Worker {
   std::unordered_map<Connection*, std::unique_ptr<Connection>> connections_;
   std::vector<std::unique_ptr<upstream::UpstreamGroup>> upstreams_;
   http::SessionEnv env_;
+  std::unique_ptr<RedisSessionStore> session_store_;
   bool shutting_down_ = false;
   bool stop_finished_ = false;
   bool stopped_ = false;

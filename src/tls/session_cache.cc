@@ -7,6 +7,7 @@
 #include <iterator>
 
 #include "tls/openssl_error.h"
+#include "tls/session_lookup.h"
 
 namespace tlsfront::tls {
 namespace {
@@ -63,6 +64,28 @@ void remove_session_cb(SSL_CTX* ctx, SSL_SESSION* session) noexcept {
   if (Binding* b = binding_of(ctx)) b->cache->on_remove_session(session);
 }
 
+// SSL_CTX_set_client_hello_cb (store = "redis"): pauses the handshake with
+// SSL_CLIENT_HELLO_RETRY while the connection's SessionLookup asks the shared
+// store; OpenSSL keeps the ClientHello and calls this again on the next
+// SSL_do_handshake.
+int client_hello_cb(SSL* ssl, int* /*alert*/, void* /*arg*/) noexcept {
+  SessionLookup* lookup = SessionLookup::of(ssl);
+  Binding* b = binding_of(SSL_get_SSL_CTX(ssl));
+  if (lookup == nullptr || b == nullptr) return SSL_CLIENT_HELLO_SUCCESS;
+  if (lookup->state() != SessionLookup::State::Idle) return lookup->on_client_hello(*b->cache, std::string());
+  const unsigned char* id = nullptr;
+  const size_t id_len = SSL_client_hello_get0_session_id(ssl, &id);
+  const unsigned char* versions = nullptr;
+  size_t versions_len = 0;
+  if (SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_supported_versions, &versions, &versions_len) != 1) versions_len = 0;
+  const long max_version = SSL_get_max_proto_version(ssl);
+  const bool server_allows_tls13 = max_version == 0 || max_version >= TLS1_3_VERSION;
+  auto sid = SessionLookup::resumable_session_id(as_view(id, id_len), as_view(versions, versions_len),
+                                                 server_allows_tls13);
+  if (!sid) return SSL_CLIENT_HELLO_SUCCESS;
+  return lookup->on_client_hello(*b->cache, SessionCache::make_key(b->sid_ctx, *sid));
+}
+
 // Spreads std::hash's bits so shard choice and the shard's bucket choice
 // (hash mod a prime) do not correlate.
 size_t mix(size_t h) {
@@ -78,6 +101,7 @@ size_t mix(size_t h) {
 SessionCache::SessionCache(const config::SessionCache& cfg, const Clock& clock)
     : clock_(clock),
       timeout_(cfg.timeout),
+      remote_(cfg.store == config::SessionStore::Redis),
       shard_count_(shard_count_for(cfg.size_bytes)),
       shard_budget_(cfg.size_bytes / shard_count_),
       shards_(std::make_unique<Shard[]>(shard_count_)) {}
@@ -157,6 +181,28 @@ void SessionCache::remove(std::string_view key) {
   if (auto found = s.index.find(key); found != s.index.end()) s.erase(found->second);
 }
 
+bool SessionCache::contains(std::string_view key) const {
+  const TimePoint now = clock_.now();
+  Shard& s = shard_for(key);
+  std::lock_guard lock(s.mu);
+  auto found = s.index.find(key);
+  return found != s.index.end() && found->second->expires > now;
+}
+
+bool SessionCache::adopt(std::string_view key, std::string der) {
+  ERR_set_mark();
+  const auto* p = reinterpret_cast<const unsigned char*>(der.data());
+  SslSessionPtr session(d2i_SSL_SESSION(nullptr, &p, static_cast<long>(der.size())));
+  ERR_pop_to_mark();
+  if (!session || p != reinterpret_cast<const unsigned char*>(der.data()) + der.size()) return false;
+  const auto lifetime = lifetime_for(std::chrono::seconds(SSL_SESSION_get_timeout(session.get())));
+  const TimePoint started{std::chrono::seconds(SSL_SESSION_get_time(session.get()))};
+  const TimePoint expires = std::chrono::time_point_cast<TimePoint::duration>(started + lifetime);
+  if (expires <= clock_.now()) return false;
+  put(key, std::move(der), expires);
+  return contains(key);
+}
+
 SessionCache::Stats SessionCache::stats() const {
   Stats out;
   for (size_t i = 0; i < shard_count_; ++i) {
@@ -200,6 +246,7 @@ Status SessionCache::attach(SSL_CTX* ctx, std::string_view session_id_context) {
   SSL_CTX_sess_set_get_cb(ctx, get_session_cb);
   SSL_CTX_sess_set_remove_cb(ctx, remove_session_cb);
   SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER | SSL_SESS_CACHE_NO_INTERNAL);
+  if (remote_) SSL_CTX_set_client_hello_cb(ctx, client_hello_cb, nullptr);
   const auto secs = std::chrono::ceil<std::chrono::seconds>(timeout_).count();
   SSL_CTX_set_timeout(ctx, static_cast<long>(std::max<decltype(secs)>(secs, 1)));
   return {};
@@ -232,7 +279,13 @@ void SessionCache::on_new_session(SSL* ssl, SSL_SESSION* session) {
   }
   ERR_pop_to_mark();
   const auto lifetime = lifetime_for(std::chrono::seconds(SSL_SESSION_get_timeout(session)));
-  put(make_key(as_view(sid_ctx, ctx_len), as_view(id, id_len)), std::move(der), clock_.now() + lifetime);
+  std::string key = make_key(as_view(sid_ctx, ctx_len), as_view(id, id_len));
+  // Only TLS 1.2 sessions go to the shared store: TLS 1.3 stateful sessions
+  // are never looked up there (tls/session_lookup.h).
+  if (remote_ && SSL_SESSION_get_protocol_version(session) < TLS1_3_VERSION) {
+    if (SessionLookup* lookup = SessionLookup::of(ssl)) lookup->store()->store(key, der, lifetime);
+  }
+  put(key, std::move(der), clock_.now() + lifetime);
 }
 
 SslSessionPtr SessionCache::on_get_session(std::string_view sid_ctx, std::string_view session_id) {

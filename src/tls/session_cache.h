@@ -15,8 +15,14 @@
 //
 // Layout: shards selected by key hash, each with its own std::mutex, LRU list,
 // hash map and byte budget (size / shards), so workers rarely contend.
-// Trust: the DER handed to OpenSSL is only ever DER this process (or a trusted
-// Redis store, later) produced; keys looked up come from the peer's ClientHello.
+// With store = "redis" the cache is the local tier of a shared store: new
+// sessions are also written to the connection's worker's RemoteSessionStore,
+// and a ClientHello whose session ID misses here pauses its handshake while
+// that store is asked (tls/session_lookup.h; the client hello callback).
+//
+// Trust: the DER handed to OpenSSL is DER this process produced or DER read
+// from the shared store, which is decoded and checked by adopt() before it is
+// cached; keys looked up come from the peer's ClientHello.
 //
 // Thread affinity: every member is safe to call from any thread.
 #pragma once
@@ -98,6 +104,14 @@ class SessionCache {
   // Drops the entry under `key`, if any.
   void remove(std::string_view key);
 
+  // True if a live entry is held under `key`; touches neither LRU order nor stats.
+  bool contains(std::string_view key) const;
+
+  // Caches `der` read from the shared store under `key` if it decodes as a
+  // session (untrusted bytes), expiring at the session's own start time plus
+  // min(cfg.timeout, its timeout). Returns whether it was cached.
+  bool adopt(std::string_view key, std::string der);
+
   Stats stats() const;
 
   // Installs this cache on `ctx`: SSL_CTX_set_session_id_context(ctx,
@@ -108,6 +122,8 @@ class SessionCache {
   // the ticket lifetime hint). OpenSSL 3.0 has no getter for an SSL's session
   // ID context, hence the explicit argument: pass the bytes TlsContext derives
   // from the leaf certificate.
+  // With cfg.store == Redis it also installs the client hello callback that
+  // starts remote lookups (only for SSLs with a tls::SessionLookup attached).
   // `ctx` is borrowed; this cache must outlive it (and any SSL made from it).
   // Attaching the same ctx again replaces the earlier binding. Every SSL_CTX an
   // SSL may be switched to by SNI (SSL_set_SSL_CTX) must be attached too, or
@@ -163,6 +179,7 @@ class SessionCache {
 
   const Clock& clock_;
   const std::chrono::milliseconds timeout_;
+  const bool remote_;  // cfg.store == Redis
   const size_t shard_count_;
   const uint64_t shard_budget_;
   std::unique_ptr<Shard[]> shards_;

@@ -35,6 +35,7 @@ void TlsStream::feed(std::string_view ciphertext) {
 Result<bool> TlsStream::handshake() {
   if (handshake_done_) return true;
   ERR_clear_error();
+  paused_ = false;
   int rc = SSL_do_handshake(ssl_.get());
   if (rc == 1) {
     handshake_done_ = true;
@@ -42,6 +43,10 @@ Result<bool> TlsStream::handshake() {
   }
   int err = SSL_get_error(ssl_.get(), rc);
   if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) return false;
+  if (err == SSL_ERROR_WANT_CLIENT_HELLO_CB) {
+    paused_ = true;
+    return false;
+  }
   failed_ = true;
   return openssl_error(Errc::Tls, "TLS handshake failed");
 }

@@ -31,9 +31,14 @@ class TlsStream {
   void feed(std::string_view ciphertext);
 
   // Advances the handshake. Returns true once complete, false while it needs
-  // more input. Errors: Errc::Tls (alert already queued in the output).
+  // more input or is paused (see handshake_paused()).
+  // Errors: Errc::Tls (alert already queued in the output).
   [[nodiscard]] Result<bool> handshake();
   bool handshake_done() const { return handshake_done_; }
+  // True when the last handshake() stopped because the client hello callback
+  // asked to wait (SSL_ERROR_WANT_CLIENT_HELLO_CB: a session lookup is
+  // pending, tls/session_lookup.h); call handshake() again once it ends.
+  bool handshake_paused() const { return paused_; }
 
   // Reads up to `len` plaintext bytes into `buf`. Returns the count, or 0 when
   // more ciphertext is needed. Errors: Errc::Closed on close_notify,
@@ -65,7 +70,8 @@ class TlsStream {
   BIO* wbio_;  // owned by ssl_
   bool handshake_done_ = false;
   bool shutdown_sent_ = false;
-  bool failed_ = false;  // a TLS error happened: let OpenSSL drop the session
+  bool failed_ = false;
+  bool paused_ = false;  // a TLS error happened: let OpenSSL drop the session
 };
 
 }  // namespace tlsfront::tls

@@ -794,3 +794,39 @@ TEST(ExampleConfig, DocumentedDefaultsAreTheDefaults) {
 
 }  // namespace
 }  // namespace tlsfront::config
+
+namespace tlsfront::config {
+namespace {
+
+TEST(Loader, RedisSessionStore) {
+  using namespace std::chrono_literals;
+  auto c = load_string(with("[tls.session_cache]\nstore = \"redis\"\nredis = \"localhost:6380\"\n"
+                            "redis_user = \"edge\"\nredis_password_file = \"/k/redis.pw\"\n"
+                            "redis_prefix = \"eu\"\nredis_timeout = \"20ms\"\n"),
+                       "t.toml");
+  ASSERT_TRUE(c.ok()) << c.error().detail;
+  const SessionCache& s = c->tls.session_cache;
+  EXPECT_EQ(s.store, SessionStore::Redis);
+  EXPECT_EQ(s.redis.to_string(), "127.0.0.1:6380");
+  EXPECT_EQ(s.redis_user, "edge");
+  EXPECT_EQ(s.redis_password_file, "/k/redis.pw");
+  EXPECT_EQ(s.redis_prefix, "eu");
+  EXPECT_EQ(s.redis_timeout, 20ms);
+
+  auto d = load_string(with("[tls.session_cache]\nstore = \"redis\"\n"), "t.toml");
+  ASSERT_TRUE(d.ok()) << d.error().detail;
+  EXPECT_EQ(d->tls.session_cache.redis.to_string(), "127.0.0.1:6379");
+  EXPECT_EQ(d->tls.session_cache.redis_prefix, "tlsfront");
+  EXPECT_EQ(d->tls.session_cache.redis_timeout, 50ms);
+  EXPECT_TRUE(d->tls.session_cache.redis_password_file.empty());
+
+  EXPECT_EQ(load_error(with("[tls.session_cache]\nredis = \"127.0.0.1:6379\"\n")),
+            "t.toml:15:1: tls.session_cache.redis: only used with store = \"redis\"");
+  EXPECT_EQ(load_error(with("[tls.session_cache]\nstore = \"redis\"\nredis_user = \"edge\"\n")),
+            "t.toml:16:1: tls.session_cache.redis_user: needs redis_password_file (AUTH takes a user and a password)");
+  EXPECT_EQ(load_error(with("[tls.session_cache]\nstore = \"redis\"\nredis_prefix = \"a b\"\n")),
+            "t.toml:16:1: tls.session_cache.redis_prefix: must not contain spaces or control characters");
+}
+
+}  // namespace
+}  // namespace tlsfront::config

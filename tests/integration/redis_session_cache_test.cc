@@ -1,0 +1,254 @@
+// [tls.session_cache] store = "redis": two tlsfront nodes (A and B, session
+// tickets off) sharing TLS 1.2 session-ID sessions through a real
+// redis-server on a free port. A session made on A resumes on B; Redis down,
+// Redis too slow, or a garbage value in Redis means a full handshake on B,
+// never a failed one. Skipped when redis-server / redis-cli are not installed.
+#include <openssl/ssl.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "harness.h"
+
+namespace tlsfront::itest {
+namespace {
+
+struct SessionFree {
+  void operator()(SSL_SESSION* s) const { SSL_SESSION_free(s); }
+};
+using SessionPtr = std::unique_ptr<SSL_SESSION, SessionFree>;
+
+std::string find_tool(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "/usr/bin:/bin");
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    std::string candidate = dir + "/" + name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+// A redis-server on 127.0.0.1:<free port>, no persistence, DEBUG allowed.
+class RedisServer {
+ public:
+  explicit RedisServer(const TempDir& dir) : dir_(dir) {}
+  ~RedisServer() { stop(); }
+  bool start() {
+    port_ = free_port();
+    std::vector<std::string> argv{find_tool("redis-server"), "--port", std::to_string(port_), "--save", "",
+                                  "--appendonly", "no", "--bind", "127.0.0.1", "--dir", dir_.path(),
+                                  "--enable-debug-command", "local"};
+    if (!process_.start(argv, dir_.file("redis.out"), dir_.file("redis.err"))) return false;
+    return wait_until([&] { return cli({"PING"}).out.find("PONG") != std::string::npos; });
+  }
+  void stop() {
+    if (process_.pid() > 0) process_.stop();
+  }
+  std::vector<std::string> cli_argv(const std::vector<std::string>& args) const {
+    std::vector<std::string> argv{find_tool("redis-cli"), "-h", "127.0.0.1", "-p", std::to_string(port_)};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
+  }
+  RunResult cli(const std::vector<std::string>& args) const {
+    return run_command(dir_, cli_argv(args), milliseconds(5'000));
+  }
+  std::vector<std::string> session_keys() const {
+    std::vector<std::string> keys;
+    std::stringstream out(cli({"--raw", "KEYS", "tlsfront:sess:*"}).out);
+    std::string line;
+    while (std::getline(out, line)) {
+      if (!line.empty()) keys.push_back(line);
+    }
+    return keys;
+  }
+  int port() const { return port_; }
+
+ private:
+  const TempDir& dir_;
+  Process process_;
+  int port_ = 0;
+};
+
+// One request on a fresh TLS 1.2 connection resuming by session ID only,
+// offering `session` (may be nullptr). Returns the session, whether it was
+// resumed and how long the handshake took.
+SessionPtr request(int port, SSL_SESSION* session, bool* reused, const std::string& path,
+                   milliseconds* handshake = nullptr) {
+  TlsClient c;
+  TlsOptions o;
+  o.min_version = o.max_version = TLS1_2_VERSION;
+  o.no_ticket = true;
+  o.session = session;
+  const auto start = Clock::now();
+  if (!c.connect(port, o)) {
+    ADD_FAILURE() << "connect: " << c.error();
+    *reused = false;
+    return nullptr;
+  }
+  if (handshake) *handshake = std::chrono::duration_cast<milliseconds>(Clock::now() - start);
+  *reused = c.session_reused();
+  EXPECT_TRUE(c.write("GET " + path + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"));
+  auto r = c.read_response();
+  EXPECT_TRUE(r.has_value());
+  if (r) EXPECT_EQ(r->status, 200);
+  c.read_all(milliseconds(5'000));
+  return SessionPtr(c.take_session());
+}
+
+class RedisSessionCache : public ProxyTest {
+ protected:
+  RedisSessionCache() : redis_(dir_), proxy_b_(dir_b_) {}
+
+  void SetUp() override {
+    if (find_tool("redis-server").empty() || find_tool("redis-cli").empty()) {
+      GTEST_SKIP() << "redis-server / redis-cli not installed";
+    }
+    ProxyTest::SetUp();
+  }
+
+  void TearDown() override {
+    if (proxy_b_.process().pid() > 0) {
+      ExitStatus st = proxy_b_.stop();
+      EXPECT_TRUE(st.exited && st.code == 0) << "node B did not exit 0 on SIGTERM";
+      if (HasFailure()) std::cerr << "---- node B stderr:\n" << proxy_b_.process().err();
+    }
+    ProxyTest::TearDown();
+    redis_.stop();
+  }
+
+  std::string tls_extra() const {
+    return "session_tickets = false\n[tls.session_cache]\nstore = \"redis\"\nredis = \"127.0.0.1:" +
+           std::to_string(redis_.port()) + "\"\nredis_timeout = \"50ms\"\n";
+  }
+
+  bool start_nodes() {
+    ProxyOptions a;
+    a.tls_extra = tls_extra();
+    if (!start_proxy(a)) return false;
+    ProxyOptions b;
+    b.tls_extra = tls_extra();
+    b.upstream_servers = {backend_.address()};
+    return proxy_b_.start(b);
+  }
+
+  // A full handshake on A whose session reaches Redis.
+  SessionPtr session_from_a() {
+    bool reused = true;
+    SessionPtr s = request(proxy_.port(), nullptr, &reused, "/a");
+    EXPECT_FALSE(reused);
+    if (!s || !SSL_SESSION_is_resumable(s.get())) {
+      ADD_FAILURE() << "node A issued no resumable session";
+      return nullptr;
+    }
+    EXPECT_TRUE(wait_until([&] { return !redis_.session_keys().empty(); })) << "no session written to redis";
+    return s;
+  }
+
+  // The access-log "ssl_resumption" of B's next request to `path`, after `send`.
+  std::string b_resumption(size_t logged) {
+    auto lines = proxy_b_.wait_log_lines(logged + 1);
+    return lines.size() > logged ? json_string(lines.back(), "ssl_resumption").value_or("?") : "(no line)";
+  }
+
+  RedisServer redis_;
+  TempDir dir_b_;
+  Proxy proxy_b_;
+};
+
+TEST_F(RedisSessionCache, Tls12SessionIdFromNodeAResumesOnNodeB) {
+  ASSERT_TRUE(redis_.start());
+  ASSERT_TRUE(start_nodes());
+  SessionPtr s = session_from_a();
+  ASSERT_TRUE(s);
+  // The key names the session ID (hex) under the prefix; the value is its DER.
+  unsigned int id_len = 0;
+  const unsigned char* id = SSL_SESSION_get_id(s.get(), &id_len);
+  std::string id_hex;
+  for (unsigned i = 0; i < id_len; ++i) {
+    char b[3];
+    std::snprintf(b, sizeof(b), "%02x", id[i]);
+    id_hex += b;
+  }
+  // Only TLS 1.2 sessions are shared (the readiness probes' TLS 1.3 ones are not).
+  auto keys = redis_.session_keys();
+  ASSERT_EQ(keys.size(), 1u);
+  EXPECT_EQ(keys[0].substr(keys[0].size() - id_hex.size()), id_hex);
+  const long long ttl = std::atoll(redis_.cli({"PTTL", keys[0]}).out.c_str());
+  EXPECT_GT(ttl, 0);
+  EXPECT_LE(ttl, 24LL * 3600 * 1000);
+
+  for (int i = 0; i < 4; ++i) {  // whichever of B's workers takes it
+    const size_t logged = proxy_b_.wait_log_lines(0, milliseconds(0)).size();
+    bool reused = false;
+    request(proxy_b_.port(), s.get(), &reused, "/b" + std::to_string(i));
+    EXPECT_TRUE(reused) << "attempt " << i << "\n" << proxy_b_.process().err();
+    EXPECT_EQ(b_resumption(logged), "cache");
+  }
+}
+
+TEST_F(RedisSessionCache, RedisDownIsAFullHandshake) {
+  ASSERT_TRUE(redis_.start());
+  ASSERT_TRUE(start_nodes());
+  SessionPtr s = session_from_a();
+  ASSERT_TRUE(s);
+  redis_.stop();
+  for (int i = 0; i < 4; ++i) {
+    bool reused = true;
+    milliseconds took{0};
+    const size_t logged = proxy_b_.wait_log_lines(0, milliseconds(0)).size();
+    request(proxy_b_.port(), s.get(), &reused, "/down" + std::to_string(i), &took);
+    EXPECT_FALSE(reused);
+    EXPECT_LT(took, milliseconds(1'000)) << "attempt " << i;
+    EXPECT_EQ(b_resumption(logged), "none");
+  }
+  EXPECT_TRUE(wait_until([&] { return proxy_b_.process().err().find("sessions are not shared") != std::string::npos; }))
+      << proxy_b_.process().err();
+}
+
+// Redis stuck (DEBUG SLEEP): B's lookup times out after redis_timeout and
+// B gives a full handshake instead of waiting for Redis.
+TEST_F(RedisSessionCache, SlowRedisTimesOutIntoAFullHandshake) {
+  ASSERT_TRUE(redis_.start());
+  ASSERT_TRUE(start_nodes());
+  SessionPtr s = session_from_a();
+  ASSERT_TRUE(s);
+  // Warm B's connections to Redis so the timeout, not the connect, is measured.
+  bool reused = true;
+  request(proxy_b_.port(), nullptr, &reused, "/warm1");
+  request(proxy_b_.port(), nullptr, &reused, "/warm2");
+  Process sleeper;
+  ASSERT_TRUE(sleeper.start(redis_.cli_argv({"DEBUG", "SLEEP", "2"}), dir_.file("sleep.out"), dir_.file("sleep.err")));
+  usleep(200'000);  // let the DEBUG SLEEP reach redis
+  milliseconds took{0};
+  request(proxy_b_.port(), s.get(), &reused, "/slow", &took);
+  EXPECT_FALSE(reused);
+  EXPECT_LT(took, milliseconds(1'000)) << "waited for redis instead of timing out";
+  EXPECT_TRUE(wait_until([&] { return proxy_b_.process().err().find("no answer within 50 ms") != std::string::npos; }))
+      << proxy_b_.process().err();
+  sleeper.wait_exit(milliseconds(5'000));
+}
+
+TEST_F(RedisSessionCache, GarbageValueIsAFullHandshake) {
+  ASSERT_TRUE(redis_.start());
+  ASSERT_TRUE(start_nodes());
+  SessionPtr s = session_from_a();
+  ASSERT_TRUE(s);
+  for (const auto& k : redis_.session_keys()) {
+    ASSERT_EQ(redis_.cli({"SET", k, "\x30\x82garbage-not-a-session"}).out, "OK\n");
+  }
+  for (int i = 0; i < 3; ++i) {
+    bool reused = true;
+    const size_t logged = proxy_b_.wait_log_lines(0, milliseconds(0)).size();
+    request(proxy_b_.port(), s.get(), &reused, "/garbage" + std::to_string(i));
+    EXPECT_FALSE(reused);
+    EXPECT_EQ(b_resumption(logged), "none");
+  }
+  EXPECT_TRUE(proxy_b_.process().running());
+}
+
+}  // namespace
+}  // namespace tlsfront::itest
