@@ -42,6 +42,23 @@ Status parse_protocols(const TableReader& t, std::vector<TlsVersion>& out) {
 }
 
 // The redis_* keys of [tls.session_cache]; only accepted with store = "redis".
+// redis_user, redis_password_file and redis_prefix: the same for every
+// Redis client (the session store and the ticket key ring).
+Status parse_redis_auth(const TableReader& t, std::string& user, std::string& password_file, std::string& prefix) {
+  if (Status s = t.get_string("redis_user", user, Presence::Optional, /*allow_empty=*/false); !s.ok()) return s;
+  if (Status s = t.get_path("redis_password_file", password_file, Presence::Optional, false); !s.ok()) return s;
+  if (!user.empty() && password_file.empty()) {
+    return t.error_at("redis_user", "needs redis_password_file (AUTH takes a user and a password)");
+  }
+  if (Status s = t.get_string("redis_prefix", prefix, Presence::Optional, /*allow_empty=*/false); !s.ok()) return s;
+  for (char c : prefix) {
+    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) {
+      return t.error_at("redis_prefix", "must not contain spaces or control characters");
+    }
+  }
+  return {};
+}
+
 Status parse_session_cache_redis(const TableReader& t, SessionCache& out) {
   static constexpr std::string_view kRedisKeys[] = {"redis", "redis_user", "redis_password_file", "redis_prefix",
                                                     "redis_timeout"};
@@ -58,21 +75,7 @@ Status parse_session_cache_redis(const TableReader& t, SessionCache& out) {
     if (!endpoint.ok()) return t.error_at("redis", endpoint.error().message());
     out.redis = *endpoint;
   }
-  if (Status s = t.get_string("redis_user", out.redis_user, Presence::Optional, /*allow_empty=*/false); !s.ok()) return s;
-  if (Status s = t.get_path("redis_password_file", out.redis_password_file, Presence::Optional, false); !s.ok()) {
-    return s;
-  }
-  if (!out.redis_user.empty() && out.redis_password_file.empty()) {
-    return t.error_at("redis_user", "needs redis_password_file (AUTH takes a user and a password)");
-  }
-  if (Status s = t.get_string("redis_prefix", out.redis_prefix, Presence::Optional, /*allow_empty=*/false); !s.ok()) {
-    return s;
-  }
-  for (char c : out.redis_prefix) {
-    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) {
-      return t.error_at("redis_prefix", "must not contain spaces or control characters");
-    }
-  }
+  if (Status s = parse_redis_auth(t, out.redis_user, out.redis_password_file, out.redis_prefix); !s.ok()) return s;
   if (Status s = t.get_duration("redis_timeout", Millis{1}, out.redis_timeout); !s.ok()) return s;
   if (out.redis_timeout > Millis{10'000}) return t.error_at("redis_timeout", "must be at most 10s");
   return {};
@@ -131,21 +134,7 @@ Status parse_ticket_keys_redis(const TableReader& t, TicketKeys& out) {
     if (!endpoint.ok()) return t.error_at("redis", endpoint.error().message());
     out.redis = *endpoint;
   }
-  if (Status s = t.get_string("redis_user", out.redis_user, Presence::Optional, /*allow_empty=*/false); !s.ok()) return s;
-  if (Status s = t.get_path("redis_password_file", out.redis_password_file, Presence::Optional, false); !s.ok()) {
-    return s;
-  }
-  if (!out.redis_user.empty() && out.redis_password_file.empty()) {
-    return t.error_at("redis_user", "needs redis_password_file (AUTH takes a user and a password)");
-  }
-  if (Status s = t.get_string("redis_prefix", out.redis_prefix, Presence::Optional, /*allow_empty=*/false); !s.ok()) {
-    return s;
-  }
-  for (char c : out.redis_prefix) {
-    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) {
-      return t.error_at("redis_prefix", "must not contain spaces or control characters");
-    }
-  }
+  if (Status s = parse_redis_auth(t, out.redis_user, out.redis_password_file, out.redis_prefix); !s.ok()) return s;
   if (Status s = t.get_duration("redis_timeout", Millis{10}, out.redis_timeout); !s.ok()) return s;
   if (out.redis_timeout > Millis{60'000}) return t.error_at("redis_timeout", "must be at most 60s");
   if (Status s = t.get_path("wrap_key_file", out.wrap_key_file, Presence::Optional, false); !s.ok()) return s;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "harness.h"
+#include "redis_server.h"
 
 namespace tlsfront::itest {
 namespace {
@@ -21,57 +22,6 @@ struct SessionFree {
 };
 using SessionPtr = std::unique_ptr<SSL_SESSION, SessionFree>;
 
-std::string find_tool(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  std::stringstream dirs(path ? path : "/usr/bin:/bin");
-  std::string dir;
-  while (std::getline(dirs, dir, ':')) {
-    std::string candidate = dir + "/" + name;
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return "";
-}
-
-// A redis-server on 127.0.0.1:<free port>, no persistence, DEBUG allowed.
-class RedisServer {
- public:
-  explicit RedisServer(const TempDir& dir) : dir_(dir) {}
-  ~RedisServer() { stop(); }
-  bool start() {
-    port_ = free_port();
-    std::vector<std::string> argv{find_tool("redis-server"), "--port", std::to_string(port_), "--save", "",
-                                  "--appendonly", "no", "--bind", "127.0.0.1", "--dir", dir_.path(),
-                                  "--enable-debug-command", "local"};
-    if (!process_.start(argv, dir_.file("redis.out"), dir_.file("redis.err"))) return false;
-    return wait_until([&] { return cli({"PING"}).out.find("PONG") != std::string::npos; });
-  }
-  void stop() {
-    if (process_.pid() > 0) process_.stop();
-  }
-  std::vector<std::string> cli_argv(const std::vector<std::string>& args) const {
-    std::vector<std::string> argv{find_tool("redis-cli"), "-h", "127.0.0.1", "-p", std::to_string(port_)};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return argv;
-  }
-  RunResult cli(const std::vector<std::string>& args) const {
-    return run_command(dir_, cli_argv(args), milliseconds(5'000));
-  }
-  std::vector<std::string> session_keys() const {
-    std::vector<std::string> keys;
-    std::stringstream out(cli({"--raw", "KEYS", "tlsfront:sess:*"}).out);
-    std::string line;
-    while (std::getline(out, line)) {
-      if (!line.empty()) keys.push_back(line);
-    }
-    return keys;
-  }
-  int port() const { return port_; }
-
- private:
-  const TempDir& dir_;
-  Process process_;
-  int port_ = 0;
-};
 
 // One request on a fresh TLS 1.2 connection resuming by session ID only,
 // offering `session` (may be nullptr). Returns the session, whether it was
@@ -144,7 +94,7 @@ class RedisSessionCache : public ProxyTest {
       ADD_FAILURE() << "node A issued no resumable session";
       return nullptr;
     }
-    EXPECT_TRUE(wait_until([&] { return !redis_.session_keys().empty(); })) << "no session written to redis";
+    EXPECT_TRUE(wait_until([&] { return !redis_.keys("tlsfront:sess:*").empty(); })) << "no session written to redis";
     return s;
   }
 
@@ -160,7 +110,7 @@ class RedisSessionCache : public ProxyTest {
 };
 
 TEST_F(RedisSessionCache, Tls12SessionIdFromNodeAResumesOnNodeB) {
-  ASSERT_TRUE(redis_.start());
+  ASSERT_TRUE(redis_.start({"--enable-debug-command", "local"}));
   ASSERT_TRUE(start_nodes());
   SessionPtr s = session_from_a();
   ASSERT_TRUE(s);
@@ -174,7 +124,7 @@ TEST_F(RedisSessionCache, Tls12SessionIdFromNodeAResumesOnNodeB) {
     id_hex += b;
   }
   // Only TLS 1.2 sessions are shared (the readiness probes' TLS 1.3 ones are not).
-  auto keys = redis_.session_keys();
+  auto keys = redis_.keys("tlsfront:sess:*");
   ASSERT_EQ(keys.size(), 1u);
   EXPECT_EQ(keys[0].substr(keys[0].size() - id_hex.size()), id_hex);
   const long long ttl = std::atoll(redis_.cli({"PTTL", keys[0]}).out.c_str());
@@ -191,7 +141,7 @@ TEST_F(RedisSessionCache, Tls12SessionIdFromNodeAResumesOnNodeB) {
 }
 
 TEST_F(RedisSessionCache, RedisDownIsAFullHandshake) {
-  ASSERT_TRUE(redis_.start());
+  ASSERT_TRUE(redis_.start({"--enable-debug-command", "local"}));
   ASSERT_TRUE(start_nodes());
   SessionPtr s = session_from_a();
   ASSERT_TRUE(s);
@@ -212,7 +162,7 @@ TEST_F(RedisSessionCache, RedisDownIsAFullHandshake) {
 // Redis stuck (DEBUG SLEEP): B's lookup times out after redis_timeout and
 // B gives a full handshake instead of waiting for Redis.
 TEST_F(RedisSessionCache, SlowRedisTimesOutIntoAFullHandshake) {
-  ASSERT_TRUE(redis_.start());
+  ASSERT_TRUE(redis_.start({"--enable-debug-command", "local"}));
   ASSERT_TRUE(start_nodes());
   SessionPtr s = session_from_a();
   ASSERT_TRUE(s);
@@ -233,11 +183,11 @@ TEST_F(RedisSessionCache, SlowRedisTimesOutIntoAFullHandshake) {
 }
 
 TEST_F(RedisSessionCache, GarbageValueIsAFullHandshake) {
-  ASSERT_TRUE(redis_.start());
+  ASSERT_TRUE(redis_.start({"--enable-debug-command", "local"}));
   ASSERT_TRUE(start_nodes());
   SessionPtr s = session_from_a();
   ASSERT_TRUE(s);
-  for (const auto& k : redis_.session_keys()) {
+  for (const auto& k : redis_.keys("tlsfront:sess:*")) {
     ASSERT_EQ(redis_.cli({"SET", k, "\x30\x82garbage-not-a-session"}).out, "OK\n");
   }
   for (int i = 0; i < 3; ++i) {

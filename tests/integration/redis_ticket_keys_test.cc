@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "harness.h"
+#include "redis_server.h"
 
 namespace tlsfront::itest {
 namespace {
@@ -23,60 +24,6 @@ struct SessionFree {
 };
 using SessionPtr = std::unique_ptr<SSL_SESSION, SessionFree>;
 
-std::string find_tool(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  std::stringstream dirs(path ? path : "/usr/bin:/bin");
-  std::string dir;
-  while (std::getline(dirs, dir, ':')) {
-    std::string candidate = dir + "/" + name;
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return "";
-}
-
-// A redis-server on 127.0.0.1:<free port>, no persistence.
-class RedisServer {
- public:
-  explicit RedisServer(const TempDir& dir) : dir_(dir) {}
-  ~RedisServer() { stop(); }
-
-  // Starts on a fresh port, or on the previous one when `same_port`.
-  bool start(std::vector<std::string> extra = {}, std::string password = "", bool same_port = false) {
-    password_ = std::move(password);
-    if (!same_port || port_ == 0) port_ = free_port();
-    std::vector<std::string> argv{find_tool("redis-server"), "--port", std::to_string(port_), "--save", "",
-                                  "--appendonly", "no", "--bind", "127.0.0.1", "--dir", dir_.path()};
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    if (!process_.start(argv, dir_.file("redis.out"), dir_.file("redis.err"))) return false;
-    return wait_until([&] { return cli({"PING"}).out.find("PONG") != std::string::npos; });
-  }
-  void stop() {
-    if (process_.pid() > 0) process_.stop();
-  }
-  // redis-cli as the default user; stdout.
-  RunResult cli(const std::vector<std::string>& args) const {
-    std::vector<std::string> argv{find_tool("redis-cli"), "-h", "127.0.0.1", "-p", std::to_string(port_)};
-    if (!password_.empty()) argv.insert(argv.end(), {"-a", password_, "--no-auth-warning"});
-    argv.insert(argv.end(), args.begin(), args.end());
-    return run_command(dir_, argv, milliseconds(5'000));
-  }
-  std::vector<std::string> stek_keys(const std::string& prefix = "tlsfront") const {
-    std::vector<std::string> keys;
-    std::stringstream out(cli({"--raw", "KEYS", prefix + ":stek:*"}).out);
-    std::string line;
-    while (std::getline(out, line)) {
-      if (!line.empty()) keys.push_back(line);
-    }
-    return keys;
-  }
-  int port() const { return port_; }
-
- private:
-  const TempDir& dir_;
-  Process process_;
-  int port_ = 0;
-  std::string password_;
-};
 
 // One request on a fresh TLS 1.3 connection offering `session` (may be
 // nullptr); returns the newest session and whether it was resumed.
@@ -165,7 +112,7 @@ TEST_F(RedisTicketKeys, TicketFromNodeAResumesOnNodeB) {
   EXPECT_TRUE(ticket_from_a_resumes_on_b());
   // Exactly one value per slot: the current and the next slot, whoever raced
   // (three if a slot boundary passed meanwhile).
-  const size_t n = redis_.stek_keys().size();
+  const size_t n = redis_.keys("tlsfront:stek:*").size();
   EXPECT_TRUE(n == 2 || n == 3) << n;
 }
 
@@ -190,7 +137,7 @@ TEST_F(RedisTicketKeys, FastRotationAlternatingNodesNeverFailsToResume) {
   EXPECT_GE(connections, 20);
   EXPECT_EQ(failures, 0) << "of " << connections << " connections";
   // The ring really rotated: at least 4 slots were written to Redis.
-  EXPECT_GE(redis_.stek_keys().size(), 5u);
+  EXPECT_GE(redis_.keys("tlsfront:stek:*").size(), 5u);
 }
 
 TEST_F(RedisTicketKeys, RedisDownBothNodesKeepResumingWithHeldKeys) {
@@ -225,7 +172,7 @@ TEST_F(RedisTicketKeys, RedisDownBothNodesKeepResumingWithHeldKeys) {
   EXPECT_TRUE(wait_until([&] { return back(proxy_) && back(proxy_b_); }, milliseconds(10'000)))
       << "A:\n" << proxy_.process().err() << "\nB:\n" << proxy_b_.process().err();
   EXPECT_TRUE(ticket_from_a_resumes_on_b());
-  EXPECT_GE(redis_.stek_keys().size(), 2u);  // the held slots were written back
+  EXPECT_GE(redis_.keys("tlsfront:stek:*").size(), 2u);  // the held slots were written back
 }
 
 TEST_F(RedisTicketKeys, PasswordAndAclUser) {
@@ -240,7 +187,7 @@ TEST_F(RedisTicketKeys, PasswordAndAclUser) {
                           tls_extra("1h", "redis_user = \"edge\"\nredis_password_file = \"" + dir_.file("edge.pw") +
                                               "\"\n")));
   EXPECT_TRUE(ticket_from_a_resumes_on_b());
-  EXPECT_GE(redis_.stek_keys().size(), 2u);
+  EXPECT_GE(redis_.keys("tlsfront:stek:*").size(), 2u);
   EXPECT_EQ(proxy_.process().err().find("AUTH refused"), std::string::npos) << proxy_.process().err();
   EXPECT_EQ(proxy_b_.process().err().find("AUTH refused"), std::string::npos) << proxy_b_.process().err();
 }
@@ -299,7 +246,7 @@ TEST_F(RedisTicketKeys, WrappedRingHidesKeysAndNeedsTheWrapKey) {
   EXPECT_NE(proxy_b_.process().err().find("does not authenticate"), std::string::npos) << proxy_b_.process().err();
 
   // What Redis holds is wrapped: no key bytes in the raw value.
-  auto keys = redis_.stek_keys();
+  auto keys = redis_.keys("tlsfront:stek:*");
   ASSERT_GE(keys.size(), 2u);
   for (const auto& k : keys) {
     std::string value = redis_.cli({"--raw", "GET", k}).out;

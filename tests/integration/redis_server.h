@@ -1,0 +1,43 @@
+// RedisServer: a real redis-server for the integration tests, on
+// 127.0.0.1:<free port> in the test's temp dir, without persistence; stopped
+// by its destructor. Tests skip (GTEST_SKIP) when find_tool() finds no
+// redis-server / redis-cli.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "harness.h"
+
+namespace tlsfront::itest {
+
+// Absolute path of `name` on $PATH, or "" when absent.
+std::string find_tool(const std::string& name);
+
+class RedisServer {
+ public:
+  explicit RedisServer(const TempDir& dir) : dir_(dir) {}
+  ~RedisServer() { stop(); }
+  RedisServer(const RedisServer&) = delete;
+  RedisServer& operator=(const RedisServer&) = delete;
+
+  // Starts with `extra` arguments (e.g. "--requirepass", "x") and waits for
+  // PING; a fresh port, or the previous one when `same_port`. `password` is
+  // what cli() authenticates with.
+  bool start(std::vector<std::string> extra = {}, std::string password = "", bool same_port = false);
+  void stop();
+  // redis-cli argv (as the default user) for `args`.
+  std::vector<std::string> cli_argv(const std::vector<std::string>& args) const;
+  RunResult cli(const std::vector<std::string>& args) const;
+  // KEYS `pattern`, one per element.
+  std::vector<std::string> keys(const std::string& pattern) const;
+  int port() const { return port_; }
+
+ private:
+  const TempDir& dir_;
+  Process process_;
+  int port_ = 0;
+  std::string password_;
+};
+
+}  // namespace tlsfront::itest
