@@ -9,7 +9,7 @@ packages=(
   libssl-dev openssl libuv1-dev node-llhttp libnghttp2-dev
   libtomlplusplus-dev libfmt-dev libhiredis-dev libsystemd-dev
   libgtest-dev libcurl4-openssl-dev
-  curl nghttp2-client redis-server wrk logrotate
+  curl nghttp2-client redis-server wrk logrotate systemd
 )
 
 missing=()

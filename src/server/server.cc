@@ -1,6 +1,7 @@
 #include "server/server.h"
 
 #include <signal.h>
+#include <systemd/sd-daemon.h>
 #include <uv.h>
 
 #include <cstdio>
@@ -40,6 +41,7 @@ void on_signal(uv_signal_t* h, int signum) {
         std::_Exit(1);
       }
       log::info("signal {}: stopping gracefully (up to {} s)", signum, kShutdownDrain.count() / 1000);
+      sd_notify(0, "STOPPING=1\nSTATUS=draining connections");
       for (auto& w : *c->workers) w->request_stop(kShutdownDrain);
       break;
     case SIGUSR1:
@@ -164,6 +166,10 @@ Result<int> Server::run(config::Config cfg) {
   }
   for (int w = 0; w < nworkers; ++w) workers_[w]->start(std::move(fds[w]));
   for (const auto& l : c.listeners) log::info("listening on {} ({} workers)", l.address.to_string(), nworkers);
+  // Type=notify (systemd/tlsfront.service): the listening sockets are bound
+  // and queue connections, and every worker loop is starting on them. A no-op
+  // without $NOTIFY_SOCKET.
+  sd_notifyf(0, "READY=1\nSTATUS=serving on %zu address(es) with %d workers", c.listeners.size(), nworkers);
 
   // A helper thread waits for the workers so the control loop stays free for signals.
   std::thread waiter([this, &ctl] {
