@@ -68,6 +68,22 @@ struct TicketKeys {
   std::string redis_origin;           // "file:line:col" of `redis` (of the table when absent)
 };
 
+// [[certificate]], or the [tls] certificate/key shorthand (then it is the one
+// entry, `is_default`). Selection by SNI: tls/cert_index.h.
+struct Certificate {
+  std::string cert;                // PEM path: leaf, intermediates, in any order (required; tls/cert_chain.h)
+  std::string key;                 // PEM path (required)
+  // names = ["api.example.com", "*.example.com"]: the SNI names served, each
+  // covered by the leaf's subjectAltName; [] = the leaf's SAN DNS names.
+  // Lowercase, no trailing dot; "*" only as the whole left-most label (RFC 6125 §6.4.3).
+  std::vector<std::string> names;
+  bool is_default = false;         // default = true: for clients without SNI or with an unknown name
+  // Setting names for messages ("tls.certificate", "certificate[1].cert") and
+  // their config positions ("file:line:col"; the table's when a key is absent).
+  std::string cert_setting = "tls.certificate", key_setting = "tls.key", names_setting = "tls.names";
+  std::string cert_origin, key_origin, names_origin;
+};
+
 // [tls]
 struct Tls {
   std::vector<TlsVersion> protocols{TlsVersion::Tls12, TlsVersion::Tls13};  // ["TLSv1.2","TLSv1.3"]
@@ -79,16 +95,15 @@ struct Tls {
   std::string ciphersuites = "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256";
   std::string groups = "X25519:P-256";
   bool prefer_server_ciphers = false;
-  std::string certificate;  // PEM path: leaf, intermediates, in any order (required; tls/cert_chain.h)
-  std::string key;          // PEM path (required)
+  // [tls] certificate + key (one entry) or [[certificate]] entries (>= 1), in file order.
+  std::vector<Certificate> certificates;
+  bool strict_sni = false;  // refuse (unrecognized_name) clients without SNI or with an unknown name
   std::string trusted_ca;   // PEM path of trust anchors ending the chain; "" = system store
   std::string issuers_dir;  // directory of trusted intermediates (*.pem, *.crt); "" = none
   std::string trusted_ca_origin;   // positions as below
   std::string issuers_dir_origin;
   // Config-file positions ("file:line:col") of these keys (of the [tls] table
   // when a key is absent), so errors found by OpenSSL point back at the config.
-  std::string certificate_origin;
-  std::string key_origin;
   std::string ciphers_origin;
   std::string ciphersuites_origin;
   std::string groups_origin;

@@ -49,7 +49,7 @@ Result<Config> parse_document(std::string_view toml, const ParseContext& ctx) {
   }
   TableReader root(ctx, parsed.table(), "");
   if (Status s = root.check_keys(
-          {"workers", "listen", "tls", "upstream", "route", "log", "limits", "timeouts"});
+          {"workers", "listen", "tls", "certificate", "upstream", "route", "log", "limits", "timeouts"});
       !s.ok()) {
     return s.take_error();
   }

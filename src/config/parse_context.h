@@ -136,6 +136,9 @@ Error missing_table(const ParseContext& ctx, std::string_view key, bool array_of
 // from `root` and fills `out`; absent optional tables keep the defaults.
 [[nodiscard]] Status parse_listen(const TableReader& root, std::vector<Listener>& out);
 [[nodiscard]] Status parse_tls(const TableReader& root, Tls& out);
+// [[certificate]] entries or the [tls] certificate/key shorthand (`tls` is the
+// [tls] table); called by parse_tls after tls.strict_sni is read.
+[[nodiscard]] Status parse_certificates(const TableReader& root, const TableReader& tls, Tls& out);
 [[nodiscard]] Status parse_upstream(const TableReader& root, std::vector<Upstream>& out);
 [[nodiscard]] Status parse_route(const TableReader& root, const std::vector<Upstream>& upstreams,
                                  std::vector<Route>& out);

@@ -1,4 +1,5 @@
-// [tls]: protocol versions, cipher policy and the certificate/key files.
+// [tls]: protocol versions, cipher policy, trust store and session resumption;
+// the certificates themselves: parse_certificate.cc.
 #include <string>
 
 #include "config/parse_context.h"
@@ -191,7 +192,7 @@ Status parse_tls(const TableReader& root, Tls& out) {
 
   TableReader t(root.context(), **table, "tls");
   if (Status s = t.check_keys({"protocols", "ciphers", "ciphersuites", "groups", "prefer_server_ciphers",
-                               "certificate", "key", "trusted_ca", "issuers_dir", "session_tickets",
+                               "certificate", "key", "strict_sni", "trusted_ca", "issuers_dir", "session_tickets",
                                "session_ticket_count",
                                "session_cache", "ticket_keys"});
       !s.ok()) {
@@ -204,12 +205,8 @@ Status parse_tls(const TableReader& root, Tls& out) {
   }
   if (Status s = t.get_string("groups", out.groups, Presence::Optional, false); !s.ok()) return s;
   if (Status s = t.get_bool("prefer_server_ciphers", out.prefer_server_ciphers); !s.ok()) return s;
-  if (Status s = t.get_path("certificate", out.certificate, Presence::Required, false); !s.ok()) {
-    return s;
-  }
-  out.certificate_origin = t.position_of("certificate");
-  if (Status s = t.get_path("key", out.key, Presence::Required, false); !s.ok()) return s;
-  out.key_origin = t.position_of("key");
+  if (Status s = t.get_bool("strict_sni", out.strict_sni); !s.ok()) return s;
+  if (Status s = parse_certificates(root, t, out); !s.ok()) return s;
   if (Status s = t.get_path("trusted_ca", out.trusted_ca, Presence::Optional, false); !s.ok()) return s;
   out.trusted_ca_origin = t.position_of("trusted_ca");
   if (Status s = t.get_path("issuers_dir", out.issuers_dir, Presence::Optional, false); !s.ok()) return s;

@@ -55,7 +55,7 @@ Status Connection::accept(uv_stream_t* listener) {
   uv_tcp_nodelay(tcp_.get(), 1);
   peer_address(tcp_.get(), remote_addr_, remote_port_);
   timer_.init([loop](uv_timer_t* h) { return uv_timer_init(loop, h); }, this);
-  auto tls = tls::TlsStream::create(generation_->tls->get());
+  auto tls = tls::TlsStream::create(generation_->tls->initial_context());
   if (!tls) return tls.take_error();
   tls_.emplace(std::move(tls).value());
   if (tls::RemoteSessionStore* store = worker_.session_store()) {

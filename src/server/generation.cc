@@ -4,9 +4,13 @@ namespace tlsfront::server {
 
 Result<std::shared_ptr<const Generation>> Generation::create(config::Config cfg, tls::SessionCache* session_cache,
                                                             tls::TicketKeyStore* tickets) {
-  auto ctx = tls::TlsContext::create(cfg.tls, session_cache, tickets);
-  if (!ctx) return ctx.take_error();
-  return std::shared_ptr<const Generation>(new Generation(std::move(cfg), std::move(ctx).value()));
+  // The index borrows the config's certificate entries: build it from the
+  // copy the Generation keeps.
+  std::shared_ptr<Generation> gen(new Generation(std::move(cfg), nullptr));
+  auto index = tls::CertIndex::create(gen->config.tls, session_cache, tickets);
+  if (!index) return index.take_error();
+  gen->tls = std::move(index).value();
+  return std::shared_ptr<const Generation>(std::move(gen));
 }
 
 }  // namespace tlsfront::server

@@ -1,5 +1,6 @@
 // Generation: one immutable, validated configuration with everything built
-// from it that is shared by the workers: the TLS context and the router.
+// from it that is shared by the workers: the certificates with their TLS
+// contexts (chosen by SNI) and the router.
 // Built off-loop (control thread), published through an atomic shared_ptr;
 // each connection holds the generation it was accepted under until it closes.
 // Thread affinity: immutable after create(), readable from any thread.
@@ -9,14 +10,14 @@
 
 #include "config/config.h"
 #include "http/router.h"
-#include "tls/tls_context.h"
+#include "tls/cert_index.h"
 #include "util/result.h"
 
 namespace tlsfront::server {
 
 struct Generation {
   config::Config config;
-  std::unique_ptr<tls::TlsContext> tls;
+  std::unique_ptr<tls::CertIndex> tls;
   http::Router router;
 
   // Loads certificates and keys and builds the router; the TLS context uses
@@ -28,7 +29,7 @@ struct Generation {
                                                                         tls::TicketKeyStore* tickets);
 
  private:
-  Generation(config::Config cfg, std::unique_ptr<tls::TlsContext> ctx)
+  Generation(config::Config cfg, std::unique_ptr<tls::CertIndex> ctx)
       : config(std::move(cfg)), tls(std::move(ctx)), router(config) {}
 };
 

@@ -95,9 +95,8 @@ Status Server::test(config::Config cfg) {
   if (auto st = check_session_store_files(cfg.tls.session_cache); !st) return st;
   auto gen = Generation::create(std::move(cfg), nullptr, nullptr);
   if (!gen) return gen.take_error();
-  const tls::ChainReport& chain = (*gen)->tls->chain_report();
-  for (const auto& line : chain.lines()) std::fprintf(stderr, "tlsfront: %s\n", line.c_str());
-  for (const auto& w : chain.warnings) std::fprintf(stderr, "tlsfront: warning: %s\n", w.c_str());
+  for (const auto& line : (*gen)->tls->report_lines()) std::fprintf(stderr, "tlsfront: %s\n", line.c_str());
+  for (const auto& w : (*gen)->tls->warnings()) std::fprintf(stderr, "tlsfront: warning: %s\n", w.c_str());
   const std::string& access_log = (*gen)->config.log.access_log;
   if (!access_log.empty()) return log::LogWriter::check_writable(access_log);
   return {};
@@ -117,9 +116,8 @@ Result<int> Server::run(config::Config cfg) {
   if (auto st = ticket_keys_->load_initial(); !st) return st.take_error();
   auto gen = Generation::create(std::move(cfg), session_cache_.get(), tickets_.get());
   if (!gen) return gen.take_error();
-  const tls::ChainReport& chain = (*gen)->tls->chain_report();
-  for (const auto& line : chain.lines()) log::info("{}", line);
-  for (const auto& w : chain.warnings) log::warn("{}", w);
+  for (const auto& line : (*gen)->tls->report_lines()) log::info("{}", line);
+  for (const auto& w : (*gen)->tls->warnings()) log::warn("{}", w);
   const config::Config& c = (*gen)->config;
   if (!c.log.access_log.empty()) {
     auto writer = log::LogWriter::open(c.log.access_log);

@@ -90,12 +90,12 @@ bool issued_by(X509* issuer, X509* subject) {
 
 // Every certificate in the PEM file `path`, in file order.
 Result<std::vector<X509Ptr>> read_pem_certificates(const std::string& path, const std::string& origin,
-                                                   std::string_view key) {
+                                                   std::string_view setting) {
   ERR_clear_error();
   BioPtr bio(BIO_new_file(path.c_str(), "r"));
   if (!bio) {
     drain_openssl_errors();
-    return config_error(origin, key, "cannot open " + in_quotes(path) + ": " + std::strerror(errno));
+    return config_error(origin, setting, "cannot open " + in_quotes(path) + ": " + std::strerror(errno));
   }
   std::vector<X509Ptr> out;
   while (true) {
@@ -107,10 +107,10 @@ Result<std::vector<X509Ptr>> read_pem_certificates(const std::string& path, cons
   if (ERR_GET_LIB(last) == ERR_LIB_PEM && ERR_GET_REASON(last) == PEM_R_NO_START_LINE) {
     ERR_clear_error();  // the normal end of the file
   } else if (last != 0) {
-    return config_error(origin, key, in_quotes(path) + " holds a malformed PEM certificate (" +
+    return config_error(origin, setting, in_quotes(path) + " holds a malformed PEM certificate (" +
                                           drain_openssl_errors() + ")");
   }
-  if (out.empty()) return config_error(origin, key, in_quotes(path) + " holds no PEM certificate");
+  if (out.empty()) return config_error(origin, setting, in_quotes(path) + " holds no PEM certificate");
   return out;
 }
 
@@ -132,17 +132,17 @@ Result<std::vector<Candidate>> read_issuers_dir(const std::string& dir, const st
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::directory_iterator it(dir, ec);
-  if (ec) return config_error(origin, "issuers_dir", "cannot read directory " + in_quotes(dir) + ": " + ec.message());
+  if (ec) return config_error(origin, "tls.issuers_dir", "cannot read directory " + in_quotes(dir) + ": " + ec.message());
   std::vector<std::string> files;
   for (const fs::directory_iterator end; it != end; it.increment(ec)) {
     const auto ext = it->path().extension();
     if ((ext == ".pem" || ext == ".crt") && it->is_regular_file(ec)) files.push_back(it->path().string());
   }
-  if (ec) return config_error(origin, "issuers_dir", "cannot read directory " + in_quotes(dir) + ": " + ec.message());
+  if (ec) return config_error(origin, "tls.issuers_dir", "cannot read directory " + in_quotes(dir) + ": " + ec.message());
   std::sort(files.begin(), files.end());  // deterministic choice between duplicates
   std::vector<Candidate> out;
   for (const auto& f : files) {
-    auto certs = read_pem_certificates(f, origin, "issuers_dir");
+    auto certs = read_pem_certificates(f, origin, "tls.issuers_dir");
     if (!certs) return certs.take_error();
     for (auto& c : *certs) out.push_back(Candidate{std::move(c), f});
   }
@@ -157,7 +157,7 @@ Result<X509StorePtr> load_store(const config::Tls& tls) {
     if (X509_STORE_set_default_paths(store.get()) != 1) return openssl_error(Errc::Tls, "X509_STORE_set_default_paths");
     return store;
   }
-  auto certs = read_pem_certificates(tls.trusted_ca, tls.trusted_ca_origin, "trusted_ca");
+  auto certs = read_pem_certificates(tls.trusted_ca, tls.trusted_ca_origin, "tls.trusted_ca");
   if (!certs) return certs.take_error();
   for (auto& c : *certs) {
     if (X509_STORE_add_cert(store.get(), c.get()) != 1) return openssl_error(Errc::Tls, "X509_STORE_add_cert");
@@ -203,17 +203,17 @@ std::optional<size_t> pick_leaf(const std::vector<X509Ptr>& bundle, EVP_PKEY* ke
   return best;
 }
 
-Status check_leaf_validity(const config::Tls& tls, X509* leaf, std::time_t now, ChainReport& report) {
+Status check_leaf_validity(const config::Certificate& cert, X509* leaf, std::time_t now, ChainReport& report) {
   const auto not_before = to_time(X509_get0_notBefore(leaf));
   const auto not_after = to_time(X509_get0_notAfter(leaf));
-  const std::string who = "leaf " + in_quotes(subject_of(leaf)) + " in " + in_quotes(tls.certificate);
-  if (!not_before || !not_after) return config_error(tls.certificate_origin, "certificate", who + " has a malformed validity period");
+  const std::string who = "leaf " + in_quotes(subject_of(leaf)) + " in " + in_quotes(cert.cert);
+  if (!not_before || !not_after) return config_error(cert.cert_origin, cert.cert_setting, who + " has a malformed validity period");
   if (now < *not_before) {
-    return config_error(tls.certificate_origin, "certificate",
+    return config_error(cert.cert_origin, cert.cert_setting,
                         who + " is not valid yet: notBefore " + rfc3339(not_before) + " (now " + rfc3339(now) + ")");
   }
   if (now > *not_after) {
-    return config_error(tls.certificate_origin, "certificate",
+    return config_error(cert.cert_origin, cert.cert_setting,
                         who + " has expired: notAfter " + rfc3339(not_after) + " (now " + rfc3339(now) + ")");
   }
   const auto left = std::chrono::seconds(*not_after - now);
@@ -226,7 +226,7 @@ Status check_leaf_validity(const config::Tls& tls, X509* leaf, std::time_t now, 
 }
 
 // X509_verify_cert of leaf + `intermediates` against `store` at `now`.
-Status verify(const config::Tls& tls, X509_STORE* store, X509* leaf, STACK_OF(X509) * intermediates,
+Status verify(const config::Certificate& cert, X509_STORE* store, X509* leaf, STACK_OF(X509) * intermediates,
               std::time_t now, const std::string& store_name, bool bundle_root_untrusted) {
   X509StoreCtxPtr ctx(X509_STORE_CTX_new());
   if (!ctx || X509_STORE_CTX_init(ctx.get(), store, leaf, intermediates) != 1) {
@@ -239,11 +239,11 @@ Status verify(const config::Tls& tls, X509_STORE* store, X509* leaf, STACK_OF(X5
   const int depth = X509_STORE_CTX_get_error_depth(ctx.get());
   X509* at = X509_STORE_CTX_get_current_cert(ctx.get());
   drain_openssl_errors();
-  std::string msg = "the chain built from " + in_quotes(tls.certificate) + " does not verify against " + store_name +
+  std::string msg = "the chain built from " + in_quotes(cert.cert) + " does not verify against " + store_name +
                     ": " + X509_verify_cert_error_string(err) + " at depth " + std::to_string(depth);
   if (at) msg += " (" + in_quotes(subject_of(at)) + ")";
   if (bundle_root_untrusted) msg += "; the file's own root is not a trust anchor: for a private CA set tls.trusted_ca to it";
-  return config_error(tls.certificate_origin, "certificate", std::move(msg));
+  return config_error(cert.cert_origin, cert.cert_setting, std::move(msg));
 }
 
 }  // namespace
@@ -265,28 +265,28 @@ std::vector<std::string> ChainReport::lines() const {
   return out;
 }
 
-Result<CertChain> CertChain::build(const config::Tls& tls, EVP_PKEY* key, std::chrono::system_clock::time_point now_tp) {
+Result<CertChain> CertChain::build(const config::Certificate& cert, const config::Tls& tls, EVP_PKEY* key, std::chrono::system_clock::time_point now_tp) {
   const std::time_t now = std::chrono::system_clock::to_time_t(now_tp);
-  auto bundle_r = read_pem_certificates(tls.certificate, tls.certificate_origin, "certificate");
+  auto bundle_r = read_pem_certificates(cert.cert, cert.cert_origin, cert.cert_setting);
   if (!bundle_r) return bundle_r.take_error();
   std::vector<X509Ptr> bundle = std::move(bundle_r).value();
 
   CertChain chain;
   ChainReport& report = chain.report_;
-  report.certificate = tls.certificate;
-  if (holds_private_key(tls.certificate)) {
-    report.warnings.push_back(in_quotes(tls.certificate) +
+  report.certificate = cert.cert;
+  if (holds_private_key(cert.cert)) {
+    report.warnings.push_back(in_quotes(cert.cert) +
                               " also holds a private key: certificate files are public (often mode 0644); keep "
-                              "the key only in tls.key, a mode 0600 file");
+                              "the key only in " + cert.key_setting + ", a mode 0600 file");
   }
 
   const auto leaf_idx = pick_leaf(bundle, key, now);
   if (!leaf_idx) {
-    return config_error(tls.key_origin, "key",
-                        in_quotes(tls.key) + " does not match certificate " + in_quotes(tls.certificate));
+    return config_error(cert.key_origin, cert.key_setting,
+                        in_quotes(cert.key) + " does not match certificate " + in_quotes(cert.cert));
   }
   X509* leaf = bundle[*leaf_idx].get();
-  if (auto st = check_leaf_validity(tls, leaf, now, report); !st) return st.take_error();
+  if (auto st = check_leaf_validity(cert, leaf, now, report); !st) return st.take_error();
 
   auto store_r = load_store(tls);
   if (!store_r) return store_r.take_error();
@@ -375,19 +375,19 @@ Result<CertChain> CertChain::build(const config::Tls& tls, EVP_PKEY* key, std::c
   }
 
   if (!anchored && static_cast<int>(path.size()) > kMaxPathLength) {
-    return config_error(tls.certificate_origin, "certificate",
-                        "chain in " + in_quotes(tls.certificate) + " is longer than " +
+    return config_error(cert.cert_origin, cert.cert_setting,
+                        "chain in " + in_quotes(cert.cert) + " is longer than " +
                             std::to_string(kMaxPathLength) + " certificates without reaching a trust anchor");
   }
   if (!anchored) {
     X509* last = path.back();
-    std::string msg = "incomplete chain in " + in_quotes(tls.certificate) + ": the issuer " + in_quotes(issuer_of(last)) +
+    std::string msg = "incomplete chain in " + in_quotes(cert.cert) + ": the issuer " + in_quotes(issuer_of(last)) +
                       " of " + in_quotes(subject_of(last)) + " is not in the file, not a trust anchor in " + store_name;
     msg += tls.issuers_dir.empty() ? std::string(", and no issuers_dir is set")
                                    : ", and not in issuers_dir " + in_quotes(tls.issuers_dir);
     msg += "; add that certificate to the file (or to issuers_dir), or, if it is a private root, set "
            "tls.trusted_ca to it";
-    return config_error(tls.certificate_origin, "certificate", std::move(msg));
+    return config_error(cert.cert_origin, cert.cert_setting, std::move(msg));
   }
 
   chain.leaf_.reset(X509_dup(leaf));
@@ -398,7 +398,7 @@ Result<CertChain> CertChain::build(const config::Tls& tls, EVP_PKEY* key, std::c
     if (!copy || !sk_X509_push(chain.intermediates_.get(), copy.get())) return openssl_error(Errc::Tls, "sk_X509_push");
     copy.release();  // owned by the stack now
   }
-  if (auto st = verify(tls, store, chain.leaf_.get(), chain.intermediates_.get(), now, store_name, bundle_root_untrusted);
+  if (auto st = verify(cert, store, chain.leaf_.get(), chain.intermediates_.get(), now, store_name, bundle_root_untrusted);
       !st) {
     return st.take_error();
   }

@@ -71,20 +71,20 @@ struct ChainReport {
 
 class CertChain {
  public:
-  // Reads `tls.certificate` and builds the chain for the private key `key`
+  // Reads `cert.cert` and builds the chain for the private key `key`
   // (borrowed; selects the leaf as the certificate whose public key it
   // matches, so the file may be in any order; null: the first certificate is
   // the leaf). `now` is the time validity is checked at (leaf notBefore /
   // notAfter, the 14-day expiry warning, X509_verify_cert).
   // Uses `tls.trusted_ca` (PEM file; "" = system default paths) and
   // `tls.issuers_dir` (directory of *.pem / *.crt intermediates; "" = none).
-  // Errors, all Errc::Config prefixed with the config position of the key
-  // concerned: unreadable or non-PEM files; `key` matches no certificate
+  // Errors, all Errc::Config prefixed with the config position and setting
+  // name of the key concerned (cert.cert_setting, ...): unreadable or non-PEM files; `key` matches no certificate
   // ("does not match"); leaf expired (names notAfter) or not yet valid (names
   // notBefore); incomplete chain (names the missing issuer DN); path that
   // does not verify against the trust store (OpenSSL's reason and depth).
   // Thread affinity: any thread (reads files; blocking).
-  [[nodiscard]] static Result<CertChain> build(const config::Tls& tls, EVP_PKEY* key,
+  [[nodiscard]] static Result<CertChain> build(const config::Certificate& cert, const config::Tls& tls, EVP_PKEY* key,
                                                std::chrono::system_clock::time_point now);
 
   // Borrowed; valid for this object's lifetime. SSL_CTX_use_certificate and

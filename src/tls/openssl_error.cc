@@ -26,10 +26,9 @@ Error openssl_error(Errc code, std::string_view what) {
   return make_error(code, std::move(detail));
 }
 
-Error config_error(const std::string& origin, std::string_view key, std::string message) {
+Error config_error(const std::string& origin, std::string_view setting, std::string message) {
   std::string out = origin.empty() ? std::string() : origin + ": ";
-  out += "tls.";
-  out += key;
+  out += setting;
   out += ": ";
   out += message;
   return make_error(Errc::Config, std::move(out));

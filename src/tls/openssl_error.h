@@ -15,8 +15,9 @@ std::string drain_openssl_errors();
 // Error{code, "<what>: <drained queue>"}.
 Error openssl_error(Errc code, std::string_view what);
 
-// Errc::Config shaped like every config error: "<origin>: tls.<key>: <message>"
-// (`origin` is a "file:line:col" from config::Tls; empty → no prefix).
-Error config_error(const std::string& origin, std::string_view key, std::string message);
+// Errc::Config shaped like every config error: "<origin>: <setting>: <message>"
+// (`origin` is a "file:line:col" from config::Tls; empty → no prefix;
+// `setting` the key path, "tls.ciphers", "certificate[1].cert").
+Error config_error(const std::string& origin, std::string_view setting, std::string message);
 
 }  // namespace tlsfront::tls

@@ -64,28 +64,6 @@ void remove_session_cb(SSL_CTX* ctx, SSL_SESSION* session) noexcept {
   if (Binding* b = binding_of(ctx)) b->cache->on_remove_session(session);
 }
 
-// SSL_CTX_set_client_hello_cb (store = "redis"): pauses the handshake with
-// SSL_CLIENT_HELLO_RETRY while the connection's SessionLookup asks the shared
-// store; OpenSSL keeps the ClientHello and calls this again on the next
-// SSL_do_handshake.
-int client_hello_cb(SSL* ssl, int* /*alert*/, void* /*arg*/) noexcept {
-  SessionLookup* lookup = SessionLookup::of(ssl);
-  Binding* b = binding_of(SSL_get_SSL_CTX(ssl));
-  if (lookup == nullptr || b == nullptr) return SSL_CLIENT_HELLO_SUCCESS;
-  if (lookup->state() != SessionLookup::State::Idle) return lookup->on_client_hello(*b->cache, std::string());
-  const unsigned char* id = nullptr;
-  const size_t id_len = SSL_client_hello_get0_session_id(ssl, &id);
-  const unsigned char* versions = nullptr;
-  size_t versions_len = 0;
-  if (SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_supported_versions, &versions, &versions_len) != 1) versions_len = 0;
-  const long max_version = SSL_get_max_proto_version(ssl);
-  const bool server_allows_tls13 = max_version == 0 || max_version >= TLS1_3_VERSION;
-  auto sid = SessionLookup::resumable_session_id(as_view(id, id_len), as_view(versions, versions_len),
-                                                 server_allows_tls13);
-  if (!sid) return SSL_CLIENT_HELLO_SUCCESS;
-  return lookup->on_client_hello(*b->cache, SessionCache::make_key(b->sid_ctx, *sid));
-}
-
 // Spreads std::hash's bits so shard choice and the shard's bucket choice
 // (hash mod a prime) do not correlate.
 size_t mix(size_t h) {
@@ -246,10 +224,31 @@ Status SessionCache::attach(SSL_CTX* ctx, std::string_view session_id_context) {
   SSL_CTX_sess_set_get_cb(ctx, get_session_cb);
   SSL_CTX_sess_set_remove_cb(ctx, remove_session_cb);
   SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER | SSL_SESS_CACHE_NO_INTERNAL);
-  if (remote_) SSL_CTX_set_client_hello_cb(ctx, client_hello_cb, nullptr);
+  if (remote_) SSL_CTX_set_client_hello_cb(ctx, on_client_hello, nullptr);
   const auto secs = std::chrono::ceil<std::chrono::seconds>(timeout_).count();
   SSL_CTX_set_timeout(ctx, static_cast<long>(std::max<decltype(secs)>(secs, 1)));
   return {};
+}
+
+// Pauses the handshake with SSL_CLIENT_HELLO_RETRY while the connection's
+// SessionLookup asks the shared store; OpenSSL keeps the ClientHello and calls
+// this again on the next SSL_do_handshake.
+int SessionCache::on_client_hello(SSL* ssl, int* /*alert*/, void* /*arg*/) noexcept {
+  SessionLookup* lookup = SessionLookup::of(ssl);
+  Binding* b = binding_of(SSL_get_SSL_CTX(ssl));
+  if (lookup == nullptr || b == nullptr) return SSL_CLIENT_HELLO_SUCCESS;
+  if (lookup->state() != SessionLookup::State::Idle) return lookup->on_client_hello(*b->cache, std::string());
+  const unsigned char* id = nullptr;
+  const size_t id_len = SSL_client_hello_get0_session_id(ssl, &id);
+  const unsigned char* versions = nullptr;
+  size_t versions_len = 0;
+  if (SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_supported_versions, &versions, &versions_len) != 1) versions_len = 0;
+  const long max_version = SSL_get_max_proto_version(ssl);
+  const bool server_allows_tls13 = max_version == 0 || max_version >= TLS1_3_VERSION;
+  auto sid = SessionLookup::resumable_session_id(as_view(id, id_len), as_view(versions, versions_len),
+                                                 server_allows_tls13);
+  if (!sid) return SSL_CLIENT_HELLO_SUCCESS;
+  return lookup->on_client_hello(*b->cache, SessionCache::make_key(b->sid_ctx, *sid));
 }
 
 void SessionCache::disable(SSL_CTX* ctx) { SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF); }

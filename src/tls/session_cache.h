@@ -133,6 +133,12 @@ class SessionCache {
   // Thread affinity: any thread, before `ctx` is shared with workers.
   [[nodiscard]] Status attach(SSL_CTX* ctx, std::string_view session_id_context);
 
+  // The SSL_CTX_set_client_hello_cb callback `attach` installs for
+  // store = "redis" (SSL_CLIENT_HELLO_SUCCESS, or SSL_CLIENT_HELLO_RETRY while
+  // a lookup runs). A client hello callback installed over it (CertIndex's)
+  // must call it last, after any SSL_set_SSL_CTX. Worker thread of `ssl`.
+  static int on_client_hello(SSL* ssl, int* alert, void* arg) noexcept;
+
   // For [tls.session_cache] enabled = false: SSL_SESS_CACHE_OFF on borrowed
   // `ctx`, so no session ID is issued or looked up. Session tickets still work
   // unless turned off elsewhere. Thread affinity: any thread, before sharing.

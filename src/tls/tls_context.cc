@@ -2,15 +2,9 @@
 
 #include <openssl/err.h>
 #include <openssl/evp.h>
-#include <openssl/pem.h>
 
-#include <sys/stat.h>
-
-#include <cerrno>
-#include <chrono>
-#include <cstdio>
 #include <algorithm>
-#include <cstring>
+#include <chrono>
 
 #include "tls/openssl_error.h"
 #include "tls/session_cache.h"
@@ -35,12 +29,9 @@ int alpn_select_cb(SSL*, const unsigned char** out, unsigned char* outlen, const
 }
 
 // Accepting the name (RFC 6066 §3) is what makes OpenSSL store it in the
-// session, so a resumed TLS 1.2 connection still reports its SNI. Certificate
-// selection by SNI comes with [[certificate]] (#4).
+// session, so a resumed TLS 1.2 connection still reports its SNI. The
+// certificate was already chosen by SNI (CertIndex's client hello callback).
 int servername_cb(SSL*, int*, void*) noexcept { return SSL_TLSEXT_ERR_OK; }
-
-// Encrypted keys are not supported: fail instead of prompting on a terminal.
-int no_passphrase_cb(char*, int, int, void*) noexcept { return 0; }
 
 int to_openssl_version(config::TlsVersion v) {
   return v == config::TlsVersion::Tls13 ? TLS1_3_VERSION : TLS1_2_VERSION;
@@ -52,17 +43,37 @@ Error config_error_with_queue(const std::string& origin, std::string_view key, s
   return config_error(origin, key, std::move(message));
 }
 
-Status check_readable(const std::string& path, std::string_view key, const std::string& origin) {
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) return config_error(origin, key, "cannot open \"" + path + "\": " + std::strerror(errno));
-  std::fclose(f);
-  return {};
+// SHA-256 over the sorted SHA-256 digests of the leaves, then the sorted names.
+Result<std::string> session_id_context(std::span<const ServerCertificate* const> certs) {
+  std::vector<std::string> parts;
+  for (const ServerCertificate* c : certs) {
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int md_len = 0;
+    if (!X509_digest(c->chain.leaf(), EVP_sha256(), md, &md_len)) return openssl_error(Errc::Tls, "X509_digest");
+    parts.emplace_back(reinterpret_cast<const char*>(md), md_len);
+  }
+  std::sort(parts.begin(), parts.end());
+  std::vector<std::string> names;
+  for (const ServerCertificate* c : certs) names.insert(names.end(), c->names.begin(), c->names.end());
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  std::string input;
+  for (const auto& p : parts) input += p;
+  for (const auto& n : names) input += n + '\0';
+  unsigned char out[EVP_MAX_MD_SIZE];
+  unsigned int out_len = 0;
+  if (EVP_Digest(input.data(), input.size(), out, &out_len, EVP_sha256(), nullptr) != 1) {
+    return openssl_error(Errc::Tls, "SHA-256");
+  }
+  return std::string(reinterpret_cast<const char*>(out), std::min<unsigned>(out_len, SSL_MAX_SID_CTX_LENGTH));
 }
 
 }  // namespace
 
-Result<std::unique_ptr<TlsContext>> TlsContext::create(const config::Tls& tls, SessionCache* session_cache,
-                                                       TicketKeyStore* tickets) {
+Result<std::unique_ptr<TlsContext>> TlsContext::create(const config::Tls& tls,
+                                                       std::span<const ServerCertificate* const> certs,
+                                                       SessionCache* session_cache, TicketKeyStore* tickets) {
+  if (certs.empty()) return make_error(Errc::InvalidArgument, "TlsContext needs at least one certificate");
   ERR_clear_error();
   SslCtxPtr ctx(SSL_CTX_new(TLS_server_method()));
   if (!ctx) return openssl_error(Errc::Tls, "SSL_CTX_new");
@@ -82,55 +93,43 @@ Result<std::unique_ptr<TlsContext>> TlsContext::create(const config::Tls& tls, S
   SSL_CTX_set_mode(ctx.get(), SSL_MODE_RELEASE_BUFFERS);
 
   if (!SSL_CTX_set_cipher_list(ctx.get(), tls.ciphers.c_str())) {
-    return config_error_with_queue(tls.ciphers_origin, "ciphers", "no usable cipher in \"" + tls.ciphers + "\"");
+    return config_error_with_queue(tls.ciphers_origin, "tls.ciphers", "no usable cipher in \"" + tls.ciphers + "\"");
   }
   if (!SSL_CTX_set_ciphersuites(ctx.get(), tls.ciphersuites.c_str())) {
-    return config_error_with_queue(tls.ciphersuites_origin, "ciphersuites",
+    return config_error_with_queue(tls.ciphersuites_origin, "tls.ciphersuites",
                                    "invalid TLS 1.3 ciphersuite list \"" + tls.ciphersuites + "\"");
   }
   if (!SSL_CTX_set1_groups_list(ctx.get(), tls.groups.c_str())) {
-    return config_error_with_queue(tls.groups_origin, "groups", "unknown group in \"" + tls.groups + "\"");
+    return config_error_with_queue(tls.groups_origin, "tls.groups", "unknown group in \"" + tls.groups + "\"");
   }
 
-  if (auto st = check_readable(tls.certificate, "certificate", tls.certificate_origin); !st) {
-    return st.take_error();
-  }
-  if (auto st = check_readable(tls.key, "key", tls.key_origin); !st) return st.take_error();
-  ERR_clear_error();
-  BioPtr key_bio(BIO_new_file(tls.key.c_str(), "r"));
-  EvpPkeyPtr key(key_bio ? PEM_read_bio_PrivateKey(key_bio.get(), nullptr, no_passphrase_cb, nullptr) : nullptr);
-  if (!key) {
-    return config_error(tls.key_origin, "key",
-                        "\"" + tls.key + "\" is not a PEM private key (" + drain_openssl_errors() + ")");
-  }
-  auto chain = CertChain::build(tls, key.get(), std::chrono::system_clock::now());
-  if (!chain) return chain.take_error();
-  if (SSL_CTX_use_certificate(ctx.get(), chain->leaf()) != 1) return openssl_error(Errc::Tls, "SSL_CTX_use_certificate");
-  if (SSL_CTX_set1_chain(ctx.get(), chain->intermediates()) != 1) return openssl_error(Errc::Tls, "SSL_CTX_set1_chain");
-  const std::string mismatch = "\"" + tls.key + "\" does not match certificate \"" + tls.certificate + "\"";
-  if (SSL_CTX_use_PrivateKey(ctx.get(), key.get()) != 1 || SSL_CTX_check_private_key(ctx.get()) != 1) {
-    drain_openssl_errors();
-    return config_error(tls.key_origin, "key", mismatch);
-  }
-  ChainReport report = chain->report();
-  if (struct stat st{}; ::stat(tls.key.c_str(), &st) == 0 && (st.st_mode & (S_IRGRP | S_IROTH))) {
-    char mode[8];
-    std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    report.warnings.push_back("key file \"" + tls.key + "\" is readable by group/others (mode " + mode +
-                              "); chmod 0600 it");
+  for (size_t i = 0; i < certs.size(); ++i) {
+    const ServerCertificate& c = *certs[i];
+    for (size_t j = 0; j < i; ++j) {
+      if (certs[j]->key_type == c.key_type) {
+        return config_error(c.config->cert_origin, c.config->cert_setting,
+                            "a second " + c.key_type + " certificate for the same names as " +
+                                certs[j]->config->cert_setting + " (one certificate per key type and name set)");
+      }
+    }
+    // Each call fills the slot of the certificate's key type; the key goes
+    // to the slot last filled.
+    if (SSL_CTX_use_certificate(ctx.get(), c.chain.leaf()) != 1) return openssl_error(Errc::Tls, "SSL_CTX_use_certificate");
+    if (SSL_CTX_set1_chain(ctx.get(), c.chain.intermediates()) != 1) return openssl_error(Errc::Tls, "SSL_CTX_set1_chain");
+    if (SSL_CTX_use_PrivateKey(ctx.get(), c.key.get()) != 1 || SSL_CTX_check_private_key(ctx.get()) != 1) {
+      drain_openssl_errors();
+      return config_error(c.config->key_origin, c.config->key_setting,
+                          "\"" + c.config->key + "\" does not match certificate \"" + c.config->cert + "\"");
+    }
   }
 
-  X509* leaf = SSL_CTX_get0_certificate(ctx.get());
-  // Session ID context (RFC 8446 §4.6.1 / RFC 5246 §7.4.1.2): sessions resume
-  // only under the certificate they were made for.
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int md_len = 0;
-  if (!X509_digest(leaf, EVP_sha256(), md, &md_len)) return openssl_error(Errc::Tls, "X509_digest");
-  const std::string_view sid_ctx(reinterpret_cast<const char*>(md), std::min<unsigned>(md_len, SSL_MAX_SID_CTX_LENGTH));
+  auto sid_ctx = session_id_context(certs);
+  if (!sid_ctx) return sid_ctx.take_error();
   if (session_cache && tls.session_cache.enabled) {
-    if (auto st = session_cache->attach(ctx.get(), sid_ctx); !st) return st.take_error();
+    if (auto st = session_cache->attach(ctx.get(), *sid_ctx); !st) return st.take_error();
   } else {
-    if (!SSL_CTX_set_session_id_context(ctx.get(), md, static_cast<unsigned>(sid_ctx.size()))) {
+    if (!SSL_CTX_set_session_id_context(ctx.get(), reinterpret_cast<const unsigned char*>(sid_ctx->data()),
+                                        static_cast<unsigned>(sid_ctx->size()))) {
       return openssl_error(Errc::Tls, "SSL_CTX_set_session_id_context");
     }
     if (session_cache) {
@@ -144,9 +143,22 @@ Result<std::unique_ptr<TlsContext>> TlsContext::create(const config::Tls& tls, S
   SSL_CTX_set_tlsext_servername_callback(ctx.get(), servername_cb);
 
   std::unique_ptr<TlsContext> out(new TlsContext(std::move(ctx)));
-  out->leaf_ = leaf;
-  out->chain_report_ = std::move(report);
+  out->leaf_ = certs.front()->chain.leaf();  // the SSL_CTX holds a reference
   return out;
+}
+
+Result<std::unique_ptr<TlsContext>> TlsContext::create(const config::Tls& tls, SessionCache* session_cache,
+                                                       TicketKeyStore* tickets) {
+  std::vector<ServerCertificate> loaded;
+  for (const auto& c : tls.certificates) {
+    auto cert = ServerCertificate::load(c, tls, std::chrono::system_clock::now());
+    if (!cert) return cert.take_error();
+    loaded.push_back(std::move(cert).value());
+  }
+  std::vector<const ServerCertificate*> certs;
+  for (const auto& c : loaded) certs.push_back(&c);
+  // The SSL_CTX holds its own references to the leaves and keys.
+  return create(tls, certs, session_cache, tickets);
 }
 
 }  // namespace tlsfront::tls

@@ -1,17 +1,20 @@
 // TlsContext: owns one server SSL_CTX built from the validated [tls] config:
-// protocol range (TLS 1.2/1.3 only), cipher lists, groups, the certificate
-// chain built by CertChain (cert_chain.h) and the key, renegotiation and
+// protocol range (TLS 1.2/1.3 only), cipher lists, groups, the certificates
+// of one name set (at most one per key type: OpenSSL picks ECDSA or RSA by
+// the client's signature algorithms and cipher suites), renegotiation and
 // compression off, ALPN selection, session ID context.
-// Built off-loop by Generation::create; shared read-only by every worker for the
-// generation's lifetime (SSL_CTX is internally locked for sessions).
+// Built off-loop by CertIndex (cert_index.h) for a Generation; shared
+// read-only by every worker for the generation's lifetime (SSL_CTX is
+// internally locked for sessions).
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "config/config.h"
-#include "tls/cert_chain.h"
+#include "tls/server_certificate.h"
 #include "util/openssl_ptr.h"
 #include "util/result.h"
 
@@ -22,32 +25,38 @@ class TicketKeyStore;
 
 class TlsContext {
  public:
-  // Loads the key named in `tls`, builds the chain from `tls.certificate`
-  // with CertChain (leaf + ordered intermediates; see cert_chain.h), checks
-  // key and leaf match, and attaches the process-wide `session_cache` and
-  // `tickets` (borrowed; both must outlive the context). With null pointers OpenSSL's own
-  // per-SSL_CTX cache and ticket keys are used (unit tests).
-  // Errors: Errc::Tls / Errc::Config with the file and config position named
-  // (CertChain::build's errors included).
+  // An SSL_CTX serving `certs` (loaded by ServerCertificate::load; at most
+  // one per key type, else Errc::Config), attached to the process-wide
+  // `session_cache` and `tickets` (borrowed; both must outlive the context).
+  // With null pointers OpenSSL's own per-SSL_CTX cache and ticket keys are
+  // used (unit tests).
+  // Session ID context (RFC 8446 §4.6.1, RFC 5246 §7.4.1.2; RFC 6066 §3):
+  // SHA-256 over the sorted leaf digests and the sorted names, so a session
+  // resumes only under the certificates and names it was made for, and every
+  // node with the same certificates derives the same context (shared ticket
+  // keys and Redis sessions keep working across a cluster).
+  // Errors: Errc::Tls / Errc::Config with the config position named.
   // Thread affinity: any thread (control thread in practice).
+  [[nodiscard]] static Result<std::unique_ptr<TlsContext>> create(const config::Tls& tls,
+                                                                  std::span<const ServerCertificate* const> certs,
+                                                                  SessionCache* session_cache = nullptr,
+                                                                  TicketKeyStore* tickets = nullptr);
+
+  // Loads every entry of tls.certificates and serves them from this one
+  // context (a single-certificate config; unit tests).
   [[nodiscard]] static Result<std::unique_ptr<TlsContext>> create(const config::Tls& tls,
                                                                   SessionCache* session_cache = nullptr,
                                                                   TicketKeyStore* tickets = nullptr);
 
   SSL_CTX* get() const { return ctx_.get(); }
 
-  // Borrowed leaf certificate (never null after create()).
+  // Borrowed leaf of the first certificate (never null after create()).
   X509* leaf() const { return leaf_; }
-
-  // What was sent, dropped and why, plus warnings (leaf near expiry, key file
-  // readable by group/others), for the start-up log and `--test`.
-  const ChainReport& chain_report() const { return chain_report_; }
 
  private:
   explicit TlsContext(SslCtxPtr ctx) : ctx_(std::move(ctx)) {}
   SslCtxPtr ctx_;
   X509* leaf_ = nullptr;
-  ChainReport chain_report_;
 };
 
 }  // namespace tlsfront::tls

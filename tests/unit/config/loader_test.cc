@@ -87,10 +87,10 @@ body = "45s"
   EXPECT_EQ(c.tls.ciphersuites, "TLS_AES_256_GCM_SHA384");
   EXPECT_EQ(c.tls.groups, "X25519");
   EXPECT_TRUE(c.tls.prefer_server_ciphers);
-  EXPECT_EQ(c.tls.certificate, "/etc/tlsfront/certs/chain.pem");
-  EXPECT_EQ(c.tls.key, "/etc/keys/leaf.key");
-  EXPECT_EQ(c.tls.certificate_origin, "/etc/tlsfront/t.toml:17:1");
-  EXPECT_EQ(c.tls.key_origin, "/etc/tlsfront/t.toml:18:1");
+  EXPECT_EQ(c.tls.certificates.at(0).cert, "/etc/tlsfront/certs/chain.pem");
+  EXPECT_EQ(c.tls.certificates.at(0).key, "/etc/keys/leaf.key");
+  EXPECT_EQ(c.tls.certificates.at(0).cert_origin, "/etc/tlsfront/t.toml:17:1");
+  EXPECT_EQ(c.tls.certificates.at(0).key_origin, "/etc/tlsfront/t.toml:18:1");
 
   ASSERT_EQ(c.upstreams.size(), 2u);
   const Upstream& api = c.upstreams[0];
@@ -140,9 +140,9 @@ TEST(Loader, DefaultsMatchConfigStructs) {
   EXPECT_EQ(c.tls.ciphersuites, d.tls.ciphersuites);
   EXPECT_EQ(c.tls.groups, "X25519:P-256");
   EXPECT_FALSE(c.tls.prefer_server_ciphers);
-  EXPECT_EQ(c.tls.certificate, "/pki/cert.pem");
-  EXPECT_EQ(c.tls.certificate_origin, "t.toml:5:1");
-  EXPECT_EQ(c.tls.key_origin, "t.toml:6:1");
+  EXPECT_EQ(c.tls.certificates.at(0).cert, "/pki/cert.pem");
+  EXPECT_EQ(c.tls.certificates.at(0).cert_origin, "t.toml:5:1");
+  EXPECT_EQ(c.tls.certificates.at(0).key_origin, "t.toml:6:1");
   ASSERT_EQ(c.upstreams.size(), 1u);
   const Upstream& u = c.upstreams[0];
   EXPECT_EQ(u.keepalive, 32u);
@@ -194,15 +194,15 @@ upstream = "demo"
 access_log = "logs/../access.log"
 )";
   Config r = load_ok(toml, "/srv/conf/main.toml");
-  EXPECT_EQ(r.tls.certificate, "/srv/build/dev-pki/localhost.chain.pem");
-  EXPECT_EQ(r.tls.key, "/srv/conf/localhost.key");
+  EXPECT_EQ(r.tls.certificates.at(0).cert, "/srv/build/dev-pki/localhost.chain.pem");
+  EXPECT_EQ(r.tls.certificates.at(0).key, "/srv/conf/localhost.key");
   EXPECT_EQ(r.log.access_log, "/srv/conf/access.log");
 
   // A relative source name resolves against the current directory.
   Config rel = load_ok(toml, "conf/main.toml");
   std::filesystem::path cwd = std::filesystem::current_path();
-  EXPECT_EQ(rel.tls.key, (cwd / "conf/localhost.key").lexically_normal().string());
-  EXPECT_EQ(rel.tls.certificate_origin, "conf/main.toml:4:1");
+  EXPECT_EQ(rel.tls.certificates.at(0).key, (cwd / "conf/localhost.key").lexically_normal().string());
+  EXPECT_EQ(rel.tls.certificates.at(0).cert_origin, "conf/main.toml:4:1");
 
   // "" keeps access logging off rather than naming the directory.
   Config off = load_ok(with("[log]\naccess_log = \"\"\n"));
@@ -569,10 +569,10 @@ access_log = "../build/logs/access.log"
   Result<Config> c = load_file(file.string());
   ASSERT_TRUE(c.ok()) << c.error().detail;
   EXPECT_EQ(c->path, file.string());
-  EXPECT_EQ(c->tls.certificate, (dir_ / "build/dev-pki/localhost.chain.pem").string());
-  EXPECT_EQ(c->tls.key, (dir_ / "build/dev-pki/localhost.key").string());
+  EXPECT_EQ(c->tls.certificates.at(0).cert, (dir_ / "build/dev-pki/localhost.chain.pem").string());
+  EXPECT_EQ(c->tls.certificates.at(0).key, (dir_ / "build/dev-pki/localhost.key").string());
   EXPECT_EQ(c->log.access_log, (dir_ / "build/logs/access.log").string());
-  EXPECT_EQ(c->tls.certificate_origin, file.string() + ":4:1");
+  EXPECT_EQ(c->tls.certificates.at(0).cert_origin, file.string() + ":4:1");
 }
 
 TEST_F(LoadFileTest, ErrorsNameTheFileAsGiven) {
@@ -610,8 +610,8 @@ TEST(ExampleConfig, ShippedConfigLoads) {
   ASSERT_EQ(c->routes.size(), 1u);
   EXPECT_EQ(c->routes[0].upstream, "demo");
   std::filesystem::path root = std::filesystem::absolute(file.parent_path() / "..").lexically_normal();
-  EXPECT_EQ(c->tls.certificate, (root / "build/dev-pki/localhost.chain.pem").string());
-  EXPECT_EQ(c->tls.key, (root / "build/dev-pki/localhost.key").string());
+  EXPECT_EQ(c->tls.certificates.at(0).cert, (root / "build/dev-pki/localhost.chain.pem").string());
+  EXPECT_EQ(c->tls.certificates.at(0).key, (root / "build/dev-pki/localhost.key").string());
   EXPECT_EQ(c->log.access_log, (root / "build/logs/access.log").string());
 }
 

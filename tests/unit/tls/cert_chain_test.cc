@@ -40,10 +40,8 @@ class CertChainTest : public ::testing::Test {
  protected:
   config::Tls tls(const std::string& cert, const std::string& key = "localhost.key") const {
     config::Tls t;
-    t.certificate = kPki + "/" + cert;
-    t.certificate_origin = "t.toml:5:1";
-    t.key = kPki + "/" + key;
-    t.key_origin = "t.toml:6:1";
+    t.certificates.push_back({.cert = kPki + "/" + cert, .key = kPki + "/" + key, .cert_origin = "t.toml:5:1",
+                              .key_origin = "t.toml:6:1"});
     t.trusted_ca = kPki + "/root.pem";
     t.trusted_ca_origin = "t.toml:7:1";
     return t;
@@ -52,7 +50,7 @@ class CertChainTest : public ::testing::Test {
                           std::chrono::system_clock::time_point now = std::chrono::system_clock::now()) {
     key_ = load_key(key);
     EXPECT_TRUE(key_);
-    return CertChain::build(t, key_.get(), now);
+    return CertChain::build(t.certificates.at(0), t, key_.get(), now);
   }
   EvpPkeyPtr key_;
 };
@@ -100,7 +98,7 @@ TEST_F(CertChainTest, PrivateKeyInTheCertificateFileIsAWarning) {
     }
   }
   config::Tls t = tls("localhost.chain.pem");
-  t.certificate = path;
+  t.certificates[0].cert = path;
   auto chain = build(t);
   ASSERT_TRUE(chain.ok()) << chain.error().message();
   ASSERT_EQ(chain->report().warnings.size(), 1u);
@@ -251,7 +249,8 @@ TEST_F(CertChainTest, RsaKeyTypeIsReported) {
 }
 
 TEST_F(CertChainTest, WithoutAKeyTheFirstCertificateIsTheLeaf) {
-  auto chain = CertChain::build(tls("localhost.chain.pem"), nullptr, std::chrono::system_clock::now());
+  const config::Tls t = tls("localhost.chain.pem");
+  auto chain = CertChain::build(t.certificates[0], t, nullptr, std::chrono::system_clock::now());
   ASSERT_TRUE(chain.ok()) << chain.error().message();
   EXPECT_EQ(chain->report().sent[0].subject, "CN=localhost");
 }

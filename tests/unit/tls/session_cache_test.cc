@@ -282,8 +282,7 @@ class SessionCacheTls : public ::testing::Test {
   // localhost) with this fixture's cache attached; tickets off unless asked.
   std::unique_ptr<TlsContext> server(const std::string& name, bool tickets = false) {
     config::Tls t;
-    t.certificate = kPki + "/" + name + ".chain.pem";
-    t.key = kPki + "/" + name + ".key";
+    t.certificates.push_back({.cert = kPki + "/" + name + ".chain.pem", .key = kPki + "/" + name + ".key"});
     t.trusted_ca = kPki + "/root.pem";  // the test root is not in the system store
     auto ctx = TlsContext::create(t);
     EXPECT_TRUE(ctx.ok()) << ctx.error().message();

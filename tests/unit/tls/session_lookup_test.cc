@@ -107,8 +107,7 @@ struct Client {
 struct Node {
   Node(const Clock& clock, config::SessionCache cfg) : cache(cfg, clock) {
     config::Tls t;
-    t.certificate = kPki + "/localhost.chain.pem";
-    t.key = kPki + "/localhost.key";
+    t.certificates.push_back({.cert = kPki + "/localhost.chain.pem", .key = kPki + "/localhost.key"});
     t.trusted_ca = kPki + "/root.pem";
     t.session_cache = cfg;
     auto created = TlsContext::create(t, &cache, nullptr);

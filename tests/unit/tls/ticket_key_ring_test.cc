@@ -271,8 +271,7 @@ TEST(TicketKeyFile, ParseRejectsOtherSizes) {
 
 config::Tls server_config() {
   config::Tls t;
-  t.certificate = kPki + "/localhost.chain.pem";
-  t.key = kPki + "/localhost.key";
+  t.certificates.push_back({.cert = kPki + "/localhost.chain.pem", .key = kPki + "/localhost.key"});
   t.trusted_ca = kPki + "/root.pem";  // the test root is not in the system store
   return t;
 }

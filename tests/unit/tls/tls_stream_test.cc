@@ -13,8 +13,7 @@ const std::string kPki = TLSFRONT_TEST_PKI_DIR;
 
 config::Tls server_config() {
   config::Tls t;
-  t.certificate = kPki + "/localhost.chain.pem";
-  t.key = kPki + "/localhost.key";
+  t.certificates.push_back({.cert = kPki + "/localhost.chain.pem", .key = kPki + "/localhost.key"});
   t.trusted_ca = kPki + "/root.pem";  // the test root is not in the system store
   return t;
 }
@@ -154,7 +153,7 @@ TEST_F(TlsStreamTest, Tls11ClientIsRefused) {
 
 TEST(TlsContext, KeyMismatchIsAClearError) {
   config::Tls t = server_config();
-  t.key = kPki + "/mismatch.key";
+  t.certificates[0].key = kPki + "/mismatch.key";
   auto ctx = TlsContext::create(t);
   ASSERT_FALSE(ctx.ok());
   EXPECT_NE(ctx.error().message().find("does not match"), std::string::npos) << ctx.error().message();
@@ -162,8 +161,8 @@ TEST(TlsContext, KeyMismatchIsAClearError) {
 
 TEST(TlsContext, MissingCertificateNamesTheFile) {
   config::Tls t = server_config();
-  t.certificate = kPki + "/nope.pem";
-  t.certificate_origin = "x.toml:3:1";
+  t.certificates[0].cert = kPki + "/nope.pem";
+  t.certificates[0].cert_origin = "x.toml:3:1";
   auto ctx = TlsContext::create(t);
   ASSERT_FALSE(ctx.ok());
   EXPECT_NE(ctx.error().message().find("x.toml:3:1"), std::string::npos);

@@ -1,0 +1,164 @@
+#include "tls/cert_index.h"
+
+#include <openssl/ssl.h>
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/core.h>
+
+#include "tls/openssl_error.h"
+#include "tls/session_cache.h"
+
+namespace tlsfront::tls {
+namespace {
+
+int index_slot() {
+  static const int index = SSL_CTX_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+  return index;
+}
+
+// The host_name of the ClientHello's server_name extension (RFC 6066 §3:
+// ServerNameList of {NameType, HostName<1..2^16-1>}), lowercased; "" when
+// absent, malformed (OpenSSL rejects it later with decode_error) or not a
+// plausible DNS name (never matches a configured one anyway).
+std::string client_server_name(SSL* ssl) {
+  const unsigned char* p = nullptr;
+  size_t len = 0;
+  if (SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_server_name, &p, &len) != 1 || len < 2) return {};
+  const size_t list_len = (size_t{p[0]} << 8) | p[1];
+  if (list_len != len - 2 || list_len < 3) return {};
+  p += 2;
+  if (p[0] != TLSEXT_NAMETYPE_host_name) return {};
+  const size_t name_len = (size_t{p[1]} << 8) | p[2];
+  if (name_len == 0 || name_len > 253 || 3 + name_len > list_len) return {};
+  std::string host(reinterpret_cast<const char*>(p + 3), name_len);
+  for (char& c : host) {
+    if (c >= 'A' && c <= 'Z') {
+      c = static_cast<char>(c - 'A' + 'a');
+    } else if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.')) {
+      return {};
+    }
+  }
+  return host;
+}
+
+// Runs before OpenSSL parses the ClientHello's extensions (PSK, session
+// ticket) and before its session lookup, so both see the chosen context's
+// session ID context and callbacks.
+int client_hello_cb(SSL* ssl, int* alert, void* /*arg*/) noexcept {
+  const auto* index = static_cast<const CertIndex*>(SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), index_slot()));
+  if (index != nullptr) {
+    const TlsContext* ctx = index->find(client_server_name(ssl));
+    if (ctx == nullptr) {
+      *alert = SSL_AD_UNRECOGNIZED_NAME;
+      return SSL_CLIENT_HELLO_ERROR;
+    }
+    SSL_set_SSL_CTX(ssl, ctx->get());  // no-op when it is the current one (a RETRY re-entry)
+  }
+  return SessionCache::on_client_hello(ssl, alert, nullptr);
+}
+
+std::string names_key(const std::vector<std::string>& names) {
+  std::vector<std::string> sorted = names;
+  std::sort(sorted.begin(), sorted.end());
+  std::string key;
+  for (const auto& n : sorted) key += n + ' ';
+  return key;
+}
+
+std::string list(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+}  // namespace
+
+CertIndex::~CertIndex() = default;
+
+Result<std::unique_ptr<CertIndex>> CertIndex::create(const config::Tls& tls, SessionCache* session_cache,
+                                                     TicketKeyStore* tickets, std::chrono::system_clock::time_point now) {
+  std::unique_ptr<CertIndex> index(new CertIndex());
+  index->strict_sni_ = tls.strict_sni;
+  for (const auto& entry : tls.certificates) {
+    auto cert = ServerCertificate::load(entry, tls, now);
+    if (!cert) return cert.take_error();
+    index->certs_.push_back(std::move(cert).value());
+  }
+  if (auto st = index->build(tls, session_cache, tickets); !st) return st.take_error();
+  return index;
+}
+
+Status CertIndex::build(const config::Tls& tls, SessionCache* session_cache, TicketKeyStore* tickets) {
+  if (certs_.empty()) return make_error(Errc::Config, "tls: no certificate configured");
+  // Name set -> its entries, in file order of the set's first entry.
+  std::map<std::string, size_t> set_of_key;
+  std::vector<std::vector<const ServerCertificate*>> sets;
+  context_of_cert_.resize(certs_.size());
+  for (size_t i = 0; i < certs_.size(); ++i) {
+    const std::string key = names_key(certs_[i].names);
+    auto [it, added] = set_of_key.emplace(key, sets.size());
+    if (added) sets.emplace_back();
+    sets[it->second].push_back(&certs_[i]);
+    context_of_cert_[i] = it->second;
+  }
+  const int slot = index_slot();
+  if (slot < 0) return openssl_error(Errc::Tls, "SSL_CTX_get_ex_new_index");
+  for (const auto& set : sets) {
+    auto ctx = TlsContext::create(tls, set, session_cache, tickets);
+    if (!ctx) return ctx.take_error();
+    SSL_CTX_set_ex_data((*ctx)->get(), slot, this);
+    // Installed after TlsContext::create's (the session cache's), which it calls.
+    SSL_CTX_set_client_hello_cb((*ctx)->get(), client_hello_cb, nullptr);
+    contexts_.push_back(std::move(ctx).value());
+  }
+
+  default_ = contexts_[context_of_cert_[0]].get();
+  for (size_t i = 0; i < certs_.size(); ++i) {
+    const TlsContext* ctx = contexts_[context_of_cert_[i]].get();
+    if (certs_[i].config->is_default) default_ = ctx;
+    for (const auto& name : certs_[i].names) {
+      const bool wildcard = name.starts_with("*.");
+      auto& map = wildcard ? wildcard_ : exact_;
+      auto [it, added] = map.emplace(wildcard ? name.substr(2) : name, ctx);
+      if (!added && it->second != ctx) {
+        shadowed_.push_back(fmt::format("{}: \"{}\" is served by an earlier certificate with other names, not by \"{}\"",
+                                        certs_[i].config->names_setting, name, certs_[i].config->cert));
+      }
+    }
+  }
+  return {};
+}
+
+const TlsContext* CertIndex::find(std::string_view host) const {
+  if (!host.empty()) {
+    if (auto it = exact_.find(std::string(host)); it != exact_.end()) return it->second;
+    if (const size_t dot = host.find('.'); dot != std::string_view::npos && dot > 0) {
+      if (auto it = wildcard_.find(std::string(host.substr(dot + 1))); it != wildcard_.end()) return it->second;
+    }
+  }
+  return strict_sni_ ? nullptr : default_;
+}
+
+std::vector<std::string> CertIndex::report_lines() const {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < certs_.size(); ++i) {
+    const ServerCertificate& c = certs_[i];
+    const bool is_default = !strict_sni_ && contexts_[context_of_cert_[i]].get() == default_;
+    out.push_back(fmt::format("{}: {} certificate for {}{}{}", c.config->cert_setting, c.key_type,
+                              c.names.empty() ? "no names" : list(c.names), c.names_from_san ? " (from its SAN)" : "",
+                              is_default ? "; default for clients without SNI or with an unknown name" : ""));
+    for (auto& line : c.chain.report().lines()) out.push_back("  " + line);
+  }
+  if (strict_sni_) out.push_back("tls.strict_sni: clients without SNI or with an unknown name are refused");
+  return out;
+}
+
+std::vector<std::string> CertIndex::warnings() const {
+  std::vector<std::string> out = shadowed_;
+  for (const auto& c : certs_) out.insert(out.end(), c.warnings.begin(), c.warnings.end());
+  return out;
+}
+
+}  // namespace tlsfront::tls
