@@ -13,6 +13,7 @@
 #   leaf-only.pem                               localhost leaf without its intermediate
 #   rsa.pem/.key (+ rsa.chain.pem)              RSA-2048 leaf for localhost
 #   other-name.pem/.key (+ other-name.chain.pem) leaf for other.example only
+#   wildcard.pem/.key (+ wildcard.chain.pem)    leaf for *.wild.example and wild.example
 #   other-root.pem/.key                         unrelated self-signed CA "tlsfront unrelated root"
 #   localhost.shuffled.pem                      root, intermediate, other-root, leaf (in that order)
 #   not-yet-valid.pem/.key                      valid 2099-01-01 .. 2100-01-01 only
@@ -91,6 +92,14 @@ subjectKeyIdentifier   = hash
 authorityKeyIdentifier = keyid
 subjectAltName         = DNS:other.example
 
+[ v3_leaf_wildcard ]
+basicConstraints       = critical, CA:FALSE
+keyUsage               = critical, digitalSignature
+extendedKeyUsage       = serverAuth
+subjectKeyIdentifier   = hash
+authorityKeyIdentifier = keyid
+subjectAltName         = DNS:*.wild.example, DNS:wild.example
+
 # "openssl ca" is only used for the expired leaf: OpenSSL 3.0's "x509 -req"
 # cannot set an explicit notBefore/notAfter.
 [ ca ]
@@ -159,6 +168,10 @@ cat "$dir/rsa.pem" "$dir/intermediate.pem" >"$dir/rsa.chain.pem"
 ec_key "$dir/other-name.key"
 sign_leaf other-name "$dir/other-name.key" other.example v3_leaf_other
 cat "$dir/other-name.pem" "$dir/intermediate.pem" >"$dir/other-name.chain.pem"
+
+ec_key "$dir/wildcard.key"
+sign_leaf wildcard "$dir/wildcard.key" "*.wild.example" v3_leaf_wildcard
+cat "$dir/wildcard.pem" "$dir/intermediate.pem" >"$dir/wildcard.chain.pem"
 
 ec_key "$dir/expired.key"
 mkdir -p "$work/newcerts"

@@ -447,7 +447,7 @@ bool TlsClient::connect(int port, const TlsOptions& o, milliseconds timeout) {
   ssl_ = SSL_new(ctx_);
   SSL_set_fd(ssl_, fd_);
   if (!o.sni.empty()) SSL_set_tlsext_host_name(ssl_, o.sni.c_str());
-  if (o.verify) SSL_set1_host(ssl_, "localhost");
+  if (o.verify) SSL_set1_host(ssl_, o.sni.empty() ? "localhost" : o.sni.c_str());
   if (o.session) SSL_set_session(ssl_, o.session);
   while (true) {
     int r = SSL_connect(ssl_);

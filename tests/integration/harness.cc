@@ -268,8 +268,9 @@ std::string make_config(const ProxyOptions& o, int port, const std::string& acce
   c += "workers = " + std::to_string(o.workers) + "\n\n";
   c += "[[listen]]\naddress = \"127.0.0.1:" + std::to_string(port) + "\"\n\n";
   // The test root is not in the system store: it is the chain's trust anchor.
-  c += "[tls]\ncertificate = \"" + o.certificate + "\"\nkey = \"" + o.key + "\"\ntrusted_ca = \"" + pki("root.pem") +
-       "\"\n" + o.tls_extra + "\n";
+  c += "[tls]\n";
+  if (o.certificates.empty()) c += "certificate = \"" + o.certificate + "\"\nkey = \"" + o.key + "\"\n";
+  c += "trusted_ca = \"" + pki("root.pem") + "\"\n" + o.tls_extra + "\n" + o.certificates + "\n";
   c += "[[upstream]]\nname = \"backend\"\nservers = [";
   for (size_t i = 0; i < o.upstream_servers.size(); ++i) {
     c += (i ? ", \"" : "\"") + o.upstream_servers[i] + "\"";

@@ -131,6 +131,7 @@ struct ProxyOptions {
   std::string extra;                          // appended tables ([limits], [timeouts], ...)
   std::string certificate = pki("localhost.chain.pem");
   std::string key = pki("localhost.key");
+  std::string certificates;                   // [[certificate]] tables; when set, replaces certificate/key
 };
 
 // The TOML text for `o` (listening on `port`, logging to `access_log`).
