@@ -21,12 +21,14 @@ struct Endpoint {
   std::string host;
   uint16_t port = 0;
   std::string to_string() const;  // "127.0.0.1:8443" or "[::1]:8443"
+  bool operator==(const Endpoint&) const = default;
 };
 
 // [[listen]]
 struct Listener {
   Endpoint address;     // address = "0.0.0.0:8443" (required)
   int backlog = 511;    // backlog, as nginx
+  bool operator==(const Listener&) const = default;
 };
 
 enum class TlsVersion { Tls12, Tls13 };
@@ -48,6 +50,7 @@ struct SessionCache {
   std::string redis_password_file;        // path; read at start-up ("" = no AUTH)
   std::string redis_prefix = "tlsfront";  // keys are "<prefix>:sess:<hex>"
   Millis redis_timeout{50};               // a lookup slower than this is a miss (full handshake)
+  bool operator==(const SessionCache&) const = default;
 };
 
 // [tls.ticket_keys]: session ticket encryption keys (STEKs), RFC 5077.
@@ -66,6 +69,7 @@ struct TicketKeys {
   Millis redis_timeout{500};          // per Redis exchange (connect, each pipelined round)
   std::string wrap_key_file;          // path to 32 random bytes: AES-256-GCM wraps the ring in Redis
   std::string redis_origin;           // "file:line:col" of `redis` (of the table when absent)
+  bool operator==(const TicketKeys&) const = default;
 };
 
 // [[certificate]], or the [tls] certificate/key shorthand (then it is the one
@@ -124,6 +128,7 @@ struct Upstream {
   Millis read_timeout{60'000};       // between two reads of the response
   Millis send_timeout{60'000};       // between two writes of the request
   Millis fail_timeout{10'000};       // a server that refused a connection is skipped this long
+  bool operator==(const Upstream&) const = default;
 };
 
 // [[route]]: first match wins, in file order.

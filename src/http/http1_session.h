@@ -37,7 +37,7 @@ struct SessionEnv {
   const config::Config* config = nullptr;
   const Router* router = nullptr;
   // Indexed like Config::upstreams.
-  const std::vector<std::unique_ptr<upstream::UpstreamGroup>>* upstreams = nullptr;
+  const std::vector<std::shared_ptr<upstream::UpstreamGroup>>* upstreams = nullptr;
   log::AccessLog* access_log = nullptr;  // null: access log off
   bool* shutting_down = nullptr;         // worker draining: answer with Connection: close
 };

@@ -35,7 +35,7 @@ void peer_address(uv_tcp_t* tcp, std::string& addr, uint16_t& port) {
 
 }  // namespace
 
-Connection::Connection(Worker& worker, std::shared_ptr<const Generation> generation, uint64_t id)
+Connection::Connection(Worker& worker, std::shared_ptr<const WorkerGeneration> generation, uint64_t id)
     : worker_(worker), generation_(std::move(generation)), id_(id), accepted_at_(std::chrono::steady_clock::now()) {}
 
 Connection::~Connection() {
@@ -55,7 +55,7 @@ Status Connection::accept(uv_stream_t* listener) {
   uv_tcp_nodelay(tcp_.get(), 1);
   peer_address(tcp_.get(), remote_addr_, remote_port_);
   timer_.init([loop](uv_timer_t* h) { return uv_timer_init(loop, h); }, this);
-  auto tls = tls::TlsStream::create(generation_->tls->initial_context());
+  auto tls = tls::TlsStream::create(generation_->gen->tls->initial_context());
   if (!tls) return tls.take_error();
   tls_.emplace(std::move(tls).value());
   if (tls::RemoteSessionStore* store = worker_.session_store()) {
@@ -63,7 +63,7 @@ Status Connection::accept(uv_stream_t* listener) {
     if (!lookup_->attach(tls_->ssl())) lookup_.reset();  // sessions then stay local for this connection
   }
   writer_.attach(tcp_.stream(), [this](int status, size_t) { on_write_done(status); });
-  arm_timer(generation_->config.timeouts.handshake);
+  arm_timer(generation_->gen->config.timeouts.handshake);
   update_reading();
   return {};
 }
@@ -257,7 +257,7 @@ void Connection::close(bool notify) {
   if (handshake_done && !encrypt_pending()) return;
   if (notify && handshake_done) tls_->shutdown();
   // Bound how long a client that does not read can hold us while we flush.
-  arm_timer(generation_->config.timeouts.send);
+  arm_timer(generation_->gen->config.timeouts.send);
   flush();
 }
 

@@ -14,7 +14,6 @@
 #include <optional>
 #include <string>
 
-#include "http/client_transport.h"
 #include "http/client_session.h"
 #include "http/client_transport.h"
 #include "server/generation.h"
@@ -27,10 +26,11 @@
 namespace tlsfront::server {
 
 class Worker;
+struct WorkerGeneration;
 
 class Connection final : public Deletable, public Flushable, public http::ClientTransport {
  public:
-  Connection(Worker& worker, std::shared_ptr<const Generation> generation, uint64_t id);
+  Connection(Worker& worker, std::shared_ptr<const WorkerGeneration> generation, uint64_t id);
   ~Connection() override;
 
   // Accepts the pending connection on `listener` and starts the handshake.
@@ -74,7 +74,8 @@ class Connection final : public Deletable, public Flushable, public http::Client
   void finish_close();
 
   Worker& worker_;
-  std::shared_ptr<const Generation> generation_;
+  // Before session_: the upstream groups the session's exchanges use outlive it.
+  std::shared_ptr<const WorkerGeneration> generation_;
   uint64_t id_;
   State state_ = State::Handshake;
   UvHandle<uv_tcp_t> tcp_;

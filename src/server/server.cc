@@ -4,9 +4,12 @@
 #include <systemd/sd-daemon.h>
 #include <uv.h>
 
+#include <time.h>
+
 #include <cstdio>
 #include <thread>
 
+#include "config/loader.h"
 #include "log/log.h"
 #include "log/log_writer.h"
 #include "server/listener.h"
@@ -21,6 +24,7 @@ constexpr std::chrono::milliseconds kShutdownDrain{10'000};
 
 struct ControlLoop {
   uv_loop_t loop{};
+  Server* server = nullptr;
   std::vector<std::unique_ptr<Worker>>* workers = nullptr;
   log::LogWriter* log_writer = nullptr;
   TicketKeyManager* ticket_keys = nullptr;
@@ -49,8 +53,7 @@ void on_signal(uv_signal_t* h, int signum) {
       if (c->log_writer) c->log_writer->reopen();
       break;
     case SIGHUP:
-      log::info("SIGHUP: re-reading ticket key files (configuration reload is not implemented yet)");
-      c->ticket_keys->reload();
+      c->server->reload();
       break;
     default:
       break;
@@ -67,7 +70,57 @@ Status check_session_store_files(const config::SessionCache& sc) {
   return {};
 }
 
+// The settings a reload cannot change (restart-only), by name, that differ.
+std::vector<std::string> restart_only_changes(const config::Config& now, const config::Config& next) {
+  std::vector<std::string> out;
+  if (now.workers != next.workers) out.push_back("workers");
+  if (now.listeners != next.listeners) out.push_back("[[listen]]");
+  if (now.log.access_log != next.log.access_log) out.push_back("log.access_log");
+  if (!(now.tls.session_cache == next.tls.session_cache)) out.push_back("[tls.session_cache]");
+  if (!(now.tls.ticket_keys == next.tls.ticket_keys)) out.push_back("[tls.ticket_keys]");
+  return out;
+}
+
+uint64_t monotonic_usec() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000 + static_cast<uint64_t>(ts.tv_nsec) / 1000;
+}
+
 }  // namespace
+
+void Server::reload() {
+  // systemd (Type=notify): RELOADING=1 with the CLOCK_MONOTONIC time, READY=1 when done.
+  sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu\nSTATUS=reloading", static_cast<unsigned long long>(monotonic_usec()));
+  log::info("SIGHUP: reloading {}", config_path_);
+  ticket_keys_->reload();
+  auto fail = [this](const std::string& why) {
+    log::error("reload failed, still serving generation {}: {}", generation_number_, why);
+    sd_notifyf(0, "READY=1\nSTATUS=reload failed, serving generation %llu",
+               static_cast<unsigned long long>(generation_number_));
+  };
+  auto cfg = config::load_file(config_path_);
+  if (!cfg) return fail(cfg.error().message());
+  const std::shared_ptr<const Generation> old = current_.load();
+  const std::vector<std::string> kept = restart_only_changes(old->config, *cfg);
+  // Restart-only settings keep their running values, so the generation's
+  // config says what is in effect.
+  cfg->workers = old->config.workers;
+  cfg->listeners = old->config.listeners;
+  cfg->log.access_log = old->config.log.access_log;
+  cfg->tls.session_cache = old->config.tls.session_cache;
+  cfg->tls.ticket_keys = old->config.tls.ticket_keys;
+  auto gen = Generation::create(std::move(cfg).value(), session_cache_.get(), tickets_.get());
+  if (!gen) return fail(gen.error().message());
+  for (const auto& line : (*gen)->tls->report_lines()) log::info("{}", line);
+  for (const auto& w : (*gen)->tls->warnings()) log::warn("{}", w);
+  for (const auto& name : kept) log::warn("reload: {} changed; it takes effect only after a restart", name);
+  if (auto lvl = log::parse_level((*gen)->config.log.level); lvl) log::set_level(*lvl);
+  current_.store(*gen);
+  ++generation_number_;
+  log::info("reload: generation {} is live; connections accepted before keep theirs", generation_number_);
+  sd_notifyf(0, "READY=1\nSTATUS=serving generation %llu", static_cast<unsigned long long>(generation_number_));
+}
 
 int resolve_workers(int configured) {
   if (configured > 0) return configured;
@@ -108,6 +161,7 @@ Server::~Server() = default;
 Result<int> Server::run(config::Config cfg) {
   ::signal(SIGPIPE, SIG_IGN);
   if (auto lvl = log::parse_level(cfg.log.level); lvl) log::set_level(*lvl);
+  config_path_ = cfg.path;
   const int nworkers = resolve_workers(cfg.workers);
   if (auto st = check_session_store_files(cfg.tls.session_cache); !st) return st.take_error();
   session_cache_ = std::make_unique<tls::SessionCache>(cfg.tls.session_cache, clock_);
@@ -140,6 +194,7 @@ Result<int> Server::run(config::Config cfg) {
 
   ControlLoop ctl;
   uv_loop_init(&ctl.loop);
+  ctl.server = this;
   ctl.workers = &workers_;
   ctl.log_writer = log_writer_.get();
   ctl.ticket_keys = ticket_keys_.get();

@@ -42,7 +42,22 @@ class Server {
   // Errors as run().
   [[nodiscard]] static Status test(config::Config cfg);
 
+  // SIGHUP (control thread): re-reads ticket key files, then the
+  // configuration file, and builds a new Generation (certificates, keys, TLS
+  // settings, routes, upstreams, limits, timeouts, log level) off the data
+  // path. Only a Generation that built completely is published; any error is
+  // logged and the current one keeps serving. Connections keep the
+  // generation they were accepted under; new ones get the new one. The
+  // session cache and ticket keys are the Server's and survive. Settings that
+  // need a restart (workers, [[listen]], log.access_log,
+  // [tls.session_cache], [tls.ticket_keys]) are kept as they are, with a
+  // warning naming them. sd_notify RELOADING=1 (+ MONOTONIC_USEC) before,
+  // READY=1 after.
+  void reload();
+
  private:
+  std::string config_path_;
+  uint64_t generation_number_ = 1;
   // Declared before current_ so they outlive every generation's SSL_CTX.
   SystemClock clock_;
   std::unique_ptr<tls::SessionCache> session_cache_;

@@ -9,7 +9,18 @@ namespace tlsfront::server {
 namespace {
 constexpr size_t kLogBatchBytes = 32 * 1024;
 constexpr std::chrono::milliseconds kLogFlushDelay{50};
+
+struct RetiredGroups final : Deletable {
+  std::vector<std::shared_ptr<upstream::UpstreamGroup>> groups;
+};
 }  // namespace
+
+WorkerGeneration::~WorkerGeneration() {
+  if (loop_ctx == nullptr || upstreams.empty()) return;
+  auto retired = std::make_unique<RetiredGroups>();
+  retired->groups = std::move(upstreams);
+  loop_ctx->defer_delete(std::move(retired));
+}
 
 Worker::Worker(int index, const GenerationSlot* current, std::atomic<uint64_t>* next_connection_id,
                log::LogWriter* log_writer)
@@ -56,19 +67,37 @@ void Worker::join() {
   if (thread_.joinable()) thread_.join();
 }
 
-http::SessionEnv Worker::session_env(const Generation& gen) {
+http::SessionEnv Worker::session_env(const WorkerGeneration& wgen) {
   http::SessionEnv env = env_;
-  env.config = &gen.config;
-  env.router = &gen.router;
+  env.config = &wgen.gen->config;
+  env.router = &wgen.gen->router;
+  env.upstreams = &wgen.upstreams;
   return env;
 }
 
-void Worker::run(std::vector<UniqueFd> listen_fds) {
+std::shared_ptr<const WorkerGeneration> Worker::current_generation() {
   std::shared_ptr<const Generation> gen = current_->load();
-  for (const auto& u : gen->config.upstreams) upstreams_.push_back(std::make_unique<upstream::UpstreamGroup>(&loop_, u));
+  if (generation_ && generation_->gen == gen) return generation_;
+  auto next = std::make_shared<WorkerGeneration>();
+  next->gen = gen;
+  next->loop_ctx = loop_ctx_.get();
+  for (const auto& u : gen->config.upstreams) {
+    std::shared_ptr<upstream::UpstreamGroup> group;
+    if (generation_) {
+      for (const auto& old : generation_->upstreams) {
+        if (old->config() == u) group = old;
+      }
+    }
+    next->upstreams.push_back(group ? group : std::make_shared<upstream::UpstreamGroup>(&loop_, u));
+  }
+  generation_ = std::move(next);
+  return generation_;
+}
+
+void Worker::run(std::vector<UniqueFd> listen_fds) {
+  std::shared_ptr<const Generation> gen = current_generation()->gen;
   access_log_ = std::make_unique<log::AccessLog>(log_writer_);
   env_.loop = &loop_;
-  env_.upstreams = &upstreams_;
   env_.access_log = log_writer_ ? access_log_.get() : nullptr;
   env_.shutting_down = &shutting_down_;
   if (const auto& sc = gen->config.tls.session_cache; sc.enabled && sc.store == config::SessionStore::Redis) {
@@ -111,7 +140,7 @@ void Worker::run(std::vector<UniqueFd> listen_fds) {
   loop_ctx_->run_deferred();
   connections_.clear();
   loop_ctx_->run_deferred();  // exchanges and upstream connections they held
-  upstreams_.clear();
+  generation_.reset();        // defers the upstream groups
   loop_ctx_->run_deferred();
   if (session_store_) session_store_->close();
   access_log_->flush();
@@ -145,7 +174,7 @@ void Worker::on_connection(uv_stream_t* listener, int status) {
     return;
   }
   uint64_t id = next_connection_id_->fetch_add(1, std::memory_order_relaxed);
-  auto conn = std::make_unique<Connection>(*this, current_->load(), id);
+  auto conn = std::make_unique<Connection>(*this, current_generation(), id);
   if (auto st = conn->accept(listener); !st) {
     log::warn("worker {}: {}", index_, st.error().message());
     conn->abort();
@@ -202,7 +231,9 @@ void Worker::finish_stop() {
   if (stop_finished_) return;
   stop_finished_ = true;
   drain_timer_.close();
-  for (auto& g : upstreams_) g->close_idle();
+  if (generation_) {
+    for (auto& g : generation_->upstreams) g->close_idle();
+  }
   // Its Redis connection is a referenced handle: close it so uv_run can end.
   if (session_store_) session_store_->close();
   inbox_.close();

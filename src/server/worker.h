@@ -33,6 +33,21 @@ namespace tlsfront::server {
 
 class Connection;
 
+// What a worker builds for one Generation: its upstream groups, indexed like
+// the generation's Config::upstreams. A group whose [[upstream]] table did not
+// change is shared with the previous generation, so its keepalive pool
+// survives a reload; the others start empty. Held by the worker while current
+// and by each connection of the generation; the last holder's release hands
+// the groups to the loop's deferred delete, after the exchanges freed in the
+// same pass (they may still point into the pools).
+// Thread affinity: the worker's thread.
+struct WorkerGeneration {
+  std::shared_ptr<const Generation> gen;
+  std::vector<std::shared_ptr<upstream::UpstreamGroup>> upstreams;
+  LoopContext* loop_ctx = nullptr;
+  ~WorkerGeneration();
+};
+
 using GenerationSlot = std::atomic<std::shared_ptr<const Generation>>;
 
 class Worker {
@@ -52,7 +67,7 @@ class Worker {
 
   // Worker-thread API for connections.
   uv_loop_t* loop() { return &loop_; }
-  http::SessionEnv session_env(const Generation& gen);
+  http::SessionEnv session_env(const WorkerGeneration& wgen);
   // This worker's shared session store ([tls.session_cache] store = "redis"),
   // or nullptr. Borrowed; lives until the worker stops (after its connections).
   tls::RemoteSessionStore* session_store() { return session_store_.get(); }
@@ -63,6 +78,9 @@ class Worker {
   void on_connection(uv_stream_t* listener, int status);
   void on_inbox();
   void on_log_check();
+  // The WorkerGeneration of the Server's current Generation (built on first
+  // use after a reload, reusing unchanged upstream groups).
+  std::shared_ptr<const WorkerGeneration> current_generation();
   void begin_stop();
   void finish_stop();
 
@@ -80,7 +98,7 @@ class Worker {
   UvHandle<uv_timer_t> drain_timer_;
   std::vector<std::unique_ptr<UvHandle<uv_tcp_t>>> listeners_;
   std::unordered_map<Connection*, std::unique_ptr<Connection>> connections_;
-  std::vector<std::unique_ptr<upstream::UpstreamGroup>> upstreams_;
+  std::shared_ptr<WorkerGeneration> generation_;
   http::SessionEnv env_;
   std::unique_ptr<RedisSessionStore> session_store_;
   bool shutting_down_ = false;
