@@ -162,6 +162,9 @@ struct Timeouts {
 struct Config {
   std::string path;    // the file this came from
   int workers = 0;     // workers = N | "auto" (0 means auto: one per CPU)
+  // On SIGTERM/SIGQUIT/SIGINT: in-flight requests get this long to finish
+  // before the remaining connections are closed (nginx worker_shutdown_timeout).
+  Millis shutdown_timeout{30'000};
   std::vector<Listener> listeners;
   Tls tls;
   std::vector<Upstream> upstreams;

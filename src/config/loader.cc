@@ -49,13 +49,16 @@ Result<Config> parse_document(std::string_view toml, const ParseContext& ctx) {
   }
   TableReader root(ctx, parsed.table(), "");
   if (Status s = root.check_keys(
-          {"workers", "listen", "tls", "certificate", "upstream", "route", "log", "limits", "timeouts"});
+          {"workers", "shutdown_timeout", "listen", "tls", "certificate", "upstream", "route", "log", "limits", "timeouts"});
       !s.ok()) {
     return s.take_error();
   }
 
   Config config;
   if (Status s = parse_workers(root, config.workers); !s.ok()) return s.take_error();
+  if (Status s = root.get_duration("shutdown_timeout", Millis{0}, config.shutdown_timeout); !s.ok()) {
+    return s.take_error();
+  }
   if (Status s = detail::parse_listen(root, config.listeners); !s.ok()) return s.take_error();
   if (Status s = detail::parse_tls(root, config.tls); !s.ok()) return s.take_error();
   if (Status s = detail::parse_upstream(root, config.upstreams); !s.ok()) return s.take_error();

@@ -20,12 +20,11 @@
 namespace tlsfront::server {
 namespace {
 
-constexpr std::chrono::milliseconds kShutdownDrain{10'000};
-
 struct ControlLoop {
   uv_loop_t loop{};
   Server* server = nullptr;
   std::vector<std::unique_ptr<Worker>>* workers = nullptr;
+  const GenerationSlot* current = nullptr;
   log::LogWriter* log_writer = nullptr;
   TicketKeyManager* ticket_keys = nullptr;
   int stop_signals = 0;
@@ -39,15 +38,17 @@ void on_signal(uv_signal_t* h, int signum) {
   switch (signum) {
     case SIGTERM:
     case SIGINT:
-    case SIGQUIT:
+    case SIGQUIT: {
       if (++c->stop_signals > 1) {
         log::warn("second stop signal: exiting at once");
         std::_Exit(1);
       }
-      log::info("signal {}: stopping gracefully (up to {} s)", signum, kShutdownDrain.count() / 1000);
+      const auto drain = c->current->load()->config.shutdown_timeout;
+      log::info("signal {}: stopping gracefully (in-flight requests get up to {} ms)", signum, drain.count());
       sd_notify(0, "STOPPING=1\nSTATUS=draining connections");
-      for (auto& w : *c->workers) w->request_stop(kShutdownDrain);
+      for (auto& w : *c->workers) w->request_stop(drain);
       break;
+    }
     case SIGUSR1:
       log::info("SIGUSR1: reopening the access log");
       if (c->log_writer) c->log_writer->reopen();
@@ -196,6 +197,7 @@ Result<int> Server::run(config::Config cfg) {
   uv_loop_init(&ctl.loop);
   ctl.server = this;
   ctl.workers = &workers_;
+  ctl.current = &current_;
   ctl.log_writer = log_writer_.get();
   ctl.ticket_keys = ticket_keys_.get();
   ticket_keys_->start(&ctl.loop);

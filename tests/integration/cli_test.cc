@@ -251,5 +251,68 @@ TEST_F(Cli, SigtermCompletesInFlightRequest) {
   backend.stop();
 }
 
+// A response streaming when SIGTERM arrives completes; meanwhile the
+// listener is closed, so new connections are refused.
+TEST_F(Cli, SigtermLetsAStreamingResponseFinishAndRefusesNewConnections) {
+  Backend backend(dir_);
+  ASSERT_TRUE(backend.start());
+  Proxy proxy(dir_);
+  ProxyOptions o;
+  o.upstream_servers = {backend.address()};
+  ASSERT_TRUE(proxy.start(o));
+  HttpResponse r;
+  std::thread client([&] { r = http_get(proxy.port(), "/slow-body/1500"); });
+  EXPECT_TRUE(wait_until([&] { return backend.count("req") >= 1; }));
+  proxy.process().signal(SIGTERM);
+  EXPECT_TRUE(wait_until([&] { return proxy.process().err().find("stopping gracefully") != std::string::npos; }));
+  // Connecting now fails (the listening sockets are closed), bounded by the wait.
+  bool refused = wait_until([&] {
+    TlsClient late;
+    return !late.connect(proxy.port(), TlsOptions{}, milliseconds(500));
+  });
+  EXPECT_TRUE(refused);
+  auto st = proxy.process().wait_exit(milliseconds(8'000));
+  client.join();
+  EXPECT_EQ(r.curl_code, 0) << r.error;
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body.size(), 10u);
+  ASSERT_TRUE(st.has_value()) << "still running 8 s after SIGTERM";
+  EXPECT_EQ(st->code, 0);
+  proxy.stop();
+  backend.stop();
+}
+
+// shutdown_timeout bounds the drain: a request still waiting for its
+// upstream after it is cut off, and the process exits 0.
+TEST_F(Cli, ShutdownTimeoutCutsOffWhatIsStillInFlight) {
+  Backend backend(dir_);
+  ASSERT_TRUE(backend.start());
+  Proxy proxy(dir_);
+  ProxyOptions o;
+  o.upstream_servers = {backend.address()};
+  ASSERT_TRUE(proxy.start(o));
+  const std::string conf = read_file(proxy.config_path());
+  write_file(proxy.config_path(), "shutdown_timeout = \"500ms\"\n" + conf);
+  proxy.process().signal(SIGHUP);  // a reload applies it
+  ASSERT_TRUE(wait_until([&] { return proxy.process().err().find("generation 2 is live") != std::string::npos; }))
+      << proxy.process().err();
+  HttpResponse r;
+  std::thread client([&] { r = http_get(proxy.port(), "/slow/6000"); });
+  EXPECT_TRUE(wait_until([&] { return backend.count("req") >= 1; }));
+  const auto start = Clock::now();
+  proxy.process().signal(SIGTERM);
+  auto st = proxy.process().wait_exit(milliseconds(5'000));
+  const auto took = std::chrono::duration_cast<milliseconds>(Clock::now() - start);
+  client.join();
+  ASSERT_TRUE(st.has_value()) << "still running 5 s after SIGTERM with shutdown_timeout = 500ms";
+  EXPECT_EQ(st->code, 0);
+  EXPECT_LT(took.count(), 5'000);
+  EXPECT_NE(r.status, 200);  // cut off: the 6 s response never came
+  EXPECT_NE(proxy.process().err().find("in-flight requests get up to 500 ms"), std::string::npos)
+      << proxy.process().err();
+  proxy.stop();
+  backend.stop();
+}
+
 }  // namespace
 }  // namespace tlsfront::itest

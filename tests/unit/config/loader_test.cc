@@ -179,6 +179,14 @@ TEST(Loader, WorkersAutoAndRange) {
             R"(t.toml:1:1: workers: expected "auto" or an integer 1..256, got float)");
 }
 
+TEST(Loader, ShutdownTimeout) {
+  EXPECT_EQ(load_ok(kMinimal).shutdown_timeout, 30s);
+  EXPECT_EQ(load_ok("shutdown_timeout = \"2m\"\n" + std::string(kMinimal)).shutdown_timeout, 120s);
+  EXPECT_EQ(load_ok("shutdown_timeout = 0\n" + std::string(kMinimal)).shutdown_timeout, 0s);
+  EXPECT_EQ(load_error("shutdown_timeout = \"soon\"\n" + std::string(kMinimal)).rfind("t.toml:1:1: shutdown_timeout: ", 0),
+            0u);
+}
+
 TEST(Loader, RelativePathsResolveAgainstConfigDirectory) {
   std::string toml = R"([[listen]]
 address = "127.0.0.1:8443"
