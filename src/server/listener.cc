@@ -6,35 +6,50 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include <systemd/sd-daemon.h>
+
 #include <cerrno>
 #include <cstring>
+
+#include "log/log.h"
 
 namespace tlsfront::server {
 
 namespace {
 
-Result<UniqueFd> bind_socket(const config::Listener& listener, bool reuseport) {
-  const auto& ep = listener.address;
-  const bool v6 = ep.host.find(':') != std::string::npos;
-  sockaddr_storage ss{};
-  socklen_t len;
-  if (v6) {
+// The sockaddr of `ep` (an IP literal); 0 length when it is not one.
+socklen_t to_sockaddr(const config::Endpoint& ep, sockaddr_storage& ss) {
+  ss = {};
+  if (ep.host.find(':') != std::string::npos) {
     auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
     a->sin6_family = AF_INET6;
     a->sin6_port = htons(ep.port);
-    if (inet_pton(AF_INET6, ep.host.c_str(), &a->sin6_addr) != 1) {
-      return make_error(Errc::Config, "invalid listen address " + ep.to_string());
-    }
-    len = sizeof(sockaddr_in6);
-  } else {
-    auto* a = reinterpret_cast<sockaddr_in*>(&ss);
-    a->sin_family = AF_INET;
-    a->sin_port = htons(ep.port);
-    if (inet_pton(AF_INET, ep.host.c_str(), &a->sin_addr) != 1) {
-      return make_error(Errc::Config, "invalid listen address " + ep.to_string());
-    }
-    len = sizeof(sockaddr_in);
+    return inet_pton(AF_INET6, ep.host.c_str(), &a->sin6_addr) == 1 ? sizeof(sockaddr_in6) : 0;
   }
+  auto* a = reinterpret_cast<sockaddr_in*>(&ss);
+  a->sin_family = AF_INET;
+  a->sin_port = htons(ep.port);
+  return inet_pton(AF_INET, ep.host.c_str(), &a->sin_addr) == 1 ? sizeof(sockaddr_in) : 0;
+}
+
+bool same_address(const sockaddr_storage& a, const sockaddr_storage& b) {
+  if (a.ss_family != b.ss_family) return false;
+  if (a.ss_family == AF_INET) {
+    const auto& x = reinterpret_cast<const sockaddr_in&>(a);
+    const auto& y = reinterpret_cast<const sockaddr_in&>(b);
+    return x.sin_port == y.sin_port && x.sin_addr.s_addr == y.sin_addr.s_addr;
+  }
+  const auto& x = reinterpret_cast<const sockaddr_in6&>(a);
+  const auto& y = reinterpret_cast<const sockaddr_in6&>(b);
+  return x.sin6_port == y.sin6_port && std::memcmp(&x.sin6_addr, &y.sin6_addr, sizeof(x.sin6_addr)) == 0;
+}
+
+Result<UniqueFd> bind_socket(const config::Listener& listener, bool reuseport) {
+  const auto& ep = listener.address;
+  sockaddr_storage ss{};
+  const socklen_t len = to_sockaddr(ep, ss);
+  const bool v6 = ss.ss_family == AF_INET6;
+  if (len == 0) return make_error(Errc::Config, "invalid listen address " + ep.to_string());
   auto fail = [&ep](const char* what) {
     return make_error(Errc::Io, std::string(what) + "() to " + ep.to_string() + " failed: " + std::strerror(errno));
   };
@@ -64,5 +79,44 @@ Status check_address_free(const config::Listener& listener) {
 }
 
 Result<UniqueFd> bind_listener(const config::Listener& listener) { return bind_socket(listener, true); }
+
+Result<std::vector<UniqueFd>> adopt_activated_sockets(const std::vector<config::Listener>& listeners) {
+  std::vector<UniqueFd> out(listeners.size());
+  const int n = sd_listen_fds(/*unset_environment=*/1);
+  if (n < 0) return make_error(Errc::Io, std::string("sd_listen_fds: ") + std::strerror(-n));
+  for (int i = 0; i < n; ++i) {
+    UniqueFd fd(SD_LISTEN_FDS_START + i);
+    if (sd_is_socket_inet(fd.get(), AF_UNSPEC, SOCK_STREAM, /*listening=*/1, 0) <= 0) {
+      return make_error(Errc::Io, "socket activation: fd " + std::to_string(fd.get()) +
+                                      " is not a listening TCP socket (check the .socket unit: ListenStream=)");
+    }
+    sockaddr_storage local{};
+    socklen_t len = sizeof(local);
+    if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&local), &len) != 0) {
+      return make_error(Errc::Io, std::string("socket activation: getsockname: ") + std::strerror(errno));
+    }
+    ::fcntl(fd.get(), F_SETFD, FD_CLOEXEC);
+    ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) | O_NONBLOCK);
+    bool used = false;
+    for (size_t l = 0; l < listeners.size() && !used; ++l) {
+      sockaddr_storage want{};
+      if (!out[l].valid() && to_sockaddr(listeners[l].address, want) != 0 && same_address(local, want)) {
+        out[l] = std::move(fd);
+        used = true;
+      }
+    }
+    if (!used) {
+      char host[INET6_ADDRSTRLEN] = "?";
+      const void* addr = local.ss_family == AF_INET6
+                             ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6&>(local).sin6_addr)
+                             : static_cast<const void*>(&reinterpret_cast<sockaddr_in&>(local).sin_addr);
+      inet_ntop(local.ss_family, addr, host, sizeof(host));
+      log::warn("socket activation: passed socket {} port {} matches no [[listen]] address; closing it", host,
+                ntohs(local.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6&>(local).sin6_port
+                                                  : reinterpret_cast<sockaddr_in&>(local).sin_port));
+    }
+  }
+  return out;
+}
 
 }  // namespace tlsfront::server

@@ -24,4 +24,14 @@ namespace tlsfront::server {
 // SO_REUSEPORT, IPV6_V6ONLY for IPv6). Errors: Errc::Io naming the address.
 [[nodiscard]] Result<UniqueFd> bind_listener(const config::Listener& listener);
 
+// Socket activation (sd_listen_fds(3), a tlsfront.socket unit): the listening
+// TCP sockets systemd passed, matched to `listeners` by local address and
+// port. Result[i] is the socket for listeners[i], or invalid when systemd
+// passed none for it (then it is bound as usual). Passed sockets matching no
+// [[listen]] address are closed with a warning. Unsets $LISTEN_FDS/$LISTEN_PID
+// so nothing inherits them. Every worker shares a passed socket (dup), so a
+// restart never closes it: connections queue in its backlog meanwhile.
+// Errors: Errc::Io for a passed fd that is not a listening TCP socket.
+[[nodiscard]] Result<std::vector<UniqueFd>> adopt_activated_sockets(const std::vector<config::Listener>& listeners);
+
 }  // namespace tlsfront::server

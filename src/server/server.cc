@@ -4,7 +4,12 @@
 #include <systemd/sd-daemon.h>
 #include <uv.h>
 
+#include <fcntl.h>
 #include <time.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 
 #include <cstdio>
 #include <thread>
@@ -75,11 +80,26 @@ Status check_session_store_files(const config::SessionCache& sc) {
 std::vector<std::string> restart_only_changes(const config::Config& now, const config::Config& next) {
   std::vector<std::string> out;
   if (now.workers != next.workers) out.push_back("workers");
-  if (now.listeners != next.listeners) out.push_back("[[listen]]");
+  for (const auto& l : next.listeners) {
+    for (const auto& o : now.listeners) {
+      if (o.address == l.address && o.backlog != l.backlog) out.push_back("backlog of " + l.address.to_string());
+    }
+  }
   if (now.log.access_log != next.log.access_log) out.push_back("log.access_log");
   if (!(now.tls.session_cache == next.tls.session_cache)) out.push_back("[tls.session_cache]");
   if (!(now.tls.ticket_keys == next.tls.ticket_keys)) out.push_back("[tls.ticket_keys]");
   return out;
+}
+
+bool listens_on(const std::vector<config::Listener>& listeners, const config::Endpoint& address) {
+  return std::any_of(listeners.begin(), listeners.end(), [&](const auto& l) { return l.address == address; });
+}
+
+// An extra descriptor for a socket-activated listener, one per worker.
+Result<UniqueFd> dup_fd(const UniqueFd& fd) {
+  UniqueFd copy(::fcntl(fd.get(), F_DUPFD_CLOEXEC, 0));
+  if (!copy.valid()) return make_error(Errc::Io, std::string("dup of a socket-activated listener: ") + std::strerror(errno));
+  return copy;
 }
 
 uint64_t monotonic_usec() {
@@ -107,10 +127,26 @@ void Server::reload() {
   // Restart-only settings keep their running values, so the generation's
   // config says what is in effect.
   cfg->workers = old->config.workers;
-  cfg->listeners = old->config.listeners;
+  for (auto& l : cfg->listeners) {
+    for (const auto& o : old->config.listeners) {
+      if (o.address == l.address) l.backlog = o.backlog;
+    }
+  }
   cfg->log.access_log = old->config.log.access_log;
   cfg->tls.session_cache = old->config.tls.session_cache;
   cfg->tls.ticket_keys = old->config.tls.ticket_keys;
+  // New addresses are bound (one socket per worker) before anything is
+  // published, so an address in use fails the reload, not half of it.
+  std::vector<std::vector<ListenSocket>> added(workers_.size());
+  for (const auto& l : cfg->listeners) {
+    if (listens_on(old->config.listeners, l.address)) continue;
+    if (auto st = check_address_free(l); !st) return fail(st.error().message());
+    for (auto& per_worker : added) {
+      auto fd = bind_listener(l);
+      if (!fd) return fail(fd.error().message());
+      per_worker.push_back(ListenSocket{l, std::move(fd).value()});
+    }
+  }
   auto gen = Generation::create(std::move(cfg).value(), session_cache_.get(), tickets_.get());
   if (!gen) return fail(gen.error().message());
   for (const auto& line : (*gen)->tls->report_lines()) log::info("{}", line);
@@ -118,6 +154,17 @@ void Server::reload() {
   for (const auto& name : kept) log::warn("reload: {} changed; it takes effect only after a restart", name);
   if (auto lvl = log::parse_level((*gen)->config.log.level); lvl) log::set_level(*lvl);
   current_.store(*gen);
+  for (size_t w = 0; w < workers_.size(); ++w) {
+    for (auto& socket : added[w]) workers_[w]->add_listener(std::move(socket));
+  }
+  for (const auto& l : (*gen)->config.listeners) {
+    if (!listens_on(old->config.listeners, l.address)) log::info("reload: listening on {}", l.address.to_string());
+  }
+  for (const auto& l : old->config.listeners) {
+    if (listens_on((*gen)->config.listeners, l.address)) continue;
+    log::info("reload: no longer listening on {}; its connections finish", l.address.to_string());
+    for (auto& w : workers_) w->remove_listener(l.address);
+  }
   ++generation_number_;
   log::info("reload: generation {} is live; connections accepted before keep theirs", generation_number_);
   sd_notifyf(0, "READY=1\nSTATUS=serving generation %llu", static_cast<unsigned long long>(generation_number_));
@@ -180,15 +227,21 @@ Result<int> Server::run(config::Config cfg) {
     log_writer_ = std::move(writer).value();
   }
 
-  for (const auto& l : c.listeners) {
-    if (auto st = check_address_free(l); !st) return st.take_error();
-  }
-  std::vector<std::vector<UniqueFd>> fds(nworkers);
-  for (int w = 0; w < nworkers; ++w) {
-    for (const auto& l : c.listeners) {
-      auto fd = bind_listener(l);
+  auto activated = adopt_activated_sockets(c.listeners);
+  if (!activated) return activated.take_error();
+  std::vector<std::vector<ListenSocket>> sockets(nworkers);
+  for (size_t i = 0; i < c.listeners.size(); ++i) {
+    const config::Listener& l = c.listeners[i];
+    const UniqueFd& passed = (*activated)[i];
+    if (passed.valid()) {
+      log::info("listening on {}: socket from systemd (socket activation)", l.address.to_string());
+    } else if (auto st = check_address_free(l); !st) {
+      return st.take_error();
+    }
+    for (int w = 0; w < nworkers; ++w) {
+      Result<UniqueFd> fd = passed.valid() ? dup_fd(passed) : bind_listener(l);
       if (!fd) return fd.take_error();
-      fds[w].push_back(std::move(fd).value());
+      sockets[w].push_back(ListenSocket{l, std::move(fd).value()});
     }
   }
   current_.store(*gen);
@@ -219,7 +272,7 @@ Result<int> Server::run(config::Config cfg) {
   for (int w = 0; w < nworkers; ++w) {
     workers_.push_back(std::make_unique<Worker>(w, &current_, &next_connection_id_, log_writer_.get()));
   }
-  for (int w = 0; w < nworkers; ++w) workers_[w]->start(std::move(fds[w]));
+  for (int w = 0; w < nworkers; ++w) workers_[w]->start(std::move(sockets[w]));
   for (const auto& l : c.listeners) log::info("listening on {} ({} workers)", l.address.to_string(), nworkers);
   // Type=notify (systemd/tlsfront.service): the listening sockets are bound
   // and queue connections, and every worker loop is starting on them. A no-op

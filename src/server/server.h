@@ -48,10 +48,11 @@ class Server {
   // path. Only a Generation that built completely is published; any error is
   // logged and the current one keeps serving. Connections keep the
   // generation they were accepted under; new ones get the new one. The
-  // session cache and ticket keys are the Server's and survive. Settings that
-  // need a restart (workers, [[listen]], log.access_log,
-  // [tls.session_cache], [tls.ticket_keys]) are kept as they are, with a
-  // warning naming them. sd_notify RELOADING=1 (+ MONOTONIC_USEC) before,
+  // session cache and ticket keys are the Server's and survive. New [[listen]]
+  // addresses are bound before publishing (in use = the reload fails);
+  // removed ones stop accepting. Settings that need a restart (workers, a
+  // listener's backlog, log.access_log, [tls.session_cache],
+  // [tls.ticket_keys]) are kept as they are, with a warning naming them. sd_notify RELOADING=1 (+ MONOTONIC_USEC) before,
   // READY=1 after.
   void reload();
 

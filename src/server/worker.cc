@@ -50,8 +50,40 @@ Worker::~Worker() {
   }
 }
 
-void Worker::start(std::vector<UniqueFd> listen_fds) {
-  thread_ = std::thread([this, fds = std::move(listen_fds)]() mutable { run(std::move(fds)); });
+void Worker::start(std::vector<ListenSocket> sockets) {
+  thread_ = std::thread([this, s = std::move(sockets)]() mutable { run(std::move(s)); });
+}
+
+void Worker::add_listener(ListenSocket socket) {
+  {
+    std::lock_guard lock(inbox_mu_);
+    listeners_to_add_.push_back(std::move(socket));
+  }
+  uv_async_send(inbox_.get());
+}
+
+void Worker::remove_listener(const config::Endpoint& address) {
+  {
+    std::lock_guard lock(inbox_mu_);
+    listeners_to_remove_.push_back(address);
+  }
+  uv_async_send(inbox_.get());
+}
+
+void Worker::listen_on(ListenSocket socket) {
+  auto handle = std::make_unique<UvHandle<uv_tcp_t>>();
+  handle->init([this](uv_tcp_t* h) { return uv_tcp_init(&loop_, h); }, this);
+  int rc = uv_tcp_open(handle->get(), socket.fd.get());
+  if (rc == 0) {
+    socket.fd.release();  // the handle owns it now
+    rc = uv_listen(handle->stream(), socket.listener.backlog, [](uv_stream_t* s, int status) {
+      if (s->data) static_cast<Worker*>(s->data)->on_connection(s, status);
+    });
+  }
+  if (rc != 0) {
+    log::error("worker {}: cannot listen on {}: {}", index_, socket.listener.address.to_string(), uv_strerror(rc));
+  }
+  listeners_.push_back(Listening{socket.listener.address, std::move(handle)});
 }
 
 void Worker::request_stop(std::chrono::milliseconds drain) {
@@ -94,7 +126,7 @@ std::shared_ptr<const WorkerGeneration> Worker::current_generation() {
   return generation_;
 }
 
-void Worker::run(std::vector<UniqueFd> listen_fds) {
+void Worker::run(std::vector<ListenSocket> sockets) {
   std::shared_ptr<const Generation> gen = current_generation()->gen;
   access_log_ = std::make_unique<log::AccessLog>(log_writer_);
   env_.loop = &loop_;
@@ -117,20 +149,7 @@ void Worker::run(std::vector<UniqueFd> listen_fds) {
   log_timer_.init([this](uv_timer_t* h) { return uv_timer_init(&loop_, h); }, this);
   uv_unref(log_timer_.handle());
 
-  for (size_t i = 0; i < listen_fds.size(); ++i) {
-    auto handle = std::make_unique<UvHandle<uv_tcp_t>>();
-    handle->init([this](uv_tcp_t* h) { return uv_tcp_init(&loop_, h); }, this);
-    int fd = listen_fds[i].release();
-    int rc = uv_tcp_open(handle->get(), fd);
-    if (rc == 0) {
-      rc = uv_listen(handle->stream(), gen->config.listeners[i % gen->config.listeners.size()].backlog,
-                     [](uv_stream_t* s, int status) {
-                       if (s->data) static_cast<Worker*>(s->data)->on_connection(s, status);
-                     });
-    }
-    if (rc != 0) log::error("worker {}: cannot listen: {}", index_, uv_strerror(rc));
-    listeners_.push_back(std::move(handle));
-  }
+  for (auto& socket : sockets) listen_on(std::move(socket));
   gen.reset();
 
   uv_run(&loop_, UV_RUN_DEFAULT);
@@ -195,16 +214,30 @@ void Worker::remove(Connection* conn) {
 
 void Worker::on_inbox() {
   bool stop;
+  std::vector<ListenSocket> add;
+  std::vector<config::Endpoint> remove;
   {
     std::lock_guard lock(inbox_mu_);
     stop = stop_requested_;
+    add.swap(listeners_to_add_);
+    remove.swap(listeners_to_remove_);
+  }
+  if (!shutting_down_) {
+    for (const auto& address : remove) {
+      std::erase_if(listeners_, [&](Listening& l) {
+        if (!(l.address == address)) return false;
+        l.handle->close();
+        return true;
+      });
+    }
+    for (auto& socket : add) listen_on(std::move(socket));
   }
   if (stop && !shutting_down_) begin_stop();
 }
 
 void Worker::begin_stop() {
   shutting_down_ = true;
-  for (auto& l : listeners_) l->close();
+  for (auto& l : listeners_) l.handle->close();
   listeners_.clear();
   // Idle connections close now; busy ones after their response.
   std::vector<Connection*> conns;

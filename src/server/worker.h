@@ -41,6 +41,12 @@ class Connection;
 // the groups to the loop's deferred delete, after the exchanges freed in the
 // same pass (they may still point into the pools).
 // Thread affinity: the worker's thread.
+// A bound listening socket for one [[listen]] address, handed to a worker.
+struct ListenSocket {
+  config::Listener listener;
+  UniqueFd fd;
+};
+
 struct WorkerGeneration {
   std::shared_ptr<const Generation> gen;
   std::vector<std::shared_ptr<upstream::UpstreamGroup>> upstreams;
@@ -58,8 +64,12 @@ class Worker {
          log::LogWriter* log_writer);
   ~Worker();
 
-  // Starts the thread, which adopts `listen_fds`. Control thread only.
-  void start(std::vector<UniqueFd> listen_fds);
+  // Starts the thread, which adopts `sockets`. Control thread only.
+  void start(std::vector<ListenSocket> sockets);
+  // Reload: start accepting on `socket` / stop accepting on `address` (its
+  // socket is closed; accepted connections are unaffected). Any thread.
+  void add_listener(ListenSocket socket);
+  void remove_listener(const config::Endpoint& address);
   // Asks the worker to stop accepting, finish in-flight requests within
   // `drain`, and exit its loop. Any thread.
   void request_stop(std::chrono::milliseconds drain);
@@ -74,7 +84,8 @@ class Worker {
   void remove(Connection* conn);
 
  private:
-  void run(std::vector<UniqueFd> listen_fds);
+  void run(std::vector<ListenSocket> sockets);
+  void listen_on(ListenSocket socket);
   void on_connection(uv_stream_t* listener, int status);
   void on_inbox();
   void on_log_check();
@@ -96,7 +107,11 @@ class Worker {
   UvHandle<uv_check_t> log_flush_;
   UvHandle<uv_timer_t> log_timer_;
   UvHandle<uv_timer_t> drain_timer_;
-  std::vector<std::unique_ptr<UvHandle<uv_tcp_t>>> listeners_;
+  struct Listening {
+    config::Endpoint address;
+    std::unique_ptr<UvHandle<uv_tcp_t>> handle;
+  };
+  std::vector<Listening> listeners_;
   std::unordered_map<Connection*, std::unique_ptr<Connection>> connections_;
   std::shared_ptr<WorkerGeneration> generation_;
   http::SessionEnv env_;
@@ -107,6 +122,8 @@ class Worker {
 
   std::mutex inbox_mu_;
   bool stop_requested_ = false;
+  std::vector<ListenSocket> listeners_to_add_;
+  std::vector<config::Endpoint> listeners_to_remove_;
   std::chrono::milliseconds drain_{0};
 };
 

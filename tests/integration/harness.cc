@@ -117,7 +117,7 @@ Process::~Process() {
 }
 
 bool Process::start(const std::vector<std::string>& argv, const std::string& stdout_path,
-                    const std::string& stderr_path) {
+                    const std::string& stderr_path, int fd3) {
   stdout_path_ = stdout_path;
   stderr_path_ = stderr_path;
   status_.reset();
@@ -139,6 +139,12 @@ bool Process::start(const std::vector<std::string>& argv, const std::string& std
     ::dup2(in, 0);
     ::dup2(out, 1);
     ::dup2(err, 2);
+    // dup2 clears FD_CLOEXEC on the copy; the same fd needs it cleared by hand.
+    if (fd3 == 3) {
+      ::fcntl(3, F_SETFD, 0);
+    } else if (fd3 >= 0 && ::dup2(fd3, 3) != 3) {
+      ::_exit(126);
+    }
     ::execv(args[0], args.data());
     ::_exit(127);
   }

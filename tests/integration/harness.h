@@ -73,8 +73,9 @@ class Process {
   Process& operator=(const Process&) = delete;
 
   // fork/exec `argv` (argv[0] is the path). False when fork fails.
+  // `fd3` >= 0: the child gets it as descriptor 3 (socket activation tests).
   bool start(const std::vector<std::string>& argv, const std::string& stdout_path,
-             const std::string& stderr_path);
+             const std::string& stderr_path, int fd3 = -1);
   bool running();
   pid_t pid() const { return pid_; }
   void signal(int sig);

@@ -5,7 +5,11 @@
 // load several reloads (one bad, one swapping the certificate) fail no request.
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <thread>
@@ -186,6 +190,56 @@ TEST_F(Reload, UnderLoadNoRequestFails) {
   load.join();
   EXPECT_EQ(failed.load(), 0) << "first failure: " << first_failure;
   EXPECT_GE(ok.load(), 80);
+}
+
+TEST_F(Reload, ListenersAreAddedAndRemoved) {
+  ASSERT_TRUE(start({}));
+  const int old_port = port();
+  const int new_port = free_port();
+  ProxyOptions o;
+  o.upstream_servers = {backend_.address()};
+  write_file(proxy_.config_path(), make_config(o, new_port, proxy_.access_log()));
+  TlsClient kept;  // accepted on the old address before the reload
+  ASSERT_TRUE(kept.connect(old_port)) << kept.error();
+  proxy_.process().signal(SIGHUP);
+  ASSERT_TRUE(stderr_has("reload: listening on 127.0.0.1:" + std::to_string(new_port))) << proxy_.process().err();
+  ASSERT_TRUE(stderr_has("no longer listening on 127.0.0.1:" + std::to_string(old_port)));
+  EXPECT_EQ(http_get(new_port, "/on-the-new-address").status, 200);
+  EXPECT_TRUE(wait_until([&] {
+    TlsClient c;
+    return !c.connect(old_port, TlsOptions{}, milliseconds(500));
+  })) << "the old address still accepts";
+  auto r = get(kept, "/on-a-connection-from-before");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+}
+
+TEST_F(Reload, AddressInUseFailsTheWholeReload) {
+  ASSERT_TRUE(start({}));
+  // Something else listens on the address the new config adds.
+  int other = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(other, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(other, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  ASSERT_EQ(::listen(other, 16), 0);
+  socklen_t len = sizeof(a);
+  ASSERT_EQ(::getsockname(other, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  const int busy = ntohs(a.sin_port);
+  ProxyOptions o;
+  o.upstream_servers = {backend_.address()};
+  o.certificate = pki("rsa.chain.pem");  // would be visible if anything were applied
+  o.key = pki("rsa.key");
+  std::string text = make_config(o, port(), proxy_.access_log());
+  text.replace(text.find("[tls]"), 5, "[[listen]]\naddress = \"127.0.0.1:" + std::to_string(busy) + "\"\n\n[tls]");
+  reload_raw(text);
+  ASSERT_TRUE(stderr_has("reload failed, still serving generation 1")) << proxy_.process().err();
+  EXPECT_NE(proxy_.process().err().find("Address already in use"), std::string::npos) << proxy_.process().err();
+  TlsClient c;
+  ASSERT_TRUE(c.connect(port())) << c.error();
+  EXPECT_EQ(key_type(c), "EC");
+  ::close(other);
 }
 
 }  // namespace

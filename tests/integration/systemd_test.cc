@@ -1,6 +1,10 @@
-// systemd integration: the unit file passes `systemd-analyze verify`, and the
-// proxy speaks the sd_notify protocol (READY=1 once serving, STOPPING=1 on
-// SIGTERM) to a real $NOTIFY_SOCKET datagram socket.
+// systemd integration: the unit files pass `systemd-analyze verify`; the
+// proxy speaks the sd_notify protocol (READY=1 once serving, RELOADING=1 and
+// READY=1 around a reload, STOPPING=1 on SIGTERM) to a real $NOTIFY_SOCKET
+// datagram socket; and it adopts a socket passed the sd_listen_fds way, so a
+// restart refuses no connection.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -8,10 +12,12 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 
 #include "harness.h"
 
@@ -55,6 +61,13 @@ TEST_F(Systemd, NotifiesReadyThenStopping) {
   EXPECT_TRUE(receive_until(fd, "READY=1", milliseconds(5'000), got)) << got;
   EXPECT_NE(got.find("STATUS=serving"), std::string::npos) << got;
 
+  got.clear();
+  proxy_.process().signal(SIGHUP);
+  EXPECT_TRUE(receive_until(fd, "READY=1", milliseconds(5'000), got)) << got;
+  EXPECT_NE(got.find("RELOADING=1\nMONOTONIC_USEC="), std::string::npos) << got;
+  EXPECT_LT(got.find("RELOADING=1"), got.find("READY=1")) << got;
+  EXPECT_NE(got.find("STATUS=serving generation 2"), std::string::npos) << got;
+
   proxy_.process().signal(SIGTERM);
   EXPECT_TRUE(receive_until(fd, "STOPPING=1", milliseconds(5'000), got)) << got;
   auto status = proxy_.process().wait_exit(milliseconds(10'000));
@@ -63,23 +76,118 @@ TEST_F(Systemd, NotifiesReadyThenStopping) {
   ::close(fd);
 }
 
-TEST_F(Systemd, UnitFileVerifies) {
+TEST_F(Systemd, UnitFilesVerify) {
   const char* analyze = "/usr/bin/systemd-analyze";
   struct stat st {};
   if (::stat(analyze, &st) != 0) GTEST_SKIP() << "systemd-analyze is not installed";
-  const auto unit = std::filesystem::path(__FILE__).parent_path() / "../../systemd/tlsfront.service";
-  std::ifstream in(unit);
-  ASSERT_TRUE(in) << unit;
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  // Point ExecStart/ExecStartPre at the binary under test (verify checks it exists).
-  for (size_t at; (at = text.find("/usr/local/bin/tlsfront")) != std::string::npos;) {
-    text.replace(at, std::strlen("/usr/local/bin/tlsfront"), TLSFRONT_BINARY);
+  std::vector<std::string> copies;
+  for (const char* name : {"tlsfront.service", "tlsfront.socket"}) {
+    const auto unit = std::filesystem::path(__FILE__).parent_path() / "../../systemd" / name;
+    std::ifstream in(unit);
+    ASSERT_TRUE(in) << unit;
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // Point ExecStart/ExecStartPre/ExecReload at the binary under test (verify checks it exists).
+    for (size_t at; (at = text.find("/usr/local/bin/tlsfront")) != std::string::npos;) {
+      text.replace(at, std::strlen("/usr/local/bin/tlsfront"), TLSFRONT_BINARY);
+    }
+    copies.push_back(dir_.file(name));
+    std::ofstream(copies.back()) << text;
   }
-  const std::string copy = dir_.file("tlsfront.service");
-  std::ofstream(copy) << text;
-  RunResult r = run_command(dir_, {analyze, "verify", copy});
+  RunResult r = run_command(dir_, {analyze, "verify", copies[0], copies[1]});
   EXPECT_EQ(r.status.code, 0) << r.err << r.out;
   EXPECT_EQ(r.err.find("tlsfront.service:"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("tlsfront.socket:"), std::string::npos) << r.err;
+}
+
+// What systemd does for a tlsfront.socket unit: it owns the listening socket
+// and passes it as fd 3 with LISTEN_FDS=1 and LISTEN_PID=<the service's pid>.
+// The test holds the socket the same way, so it outlives each instance.
+class SocketActivation : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(backend_.start());
+    listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ASSERT_GE(listen_fd_, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+    ASSERT_EQ(::listen(listen_fd_, 511), 0);
+    socklen_t len = sizeof(a);
+    ASSERT_EQ(::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len), 0);
+    port_ = ntohs(a.sin_port);
+    config_ = dir_.file("tlsfront.toml");
+    ProxyOptions o;
+    o.upstream_servers = {backend_.address()};
+    write_file(config_, make_config(o, port_, dir_.file("access.log")));
+  }
+  void TearDown() override {
+    for (auto& p : instances_) p->stop();
+    backend_.stop();
+    if (listen_fd_ >= 0) ::close(listen_fd_);
+  }
+  // Starts an instance on the held socket; true once it answers a handshake.
+  bool start_instance() {
+    instances_.push_back(std::make_unique<Process>());
+    const std::string n = std::to_string(instances_.size());
+    if (!instances_.back()->start({"/bin/sh", "-c", "LISTEN_FDS=1 LISTEN_PID=$$ exec \"$@\"", "sh", TLSFRONT_BINARY,
+                                   "--config", config_},
+                                  dir_.file("tlsfront" + n + ".out"), dir_.file("tlsfront" + n + ".err"), listen_fd_)) {
+      return false;
+    }
+    return wait_until([&] {
+      TlsClient probe;
+      return probe.connect(port_, TlsOptions{}, milliseconds(1'000));
+    });
+  }
+  TempDir dir_;
+  Backend backend_{dir_};
+  int listen_fd_ = -1;
+  int port_ = 0;
+  std::string config_;
+  std::vector<std::unique_ptr<Process>> instances_;
+};
+
+TEST_F(SocketActivation, AdoptsThePassedSocket) {
+  ASSERT_TRUE(start_instance()) << instances_.back()->err();
+  EXPECT_TRUE(wait_until([&] {
+    return instances_[0]->err().find("socket from systemd (socket activation)") != std::string::npos;
+  })) << instances_[0]->err();
+  EXPECT_EQ(http_get(port_, "/").status, 200);
+}
+
+// A restart (stop, then start the new binary) under load: connections made
+// while no instance runs wait in the held socket's backlog; none is refused.
+TEST_F(SocketActivation, RestartUnderLoadRefusesNothing) {
+  ASSERT_TRUE(start_instance()) << instances_.back()->err();
+  std::atomic<bool> stop{false};
+  std::atomic<int> ok{0}, failed{0};
+  std::string first_failure;
+  std::thread load([&] {
+    while (!stop.load()) {
+      HttpRequest req;
+      req.headers = {"Connection: close"};  // a new connection (and handshake) every time
+      req.timeout = std::chrono::milliseconds(15'000);
+      HttpResponse r = CurlClient(port_).perform(req);
+      if (r.status == 200) {
+        ok.fetch_add(1);
+      } else if (failed.fetch_add(1) == 0) {
+        first_failure = std::to_string(r.status) + " " + r.error;
+      }
+    }
+  });
+  auto more = [&](int n) {
+    const int target = ok.load() + n;
+    return wait_until([&] { return ok.load() >= target; });
+  };
+  EXPECT_TRUE(more(10));
+  ExitStatus st = instances_[0]->stop(milliseconds(10'000));
+  EXPECT_EQ(st.code, 0);
+  ASSERT_TRUE(start_instance()) << instances_.back()->err();
+  EXPECT_TRUE(more(10));
+  stop.store(true);
+  load.join();
+  EXPECT_EQ(failed.load(), 0) << "first failure: " << first_failure;
 }
 
 }  // namespace
