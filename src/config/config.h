@@ -159,6 +159,13 @@ struct Timeouts {
   Millis send{60'000};            // a client not draining our writes
 };
 
+// [admin]: plain-HTTP admin listener (/metrics, /healthz; metrics/admin_server.h).
+struct Admin {
+  bool enabled = true;
+  Endpoint address{"127.0.0.1", 9901};  // keep it on loopback or a private network
+  bool operator==(const Admin&) const = default;
+};
+
 struct Config {
   std::string path;    // the file this came from
   int workers = 0;     // workers = N | "auto" (0 means auto: one per CPU)
@@ -172,6 +179,7 @@ struct Config {
   Log log;
   Limits limits;
   Timeouts timeouts;
+  Admin admin;
 };
 
 }  // namespace tlsfront::config

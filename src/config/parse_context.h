@@ -143,6 +143,7 @@ Error missing_table(const ParseContext& ctx, std::string_view key, bool array_of
 [[nodiscard]] Status parse_route(const TableReader& root, const std::vector<Upstream>& upstreams,
                                  std::vector<Route>& out);
 [[nodiscard]] Status parse_log(const TableReader& root, Log& out);
+[[nodiscard]] Status parse_admin(const TableReader& root, const std::vector<Listener>& listeners, Admin& out);
 [[nodiscard]] Status parse_limits(const TableReader& root, Limits& out);
 [[nodiscard]] Status parse_timeouts(const TableReader& root, Timeouts& out);
 

@@ -5,6 +5,7 @@
 
 #include "http/error_response.h"
 #include "log/access_log.h"
+#include "metrics/counters.h"
 
 namespace tlsfront::http {
 namespace {
@@ -554,6 +555,11 @@ void Http1Session::on_client_closed() {
 
 void Http1Session::on_shutdown() {
   close_after_response_ = true;
+  // A connection that has not had its first request yet keeps it (bounded by
+  // the idle timeout and the drain deadline): a client that connected just as
+  // the stop began, e.g. while a restart hands over a socket-activated
+  // listener, is served, not cut off. Idle keepalive connections close now.
+  if (info_.requests == 0 && pending_input_.empty() && !in_request_) return;
   if (!in_request_ && !awaiting_response_ && pending_input_.empty()) {
     closed_ = true;
     transport_->close(true);
@@ -561,6 +567,9 @@ void Http1Session::on_shutdown() {
 }
 
 void Http1Session::write_access_log() {
+  const auto elapsed = std::chrono::steady_clock::now() - req_start_;
+  const std::string_view protocol = req_.version_minor == 0 ? "HTTP/1.0" : "HTTP/1.1";
+  if (env_.counters) env_.counters->count_request(protocol, status_, elapsed);
   if (!env_.access_log) return;
   log::AccessLogEntry e;
   e.time = req_time_;
@@ -568,14 +577,13 @@ void Http1Session::write_access_log() {
   e.remote_port = info_.remote_port;
   e.sni = info_.sni;
   e.alpn = info_.alpn;
-  e.protocol = req_.version_minor == 0 ? "HTTP/1.0" : "HTTP/1.1";
+  e.protocol = protocol;
   e.method = req_.method;
   e.path = req_.target;
   e.status = status_;
   e.bytes_sent = bytes_sent_;
   e.bytes_received = bytes_received_;
-  e.request_time_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - req_start_).count();
+  e.request_time_ms = std::chrono::duration<double, std::milli>(elapsed).count();
   e.ssl_protocol = info_.ssl_protocol;
   e.ssl_cipher = info_.ssl_cipher;
   e.ssl_session_reused = info_.ssl_session_reused;

@@ -25,6 +25,10 @@
 #include "http/request.h"
 #include "http/router.h"
 
+namespace tlsfront::metrics {
+struct WorkerCounters;
+}
+
 namespace tlsfront::log {
 class AccessLog;
 }
@@ -39,6 +43,7 @@ struct SessionEnv {
   // Indexed like Config::upstreams.
   const std::vector<std::shared_ptr<upstream::UpstreamGroup>>* upstreams = nullptr;
   log::AccessLog* access_log = nullptr;  // null: access log off
+  metrics::WorkerCounters* counters = nullptr;  // null: not counted (unit tests)
   bool* shutting_down = nullptr;         // worker draining: answer with Connection: close
 };
 

@@ -212,6 +212,7 @@ void ProxyExchange::on_upstream_error(Error error) {
     pool_->mark_failed();
     if (replay_valid_) {
       if (upstream::UpstreamPool* next = group_->pick(tried_)) {
+        pool_->count_retry();
         tried_.push_back(next);
         attempt(next, true);
         return;
@@ -224,6 +225,7 @@ void ProxyExchange::on_upstream_error(Error error) {
     // processed): retry once on a fresh connection (RFC 9110 §9.2.2 allows it
     // for idempotent requests, and for any request none of which was written).
     ++retries_;
+    pool_->count_retry();
     attempt(pool_, false);
     return;
   }

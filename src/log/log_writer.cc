@@ -144,6 +144,7 @@ void LogWriter::write_batches(std::deque<std::string>& batches) {
       }
       return;
     }
+    bytes_written_.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
     // Advance past what was written; a partial write continues mid-batch.
     auto left = static_cast<size_t>(n);
     while (left > 0) {

@@ -69,6 +69,8 @@ class LogWriter {
   // Batches discarded so far: queue over the limit, written after stop, or
   // lost to a failed write(2) (disk full, I/O error). Any thread.
   uint64_t dropped_batches() const { return dropped_batches_.load(std::memory_order_relaxed); }
+  // Bytes written to the file so far (metrics). Any thread.
+  uint64_t bytes_written() const { return bytes_written_.load(std::memory_order_relaxed); }
 
  private:
   LogWriter(std::string path, UniqueFd fd, size_t max_queued_bytes);
@@ -91,6 +93,7 @@ class LogWriter {
   bool stopping_ = false;          // guarded by mu_
 
   std::atomic<uint64_t> dropped_batches_{0};
+  std::atomic<uint64_t> bytes_written_{0};
   uint64_t reported_drops_ = 0;  // writer thread only
   bool write_failing_ = false;   // writer thread only
   std::thread thread_;

@@ -45,6 +45,7 @@ Connection::~Connection() {
 }
 
 Status Connection::accept(uv_stream_t* listener) {
+  worker_.counters().connections_accepted.add();  // closed: finish_close(), whatever happens
   uv_loop_t* loop = worker_.loop();
   if (int rc = tcp_.init([loop](uv_tcp_t* h) { return uv_tcp_init(loop, h); }, this); rc != 0) {
     return make_error(Errc::Io, std::string("uv_tcp_init: ") + uv_strerror(rc));
@@ -96,6 +97,7 @@ void Connection::update_reading() {
 void Connection::on_read(ssize_t nread, const uv_buf_t* buf) {
   if (nread == 0 || state_ == State::Closing || state_ == State::Closed) return;
   if (nread < 0) {
+    if (state_ == State::Handshake) count_handshake_failure(metrics::HandshakeFailure::Closed);
     if (session_) {
       session_->on_client_closed();
     } else {
@@ -118,6 +120,7 @@ void Connection::on_read(ssize_t nread, const uv_buf_t* buf) {
 bool Connection::advance_handshake() {
   auto done = tls_->handshake();
   if (!done) {
+    count_handshake_failure(metrics::HandshakeFailure::Error);
     log::debug("conn={} {}:{} {}", id_, remote_addr_, remote_port_, done.error().message());
     close(false);  // the alert OpenSSL queued is flushed before the close
     return false;
@@ -162,8 +165,15 @@ void Connection::on_handshake_done() {
   info.ssl_resumption = !info.ssl_session_reused         ? "none"
                         : tls::resumed_with_ticket(ssl) ? "ticket"
                                                         : "cache";
-  info.tls_handshake_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - accepted_at_).count();
+  const auto handshake_time = std::chrono::steady_clock::now() - accepted_at_;
+  info.tls_handshake_ms = std::chrono::duration<double, std::milli>(handshake_time).count();
+  metrics::WorkerCounters& counters = worker_.counters();
+  const auto kind = !info.ssl_session_reused             ? metrics::HandshakeKind::Full
+                    : info.ssl_resumption == "ticket" ? metrics::HandshakeKind::ResumedTicket
+                                                      : metrics::HandshakeKind::ResumedCache;
+  counters.handshakes[static_cast<size_t>(kind)].add();
+  counters.handshake_duration.observe(handshake_time);
+  counters.connections_http1.add();
   session_ = std::make_unique<http::Http1Session>(worker_.session_env(*generation_), this, std::move(info));
   // TLS 1.3 NewSessionTicket messages go out with the handshake's last flight.
   LoopContext::of(worker_.loop()).schedule_flush(this);
@@ -293,19 +303,23 @@ void Connection::start_linger() {
   }
 }
 
+// A handshake in progress goes on (the client connected before the stop and
+// gets its first request served; the session sees the worker draining); the
+// handshake timeout and the drain deadline bound it.
 void Connection::shutdown() {
-  if (state_ == State::Handshake) {
-    close(false);
-  } else if (session_) {
-    session_->on_shutdown();
-  }
+  if (session_) session_->on_shutdown();
 }
 
 void Connection::abort() { finish_close(); }
 
+void Connection::count_handshake_failure(metrics::HandshakeFailure reason) {
+  worker_.counters().handshake_failures[static_cast<size_t>(reason)].add();
+}
+
 void Connection::finish_close() {
   if (state_ == State::Closed) return;
   state_ = State::Closed;
+  worker_.counters().connections_closed.add();
   reading_ = false;
   if (shutdown_req_) shutdown_req_->data = nullptr;  // freed by its own (cancelled) callback
   shutdown_req_ = nullptr;
@@ -333,6 +347,7 @@ void Connection::on_timer() {
   switch (state_) {
     case State::Handshake:
       log::debug("conn={} {}:{} TLS handshake timed out", id_, remote_addr_, remote_port_);
+      count_handshake_failure(metrics::HandshakeFailure::Timeout);
       finish_close();
       break;
     case State::Open:

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "http/client_session.h"
+#include "metrics/counters.h"
 #include "http/client_transport.h"
 #include "server/generation.h"
 #include "tls/session_lookup.h"
@@ -72,6 +73,7 @@ class Connection final : public Deletable, public Flushable, public http::Client
   void update_reading();
   void start_linger();
   void finish_close();
+  void count_handshake_failure(metrics::HandshakeFailure reason);
 
   Worker& worker_;
   // Before session_: the upstream groups the session's exchanges use outlive it.

@@ -17,6 +17,8 @@
 #include "config/loader.h"
 #include "log/log.h"
 #include "log/log_writer.h"
+#include "metrics/admin_server.h"
+#include "metrics/prometheus.h"
 #include "server/listener.h"
 #include "tls/ticket_key_source_file.h"
 #include "tls/ticket_key_source_redis.h"
@@ -33,6 +35,7 @@ struct ControlLoop {
   log::LogWriter* log_writer = nullptr;
   TicketKeyManager* ticket_keys = nullptr;
   int stop_signals = 0;
+  std::unique_ptr<metrics::AdminServer> admin;
   UvHandle<uv_signal_t> sig_term, sig_int, sig_quit, sig_hup, sig_usr1;
   UvHandle<uv_async_t> all_stopped;
 };
@@ -86,6 +89,7 @@ std::vector<std::string> restart_only_changes(const config::Config& now, const c
     }
   }
   if (now.log.access_log != next.log.access_log) out.push_back("log.access_log");
+  if (!(now.admin == next.admin)) out.push_back("[admin]");
   if (!(now.tls.session_cache == next.tls.session_cache)) out.push_back("[tls.session_cache]");
   if (!(now.tls.ticket_keys == next.tls.ticket_keys)) out.push_back("[tls.ticket_keys]");
   return out;
@@ -133,6 +137,7 @@ void Server::reload() {
     }
   }
   cfg->log.access_log = old->config.log.access_log;
+  cfg->admin = old->config.admin;
   cfg->tls.session_cache = old->config.tls.session_cache;
   cfg->tls.ticket_keys = old->config.tls.ticket_keys;
   // New addresses are bound (one socket per worker) before anything is
@@ -168,6 +173,37 @@ void Server::reload() {
   ++generation_number_;
   log::info("reload: generation {} is live; connections accepted before keep theirs", generation_number_);
   sd_notifyf(0, "READY=1\nSTATUS=serving generation %llu", static_cast<unsigned long long>(generation_number_));
+}
+
+std::string Server::scrape() const {
+  metrics::ProcessMetrics m;
+  for (const auto& c : counters_) m.workers.push_back(c.get());
+  m.generation = generation_number_;
+  const auto cache = session_cache_->stats();
+  m.session_cache_hits = cache.hits;
+  m.session_cache_misses = cache.misses;
+  m.session_cache_evictions = cache.evictions;
+  m.session_cache_expired = cache.expired;
+  m.session_cache_stores = cache.stores;
+  m.session_cache_entries = cache.entries;
+  m.session_cache_bytes = cache.bytes;
+  const auto tickets = tickets_->counters();
+  m.tickets_issued = tickets.issued;
+  m.tickets_decrypted_current = tickets.decrypted_current;
+  m.tickets_decrypted_renewed = tickets.decrypted_renewed;
+  m.tickets_failed = tickets.failed;
+  if (auto ring = tickets_->ring()) {
+    m.ticket_keys = ring->size();
+    const auto now = tickets_->now();
+    if (const tls::TicketKey* key = ring->encryption_key(now)) {
+      m.ticket_key_age_seconds = std::chrono::duration<double>(now - key->activates_at).count();
+    }
+  }
+  if (log_writer_) {
+    m.access_log_bytes = log_writer_->bytes_written();
+    m.access_log_dropped_batches = log_writer_->dropped_batches();
+  }
+  return metrics::render_prometheus(m);
 }
 
 int resolve_workers(int configured) {
@@ -227,6 +263,11 @@ Result<int> Server::run(config::Config cfg) {
     log_writer_ = std::move(writer).value();
   }
 
+  if (c.admin.enabled) {
+    if (auto st = check_address_free(config::Listener{c.admin.address}); !st) {
+      return make_error(Errc::Io, "admin listener: " + st.error().message() + " (set [admin] address, or enabled = false)");
+    }
+  }
   auto activated = adopt_activated_sockets(c.listeners);
   if (!activated) return activated.take_error();
   std::vector<std::vector<ListenSocket>> sockets(nworkers);
@@ -270,7 +311,19 @@ Result<int> Server::run(config::Config cfg) {
                        &ctl);
 
   for (int w = 0; w < nworkers; ++w) {
-    workers_.push_back(std::make_unique<Worker>(w, &current_, &next_connection_id_, log_writer_.get()));
+    counters_.push_back(std::make_unique<metrics::WorkerCounters>());
+    workers_.push_back(
+        std::make_unique<Worker>(w, &current_, &next_connection_id_, log_writer_.get(), counters_.back().get()));
+  }
+  if (c.admin.enabled) {
+    auto admin = metrics::AdminServer::start(
+        &ctl.loop, c.admin.address, {[this] { return scrape(); }, [&ctl] { return ctl.stop_signals == 0; }});
+    if (admin) {
+      ctl.admin = std::move(admin).value();
+      log::info("admin: http://{}/metrics and /healthz", c.admin.address.to_string());
+    } else {
+      log::error("{}; serving without it", admin.error().message());
+    }
   }
   for (int w = 0; w < nworkers; ++w) workers_[w]->start(std::move(sockets[w]));
   for (const auto& l : c.listeners) log::info("listening on {} ({} workers)", l.address.to_string(), nworkers);
@@ -294,6 +347,7 @@ Result<int> Server::run(config::Config cfg) {
   ctl.sig_hup.close();
   ctl.sig_usr1.close();
   ctl.all_stopped.close();
+  ctl.admin.reset();
   ticket_keys_->stop();
   uv_run(&ctl.loop, UV_RUN_DEFAULT);
   uv_loop_close(&ctl.loop);

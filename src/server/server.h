@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "metrics/counters.h"
 #include "server/generation.h"
 #include "server/ticket_key_manager.h"
 #include "tls/session_cache.h"
@@ -67,7 +68,13 @@ class Server {
   GenerationSlot current_;
   std::atomic<uint64_t> next_connection_id_{1};
   std::unique_ptr<log::LogWriter> log_writer_;
+  // One per worker, outliving the workers: the admin endpoint sums them.
+  std::vector<std::unique_ptr<metrics::WorkerCounters>> counters_;
   std::vector<std::unique_ptr<Worker>> workers_;
+
+  // The /metrics body: the workers' counters summed, plus the process-wide
+  // sources. Control thread.
+  std::string scrape() const;
 };
 
 // Worker count for `configured` (0 = one per CPU).

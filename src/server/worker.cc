@@ -23,8 +23,12 @@ WorkerGeneration::~WorkerGeneration() {
 }
 
 Worker::Worker(int index, const GenerationSlot* current, std::atomic<uint64_t>* next_connection_id,
-               log::LogWriter* log_writer)
-    : index_(index), current_(current), next_connection_id_(next_connection_id), log_writer_(log_writer) {
+               log::LogWriter* log_writer, metrics::WorkerCounters* counters)
+    : index_(index),
+      current_(current),
+      next_connection_id_(next_connection_id),
+      log_writer_(log_writer),
+      counters_(counters) {
   uv_loop_init(&loop_);
   loop_ctx_ = std::make_unique<LoopContext>(&loop_);
   // The inbox exists before the thread starts so request_stop() is always safe.
@@ -104,6 +108,7 @@ http::SessionEnv Worker::session_env(const WorkerGeneration& wgen) {
   env.config = &wgen.gen->config;
   env.router = &wgen.gen->router;
   env.upstreams = &wgen.upstreams;
+  env.counters = counters_;
   return env;
 }
 
@@ -120,7 +125,7 @@ std::shared_ptr<const WorkerGeneration> Worker::current_generation() {
         if (old->config() == u) group = old;
       }
     }
-    next->upstreams.push_back(group ? group : std::make_shared<upstream::UpstreamGroup>(&loop_, u));
+    next->upstreams.push_back(group ? group : std::make_shared<upstream::UpstreamGroup>(&loop_, u, counters_));
   }
   generation_ = std::move(next);
   return generation_;

@@ -18,6 +18,7 @@
 
 #include "http/http1_session.h"
 #include "log/access_log.h"
+#include "metrics/counters.h"
 #include "server/generation.h"
 #include "server/redis_session_store.h"
 #include "upstream/upstream_pool.h"
@@ -60,8 +61,9 @@ class Worker {
  public:
   // `current`, `next_connection_id` and `log_writer` (null = no access log)
   // are borrowed from the Server and outlive the worker.
+  // `counters` too (this worker's; the admin endpoint reads them).
   Worker(int index, const GenerationSlot* current, std::atomic<uint64_t>* next_connection_id,
-         log::LogWriter* log_writer);
+         log::LogWriter* log_writer, metrics::WorkerCounters* counters);
   ~Worker();
 
   // Starts the thread, which adopts `sockets`. Control thread only.
@@ -77,6 +79,7 @@ class Worker {
 
   // Worker-thread API for connections.
   uv_loop_t* loop() { return &loop_; }
+  metrics::WorkerCounters& counters() { return *counters_; }
   http::SessionEnv session_env(const WorkerGeneration& wgen);
   // This worker's shared session store ([tls.session_cache] store = "redis"),
   // or nullptr. Borrowed; lives until the worker stops (after its connections).
@@ -99,6 +102,7 @@ class Worker {
   const GenerationSlot* current_;
   std::atomic<uint64_t>* next_connection_id_;
   log::LogWriter* log_writer_;
+  metrics::WorkerCounters* counters_;
   std::thread thread_;
   uv_loop_t loop_{};
   std::unique_ptr<LoopContext> loop_ctx_;

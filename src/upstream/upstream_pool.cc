@@ -4,8 +4,9 @@
 
 namespace tlsfront::upstream {
 
-UpstreamPool::UpstreamPool(uv_loop_t* loop, const config::Upstream& cfg, const config::Endpoint& server)
-    : loop_(loop), cfg_(cfg), address_(server.to_string()) {
+UpstreamPool::UpstreamPool(uv_loop_t* loop, const config::Upstream& cfg, const config::Endpoint& server,
+                           metrics::UpstreamServerCounters* counters)
+    : loop_(loop), cfg_(cfg), address_(server.to_string()), counters_(counters) {
   if (server.host.find(':') != std::string::npos) {
     addr_ok_ = uv_ip6_addr(server.host.c_str(), server.port, reinterpret_cast<sockaddr_in6*>(&addr_)) == 0;
   } else {
@@ -19,11 +20,17 @@ Result<UpstreamPool::Lease> UpstreamPool::acquire(bool allow_reuse) {
   while (allow_reuse && !idle_.empty()) {
     std::unique_ptr<UpstreamConnection> conn = std::move(idle_.back());
     idle_.pop_back();
-    if (conn->still_open()) return Lease{std::move(conn), true};
+    if (conn->still_open()) {
+      update_idle_gauge();
+      if (counters_) counters_->connections_reused.add();
+      return Lease{std::move(conn), true};
+    }
     conn->close();  // closed by the backend but not yet noticed by the loop
   }
+  update_idle_gauge();
   if (!addr_ok_) return make_error(Errc::Upstream, "invalid upstream address " + address_);
   auto conn = std::make_unique<UpstreamConnection>(loop_, this, cfg_);
+  if (counters_) counters_->connections_created.add();
   if (auto st = conn->connect(addr_); !st) return st.take_error();
   return Lease{std::move(conn), false};
 }
@@ -38,6 +45,7 @@ void UpstreamPool::release(std::unique_ptr<UpstreamConnection> conn) {
   }
   conn->park_idle();
   idle_.push_back(std::move(conn));
+  update_idle_gauge();
 }
 
 void UpstreamPool::remove_idle(UpstreamConnection* conn) {
@@ -45,19 +53,36 @@ void UpstreamPool::remove_idle(UpstreamConnection* conn) {
   if (it == idle_.end()) return;
   std::unique_ptr<UpstreamConnection> owned = std::move(*it);
   idle_.erase(it);
+  update_idle_gauge();
   owned->close();
   LoopContext::of(loop_).defer_delete(std::move(owned));
 }
 
-void UpstreamPool::mark_failed() { down_until_ = std::chrono::steady_clock::now() + cfg_.fail_timeout; }
+void UpstreamPool::mark_failed() {
+  down_until_ = std::chrono::steady_clock::now() + cfg_.fail_timeout;
+  if (counters_) counters_->failures.add();
+}
+
+void UpstreamPool::count_retry() {
+  if (counters_) counters_->retries.add();
+}
+
+void UpstreamPool::update_idle_gauge() {
+  if (counters_) counters_->idle.set(idle_.size());
+}
 
 void UpstreamPool::close_idle() {
   for (auto& c : idle_) c->close();
   idle_.clear();
+  update_idle_gauge();
 }
 
-UpstreamGroup::UpstreamGroup(uv_loop_t* loop, config::Upstream cfg) : cfg_(std::move(cfg)) {
-  for (const auto& server : cfg_.servers) pools_.push_back(std::make_unique<UpstreamPool>(loop, cfg_, server));
+UpstreamGroup::UpstreamGroup(uv_loop_t* loop, config::Upstream cfg, metrics::WorkerCounters* counters)
+    : cfg_(std::move(cfg)) {
+  for (const auto& server : cfg_.servers) {
+    pools_.push_back(std::make_unique<UpstreamPool>(
+        loop, cfg_, server, counters ? counters->upstream(cfg_.name, server.to_string()) : nullptr));
+  }
 }
 
 UpstreamPool* UpstreamGroup::pick(const std::vector<UpstreamPool*>& tried) {

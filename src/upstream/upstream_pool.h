@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "metrics/counters.h"
 #include "upstream/upstream_connection.h"
 #include "util/result.h"
 
@@ -21,8 +22,10 @@ namespace tlsfront::upstream {
 
 class UpstreamPool {
  public:
-  // `cfg` is borrowed and must outlive the pool (its UpstreamGroup owns both).
-  UpstreamPool(uv_loop_t* loop, const config::Upstream& cfg, const config::Endpoint& server);
+  // `cfg` is borrowed and must outlive the pool (its UpstreamGroup owns both);
+  // so is `counters` (this server's in the worker's metrics; null: none).
+  UpstreamPool(uv_loop_t* loop, const config::Upstream& cfg, const config::Endpoint& server,
+               metrics::UpstreamServerCounters* counters = nullptr);
   ~UpstreamPool();
   UpstreamPool(const UpstreamPool&) = delete;
   UpstreamPool& operator=(const UpstreamPool&) = delete;
@@ -46,6 +49,8 @@ class UpstreamPool {
   // Health for the balancer: a server that refused a connection is skipped
   // until `fail_timeout` has passed.
   void mark_failed();
+  // An exchange is retrying after an error on this server (metrics).
+  void count_retry();
   bool available(std::chrono::steady_clock::time_point now) const { return now >= down_until_; }
 
   const std::string& address() const { return address_; }
@@ -61,13 +66,17 @@ class UpstreamPool {
   bool addr_ok_ = false;
   std::vector<std::unique_ptr<UpstreamConnection>> idle_;
   std::chrono::steady_clock::time_point down_until_{};
+  metrics::UpstreamServerCounters* counters_;
+  void update_idle_gauge();
 };
 
 // UpstreamGroup: one [[upstream]] in one worker: its servers' pools and a
 // round-robin choice among the servers that are up.
 class UpstreamGroup {
  public:
-  UpstreamGroup(uv_loop_t* loop, config::Upstream cfg);
+  // `counters` (borrowed, may be null): the worker's metrics, where each
+  // server's counters are found by upstream name and address.
+  UpstreamGroup(uv_loop_t* loop, config::Upstream cfg, metrics::WorkerCounters* counters = nullptr);
   // The next server in round-robin order that is up and not in `tried`; when
   // every untried server is down, the next untried one anyway (nginx too
   // retries when all peers are marked down). nullptr when all were tried.

@@ -289,6 +289,12 @@ std::string make_config(const ProxyOptions& o, int port, const std::string& acce
   }
   c += "[log]\naccess_log = \"" + access_log + "\"\n\n";
   c += o.extra;
+  // Never the default 127.0.0.1:9901: tests run in parallel.
+  if (o.admin_port < 0) {
+    c += "\n[admin]\nenabled = false\n";
+  } else {
+    c += "\n[admin]\naddress = \"127.0.0.1:" + std::to_string(o.admin_port ? o.admin_port : free_port()) + "\"\n";
+  }
   return c;
 }
 

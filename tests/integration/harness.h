@@ -133,6 +133,7 @@ struct ProxyOptions {
   std::string certificate = pki("localhost.chain.pem");
   std::string key = pki("localhost.key");
   std::string certificates;                   // [[certificate]] tables; when set, replaces certificate/key
+  int admin_port = 0;                         // [admin] on 127.0.0.1:admin_port; 0 = a free port; -1 = off
 };
 
 // The TOML text for `o` (listening on `port`, logging to `access_log`).

@@ -604,6 +604,20 @@ TEST_F(LoadFileTest, MissingFile) {
 }
 
 // The documented example config must load as shipped.
+TEST(Loader, Admin) {
+  Config d = load_ok(kMinimal);
+  EXPECT_TRUE(d.admin.enabled);
+  EXPECT_EQ(d.admin.address.to_string(), "127.0.0.1:9901");
+  Config c = load_ok(with("[admin]\naddress = \"[::1]:9100\"\n"));
+  EXPECT_EQ(c.admin.address.to_string(), "[::1]:9100");
+  EXPECT_FALSE(load_ok(with("[admin]\nenabled = false\n")).admin.enabled);
+  EXPECT_EQ(load_error(with("[admin]\naddress = \"127.0.0.1:8443\"\n")),
+            "t.toml:15:1: admin.address: is also a [[listen]] address");
+  EXPECT_EQ(load_error(with("[admin]\nenabled = false\naddress = \"127.0.0.1:9\"\n")),
+            "t.toml:16:1: admin.address: not used with enabled = false");
+  EXPECT_EQ(load_error(with("[admin]\nport = 9\n")), "t.toml:15:1: admin.port: unknown key \"port\"");
+}
+
 TEST(ExampleConfig, ShippedConfigLoads) {
   std::filesystem::path file =
       std::filesystem::path(__FILE__).parent_path() / "../../../conf/tlsfront.toml";
@@ -655,6 +669,9 @@ TEST(ExampleConfig, DocumentedDefaultsAreTheDefaults) {
   const Config& a = *shipped;
   const Config& b = *expanded;
   EXPECT_EQ(a.workers, b.workers);
+  EXPECT_EQ(a.shutdown_timeout, b.shutdown_timeout);
+  EXPECT_EQ(a.admin, b.admin);
+  EXPECT_EQ(a.tls.strict_sni, b.tls.strict_sni);
   EXPECT_EQ(a.listeners[0].backlog, b.listeners[0].backlog);
   EXPECT_EQ(a.tls.protocols, b.tls.protocols);
   EXPECT_EQ(a.tls.ciphers, b.tls.ciphers);

@@ -1,0 +1,93 @@
+// Counters: the metrics each worker keeps on its hot path, summed by the admin
+// endpoint on scrape (prometheus.h). Every Counter has one writer (its
+// worker's thread), so an increment is a relaxed load + store, not a locked
+// read-modify-write; a scrape on the control thread reads them relaxed. Totals
+// may be a few events apart from each other during a scrape, never torn.
+// Thread affinity: increments on the owning worker's thread; reads anywhere.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tlsfront::metrics {
+
+class Counter {
+ public:
+  void add(uint64_t n = 1) { v_.store(v_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed); }
+  void set(uint64_t v) { v_.store(v, std::memory_order_relaxed); }  // a gauge
+  uint64_t get() const { return v_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<uint64_t> v_{0};
+};
+
+// Upper bounds in seconds of the duration histograms' buckets (Prometheus
+// `le`; +Inf is implied).
+inline constexpr std::array<double, 15> kDurationBuckets = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                                            0.25,   0.5,   1,      2.5,   5,    10,   30};
+
+class Histogram {
+ public:
+  void observe(std::chrono::nanoseconds d);
+  // Non-cumulative count of bucket i (i == kDurationBuckets.size(): above the last bound).
+  uint64_t bucket(size_t i) const { return buckets_[i].get(); }
+  uint64_t count() const { return count_.get(); }
+  uint64_t sum_ns() const { return sum_ns_.get(); }
+
+ private:
+  std::array<Counter, kDurationBuckets.size() + 1> buckets_;
+  Counter count_, sum_ns_;
+};
+
+// One upstream server in one worker (upstream::UpstreamPool).
+struct UpstreamServerCounters {
+  Counter connections_created;  // new TCP connections opened
+  Counter connections_reused;   // requests sent on a pooled keepalive connection
+  Counter failures;             // connection refused/failed: the server is skipped for fail_timeout
+  Counter retries;              // an exchange went on to another attempt after an error on this server
+  Counter idle;                 // gauge: idle keepalive connections now
+};
+
+enum class HandshakeKind { Full, ResumedCache, ResumedTicket };
+enum class HandshakeFailure { Timeout, Error, Closed };
+
+struct WorkerCounters {
+  Counter connections_accepted;
+  Counter connections_closed;  // active = accepted - closed
+  Counter connections_http1, connections_h2;  // by protocol after the handshake (ALPN)
+  std::array<Counter, 3> handshakes;          // by HandshakeKind
+  std::array<Counter, 3> handshake_failures;  // by HandshakeFailure
+  Histogram handshake_duration;               // accept -> handshake done
+  // Requests by protocol (HTTP/1.0, HTTP/1.1, HTTP/2.0) and status class
+  // (1xx..5xx, then "none": no response was sent, e.g. the client left).
+  std::array<std::array<Counter, 6>, 3> requests;
+  Histogram request_duration;
+
+  void count_request(std::string_view protocol, int status, std::chrono::nanoseconds duration);
+
+  // The counters of `server` of `upstream`; created on first use and never
+  // removed (a server gone after a reload keeps its totals). The pointer is
+  // stable for this object's lifetime. Worker thread.
+  UpstreamServerCounters* upstream(const std::string& upstream, const std::string& server);
+
+  // Calls `fn(upstream, server, counters)` for each, sorted. Any thread.
+  template <typename Fn>
+  void for_each_upstream(Fn&& fn) const {
+    std::lock_guard lock(upstreams_mu_);
+    for (const auto& [key, c] : upstreams_) fn(key.first, key.second, *c);
+  }
+
+ private:
+  mutable std::mutex upstreams_mu_;  // guards the map's shape, not the counters
+  std::map<std::pair<std::string, std::string>, std::unique_ptr<UpstreamServerCounters>> upstreams_;
+};
+
+}  // namespace tlsfront::metrics

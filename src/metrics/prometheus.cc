@@ -1,0 +1,171 @@
+#include "metrics/prometheus.h"
+
+#include <fmt/format.h>
+
+namespace tlsfront::metrics {
+namespace {
+
+void header(std::string& out, std::string_view name, std::string_view type, std::string_view help) {
+  fmt::format_to(std::back_inserter(out), "# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+}
+
+void single(std::string& out, std::string_view name, std::string_view type, std::string_view help, uint64_t v) {
+  header(out, name, type, help);
+  fmt::format_to(std::back_inserter(out), "{} {}\n", name, v);
+}
+
+// Label values: backslash, quote and newline escaped (exposition format).
+std::string label(std::string_view v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') out.push_back('\\');
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+template <typename Get>
+uint64_t sum(const ProcessMetrics& m, Get get) {
+  uint64_t total = 0;
+  for (const WorkerCounters* w : m.workers) total += get(*w);
+  return total;
+}
+
+template <typename Get>
+void histogram(std::string& out, const ProcessMetrics& m, std::string_view name, std::string_view help, Get get) {
+  header(out, name, "histogram", help);
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i <= kDurationBuckets.size(); ++i) {
+    cumulative += sum(m, [&](const WorkerCounters& w) { return get(w).bucket(i); });
+    if (i < kDurationBuckets.size()) {
+      fmt::format_to(std::back_inserter(out), "{}_bucket{{le=\"{}\"}} {}\n", name, kDurationBuckets[i], cumulative);
+    } else {
+      fmt::format_to(std::back_inserter(out), "{}_bucket{{le=\"+Inf\"}} {}\n", name, cumulative);
+    }
+  }
+  const uint64_t ns = sum(m, [&](const WorkerCounters& w) { return get(w).sum_ns(); });
+  fmt::format_to(std::back_inserter(out), "{}_sum {:.9f}\n{}_count {}\n", name, static_cast<double>(ns) / 1e9, name,
+                 cumulative);
+}
+
+}  // namespace
+
+std::string render_prometheus(const ProcessMetrics& m) {
+  std::string out;
+  out.reserve(16 * 1024);
+  single(out, "tlsfront_config_generation", "gauge", "Configuration generation in use (1 + successful reloads).",
+         m.generation);
+
+  const uint64_t accepted = sum(m, [](const WorkerCounters& w) { return w.connections_accepted.get(); });
+  const uint64_t closed = sum(m, [](const WorkerCounters& w) { return w.connections_closed.get(); });
+  single(out, "tlsfront_connections_accepted_total", "counter", "Client TCP connections accepted.", accepted);
+  single(out, "tlsfront_connections_active", "gauge", "Client connections open now.", accepted - closed);
+  header(out, "tlsfront_connections_total", "counter", "Client connections by protocol after the TLS handshake (ALPN).");
+  fmt::format_to(std::back_inserter(out), "tlsfront_connections_total{{protocol=\"http/1.1\"}} {}\n",
+                 sum(m, [](const WorkerCounters& w) { return w.connections_http1.get(); }));
+  fmt::format_to(std::back_inserter(out), "tlsfront_connections_total{{protocol=\"h2\"}} {}\n",
+                 sum(m, [](const WorkerCounters& w) { return w.connections_h2.get(); }));
+
+  header(out, "tlsfront_tls_handshakes_total", "counter",
+         "Completed TLS handshakes: full, resumed from the session cache (session ID, stateful PSK) or from a ticket.");
+  static constexpr const char* kKinds[] = {"full", "resumed_cache", "resumed_ticket"};
+  for (size_t k = 0; k < 3; ++k) {
+    fmt::format_to(std::back_inserter(out), "tlsfront_tls_handshakes_total{{kind=\"{}\"}} {}\n", kKinds[k],
+                   sum(m, [k](const WorkerCounters& w) { return w.handshakes[k].get(); }));
+  }
+  header(out, "tlsfront_tls_handshake_failures_total", "counter",
+         "TLS handshakes that did not complete: timeout, error (alert or protocol error), closed by the client.");
+  static constexpr const char* kReasons[] = {"timeout", "error", "closed"};
+  for (size_t r = 0; r < 3; ++r) {
+    fmt::format_to(std::back_inserter(out), "tlsfront_tls_handshake_failures_total{{reason=\"{}\"}} {}\n", kReasons[r],
+                   sum(m, [r](const WorkerCounters& w) { return w.handshake_failures[r].get(); }));
+  }
+  histogram(out, m, "tlsfront_tls_handshake_duration_seconds", "TCP accept to TLS handshake done.",
+            [](const WorkerCounters& w) -> const Histogram& { return w.handshake_duration; });
+
+  header(out, "tlsfront_requests_total", "counter", "Requests by protocol and response status class.");
+  static constexpr const char* kProtocols[] = {"HTTP/1.0", "HTTP/1.1", "HTTP/2.0"};
+  static constexpr const char* kClasses[] = {"1xx", "2xx", "3xx", "4xx", "5xx", "none"};
+  for (size_t p = 0; p < 3; ++p) {
+    for (size_t c = 0; c < 6; ++c) {
+      const uint64_t n = sum(m, [p, c](const WorkerCounters& w) { return w.requests[p][c].get(); });
+      if (n == 0 && c != 1) continue;  // keep the output short; 2xx always present
+      fmt::format_to(std::back_inserter(out), "tlsfront_requests_total{{protocol=\"{}\",code=\"{}\"}} {}\n",
+                     kProtocols[p], kClasses[c], n);
+    }
+  }
+  histogram(out, m, "tlsfront_request_duration_seconds", "Request start to the last byte of the response.",
+            [](const WorkerCounters& w) -> const Histogram& { return w.request_duration; });
+
+  single(out, "tlsfront_session_cache_hits_total", "counter", "Session cache lookups that found a session.",
+         m.session_cache_hits);
+  single(out, "tlsfront_session_cache_misses_total", "counter", "Session cache lookups that found none.",
+         m.session_cache_misses);
+  single(out, "tlsfront_session_cache_stores_total", "counter", "Sessions stored.", m.session_cache_stores);
+  single(out, "tlsfront_session_cache_evictions_total", "counter", "Live sessions evicted for room (LRU).",
+         m.session_cache_evictions);
+  single(out, "tlsfront_session_cache_expired_total", "counter", "Sessions dropped on expiry.", m.session_cache_expired);
+  single(out, "tlsfront_session_cache_entries", "gauge", "Sessions held.", m.session_cache_entries);
+  single(out, "tlsfront_session_cache_bytes", "gauge", "Bytes accounted to held sessions.", m.session_cache_bytes);
+
+  single(out, "tlsfront_tickets_issued_total", "counter", "Session tickets issued.", m.tickets_issued);
+  header(out, "tlsfront_tickets_decrypted_total", "counter",
+         "Tickets decrypted, by key: the current encryption key, or an older one (the ticket is renewed).");
+  fmt::format_to(std::back_inserter(out), "tlsfront_tickets_decrypted_total{{key=\"current\"}} {}\n",
+                 m.tickets_decrypted_current);
+  fmt::format_to(std::back_inserter(out), "tlsfront_tickets_decrypted_total{{key=\"older\"}} {}\n",
+                 m.tickets_decrypted_renewed);
+  single(out, "tlsfront_tickets_failed_total", "counter", "Tickets not decrypted (unknown key, bad MAC).",
+         m.tickets_failed);
+  single(out, "tlsfront_ticket_keys", "gauge", "Ticket keys in the ring.", m.ticket_keys);
+  if (m.ticket_key_age_seconds) {
+    header(out, "tlsfront_ticket_key_age_seconds", "gauge", "Time since the encrypting ticket key became current.");
+    fmt::format_to(std::back_inserter(out), "tlsfront_ticket_key_age_seconds {:.3f}\n", *m.ticket_key_age_seconds);
+  }
+
+  struct Row {
+    std::string upstream, server;
+    uint64_t created = 0, reused = 0, failures = 0, retries = 0, idle = 0;
+  };
+  std::map<std::pair<std::string, std::string>, Row> rows;
+  for (const WorkerCounters* w : m.workers) {
+    w->for_each_upstream([&](const std::string& u, const std::string& s, const UpstreamServerCounters& c) {
+      Row& r = rows[{u, s}];
+      r.created += c.connections_created.get();
+      r.reused += c.connections_reused.get();
+      r.failures += c.failures.get();
+      r.retries += c.retries.get();
+      r.idle += c.idle.get();
+    });
+  }
+  auto upstream_metric = [&](std::string_view name, std::string_view type, std::string_view help, auto field) {
+    header(out, name, type, help);
+    for (const auto& [key, r] : rows) {
+      fmt::format_to(std::back_inserter(out), "{}{{upstream=\"{}\",server=\"{}\"}} {}\n", name, label(key.first),
+                     label(key.second), r.*field);
+    }
+  };
+  upstream_metric("tlsfront_upstream_connections_created_total", "counter", "Upstream TCP connections opened.",
+                  &Row::created);
+  upstream_metric("tlsfront_upstream_connections_reused_total", "counter",
+                  "Requests sent on a pooled keepalive upstream connection.", &Row::reused);
+  upstream_metric("tlsfront_upstream_idle_connections", "gauge", "Idle keepalive upstream connections.", &Row::idle);
+  upstream_metric("tlsfront_upstream_failures_total", "counter",
+                  "Upstream connection failures (the server is skipped for fail_timeout).", &Row::failures);
+  upstream_metric("tlsfront_upstream_retries_total", "counter",
+                  "Exchanges retried on another attempt after an error on this server.", &Row::retries);
+
+  if (m.access_log_bytes) {
+    single(out, "tlsfront_access_log_bytes_total", "counter", "Access log bytes written.", *m.access_log_bytes);
+    single(out, "tlsfront_access_log_dropped_batches_total", "counter",
+           "Access log batches dropped (queue full or write errors).", m.access_log_dropped_batches.value_or(0));
+  }
+  out += m.extra;
+  return out;
+}
+
+}  // namespace tlsfront::metrics

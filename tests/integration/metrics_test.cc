@@ -1,0 +1,193 @@
+// The admin endpoint: /metrics in Prometheus text format with exact counter
+// deltas after a known sequence (full and resumed handshakes by kind, a
+// failed handshake, requests by status class, upstream connections, ticket
+// and session-cache counters), /healthz, and errors for other requests.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <openssl/ssl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "harness.h"
+
+namespace tlsfront::itest {
+namespace {
+
+// One plain HTTP/1.1 request to 127.0.0.1:`port`; the whole answer (the
+// server closes after it). "" on failure. Bounded by `timeout`.
+std::string plain_request(int port, const std::string& request, milliseconds timeout = milliseconds(5'000)) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return "";
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string out;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+      ::send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size())) {
+    const auto deadline = Clock::now() + timeout;
+    char buf[16 * 1024];
+    while (Clock::now() < deadline) {
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, 100) <= 0) continue;
+      const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+      if (n <= 0) break;
+      out.append(buf, static_cast<size_t>(n));
+    }
+  }
+  ::close(fd);
+  return out;
+}
+
+// name{labels} -> value, from an exposition body.
+std::map<std::string, double> parse_metrics(const std::string& text) {
+  std::map<std::string, double> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t sp = line.rfind(' ');
+    if (sp == std::string::npos) continue;
+    out[line.substr(0, sp)] = std::stod(line.substr(sp + 1));
+  }
+  return out;
+}
+
+class Metrics : public ProxyTest {
+ protected:
+  bool start() {
+    ProxyOptions o;
+    admin_port_ = free_port();
+    o.admin_port = admin_port_;
+    return start_proxy(o);
+  }
+  std::map<std::string, double> scrape() {
+    const std::string r = plain_request(admin_port_, "GET /metrics HTTP/1.1\r\nHost: admin\r\n\r\n");
+    EXPECT_EQ(r.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << r;
+    EXPECT_NE(r.find("Content-Type: text/plain; version=0.0.4"), std::string::npos) << r;
+    const size_t body = r.find("\r\n\r\n");
+    return parse_metrics(body == std::string::npos ? "" : r.substr(body + 4));
+  }
+  // Connects, sends `n` requests for `path`, keeps the session.
+  SSL_SESSION* requests(TlsOptions o, int n, const std::string& path = "/", bool* reused = nullptr) {
+    TlsClient c;
+    EXPECT_TRUE(c.connect(port(), o)) << c.error();
+    for (int i = 0; i < n; ++i) {
+      EXPECT_TRUE(c.write("GET " + path + " HTTP/1.1\r\nHost: localhost\r\n\r\n"));
+      EXPECT_TRUE(c.read_response());
+    }
+    if (reused) *reused = c.session_reused();
+    return c.take_session();
+  }
+  int admin_port_ = 0;
+};
+
+TEST_F(Metrics, ExactCountersAfterAKnownSequence) {
+  ASSERT_TRUE(start());
+  // The readiness probe's connection must be closed and counted first.
+  ASSERT_TRUE(wait_until([&] { return scrape()["tlsfront_connections_active"] == 0; }));
+  auto before = scrape();
+
+  TlsOptions t13;
+  t13.min_version = t13.max_version = TLS1_3_VERSION;
+  SSL_SESSION* s13 = requests(t13, 3);  // full handshake, 3 x 200
+  ASSERT_NE(s13, nullptr);
+  TlsOptions resume13 = t13;
+  resume13.session = s13;
+  bool reused = false;
+  SSL_SESSION_free(requests(resume13, 1, "/status/404", &reused));  // ticket resumption, a 404
+  EXPECT_TRUE(reused);
+  SSL_SESSION_free(s13);
+
+  TlsOptions t12;
+  t12.min_version = t12.max_version = TLS1_2_VERSION;
+  t12.no_ticket = true;
+  SSL_SESSION* s12 = requests(t12, 1);  // full handshake, session ID
+  ASSERT_NE(s12, nullptr);
+  TlsOptions resume12 = t12;
+  resume12.session = s12;
+  SSL_SESSION_free(requests(resume12, 1, "/", &reused));  // session cache resumption
+  EXPECT_TRUE(reused);
+  SSL_SESSION_free(s12);
+
+  {  // a handshake that fails: not TLS at all
+    TlsClient junk;
+    TlsOptions plain;
+    plain.max_version = TLS1_2_VERSION;
+    plain.cipher_list = "ECDHE-ECDSA-NULL-SHA";  // no cipher in common with the server
+    EXPECT_FALSE(junk.connect(port(), plain));
+  }
+  ASSERT_TRUE(wait_until([&] { return scrape()["tlsfront_connections_active"] == 0; }));
+  auto after = scrape();
+  auto delta = [&](const std::string& name) { return after[name] - before[name]; };
+
+  EXPECT_EQ(delta("tlsfront_connections_accepted_total"), 5);
+  EXPECT_EQ(delta("tlsfront_connections_total{protocol=\"http/1.1\"}"), 4);
+  EXPECT_EQ(delta("tlsfront_tls_handshakes_total{kind=\"full\"}"), 2);
+  EXPECT_EQ(delta("tlsfront_tls_handshakes_total{kind=\"resumed_ticket\"}"), 1);
+  EXPECT_EQ(delta("tlsfront_tls_handshakes_total{kind=\"resumed_cache\"}"), 1);
+  EXPECT_EQ(delta("tlsfront_tls_handshake_failures_total{reason=\"error\"}"), 1);
+  EXPECT_EQ(delta("tlsfront_tls_handshake_duration_seconds_count"), 4);
+  EXPECT_EQ(delta("tlsfront_requests_total{protocol=\"HTTP/1.1\",code=\"2xx\"}"), 5);
+  EXPECT_EQ(delta("tlsfront_requests_total{protocol=\"HTTP/1.1\",code=\"4xx\"}"), 1);
+  EXPECT_EQ(delta("tlsfront_request_duration_seconds_count"), 6);
+  EXPECT_EQ(delta("tlsfront_request_duration_seconds_bucket{le=\"+Inf\"}"), 6);
+  EXPECT_EQ(delta("tlsfront_tickets_issued_total"), 2);  // session_ticket_count after the TLS 1.3 full handshake
+  EXPECT_EQ(delta("tlsfront_tickets_decrypted_total{key=\"current\"}"), 1);
+  EXPECT_EQ(delta("tlsfront_session_cache_hits_total"), 1);
+  const std::string server = "{upstream=\"backend\",server=\"" + backend_.address() + "\"}";
+  EXPECT_EQ(delta("tlsfront_upstream_connections_created_total" + server) +
+                delta("tlsfront_upstream_connections_reused_total" + server),
+            6);
+  EXPECT_GE(delta("tlsfront_upstream_connections_created_total" + server), 1);
+  EXPECT_EQ(after["tlsfront_config_generation"], 1);
+  EXPECT_EQ(after["tlsfront_ticket_keys"], 1);
+  // The log writer thread writes batches asynchronously.
+  EXPECT_TRUE(wait_until([&] {
+    return scrape()["tlsfront_access_log_bytes_total"] > before["tlsfront_access_log_bytes_total"];
+  }));
+}
+
+TEST_F(Metrics, HealthAndErrors) {
+  ASSERT_TRUE(start());
+  std::string r = plain_request(admin_port_, "GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n");
+  EXPECT_EQ(r.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << r;
+  EXPECT_NE(r.find("\r\n\r\nok\n"), std::string::npos) << r;
+  r = plain_request(admin_port_, "GET /nope HTTP/1.1\r\nHost: a\r\n\r\n");
+  EXPECT_EQ(r.rfind("HTTP/1.1 404 ", 0), 0u) << r;
+  r = plain_request(admin_port_, "POST /metrics HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n");
+  EXPECT_EQ(r.rfind("HTTP/1.1 405 ", 0), 0u) << r;
+  r = plain_request(admin_port_, "GET /metrics HTTP/1.1\r\nX: " + std::string(9000, 'a') + "\r\n\r\n");
+  EXPECT_EQ(r.rfind("HTTP/1.1 431 ", 0), 0u) << r;
+  r = plain_request(admin_port_, "garbage\r\n\r\n");
+  EXPECT_EQ(r.rfind("HTTP/1.1 400 ", 0), 0u) << r;
+  r = plain_request(admin_port_, "HEAD /metrics HTTP/1.1\r\nHost: a\r\n\r\n");
+  EXPECT_EQ(r.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << r;
+  EXPECT_EQ(r.find("tlsfront_"), std::string::npos) << "HEAD has no body";
+  // The proxy still serves.
+  EXPECT_EQ(http_get(port(), "/").status, 200);
+}
+
+TEST_F(Metrics, HealthzIs503WhileDraining) {
+  ASSERT_TRUE(start());
+  HttpResponse slow;
+  std::thread client([&] { slow = http_get(port(), "/slow/1500"); });
+  ASSERT_TRUE(wait_until([&] { return backend_.count("req") >= 1; }));
+  proxy_.process().signal(SIGTERM);
+  EXPECT_TRUE(wait_until([&] {
+    return plain_request(admin_port_, "GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n").rfind("HTTP/1.1 503 ", 0) == 0;
+  }));
+  client.join();
+  EXPECT_EQ(slow.status, 200);
+  auto st = proxy_.process().wait_exit(milliseconds(5'000));  // before TearDown's own SIGTERM
+  ASSERT_TRUE(st.has_value());
+  EXPECT_EQ(st->code, 0);
+}
+
+}  // namespace
+}  // namespace tlsfront::itest
