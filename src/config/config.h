@@ -68,6 +68,22 @@ struct TicketKeys {
   std::string redis_origin;           // "file:line:col" of `redis` (of the table when absent)
 };
 
+enum class StaplePolicy { Lenient, Strict, MustStaple };
+
+// [tls.ocsp]: OCSP stapling of one certificate (tls/ocsp_stapler.h). Per
+// certificate: with [[certificate]] entries (#4) each entry gets its own.
+struct Ocsp {
+  bool stapling = true;          // stapling = false: never staple this certificate
+  std::string responder;         // responder = "http://..." overrides the leaf's AIA URL (nginx ssl_stapling_responder)
+  std::string response_file;     // path of a DER OCSP response the operator provides (no fetching; SIGHUP re-reads)
+  StaplePolicy staple_policy = StaplePolicy::Lenient;  // "lenient" | "strict" | "must_staple"
+  int refresh_at_percent = 50;     // refresh at thisUpdate + this % of (nextUpdate - thisUpdate), 1..90
+  int refresh_jitter_percent = 10; // ± up to this % of the window, 0..50
+  Millis fetch_timeout{10'000};    // whole fetch (connect + request + response), 100ms..60s
+  uint64_t max_response_bytes = 64 * 1024;  // responses over this are rejected, 1k..1m
+  std::string origin;              // "file:line:col" of [tls.ocsp] (of [tls] when absent)
+};
+
 // [tls]
 struct Tls {
   std::vector<TlsVersion> protocols{TlsVersion::Tls12, TlsVersion::Tls13};  // ["TLSv1.2","TLSv1.3"]
@@ -96,6 +112,8 @@ struct Tls {
   int session_ticket_count = 2;  // TLS 1.3 NewSessionTickets after a full handshake
   SessionCache session_cache;
   TicketKeys ticket_keys;
+  Ocsp ocsp;                   // [tls.ocsp]
+  std::string ocsp_cache_dir;  // global: last good OCSP responses kept here ("" = not kept)
 };
 
 // [[upstream]]

@@ -136,6 +136,11 @@ Error missing_table(const ParseContext& ctx, std::string_view key, bool array_of
 // from `root` and fills `out`; absent optional tables keep the defaults.
 [[nodiscard]] Status parse_listen(const TableReader& root, std::vector<Listener>& out);
 [[nodiscard]] Status parse_tls(const TableReader& root, Tls& out);
+// parse_ocsp.cc: the OCSP keys of one certificate, from the table `ocsp` of
+// `parent` ([tls] now; a [[certificate]] entry later), and the global
+// `ocsp_cache_dir` key of `tls`.
+[[nodiscard]] Status parse_ocsp(const TableReader& parent, Ocsp& out);
+[[nodiscard]] Status parse_ocsp_cache_dir(const TableReader& tls, std::string& out);
 [[nodiscard]] Status parse_upstream(const TableReader& root, std::vector<Upstream>& out);
 [[nodiscard]] Status parse_route(const TableReader& root, const std::vector<Upstream>& upstreams,
                                  std::vector<Route>& out);

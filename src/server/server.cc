@@ -24,6 +24,7 @@ struct ControlLoop {
   std::vector<std::unique_ptr<Worker>>* workers = nullptr;
   log::LogWriter* log_writer = nullptr;
   TicketKeyManager* ticket_keys = nullptr;
+  std::vector<std::unique_ptr<tls::OcspStapler>>* ocsp_staplers = nullptr;
   int stop_signals = 0;
   UvHandle<uv_signal_t> sig_term, sig_int, sig_quit, sig_hup, sig_usr1;
   UvHandle<uv_async_t> all_stopped;
@@ -49,8 +50,10 @@ void on_signal(uv_signal_t* h, int signum) {
       if (c->log_writer) c->log_writer->reopen();
       break;
     case SIGHUP:
-      log::info("SIGHUP: re-reading ticket key files (configuration reload is not implemented yet)");
+      log::info("SIGHUP: re-reading ticket key files and OCSP response files (configuration reload is not "
+                "implemented yet)");
       c->ticket_keys->reload();
+      for (auto& s : *c->ocsp_staplers) s->reload();
       break;
     default:
       break;
@@ -65,6 +68,18 @@ Status check_session_store_files(const config::SessionCache& sc) {
   if (!secret) return secret.take_error();
   if (!secret->warning.empty()) log::warn("session cache: {}", secret->warning);
   return {};
+}
+
+// The stapler of the generation's certificate (null: not stapled), with its
+// initial response (response_file or cache) loaded.
+Result<std::unique_ptr<tls::OcspStapler>> make_stapler(const Generation& gen, const Clock* clock) {
+  STACK_OF(X509)* chain = nullptr;
+  SSL_CTX_get0_chain_certs(gen.tls->get(), &chain);
+  auto stapler = tls::OcspStapler::create(gen.tls->leaf(), chain, gen.config.tls.ocsp, gen.config.tls.ocsp_cache_dir,
+                                          clock);
+  if (!stapler || !*stapler) return stapler;
+  if (auto st = (*stapler)->load_initial(); !st) return st.take_error();
+  return stapler;
 }
 
 }  // namespace
@@ -98,6 +113,10 @@ Status Server::test(config::Config cfg) {
   const tls::ChainReport& chain = (*gen)->tls->chain_report();
   for (const auto& line : chain.lines()) std::fprintf(stderr, "tlsfront: %s\n", line.c_str());
   for (const auto& w : chain.warnings) std::fprintf(stderr, "tlsfront: warning: %s\n", w.c_str());
+  SystemClock clock;
+  auto stapler = make_stapler(**gen, &clock);
+  if (!stapler) return stapler.take_error();
+  if (*stapler) std::fprintf(stderr, "tlsfront: %s\n", (*stapler)->describe().c_str());
   const std::string& access_log = (*gen)->config.log.access_log;
   if (!access_log.empty()) return log::LogWriter::check_writable(access_log);
   return {};
@@ -120,6 +139,14 @@ Result<int> Server::run(config::Config cfg) {
   const tls::ChainReport& chain = (*gen)->tls->chain_report();
   for (const auto& line : chain.lines()) log::info("{}", line);
   for (const auto& w : chain.warnings) log::warn("{}", w);
+  auto stapler = make_stapler(**gen, &clock_);
+  if (!stapler) return stapler.take_error();
+  if (*stapler) {
+    log::info("{}", (*stapler)->describe());
+    ocsp_registry_.add(stapler->get());
+    ocsp_staplers_.push_back(std::move(stapler).value());
+    tls::attach_ocsp((*gen)->tls->get(), &ocsp_registry_);
+  }
   const config::Config& c = (*gen)->config;
   if (!c.log.access_log.empty()) {
     auto writer = log::LogWriter::open(c.log.access_log);
@@ -145,6 +172,17 @@ Result<int> Server::run(config::Config cfg) {
   ctl.workers = &workers_;
   ctl.log_writer = log_writer_.get();
   ctl.ticket_keys = ticket_keys_.get();
+  ctl.ocsp_staplers = &ocsp_staplers_;
+  if (!ocsp_staplers_.empty()) {
+    auto fetcher = tls::OcspFetcher::create(&ctl.loop);
+    if (!fetcher) {
+      uv_run(&ctl.loop, UV_RUN_DEFAULT);
+      uv_loop_close(&ctl.loop);
+      return fetcher.take_error();
+    }
+    ocsp_fetcher_ = std::move(fetcher).value();
+    for (auto& s : ocsp_staplers_) s->start(&ctl.loop, ocsp_fetcher_.get());
+  }
   ticket_keys_->start(&ctl.loop);
   auto add_signal = [&ctl](UvHandle<uv_signal_t>& h, int signum) {
     h.init([&ctl](uv_signal_t* s) { return uv_signal_init(&ctl.loop, s); }, &ctl);
@@ -187,6 +225,8 @@ Result<int> Server::run(config::Config cfg) {
   ctl.sig_usr1.close();
   ctl.all_stopped.close();
   ticket_keys_->stop();
+  for (auto& s : ocsp_staplers_) s->stop();
+  if (ocsp_fetcher_) ocsp_fetcher_->stop();
   uv_run(&ctl.loop, UV_RUN_DEFAULT);
   uv_loop_close(&ctl.loop);
   if (log_writer_) log_writer_->flush_and_stop();
@@ -197,6 +237,13 @@ Result<int> Server::run(config::Config cfg) {
             "tickets: {} issued, {} resumed, {} renewed, {} rejected",
             cache.hits, cache.misses, cache.stores, cache.evictions, cache.expired, cache.entries, cache.bytes,
             tickets.issued, tickets.decrypted_current, tickets.decrypted_renewed, tickets.failed);
+  for (const auto& s : ocsp_staplers_) {
+    const tls::OcspStatus st = s->status();
+    log::info("ocsp \"{}\": {} fetched, {} failed fetches, {} revoked; handshakes: {} stapled, {} without a staple, "
+              "{} refused",
+              s->name(), st.counters.fetch_ok, st.counters.fetch_failed, st.counters.revoked, st.counters.stapled,
+              st.counters.unstapled, st.counters.refused);
+  }
   log::info("stopped");
   return 0;
 }

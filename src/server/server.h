@@ -2,8 +2,9 @@
 // log writer, binds every worker's listening sockets, starts the workers and
 // runs the control loop: SIGTERM/SIGINT/SIGQUIT stop gracefully (a second one
 // exits at once), SIGUSR1 reopens the access log (logrotate), SIGHUP re-reads
-// ticket key files (a full configuration reload comes with #6). It owns what
-// outlives configuration generations: the session cache and the ticket keys.
+// ticket key files and OCSP response files (a full configuration reload comes
+// with #6). It owns what outlives configuration generations: the session
+// cache, the ticket keys and the OCSP staplers (fetched on the control loop).
 // Thread affinity: control thread only.
 #pragma once
 
@@ -14,6 +15,8 @@
 #include "config/config.h"
 #include "server/generation.h"
 #include "server/ticket_key_manager.h"
+#include "tls/ocsp_fetcher.h"
+#include "tls/ocsp_stapler.h"
 #include "tls/session_cache.h"
 #include "tls/ticket_key_ring.h"
 #include "util/clock.h"
@@ -48,6 +51,10 @@ class Server {
   std::unique_ptr<tls::SessionCache> session_cache_;
   std::unique_ptr<tls::TicketKeyStore> tickets_;
   std::unique_ptr<TicketKeyManager> ticket_keys_;
+  // OCSP: one stapler per certificate; the registry is attached to the SSL_CTX.
+  std::unique_ptr<tls::OcspFetcher> ocsp_fetcher_;
+  std::vector<std::unique_ptr<tls::OcspStapler>> ocsp_staplers_;
+  tls::OcspRegistry ocsp_registry_;
   GenerationSlot current_;
   std::atomic<uint64_t> next_connection_id_{1};
   std::unique_ptr<log::LogWriter> log_writer_;
