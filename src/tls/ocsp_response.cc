@@ -32,10 +32,15 @@ bool starts_with_nocase(std::string_view s, std::string_view prefix) {
   return true;
 }
 
+// Times past 2200 are treated as malformed: system_clock counts nanoseconds
+// in 64 bits (about ±292 years), and no real response lives that long.
 std::optional<OcspTime> to_time(const ASN1_GENERALIZEDTIME* t) {
+  constexpr std::time_t kMaxTime = 7258118400;  // 2200-01-01T00:00:00Z
   std::tm tm{};
   if (!t || ASN1_TIME_to_tm(t, &tm) != 1) return std::nullopt;
-  return std::chrono::system_clock::from_time_t(timegm(&tm));
+  const std::time_t v = timegm(&tm);
+  if (v < 0 || v >= kMaxTime) return std::nullopt;
+  return std::chrono::system_clock::from_time_t(v);
 }
 
 Error protocol(std::string detail) { return make_error(Errc::Protocol, std::move(detail)); }

@@ -342,7 +342,8 @@ void OcspStapler::on_revoked(const OcspStaple& r) {
   drop("the certificate is revoked");
   if (!cache_dir_.empty()) ::unlink(cache_path().c_str());
   failures_ = 0;
-  schedule_refresh(r.this_update + (r.next_update - r.this_update) * ocsp_.refresh_at_percent / 100);
+  schedule_refresh(r.this_update + std::chrono::duration_cast<milliseconds>(r.next_update - r.this_update) / 100 *
+                                       ocsp_.refresh_at_percent);
 }
 
 void OcspStapler::publish(std::shared_ptr<const OcspStaple> staple, const char* how) {
@@ -368,12 +369,11 @@ void OcspStapler::schedule_refresh(OcspTime at) {
     if (!s) {
       at = now;
     } else {
-      const auto window = s->next_update - s->this_update;
-      const auto jitter_span = window * ocsp_.refresh_jitter_percent / 100;
-      const auto base = s->this_update + window * ocsp_.refresh_at_percent / 100;
-      const int64_t j = jitter_span.count();
-      at = base + std::chrono::system_clock::duration(
-                      j > 0 ? std::uniform_int_distribution<int64_t>(-j, j)(rng_) : 0);
+      // In milliseconds: a window of years times a percentage stays in range.
+      const int64_t window = std::chrono::duration_cast<milliseconds>(s->next_update - s->this_update).count();
+      const int64_t j = window / 100 * ocsp_.refresh_jitter_percent;
+      at = s->this_update + milliseconds(window / 100 * ocsp_.refresh_at_percent +
+                                         (j > 0 ? std::uniform_int_distribution<int64_t>(-j, j)(rng_) : 0));
       if (at >= s->next_update) at = s->next_update - kMinRefresh;
     }
   }

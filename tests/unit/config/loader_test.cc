@@ -227,10 +227,10 @@ address = "127.0.0.1:8443"
   EXPECT_EQ(load_error(R"([[listen]]
 address = "127.0.0.1:8443"
 [tls]
-ocsp = true
+stapling = true
 certificate = "c"
 )"),
-            R"(t.toml:4:1: tls.ocsp: unknown key "ocsp")");
+            R"(t.toml:4:1: tls.stapling: unknown key "stapling")");
   EXPECT_EQ(load_error(R"([[listen]]
 address = "127.0.0.1:8443"
 [tls]

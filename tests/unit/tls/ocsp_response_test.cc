@@ -160,6 +160,14 @@ TEST_F(OcspResponseTest, ThisUpdateInTheFutureRejectedBeyondSkew) {
   EXPECT_TRUE(verify(make_response(s)).ok());
 }
 
+TEST_F(OcspResponseTest, FarFutureNextUpdateRejected) {
+  ResponseSpec s = spec();
+  s.next_update = std::chrono::system_clock::from_time_t(253402300799);  // 9999-12-31T23:59:59Z
+  auto r = verify(make_response(s));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("nextUpdate malformed"), std::string::npos) << r.error().message();
+}
+
 TEST_F(OcspResponseTest, OtherCertificatesCertIdRejected) {
   auto other = load_cert("rsa.pem");
   ResponseSpec s = spec();
