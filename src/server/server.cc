@@ -240,9 +240,11 @@ Result<int> Server::run(config::Config cfg) {
   for (const auto& s : ocsp_staplers_) {
     const tls::OcspStatus st = s->status();
     log::info("ocsp \"{}\": {} fetched, {} failed fetches, {} revoked; handshakes: {} stapled, {} without a staple, "
-              "{} refused",
+              "{} refused; {}",
               s->name(), st.counters.fetch_ok, st.counters.fetch_failed, st.counters.revoked, st.counters.stapled,
-              st.counters.unstapled, st.counters.refused);
+              st.counters.unstapled, st.counters.refused,
+              st.stapling ? fmt::format("staple age {} s, nextUpdate in {} s", st.staple_age_s, st.next_update_in_s)
+                          : std::string("no valid staple"));
   }
   log::info("stopped");
   return 0;

@@ -374,6 +374,11 @@ void OcspStapler::schedule_refresh(OcspTime at) {
       const int64_t j = window / 100 * ocsp_.refresh_jitter_percent;
       at = s->this_update + milliseconds(window / 100 * ocsp_.refresh_at_percent +
                                          (j > 0 ? std::uniform_int_distribution<int64_t>(-j, j)(rng_) : 0));
+      // A response produced ahead of time (thisUpdate long past) would put
+      // that point behind us and make us refetch at once, again and again:
+      // then take the same share of the time it has left.
+      const int64_t left = std::chrono::duration_cast<milliseconds>(s->next_update - now).count();
+      at = std::max(at, now + milliseconds(left / 100 * ocsp_.refresh_at_percent));
       if (at >= s->next_update) at = s->next_update - kMinRefresh;
     }
   }

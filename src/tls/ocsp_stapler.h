@@ -10,7 +10,8 @@
 //
 // Life of a staple (times are the response's thisUpdate/nextUpdate):
 //   - refresh at thisUpdate + refresh_at_percent of the window, ± jitter,
-//     never sooner than 1 s from now;
+//     but no sooner than refresh_at_percent of the time left (responses
+//     produced ahead of time) and never sooner than 1 s from now;
 //   - a failed fetch (network, HTTP, size, timeout, invalid response) keeps
 //     the current staple and retries after 2 s, doubling up to 10 min;
 //   - at nextUpdate a staple that was not replaced is dropped (and workers

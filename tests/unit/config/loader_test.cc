@@ -653,6 +653,12 @@ TEST(ExampleConfig, DocumentedDefaultsAreTheDefaults) {
   EXPECT_EQ(a.tls.ciphersuites, b.tls.ciphersuites);
   EXPECT_EQ(a.tls.groups, b.tls.groups);
   EXPECT_EQ(a.tls.prefer_server_ciphers, b.tls.prefer_server_ciphers);
+  EXPECT_EQ(a.tls.ocsp.stapling, b.tls.ocsp.stapling);
+  EXPECT_EQ(a.tls.ocsp.staple_policy, b.tls.ocsp.staple_policy);
+  EXPECT_EQ(a.tls.ocsp.refresh_at_percent, b.tls.ocsp.refresh_at_percent);
+  EXPECT_EQ(a.tls.ocsp.refresh_jitter_percent, b.tls.ocsp.refresh_jitter_percent);
+  EXPECT_EQ(a.tls.ocsp.fetch_timeout, b.tls.ocsp.fetch_timeout);
+  EXPECT_EQ(a.tls.ocsp.max_response_bytes, b.tls.ocsp.max_response_bytes);
   const Upstream& ua = a.upstreams[0];
   const Upstream& ub = b.upstreams[0];
   EXPECT_EQ(ua.keepalive, ub.keepalive);
