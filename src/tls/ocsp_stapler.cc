@@ -324,14 +324,7 @@ void OcspStapler::on_failure(const std::string& why) {
   delay += milliseconds(std::uniform_int_distribution<int64_t>(0, delay.count() / 10)(rng_));
   log::warn("ocsp \"{}\": fetch from {} failed: {}; {}; retry in {} s", name_, responder_, why, fallback_note(),
             (delay.count() + 999) / 1000);
-  if (refresh_timer_.active()) {
-    uv_timer_start(
-        refresh_timer_.get(),
-        [](uv_timer_t* t) {
-          if (t->data) static_cast<OcspStapler*>(t->data)->fetch_now();
-        },
-        static_cast<uint64_t>(delay.count()), 0);
-  }
+  arm_fetch(delay);
 }
 
 void OcspStapler::on_revoked(const OcspStaple& r) {
@@ -385,10 +378,19 @@ void OcspStapler::schedule_refresh(OcspTime at) {
   auto delay = std::chrono::duration_cast<milliseconds>(at - now);
   delay = std::max(delay, kMinRefresh);
   log::info("ocsp \"{}\": next fetch in {} s", name_, (delay.count() + 999) / 1000);
+  arm_fetch(delay);
+}
+
+void OcspStapler::arm_fetch(milliseconds delay) {
+  if (!refresh_timer_.active()) return;
+  next_fetch_at_ = clock_->now() + delay;
   uv_timer_start(
       refresh_timer_.get(),
       [](uv_timer_t* t) {
-        if (t->data) static_cast<OcspStapler*>(t->data)->fetch_now();
+        if (!t->data) return;
+        auto* self = static_cast<OcspStapler*>(t->data);
+        self->next_fetch_at_ = OcspTime{};
+        self->fetch_now();
       },
       static_cast<uint64_t>(delay.count()), 0);
 }

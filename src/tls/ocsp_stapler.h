@@ -117,6 +117,9 @@ class OcspStapler {
   // One line for the start-up log and --test: source, policy, cache, staple.
   std::string describe() const;
 
+  // When the next fetch is due (control loop; epoch when none is scheduled).
+  OcspTime next_fetch_for_test() const { return next_fetch_at_; }
+
   // Called by the status callback (workers).
   void count_stapled() { stapled_.fetch_add(1, std::memory_order_relaxed); }
   void count_unstapled() { unstapled_.fetch_add(1, std::memory_order_relaxed); }
@@ -131,6 +134,7 @@ class OcspStapler {
   void publish(std::shared_ptr<const OcspStaple> staple, const char* how);
   void drop(const char* why);
   void schedule_refresh(OcspTime at);
+  void arm_fetch(std::chrono::milliseconds delay);
   void arm_expiry();
   void on_expiry();
   Result<std::shared_ptr<const OcspStaple>> read_and_verify(const std::string& path) const;
@@ -156,6 +160,7 @@ class OcspStapler {
   OcspFetcher* fetcher_ = nullptr;
   uint64_t fetch_id_ = 0;
   int failures_ = 0;
+  OcspTime next_fetch_at_{};
   UvHandle<uv_timer_t> refresh_timer_, expiry_timer_;
   std::mt19937_64 rng_;
 };

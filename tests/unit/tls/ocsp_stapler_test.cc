@@ -3,10 +3,19 @@
 // the worker side, response_file and cache loading, who gets a stapler.
 #include "tls/ocsp_stapler.h"
 
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 #include <openssl/err.h>
 
+#include <atomic>
 #include <cstdlib>
+#include <thread>
 #include <filesystem>
 #include <fstream>
 
@@ -23,6 +32,62 @@ using testing::load_cert;
 using testing::load_key;
 using testing::make_response;
 using testing::ResponseSpec;
+
+// Answers every request on 127.0.0.1:0 with `body` as an OCSP response.
+class FixedResponder {
+ public:
+  explicit FixedResponder(std::vector<uint8_t> body) : body_(std::move(body)) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+    ::listen(fd_, 16);
+    socklen_t len = sizeof sa;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&sa), &len);
+    port_ = ntohs(sa.sin_port);
+    EXPECT_EQ(::pipe2(wake_, O_CLOEXEC), 0);
+    thread_ = std::thread([this] {
+      while (true) {
+        pollfd p[2] = {{fd_, POLLIN, 0}, {wake_[0], POLLIN, 0}};
+        if (::poll(p, 2, -1) < 0) continue;
+        if (p[1].revents) return;
+        int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+        if (c < 0) continue;
+        std::string in;
+        char buf[4096];
+        while (in.find("\r\n\r\n") == std::string::npos) {
+          pollfd q{c, POLLIN, 0};
+          if (::poll(&q, 1, 2000) <= 0) break;
+          ssize_t n = ::recv(c, buf, sizeof buf, 0);
+          if (n <= 0) break;
+          in.append(buf, static_cast<size_t>(n));
+        }
+        std::string out = "HTTP/1.1 200 OK\r\nContent-Type: application/ocsp-response\r\nContent-Length: " +
+                          std::to_string(body_.size()) + "\r\n\r\n" + std::string(body_.begin(), body_.end());
+        (void)!::send(c, out.data(), out.size(), MSG_NOSIGNAL);
+        ++served_;
+        ::close(c);
+      }
+    });
+  }
+  ~FixedResponder() {
+    (void)!::write(wake_[1], "x", 1);
+    thread_.join();
+    ::close(fd_);
+    ::close(wake_[0]);
+    ::close(wake_[1]);
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/"; }
+  int served() const { return served_.load(); }
+
+ private:
+  std::vector<uint8_t> body_;
+  int fd_ = -1, port_ = 0;
+  int wake_[2] = {-1, -1};
+  std::atomic<int> served_{0};
+  std::thread thread_;
+};
 
 struct Outcome {
   bool handshake_ok = false;
@@ -58,14 +123,14 @@ class OcspStaplerTest : public ::testing::Test {
     return ctx.ok() ? std::move(ctx).value() : nullptr;
   }
 
-  // A good response for `leaf` valid from clock-1h to clock+`left`.
-  std::vector<uint8_t> response(X509* leaf, std::chrono::seconds left) {
+  // A good response for `leaf` valid from clock-`age` to clock+`left`.
+  std::vector<uint8_t> response(X509* leaf, std::chrono::seconds left, std::chrono::seconds age = 1h) {
     ResponseSpec s;
     s.leaf = leaf;
     s.issuer = issuer_.get();
     s.signer = signer_.get();
     s.signer_key = signer_key_.get();
-    s.this_update = clock_.now() - 1h;
+    s.this_update = clock_.now() - age;
     s.next_update = clock_.now() + left;
     return make_response(s);
   }
@@ -251,6 +316,39 @@ TEST_F(OcspStaplerTest, LoadsAVerifiedResponseFromTheCacheDir) {
   auto corrupt = stapler(*ctx, ocsp, cache);
   ASSERT_TRUE(corrupt->load_initial().ok());
   EXPECT_EQ(corrupt->staple(), nullptr);
+}
+
+TEST_F(OcspStaplerTest, FetchesOnTheLoopAndRefreshesAResponseMadeAheadOfTimeLater) {
+  auto ctx = server("localhost");
+  ASSERT_TRUE(ctx);
+  // Produced 50 min ago, 10 min left: 50% of its window is already past.
+  FixedResponder responder(response(ctx->leaf(), 600s, 3000s));
+  config::Ocsp ocsp;
+  ocsp.responder = responder.url();
+  ocsp.refresh_jitter_percent = 0;
+  auto s = stapler(*ctx, ocsp);
+  ASSERT_TRUE(s);
+  ASSERT_TRUE(s->load_initial().ok());
+  uv_loop_t loop{};
+  ASSERT_EQ(uv_loop_init(&loop), 0);
+  auto fetcher = OcspFetcher::create(&loop);
+  ASSERT_TRUE(fetcher.ok());
+  s->start(&loop, fetcher->get());
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (!s->staple() && std::chrono::steady_clock::now() < deadline) {
+    uv_run(&loop, UV_RUN_NOWAIT);
+    std::this_thread::sleep_for(1ms);
+  }
+  EXPECT_NE(s->staple(), nullptr);
+  EXPECT_EQ(s->status().counters.fetch_ok, 1u);
+  // Half of the 10 min left, not "at once".
+  EXPECT_GE(s->next_fetch_for_test(), clock_.now() + 290s);
+  EXPECT_LT(s->next_fetch_for_test(), clock_.now() + 600s);
+  s->stop();
+  (*fetcher)->stop();
+  uv_run(&loop, UV_RUN_DEFAULT);
+  EXPECT_EQ(uv_loop_close(&loop), 0);
+  EXPECT_EQ(responder.served(), 1);
 }
 
 TEST_F(OcspStaplerTest, WhoGetsAStapler) {
