@@ -10,7 +10,6 @@
 namespace tlsfront::tls {
 
 struct OcspFetcher::Transfer {
-  OcspFetcher* owner = nullptr;
   uint64_t id = 0;
   CURL* easy = nullptr;
   curl_slist* headers = nullptr;
@@ -80,7 +79,6 @@ void OcspFetcher::release(Transfer& t) {
 Result<uint64_t> OcspFetcher::fetch(const OcspHttpRequest& request, std::chrono::milliseconds timeout, size_t max_bytes,
                             Callback done) {
   auto t = std::make_unique<Transfer>();
-  t->owner = this;
   t->id = next_id_++;
   t->done = std::move(done);
   t->max_bytes = max_bytes;

@@ -77,11 +77,13 @@ struct StatusResult {
   std::string out;
 };
 
-// One `openssl s_client` handshake; `ask`: -status (the status_request extension).
-StatusResult s_client(const TempDir& dir, int port, bool ask = true) {
+// One `openssl s_client` handshake; `ask`: -status (the status_request
+// extension); `extra`: more s_client options.
+StatusResult s_client(const TempDir& dir, int port, bool ask = true, const std::vector<std::string>& extra = {}) {
   std::vector<std::string> argv = {kOpenssl, "s_client", "-connect", "127.0.0.1:" + std::to_string(port),
                                    "-servername", "localhost", "-CAfile", pki("root.pem"), "-verify_return_error"};
   if (ask) argv.push_back("-status");
+  argv.insert(argv.end(), extra.begin(), extra.end());
   RunResult r = run_command(dir, argv);
   StatusResult s;
   s.out = r.out + r.err;
@@ -156,6 +158,8 @@ TEST_F(Ocsp, H1_StapledAfterFetch) {
   EXPECT_TRUE(s.handshake_ok);
   EXPECT_EQ(curl_verify_status(port()), CURLE_OK);
   EXPECT_NE(log().find("stapling response fetched (status good"), std::string::npos) << log();
+  StatusResult tls12 = s_client(dir_, port(), true, {"-tls1_2"});  // CertificateStatus message
+  EXPECT_TRUE(tls12.good) << tls12.out;
   StatusResult plain = s_client(dir_, port(), /*ask=*/false);
   EXPECT_TRUE(plain.handshake_ok);
   EXPECT_FALSE(plain.stapled);
