@@ -37,6 +37,7 @@ struct ResponseSpec {
   int status = V_OCSP_CERTSTATUS_GOOD;
   Time this_update{};
   std::optional<Time> next_update;
+  std::optional<time_t> next_update_raw;  // overrides next_update (times a time_point cannot hold)
   const EVP_MD* id_md = nullptr;  // CertID hash; null = SHA-1
   bool include_signer = true;     // the signer certificate in the response
   int response_status = OCSP_RESPONSE_STATUS_SUCCESSFUL;
@@ -56,7 +57,9 @@ inline std::vector<uint8_t> make_response(const ResponseSpec& s) {
     OcspBasicRespPtr bs(OCSP_BASICRESP_new());
     OCSP_CERTID* id = OCSP_cert_to_id(s.id_md ? s.id_md : EVP_sha1(), s.leaf, s.issuer);
     ASN1_GENERALIZEDTIME* tu = gtime(s.this_update);
-    ASN1_GENERALIZEDTIME* nu = s.next_update ? gtime(*s.next_update) : nullptr;
+    ASN1_GENERALIZEDTIME* nu = s.next_update_raw ? ASN1_GENERALIZEDTIME_set(nullptr, *s.next_update_raw)
+                               : s.next_update   ? gtime(*s.next_update)
+                                                 : nullptr;
     ASN1_GENERALIZEDTIME* rev = s.status == V_OCSP_CERTSTATUS_REVOKED ? gtime(s.this_update - std::chrono::hours(24)) : nullptr;
     bool ok = OCSP_basic_add1_status(bs.get(), id, s.status, s.status == V_OCSP_CERTSTATUS_REVOKED ? 1 : -1, rev,
                                      tu, nu) != nullptr;
