@@ -19,6 +19,15 @@
 #   not-yet-valid.pem/.key                      valid 2099-01-01 .. 2100-01-01 only
 #   issuers/intermediate.pem                    a directory for [tls] issuers_dir
 #   ticket-key-48.key, ticket-key-80.key, ticket-key-bad.key (47 bytes)  random bytes
+# OCSP (tls/ocsp_*; no fixed ports: tests point [tls.ocsp] responder at their own responder):
+#   ocsp-signer.pem/.key          delegated responder: EKU OCSPSigning, issued by the intermediate
+#   ocsp-unrelated.pem/.key       self-signed "responder" with EKU OCSPSigning (an unrelated key)
+#   ocsp-root-signed.pem/.key     EKU OCSPSigning but issued by the root, not by the leaves' issuer
+#   revoked.pem/.key (+ revoked.chain.pem)        localhost leaf listed as revoked in ocsp-index.txt
+#   must-staple.pem/.key (+ must-staple.chain.pem) localhost leaf with TLS Feature status_request
+#   aia.pem/.key (+ aia.chain.pem)               localhost leaf with AIA OCSP URL http://ocsp.tlsfront.invalid/
+#   ocsp-index.txt                the intermediate's certificate database for `openssl ocsp -index`:
+#                                 every leaf above valid, revoked.pem revoked
 # Keys are ECDSA P-256 unless stated; every *.key is mode 0600.
 #
 # --dev: keep an existing root.pem/root.key in DIR (so a dev root you chose to
@@ -99,6 +108,40 @@ extendedKeyUsage       = serverAuth
 subjectKeyIdentifier   = hash
 authorityKeyIdentifier = keyid
 subjectAltName         = DNS:*.wild.example, DNS:wild.example
+
+[ v3_leaf_revoked ]
+basicConstraints       = critical, CA:FALSE
+keyUsage               = critical, digitalSignature
+extendedKeyUsage       = serverAuth
+subjectKeyIdentifier   = hash
+authorityKeyIdentifier = keyid
+subjectAltName         = DNS:localhost, IP:127.0.0.1, IP:::1
+
+[ v3_leaf_must_staple ]
+basicConstraints       = critical, CA:FALSE
+keyUsage               = critical, digitalSignature
+extendedKeyUsage       = serverAuth
+subjectKeyIdentifier   = hash
+authorityKeyIdentifier = keyid
+subjectAltName         = DNS:localhost, IP:127.0.0.1, IP:::1
+tlsfeature             = status_request
+
+[ v3_leaf_aia ]
+basicConstraints       = critical, CA:FALSE
+keyUsage               = critical, digitalSignature
+extendedKeyUsage       = serverAuth
+subjectKeyIdentifier   = hash
+authorityKeyIdentifier = keyid
+subjectAltName         = DNS:localhost, IP:127.0.0.1, IP:::1
+authorityInfoAccess    = OCSP;URI:http://ocsp.tlsfront.invalid/
+
+[ v3_ocsp_signer ]
+basicConstraints       = critical, CA:FALSE
+keyUsage               = critical, digitalSignature
+extendedKeyUsage       = OCSPSigning
+subjectKeyIdentifier   = hash
+authorityKeyIdentifier = keyid
+noCheck                = ignored
 
 # "openssl ca" is only used for the expired leaf: OpenSSL 3.0's "x509 -req"
 # cannot set an explicit notBefore/notAfter.
@@ -203,6 +246,37 @@ chmod 0644 "$dir/issuers/intermediate.pem"
 for n in 48 80; do openssl rand -out "$dir/ticket-key-$n.key" "$n"; done
 openssl rand -out "$dir/ticket-key-bad.key" 47
 
+# --- OCSP ---------------------------------------------------------------------
+for leaf in revoked must-staple aia; do
+  ec_key "$dir/$leaf.key"
+  sign_leaf "$leaf" "$dir/$leaf.key" localhost "v3_leaf_${leaf//-/_}"
+  cat "$dir/$leaf.pem" "$dir/intermediate.pem" >"$dir/$leaf.chain.pem"
+done
+ec_key "$dir/ocsp-signer.key"
+sign_leaf ocsp-signer "$dir/ocsp-signer.key" "tlsfront test OCSP responder" v3_ocsp_signer
+ec_key "$dir/ocsp-unrelated.key"
+openssl req -new -x509 -config "$cnf" -key "$dir/ocsp-unrelated.key" -subj "/CN=tlsfront unrelated OCSP responder" \
+  -set_serial "$(serial)" -days 825 -sha256 -extensions v3_ocsp_signer -out "$dir/ocsp-unrelated.pem" 2>/dev/null
+ec_key "$dir/ocsp-root-signed.key"
+openssl req -new -config "$cnf" -key "$dir/ocsp-root-signed.key" -subj "/CN=tlsfront root-signed OCSP responder" \
+  -out "$work/ocsp-root-signed.csr"
+openssl x509 -req -in "$work/ocsp-root-signed.csr" -CA "$dir/root.pem" -CAkey "$dir/root.key" \
+  -set_serial "$(serial)" -days 825 -sha256 -extfile "$cnf" -extensions v3_ocsp_signer \
+  -out "$dir/ocsp-root-signed.pem" 2>/dev/null
+# index.txt lines: status, expiry (YYMMDDHHMMSSZ), revocation time, serial (hex), file, subject.
+index_line() {
+  local status=$1 cert=$2 revoked=${3:-}
+  local serial
+  serial=$(openssl x509 -in "$cert" -noout -serial | cut -d= -f2)
+  printf '%s\t%s\t%s\t%s\tunknown\t%s\n' "$status" 491231235959Z "$revoked" "$serial" "/CN=localhost"
+}
+{
+  for leaf in localhost rsa must-staple aia; do index_line V "$dir/$leaf.pem"; done
+  index_line R "$dir/revoked.pem" 240101000000Z,keyCompromise
+} >"$dir/ocsp-index.txt"
+echo "unique_subject = no" >"$dir/ocsp-index.txt.attr"  # several leaves share CN=localhost
+chmod 0644 "$dir/ocsp-index.txt" "$dir/ocsp-index.txt.attr"
+
 chmod 0600 "$dir"/*.key
 chmod 0644 "$dir"/*.pem
 
@@ -218,6 +292,11 @@ fi
 if openssl verify -CAfile "$dir/root.pem" "$dir/leaf-only.pem" >/dev/null 2>&1; then
   echo "gen-test-pki: leaf-only.pem unexpectedly verifies without the intermediate" >&2; exit 1
 fi
+openssl verify -CAfile "$dir/root.pem" -untrusted "$dir/intermediate.pem" -purpose ocsphelper "$dir/ocsp-signer.pem" >/dev/null
+openssl x509 -in "$dir/must-staple.pem" -noout -ext tlsfeature | grep -q status_request \
+  || { echo "gen-test-pki: must-staple.pem lacks TLS Feature status_request" >&2; exit 1; }
+[[ $(openssl x509 -in "$dir/aia.pem" -noout -ocsp_uri) == http://ocsp.tlsfront.invalid/ ]] \
+  || { echo "gen-test-pki: aia.pem lacks its OCSP URL" >&2; exit 1; }
 [[ $(openssl pkey -in "$dir/localhost.key" -pubout) == $(openssl x509 -in "$dir/localhost.pem" -noout -pubkey) ]] \
   || { echo "gen-test-pki: localhost.key does not match localhost.pem" >&2; exit 1; }
 for n in 48 80 47; do

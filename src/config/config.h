@@ -72,6 +72,23 @@ struct TicketKeys {
   bool operator==(const TicketKeys&) const = default;
 };
 
+enum class StaplePolicy { Lenient, Strict, MustStaple };
+
+// [tls.ocsp] (with the [tls] certificate/key shorthand) or [certificate.ocsp]
+// (per [[certificate]] entry): OCSP stapling of one certificate (tls/ocsp_stapler.h).
+struct Ocsp {
+  bool stapling = true;          // stapling = false: never staple this certificate
+  std::string responder;         // responder = "http://..." overrides the leaf's AIA URL (nginx ssl_stapling_responder)
+  std::string response_file;     // path of a DER OCSP response the operator provides (no fetching; SIGHUP re-reads)
+  StaplePolicy staple_policy = StaplePolicy::Lenient;  // "lenient" | "strict" | "must_staple"
+  int refresh_at_percent = 50;     // refresh at thisUpdate + this % of (nextUpdate - thisUpdate), 1..90
+  int refresh_jitter_percent = 10; // ± up to this % of the window, 0..50
+  Millis fetch_timeout{10'000};    // whole fetch (connect + request + response), 100ms..60s
+  uint64_t max_response_bytes = 64 * 1024;  // responses over this are rejected, 1k..1m
+  std::string origin;              // "file:line:col" of the ocsp table (of its parent when absent)
+  bool operator==(const Ocsp&) const = default;
+};
+
 // [[certificate]], or the [tls] certificate/key shorthand (then it is the one
 // entry, `is_default`). Selection by SNI: tls/cert_index.h.
 struct Certificate {
@@ -82,11 +99,13 @@ struct Certificate {
   // Lowercase, no trailing dot; "*" only as the whole left-most label (RFC 6125 §6.4.3).
   std::vector<std::string> names;
   bool is_default = false;         // default = true: for clients without SNI or with an unknown name
+  Ocsp ocsp;                       // its OCSP stapling settings
   // Setting names for messages ("tls.certificate", "certificate[1].cert") and
   // their config positions ("file:line:col"; the table's when a key is absent).
   std::string cert_setting = "tls.certificate", key_setting = "tls.key", names_setting = "tls.names";
   std::string cert_origin, key_origin, names_origin;
 };
+
 
 // [tls]
 struct Tls {
@@ -115,6 +134,7 @@ struct Tls {
   int session_ticket_count = 2;  // TLS 1.3 NewSessionTickets after a full handshake
   SessionCache session_cache;
   TicketKeys ticket_keys;
+  std::string ocsp_cache_dir;  // global: last good OCSP responses kept here ("" = not kept)
 };
 
 // [[upstream]]

@@ -80,7 +80,8 @@ Status parse_files(const TableReader& t, std::string_view cert_key, Certificate&
 }
 
 Status parse_entry(const TableReader& t, Certificate& out) {
-  if (Status s = t.check_keys({"cert", "key", "names", "default"}); !s.ok()) return s;
+  if (Status s = t.check_keys({"cert", "key", "names", "default", "ocsp"}); !s.ok()) return s;
+  if (Status s = parse_ocsp(t, out.ocsp); !s.ok()) return s;
   if (Status s = parse_files(t, "cert", out); !s.ok()) return s;
   if (Status s = parse_names(t, out.names); !s.ok()) return s;
   out.names_origin = t.find("names") ? t.position_of("names") : t.context().position(t.table().source());
@@ -93,6 +94,9 @@ Status parse_certificates(const TableReader& root, const TableReader& tls, Tls& 
   auto tables = tables_of(root, "certificate");
   if (!tables.ok()) return tables.take_error();
   const bool shorthand = tls.find("certificate") != nullptr || tls.find("key") != nullptr;
+  if (!tables->empty() && tls.find("ocsp") != nullptr) {
+    return tls.error_at("ocsp", "with [[certificate]] entries, OCSP settings go in each entry's [certificate.ocsp]");
+  }
   if (shorthand && !tables->empty()) {
     return tls.error_at(tls.find("certificate") ? "certificate" : "key",
                         "use either [tls] certificate/key or [[certificate]] entries, not both");
@@ -101,6 +105,7 @@ Status parse_certificates(const TableReader& root, const TableReader& tls, Tls& 
     Certificate only;
     only.is_default = true;
     if (Status s = parse_files(tls, "certificate", only); !s.ok()) return s;
+    if (Status s = parse_ocsp(tls, only.ocsp); !s.ok()) return s;
     only.names_origin = only.cert_origin;
     out.certificates.push_back(std::move(only));
     return {};

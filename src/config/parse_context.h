@@ -139,6 +139,11 @@ Error missing_table(const ParseContext& ctx, std::string_view key, bool array_of
 // [[certificate]] entries or the [tls] certificate/key shorthand (`tls` is the
 // [tls] table); called by parse_tls after tls.strict_sni is read.
 [[nodiscard]] Status parse_certificates(const TableReader& root, const TableReader& tls, Tls& out);
+// parse_ocsp.cc: the OCSP keys of one certificate, from the table `ocsp` of
+// `parent` ([tls] now; a [[certificate]] entry later), and the global
+// `ocsp_cache_dir` key of `tls`.
+[[nodiscard]] Status parse_ocsp(const TableReader& parent, Ocsp& out);
+[[nodiscard]] Status parse_ocsp_cache_dir(const TableReader& tls, std::string& out);
 [[nodiscard]] Status parse_upstream(const TableReader& root, std::vector<Upstream>& out);
 [[nodiscard]] Status parse_route(const TableReader& root, const std::vector<Upstream>& upstreams,
                                  std::vector<Route>& out);

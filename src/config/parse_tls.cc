@@ -194,7 +194,7 @@ Status parse_tls(const TableReader& root, Tls& out) {
   if (Status s = t.check_keys({"protocols", "ciphers", "ciphersuites", "groups", "prefer_server_ciphers",
                                "certificate", "key", "strict_sni", "trusted_ca", "issuers_dir", "session_tickets",
                                "session_ticket_count",
-                               "session_cache", "ticket_keys"});
+                               "session_cache", "ticket_keys", "ocsp", "ocsp_cache_dir"});
       !s.ok()) {
     return s;
   }
@@ -218,6 +218,7 @@ Status parse_tls(const TableReader& root, Tls& out) {
   if (Status s = t.get_integer("session_ticket_count", 0, 10, out.session_ticket_count); !s.ok()) return s;
   if (Status s = parse_session_cache(t, out.session_cache); !s.ok()) return s;
   if (Status s = parse_ticket_keys(t, out.ticket_keys); !s.ok()) return s;
+  if (Status s = parse_ocsp_cache_dir(t, out.ocsp_cache_dir); !s.ok()) return s;
   return {};
 }
 

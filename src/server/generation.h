@@ -11,22 +11,30 @@
 #include "config/config.h"
 #include "http/router.h"
 #include "tls/cert_index.h"
+#include "tls/ocsp_stapler.h"
 #include "util/result.h"
 
 namespace tlsfront::server {
 
+class OcspManager;
+
 struct Generation {
   config::Config config;
   std::unique_ptr<tls::CertIndex> tls;
+  // The OCSP staplers of these certificates (owned by the Server's
+  // OcspManager), attached to every SSL_CTX of `tls`.
+  tls::OcspRegistry ocsp;
   http::Router router;
 
   // Loads certificates and keys and builds the router; the TLS context uses
   // the process-wide `session_cache` and `tickets` (borrowed, outlive every
-  // generation; null in --test). Errors: Errc::Config, Errc::Tls (with the
-  // file named).
+  // generation; null in --test) and gets its OCSP staplers from `ocsp`
+  // (borrowed, outlives every generation; null: no stapling). Errors:
+  // Errc::Config, Errc::Tls (with the file named).
   [[nodiscard]] static Result<std::shared_ptr<const Generation>> create(config::Config cfg,
                                                                         tls::SessionCache* session_cache,
-                                                                        tls::TicketKeyStore* tickets);
+                                                                        tls::TicketKeyStore* tickets,
+                                                                        OcspManager* ocsp);
 
  private:
   Generation(config::Config cfg, std::unique_ptr<tls::CertIndex> ctx)

@@ -119,6 +119,7 @@ void Server::reload() {
   sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu\nSTATUS=reloading", static_cast<unsigned long long>(monotonic_usec()));
   log::info("SIGHUP: reloading {}", config_path_);
   ticket_keys_->reload();
+  ocsp_.reload();  // response_file of the certificates that stay
   auto fail = [this](const std::string& why) {
     log::error("reload failed, still serving generation {}: {}", generation_number_, why);
     sd_notifyf(0, "READY=1\nSTATUS=reload failed, serving generation %llu",
@@ -152,13 +153,15 @@ void Server::reload() {
       per_worker.push_back(ListenSocket{l, std::move(fd).value()});
     }
   }
-  auto gen = Generation::create(std::move(cfg).value(), session_cache_.get(), tickets_.get());
+  auto gen = Generation::create(std::move(cfg).value(), session_cache_.get(), tickets_.get(), &ocsp_);
   if (!gen) return fail(gen.error().message());
   for (const auto& line : (*gen)->tls->report_lines()) log::info("{}", line);
+  for (const auto* s : (*gen)->ocsp.staplers()) log::info("{}", s->describe());
   for (const auto& w : (*gen)->tls->warnings()) log::warn("{}", w);
   for (const auto& name : kept) log::warn("reload: {} changed; it takes effect only after a restart", name);
   if (auto lvl = log::parse_level((*gen)->config.log.level); lvl) log::set_level(*lvl);
   current_.store(*gen);
+  if (auto st = ocsp_.activate(control_loop_, (*gen)->ocsp); !st) log::error("ocsp: {}", st.error().message());
   for (size_t w = 0; w < workers_.size(); ++w) {
     for (auto& socket : added[w]) workers_[w]->add_listener(std::move(socket));
   }
@@ -203,6 +206,7 @@ std::string Server::scrape() const {
     m.access_log_bytes = log_writer_->bytes_written();
     m.access_log_dropped_batches = log_writer_->dropped_batches();
   }
+  m.extra = ocsp_.metrics();
   return metrics::render_prometheus(m);
 }
 
@@ -230,9 +234,12 @@ Status Server::test(config::Config cfg) {
     }
   }
   if (auto st = check_session_store_files(cfg.tls.session_cache); !st) return st;
-  auto gen = Generation::create(std::move(cfg), nullptr, nullptr);
+  SystemClock clock;
+  OcspManager ocsp(&clock);  // staplers built and their files checked, nothing fetched
+  auto gen = Generation::create(std::move(cfg), nullptr, nullptr, &ocsp);
   if (!gen) return gen.take_error();
   for (const auto& line : (*gen)->tls->report_lines()) std::fprintf(stderr, "tlsfront: %s\n", line.c_str());
+  for (const auto* s : (*gen)->ocsp.staplers()) std::fprintf(stderr, "tlsfront: %s\n", s->describe().c_str());
   for (const auto& w : (*gen)->tls->warnings()) std::fprintf(stderr, "tlsfront: warning: %s\n", w.c_str());
   const std::string& access_log = (*gen)->config.log.access_log;
   if (!access_log.empty()) return log::LogWriter::check_writable(access_log);
@@ -252,9 +259,10 @@ Result<int> Server::run(config::Config cfg) {
   tickets_ = std::make_unique<tls::TicketKeyStore>(&clock_);
   ticket_keys_ = std::make_unique<TicketKeyManager>(cfg.tls, tickets_.get());
   if (auto st = ticket_keys_->load_initial(); !st) return st.take_error();
-  auto gen = Generation::create(std::move(cfg), session_cache_.get(), tickets_.get());
+  auto gen = Generation::create(std::move(cfg), session_cache_.get(), tickets_.get(), &ocsp_);
   if (!gen) return gen.take_error();
   for (const auto& line : (*gen)->tls->report_lines()) log::info("{}", line);
+  for (const auto* s : (*gen)->ocsp.staplers()) log::info("{}", s->describe());
   for (const auto& w : (*gen)->tls->warnings()) log::warn("{}", w);
   const config::Config& c = (*gen)->config;
   if (!c.log.access_log.empty()) {
@@ -294,6 +302,10 @@ Result<int> Server::run(config::Config cfg) {
   ctl.current = &current_;
   ctl.log_writer = log_writer_.get();
   ctl.ticket_keys = ticket_keys_.get();
+  control_loop_ = &ctl.loop;
+  if (auto st = ocsp_.activate(&ctl.loop, current_.load()->ocsp); !st) {
+    log::error("ocsp: {}; serving without fetching staples", st.error().message());
+  }
   ticket_keys_->start(&ctl.loop);
   auto add_signal = [&ctl](UvHandle<uv_signal_t>& h, int signum) {
     h.init([&ctl](uv_signal_t* s) { return uv_signal_init(&ctl.loop, s); }, &ctl);
@@ -349,6 +361,7 @@ Result<int> Server::run(config::Config cfg) {
   ctl.all_stopped.close();
   ctl.admin.reset();
   ticket_keys_->stop();
+  ocsp_.stop();
   uv_run(&ctl.loop, UV_RUN_DEFAULT);
   uv_loop_close(&ctl.loop);
   if (log_writer_) log_writer_->flush_and_stop();

@@ -1,9 +1,10 @@
 // Server: the control thread. Builds the first Generation, opens the access
 // log writer, binds every worker's listening sockets, starts the workers and
 // runs the control loop: SIGTERM/SIGINT/SIGQUIT stop gracefully (a second one
-// exits at once), SIGUSR1 reopens the access log (logrotate), SIGHUP re-reads
-// ticket key files (a full configuration reload comes with #6). It owns what
-// outlives configuration generations: the session cache and the ticket keys.
+// exits at once), SIGUSR1 reopens the access log (logrotate), SIGHUP reloads
+// (reload() below), the admin listener serves /metrics and /healthz. It owns
+// what outlives configuration generations: the session cache, the ticket
+// keys, the OCSP staplers (fetched on the control loop) and the metrics.
 // Thread affinity: control thread only.
 #pragma once
 
@@ -14,6 +15,7 @@
 #include "config/config.h"
 #include "metrics/counters.h"
 #include "server/generation.h"
+#include "server/ocsp_manager.h"
 #include "server/ticket_key_manager.h"
 #include "tls/session_cache.h"
 #include "tls/ticket_key_ring.h"
@@ -65,6 +67,8 @@ class Server {
   std::unique_ptr<tls::SessionCache> session_cache_;
   std::unique_ptr<tls::TicketKeyStore> tickets_;
   std::unique_ptr<TicketKeyManager> ticket_keys_;
+  OcspManager ocsp_{&clock_};
+  uv_loop_t* control_loop_ = nullptr;  // while run() runs the control loop
   GenerationSlot current_;
   std::atomic<uint64_t> next_connection_id_{1};
   std::unique_ptr<log::LogWriter> log_writer_;

@@ -131,6 +131,12 @@ Status CertIndex::build(const config::Tls& tls, SessionCache* session_cache, Tic
   return {};
 }
 
+std::vector<SSL_CTX*> CertIndex::contexts() const {
+  std::vector<SSL_CTX*> out;
+  for (const auto& c : contexts_) out.push_back(c->get());
+  return out;
+}
+
 const TlsContext* CertIndex::find(std::string_view host) const {
   if (!host.empty()) {
     if (auto it = exact_.find(std::string(host)); it != exact_.end()) return it->second;

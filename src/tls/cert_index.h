@@ -63,6 +63,9 @@ class CertIndex {
   // rules above; nullptr when strict_sni refuses it.
   const TlsContext* find(std::string_view host) const;
 
+  // Every SSL_CTX of the index (one per name set).
+  std::vector<SSL_CTX*> contexts() const;
+
   // In file order; the start-up log and `--test` print their reports.
   const std::vector<ServerCertificate>& certificates() const { return certs_; }
 

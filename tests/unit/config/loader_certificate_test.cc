@@ -92,5 +92,17 @@ TEST(LoaderCertificates, NameErrors) {
                                                                ".example\" has a label longer than 63 bytes");
 }
 
+TEST(LoaderCertificates, OcspPerEntry) {
+  Config c = load_ok(entries("", "[[certificate]]\ncert = \"/a.pem\"\nkey = \"/a.key\"\n"
+                                 "[certificate.ocsp]\nstaple_policy = \"strict\"\n"
+                                 "[[certificate]]\ncert = \"/b.pem\"\nkey = \"/b.key\"\n"),
+                     "t.toml");
+  ASSERT_EQ(c.tls.certificates.size(), 2u);
+  EXPECT_EQ(c.tls.certificates[0].ocsp.staple_policy, StaplePolicy::Strict);
+  EXPECT_EQ(c.tls.certificates[1].ocsp.staple_policy, StaplePolicy::Lenient);
+  EXPECT_EQ(load_error(entries("", "[tls.ocsp]\nstapling = false\n[[certificate]]\ncert = \"/a.pem\"\nkey = \"/a.key\"\n")),
+            "t.toml:12:6: tls.ocsp: with [[certificate]] entries, OCSP settings go in each entry's [certificate.ocsp]");
+}
+
 }  // namespace
 }  // namespace tlsfront::config

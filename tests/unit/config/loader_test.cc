@@ -235,10 +235,10 @@ address = "127.0.0.1:8443"
   EXPECT_EQ(load_error(R"([[listen]]
 address = "127.0.0.1:8443"
 [tls]
-ocsp = true
+stapling = true
 certificate = "c"
 )"),
-            R"(t.toml:4:1: tls.ocsp: unknown key "ocsp")");
+            R"(t.toml:4:1: tls.stapling: unknown key "stapling")");
   EXPECT_EQ(load_error(R"([[listen]]
 address = "127.0.0.1:8443"
 [tls]
@@ -678,6 +678,12 @@ TEST(ExampleConfig, DocumentedDefaultsAreTheDefaults) {
   EXPECT_EQ(a.tls.ciphersuites, b.tls.ciphersuites);
   EXPECT_EQ(a.tls.groups, b.tls.groups);
   EXPECT_EQ(a.tls.prefer_server_ciphers, b.tls.prefer_server_ciphers);
+  EXPECT_EQ(a.tls.certificates.at(0).ocsp.stapling, b.tls.certificates.at(0).ocsp.stapling);
+  EXPECT_EQ(a.tls.certificates.at(0).ocsp.staple_policy, b.tls.certificates.at(0).ocsp.staple_policy);
+  EXPECT_EQ(a.tls.certificates.at(0).ocsp.refresh_at_percent, b.tls.certificates.at(0).ocsp.refresh_at_percent);
+  EXPECT_EQ(a.tls.certificates.at(0).ocsp.refresh_jitter_percent, b.tls.certificates.at(0).ocsp.refresh_jitter_percent);
+  EXPECT_EQ(a.tls.certificates.at(0).ocsp.fetch_timeout, b.tls.certificates.at(0).ocsp.fetch_timeout);
+  EXPECT_EQ(a.tls.certificates.at(0).ocsp.max_response_bytes, b.tls.certificates.at(0).ocsp.max_response_bytes);
   const Upstream& ua = a.upstreams[0];
   const Upstream& ub = b.upstreams[0];
   EXPECT_EQ(ua.keepalive, ub.keepalive);

@@ -43,6 +43,57 @@ TEST(Loader, SessionCacheAndTicketKeyErrors) {
             "t.toml:15:1: tls.ticket_keys.bogus: unknown key \"bogus\"");
 }
 
+TEST(Loader, Ocsp) {
+  auto d = load_string(kMinimal, "t.toml");
+  ASSERT_TRUE(d.ok());
+  const Ocsp& o = d->tls.certificates.at(0).ocsp;
+  EXPECT_TRUE(o.stapling);
+  EXPECT_TRUE(o.responder.empty());
+  EXPECT_TRUE(o.response_file.empty());
+  EXPECT_EQ(o.staple_policy, StaplePolicy::Lenient);
+  EXPECT_EQ(o.refresh_at_percent, 50);
+  EXPECT_EQ(o.refresh_jitter_percent, 10);
+  EXPECT_EQ(o.fetch_timeout, 10s);
+  EXPECT_EQ(o.max_response_bytes, 64u * 1024);
+  EXPECT_TRUE(d->tls.ocsp_cache_dir.empty());
+
+  // [tls] keys come before sub-tables: insert ocsp_cache_dir right after [tls].
+  std::string text(kMinimal);
+  text.insert(text.find("certificate"), "ocsp_cache_dir = \"state/ocsp\"\n");
+  text += "[tls.ocsp]\nstapling = false\nresponder = \"http://ocsp.example:8080/x\"\nstaple_policy = \"must_staple\"\n"
+          "refresh_at_percent = 25\nrefresh_jitter_percent = 0\nfetch_timeout = \"2s\"\nmax_response_bytes = \"8k\"\n";
+  Config c = load_ok(text, "/etc/tlsfront/t.toml");
+  EXPECT_EQ(c.tls.ocsp_cache_dir, "/etc/tlsfront/state/ocsp");
+  EXPECT_FALSE(c.tls.certificates.at(0).ocsp.stapling);
+  EXPECT_EQ(c.tls.certificates.at(0).ocsp.responder, "http://ocsp.example:8080/x");
+  EXPECT_EQ(c.tls.certificates.at(0).ocsp.staple_policy, StaplePolicy::MustStaple);
+  EXPECT_EQ(c.tls.certificates.at(0).ocsp.refresh_at_percent, 25);
+  EXPECT_EQ(c.tls.certificates.at(0).ocsp.refresh_jitter_percent, 0);
+  EXPECT_EQ(c.tls.certificates.at(0).ocsp.fetch_timeout, 2s);
+  EXPECT_EQ(c.tls.certificates.at(0).ocsp.max_response_bytes, 8u * 1024);
+  EXPECT_EQ(c.tls.certificates.at(0).ocsp.origin, "/etc/tlsfront/t.toml:15:1");
+
+  Config f = load_ok(with("[tls.ocsp]\nresponse_file = \"resp.der\"\nstaple_policy = \"strict\"\n"));
+  EXPECT_EQ(f.tls.certificates.at(0).ocsp.response_file, "/etc/tlsfront/resp.der");
+  EXPECT_EQ(f.tls.certificates.at(0).ocsp.staple_policy, StaplePolicy::Strict);
+}
+
+TEST(Loader, OcspErrors) {
+  EXPECT_EQ(load_error(with("[tls.ocsp]\nstaple_policy = \"always\"\n")),
+            "t.toml:15:1: tls.ocsp.staple_policy: unknown policy \"always\" (expected \"lenient\", \"strict\" or "
+            "\"must_staple\")");
+  EXPECT_EQ(load_error(with("[tls.ocsp]\nresponder = \"https://ocsp.example/\"\n")),
+            "t.toml:15:1: tls.ocsp.responder: expected an http:// URL with a host, got \"https://ocsp.example/\"");
+  EXPECT_EQ(load_error(with("[tls.ocsp]\nresponder = \"http://a/\"\nresponse_file = \"r.der\"\n")),
+            "t.toml:15:1: tls.ocsp.responder: not used with response_file (the response is not fetched)");
+  EXPECT_EQ(load_error(with("[tls.ocsp]\nrefresh_at_percent = 95\n")).find("tls.ocsp.refresh_at_percent"), 13u);
+  EXPECT_EQ(load_error(with("[tls.ocsp]\nfetch_timeout = \"2m\"\n")),
+            "t.toml:15:1: tls.ocsp.fetch_timeout: must be at most 60s");
+  EXPECT_EQ(load_error(with("[tls.ocsp]\nmax_response_bytes = \"2m\"\n")).find("tls.ocsp.max_response_bytes"), 13u);
+  EXPECT_EQ(load_error(with("[tls.ocsp]\nssl_stapling = true\n")),
+            "t.toml:15:1: tls.ocsp.ssl_stapling: unknown key \"ssl_stapling\"");
+}
+
 TEST(Loader, RedisTicketKeys) {
   auto c = load_string(with("[tls.ticket_keys]\nsource = \"redis\"\nrotate_every = \"10m\"\n"
                             "redis = \"localhost:6380\"\nredis_user = \"edge\"\n"
