@@ -49,7 +49,7 @@ Result<Config> parse_document(std::string_view toml, const ParseContext& ctx) {
   }
   TableReader root(ctx, parsed.table(), "");
   if (Status s = root.check_keys(
-          {"workers", "listen", "tls", "upstream", "route", "log", "limits", "timeouts"});
+          {"workers", "listen", "tls", "upstream", "route", "log", "limits", "timeouts", "http2"});
       !s.ok()) {
     return s.take_error();
   }
@@ -65,6 +65,7 @@ Result<Config> parse_document(std::string_view toml, const ParseContext& ctx) {
   if (Status s = detail::parse_log(root, config.log); !s.ok()) return s.take_error();
   if (Status s = detail::parse_limits(root, config.limits); !s.ok()) return s.take_error();
   if (Status s = detail::parse_timeouts(root, config.timeouts); !s.ok()) return s.take_error();
+  if (Status s = detail::parse_http2(root, config.http2); !s.ok()) return s.take_error();
   return config;
 }
 

@@ -142,5 +142,6 @@ Error missing_table(const ParseContext& ctx, std::string_view key, bool array_of
 [[nodiscard]] Status parse_log(const TableReader& root, Log& out);
 [[nodiscard]] Status parse_limits(const TableReader& root, Limits& out);
 [[nodiscard]] Status parse_timeouts(const TableReader& root, Timeouts& out);
+[[nodiscard]] Status parse_http2(const TableReader& root, Http2& out);
 
 }  // namespace tlsfront::config::detail
