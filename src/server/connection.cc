@@ -4,9 +4,11 @@
 #include <openssl/ssl.h>
 
 #include "http/http1_session.h"
+#include "http/http2_session.h"
 #include "log/log.h"
 #include "server/worker.h"
 #include "tls/ticket_key_ring.h"
+#include "tls/tls_context.h"
 
 namespace tlsfront::server {
 namespace {
@@ -44,7 +46,7 @@ Connection::~Connection() {
   writer_.detach();
 }
 
-Status Connection::accept(uv_stream_t* listener) {
+Status Connection::accept(uv_stream_t* listener, size_t listener_index) {
   uv_loop_t* loop = worker_.loop();
   if (int rc = tcp_.init([loop](uv_tcp_t* h) { return uv_tcp_init(loop, h); }, this); rc != 0) {
     return make_error(Errc::Io, std::string("uv_tcp_init: ") + uv_strerror(rc));
@@ -58,6 +60,9 @@ Status Connection::accept(uv_stream_t* listener) {
   auto tls = tls::TlsStream::create(generation_->tls->get());
   if (!tls) return tls.take_error();
   tls_.emplace(std::move(tls).value());
+  if (const auto& listeners = generation_->config.listeners; !listeners.empty()) {
+    tls::set_alpn_protocols(tls_->ssl(), &listeners[listener_index % listeners.size()].alpn);
+  }
   if (tls::RemoteSessionStore* store = worker_.session_store()) {
     lookup_ = std::make_shared<tls::SessionLookup>(store, [this] { on_session_lookup_done(); });
     if (!lookup_->attach(tls_->ssl())) lookup_.reset();  // sessions then stay local for this connection
@@ -164,7 +169,12 @@ void Connection::on_handshake_done() {
                                                         : "cache";
   info.tls_handshake_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - accepted_at_).count();
-  session_ = std::make_unique<http::Http1Session>(worker_.session_env(*generation_), this, std::move(info));
+  if (info.alpn == "h2") {
+    session_ = std::make_unique<http::Http2Session>(worker_.session_env(*generation_), this, std::move(info),
+                                                    SSL_get_certificate(ssl));
+  } else {
+    session_ = std::make_unique<http::Http1Session>(worker_.session_env(*generation_), this, std::move(info));
+  }
   // TLS 1.3 NewSessionTicket messages go out with the handshake's last flight.
   LoopContext::of(worker_.loop()).schedule_flush(this);
 }

@@ -14,7 +14,6 @@
 #include <optional>
 #include <string>
 
-#include "http/client_transport.h"
 #include "http/client_session.h"
 #include "http/client_transport.h"
 #include "server/generation.h"
@@ -34,8 +33,9 @@ class Connection final : public Deletable, public Flushable, public http::Client
   ~Connection() override;
 
   // Accepts the pending connection on `listener` and starts the handshake.
-  // Errors: Errc::Io, Errc::Tls.
-  [[nodiscard]] Status accept(uv_stream_t* listener);
+  // `listener_index` picks the [[listen]] entry (modulo their count) whose
+  // ALPN list applies. Errors: Errc::Io, Errc::Tls.
+  [[nodiscard]] Status accept(uv_stream_t* listener, size_t listener_index);
 
   // Worker shutdown: close when idle, else after the response in flight.
   void shutdown();

@@ -145,8 +145,13 @@ void Worker::on_connection(uv_stream_t* listener, int status) {
     return;
   }
   uint64_t id = next_connection_id_->fetch_add(1, std::memory_order_relaxed);
+  // listeners_[i] serves config.listeners[i % size] (see run()).
+  size_t index = 0;
+  for (size_t i = 0; i < listeners_.size(); ++i) {
+    if (listeners_[i]->stream() == listener) index = i;
+  }
   auto conn = std::make_unique<Connection>(*this, current_->load(), id);
-  if (auto st = conn->accept(listener); !st) {
+  if (auto st = conn->accept(listener, index); !st) {
     log::warn("worker {}: {}", index_, st.error().message());
     conn->abort();
     loop_ctx_->defer_delete(std::move(conn));
