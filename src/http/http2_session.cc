@@ -225,6 +225,9 @@ void Http2Session::update_timer() {
     want = TimerPurpose::Send;
   } else if (streams_.empty()) {
     want = TimerPurpose::Idle;
+  } else if (std::any_of(streams_.begin(), streams_.end(),
+                         [](const auto& s) { return s.second->has_pending_output(); })) {
+    want = TimerPurpose::Stall;
   }
   if (want == timer_) return;
   timer_ = want;
@@ -232,6 +235,11 @@ void Http2Session::update_timer() {
     case TimerPurpose::None: transport_->stop_timer(); break;
     case TimerPurpose::Idle: transport_->arm_timer(env_.config->timeouts.keepalive); break;
     case TimerPurpose::Send: transport_->arm_timer(env_.config->timeouts.send); break;
+    case TimerPurpose::Stall:
+      stall_marks_.clear();
+      for (const auto& [id, s] : streams_) stall_marks_[id] = s->bytes_out();
+      transport_->arm_timer(env_.config->timeouts.send);
+      break;
   }
 }
 
@@ -243,9 +251,20 @@ void Http2Session::on_timer() {
     case TimerPurpose::Idle:
       // RFC 9113 §6.8: GOAWAY NO_ERROR, then close once it is written.
       terminate(NGHTTP2_NO_ERROR);
-      break;
+      return;
     case TimerPurpose::Send:
       close_now(false);  // the client stopped reading
+      return;
+    case TimerPurpose::Stall:
+      for (auto& [id, s] : streams_) {
+        auto mark = stall_marks_.find(id);
+        if (s->has_pending_output() && mark != stall_marks_.end() && mark->second == s->bytes_out()) {
+          log::info("conn={} client={}:{} h2: stream {} got no window for {} ms; RST_STREAM", info_.id,
+                    info_.remote_addr, info_.remote_port, id, env_.config->timeouts.send.count());
+          s->abort_stalled();
+        }
+      }
+      schedule_send();
       break;
     case TimerPurpose::None:
       break;

@@ -17,7 +17,9 @@
 // DATA; token bucket) answered with GOAWAY ENHANCE_YOUR_CALM and close;
 // 421 for an :authority the certificate does not cover (RFC 9110 §15.5.20);
 // GOAWAY NO_ERROR after timeouts.keepalive without streams, and on shutdown
-// with the last stream id honoured (streams in flight finish).
+// with the last stream id honoured (streams in flight finish); a stream whose
+// response waits timeouts.send for a window the client never opens is reset
+// (CANCEL), so a non-reading client cannot hold upstream connections.
 //
 // Output: frames are produced by nghttp2_session_mem_send once per loop
 // iteration (Flushable), and only while the connection holds less than
@@ -104,7 +106,10 @@ class Http2Session final : public ClientSession, public Flushable {
     std::chrono::steady_clock::time_point last;
     bool take();
   };
-  enum class TimerPurpose { None, Idle, Send };
+  // Idle: no streams (timeouts.keepalive). Send: our output is not drained
+  // (timeouts.send). Stall: some stream's response waits for a window the
+  // client does not open (timeouts.send without progress).
+  enum class TimerPurpose { None, Idle, Send, Stall };
 
   Http2Stream* find(int32_t stream_id) const;
   // GOAWAY with `error_code`, stop reading, close once it is written.
@@ -121,6 +126,7 @@ class Http2Session final : public ClientSession, public Flushable {
   std::vector<int32_t> to_start_;
   int32_t last_stream_id_ = 0;           // highest client stream opened
   std::deque<int32_t> recently_closed_;  // bounded (kRecentlyClosed in the .cc)
+  std::unordered_map<int32_t, uint64_t> stall_marks_;  // Stall: bytes_out() when armed
   std::optional<uint32_t> terminate_code_;  // set by a callback that stops input
   Budget resets_;
   Budget control_frames_;

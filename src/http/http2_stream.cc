@@ -268,6 +268,7 @@ ssize_t Http2Stream::read_response(uint8_t* buf, size_t length, uint32_t* data_f
   size_t n = std::min(length, pending_output());
   if (n > 0) std::memcpy(buf, out_.data() + out_off_, n);
   out_off_ += n;
+  bytes_out_ += n;
   if (out_off_ == out_.size()) {
     out_.clear();
     out_off_ = 0;
@@ -308,6 +309,11 @@ void Http2Stream::respond_local(int status) {
   send_response_head(head, has_body);
   if (has_body) send_response_body(body);
   end_response();
+}
+
+void Http2Stream::abort_stalled() {
+  if (exchange_) exchange_->cancel();
+  reset(NGHTTP2_CANCEL);
 }
 
 void Http2Stream::reset(uint32_t error_code) {

@@ -74,6 +74,12 @@ class Http2Stream final : public Deletable, public ExchangeSink {
   ssize_t read_response(uint8_t* buf, size_t length, uint32_t* data_flags);
 
   bool response_finished() const { return end_sent_; }
+  // Response bytes waiting for the client's flow-control window, and the
+  // total handed to nghttp2 so far (progress marks for the stall timeout).
+  bool has_pending_output() const { return pending_output() > 0; }
+  uint64_t bytes_out() const { return bytes_out_; }
+  // The client opened no window for timeouts.send: RST_STREAM CANCEL.
+  void abort_stalled();
   bool closed() const { return closed_; }
 
   // ExchangeSink
@@ -118,6 +124,7 @@ class Http2Stream final : public Deletable, public ExchangeSink {
   bool end_sent_ = false;
   bool closed_ = false;
   bool client_reset_ = false;
+  uint64_t bytes_out_ = 0;  // response body bytes nghttp2 has taken
 
   // Access-log facts.
   std::chrono::system_clock::time_point req_time_;

@@ -324,5 +324,24 @@ TEST_F(H2Abuse, SlowReaderDoesNotMakeTheProxyBufferTheResponse) {
   expect_still_serving(port());
 }
 
+TEST_F(H2Abuse, StreamWithoutWindowIsResetAfterSendTimeout) {
+  ProxyOptions o;
+  o.extra = "[timeouts]\nsend = \"400ms\"\n";
+  ASSERT_TRUE(start_proxy(o));
+  h2::Client c;
+  ASSERT_TRUE(c.connect(port()));
+  ASSERT_TRUE(c.send_headers(1, h2::get_request("/bytes/10000000"), true));
+  // Never a WINDOW_UPDATE: the response stalls after 64 KiB and the stream
+  // is reset instead of holding its upstream connection for ever.
+  auto r = c.wait_for([](const h2::Frame& f) { return f.type == h2::kRstStream || f.type == h2::kGoaway; });
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->type, h2::kRstStream);
+  EXPECT_EQ(r->stream, 1u);
+  EXPECT_EQ(r->error_code(), h2::kCancel);
+  // The connection itself stays usable.
+  ASSERT_TRUE(c.send_headers(3, h2::get_request("/small"), true));
+  EXPECT_EQ(c.wait_status(3), 200);
+}
+
 }  // namespace
 }  // namespace tlsfront::itest
