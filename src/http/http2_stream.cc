@@ -235,6 +235,11 @@ void Http2Stream::send_response_body(std::string_view data) {
   session_->schedule_send();
 }
 
+void Http2Stream::send_trailers(const std::vector<Header>& trailers) {
+  if (closed_ || !head_submitted_ || ended_) return;  // no DATA provider to end with them
+  trailers_ = trailers;
+}
+
 void Http2Stream::end_response() {
   if (closed_) return;
   ended_ = true;
@@ -278,6 +283,21 @@ ssize_t Http2Stream::read_response(uint8_t* buf, size_t length, uint32_t* data_f
   }
   if (pending_output() == 0 && ended_) {
     *data_flags |= NGHTTP2_DATA_FLAG_EOF;
+    if (!trailers_.empty()) {
+      // RFC 9113 §8.1: a trailing HEADERS frame ends the stream instead.
+      std::vector<std::string> storage;
+      std::vector<nghttp2_nv> nva;
+      storage.reserve(2 * trailers_.size());
+      for (const auto& h : trailers_) {
+        storage.push_back(lowercase(h.name));
+        storage.push_back(h.value);
+      }
+      for (size_t i = 0; i + 1 < storage.size(); i += 2) nva.push_back(make_nv(storage[i], storage[i + 1]));
+      if (nghttp2_submit_trailer(session_->ng(), id_, nva.data(), nva.size()) == 0) {
+        *data_flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+      }
+      trailers_.clear();
+    }
   } else if (n == 0) {
     deferred_ = true;
     return NGHTTP2_ERR_DEFERRED;

@@ -23,6 +23,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "http/exchange_sink.h"
 #include "http/proxy_exchange.h"
@@ -86,6 +87,7 @@ class Http2Stream final : public Deletable, public ExchangeSink {
   void send_informational(const ResponseHead& head) override;
   void send_response_head(const ResponseHead& head, bool has_body) override;
   void send_response_body(std::string_view data) override;
+  void send_trailers(const std::vector<Header>& trailers) override;
   void end_response() override;
   void fail_response(int status, std::string_view reason) override;
   bool output_congested() const override;
@@ -120,6 +122,7 @@ class Http2Stream final : public Deletable, public ExchangeSink {
   size_t out_off_ = 0;
   bool head_submitted_ = false;
   bool ended_ = false;     // all response bytes are in out_
+  std::vector<Header> trailers_;  // submitted (nghttp2_submit_trailer) after the last DATA
   bool deferred_ = false;  // the data provider returned NGHTTP2_ERR_DEFERRED
   bool end_sent_ = false;
   bool closed_ = false;

@@ -64,6 +64,7 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   void on_upstream_connected() override;
   void on_upstream_head(ResponseHead&& head, bool informational) override;
   void on_upstream_body(std::string_view data) override;
+  void on_upstream_trailers(std::vector<Header>&& trailers) override;
   void on_upstream_complete() override;
   void on_upstream_error(Error error) override;
   void on_upstream_writable() override;

@@ -257,6 +257,33 @@ TEST_F(H2H1, AuthorityBecomesHostAndCookieCrumbsJoin) {
   EXPECT_EQ(header_values(reqs[0], "Cookie"), std::vector<std::string>{"a=1; b=2"}) << reqs[0];
 }
 
+TEST_F(H2H1, ResponseTrailersForwarded) {
+  ASSERT_TRUE(start_proxy());
+  h2::Client c;
+  ASSERT_TRUE(c.connect(port()));
+  h2::Fields post = {{":method", "POST"}, {":scheme", "https"}, {":authority", "localhost"},
+                     {":path", "/echo-chunked"}, {"te", "trailers"}};
+  ASSERT_TRUE(c.send_headers(1, post, false));
+  ASSERT_TRUE(c.send_frame(h2::kData, h2::kEndStream, 1, "hello trailers"));
+  EXPECT_EQ(c.wait_status(1), 200);
+  std::string body;
+  std::optional<h2::Frame> trailer;
+  while (!trailer) {
+    auto f = c.next();
+    ASSERT_TRUE(f.has_value());
+    ASSERT_NE(f->type, h2::kRstStream);
+    if (f->stream != 1) continue;
+    if (f->type == h2::kData) {
+      body += f->payload;
+      ASSERT_FALSE(f->flags & h2::kEndStream) << "stream ended by DATA: the trailer was dropped";
+    }
+    if (f->type == h2::kHeaders) trailer = f;
+  }
+  EXPECT_EQ(body, "hello trailers");
+  EXPECT_TRUE(trailer->flags & h2::kEndStream);
+  EXPECT_EQ(trailer->fields, (h2::Fields{{"x-trailer", "done"}}));
+}
+
 TEST_F(H2H1, MisdirectedAuthorityGets421) {
   ASSERT_TRUE(start_proxy());
   h2::Client c;
