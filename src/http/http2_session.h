@@ -39,6 +39,7 @@
 #include <optional>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "http/client_session.h"
@@ -84,6 +85,8 @@ class Http2Session final : public ClientSession, public Flushable {
   // True when the certificate covers `host` (lowercase, no port; "[v6]" or
   // IPv4 literal or DNS name), or there is no certificate to check.
   bool certificate_covers(std::string_view host) const;
+  // True once per connection: the access-log line that carries tls_handshake_ms.
+  bool first_access_log() { return std::exchange(first_log_, false); }
   // Counts a stream the client (or its protocol error) ended before its
   // response did; over the budget the connection ends with ENHANCE_YOUR_CALM.
   void count_reset();
@@ -134,6 +137,7 @@ class Http2Session final : public ClientSession, public Flushable {
   bool input_stopped_ = false;
   bool goaway_sent_ = false;
   bool closed_ = false;
+  bool first_log_ = true;
 };
 
 }  // namespace tlsfront::http

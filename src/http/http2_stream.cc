@@ -382,7 +382,7 @@ void Http2Stream::write_access_log() {
   e.ssl_cipher = info.ssl_cipher;
   e.ssl_session_reused = info.ssl_session_reused;
   e.ssl_resumption = info.ssl_resumption;
-  if (id_ == 1) e.tls_handshake_ms = info.tls_handshake_ms;
+  if (session_->first_access_log()) e.tls_handshake_ms = info.tls_handshake_ms;
   e.connection_id = info.id;
   e.connection_requests = info.requests;
   e.stream_id = static_cast<uint32_t>(id_);

@@ -92,6 +92,7 @@ TEST_F(H2H1, GetProxied) {
   EXPECT_EQ(json_string(lines[0], "alpn"), std::string("h2"));
   EXPECT_EQ(json_raw(lines[0], "stream_id"), std::string("1"));
   EXPECT_EQ(json_raw(lines[0], "status"), std::string("200"));
+  EXPECT_NE(json_raw(lines[0], "tls_handshake_ms"), std::string("null"));
   EXPECT_EQ(json_string(lines[0], "path"), std::string("/headers?q=1"));
   EXPECT_EQ(json_string(lines[0], "upstream_addr"), backend_.address());
 }
@@ -204,6 +205,9 @@ TEST_F(H2H1, ManyConcurrentStreamsOnOneConnection) {
     EXPECT_EQ(json_string(l, "protocol"), std::string("HTTP/2.0"));
   }
   EXPECT_EQ(conns.size(), 1u) << "streams were not multiplexed on one connection";
+  size_t with_handshake = 0;
+  for (const auto& l : lines) with_handshake += json_raw(l, "tls_handshake_ms") != std::string("null");
+  EXPECT_EQ(with_handshake, 1u);
   EXPECT_EQ(streams.size(), 60u);
 }
 
