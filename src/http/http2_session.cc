@@ -223,7 +223,10 @@ void Http2Session::update_timer() {
   TimerPurpose want = TimerPurpose::None;
   if (output_congested()) {
     want = TimerPurpose::Send;
-  } else if (streams_.empty()) {
+  } else if (std::all_of(streams_.begin(), streams_.end(),
+                         [](const auto& s) { return s.second->response_finished(); })) {
+    // No stream or only ones whose response is out (request bodies being
+    // dropped): idle, whatever the client keeps sending.
     want = TimerPurpose::Idle;
   } else if (std::any_of(streams_.begin(), streams_.end(),
                          [](const auto& s) { return s.second->has_pending_output(); })) {
@@ -397,7 +400,7 @@ int Http2Session::on_stream_close(int32_t stream_id, uint32_t error_code) {
   if (recently_closed_.size() > kRecentlyClosed) recently_closed_.pop_front();
   LoopContext::of(env_.loop).defer_delete(std::move(it->second));
   streams_.erase(it);
-  if (streams_.empty()) update_timer();
+  update_timer();
   return 0;
 }
 

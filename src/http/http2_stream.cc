@@ -151,8 +151,13 @@ void Http2Stream::on_request_data(std::string_view data) {
   if (max_body != 0 && body_bytes_ > max_body && !head_submitted_) {
     respond_local(413);
   }
-  if (!exchange_) {
+  if (!exchange_ || end_sent_) {
+    // Nobody wants these bytes (a local answer, or the response is complete):
+    // acknowledged and dropped, so the client can finish its upload, up to
+    // kMaxDiscardBytes; then the stream is reset once its response is out.
     consume(data.size());
+    discarded_ += data.size();
+    if (end_sent_ && discarded_ > kMaxDiscardBytes) reset(NGHTTP2_NO_ERROR);
     return;
   }
   if (!started_) {
@@ -344,8 +349,10 @@ void Http2Stream::reset(uint32_t error_code) {
 
 void Http2Stream::on_response_end_sent() {
   end_sent_ = true;
-  // RFC 9113 §8.1: the response is complete; the rest of the request is not wanted.
-  if (!request_complete_) reset(NGHTTP2_NO_ERROR);
+  // RFC 9113 §8.1: the response is complete and the rest of the request is
+  // not wanted: RST_STREAM NO_ERROR, unless the client may still finish the
+  // upload cheaply (libcurl, for one, fails a transfer whose upload is cut).
+  if (!request_complete_ && discarded_ > kMaxDiscardBytes) reset(NGHTTP2_NO_ERROR);
 }
 
 void Http2Stream::on_closed(uint32_t error_code) {

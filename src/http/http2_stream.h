@@ -38,6 +38,9 @@ class Http2Stream final : public Deletable, public ExchangeSink {
  public:
   // Response bytes buffered per stream before the upstream is paused.
   static constexpr size_t kResponseHighWatermark = 32 * 1024;
+  // Request body bytes acknowledged and dropped after a response that did not
+  // need them, before the stream is reset (RFC 9113 §8.1).
+  static constexpr uint64_t kMaxDiscardBytes = 1024 * 1024;
 
   // `session` is borrowed and outlives the stream (it owns it).
   Http2Stream(Http2Session* session, int32_t id);
@@ -66,8 +69,9 @@ class Http2Stream final : public Deletable, public ExchangeSink {
   // nghttp2 closed the stream (nghttp2_on_stream_close_callback): writes the
   // access log line and cancels the exchange. No sink call has effect after.
   void on_closed(uint32_t error_code);
-  // A frame carrying END_STREAM went out: if the request is still open, the
-  // stream is reset with NO_ERROR (RFC 9113 §8.1).
+  // A frame carrying END_STREAM went out. The rest of an unfinished request
+  // body is dropped; past kMaxDiscardBytes the stream is reset with NO_ERROR
+  // (RFC 9113 §8.1).
   void on_response_end_sent();
   // The connection's output drained: let a paused upstream read on.
   void on_output_drained();
@@ -116,6 +120,7 @@ class Http2Stream final : public Deletable, public ExchangeSink {
   bool started_ = false;
   std::string early_body_;  // DATA received before start()
   size_t unconsumed_ = 0;   // received, not yet acknowledged by WINDOW_UPDATE
+  uint64_t discarded_ = 0;  // request body bytes dropped (see kMaxDiscardBytes)
 
   // Response side.
   std::string out_;

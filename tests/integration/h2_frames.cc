@@ -111,6 +111,12 @@ std::optional<Frame> Client::next(milliseconds timeout) {
         buf_.erase(0, 9 + len);
         if (f.type == kSettings && !(f.flags & kAck)) send_frame(kSettings, kAck, 0, "");
         if (f.type == kHeaders) f.fields = decode(f);
+        if (f.type == kData && auto_window_ && !f.payload.empty()) {
+          std::string inc;
+          put32(inc, static_cast<uint32_t>(f.payload.size()));
+          send_frame(kWindowUpdate, 0, 0, inc);
+          send_frame(kWindowUpdate, 0, f.stream, inc);
+        }
         if (std::getenv("H2_TRACE")) {
           std::fprintf(stderr, "h2 frame type=%d flags=%d stream=%u len=%zu code=%u\n", f.type, f.flags, f.stream,
                        f.payload.size(), f.error_code());

@@ -78,6 +78,10 @@ class Client {
   // Reads (and records) until the server closes; true if it did in time.
   bool wait_closed(milliseconds timeout = kDefaultDeadline);
   bool closed() const { return tls_.closed() && buf_.empty(); }
+  // Acknowledge each DATA frame read with WINDOW_UPDATEs (stream and
+  // connection), as a reading client does. Off by default: a client that
+  // never opens its window is one of the cases under test.
+  void set_auto_window_update(bool on) { auto_window_ = on; }
   const std::vector<Frame>& seen() const { return seen_; }
 
   // Status of the response HEADERS on `stream` (0 if none seen yet).
@@ -90,6 +94,7 @@ class Client {
   std::string buf_;
   std::vector<Frame> seen_;
   void* inflater_ = nullptr;
+  bool auto_window_ = false;
 };
 
 }  // namespace tlsfront::itest::h2

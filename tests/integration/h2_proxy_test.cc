@@ -305,6 +305,68 @@ TEST_F(H2H1, MisdirectedAuthorityGets421) {
   EXPECT_TRUE(statuses.count("421")) << lines[0] << "\n" << lines[1];
 }
 
+TEST_F(H2H1, SlowUpstreamDoesNotStallOtherStreams) {
+  ASSERT_TRUE(start_proxy());
+  h2::Client c;
+  ASSERT_TRUE(c.connect(port()));
+  c.set_auto_window_update(true);
+  ASSERT_TRUE(c.send_headers(1, h2::get_request("/slow/2000"), true));
+  ASSERT_TRUE(c.send_headers(3, h2::get_request("/bytes/200000"), true));
+  // Stream 3 completes (and its 200 kB pass the stream windows) while stream 1 waits.
+  auto first_end = c.wait_for([](const h2::Frame& f) { return f.stream != 0 && (f.flags & h2::kEndStream); });
+  ASSERT_TRUE(first_end.has_value());
+  EXPECT_EQ(first_end->stream, 3u);
+  EXPECT_EQ(c.wait_status(1), 200);
+}
+
+TEST_F(H2H1, UpstreamFailuresBecome502OrReset) {
+  // Before the head: 502. After it (truncated body): RST_STREAM, never a short END_STREAM.
+  FakeUpstream truncated("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nabc");
+  ProxyOptions o;
+  o.upstream_servers = {truncated.address()};
+  ASSERT_TRUE(start_proxy(o));
+  h2::Client c;
+  ASSERT_TRUE(c.connect(port()));
+  ASSERT_TRUE(c.send_headers(1, h2::get_request("/t"), true));
+  EXPECT_EQ(c.wait_status(1), 200);
+  auto end = c.wait_for([](const h2::Frame& f) {
+    return f.stream == 1 && (f.type == h2::kRstStream || (f.flags & h2::kEndStream));
+  });
+  ASSERT_TRUE(end.has_value());
+  EXPECT_EQ(end->type, h2::kRstStream);
+  EXPECT_EQ(end->error_code(), 2u);  // INTERNAL_ERROR
+}
+
+TEST_F(H2H1, NoUpstreamIs502) {
+  ProxyOptions o;
+  o.upstream_servers = {"127.0.0.1:" + std::to_string(free_port())};
+  ASSERT_TRUE(start_proxy(o));
+  HttpRequest req;
+  req.http2 = true;
+  HttpResponse r = http(port(), req);
+  ASSERT_EQ(r.curl_code, CURLE_OK) << r.error;
+  EXPECT_EQ(r.status, 502);
+  EXPECT_EQ(r.http_version, CURL_HTTP_VERSION_2_0);
+}
+
+TEST_F(H2H1, BodyOverLimitIs413) {
+  ProxyOptions o;
+  o.extra = "[limits]\nmax_body_bytes = \"100k\"\n";
+  ASSERT_TRUE(start_proxy(o));
+  HttpRequest req;
+  req.http2 = true;
+  req.method = "POST";
+  req.path = "/echo";
+  req.body = std::string(200'000, 'x');  // with content-length
+  HttpResponse r = http(port(), req);
+  EXPECT_EQ(r.status, 413) << r.error;
+  req.body.reset();  // streamed, no content-length
+  for (int i = 0; i < 4; ++i) req.chunks.push_back(std::string(50'000, 'y'));
+  r = http(port(), req);
+  EXPECT_EQ(r.status, 413) << r.error;
+  EXPECT_EQ(backend_.count("req"), 0u);
+}
+
 TEST_F(H2H1, H2loadCompletesWithoutErrors) {
   ASSERT_TRUE(start_proxy());
   RunResult r = run_command(dir_,
