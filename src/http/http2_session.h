@@ -6,12 +6,17 @@
 // frame sizes, HPACK (RFC 7541) with a 4 KiB dynamic table, §8.2-8.3 header
 // validation (lowercase names, no connection-specific fields, TE only
 // "trailers", pseudo-headers present once and first), Content-Length
-// against DATA (§8.1.1), stream ids increasing (§5.1.1), WINDOW_UPDATE
-// overflow (§6.9.1, FLOW_CONTROL_ERROR), SETTINGS/PING ACK queue floods
+// against DATA (§8.1.1), stream ids not reused, MAX_CONCURRENT_STREAMS
+// (§5.1.2: REFUSED_STREAM before our SETTINGS are acknowledged, a connection
+// error after), WINDOW_UPDATE overflow (§6.9.1, FLOW_CONTROL_ERROR),
+// SETTINGS/PING ACK queue floods
 // (nghttp2_option_set_max_outbound_ack), CONTINUATION floods
 // (nghttp2_option_set_max_continuations) and its own RST_STREAM rate limit
 // (nghttp2_option_set_stream_reset_rate_limit).
-// What this class adds: the SETTINGS from [http2] (config.h), rapid reset
+// What this class adds: the SETTINGS from [http2] (config.h); HEADERS on a
+// lower, never opened stream id is a connection error (§5.1.1; nghttp2 1.52
+// ignores it); request header lists over max_header_list_size (HPACK bombs)
+// answered 431 (Http2Stream); rapid reset
 // (CVE-2023-44487: streams reset by the client before their response ended,
 // token bucket) and control frame floods (SETTINGS, PING, PRIORITY, empty
 // DATA; token bucket) answered with GOAWAY ENHANCE_YOUR_CALM and close;
@@ -26,6 +31,9 @@
 // kOutputHighWatermark unsent bytes; input is not taken while above it.
 // Memory per connection is bounded by max_concurrent_streams ×
 // (initial_window_size + Http2Stream::kResponseHighWatermark + one upstream read).
+// Errors: none returned; peer misbehaviour ends a stream (RST_STREAM) or the
+// connection (GOAWAY, then ClientTransport::close) and is logged at info
+// with the peer address.
 // Thread affinity: owning worker only.
 #pragma once
 
