@@ -245,6 +245,26 @@ TEST_F(H2Abuse, SettingsAdvertisedAndConcurrencyEnforced) {
   EXPECT_EQ(r.body, *req.body);
 }
 
+TEST_F(H2Abuse, ClientSettingsAreHonoured) {
+  ASSERT_TRUE(start_proxy());
+  h2::Client c;
+  // INITIAL_WINDOW_SIZE 1000, MAX_FRAME_SIZE stays 16384.
+  ASSERT_TRUE(c.connect(port(), {{4, 1000}}));
+  ASSERT_TRUE(c.send_headers(1, h2::get_request("/bytes/50000"), true));
+  EXPECT_EQ(c.wait_status(1), 200);
+  size_t received = 0;
+  while (auto f = c.next(milliseconds(1'000))) {
+    if (f->type == h2::kData && f->stream == 1) received += f->payload.size();
+  }
+  EXPECT_EQ(received, 1000u);  // exactly the window the client granted
+  std::string inc = {0, 0, static_cast<char>(0x10), 0};  // 4096 more on the stream
+  ASSERT_TRUE(c.send_frame(h2::kWindowUpdate, 0, 1, inc));
+  while (auto f = c.next(milliseconds(1'000))) {
+    if (f->type == h2::kData && f->stream == 1) received += f->payload.size();
+  }
+  EXPECT_EQ(received, 1000u + 4096u);
+}
+
 TEST_F(H2Abuse, IdleConnectionGetsGoaway) {
   ProxyOptions o;
   o.extra = "[timeouts]\nkeepalive = \"300ms\"\n";

@@ -83,12 +83,18 @@ Client::Client() {
 
 Client::~Client() { nghttp2_hd_inflate_del(static_cast<nghttp2_hd_inflater*>(inflater_)); }
 
-bool Client::connect(int port) {
+bool Client::connect(int port, const std::vector<std::pair<uint16_t, uint32_t>>& settings) {
   TlsOptions o;
   o.alpn = {"h2"};
   if (!tls_.connect(port, o)) return false;
   if (tls_.alpn_selected() != "h2") return false;
-  return send(std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")) && send_frame(kSettings, 0, 0, "");
+  std::string payload;
+  for (const auto& [id, value] : settings) {
+    payload += static_cast<char>(id >> 8);
+    payload += static_cast<char>(id);
+    put32(payload, value);
+  }
+  return send(std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")) && send_frame(kSettings, 0, 0, payload);
 }
 
 bool Client::send_headers(uint32_t stream, const Fields& fields, bool end_stream) {

@@ -60,8 +60,9 @@ class Client {
  public:
   Client();
   ~Client();
-  // Connects with ALPN h2 and sends the preface and an empty SETTINGS.
-  bool connect(int port);
+  // Connects with ALPN h2 and sends the preface and a SETTINGS frame with
+  // `settings` ({id, value} pairs; none by default).
+  bool connect(int port, const std::vector<std::pair<uint16_t, uint32_t>>& settings = {});
   bool send(std::string_view bytes) { return tls_.write(bytes); }
   bool send_frame(uint8_t type, uint8_t flags, uint32_t stream, std::string_view payload) {
     return send(frame(type, flags, stream, payload));
