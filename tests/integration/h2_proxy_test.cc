@@ -367,6 +367,23 @@ TEST_F(H2H1, BodyOverLimitIs413) {
   EXPECT_EQ(backend_.count("req"), 0u);
 }
 
+TEST_F(H2H1, NghttpVerboseAsInReadme) {
+  ASSERT_TRUE(start_proxy());
+  // The README's check, with -m: eight concurrent streams of one URI.
+  RunResult r = run_command(dir_,
+                            {"/usr/bin/nghttp", "-nv", "-m", "8",
+                             "https://127.0.0.1:" + std::to_string(port()) + "/nghttp"},
+                            milliseconds(30'000));
+  ASSERT_TRUE(r.status.exited) << r.err;
+  EXPECT_EQ(r.status.code, 0) << r.out << r.err;
+  size_t ok = 0;
+  for (size_t p = 0; (p = r.out.find(":status: 200", p)) != std::string::npos; ++p) ++ok;
+  EXPECT_EQ(ok, 8u) << r.out;
+  EXPECT_NE(r.out.find("SETTINGS_MAX_CONCURRENT_STREAMS(0x03):128"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("RST_STREAM"), std::string::npos) << r.out;
+  EXPECT_EQ(backend_.wait_requests(8).size(), 8u);
+}
+
 TEST_F(H2H1, H2loadCompletesWithoutErrors) {
   ASSERT_TRUE(start_proxy());
   RunResult r = run_command(dir_,
