@@ -2,7 +2,7 @@
 // takes a pooled keepalive connection (or opens one), streams the request body
 // up and the response body down with backpressure on both sides, retries once
 // on a stale keepalive connection, and records what the access log reports.
-// One per HTTP/1.1 request (later: per HTTP/2 stream); talks to its session
+// One per HTTP/1.1 request or HTTP/2 stream; talks to its session
 // only through ExchangeSink.
 // Thread affinity: owning worker only.
 #pragma once
