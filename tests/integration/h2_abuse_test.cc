@@ -25,6 +25,24 @@ std::string be32(uint32_t v) {
   return s;
 }
 
+long rss_kib(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::atol(line.c_str() + 6);
+  }
+  return -1;
+}
+
+// Resident memory of the proxy grew by less than `limit_kib` since `before_kib`
+// (the attacks below send a few hundred kilobytes; unbounded buffering of
+// what they ask for would show as tens of megabytes).
+void expect_memory_bounded(pid_t pid, long before_kib, long limit_kib = 64 * 1024) {
+  const long after = rss_kib(pid);
+  ::testing::Test::RecordProperty("rss_growth_kib", std::to_string(after - before_kib));
+  EXPECT_LT(after - before_kib, limit_kib) << "RSS grew from " << before_kib << " to " << after << " KiB";
+}
+
 // A fresh h2 connection still gets a normal answer.
 void expect_still_serving(int port) {
   HttpRequest req;
@@ -43,17 +61,9 @@ std::optional<h2::Frame> goaway_then_close(h2::Client& c) {
   return g;
 }
 
-long rss_kib(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::atol(line.c_str() + 6);
-  }
-  return -1;
-}
-
 TEST_F(H2Abuse, RapidResetGetsEnhanceYourCalm) {
   ASSERT_TRUE(start_proxy());
+  const long rss_before = rss_kib(proxy_.process().pid());
   // A bystander with a request in flight on another connection.
   h2::Client bystander;
   ASSERT_TRUE(bystander.connect(port()));
@@ -77,10 +87,12 @@ TEST_F(H2Abuse, RapidResetGetsEnhanceYourCalm) {
   // Streams reset within the read that opened them never reach an upstream;
   // only those split across reads can (a handful).
   EXPECT_LE(backend_.count("req") + backend_.count("partial"), 30u);
+  expect_memory_bounded(proxy_.process().pid(), rss_before);
 }
 
 TEST_F(H2Abuse, ContinuationFloodClosesConnection) {
   ASSERT_TRUE(start_proxy());
+  const long rss_before = rss_kib(proxy_.process().pid());
   h2::Client c;
   ASSERT_TRUE(c.connect(port()));
   std::string flood = h2::frame(h2::kHeaders, 0, 1, h2::hpack(h2::get_request("/cont")));
@@ -93,10 +105,12 @@ TEST_F(H2Abuse, ContinuationFloodClosesConnection) {
   EXPECT_EQ(g->error_code(), h2::kEnhanceYourCalm);
   EXPECT_EQ(backend_.count("req") + backend_.count("partial"), 0u);
   expect_still_serving(port());
+  expect_memory_bounded(proxy_.process().pid(), rss_before);
 }
 
 TEST_F(H2Abuse, HpackBombAndOversizedHeaderListGet431) {
   ASSERT_TRUE(start_proxy());
+  const long rss_before = rss_kib(proxy_.process().pid());
   h2::Client c;
   ASSERT_TRUE(c.connect(port()));
   // One 4000-byte field added to the dynamic table (RFC 7541 §6.2.1), then
@@ -125,10 +139,12 @@ TEST_F(H2Abuse, HpackBombAndOversizedHeaderListGet431) {
   auto reqs = backend_.wait_requests(1);
   ASSERT_EQ(reqs.size(), 1u);
   EXPECT_EQ(reqs[0].rfind("GET /fine ", 0), 0u) << reqs[0];
+  expect_memory_bounded(proxy_.process().pid(), rss_before);
 }
 
 TEST_F(H2Abuse, ControlFrameFloodsGetEnhanceYourCalm) {
   ASSERT_TRUE(start_proxy());
+  const long rss_before = rss_kib(proxy_.process().pid());
   struct Flood {
     const char* name;
     std::string prelude;
@@ -154,6 +170,7 @@ TEST_F(H2Abuse, ControlFrameFloodsGetEnhanceYourCalm) {
     expect_still_serving(port());
   }
   EXPECT_EQ(backend_.count("req"), floods.size());  // only the /after requests
+  expect_memory_bounded(proxy_.process().pid(), rss_before);
 }
 
 TEST_F(H2Abuse, WindowUpdateOverflowIsFlowControlError) {
