@@ -349,6 +349,10 @@ void Http2Stream::reset(uint32_t error_code) {
 
 void Http2Stream::on_response_end_sent() {
   end_sent_ = true;
+  // Bytes held back for an upstream that no longer wants them.
+  early_body_.clear();
+  consume(unconsumed_);
+  unconsumed_ = 0;
   // RFC 9113 §8.1: the response is complete and the rest of the request is
   // not wanted: RST_STREAM NO_ERROR, unless the client may still finish the
   // upload cheaply (libcurl, for one, fails a transfer whose upload is cut).
