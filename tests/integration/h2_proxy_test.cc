@@ -245,6 +245,27 @@ TEST_F(H2H1, HeadAnd204And304HaveNoBody) {
   }
 }
 
+TEST_F(H2H1, EarlyHintsPassedAsInterimHeaders) {
+  ASSERT_TRUE(start_proxy());
+  h2::Client c;
+  ASSERT_TRUE(c.connect(port()));
+  ASSERT_TRUE(c.send_headers(1, h2::get_request("/early-hints"), true));
+  std::vector<h2::Fields> heads;
+  while (heads.size() < 2) {
+    auto f = c.wait_for([](const h2::Frame& x) { return x.stream == 1 && (x.type == h2::kHeaders || x.type == h2::kRstStream); });
+    ASSERT_TRUE(f.has_value());
+    ASSERT_EQ(f->type, h2::kHeaders);
+    heads.push_back(f->fields);
+    if (heads.size() == 1) EXPECT_FALSE(f->flags & h2::kEndStream) << "an interim response ended the stream";
+  }
+  ASSERT_FALSE(heads[0].empty());
+  EXPECT_EQ(heads[0][0], (std::pair<std::string, std::string>{":status", "103"}));
+  EXPECT_NE(std::find(heads[0].begin(), heads[0].end(), std::pair<std::string, std::string>{"link", "</x>; rel=preload"}),
+            heads[0].end());
+  ASSERT_FALSE(heads[1].empty());
+  EXPECT_EQ(heads[1][0], (std::pair<std::string, std::string>{":status", "200"}));
+}
+
 TEST_F(H2H1, AuthorityBecomesHostAndCookieCrumbsJoin) {
   ASSERT_TRUE(start_proxy());
   h2::Client c;
