@@ -28,6 +28,9 @@ struct Endpoint {
 struct Listener {
   Endpoint address;     // address = "0.0.0.0:8443" (required)
   int backlog = 511;    // backlog, as nginx
+  // ALPN protocols offered, in server preference order (RFC 7301 §3.2):
+  // "h2" and/or "http/1.1". A client sending no ALPN gets HTTP/1.1.
+  std::vector<std::string> alpn{"h2", "http/1.1"};
   bool operator==(const Listener&) const = default;
 };
 
@@ -186,6 +189,14 @@ struct Admin {
   bool operator==(const Admin&) const = default;
 };
 
+// [http2]: HTTP/2 to clients (RFC 9113 §6.5.2 SETTINGS we send).
+struct Http2 {
+  uint32_t max_concurrent_streams = 128;   // SETTINGS_MAX_CONCURRENT_STREAMS
+  uint32_t initial_window_size = 65535;    // SETTINGS_INITIAL_WINDOW_SIZE (bytes, per stream)
+  uint32_t max_frame_size = 16384;         // SETTINGS_MAX_FRAME_SIZE (bytes, 16384..16777215)
+  uint32_t max_header_list_size = 16384;   // SETTINGS_MAX_HEADER_LIST_SIZE (bytes); larger: 431
+};
+
 struct Config {
   std::string path;    // the file this came from
   int workers = 0;     // workers = N | "auto" (0 means auto: one per CPU)
@@ -200,6 +211,7 @@ struct Config {
   Limits limits;
   Timeouts timeouts;
   Admin admin;
+  Http2 http2;
 };
 
 }  // namespace tlsfront::config

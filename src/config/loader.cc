@@ -49,7 +49,7 @@ Result<Config> parse_document(std::string_view toml, const ParseContext& ctx) {
   }
   TableReader root(ctx, parsed.table(), "");
   if (Status s = root.check_keys(
-          {"workers", "shutdown_timeout", "listen", "tls", "certificate", "upstream", "route", "log", "limits", "timeouts", "admin"});
+          {"workers", "shutdown_timeout", "listen", "tls", "certificate", "upstream", "route", "log", "limits", "timeouts", "admin", "http2"});
       !s.ok()) {
     return s.take_error();
   }
@@ -69,6 +69,7 @@ Result<Config> parse_document(std::string_view toml, const ParseContext& ctx) {
   if (Status s = detail::parse_limits(root, config.limits); !s.ok()) return s.take_error();
   if (Status s = detail::parse_timeouts(root, config.timeouts); !s.ok()) return s.take_error();
   if (Status s = detail::parse_admin(root, config.listeners, config.admin); !s.ok()) return s.take_error();
+  if (Status s = detail::parse_http2(root, config.http2); !s.ok()) return s.take_error();
   return config;
 }
 

@@ -151,5 +151,6 @@ Error missing_table(const ParseContext& ctx, std::string_view key, bool array_of
 [[nodiscard]] Status parse_admin(const TableReader& root, const std::vector<Listener>& listeners, Admin& out);
 [[nodiscard]] Status parse_limits(const TableReader& root, Limits& out);
 [[nodiscard]] Status parse_timeouts(const TableReader& root, Timeouts& out);
+[[nodiscard]] Status parse_http2(const TableReader& root, Http2& out);
 
 }  // namespace tlsfront::config::detail

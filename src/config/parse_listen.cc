@@ -5,6 +5,34 @@
 #include "config/units.h"
 
 namespace tlsfront::config::detail {
+namespace {
+
+// alpn = ["h2", "http/1.1"]: non-empty, known names, no duplicates.
+Status parse_alpn(const TableReader& t, std::vector<std::string>& out) {
+  auto array = t.get_array("alpn", Presence::Optional);
+  if (!array.ok()) return array.take_error();
+  if (*array == nullptr) return {};
+  if ((*array)->empty()) return t.error_at("alpn", "must not be empty");
+  std::vector<std::string> protocols;
+  for (size_t i = 0; i < (*array)->size(); ++i) {
+    const toml::node& element = *(*array)->get(i);
+    std::string path = t.path_of("alpn") + "[" + std::to_string(i) + "]";
+    const auto* name = element.as_string();
+    if (name == nullptr) return type_error(t.context(), element, path, "a string");
+    if (name->get() != "h2" && name->get() != "http/1.1") {
+      return t.context().error(element.source(), path,
+                               "unknown protocol " + quote(name->get()) + " (expected \"h2\" or \"http/1.1\")");
+    }
+    for (const auto& seen : protocols) {
+      if (seen == name->get()) return t.context().error(element.source(), path, "duplicate protocol " + quote(seen));
+    }
+    protocols.push_back(name->get());
+  }
+  out = std::move(protocols);
+  return {};
+}
+
+}  // namespace
 
 Status parse_listen(const TableReader& root, std::vector<Listener>& out) {
   auto tables = tables_of(root, "listen");
@@ -14,7 +42,7 @@ Status parse_listen(const TableReader& root, std::vector<Listener>& out) {
   std::vector<std::string> positions;  // of each address key, for duplicate reports
   for (size_t i = 0; i < tables->size(); ++i) {
     TableReader t(root.context(), *(*tables)[i], "listen[" + std::to_string(i) + "]");
-    if (Status s = t.check_keys({"address", "backlog"}); !s.ok()) return s;
+    if (Status s = t.check_keys({"address", "backlog", "alpn"}); !s.ok()) return s;
 
     Listener listener;
     std::string address;
@@ -31,6 +59,7 @@ Status parse_listen(const TableReader& root, std::vector<Listener>& out) {
       }
     }
     if (Status s = t.get_integer("backlog", 1, 65535, listener.backlog); !s.ok()) return s;
+    if (Status s = parse_alpn(t, listener.alpn); !s.ok()) return s;
     positions.push_back(t.position_of("address"));
     out.push_back(std::move(listener));
   }

@@ -42,11 +42,16 @@ std::string_view reason_phrase(int status) {
   }
 }
 
-std::string make_error_response(int status, bool close, bool head_only) {
+std::string make_error_body(int status) {
   std::string body = std::to_string(status);
   body += ' ';
   body += reason_phrase(status);
   body += '\n';
+  return body;
+}
+
+std::string make_error_response(int status, bool close, bool head_only) {
+  std::string body = make_error_body(status);
   std::string out = "HTTP/1.1 ";
   out += std::to_string(status);
   out += ' ';

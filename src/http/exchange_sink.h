@@ -1,6 +1,6 @@
 // ExchangeSink: the one interface through which a ProxyExchange talks back to
-// the client-side session (HTTP/1.1 now, HTTP/2 later), so upstream code is
-// written once for both. ConnectionInfo: what a session knows about its client
+// the client side (Http1Session, or one Http2Stream per HTTP/2 stream), so
+// upstream code is written once for both. ConnectionInfo: what a session knows about its client
 // connection, for the access log.
 // Thread affinity: owning worker only.
 #pragma once
@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "http/request.h"
 
@@ -39,6 +40,11 @@ class ExchangeSink {
   virtual void send_response_head(const ResponseHead& head, bool has_body) = 0;
   // Response body bytes (decoded from upstream framing); valid during the call.
   virtual void send_response_body(std::string_view data) = 0;
+  // The response's trailer fields (RFC 9110 §6.5), valid names and values,
+  // hop-by-hop and framing fields removed; just before end_response(). The
+  // default drops them (HTTP/1.1 responses to clients end with an empty
+  // trailer section).
+  virtual void send_trailers(const std::vector<Header>& trailers) {}
   virtual void end_response() = 0;
   // The exchange failed. Before the head was sent the sink answers `status`
   // (502 or 504); after it, the sink must abort the client stream.

@@ -13,27 +13,6 @@ namespace {
 constexpr size_t kOutputHighWatermark = 64 * 1024;
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
-char to_lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
-
-// RFC 9110 §7.2 / RFC 3986 §3.2.2: reg-name / IP literal with optional port.
-bool valid_host(std::string_view h) {
-  if (h.empty() || h.size() > 255) return false;
-  // Optional ":port" after a name or a bracketed IPv6 literal: 1-5 digits.
-  size_t colon = h.front() == '[' ? h.find("]:") : h.rfind(':');
-  if (colon != std::string_view::npos) {
-    std::string_view port = h.substr(colon + (h.front() == '[' ? 2 : 1));
-    if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string_view::npos) {
-      return false;
-    }
-  }
-  if (h.front() == '[' && h.find(']') == std::string_view::npos) return false;
-  for (char c : h) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
-              c == ':' || c == '[' || c == ']' || c == '_' || c == '~' || c == '%';
-    if (!ok) return false;
-  }
-  return true;
-}
 
 // "HTTP/1.1 <status> <reason>\r\n" and the (already filtered) header lines.
 void append_status_and_headers(std::string& out, const ResponseHead& head) {
@@ -48,19 +27,6 @@ void append_status_and_headers(std::string& out, const ResponseHead& head) {
     out += h.value;
     out += "\r\n";
   }
-}
-
-// Lowercase host without port: the routing key.
-std::string host_key(std::string_view h) {
-  if (!h.empty() && h.front() == '[') {
-    size_t end = h.find(']');
-    h = h.substr(0, end == std::string_view::npos ? h.size() : end + 1);
-  } else if (size_t colon = h.rfind(':'); colon != std::string_view::npos) {
-    h = h.substr(0, colon);
-  }
-  std::string out(h);
-  for (char& c : out) c = to_lower(c);
-  return out;
 }
 
 }  // namespace

@@ -179,6 +179,21 @@ void ProxyExchange::on_upstream_body(std::string_view data) {
   if (conn_ && sink_->output_congested()) conn_->pause_reading();
 }
 
+void ProxyExchange::on_upstream_trailers(std::vector<Header>&& trailers) {
+  if (done_) return;
+  // Fields a sender must not put in trailers (RFC 9110 §6.5.1) go, as does
+  // a section with a malformed field: nothing ambiguous reaches the client.
+  for (const auto& h : trailers) {
+    if (!valid_field_name(h.name) || !valid_field_value(h.value)) return;
+  }
+  strip_response_headers(trailers);
+  std::erase_if(trailers, [](const Header& h) {
+    return h.token == HeaderToken::Host || iequals(h.name, "content-type") || iequals(h.name, "content-encoding") ||
+           iequals(h.name, "set-cookie");
+  });
+  if (!trailers.empty()) sink_->send_trailers(trailers);
+}
+
 void ProxyExchange::on_upstream_complete() {
   if (done_) return;
   done_ = true;

@@ -2,7 +2,7 @@
 // takes a pooled keepalive connection (or opens one), streams the request body
 // up and the response body down with backpressure on both sides, retries once
 // on a stale keepalive connection, and records what the access log reports.
-// One per HTTP/1.1 request (later: per HTTP/2 stream); talks to its session
+// One per HTTP/1.1 request or HTTP/2 stream; talks to its session
 // only through ExchangeSink.
 // Thread affinity: owning worker only.
 #pragma once
@@ -64,6 +64,7 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   void on_upstream_connected() override;
   void on_upstream_head(ResponseHead&& head, bool informational) override;
   void on_upstream_body(std::string_view data) override;
+  void on_upstream_trailers(std::vector<Header>&& trailers) override;
   void on_upstream_complete() override;
   void on_upstream_error(Error error) override;
   void on_upstream_writable() override;

@@ -47,4 +47,11 @@ struct ResponseHead {
   bool chunked = false;
 };
 
+// RFC 9110 §7.2 / RFC 3986 §3.2.2: a Host (or :authority) value is a
+// reg-name or IP literal with an optional 1-5 digit port.
+bool valid_host(std::string_view host);
+
+// Lowercase host without port ("[::1]" keeps its brackets): the routing key.
+std::string host_key(std::string_view host);
+
 }  // namespace tlsfront::http

@@ -192,6 +192,9 @@ void append_json_line(std::string& out, const AccessLogEntry& e) {
   append_int(out, e.connection_id);
   out.append(",\"connection_requests\":");
   append_int(out, e.connection_requests);
+  out.append(",\"stream_id\":");
+  if (e.stream_id == 0) out.append("null");
+  else append_int(out, e.stream_id);
   out.append(",\"upstream_addr\":");
   append_string_or_null(out, e.upstream_addr);
   out.append(",\"upstream_status\":");

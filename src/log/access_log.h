@@ -36,6 +36,7 @@ struct AccessLogEntry {
   std::string_view ssl_resumption = "none";     // "none" | "cache" (session ID / stateful) | "ticket"
   std::optional<double> tls_handshake_ms;  // first request of a connection only, else null
   uint64_t connection_id = 0, connection_requests = 0;
+  uint32_t stream_id = 0;          // HTTP/2 stream identifier (RFC 9113 §5.1.1); 0 (HTTP/1.x) -> null
   std::string_view upstream_addr;  // "" -> null
   int upstream_status = 0;         // 0 -> null
   std::optional<double> upstream_connect_ms, upstream_response_ms;  // nullopt -> null

@@ -4,9 +4,11 @@
 #include <openssl/ssl.h>
 
 #include "http/http1_session.h"
+#include "http/http2_session.h"
 #include "log/log.h"
 #include "server/worker.h"
 #include "tls/ticket_key_ring.h"
+#include "tls/tls_context.h"
 
 namespace tlsfront::server {
 namespace {
@@ -44,7 +46,7 @@ Connection::~Connection() {
   writer_.detach();
 }
 
-Status Connection::accept(uv_stream_t* listener) {
+Status Connection::accept(uv_stream_t* listener, const config::Endpoint* address) {
   worker_.counters().connections_accepted.add();  // closed: finish_close(), whatever happens
   uv_loop_t* loop = worker_.loop();
   if (int rc = tcp_.init([loop](uv_tcp_t* h) { return uv_tcp_init(loop, h); }, this); rc != 0) {
@@ -59,6 +61,10 @@ Status Connection::accept(uv_stream_t* listener) {
   auto tls = tls::TlsStream::create(generation_->gen->tls->initial_context());
   if (!tls) return tls.take_error();
   tls_.emplace(std::move(tls).value());
+  for (const auto& l : generation_->gen->config.listeners) {
+    // The generation outlives the SSL, so the list may be borrowed.
+    if (address && l.address == *address) tls::set_alpn_protocols(tls_->ssl(), &l.alpn);
+  }
   if (tls::RemoteSessionStore* store = worker_.session_store()) {
     lookup_ = std::make_shared<tls::SessionLookup>(store, [this] { on_session_lookup_done(); });
     if (!lookup_->attach(tls_->ssl())) lookup_.reset();  // sessions then stay local for this connection
@@ -173,8 +179,14 @@ void Connection::on_handshake_done() {
                                                       : metrics::HandshakeKind::ResumedCache;
   counters.handshakes[static_cast<size_t>(kind)].add();
   counters.handshake_duration.observe(handshake_time);
-  counters.connections_http1.add();
-  session_ = std::make_unique<http::Http1Session>(worker_.session_env(*generation_), this, std::move(info));
+  if (info.alpn == "h2") {
+    counters.connections_h2.add();
+    session_ = std::make_unique<http::Http2Session>(worker_.session_env(*generation_), this, std::move(info),
+                                                    SSL_get_certificate(ssl));
+  } else {
+    counters.connections_http1.add();
+    session_ = std::make_unique<http::Http1Session>(worker_.session_env(*generation_), this, std::move(info));
+  }
   // TLS 1.3 NewSessionTicket messages go out with the handshake's last flight.
   LoopContext::of(worker_.loop()).schedule_flush(this);
 }

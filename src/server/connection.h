@@ -35,8 +35,10 @@ class Connection final : public Deletable, public Flushable, public http::Client
   ~Connection() override;
 
   // Accepts the pending connection on `listener` and starts the handshake.
+  // `address` names the [[listen]] entry it came from, whose ALPN list (in
+  // this connection's generation) applies; null or unknown: the default list.
   // Errors: Errc::Io, Errc::Tls.
-  [[nodiscard]] Status accept(uv_stream_t* listener);
+  [[nodiscard]] Status accept(uv_stream_t* listener, const config::Endpoint* address);
 
   // Worker shutdown: close when idle, else after the response in flight.
   void shutdown();

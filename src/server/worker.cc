@@ -198,8 +198,13 @@ void Worker::on_connection(uv_stream_t* listener, int status) {
     return;
   }
   uint64_t id = next_connection_id_->fetch_add(1, std::memory_order_relaxed);
+  // The generation's settings for the listener this came from (ALPN).
+  const config::Endpoint* address = nullptr;
+  for (const auto& l : listeners_) {
+    if (l.handle->stream() == listener) address = &l.address;
+  }
   auto conn = std::make_unique<Connection>(*this, current_generation(), id);
-  if (auto st = conn->accept(listener); !st) {
+  if (auto st = conn->accept(listener, address); !st) {
     log::warn("worker {}: {}", index_, st.error().message());
     conn->abort();
     loop_ctx_->defer_delete(std::move(conn));

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 
 #include "tls/openssl_error.h"
 #include "tls/session_cache.h"
@@ -14,18 +15,35 @@ namespace tlsfront::tls {
 namespace {
 
 
-// RFC 7301 §3.2: the server picks from the client's list; with no overlap it
-// answers no_application_protocol. A client that sends no ALPN gets HTTP/1.1.
-int alpn_select_cb(SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in,
+const std::vector<std::string>& default_alpn() {
+  static const std::vector<std::string> protocols{"h2", "http/1.1"};
+  return protocols;
+}
+
+int alpn_ex_index() {
+  static const int index = SSL_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+  return index;
+}
+
+// RFC 7301 §3.2: the server picks from the client's list, in the listener's
+// preference order; with no overlap it answers no_application_protocol. A
+// client that sends no ALPN gets HTTP/1.1 (the callback is not called).
+int alpn_select_cb(SSL* ssl, const unsigned char** out, unsigned char* outlen, const unsigned char* in,
                    unsigned int inlen, void*) noexcept {
-  static const unsigned char kServerProtos[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
-  unsigned char* selected = nullptr;
-  if (SSL_select_next_proto(&selected, outlen, kServerProtos, sizeof(kServerProtos), in, inlen) !=
-      OPENSSL_NPN_NEGOTIATED) {
-    return SSL_TLSEXT_ERR_ALERT_FATAL;
+  const auto* mine = static_cast<const std::vector<std::string>*>(SSL_get_ex_data(ssl, alpn_ex_index()));
+  for (const std::string& proto : mine ? *mine : default_alpn()) {
+    for (unsigned int i = 0; i < inlen;) {
+      const unsigned int len = in[i];
+      if (i + 1 + len > inlen) break;
+      if (len == proto.size() && std::memcmp(in + i + 1, proto.data(), len) == 0) {
+        *out = in + i + 1;
+        *outlen = static_cast<unsigned char>(len);
+        return SSL_TLSEXT_ERR_OK;
+      }
+      i += 1 + len;
+    }
   }
-  *out = selected;
-  return SSL_TLSEXT_ERR_OK;
+  return SSL_TLSEXT_ERR_ALERT_FATAL;
 }
 
 // Accepting the name (RFC 6066 §3) is what makes OpenSSL store it in the
@@ -69,6 +87,10 @@ Result<std::string> session_id_context(std::span<const ServerCertificate* const>
 }
 
 }  // namespace
+
+bool set_alpn_protocols(SSL* ssl, const std::vector<std::string>* protocols) {
+  return SSL_set_ex_data(ssl, alpn_ex_index(), const_cast<std::vector<std::string>*>(protocols)) == 1;
+}
 
 Result<std::unique_ptr<TlsContext>> TlsContext::create(const config::Tls& tls,
                                                        std::span<const ServerCertificate* const> certs,

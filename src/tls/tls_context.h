@@ -23,6 +23,12 @@ namespace tlsfront::tls {
 class SessionCache;
 class TicketKeyStore;
 
+// Sets the ALPN protocols ("h2", "http/1.1") `ssl` accepts, in server
+// preference order (RFC 7301 §3.2); without a call, {"h2", "http/1.1"}.
+// `protocols` is borrowed and must outlive `ssl` (it lives in the connection's
+// Generation). False when OpenSSL cannot store it. Owning worker only.
+bool set_alpn_protocols(SSL* ssl, const std::vector<std::string>* protocols);
+
 class TlsContext {
  public:
   // An SSL_CTX serving `certs` (loaded by ServerCertificate::load; at most

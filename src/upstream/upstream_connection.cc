@@ -316,6 +316,11 @@ int UpstreamConnection::on_headers_complete() {
     return -1;
   }
   if (handler_) handler_->on_upstream_head(std::move(head_), informational);
+  // From here on the parser may deliver a trailer section (chunked only);
+  // a trailer field with an empty value is dropped.
+  head_.headers.clear();
+  field_.clear();
+  in_value_ = false;
   if (state_ == State::Closed) return -1;
   // RFC 9110 §6.4.1: a response to HEAD, a 1xx, 204 or 304 has no content,
   // whatever its Content-Length or Transfer-Encoding says (llhttp 8.1 would
@@ -336,6 +341,8 @@ int UpstreamConnection::on_message_complete() {
   ++requests_;
   keep_alive_ = llhttp_should_keep_alive(&parser_) && writer_.idle() && requests_ < cfg_.keepalive_requests;
   uv_timer_stop(timer_.get());
+  if (handler_ && !head_.headers.empty()) handler_->on_upstream_trailers(std::move(head_.headers));
+  if (state_ == State::Closed) return -1;
   if (Handler* h = std::exchange(handler_, nullptr)) h->on_upstream_complete();
   return HPE_PAUSED;
 }

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "config/config.h"
 #include "http/request.h"
@@ -39,6 +40,9 @@ class UpstreamConnection : public Deletable {
     // A 1xx interim response (`informational`) or the final response head.
     virtual void on_upstream_head(http::ResponseHead&& head, bool informational) = 0;
     virtual void on_upstream_body(std::string_view data) = 0;  // valid during the call only
+    // The trailer section of a chunked response (RFC 9112 §7.1.2), as
+    // received (not yet validated); just before on_upstream_complete.
+    virtual void on_upstream_trailers(std::vector<http::Header>&& trailers) {}
     virtual void on_upstream_complete() = 0;
     // Errc::Timeout (connect/read/send timeout), Errc::Upstream (refused,
     // reset, closed early), Errc::Protocol (malformed response).

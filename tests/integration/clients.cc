@@ -15,6 +15,7 @@
 #include <openssl/ssl.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
@@ -150,16 +151,16 @@ CurlClient::~CurlClient() {
   curl_slist_free_all(static_cast<curl_slist*>(resolve_));
 }
 
-HttpResponse CurlClient::perform(const HttpRequest& req) {
-  CURL* c = static_cast<CURL*>(curl_);
-  curl_easy_reset(c);  // keeps the live connection
-  HttpResponse resp;
-  std::string url = "https://localhost:" + std::to_string(port_) + req.path;
-  char errbuf[CURL_ERROR_SIZE] = "";
+namespace {
+
+// Everything but the body source; `resp` and `errbuf` must outlive the transfer.
+void setup_easy(CURL* c, const HttpRequest& req, const std::string& url, curl_slist* resolve, HttpResponse& resp,
+                char* errbuf) {
   curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(c, CURLOPT_RESOLVE, static_cast<curl_slist*>(resolve_));
+  curl_easy_setopt(c, CURLOPT_RESOLVE, resolve);
   curl_easy_setopt(c, CURLOPT_CAINFO, pki("root.pem").c_str());
-  curl_easy_setopt(c, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1));
+  curl_easy_setopt(c, CURLOPT_HTTP_VERSION,
+                   static_cast<long>(req.http2 ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_1_1));
   curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(req.timeout.count()));
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, write_cb);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &resp.body);
@@ -167,6 +168,75 @@ HttpResponse CurlClient::perform(const HttpRequest& req) {
   curl_easy_setopt(c, CURLOPT_HEADERDATA, &resp.headers);
   curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
   curl_easy_setopt(c, CURLOPT_USERAGENT, "tlsfront-itest/1");
+}
+
+}  // namespace
+
+std::vector<HttpResponse> http2_parallel(int port, const std::vector<HttpRequest>& reqs) {
+  std::vector<HttpResponse> out(reqs.size());
+  std::vector<std::array<char, CURL_ERROR_SIZE>> errbufs(reqs.size());
+  std::string entry = "localhost:" + std::to_string(port) + ":127.0.0.1";
+  curl_slist* resolve = curl_slist_append(nullptr, entry.c_str());
+  CURLM* multi = curl_multi_init();
+  curl_multi_setopt(multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
+  curl_multi_setopt(multi, CURLMOPT_MAX_HOST_CONNECTIONS, 1L);
+  std::vector<CURL*> easies;
+  std::vector<std::string> urls;
+  for (const auto& r : reqs) urls.push_back("https://localhost:" + std::to_string(port) + r.path);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    CURL* c = curl_easy_init();
+    errbufs[i][0] = 0;
+    setup_easy(c, reqs[i], urls[i], resolve, out[i], errbufs[i].data());
+    curl_easy_setopt(c, CURLOPT_PIPEWAIT, 1L);
+    if (reqs[i].body) {
+      curl_easy_setopt(c, CURLOPT_POSTFIELDS, reqs[i].body->data());
+      curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(reqs[i].body->size()));
+    } else if (reqs[i].method != "GET") {
+      curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, reqs[i].method.c_str());
+    }
+    curl_multi_add_handle(multi, c);
+    easies.push_back(c);
+  }
+  auto deadline = Clock::now() + milliseconds(60'000);
+  int running = 1;
+  while (running > 0 && Clock::now() < deadline) {
+    curl_multi_perform(multi, &running);
+    if (running > 0) curl_multi_poll(multi, nullptr, 0, 100, nullptr);
+  }
+  for (size_t i = 0; i < easies.size(); ++i) {
+    out[i].curl_code = CURLE_OK;
+    curl_easy_getinfo(easies[i], CURLINFO_RESPONSE_CODE, &out[i].status);
+    curl_easy_getinfo(easies[i], CURLINFO_HTTP_VERSION, &out[i].http_version);
+    out[i].error = errbufs[i].data();
+  }
+  int left = 0;
+  while (CURLMsg* m = curl_multi_info_read(multi, &left)) {
+    if (m->msg != CURLMSG_DONE) continue;
+    for (size_t i = 0; i < easies.size(); ++i) {
+      if (easies[i] == m->easy_handle) out[i].curl_code = m->data.result;
+    }
+  }
+  if (running > 0) {
+    for (auto& r : out) {
+      if (r.status == 0) r.curl_code = CURLE_OPERATION_TIMEDOUT;
+    }
+  }
+  for (CURL* c : easies) {
+    curl_multi_remove_handle(multi, c);
+    curl_easy_cleanup(c);
+  }
+  curl_multi_cleanup(multi);
+  curl_slist_free_all(resolve);
+  return out;
+}
+
+HttpResponse CurlClient::perform(const HttpRequest& req) {
+  CURL* c = static_cast<CURL*>(curl_);
+  curl_easy_reset(c);  // keeps the live connection
+  HttpResponse resp;
+  std::string url = "https://localhost:" + std::to_string(port_) + req.path;
+  char errbuf[CURL_ERROR_SIZE] = "";
+  setup_easy(c, req, url, static_cast<curl_slist*>(resolve_), resp, errbuf);
   if (req.ssl_version) curl_easy_setopt(c, CURLOPT_SSLVERSION, req.ssl_version);
   if (req.expect_100_timeout_ms) curl_easy_setopt(c, CURLOPT_EXPECT_100_TIMEOUT_MS, req.expect_100_timeout_ms);
 
@@ -194,6 +264,7 @@ HttpResponse CurlClient::perform(const HttpRequest& req) {
   resp.curl_code = rc;
   resp.error = errbuf[0] ? errbuf : curl_easy_strerror(rc);
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp.status);
+  curl_easy_getinfo(c, CURLINFO_HTTP_VERSION, &resp.http_version);
   curl_slist_free_all(headers);
   return resp;
 }
@@ -535,6 +606,16 @@ std::optional<ParsedResponse> TlsClient::read_response(bool head_request, millis
     if (closed_) return std::nullopt;
     if (!read_some(deadline) && !closed_) return std::nullopt;
   }
+}
+
+std::string TlsClient::read_available(milliseconds timeout) {
+  if (buf_.empty()) read_some(Clock::now() + timeout);
+  // Whatever else is already decrypted or waiting in the socket.
+  while (!closed_ && SSL_pending(ssl_) > 0 && read_some(Clock::now())) {
+  }
+  std::string out = std::move(buf_);
+  buf_.clear();
+  return out;
 }
 
 bool TlsClient::session_reused() const { return ssl_ && SSL_session_reused(ssl_) == 1; }

@@ -272,7 +272,7 @@ std::vector<std::string> Backend::wait_requests(size_t n, milliseconds timeout) 
 std::string make_config(const ProxyOptions& o, int port, const std::string& access_log) {
   std::string c;
   c += "workers = " + std::to_string(o.workers) + "\n\n";
-  c += "[[listen]]\naddress = \"127.0.0.1:" + std::to_string(port) + "\"\n\n";
+  c += "[[listen]]\naddress = \"127.0.0.1:" + std::to_string(port) + "\"\n" + o.listen_extra + "\n";
   // The test root is not in the system store: it is the chain's trust anchor.
   c += "[tls]\n";
   if (o.certificates.empty()) c += "certificate = \"" + o.certificate + "\"\nkey = \"" + o.key + "\"\n";

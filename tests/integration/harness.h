@@ -130,6 +130,7 @@ struct ProxyOptions {
   std::string tls_extra;                      // extra lines in [tls]
   std::string routes;                         // replaces the catch-all [[route]] when set
   std::string extra;                          // appended tables ([limits], [timeouts], ...)
+  std::string listen_extra;                   // extra lines in [[listen]] (alpn = [...])
   std::string certificate = pki("localhost.chain.pem");
   std::string key = pki("localhost.key");
   std::string certificates;                   // [[certificate]] tables; when set, replaces certificate/key
@@ -178,6 +179,7 @@ struct HttpRequest {
   long ssl_version = 0;                    // CURLOPT_SSLVERSION value (0: default)
   long expect_100_timeout_ms = 0;          // 0: curl's default
   bool no_body = false;                    // HEAD
+  bool http2 = false;                      // ALPN h2 (CURL_HTTP_VERSION_2TLS), else HTTP/1.1 only
   milliseconds timeout{20'000};
 };
 
@@ -187,6 +189,7 @@ struct HttpResponse {
   long status = 0;
   std::string headers;  // all header lines as received, 1xx responses included
   std::string body;
+  long http_version = 0;  // CURL_HTTP_VERSION_1_1, CURL_HTTP_VERSION_2_0, ...
   // Value of the first header `name` in the final response (case-insensitive).
   std::optional<std::string> header(std::string_view name) const;
 };
@@ -208,6 +211,9 @@ class CurlClient {
 
 // A fresh handle per call.
 HttpResponse http(int port, const HttpRequest& req);
+// All of `reqs` at once over HTTP/2 on one connection (curl multi,
+// CURLPIPE_MULTIPLEX + CURLOPT_PIPEWAIT); responses in request order.
+std::vector<HttpResponse> http2_parallel(int port, const std::vector<HttpRequest>& reqs);
 inline HttpResponse http_get(int port, const std::string& path) {
   HttpRequest r;
   r.path = path;
@@ -260,6 +266,9 @@ class TlsClient {
   // close/timeout before a complete response.
   std::optional<ParsedResponse> read_response(bool head_request = false,
                                               milliseconds timeout = kDefaultDeadline);
+  // Waits up to `timeout` for more plaintext; returns all buffered bytes
+  // (possibly empty) and clears the buffer.
+  std::string read_available(milliseconds timeout);
   bool closed() const { return closed_; }
   const std::string& error() const { return error_; }
   SSL* ssl() const { return ssl_; }

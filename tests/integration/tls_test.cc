@@ -180,7 +180,9 @@ TEST_F(H1H1, HandshakeMsOnlyOnFirstRequest) {
 }
 
 TEST_F(H1H1, AlpnAndSniLogged) {
-  ASSERT_TRUE(start_proxy());
+  ProxyOptions po;
+  po.listen_extra = "alpn = [\"http/1.1\"]\n";
+  ASSERT_TRUE(start_proxy(po));
   // Offers h2 first: the server (HTTP/1.1 only here) must still pick http/1.1.
   {
     TlsOptions o;

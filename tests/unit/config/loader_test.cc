@@ -701,6 +701,11 @@ TEST(ExampleConfig, DocumentedDefaultsAreTheDefaults) {
   EXPECT_EQ(a.timeouts.keepalive, b.timeouts.keepalive);
   EXPECT_EQ(a.timeouts.body, b.timeouts.body);
   EXPECT_EQ(a.timeouts.send, b.timeouts.send);
+  EXPECT_EQ(a.listeners[0].alpn, b.listeners[0].alpn);
+  EXPECT_EQ(a.http2.max_concurrent_streams, b.http2.max_concurrent_streams);
+  EXPECT_EQ(a.http2.initial_window_size, b.http2.initial_window_size);
+  EXPECT_EQ(a.http2.max_frame_size, b.http2.max_frame_size);
+  EXPECT_EQ(a.http2.max_header_list_size, b.http2.max_header_list_size);
 }
 
 }  // namespace

@@ -229,7 +229,7 @@ const std::vector<std::string> kKeyOrder = {
     "time", "remote_addr", "remote_port", "sni", "alpn", "protocol", "method", "path",
     "status", "bytes_sent", "bytes_received", "request_time_ms", "ssl_protocol", "ssl_cipher",
     "ssl_session_reused", "ssl_resumption", "tls_handshake_ms", "connection_id", "connection_requests",
-    "upstream_addr", "upstream_status", "upstream_connect_ms", "upstream_response_ms",
+    "stream_id", "upstream_addr", "upstream_status", "upstream_connect_ms", "upstream_response_ms",
     "upstream_connection_reused", "user_agent"};
 
 std::string json_string(std::string_view s) {
@@ -269,6 +269,7 @@ AccessLogEntry full_entry() {
   e.tls_handshake_ms = 3.5;
   e.connection_id = 42;
   e.connection_requests = 1;
+  e.stream_id = 3;
   e.upstream_addr = "10.0.0.5:8080";
   e.upstream_status = 502;
   e.upstream_connect_ms = 0.25;
@@ -297,7 +298,7 @@ TEST(AccessLogJsonLine, AllFieldsSet) {
             R"("path":"/v1/items?id=7","status":200,"bytes_sent":1234,"bytes_received":321,)"
             R"("request_time_ms":12.346,"ssl_protocol":"TLSv1.3","ssl_cipher":"TLS_AES_128_GCM_SHA256",)"
             R"("ssl_session_reused":true,"ssl_resumption":"ticket","tls_handshake_ms":3.500,"connection_id":42,)"
-            R"("connection_requests":1,"upstream_addr":"10.0.0.5:8080","upstream_status":502,)"
+            R"("connection_requests":1,"stream_id":3,"upstream_addr":"10.0.0.5:8080","upstream_status":502,)"
             R"("upstream_connect_ms":0.250,"upstream_response_ms":11.000,)"
             R"("upstream_connection_reused":false,"user_agent":"curl/8.0"})"
             "\n");
@@ -311,7 +312,7 @@ TEST(AccessLogJsonLine, DefaultsGiveNulls) {
             R"("sni":null,"alpn":null,"protocol":"","method":"","path":"","status":0,)"
             R"("bytes_sent":0,"bytes_received":0,"request_time_ms":0.000,"ssl_protocol":"",)"
             R"("ssl_cipher":"","ssl_session_reused":false,"ssl_resumption":"none","tls_handshake_ms":null,)"
-            R"("connection_id":0,"connection_requests":0,"upstream_addr":null,)"
+            R"("connection_id":0,"connection_requests":0,"stream_id":null,"upstream_addr":null,)"
             R"("upstream_status":null,"upstream_connect_ms":null,"upstream_response_ms":null,)"
             R"("upstream_connection_reused":null,"user_agent":null})"
             "\n");
