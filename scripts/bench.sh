@@ -700,7 +700,7 @@ record() {
   for k in $(printf '%s\n' "${!m[@]}" | sort); do line+=$(json_field "$k" "${m[$k]}"); done
   echo "$line}" >>"$out"
   if [[ -n ${m[error]:-} ]]; then
-    [[ $t == h2_rps && $name == tlsfront ]] && h2_na=1
+    [[ $t == h2_rps && $name == tlsfront && ${m[error]} == n/a* ]] && h2_na=1
     say "  round $round $t $name: ${m[error]}"
     [[ ${m[error]} == n/a* ]] || errors=$((errors + 1))
     return
