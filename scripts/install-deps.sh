@@ -10,6 +10,7 @@ packages=(
   libtomlplusplus-dev libfmt-dev libhiredis-dev libsystemd-dev
   libgtest-dev libcurl4-openssl-dev
   curl nghttp2-client redis-server wrk logrotate systemd
+  nginx haproxy iproute2 procps
 )
 
 missing=()
