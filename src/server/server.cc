@@ -33,7 +33,6 @@ struct ControlLoop {
   std::vector<std::unique_ptr<Worker>>* workers = nullptr;
   const GenerationSlot* current = nullptr;
   log::LogWriter* log_writer = nullptr;
-  TicketKeyManager* ticket_keys = nullptr;
   int stop_signals = 0;
   std::unique_ptr<metrics::AdminServer> admin;
   UvHandle<uv_signal_t> sig_term, sig_int, sig_quit, sig_hup, sig_usr1;
@@ -301,7 +300,6 @@ Result<int> Server::run(config::Config cfg) {
   ctl.workers = &workers_;
   ctl.current = &current_;
   ctl.log_writer = log_writer_.get();
-  ctl.ticket_keys = ticket_keys_.get();
   control_loop_ = &ctl.loop;
   if (auto st = ocsp_.activate(&ctl.loop, current_.load()->ocsp); !st) {
     log::error("ocsp: {}; serving without fetching staples", st.error().message());

@@ -4,6 +4,7 @@
 // and session-cache counters), /healthz, and errors for other requests.
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <curl/curl.h>
 #include <openssl/ssl.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -151,6 +152,29 @@ TEST_F(Metrics, ExactCountersAfterAKnownSequence) {
   EXPECT_TRUE(wait_until([&] {
     return scrape()["tlsfront_access_log_bytes_total"] > before["tlsfront_access_log_bytes_total"];
   }));
+}
+
+TEST_F(Metrics, Http2ConnectionsAndStreamsAreCounted) {
+  ASSERT_TRUE(start());
+  ASSERT_TRUE(wait_until([&] { return scrape()["tlsfront_connections_active"] == 0; }));
+  auto before = scrape();
+  {
+    CurlClient curl(port());  // one connection, three streams
+    for (int i = 0; i < 3; ++i) {
+      HttpRequest req;
+      req.http2 = true;
+      req.path = i == 2 ? "/status/503" : "/";
+      HttpResponse r = curl.perform(req);
+      EXPECT_EQ(r.http_version, CURL_HTTP_VERSION_2_0) << r.error;
+    }
+  }
+  ASSERT_TRUE(wait_until([&] { return scrape()["tlsfront_connections_active"] == 0; }));
+  auto after = scrape();
+  auto delta = [&](const std::string& name) { return after[name] - before[name]; };
+  EXPECT_EQ(delta("tlsfront_connections_total{protocol=\"h2\"}"), 1);
+  EXPECT_EQ(delta("tlsfront_connections_total{protocol=\"http/1.1\"}"), 0);
+  EXPECT_EQ(delta("tlsfront_requests_total{protocol=\"HTTP/2.0\",code=\"2xx\"}"), 2);
+  EXPECT_EQ(delta("tlsfront_requests_total{protocol=\"HTTP/2.0\",code=\"5xx\"}"), 1);
 }
 
 TEST_F(Metrics, HealthAndErrors) {

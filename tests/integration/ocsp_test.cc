@@ -376,5 +376,35 @@ TEST_F(Ocsp, TestPrintsTheStaplingLine) {
       << r.err;
 }
 
+// Several certificates: an ECDSA and an RSA leaf for the same names share
+// one SSL_CTX; each client gets the staple of the certificate it was sent.
+// A reload that keeps the certificates keeps their staples (no refetch).
+TEST_F(Ocsp, H1_EachCertificateGetsItsOwnStapleAndReloadKeepsThem) {
+  ASSERT_TRUE(responder_.start({}));
+  ProxyOptions o;
+  const std::string ocsp_table = "[certificate.ocsp]\n" + responder_key();
+  o.certificates = "[[certificate]]\ncert = \"" + pki("localhost.chain.pem") + "\"\nkey = \"" + pki("localhost.key") +
+                   "\"\n" + ocsp_table + "[[certificate]]\ncert = \"" + pki("rsa.chain.pem") + "\"\nkey = \"" +
+                   pki("rsa.key") + "\"\n" + ocsp_table;
+  ASSERT_TRUE(start_proxy(o));
+  ASSERT_TRUE(wait_log("stapling response fetched", 2)) << log();
+  auto serial_of = [&](const std::string& pem) {
+    RunResult r = run_command(dir_, {kOpenssl, "x509", "-in", pki(pem), "-noout", "-serial"});
+    return r.out.substr(r.out.find('=') + 1, r.out.find('\n') - r.out.find('=') - 1);
+  };
+  StatusResult ec = wait_stapled();
+  ASSERT_TRUE(ec.good) << ec.out;
+  EXPECT_NE(ec.out.find("Serial Number: " + serial_of("localhost.pem")), std::string::npos) << ec.out;
+  StatusResult rsa = s_client(dir_, port(), true, {"-tls1_2", "-cipher", "ECDHE-RSA-AES128-GCM-SHA256"});
+  ASSERT_TRUE(rsa.good) << rsa.out;
+  EXPECT_NE(rsa.out.find("Serial Number: " + serial_of("rsa.pem")), std::string::npos) << rsa.out;
+
+  proxy_.process().signal(SIGHUP);  // same file: both certificates stay
+  ASSERT_TRUE(wait_log("reload: generation 2 is live")) << log();
+  StatusResult after = s_client(dir_, port());
+  EXPECT_TRUE(after.good) << after.out;
+  EXPECT_EQ(count(log(), "stapling response fetched"), 2u) << "a reload refetched: " << log();
+}
+
 }  // namespace
 }  // namespace tlsfront::itest
