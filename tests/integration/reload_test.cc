@@ -154,11 +154,12 @@ TEST_F(Reload, UnderLoadNoRequestFails) {
   std::string first_failure;
   std::thread load([&] {
     // Keepalive requests, with a new connection every 5 (new handshakes
-    // land on whichever generation is current).
-    while (!stop.load()) {
+    // land on whichever generation is current), alternately HTTP/1.1 and h2.
+    for (int round = 0; !stop.load(); ++round) {
       CurlClient curl(port());
       for (int i = 0; i < 5 && !stop.load(); ++i) {
         HttpRequest req;
+        req.http2 = round % 2 == 1;
         req.timeout = std::chrono::milliseconds(10'000);
         HttpResponse r = curl.perform(req);
         if (r.status == 200) {
