@@ -168,15 +168,14 @@ void Connection::on_handshake_done() {
   info.ssl_protocol = SSL_get_version(ssl);
   info.ssl_cipher = SSL_get_cipher_name(ssl);
   info.ssl_session_reused = SSL_session_reused(ssl) == 1;
-  info.ssl_resumption = !info.ssl_session_reused         ? "none"
-                        : tls::resumed_with_ticket(ssl) ? "ticket"
-                                                        : "cache";
+  const bool ticket = info.ssl_session_reused && tls::resumed_with_ticket(ssl);
+  info.ssl_resumption = !info.ssl_session_reused ? "none" : ticket ? "ticket" : "cache";
   const auto handshake_time = std::chrono::steady_clock::now() - accepted_at_;
   info.tls_handshake_ms = std::chrono::duration<double, std::milli>(handshake_time).count();
   metrics::WorkerCounters& counters = worker_.counters();
-  const auto kind = !info.ssl_session_reused             ? metrics::HandshakeKind::Full
-                    : info.ssl_resumption == "ticket" ? metrics::HandshakeKind::ResumedTicket
-                                                      : metrics::HandshakeKind::ResumedCache;
+  const auto kind = !info.ssl_session_reused ? metrics::HandshakeKind::Full
+                    : ticket                 ? metrics::HandshakeKind::ResumedTicket
+                                             : metrics::HandshakeKind::ResumedCache;
   counters.handshakes[static_cast<size_t>(kind)].add();
   counters.handshake_duration.observe(handshake_time);
   if (info.alpn == "h2") {
