@@ -538,11 +538,8 @@ void Http1Session::write_access_log() {
   if (env_.counters) env_.counters->count_request(protocol, status_, elapsed);
   if (!env_.access_log) return;
   log::AccessLogEntry e;
+  fill_access_log_entry(e, info_, exchange_.get());
   e.time = req_time_;
-  e.remote_addr = info_.remote_addr;
-  e.remote_port = info_.remote_port;
-  e.sni = info_.sni;
-  e.alpn = info_.alpn;
   e.protocol = protocol;
   e.method = req_.method;
   e.path = req_.target;
@@ -550,21 +547,7 @@ void Http1Session::write_access_log() {
   e.bytes_sent = bytes_sent_;
   e.bytes_received = bytes_received_;
   e.request_time_ms = std::chrono::duration<double, std::milli>(elapsed).count();
-  e.ssl_protocol = info_.ssl_protocol;
-  e.ssl_cipher = info_.ssl_cipher;
-  e.ssl_session_reused = info_.ssl_session_reused;
-  e.ssl_resumption = info_.ssl_resumption;
   if (info_.requests == 1) e.tls_handshake_ms = info_.tls_handshake_ms;
-  e.connection_id = info_.id;
-  e.connection_requests = info_.requests;
-  if (exchange_) {
-    const UpstreamStats& s = exchange_->stats();
-    e.upstream_addr = s.addr;
-    e.upstream_status = s.status;
-    e.upstream_connect_ms = s.connect_ms;
-    e.upstream_response_ms = s.response_ms;
-    e.upstream_connection_reused = s.connection_reused;
-  }
   e.user_agent = user_agent_;
   env_.access_log->log(e);
 }

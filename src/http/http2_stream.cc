@@ -380,11 +380,8 @@ void Http2Stream::write_access_log() {
   if (!access_log) return;
   const ConnectionInfo& info = session_->info();
   log::AccessLogEntry e;
+  fill_access_log_entry(e, info, exchange_.get());
   e.time = req_time_;
-  e.remote_addr = info.remote_addr;
-  e.remote_port = info.remote_port;
-  e.sni = info.sni;
-  e.alpn = info.alpn;
   e.protocol = "HTTP/2.0";
   e.method = req_.method;
   e.path = req_.target;
@@ -392,22 +389,8 @@ void Http2Stream::write_access_log() {
   e.bytes_sent = bytes_sent_;
   e.bytes_received = bytes_received_;
   e.request_time_ms = std::chrono::duration<double, std::milli>(elapsed).count();
-  e.ssl_protocol = info.ssl_protocol;
-  e.ssl_cipher = info.ssl_cipher;
-  e.ssl_session_reused = info.ssl_session_reused;
-  e.ssl_resumption = info.ssl_resumption;
   if (session_->first_access_log()) e.tls_handshake_ms = info.tls_handshake_ms;
-  e.connection_id = info.id;
-  e.connection_requests = info.requests;
   e.stream_id = static_cast<uint32_t>(id_);
-  if (exchange_) {
-    const UpstreamStats& s = exchange_->stats();
-    e.upstream_addr = s.addr;
-    e.upstream_status = s.status;
-    e.upstream_connect_ms = s.connect_ms;
-    e.upstream_response_ms = s.response_ms;
-    e.upstream_connection_reused = s.connection_reused;
-  }
   e.user_agent = user_agent_;
   access_log->log(e);
 }

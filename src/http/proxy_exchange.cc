@@ -251,4 +251,25 @@ void ProxyExchange::on_upstream_writable() {
   if (!done_) sink_->on_request_body_writable();
 }
 
+void fill_access_log_entry(log::AccessLogEntry& e, const ConnectionInfo& info, const ProxyExchange* exchange) {
+  e.remote_addr = info.remote_addr;
+  e.remote_port = info.remote_port;
+  e.sni = info.sni;
+  e.alpn = info.alpn;
+  e.ssl_protocol = info.ssl_protocol;
+  e.ssl_cipher = info.ssl_cipher;
+  e.ssl_session_reused = info.ssl_session_reused;
+  e.ssl_resumption = info.ssl_resumption;
+  e.connection_id = info.id;
+  e.connection_requests = info.requests;
+  if (exchange) {
+    const UpstreamStats& s = exchange->stats();
+    e.upstream_addr = s.addr;
+    e.upstream_status = s.status;
+    e.upstream_connect_ms = s.connect_ms;
+    e.upstream_response_ms = s.response_ms;
+    e.upstream_connection_reused = s.connection_reused;
+  }
+}
+
 }  // namespace tlsfront::http

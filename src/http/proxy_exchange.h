@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "http/exchange_sink.h"
+#include "log/access_log.h"
 #include "http/request.h"
 #include "upstream/upstream_pool.h"
 #include "util/loop_context.h"
@@ -94,5 +95,11 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   std::chrono::steady_clock::time_point attempt_start_;
   UpstreamStats stats_;
 };
+
+// The access-log fields every exchange shares, from its connection (`info`)
+// and its upstream side (`exchange`, null when none was started); the session
+// adds the request's own (time, method, path, status, bytes, stream_id, ...).
+// The entry borrows from both. Thread affinity: owning worker.
+void fill_access_log_entry(log::AccessLogEntry& e, const ConnectionInfo& info, const ProxyExchange* exchange);
 
 }  // namespace tlsfront::http

@@ -14,20 +14,6 @@ void single(std::string& out, std::string_view name, std::string_view type, std:
   fmt::format_to(std::back_inserter(out), "{} {}\n", name, v);
 }
 
-// Label values: backslash, quote and newline escaped (exposition format).
-std::string label(std::string_view v) {
-  std::string out;
-  for (char c : v) {
-    if (c == '\\' || c == '"') out.push_back('\\');
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out.push_back(c);
-  }
-  return out;
-}
-
 template <typename Get>
 uint64_t sum(const ProcessMetrics& m, Get get) {
   uint64_t total = 0;
@@ -53,6 +39,19 @@ void histogram(std::string& out, const ProcessMetrics& m, std::string_view name,
 }
 
 }  // namespace
+
+std::string escape_label_value(std::string_view v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') out.push_back('\\');
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out.push_back(c);
+  }
+  return out;
+}
 
 std::string render_prometheus(const ProcessMetrics& m) {
   std::string out;
@@ -145,8 +144,8 @@ std::string render_prometheus(const ProcessMetrics& m) {
   auto upstream_metric = [&](std::string_view name, std::string_view type, std::string_view help, auto field) {
     header(out, name, type, help);
     for (const auto& [key, r] : rows) {
-      fmt::format_to(std::back_inserter(out), "{}{{upstream=\"{}\",server=\"{}\"}} {}\n", name, label(key.first),
-                     label(key.second), r.*field);
+      fmt::format_to(std::back_inserter(out), "{}{{upstream=\"{}\",server=\"{}\"}} {}\n", name, escape_label_value(key.first),
+                     escape_label_value(key.second), r.*field);
     }
   };
   upstream_metric("tlsfront_upstream_connections_created_total", "counter", "Upstream TCP connections opened.",

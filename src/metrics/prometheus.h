@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "metrics/counters.h"
@@ -31,5 +32,9 @@ struct ProcessMetrics {
 };
 
 std::string render_prometheus(const ProcessMetrics& m);
+
+// A label value for the exposition format: backslash, double quote and
+// newline escaped (\\, \", \n).
+std::string escape_label_value(std::string_view v);
 
 }  // namespace tlsfront::metrics

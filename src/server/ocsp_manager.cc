@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "metrics/prometheus.h"
+
 namespace tlsfront::server {
 namespace {
 
@@ -20,15 +22,6 @@ std::string settings_of(const config::Ocsp& o) {
   return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}", o.stapling, o.responder, o.response_file,
                      static_cast<int>(o.staple_policy), o.refresh_at_percent, o.refresh_jitter_percent,
                      o.fetch_timeout.count(), o.max_response_bytes);
-}
-
-std::string label(std::string_view v) {
-  std::string out;
-  for (char c : v) {
-    if (c == '\\' || c == '"') out.push_back('\\');
-    out.push_back(c == '\n' ? ' ' : c);
-  }
-  return out;
 }
 
 }  // namespace
@@ -103,7 +96,7 @@ std::string OcspManager::metrics() const {
   auto block = [&](std::string_view name, std::string_view type, std::string_view help, auto value) {
     fmt::format_to(std::back_inserter(out), "# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
     for (const auto& [cert, st] : rows) {
-      fmt::format_to(std::back_inserter(out), "{}{{certificate=\"{}\"}} {}\n", name, label(cert), value(st));
+      fmt::format_to(std::back_inserter(out), "{}{{certificate=\"{}\"}} {}\n", name, metrics::escape_label_value(cert), value(st));
     }
   };
   block("tlsfront_ocsp_staple_present", "gauge", "1 when a verified, unexpired OCSP staple is served.",

@@ -455,6 +455,37 @@ std::optional<std::string> json_string(std::string_view line, std::string_view k
 
 // ---- fixture ------------------------------------------------------------------------
 
+LoadLoop::LoadLoop(std::function<void(int, const Record&)> batch) {
+  thread_ = std::thread([this, batch = std::move(batch)] {
+    const Record record = [this](const HttpResponse& r) {
+      if (r.status == 200) {
+        ok_.fetch_add(1);
+        return;
+      }
+      if (failed_.fetch_add(1) == 0) {
+        std::lock_guard lock(mu_);
+        first_failure_ = std::to_string(r.status) + " " + r.error;
+      }
+    };
+    for (int round = 0; !stop_.load(); ++round) batch(round, record);
+  });
+}
+
+bool LoadLoop::wait_ok(int n, milliseconds timeout) const {
+  const int target = ok_.load() + n;
+  return wait_until([&] { return ok_.load() >= target; }, timeout);
+}
+
+void LoadLoop::stop() {
+  stop_.store(true);
+  if (thread_.joinable()) thread_.join();
+}
+
+std::string LoadLoop::first_failure() const {
+  std::lock_guard lock(mu_);
+  return first_failure_;
+}
+
 void ProxyTest::SetUp() { ASSERT_TRUE(backend_.start()); }
 
 void ProxyTest::TearDown() {

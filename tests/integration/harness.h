@@ -15,6 +15,9 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <atomic>
+#include <mutex>
+#include <thread>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -328,6 +331,33 @@ bool matches_pattern(std::string_view body);
 // ---- fixture -----------------------------------------------------------------
 
 // A temp dir, a started backend; tests start the proxy with their options.
+// Continuous load from a thread: calls `batch(round, record)` for round =
+// 0, 1, ... until stop(); the batch sends requests and passes each response
+// to `record`, which counts 200s as ok and anything else as a failure.
+// Stops and joins on destruction, so an ASSERT in the test cannot leave the
+// thread running.
+class LoadLoop {
+ public:
+  using Record = std::function<void(const HttpResponse&)>;
+  explicit LoadLoop(std::function<void(int round, const Record& record)> batch);
+  ~LoadLoop() { stop(); }
+  LoadLoop(const LoadLoop&) = delete;
+  LoadLoop& operator=(const LoadLoop&) = delete;
+  // Waits until `n` more requests than now have succeeded.
+  bool wait_ok(int n, milliseconds timeout = kDefaultDeadline) const;
+  void stop();
+  int ok() const { return ok_.load(); }
+  int failed() const { return failed_.load(); }
+  std::string first_failure() const;  // "<status> <curl error>" of the first failure
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::atomic<int> ok_{0}, failed_{0};
+  mutable std::mutex mu_;
+  std::string first_failure_;
+  std::thread thread_;
+};
+
 class ProxyTest : public ::testing::Test {
  protected:
   ProxyTest() : backend_(dir_), proxy_(dir_) {}

@@ -149,48 +149,33 @@ TEST_F(Reload, SessionsResumeAcrossAReload) {
 
 TEST_F(Reload, UnderLoadNoRequestFails) {
   ASSERT_TRUE(start({}));
-  std::atomic<bool> stop{false};
-  std::atomic<int> ok{0}, failed{0};
-  std::string first_failure;
-  std::thread load([&] {
-    // Keepalive requests, with a new connection every 5 (new handshakes
-    // land on whichever generation is current), alternately HTTP/1.1 and h2.
-    for (int round = 0; !stop.load(); ++round) {
-      CurlClient curl(port());
-      for (int i = 0; i < 5 && !stop.load(); ++i) {
-        HttpRequest req;
-        req.http2 = round % 2 == 1;
-        req.timeout = std::chrono::milliseconds(10'000);
-        HttpResponse r = curl.perform(req);
-        if (r.status == 200) {
-          ok.fetch_add(1);
-        } else if (failed.fetch_add(1) == 0) {
-          first_failure = std::to_string(r.status) + " " + r.error;
-        }
-      }
+  // Keepalive requests, with a new connection every 5 (new handshakes land
+  // on whichever generation is current), alternately HTTP/1.1 and h2.
+  LoadLoop load([&](int round, const LoadLoop::Record& record) {
+    CurlClient curl(port());
+    for (int i = 0; i < 5; ++i) {
+      HttpRequest req;
+      req.http2 = round % 2 == 1;
+      req.timeout = std::chrono::milliseconds(10'000);
+      record(curl.perform(req));
     }
   });
-  auto wait_requests = [&](int n) {
-    const int target = ok.load() + n;
-    return wait_until([&] { return ok.load() >= target; });
-  };
-  ASSERT_TRUE(wait_requests(20));
+  ASSERT_TRUE(load.wait_ok(20));
   ProxyOptions rsa;
   rsa.certificate = pki("rsa.chain.pem");
   rsa.key = pki("rsa.key");
   reload_with(rsa);
   EXPECT_TRUE(stderr_has("reload: generation 2 is live"));
-  EXPECT_TRUE(wait_requests(20));
+  EXPECT_TRUE(load.wait_ok(20));
   reload_raw("this is not toml [");
   EXPECT_TRUE(stderr_has("reload failed"));
-  EXPECT_TRUE(wait_requests(20));
+  EXPECT_TRUE(load.wait_ok(20));
   reload_with({});
   EXPECT_TRUE(stderr_has("reload: generation 3 is live"));
-  EXPECT_TRUE(wait_requests(20));
-  stop.store(true);
-  load.join();
-  EXPECT_EQ(failed.load(), 0) << "first failure: " << first_failure;
-  EXPECT_GE(ok.load(), 80);
+  EXPECT_TRUE(load.wait_ok(20));
+  load.stop();
+  EXPECT_EQ(load.failed(), 0) << "first failure: " << load.first_failure();
+  EXPECT_GE(load.ok(), 80);
 }
 
 TEST_F(Reload, ListenersAreAddedAndRemoved) {

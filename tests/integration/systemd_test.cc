@@ -160,34 +160,19 @@ TEST_F(SocketActivation, AdoptsThePassedSocket) {
 // while no instance runs wait in the held socket's backlog; none is refused.
 TEST_F(SocketActivation, RestartUnderLoadRefusesNothing) {
   ASSERT_TRUE(start_instance()) << instances_.back()->err();
-  std::atomic<bool> stop{false};
-  std::atomic<int> ok{0}, failed{0};
-  std::string first_failure;
-  std::thread load([&] {
-    while (!stop.load()) {
-      HttpRequest req;
-      req.headers = {"Connection: close"};  // a new connection (and handshake) every time
-      req.timeout = std::chrono::milliseconds(15'000);
-      HttpResponse r = CurlClient(port_).perform(req);
-      if (r.status == 200) {
-        ok.fetch_add(1);
-      } else if (failed.fetch_add(1) == 0) {
-        first_failure = std::to_string(r.status) + " " + r.error;
-      }
-    }
+  LoadLoop load([&](int, const LoadLoop::Record& record) {
+    HttpRequest req;
+    req.headers = {"Connection: close"};  // a new connection (and handshake) every time
+    req.timeout = std::chrono::milliseconds(15'000);
+    record(CurlClient(port_).perform(req));
   });
-  auto more = [&](int n) {
-    const int target = ok.load() + n;
-    return wait_until([&] { return ok.load() >= target; });
-  };
-  EXPECT_TRUE(more(10));
+  EXPECT_TRUE(load.wait_ok(10));
   ExitStatus st = instances_[0]->stop(milliseconds(10'000));
   EXPECT_EQ(st.code, 0);
   ASSERT_TRUE(start_instance()) << instances_.back()->err();
-  EXPECT_TRUE(more(10));
-  stop.store(true);
-  load.join();
-  EXPECT_EQ(failed.load(), 0) << "first failure: " << first_failure;
+  EXPECT_TRUE(load.wait_ok(10));
+  load.stop();
+  EXPECT_EQ(load.failed(), 0) << "first failure: " << load.first_failure();
 }
 
 }  // namespace
