@@ -245,8 +245,11 @@ int SessionCache::on_client_hello(SSL* ssl, int* /*alert*/, void* /*arg*/) noexc
   if (SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_supported_versions, &versions, &versions_len) != 1) versions_len = 0;
   const long max_version = SSL_get_max_proto_version(ssl);
   const bool server_allows_tls13 = max_version == 0 || max_version >= TLS1_3_VERSION;
+  const unsigned char* psk = nullptr;
+  size_t psk_len = 0;
+  if (SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_psk, &psk, &psk_len) != 1) psk_len = 0;
   auto sid = SessionLookup::resumable_session_id(as_view(id, id_len), as_view(versions, versions_len),
-                                                 server_allows_tls13);
+                                                 server_allows_tls13, as_view(psk, psk_len));
   if (!sid) return SSL_CLIENT_HELLO_SUCCESS;
   return lookup->on_client_hello(*b->cache, SessionCache::make_key(b->sid_ctx, *sid));
 }
@@ -279,9 +282,9 @@ void SessionCache::on_new_session(SSL* ssl, SSL_SESSION* session) {
   ERR_pop_to_mark();
   const auto lifetime = lifetime_for(std::chrono::seconds(SSL_SESSION_get_timeout(session)));
   std::string key = make_key(as_view(sid_ctx, ctx_len), as_view(id, id_len));
-  // Only TLS 1.2 sessions go to the shared store: TLS 1.3 stateful sessions
-  // are never looked up there (tls/session_lookup.h).
-  if (remote_ && SSL_SESSION_get_protocol_version(session) < TLS1_3_VERSION) {
+  // TLS 1.2 sessions and TLS 1.3 stateful ones (looked up by PSK identity,
+  // tls/session_lookup.h) go to the shared store too.
+  if (remote_) {
     if (SessionLookup* lookup = SessionLookup::of(ssl)) lookup->store()->store(key, der, lifetime);
   }
   put(key, std::move(der), clock_.now() + lifetime);

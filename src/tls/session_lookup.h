@@ -14,9 +14,12 @@
 //      callback then finds the session locally (resumption) or not (full
 //      handshake). A miss, a garbage value or a timeout is never an error.
 //
-// Only TLS 1.2 session IDs are written and looked up: a ClientHello offering TLS 1.3 to
-// a server that allows it carries a random legacy session ID (RFC 8446
-// §4.1.2), so it is skipped (TLS 1.3 stateful PSK lookups: TODO(#3)).
+// What is looked up: for TLS 1.2, the ClientHello's session ID; when TLS 1.3
+// will be negotiated, the legacy session ID is random (RFC 8446 §4.1.2), so
+// the first PSK identity of the pre_shared_key extension is used instead when
+// it is a stateful ticket, i.e. a session ID (OpenSSL sends the session ID as
+// the ticket when tickets are off: SSL_OP_NO_TICKET); stateless tickets are
+// longer and are never looked up (they decrypt locally).
 //
 // Lifetime: the Connection owns its SessionLookup through a shared_ptr and
 // frees it after its SSL; the store's callback holds only a weak_ptr, so an
@@ -62,13 +65,17 @@ class SessionLookup : public std::enable_shared_from_this<SessionLookup> {
   // SSL_CLIENT_HELLO_RETRY while a lookup is pending, else SSL_CLIENT_HELLO_SUCCESS.
   int on_client_hello(SessionCache& cache, const std::string& key);
 
-  // The session ID a ClientHello offers for TLS 1.2 session-ID resumption:
-  // `session_id` unless it is empty, longer than 32 bytes, or the hello
+  // The session ID a ClientHello offers for resumption by ID. TLS 1.2:
+  // `session_id` unless it is empty or longer than 32 bytes. When the hello
   // offers TLS 1.3 (`supported_versions`, the extension body, may be empty =
-  // absent) while `server_allows_tls13`. Views into the caller's buffers.
+  // absent) and `server_allows_tls13`: the first identity of `pre_shared_key`
+  // (the extension body, RFC 8446 §4.2.11; may be empty = absent) if it is
+  // 1..32 bytes, else none. Malformed extensions give none (OpenSSL then
+  // rejects the hello itself). Views into the caller's buffers.
   static std::optional<std::string_view> resumable_session_id(std::string_view session_id,
                                                               std::string_view supported_versions,
-                                                              bool server_allows_tls13);
+                                                              bool server_allows_tls13,
+                                                              std::string_view pre_shared_key = {});
 
  private:
   void on_answer(SessionCache& cache, const std::string& key, std::optional<std::string> der);

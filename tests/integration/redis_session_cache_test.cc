@@ -23,14 +23,15 @@ struct SessionFree {
 using SessionPtr = std::unique_ptr<SSL_SESSION, SessionFree>;
 
 
-// One request on a fresh TLS 1.2 connection resuming by session ID only,
-// offering `session` (may be nullptr). Returns the session, whether it was
-// resumed and how long the handshake took.
+// One request on a fresh connection (`version`) resuming by session ID only
+// (TLS 1.3: a stateful ticket, the server's tickets being off), offering
+// `session` (may be nullptr). Returns the session, whether it was resumed and
+// how long the handshake took.
 SessionPtr request(int port, SSL_SESSION* session, bool* reused, const std::string& path,
-                   milliseconds* handshake = nullptr) {
+                   milliseconds* handshake = nullptr, int version = TLS1_2_VERSION) {
   TlsClient c;
   TlsOptions o;
-  o.min_version = o.max_version = TLS1_2_VERSION;
+  o.min_version = o.max_version = version;
   o.no_ticket = true;
   o.session = session;
   const auto start = Clock::now();
@@ -85,16 +86,46 @@ class RedisSessionCache : public ProxyTest {
     return proxy_b_.start(b);
   }
 
-  // A full handshake on A whose session reaches Redis.
-  SessionPtr session_from_a() {
+  // The hex session ID the server stored `s` under: the session ID for TLS
+  // 1.2; for TLS 1.3 the stateful ticket, which is the server's session ID
+  // (the client keys its copy by a hash of it).
+  static std::string stored_id_hex(SSL_SESSION* s) {
+    const unsigned char* id = nullptr;
+    size_t len = 0;
+    if (SSL_SESSION_get_protocol_version(s) >= TLS1_3_VERSION) {
+      SSL_SESSION_get0_ticket(s, &id, &len);
+    } else {
+      unsigned int n = 0;
+      id = SSL_SESSION_get_id(s, &n);
+      len = n;
+    }
+    std::string hex;
+    for (size_t i = 0; i < len; ++i) {
+      char b[3];
+      std::snprintf(b, sizeof(b), "%02x", id[i]);
+      hex += b;
+    }
+    return hex;
+  }
+
+  // A full handshake on A whose session reaches Redis; its Redis key in `key`.
+  SessionPtr session_from_a(int version = TLS1_2_VERSION, std::string* key = nullptr) {
     bool reused = true;
-    SessionPtr s = request(proxy_.port(), nullptr, &reused, "/a");
+    SessionPtr s = request(proxy_.port(), nullptr, &reused, "/a", nullptr, version);
     EXPECT_FALSE(reused);
     if (!s || !SSL_SESSION_is_resumable(s.get())) {
       ADD_FAILURE() << "node A issued no resumable session";
       return nullptr;
     }
-    EXPECT_TRUE(wait_until([&] { return !redis_.keys("tlsfront:sess:*").empty(); })) << "no session written to redis";
+    const std::string hex = stored_id_hex(s.get());
+    std::string found;
+    EXPECT_TRUE(wait_until([&] {
+      for (const auto& k : redis_.keys("tlsfront:sess:*")) {
+        if (k.size() >= hex.size() && k.substr(k.size() - hex.size()) == hex) found = k;
+      }
+      return !found.empty();
+    })) << "session " << hex << " not written to redis";
+    if (key) *key = found;
     return s;
   }
 
@@ -112,22 +143,11 @@ class RedisSessionCache : public ProxyTest {
 TEST_F(RedisSessionCache, Tls12SessionIdFromNodeAResumesOnNodeB) {
   ASSERT_TRUE(redis_.start({"--enable-debug-command", "local"}));
   ASSERT_TRUE(start_nodes());
-  SessionPtr s = session_from_a();
-  ASSERT_TRUE(s);
   // The key names the session ID (hex) under the prefix; the value is its DER.
-  unsigned int id_len = 0;
-  const unsigned char* id = SSL_SESSION_get_id(s.get(), &id_len);
-  std::string id_hex;
-  for (unsigned i = 0; i < id_len; ++i) {
-    char b[3];
-    std::snprintf(b, sizeof(b), "%02x", id[i]);
-    id_hex += b;
-  }
-  // Only TLS 1.2 sessions are shared (the readiness probes' TLS 1.3 ones are not).
-  auto keys = redis_.keys("tlsfront:sess:*");
-  ASSERT_EQ(keys.size(), 1u);
-  EXPECT_EQ(keys[0].substr(keys[0].size() - id_hex.size()), id_hex);
-  const long long ttl = std::atoll(redis_.cli({"PTTL", keys[0]}).out.c_str());
+  std::string key;
+  SessionPtr s = session_from_a(TLS1_2_VERSION, &key);
+  ASSERT_TRUE(s);
+  const long long ttl = std::atoll(redis_.cli({"PTTL", key}).out.c_str());
   EXPECT_GT(ttl, 0);
   EXPECT_LE(ttl, 24LL * 3600 * 1000);
 
@@ -138,6 +158,20 @@ TEST_F(RedisSessionCache, Tls12SessionIdFromNodeAResumesOnNodeB) {
     EXPECT_TRUE(reused) << "attempt " << i << "\n" << proxy_b_.process().err();
     EXPECT_EQ(b_resumption(logged), "cache");
   }
+}
+
+// TLS 1.3 with tickets off: OpenSSL's stateful ticket is the session ID, which
+// B finds in Redis from the PSK identity of the ClientHello.
+TEST_F(RedisSessionCache, Tls13StatefulSessionFromNodeAResumesOnNodeB) {
+  ASSERT_TRUE(redis_.start({"--enable-debug-command", "local"}));
+  ASSERT_TRUE(start_nodes());
+  SessionPtr s = session_from_a(TLS1_3_VERSION);
+  ASSERT_TRUE(s);
+  const size_t logged = proxy_b_.wait_log_lines(0, milliseconds(0)).size();
+  bool reused = false;
+  SessionPtr again = request(proxy_b_.port(), s.get(), &reused, "/b13", nullptr, TLS1_3_VERSION);
+  EXPECT_TRUE(reused) << proxy_b_.process().err();
+  EXPECT_EQ(b_resumption(logged), "cache");
 }
 
 TEST_F(RedisSessionCache, RedisDownIsAFullHandshake) {

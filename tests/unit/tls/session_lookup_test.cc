@@ -46,6 +46,35 @@ TEST(SessionLookup, ResumableSessionId) {
   EXPECT_FALSE(SessionLookup::resumable_session_id(id, bytes({200, 0x03, 0x04}), true));
 }
 
+// TLS 1.3: the first PSK identity when it is a stateful ticket (a session ID).
+TEST(SessionLookup, ResumableSessionIdFromPskIdentity) {
+  const std::string v13 = bytes({2, 0x03, 0x04});
+  auto psk = [](const std::string& identity) {
+    std::string ids;
+    ids.push_back(static_cast<char>(identity.size() >> 8));
+    ids.push_back(static_cast<char>(identity.size() & 0xff));
+    ids += identity + std::string(4, '\x01');  // obfuscated_ticket_age
+    std::string ext;
+    ext.push_back(static_cast<char>(ids.size() >> 8));
+    ext.push_back(static_cast<char>(ids.size() & 0xff));
+    return ext + ids + bytes({0, 33, 32}) + std::string(32, 'b');  // binders
+  };
+  const std::string legacy(32, 'r'), sid(32, 's');
+  EXPECT_EQ(SessionLookup::resumable_session_id(legacy, v13, true, psk(sid)).value_or(""), sid);
+  // A stateless ticket (longer than a session ID) is never looked up.
+  EXPECT_FALSE(SessionLookup::resumable_session_id(legacy, v13, true, psk(std::string(200, 't'))));
+  // No pre_shared_key: nothing (the legacy ID is random).
+  EXPECT_FALSE(SessionLookup::resumable_session_id(legacy, v13, true, ""));
+  // Truncated or lying lengths never read past the buffer.
+  const std::string good = psk(sid);
+  for (size_t n = 0; n < 4 + sid.size() + 4; ++n) {
+    EXPECT_FALSE(SessionLookup::resumable_session_id(legacy, v13, true, good.substr(0, n))) << n;
+  }
+  EXPECT_FALSE(SessionLookup::resumable_session_id(legacy, v13, true, bytes({0xff, 0xff, 0, 32})));
+  // A server without TLS 1.3 resumes the TLS 1.2 way, by the session ID.
+  EXPECT_EQ(SessionLookup::resumable_session_id(legacy, v13, false, psk(sid)).value_or(""), legacy);
+}
+
 // A RemoteSessionStore in memory whose lookups the test answers by hand.
 class FakeStore final : public RemoteSessionStore {
  public:
