@@ -500,7 +500,16 @@ void Http1Session::arm(TimerPurpose purpose) {
   const auto& t = env_.config->timeouts;
   switch (purpose) {
     case TimerPurpose::Header: transport_->arm_timer(t.header); break;
-    case TimerPurpose::Idle: transport_->arm_timer(t.keepalive); break;
+    case TimerPurpose::Idle:
+      transport_->arm_timer(t.keepalive);
+      // Between requests nothing of the last one is needed: an idle
+      // keepalive connection keeps no grown buffer, here or below.
+      req_ = RequestHead{};
+      std::string().swap(field_);
+      std::string().swap(user_agent_);
+      std::string().swap(out_);
+      transport_->release_buffers();
+      break;
     case TimerPurpose::Resume: transport_->arm_timer(std::chrono::milliseconds(0)); break;
     case TimerPurpose::Send: transport_->arm_timer(t.send); break;
     case TimerPurpose::Body: transport_->arm_timer(t.body); break;

@@ -250,6 +250,11 @@ void Connection::flush() {
     }
     cipher_scratch_ = std::string();
   }
+  if (release_pending_ && state_ == State::Open) {
+    release_pending_ = false;
+    std::string().swap(plaintext_out_);
+    tls_->release_buffers();
+  }
   if (state_ == State::Closing && writer_.idle()) {
     start_linger();
   } else if (state_ == State::Open && session_ && buffered_output() < kOutputLowWatermark) {
@@ -325,6 +330,11 @@ void Connection::abort() { finish_close(); }
 
 void Connection::count_handshake_failure(metrics::HandshakeFailure reason) {
   worker_.counters().handshake_failures[static_cast<size_t>(reason)].add();
+}
+
+void Connection::release_buffers() {
+  release_pending_ = true;
+  LoopContext::of(worker_.loop()).schedule_flush(this);
 }
 
 void Connection::finish_close() {

@@ -53,6 +53,7 @@ class Connection final : public Deletable, public Flushable, public http::Client
   void arm_timer(std::chrono::milliseconds ms) override;
   void stop_timer() override;
   void resume_input() override;
+  void release_buffers() override;
 
   // Flushable: encrypts queued plaintext and writes the ciphertext.
   void flush() override;
@@ -92,6 +93,7 @@ class Connection final : public Deletable, public Flushable, public http::Client
   std::string plaintext_out_;
   std::string cipher_scratch_;
   bool reading_ = false;
+  bool release_pending_ = false;  // release_buffers() once the output is written
   bool lingering_ = false;
   uv_shutdown_t* shutdown_req_ = nullptr;
   bool notify_on_close_ = false;

@@ -6,19 +6,31 @@
 
 namespace tlsfront::tls {
 
+namespace {
+
+// A memory BIO pair; false (nothing allocated) on failure.
+bool new_bios(BIO*& rbio, BIO*& wbio) {
+  rbio = BIO_new(BIO_s_mem());
+  wbio = BIO_new(BIO_s_mem());
+  if (!rbio || !wbio) {
+    BIO_free(rbio);
+    BIO_free(wbio);
+    return false;
+  }
+  // An empty input BIO means "retry later", not end of file.
+  BIO_set_mem_eof_return(rbio, -1);
+  return true;
+}
+
+}  // namespace
+
 Result<TlsStream> TlsStream::create(SSL_CTX* ctx) {
   ERR_clear_error();
   SslPtr ssl(SSL_new(ctx));
   if (!ssl) return openssl_error(Errc::Tls, "SSL_new");
-  BIO* rbio = BIO_new(BIO_s_mem());
-  BIO* wbio = BIO_new(BIO_s_mem());
-  if (!rbio || !wbio) {
-    BIO_free(rbio);
-    BIO_free(wbio);
-    return openssl_error(Errc::Tls, "BIO_new");
-  }
-  // An empty input BIO means "retry later", not end of file.
-  BIO_set_mem_eof_return(rbio, -1);
+  BIO* rbio = nullptr;
+  BIO* wbio = nullptr;
+  if (!new_bios(rbio, wbio)) return openssl_error(Errc::Tls, "BIO_new");
   SSL_set_bio(ssl.get(), rbio, wbio);
   SSL_set_accept_state(ssl.get());
   return TlsStream(std::move(ssl), rbio, wbio);
@@ -100,6 +112,21 @@ size_t TlsStream::take_output(std::string& out) {
 }
 
 size_t TlsStream::pending_output() const { return BIO_ctrl_pending(wbio_); }
+
+bool TlsStream::release_buffers() {
+  if (BIO_ctrl_pending(rbio_) != 0 || BIO_ctrl_pending(wbio_) != 0) return false;
+  BIO* rbio = nullptr;
+  BIO* wbio = nullptr;
+  if (!new_bios(rbio, wbio)) {
+    ERR_clear_error();
+    return false;
+  }
+  // SSL_set_bio frees the BIOs it replaces.
+  SSL_set_bio(ssl_.get(), rbio, wbio);
+  rbio_ = rbio;
+  wbio_ = wbio;
+  return true;
+}
 
 size_t TlsStream::pending_input() const { return BIO_ctrl_pending(rbio_); }
 

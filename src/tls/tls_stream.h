@@ -57,6 +57,12 @@ class TlsStream {
   // Ciphertext fed but not yet decrypted (bytes).
   size_t pending_input() const;
 
+  // An idle connection's memory: when both BIOs are empty, replaces them with
+  // new ones, freeing the buffers they grew (a handshake flight, the largest
+  // response so far). Returns whether it did. OpenSSL's own record buffers
+  // are already released (SSL_MODE_RELEASE_BUFFERS).
+  bool release_buffers();
+
   SSL* ssl() const { return ssl_.get(); }
   // Gives up the SSL* (the caller frees it) without the destructor's
   // shutdown mark; tests use it to show what a bare SSL_free does.

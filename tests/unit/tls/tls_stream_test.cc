@@ -109,6 +109,48 @@ class TlsStreamTest : public ::testing::Test {
   SslCtxPtr client_ctx_;
 };
 
+// release_buffers() swaps in fresh BIOs only when both are empty, and the
+// connection goes on over them.
+TEST_F(TlsStreamTest, ReleaseBuffersKeepsTheConnectionWorking) {
+  auto stream = TlsStream::create(server_->get());
+  ASSERT_TRUE(stream.ok());
+  Client c(client_ctx_.get(), nullptr);
+  pump(c, *stream);
+  ASSERT_TRUE(stream->handshake_done());
+  auto client_to_server = [&](const std::string& text) {
+    EXPECT_EQ(SSL_write(c.ssl.get(), text.data(), static_cast<int>(text.size())), static_cast<int>(text.size()));
+    char* data = nullptr;
+    long n = BIO_get_mem_data(c.wbio, &data);
+    stream->feed(std::string_view(data, static_cast<size_t>(n)));
+    (void)BIO_reset(c.wbio);
+  };
+  client_to_server("one");
+  EXPECT_FALSE(stream->release_buffers());  // input not yet read
+  char buf[64];
+  auto got = stream->read(buf, sizeof(buf));
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(std::string(buf, *got), "one");
+  EXPECT_TRUE(stream->write("reply").ok());
+  EXPECT_FALSE(stream->release_buffers());  // output not yet taken
+  std::string out;
+  stream->take_output(out);
+  EXPECT_TRUE(stream->release_buffers());
+  BIO_write(c.rbio, out.data(), static_cast<int>(out.size()));
+  int m = SSL_read(c.ssl.get(), buf, sizeof(buf));
+  EXPECT_EQ(std::string(buf, m > 0 ? m : 0), "reply");
+  // Both directions still work over the new BIOs.
+  client_to_server("two");
+  got = stream->read(buf, sizeof(buf));
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(std::string(buf, *got), "two");
+  EXPECT_TRUE(stream->write("again").ok());
+  out.clear();
+  stream->take_output(out);
+  BIO_write(c.rbio, out.data(), static_cast<int>(out.size()));
+  m = SSL_read(c.ssl.get(), buf, sizeof(buf));
+  EXPECT_EQ(std::string(buf, m > 0 ? m : 0), "again");
+}
+
 TEST_F(TlsStreamTest, Tls13HandshakeDataAndTicketResumption) {
   SSL_CTX_set_min_proto_version(client_ctx_.get(), TLS1_3_VERSION);
   bool reused = true;
