@@ -236,7 +236,10 @@ void Http2Session::update_timer() {
   timer_ = want;
   switch (want) {
     case TimerPurpose::None: transport_->stop_timer(); break;
-    case TimerPurpose::Idle: transport_->arm_timer(env_.config->timeouts.keepalive); break;
+    case TimerPurpose::Idle:
+      transport_->arm_timer(env_.config->timeouts.keepalive);
+      if (streams_.empty()) transport_->release_buffers();  // what was sent goes out first
+      break;
     case TimerPurpose::Send: transport_->arm_timer(env_.config->timeouts.send); break;
     case TimerPurpose::Stall:
       stall_marks_.clear();
