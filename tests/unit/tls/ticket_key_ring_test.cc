@@ -15,6 +15,7 @@
 #include "tls/ticket_key_source_file.h"
 #include "tls/ticket_key_source_local.h"
 #include "tls/tls_context.h"
+#include "tls_pair.h"
 
 namespace tlsfront::tls {
 namespace {
@@ -320,52 +321,13 @@ class TicketTls : public ::testing::Test {
   // Full handshake (or resumption of `resume`), then one byte each way so the
   // client processes TLS 1.3 NewSessionTickets.
   Outcome connect(const TlsContext& server_ctx, SSL_SESSION* resume) {
+    testing::PairOutcome pair = testing::connect_pair(client_ctx_.get(), server_ctx.get(), "localhost", resume);
     Outcome out;
-    SslPtr client(SSL_new(client_ctx_.get()));
-    SslPtr srv(SSL_new(server_ctx.get()));
-    BIO* cb = nullptr;
-    BIO* sb = nullptr;
-    if (!client || !srv || BIO_new_bio_pair(&cb, 0, &sb, 0) != 1) return out;
-    SSL_set_bio(client.get(), cb, cb);
-    SSL_set_bio(srv.get(), sb, sb);
-    SSL_set_connect_state(client.get());
-    SSL_set_accept_state(srv.get());
-    SSL_set_tlsext_host_name(client.get(), "localhost");
-    SSL_set1_host(client.get(), "localhost");
-    if (resume) SSL_set_session(client.get(), resume);
-
-    auto blocked = [](SSL* s, int rc) {
-      int e = SSL_get_error(s, rc);
-      return e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE;
-    };
-    bool client_done = false, server_done = false;
-    for (int i = 0; i < 50 && !(client_done && server_done); ++i) {
-      if (!client_done) {
-        int rc = SSL_do_handshake(client.get());
-        if (rc == 1) client_done = true;
-        else if (!blocked(client.get(), rc)) break;
-      }
-      if (!server_done) {
-        int rc = SSL_do_handshake(srv.get());
-        if (rc == 1) server_done = true;
-        else if (!blocked(srv.get(), rc)) break;
-      }
-    }
-    ERR_clear_error();
-    if (!(client_done && server_done)) return out;
-    out.handshake_ok = true;
-    char buf[8];
-    EXPECT_EQ(SSL_write(srv.get(), "s", 1), 1);
-    EXPECT_EQ(SSL_read(client.get(), buf, sizeof(buf)), 1);
-    EXPECT_EQ(SSL_write(client.get(), "c", 1), 1);
-    EXPECT_EQ(SSL_read(srv.get(), buf, sizeof(buf)), 1);
-    out.reused = SSL_session_reused(srv.get()) == 1;
-    EXPECT_EQ(SSL_session_reused(client.get()) == 1, out.reused);
-    out.ticket = resumed_with_ticket(srv.get());
-    out.session.reset(SSL_get1_session(client.get()));
-    // A connection freed without close_notify marks its session not resumable.
-    SSL_shutdown(client.get());
-    SSL_shutdown(srv.get());
+    out.handshake_ok = pair.handshake_ok;
+    if (!pair.handshake_ok) return out;
+    out.reused = pair.reused;
+    out.ticket = resumed_with_ticket(pair.server.get());
+    out.session = std::move(pair.session);
     return out;
   }
 

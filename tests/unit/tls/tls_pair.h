@@ -22,7 +22,8 @@ struct PairOutcome {
   std::string errors;           // a failed handshake: both sides' OpenSSL error queue
 };
 
-// `sni` "" sends no server_name. `resume` may be null.
+// `sni` "" sends no server_name; otherwise it is also the name the client
+// checks the certificate against if `client_ctx` verifies. `resume` may be null.
 inline PairOutcome connect_pair(SSL_CTX* client_ctx, SSL_CTX* server_ctx, const std::string& sni,
                                 SSL_SESSION* resume = nullptr) {
   PairOutcome out;
@@ -36,7 +37,10 @@ inline PairOutcome connect_pair(SSL_CTX* client_ctx, SSL_CTX* server_ctx, const 
   SSL_set_bio(srv, sb, sb);
   SSL_set_connect_state(client.get());
   SSL_set_accept_state(srv);
-  if (!sni.empty()) SSL_set_tlsext_host_name(client.get(), sni.c_str());
+  if (!sni.empty()) {
+    SSL_set_tlsext_host_name(client.get(), sni.c_str());
+    SSL_set1_host(client.get(), sni.c_str());  // checked when `client_ctx` verifies the peer
+  }
   if (resume) SSL_set_session(client.get(), resume);
 
   auto blocked = [](SSL* s, int rc) {
