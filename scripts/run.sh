@@ -41,7 +41,12 @@ trap 'cleanup; exit 130' INT
 trap 'cleanup; exit 143' TERM
 
 rm -f build/logs/backend.port
-"$backend_bin" --listen 127.0.0.1:9080 --port-file build/logs/backend.port &
+# Both children run in their own session (setsid; same PID, no fork), so a
+# terminal Ctrl-C reaches only this script: its trap then stops tlsfront
+# once, with SIGTERM, its graceful stop. (tlsfront handles SIGINT itself, and
+# a second stop signal means "exit at once": a Ctrl-C delivered to tlsfront
+# too would cut in-flight requests.)
+setsid "$backend_bin" --listen 127.0.0.1:9080 --port-file build/logs/backend.port &
 backend_pid=$!
 for _ in $(seq 100); do
   [[ -s build/logs/backend.port ]] && break
@@ -57,10 +62,8 @@ tlsfront is starting on https://localhost:8443/ (Ctrl-C stops it and the backend
 
 MSG
 
-# tlsfront runs as a child we wait for, so Ctrl-C reaches the traps at once
-# (a background child of a non-interactive shell ignores SIGINT itself; the
-# trap stops it with SIGTERM, its graceful stop).
-build/tlsfront --config conf/tlsfront.toml &
+# A child we wait for, so Ctrl-C reaches the traps at once.
+setsid build/tlsfront --config conf/tlsfront.toml &
 front_pid=$!
 status=0
 wait "$front_pid" || status=$?

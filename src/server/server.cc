@@ -90,7 +90,12 @@ std::vector<std::string> restart_only_changes(const config::Config& now, const c
   if (now.log.access_log != next.log.access_log) out.push_back("log.access_log");
   if (!(now.admin == next.admin)) out.push_back("[admin]");
   if (!(now.tls.session_cache == next.tls.session_cache)) out.push_back("[tls.session_cache]");
-  if (!(now.tls.ticket_keys == next.tls.ticket_keys)) out.push_back("[tls.ticket_keys]");
+  // The config-file positions ("file:line:col") are not settings: the file
+  // may be named differently now (relative at start, absolute on reload).
+  config::TicketKeys keys = next.tls.ticket_keys;
+  keys.files_origin = now.tls.ticket_keys.files_origin;
+  keys.redis_origin = now.tls.ticket_keys.redis_origin;
+  if (!(now.tls.ticket_keys == keys)) out.push_back("[tls.ticket_keys]");
   return out;
 }
 
@@ -336,7 +341,7 @@ Result<int> Server::run(config::Config cfg) {
     }
   }
   for (int w = 0; w < nworkers; ++w) workers_[w]->start(std::move(sockets[w]));
-  for (const auto& l : c.listeners) log::info("listening on {} ({} workers)", l.address.to_string(), nworkers);
+  for (const auto& l : c.listeners) log::info("listening on {} ({} worker{})", l.address.to_string(), nworkers, nworkers == 1 ? "" : "s");
   // Type=notify (systemd/tlsfront.service): the listening sockets are bound
   // and queue connections, and every worker loop is starting on them. A no-op
   // without $NOTIFY_SOCKET.

@@ -385,8 +385,9 @@ Result<CertChain> CertChain::build(const config::Certificate& cert, const config
                       " of " + in_quotes(subject_of(last)) + " is not in the file, not a trust anchor in " + store_name;
     msg += tls.issuers_dir.empty() ? std::string(", and no issuers_dir is set")
                                    : ", and not in issuers_dir " + in_quotes(tls.issuers_dir);
-    msg += "; add that certificate to the file (or to issuers_dir), or, if it is a private root, set "
-           "tls.trusted_ca to it";
+    msg += "; add that certificate to the file (or to issuers_dir)";
+    // A private root is the likely cause only while the system store is in use.
+    if (tls.trusted_ca.empty()) msg += ", or, if it is a private root, set tls.trusted_ca to it";
     return config_error(cert.cert_origin, cert.cert_setting, std::move(msg));
   }
 

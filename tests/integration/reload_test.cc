@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <filesystem>
 #include <thread>
 
 #include "harness.h"
@@ -226,6 +227,33 @@ TEST_F(Reload, AddressInUseFailsTheWholeReload) {
   ASSERT_TRUE(c.connect(port())) << c.error();
   EXPECT_EQ(key_type(c), "EC");
   ::close(other);
+}
+
+// Started with a relative --config path (as scripts/run.sh does) and an
+// explicit [tls.ticket_keys] table: reloading the unchanged file names no
+// setting as changed (config-file positions are not settings).
+TEST_F(Reload, UnchangedFileStartedRelativeWarnsOfNothing) {
+  const int proxy_port = free_port();
+  ProxyOptions o;
+  o.upstream_servers = {backend_.address()};
+  o.extra = "[tls.ticket_keys]\nrotate_every = \"1h\"\n";
+  write_file(dir_.file("relative.toml"), make_config(o, proxy_port, dir_.file("relative-access.log")));
+  const std::string relative =
+      std::filesystem::relative(dir_.file("relative.toml"), std::filesystem::current_path()).string();
+  ASSERT_FALSE(relative.empty());
+  ASSERT_NE(relative[0], '/');
+  Process proxy;
+  ASSERT_TRUE(proxy.start({TLSFRONT_BINARY, "--config", relative}, dir_.file("relative.out"), dir_.file("relative.err")));
+  ASSERT_TRUE(wait_until([&] {
+    TlsClient probe;
+    return probe.connect(proxy_port, TlsOptions{}, milliseconds(1'000));
+  })) << proxy.err();
+  proxy.signal(SIGHUP);
+  EXPECT_TRUE(wait_until([&] { return proxy.err().find("reload: generation 2 is live") != std::string::npos; }))
+      << proxy.err();
+  EXPECT_EQ(proxy.err().find("takes effect only after a restart"), std::string::npos) << proxy.err();
+  ExitStatus st = proxy.stop();
+  EXPECT_EQ(st.code, 0);
 }
 
 }  // namespace
