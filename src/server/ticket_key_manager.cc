@@ -1,5 +1,7 @@
 #include "server/ticket_key_manager.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <string>
 
@@ -17,14 +19,13 @@ constexpr unsigned kFilePollIntervalMs = 2'000;
 std::string describe(const tls::TicketKeyRing& ring, tls::TimePoint now) {
   constexpr size_t kListedKeys = 8;
   const tls::TicketKey* current = ring.encryption_key(now);
-  std::string out = "encrypting with " + (current ? current->key_id() : std::string("(none)"));
+  std::string out = fmt::format("encrypting with {}, decrypting with", current ? current->key_id() : "(none)");
   const auto& keys = ring.keys();
   if (keys.size() <= kListedKeys) {
-    out += ", decrypting with";
-    for (const auto& k : keys) out += " " + k.key_id();
+    for (const auto& k : keys) fmt::format_to(std::back_inserter(out), " {}", k.key_id());
   } else {
-    out += ", decrypting with " + std::to_string(keys.size()) + " keys (newest " + keys.front().key_id() +
-           ", oldest " + keys.back().key_id() + ")";
+    fmt::format_to(std::back_inserter(out), " {} keys (newest {}, oldest {})", keys.size(), keys.front().key_id(),
+                   keys.back().key_id());
   }
   return out;
 }

@@ -22,7 +22,14 @@ namespace {
 
 constexpr int kMaxPathLength = 10;  // leaf + intermediates; far above any real chain
 
-std::string in_quotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
+std::string in_quotes(std::string_view s) {
+  std::string out;
+  out.reserve(s.size() + 2);
+  out.push_back('"');
+  out.append(s);
+  out.push_back('"');
+  return out;
+}
 
 std::string dn(const X509_NAME* name) {
   BioPtr bio(BIO_new(BIO_s_mem()));
