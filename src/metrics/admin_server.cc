@@ -8,7 +8,10 @@ namespace tlsfront::metrics {
 
 class AdminServer::Conn {
  public:
-  Conn(AdminServer* server) : server_(server) {}
+  Conn(AdminServer* server, uint64_t seq) : server_(server), seq_(seq) {}
+
+  uint64_t seq() const { return seq_; }
+  bool answering() const { return responded_; }
 
   bool start(uv_stream_t* listener) {
     if (tcp_.init([this](uv_tcp_t* h) { return uv_tcp_init(server_->loop_, h); }, this) != 0) return false;
@@ -41,7 +44,8 @@ class AdminServer::Conn {
     if (n == 0) return;
     head_.append(buf->base, static_cast<size_t>(n));
     const size_t end = head_.find("\r\n\r\n");
-    if (end == std::string::npos ? head_.size() >= kMaxRequestBytes : end > kMaxRequestBytes) {
+    // The head, its blank line included, must fit in kMaxRequestBytes.
+    if (end == std::string::npos ? head_.size() >= kMaxRequestBytes : end + 4 > kMaxRequestBytes) {
       return respond(431, "Request Header Fields Too Large", "request head too large\n", false);
     }
     if (end == std::string::npos) return;
@@ -55,6 +59,7 @@ class AdminServer::Conn {
   void finish() { server_->remove(this); }
 
   AdminServer* server_;
+  uint64_t seq_;  // accept order
   UvHandle<uv_tcp_t> tcp_;
   UvHandle<uv_timer_t> timer_;
   std::string head_;
@@ -133,9 +138,18 @@ AdminServer::~AdminServer() = default;  // members close their handles
 
 void AdminServer::on_connection(int status) {
   if (status != 0) return;
-  auto conn = std::make_unique<Conn>(this);
-  const bool room = conns_.size() < kMaxConnections;
-  if (!conn->start(listener_.stream()) || !room) return;  // dropped: its handles close
+  if (conns_.size() >= kMaxConnections) {
+    // Full: the oldest connection still sending its head makes room, so idle
+    // connections cannot lock a health checker out; connections being
+    // answered are left alone (then the new one is dropped).
+    Conn* oldest = nullptr;
+    for (const auto& [raw, owned] : conns_) {
+      if (!raw->answering() && (!oldest || raw->seq() < oldest->seq())) oldest = raw;
+    }
+    if (oldest) conns_.erase(oldest);
+  }
+  auto conn = std::make_unique<Conn>(this, next_seq_++);
+  if (!conn->start(listener_.stream()) || conns_.size() >= kMaxConnections) return;  // dropped: its handles close
   Conn* raw = conn.get();
   conns_.emplace(raw, std::move(conn));
 }

@@ -5,8 +5,10 @@
 //   GET /healthz  200 "ok" while serving, 503 "draining" once stopping
 //   other paths   404; other methods 405 (HEAD is answered like GET, no body)
 // Bounded: request head at most 8 KiB (else 431), 5 s to send it (else the
-// connection is closed), at most 64 admin connections at once (more are
-// closed at accept). The answer always carries Connection: close.
+// connection is closed), at most 64 admin connections at once: a new one
+// then closes the oldest that is still sending its head (idle connections
+// cannot lock a health checker out), or is itself closed when all 64 are
+// being answered. The answer always carries Connection: close.
 // Thread affinity: the loop's thread only.
 #pragma once
 
@@ -52,6 +54,7 @@ class AdminServer {
   Handlers handlers_;
   UvHandle<uv_tcp_t> listener_;
   std::map<Conn*, std::unique_ptr<Conn>> conns_;
+  uint64_t next_seq_ = 0;
 };
 
 }  // namespace tlsfront::metrics

@@ -61,7 +61,8 @@ void Worker::start(std::vector<ListenSocket> sockets) {
 void Worker::add_listener(ListenSocket socket) {
   {
     std::lock_guard lock(inbox_mu_);
-    listeners_to_add_.push_back(std::move(socket));
+    config::Endpoint address = socket.listener.address;
+    listener_changes_.push_back(ListenerChange{std::move(address), std::move(socket)});
   }
   uv_async_send(inbox_.get());
 }
@@ -69,7 +70,7 @@ void Worker::add_listener(ListenSocket socket) {
 void Worker::remove_listener(const config::Endpoint& address) {
   {
     std::lock_guard lock(inbox_mu_);
-    listeners_to_remove_.push_back(address);
+    listener_changes_.push_back(ListenerChange{address, std::nullopt});
   }
   uv_async_send(inbox_.get());
 }
@@ -224,23 +225,23 @@ void Worker::remove(Connection* conn) {
 
 void Worker::on_inbox() {
   bool stop;
-  std::vector<ListenSocket> add;
-  std::vector<config::Endpoint> remove;
+  std::vector<ListenerChange> changes;
   {
     std::lock_guard lock(inbox_mu_);
     stop = stop_requested_;
-    add.swap(listeners_to_add_);
-    remove.swap(listeners_to_remove_);
+    changes.swap(listener_changes_);
   }
-  if (!shutting_down_) {
-    for (const auto& address : remove) {
-      std::erase_if(listeners_, [&](Listening& l) {
-        if (!(l.address == address)) return false;
-        l.handle->close();
-        return true;
-      });
+  for (auto& change : changes) {
+    if (shutting_down_) break;  // the sockets close with their UniqueFd
+    if (change.add) {
+      listen_on(std::move(*change.add));
+      continue;
     }
-    for (auto& socket : add) listen_on(std::move(socket));
+    std::erase_if(listeners_, [&](Listening& l) {
+      if (!(l.address == change.address)) return false;
+      l.handle->close();
+      return true;
+    });
   }
   if (stop && !shutting_down_) begin_stop();
 }

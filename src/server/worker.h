@@ -12,6 +12,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -126,8 +127,14 @@ class Worker {
 
   std::mutex inbox_mu_;
   bool stop_requested_ = false;
-  std::vector<ListenSocket> listeners_to_add_;
-  std::vector<config::Endpoint> listeners_to_remove_;
+  // Listener changes in the order the control thread made them: an add and
+  // a later remove of the same address (two quick reloads) must not be
+  // applied the other way round.
+  struct ListenerChange {
+    config::Endpoint address;
+    std::optional<ListenSocket> add;  // nullopt: remove `address`
+  };
+  std::vector<ListenerChange> listener_changes_;
   std::chrono::milliseconds drain_{0};
 };
 

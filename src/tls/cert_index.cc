@@ -19,9 +19,9 @@ int index_slot() {
 }
 
 // The host_name of the ClientHello's server_name extension (RFC 6066 §3:
-// ServerNameList of {NameType, HostName<1..2^16-1>}), lowercased; "" when
-// absent, malformed (OpenSSL rejects it later with decode_error) or not a
-// plausible DNS name (never matches a configured one anyway).
+// ServerNameList of {NameType, HostName<1..2^16-1>}), lowercased, without a
+// trailing dot; "" when absent, malformed (OpenSSL rejects it later with
+// decode_error) or not a plausible DNS name (never matches a configured one).
 std::string client_server_name(SSL* ssl) {
   const unsigned char* p = nullptr;
   size_t len = 0;
@@ -33,6 +33,9 @@ std::string client_server_name(SSL* ssl) {
   const size_t name_len = (size_t{p[1]} << 8) | p[2];
   if (name_len == 0 || name_len > 253 || 3 + name_len > list_len) return {};
   std::string host(reinterpret_cast<const char*>(p + 3), name_len);
+  // RFC 6066 §3 forbids the trailing dot; some clients send it anyway, and
+  // nginx matches without it.
+  if (host.size() > 1 && host.back() == '.') host.pop_back();
   for (char& c : host) {
     if (c >= 'A' && c <= 'Z') {
       c = static_cast<char>(c - 'A' + 'a');

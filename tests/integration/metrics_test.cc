@@ -197,6 +197,28 @@ TEST_F(Metrics, HealthAndErrors) {
   EXPECT_EQ(http_get(port(), "/").status, 200);
 }
 
+// Idle connections filling every admin slot do not lock out /healthz: the
+// oldest that has not sent its head makes room.
+TEST_F(Metrics, IdleConnectionsCannotLockOutHealthChecks) {
+  ASSERT_TRUE(start());
+  std::vector<int> idle;
+  for (int i = 0; i < 80; ++i) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(admin_port_));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+    idle.push_back(fd);
+  }
+  for (int i = 0; i < 5; ++i) {
+    const std::string r = plain_request(admin_port_, "GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n");
+    EXPECT_EQ(r.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << "attempt " << i << ": " << r;
+  }
+  for (int fd : idle) ::close(fd);
+}
+
 TEST_F(Metrics, HealthzIs503WhileDraining) {
   ASSERT_TRUE(start());
   HttpResponse slow;

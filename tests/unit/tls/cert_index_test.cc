@@ -79,6 +79,7 @@ TEST_F(CertIndexTest, SniSelectsExactThenWildcardThenDefault) {
   ASSERT_TRUE(idx);
   EXPECT_EQ(cn_for(*idx, "localhost"), "localhost");
   EXPECT_EQ(cn_for(*idx, "LocalHost"), "localhost");  // SNI is case-insensitive
+  EXPECT_EQ(cn_for(*idx, "localhost."), "localhost");  // a trailing dot is ignored (as nginx does)
   EXPECT_EQ(cn_for(*idx, "other.example"), "other.example");
   EXPECT_EQ(cn_for(*idx, "api.wild.example"), "*.wild.example");
   EXPECT_EQ(cn_for(*idx, "wild.example"), "*.wild.example");
