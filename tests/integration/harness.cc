@@ -455,6 +455,31 @@ std::optional<std::string> json_string(std::string_view line, std::string_view k
 
 // ---- fixture ------------------------------------------------------------------------
 
+int listen_loopback(int backlog, int& port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 || ::listen(fd, backlog) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  port = ntohs(a.sin_port);
+  return fd;
+}
+
+bool wait_tls_ready(int port, milliseconds timeout) {
+  return wait_until(
+      [&] {
+        TlsClient probe;
+        return probe.connect(port, TlsOptions{}, milliseconds(1'000));
+      },
+      timeout);
+}
+
 LoadLoop::LoadLoop(std::function<void(int, const Record&)> batch) {
   thread_ = std::thread([this, batch = std::move(batch)] {
     const Record record = [this](const HttpResponse& r) {

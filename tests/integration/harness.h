@@ -60,6 +60,10 @@ class TempDir {
 
 // A port that was free a moment ago (bound to 127.0.0.1:0, then closed).
 int free_port();
+// A listening TCP socket on 127.0.0.1 with a kernel-chosen port (in `port`),
+// held by the test (what systemd does for socket activation, or "something
+// else listens here"); the caller closes it. -1 on failure.
+int listen_loopback(int backlog, int& port);
 
 struct ExitStatus {
   bool exited = false;  // false: killed by a signal (or still unknown)
@@ -336,6 +340,9 @@ bool matches_pattern(std::string_view body);
 // to `record`, which counts 200s as ok and anything else as a failure.
 // Stops and joins on destruction, so an ASSERT in the test cannot leave the
 // thread running.
+// True once a TLS handshake to 127.0.0.1:`port` succeeds (1 s per attempt).
+bool wait_tls_ready(int port, milliseconds timeout = kDefaultDeadline);
+
 class LoadLoop {
  public:
   using Record = std::function<void(const HttpResponse&)>;

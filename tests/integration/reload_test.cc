@@ -204,16 +204,9 @@ TEST_F(Reload, ListenersAreAddedAndRemoved) {
 TEST_F(Reload, AddressInUseFailsTheWholeReload) {
   ASSERT_TRUE(start({}));
   // Something else listens on the address the new config adds.
-  int other = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int busy = 0;
+  const int other = listen_loopback(16, busy);
   ASSERT_GE(other, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(other, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-  ASSERT_EQ(::listen(other, 16), 0);
-  socklen_t len = sizeof(a);
-  ASSERT_EQ(::getsockname(other, reinterpret_cast<sockaddr*>(&a), &len), 0);
-  const int busy = ntohs(a.sin_port);
   ProxyOptions o;
   o.upstream_servers = {backend_.address()};
   o.certificate = pki("rsa.chain.pem");  // would be visible if anything were applied
@@ -244,10 +237,7 @@ TEST_F(Reload, UnchangedFileStartedRelativeWarnsOfNothing) {
   ASSERT_NE(relative[0], '/');
   Process proxy;
   ASSERT_TRUE(proxy.start({TLSFRONT_BINARY, "--config", relative}, dir_.file("relative.out"), dir_.file("relative.err")));
-  ASSERT_TRUE(wait_until([&] {
-    TlsClient probe;
-    return probe.connect(proxy_port, TlsOptions{}, milliseconds(1'000));
-  })) << proxy.err();
+  ASSERT_TRUE(wait_tls_ready(proxy_port)) << proxy.err();
   proxy.signal(SIGHUP);
   EXPECT_TRUE(wait_until([&] { return proxy.err().find("reload: generation 2 is live") != std::string::npos; }))
       << proxy.err();

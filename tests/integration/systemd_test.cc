@@ -106,16 +106,8 @@ class SocketActivation : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_TRUE(backend_.start());
-    listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    listen_fd_ = listen_loopback(511, port_);
     ASSERT_GE(listen_fd_, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-    ASSERT_EQ(::listen(listen_fd_, 511), 0);
-    socklen_t len = sizeof(a);
-    ASSERT_EQ(::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len), 0);
-    port_ = ntohs(a.sin_port);
     config_ = dir_.file("tlsfront.toml");
     ProxyOptions o;
     o.upstream_servers = {backend_.address()};
@@ -135,10 +127,7 @@ class SocketActivation : public ::testing::Test {
                                   dir_.file("tlsfront" + n + ".out"), dir_.file("tlsfront" + n + ".err"), listen_fd_)) {
       return false;
     }
-    return wait_until([&] {
-      TlsClient probe;
-      return probe.connect(port_, TlsOptions{}, milliseconds(1'000));
-    });
+    return wait_tls_ready(port_);
   }
   TempDir dir_;
   Backend backend_{dir_};
