@@ -301,32 +301,39 @@ std::string make_config(const ProxyOptions& o, int port, const std::string& acce
 Proxy::Proxy(const TempDir& dir) : dir_(dir) {}
 
 bool Proxy::start(const ProxyOptions& o) {
-  port_ = free_port();
   config_path_ = dir_.file("tlsfront.toml");
   access_log_ = dir_.file("access.log");
-  write_file(config_path_, make_config(o, port_, access_log_));
-  if (!process_.start({TLSFRONT_BINARY, "--config", config_path_}, dir_.file("tlsfront.out"),
-                      dir_.file("tlsfront.err"))) {
-    ADD_FAILURE() << "fork failed";
-    return false;
-  }
-  bool exited = false;
-  bool ready = wait_until([&] {
-    if (!process_.running()) {
-      exited = true;
-      return true;
+  // free_port() only names a port that was free a moment ago: a test running
+  // in parallel may take it first. Ready means *this* process logged that it
+  // listens there and a handshake succeeds (a probe alone could reach the
+  // other test's proxy); "Address already in use" means another try.
+  for (int attempt = 1;; ++attempt) {
+    port_ = free_port();
+    write_file(config_path_, make_config(o, port_, access_log_));
+    if (!process_.start({TLSFRONT_BINARY, "--config", config_path_}, dir_.file("tlsfront.out"),
+                        dir_.file("tlsfront.err"))) {
+      ADD_FAILURE() << "fork failed";
+      return false;
     }
-    TlsClient probe;
-    return probe.connect(port_, TlsOptions{}, milliseconds(1'000));
-  });
-  if (!ready || exited) {
+    const std::string listening = "listening on 127.0.0.1:" + std::to_string(port_) + " (";
+    bool exited = false;
+    bool ready = wait_until([&] {
+      if (!process_.running()) {
+        exited = true;
+        return true;
+      }
+      if (process_.err().find(listening) == std::string::npos) return false;
+      TlsClient probe;
+      return probe.connect(port_, TlsOptions{}, milliseconds(1'000));
+    });
+    if (ready && !exited) return true;
+    if (exited && attempt < 3 && process_.err().find("Address already in use") != std::string::npos) continue;
     ADD_FAILURE() << "tlsfront did not become ready on port " << port_ << (exited ? " (it exited)" : "")
                   << "; config:\n"
                   << read_file(config_path_) << "\nstderr:\n"
                   << process_.err();
     return false;
   }
-  return true;
 }
 
 std::vector<std::string> Proxy::wait_log_lines(size_t n, milliseconds timeout) const {
