@@ -242,18 +242,15 @@ bool Connection::encrypt_pending() {
 void Connection::flush() {
   if (state_ == State::Closed || !tls_) return;
   if (!encrypt_pending()) return;
-  cipher_scratch_.clear();
-  if (tls_->take_output(cipher_scratch_) > 0) {
-    if (int rc = writer_.send(std::move(cipher_scratch_)); rc != 0) {
-      finish_close();
-      return;
-    }
-    cipher_scratch_ = std::string();
+  if (int rc = writer_.send_from(tls_->output()); rc != 0) {
+    finish_close();
+    return;
   }
   if (release_pending_ && state_ == State::Open) {
     release_pending_ = false;
     std::string().swap(plaintext_out_);
     tls_->release_buffers();
+    writer_.release_buffer();
   }
   if (state_ == State::Closing && writer_.idle()) {
     start_linger();

@@ -91,7 +91,6 @@ class Connection final : public Deletable, public Flushable, public http::Client
   std::optional<tls::TlsStream> tls_;
   std::unique_ptr<http::ClientSession> session_;
   std::string plaintext_out_;
-  std::string cipher_scratch_;
   bool reading_ = false;
   bool release_pending_ = false;  // release_buffers() once the output is written
   bool lingering_ = false;

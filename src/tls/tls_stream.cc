@@ -2,38 +2,95 @@
 
 #include <openssl/err.h>
 
+#include <algorithm>
+#include <cstring>
+
 #include "tls/openssl_error.h"
 
 namespace tlsfront::tls {
 
 namespace {
 
-// A memory BIO pair; false (nothing allocated) on failure.
-bool new_bios(BIO*& rbio, BIO*& wbio) {
-  rbio = BIO_new(BIO_s_mem());
-  wbio = BIO_new(BIO_s_mem());
-  if (!rbio || !wbio) {
-    BIO_free(rbio);
-    BIO_free(wbio);
-    return false;
-  }
-  // An empty input BIO means "retry later", not end of file.
-  BIO_set_mem_eof_return(rbio, -1);
-  return true;
+// ERR_clear_error() walks and frees all 16 slots of the thread's queue; before
+// every SSL_read/SSL_write that cost more than the check (a queue left
+// non-empty would make SSL_get_error report SSL_ERROR_SSL).
+void clear_errors() {
+  if (ERR_peek_error() != 0) ERR_clear_error();
 }
 
 }  // namespace
 
+int TlsStream::bio_read(BIO* bio, char* data, size_t len, size_t* read) {
+  auto* io = static_cast<Io*>(BIO_get_data(bio));
+  BIO_clear_retry_flags(bio);
+  const size_t avail = io->in.size() - io->in_off;
+  if (avail == 0) {
+    BIO_set_retry_read(bio);  // "retry later", not end of file
+    *read = 0;
+    return 0;
+  }
+  const size_t n = std::min(len, avail);
+  std::memcpy(data, io->in.data() + io->in_off, n);
+  io->in_off += n;
+  if (io->in_off == io->in.size()) {
+    io->in.clear();
+    io->in_off = 0;
+  }
+  *read = n;
+  return 1;
+}
+
+int TlsStream::bio_write(BIO* bio, const char* data, size_t len, size_t* written) {
+  auto* io = static_cast<Io*>(BIO_get_data(bio));
+  BIO_clear_retry_flags(bio);
+  io->out.append(data, len);
+  *written = len;
+  return 1;
+}
+
+long TlsStream::bio_ctrl(BIO* bio, int cmd, long, void*) {
+  auto* io = static_cast<Io*>(BIO_get_data(bio));
+  switch (cmd) {
+    case BIO_CTRL_FLUSH:
+      return 1;
+    case BIO_CTRL_PENDING:
+      return static_cast<long>(io->in.size() - io->in_off);
+    case BIO_CTRL_WPENDING:
+      return static_cast<long>(io->out.size());
+    default:
+      return 0;  // no KTLS, no dgram, no push/pop: OpenSSL treats 0 as "unsupported"
+  }
+}
+
+const BIO_METHOD* TlsStream::bio_method() {
+  static BIO_METHOD* method = [] {
+    BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "tlsfront stream");
+    if (m == nullptr || !BIO_meth_set_read_ex(m, bio_read) || !BIO_meth_set_write_ex(m, bio_write) ||
+        !BIO_meth_set_ctrl(m, bio_ctrl) || !BIO_meth_set_create(m, [](BIO* b) {
+          BIO_set_init(b, 1);
+          return 1;
+        })) {
+      BIO_meth_free(m);
+      return static_cast<BIO_METHOD*>(nullptr);
+    }
+    return m;
+  }();
+  return method;
+}
+
 Result<TlsStream> TlsStream::create(SSL_CTX* ctx) {
-  ERR_clear_error();
+  clear_errors();
   SslPtr ssl(SSL_new(ctx));
   if (!ssl) return openssl_error(Errc::Tls, "SSL_new");
-  BIO* rbio = nullptr;
-  BIO* wbio = nullptr;
-  if (!new_bios(rbio, wbio)) return openssl_error(Errc::Tls, "BIO_new");
-  SSL_set_bio(ssl.get(), rbio, wbio);
+  const BIO_METHOD* method = bio_method();
+  BIO* bio = method ? BIO_new(method) : nullptr;
+  if (!bio) return openssl_error(Errc::Tls, "BIO_new");
+  auto io = std::make_unique<Io>();
+  BIO_set_data(bio, io.get());
+  // One BIO both ways: SSL_set_bio takes a single reference when rbio == wbio.
+  SSL_set_bio(ssl.get(), bio, bio);
   SSL_set_accept_state(ssl.get());
-  return TlsStream(std::move(ssl), rbio, wbio);
+  return TlsStream(std::move(io), std::move(ssl));
 }
 
 TlsStream::~TlsStream() {
@@ -41,12 +98,17 @@ TlsStream::~TlsStream() {
 }
 
 void TlsStream::feed(std::string_view ciphertext) {
-  if (!ciphertext.empty()) BIO_write(rbio_, ciphertext.data(), static_cast<int>(ciphertext.size()));
+  Io& io = *io_;
+  if (io.in_off > 0 && io.in_off >= io.in.size() / 2) {  // keep the unread tail at the front
+    io.in.erase(0, io.in_off);
+    io.in_off = 0;
+  }
+  io.in.append(ciphertext);
 }
 
 Result<bool> TlsStream::handshake() {
   if (handshake_done_) return true;
-  ERR_clear_error();
+  clear_errors();
   paused_ = false;
   int rc = SSL_do_handshake(ssl_.get());
   if (rc == 1) {
@@ -64,7 +126,7 @@ Result<bool> TlsStream::handshake() {
 }
 
 Result<size_t> TlsStream::read(char* buf, size_t len) {
-  ERR_clear_error();
+  clear_errors();
   size_t n = 0;
   int rc = SSL_read_ex(ssl_.get(), buf, len, &n);
   if (rc == 1) return n;
@@ -83,7 +145,7 @@ Result<size_t> TlsStream::read(char* buf, size_t len) {
 
 Status TlsStream::write(std::string_view plaintext) {
   while (!plaintext.empty()) {
-    ERR_clear_error();
+    clear_errors();
     size_t n = 0;
     if (SSL_write_ex(ssl_.get(), plaintext.data(), plaintext.size(), &n) != 1) {
       failed_ = true;
@@ -97,37 +159,28 @@ Status TlsStream::write(std::string_view plaintext) {
 void TlsStream::shutdown() {
   if (shutdown_sent_ || !handshake_done_) return;
   shutdown_sent_ = true;
-  ERR_clear_error();
+  clear_errors();
   SSL_shutdown(ssl_.get());
-  ERR_clear_error();
+  clear_errors();
 }
 
 size_t TlsStream::take_output(std::string& out) {
-  char* data = nullptr;
-  long n = BIO_get_mem_data(wbio_, &data);
-  if (n <= 0) return 0;
-  out.append(data, static_cast<size_t>(n));
-  (void)BIO_reset(wbio_);
-  return static_cast<size_t>(n);
+  const size_t n = io_->out.size();
+  if (out.empty()) {
+    out.swap(io_->out);
+  } else {
+    out.append(io_->out);
+  }
+  io_->out.clear();
+  return n;
 }
-
-size_t TlsStream::pending_output() const { return BIO_ctrl_pending(wbio_); }
 
 bool TlsStream::release_buffers() {
-  if (BIO_ctrl_pending(rbio_) != 0 || BIO_ctrl_pending(wbio_) != 0) return false;
-  BIO* rbio = nullptr;
-  BIO* wbio = nullptr;
-  if (!new_bios(rbio, wbio)) {
-    ERR_clear_error();
-    return false;
-  }
-  // SSL_set_bio frees the BIOs it replaces.
-  SSL_set_bio(ssl_.get(), rbio, wbio);
-  rbio_ = rbio;
-  wbio_ = wbio;
+  if (pending_input() != 0 || pending_output() != 0) return false;
+  std::string().swap(io_->in);
+  std::string().swap(io_->out);
+  io_->in_off = 0;
   return true;
 }
-
-size_t TlsStream::pending_input() const { return BIO_ctrl_pending(rbio_); }
 
 }  // namespace tlsfront::tls

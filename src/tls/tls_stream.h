@@ -1,11 +1,15 @@
-// TlsStream: one server-side SSL* driven over memory BIOs, so the event loop
+// TlsStream: one server-side SSL* driven over a BIO of our own (BIO_meth_new)
+// whose read and write go straight to two buffers held here, so the event loop
 // owns all socket I/O. Ciphertext from the socket goes in with feed(); plaintext
-// comes out of read(); plaintext given to write() becomes ciphertext collected
-// by take_output() for the socket. Never blocks; never touches a socket.
+// comes out of read(); plaintext given to write() becomes ciphertext in
+// output(), written to the socket from there. Never blocks; never touches a
+// socket. Unlike memory BIOs (BIO_s_mem), the buffers keep their capacity
+// across records and can be freed when idle without a new BIO.
 // Thread affinity: the owning worker only.
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -51,16 +55,19 @@ class TlsStream {
   // Queues a close_notify alert (RFC 8446 §6.1); idempotent.
   void shutdown();
 
+  // The ciphertext waiting for the socket: write from it, then erase what the
+  // socket took (the buffer keeps its capacity for the next records).
+  std::string& output() { return io_->out; }
   // Moves pending ciphertext to the end of `out`; returns the bytes moved.
   size_t take_output(std::string& out);
-  size_t pending_output() const;
+  size_t pending_output() const { return io_->out.size(); }
   // Ciphertext fed but not yet decrypted (bytes).
-  size_t pending_input() const;
+  size_t pending_input() const { return io_->in.size() - io_->in_off; }
 
-  // An idle connection's memory: when both BIOs are empty, replaces them with
-  // new ones, freeing the buffers they grew (a handshake flight, the largest
-  // response so far). Returns whether it did. OpenSSL's own record buffers
-  // are already released (SSL_MODE_RELEASE_BUFFERS).
+  // An idle connection's memory: when both buffers are empty, frees what they
+  // grew to (a handshake flight, the largest response so far). Returns whether
+  // it did. OpenSSL's own record buffers are already released
+  // (SSL_MODE_RELEASE_BUFFERS).
   bool release_buffers();
 
   SSL* ssl() const { return ssl_.get(); }
@@ -69,11 +76,22 @@ class TlsStream {
   SSL* release_ssl_for_test() { return ssl_.release(); }
 
  private:
-  explicit TlsStream(SslPtr ssl, BIO* rbio, BIO* wbio) : ssl_(std::move(ssl)), rbio_(rbio), wbio_(wbio) {}
+  // What the BIO reads from and writes to; on the heap so that its address,
+  // held by the BIO, survives moves of the stream.
+  struct Io {
+    std::string in;  // ciphertext fed, consumed from in_off
+    size_t in_off = 0;
+    std::string out;  // ciphertext produced, not yet taken
+  };
+  static int bio_read(BIO* bio, char* data, size_t len, size_t* read);
+  static int bio_write(BIO* bio, const char* data, size_t len, size_t* written);
+  static long bio_ctrl(BIO* bio, int cmd, long num, void* ptr);
+  static const BIO_METHOD* bio_method();
 
+  TlsStream(std::unique_ptr<Io> io, SslPtr ssl) : io_(std::move(io)), ssl_(std::move(ssl)) {}
+
+  std::unique_ptr<Io> io_;  // declared before ssl_: outlives the SSL and its BIO
   SslPtr ssl_;
-  BIO* rbio_;  // owned by ssl_
-  BIO* wbio_;  // owned by ssl_
   bool handshake_done_ = false;
   bool shutdown_sent_ = false;
   bool failed_ = false;

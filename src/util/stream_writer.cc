@@ -40,12 +40,33 @@ int StreamWriter::send(std::string&& bytes) {
   return inflight_ ? 0 : start_write();
 }
 
-int StreamWriter::start_write() {
+int StreamWriter::send_from(std::string& bytes) {
+  if (bytes.empty()) return 0;
+  if (inflight_ || !pending_.empty() || stream_ == nullptr) {
+    pending_.append(bytes);
+    bytes.clear();
+    return inflight_ ? 0 : start_write();
+  }
+  uv_buf_t now = uv_buf_init(bytes.data(), static_cast<unsigned>(bytes.size()));
+  int n = uv_try_write(stream_, &now, 1);
+  if (n < 0 && n != UV_EAGAIN) return n;
+  const size_t taken = n > 0 ? static_cast<size_t>(n) : 0;
+  bytes_written_ += taken;
+  pending_.append(bytes, taken);
+  bytes.clear();
+  return pending_.empty() ? 0 : start_write(/*try_now=*/false);  // the socket is full: queue the rest
+}
+
+void StreamWriter::release_buffer() {
+  if (pending_.empty()) std::string().swap(pending_);
+}
+
+int StreamWriter::start_write(bool try_now) {
   if (pending_.empty() || stream_ == nullptr) return 0;
   // Write now when the socket takes it: no request, no callback, and none of
   // the epoll_ctl that libuv 1.44 issues after every queued write completes.
   uv_buf_t now = uv_buf_init(pending_.data(), static_cast<unsigned>(pending_.size()));
-  int n = uv_try_write(stream_, &now, 1);
+  int n = try_now ? uv_try_write(stream_, &now, 1) : UV_EAGAIN;
   if (n > 0) {
     bytes_written_ += static_cast<size_t>(n);
     if (static_cast<size_t>(n) == pending_.size()) {

@@ -37,6 +37,10 @@ class StreamWriter {
   int send(std::string_view bytes);
   // Hands an owned buffer over without copying when nothing is pending.
   int send(std::string&& bytes);
+  // Writes `bytes` and leaves it empty with its capacity (a caller's reused
+  // buffer): when nothing is pending the socket takes it straight from
+  // `bytes`; only what it does not take at once is copied into the queue.
+  int send_from(std::string& bytes);
 
   // Bytes queued or in flight, for watermarks.
   size_t buffered_bytes() const { return pending_.size() + inflight_bytes_; }
@@ -44,12 +48,15 @@ class StreamWriter {
   // Bytes the kernel has accepted so far, over the writer's life.
   uint64_t bytes_written() const { return bytes_written_; }
 
+  // Frees the queue's buffer when it is empty (an idle connection's memory).
+  void release_buffer();
+
   // Cancels the association: a write still in flight completes into the void.
   void detach();
 
  private:
   struct WriteReq;
-  int start_write();
+  int start_write(bool try_now = true);
   void on_write_done(int status, size_t bytes);
 
   uv_stream_t* stream_ = nullptr;

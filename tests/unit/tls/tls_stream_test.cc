@@ -109,7 +109,7 @@ class TlsStreamTest : public ::testing::Test {
   SslCtxPtr client_ctx_;
 };
 
-// release_buffers() swaps in fresh BIOs only when both are empty, and the
+// release_buffers() frees the buffers only when both are empty, and the
 // connection goes on over them.
 TEST_F(TlsStreamTest, ReleaseBuffersKeepsTheConnectionWorking) {
   auto stream = TlsStream::create(server_->get());
@@ -138,7 +138,7 @@ TEST_F(TlsStreamTest, ReleaseBuffersKeepsTheConnectionWorking) {
   BIO_write(c.rbio, out.data(), static_cast<int>(out.size()));
   int m = SSL_read(c.ssl.get(), buf, sizeof(buf));
   EXPECT_EQ(std::string(buf, m > 0 ? m : 0), "reply");
-  // Both directions still work over the new BIOs.
+  // Both directions still work after the release.
   client_to_server("two");
   got = stream->read(buf, sizeof(buf));
   ASSERT_TRUE(got.ok());
