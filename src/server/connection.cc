@@ -57,7 +57,7 @@ Status Connection::accept(uv_stream_t* listener, const config::Endpoint* address
   }
   uv_tcp_nodelay(tcp_.get(), 1);
   peer_address(tcp_.get(), remote_addr_, remote_port_);
-  timer_.init([loop](uv_timer_t* h) { return uv_timer_init(loop, h); }, this);
+  timer_.init(loop, [](void* self) { static_cast<Connection*>(self)->on_timer(); }, this);
   auto tls = tls::TlsStream::create(generation_->gen->tls->initial_context());
   if (!tls) return tls.take_error();
   tls_.emplace(std::move(tls).value());
@@ -347,19 +347,9 @@ void Connection::finish_close() {
   worker_.remove(this);
 }
 
-void Connection::arm_timer(std::chrono::milliseconds ms) {
-  if (!timer_.active()) return;
-  uv_timer_start(
-      timer_.get(),
-      [](uv_timer_t* t) {
-        if (t->data) static_cast<Connection*>(t->data)->on_timer();
-      },
-      static_cast<uint64_t>(ms.count()), 0);
-}
+void Connection::arm_timer(std::chrono::milliseconds ms) { timer_.arm(ms); }
 
-void Connection::stop_timer() {
-  if (timer_.active()) uv_timer_stop(timer_.get());
-}
+void Connection::stop_timer() { timer_.stop(); }
 
 void Connection::on_timer() {
   switch (state_) {

@@ -20,6 +20,7 @@
 #include "server/generation.h"
 #include "tls/session_lookup.h"
 #include "tls/tls_stream.h"
+#include "util/lazy_timer.h"
 #include "util/loop_context.h"
 #include "util/stream_writer.h"
 #include "util/uv_handle.h"
@@ -84,7 +85,7 @@ class Connection final : public Deletable, public Flushable, public http::Client
   uint64_t id_;
   State state_ = State::Handshake;
   UvHandle<uv_tcp_t> tcp_;
-  UvHandle<uv_timer_t> timer_;
+  LazyTimer timer_;
   StreamWriter writer_;
   // Before tls_: the SSL borrows it through ex_data, so it must die after the SSL.
   std::shared_ptr<tls::SessionLookup> lookup_;

@@ -60,7 +60,7 @@ Status UpstreamConnection::connect(const sockaddr_storage& addr) {
   if (int rc = tcp_.init([this](uv_tcp_t* h) { return uv_tcp_init(loop_, h); }, this); rc != 0) {
     return make_error(Errc::Upstream, std::string("socket: ") + uv_strerror(rc));
   }
-  timer_.init([this](uv_timer_t* h) { return uv_timer_init(loop_, h); }, this);
+  timer_.init(loop_, [](void* self) { static_cast<UpstreamConnection*>(self)->on_timer(); }, this);
   uv_tcp_nodelay(tcp_.get(), 1);
   connect_req_ = new uv_connect_t{};
   connect_req_->data = this;
@@ -134,7 +134,7 @@ void UpstreamConnection::pause_reading() {
     uv_read_stop(tcp_.stream());
     reading_ = false;
   }
-  if (state_ == State::Active && writer_.idle()) uv_timer_stop(timer_.get());
+  if (state_ == State::Active && writer_.idle()) timer_.stop();
 }
 
 void UpstreamConnection::resume_reading() {
@@ -226,15 +226,7 @@ void UpstreamConnection::on_timer() {
   fail(make_error(Errc::Timeout, what));
 }
 
-void UpstreamConnection::arm_timer(std::chrono::milliseconds ms) {
-  if (!timer_.active()) return;
-  uv_timer_start(
-      timer_.get(),
-      [](uv_timer_t* t) {
-        if (t->data) static_cast<UpstreamConnection*>(t->data)->on_timer();
-      },
-      static_cast<uint64_t>(ms.count()), 0);
-}
+void UpstreamConnection::arm_timer(std::chrono::milliseconds ms) { timer_.arm(ms); }
 
 void UpstreamConnection::fail(Error error) {
   close();
@@ -340,7 +332,7 @@ int UpstreamConnection::on_message_complete() {
   if (status >= 100 && status < 200) return 0;
   ++requests_;
   keep_alive_ = llhttp_should_keep_alive(&parser_) && writer_.idle() && requests_ < cfg_.keepalive_requests;
-  uv_timer_stop(timer_.get());
+  timer_.stop();
   if (handler_ && !head_.headers.empty()) handler_->on_upstream_trailers(std::move(head_.headers));
   if (state_ == State::Closed) return -1;
   if (Handler* h = std::exchange(handler_, nullptr)) h->on_upstream_complete();

@@ -19,6 +19,7 @@
 
 #include "config/config.h"
 #include "http/request.h"
+#include "util/lazy_timer.h"
 #include "util/loop_context.h"
 #include "util/result.h"
 #include "util/stream_writer.h"
@@ -113,7 +114,7 @@ class UpstreamConnection : public Deletable {
   UpstreamPool* pool_;
   const config::Upstream& cfg_;
   UvHandle<uv_tcp_t> tcp_;
-  UvHandle<uv_timer_t> timer_;
+  LazyTimer timer_;
   uv_connect_t* connect_req_ = nullptr;
   StreamWriter writer_;
   State state_ = State::Connecting;
