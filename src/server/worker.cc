@@ -7,7 +7,7 @@
 
 namespace tlsfront::server {
 namespace {
-constexpr size_t kLogBatchBytes = 32 * 1024;
+constexpr size_t kLogBatchBytes = 64 * 1024;  // as nginx's access_log buffer=64k
 constexpr std::chrono::milliseconds kLogFlushDelay{50};
 
 struct RetiredGroups final : Deletable {
