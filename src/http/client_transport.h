@@ -21,6 +21,11 @@ class ClientTransport {
   // Closes after writing what is queued. `notify`: send close_notify first
   // (false when the response was cut short, so the client sees truncation).
   virtual void close(bool notify) = 0;
+  // The client has sent all it will send: it asked for the close and its
+  // request was read whole. A close then needs no lingering read (RST can
+  // only come from input arriving after close()); the transport also assumes
+  // this once it reads end of file or close_notify.
+  virtual void client_done() = 0;
   // The session's single timer; fires Session::on_timer. 0 ms = next iteration.
   virtual void arm_timer(std::chrono::milliseconds ms) = 0;
   virtual void stop_timer() = 0;

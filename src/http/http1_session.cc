@@ -433,6 +433,10 @@ void Http1Session::finish_request() {
   response_started_ = false;
   if (close_after_response_) {
     closed_ = true;
+    // "Connection: close" from the client with nothing after its request: no
+    // more input can come, so no lingering close (nginx lingers only when
+    // unread input may follow, too).
+    if (!req_.keep_alive && !in_request_ && pending_input_.empty()) transport_->client_done();
     transport_->close(true);
     return;
   }

@@ -103,6 +103,7 @@ void Connection::update_reading() {
 void Connection::on_read(ssize_t nread, const uv_buf_t* buf) {
   if (nread == 0 || state_ == State::Closing || state_ == State::Closed) return;
   if (nread < 0) {
+    if (nread == UV_EOF) client_done_ = true;
     if (state_ == State::Handshake) count_handshake_failure(metrics::HandshakeFailure::Closed);
     if (session_) {
       session_->on_client_closed();
@@ -197,6 +198,7 @@ void Connection::pump() {
     auto n = tls_->read(buf, sizeof(buf));
     if (!n) {
       if (n.error().code == Errc::Closed) {
+        client_done_ = true;  // close_notify: nothing follows it (RFC 8446 §6.1)
         session_->on_client_closed();
       } else {
         log::debug("conn={} {}:{} {}", id_, remote_addr_, remote_port_, n.error().message());
@@ -290,6 +292,10 @@ void Connection::close(bool notify) {
 // (a 400, say) the client has not read yet.
 void Connection::start_linger() {
   if (lingering_ || state_ != State::Closing) return;
+  if (client_done_ && tls_ && tls_->pending_input() == 0) {
+    finish_close();  // nothing unread and nothing more to come: close() sends FIN, not RST
+    return;
+  }
   lingering_ = true;
   arm_timer(kLingerTimeout);
   auto* req = new uv_shutdown_t{};

@@ -55,6 +55,7 @@ class Connection final : public Deletable, public Flushable, public http::Client
   void stop_timer() override;
   void resume_input() override;
   void release_buffers() override;
+  void client_done() override { client_done_ = true; }
 
   // Flushable: encrypts queued plaintext and writes the ciphertext.
   void flush() override;
@@ -95,6 +96,7 @@ class Connection final : public Deletable, public Flushable, public http::Client
   bool reading_ = false;
   bool release_pending_ = false;  // release_buffers() once the output is written
   bool lingering_ = false;
+  bool client_done_ = false;  // EOF, close_notify, or the session said no more input comes
   uv_shutdown_t* shutdown_req_ = nullptr;
   bool notify_on_close_ = false;
   std::string remote_addr_;

@@ -235,5 +235,38 @@ TEST_F(Metrics, HealthzIs503WhileDraining) {
   EXPECT_EQ(st->code, 0);
 }
 
+// A lingering close (read and discard until the client closes, at most 2 s)
+// is only for closes the client may not expect. A client that asked for the
+// close with "Connection: close" sends nothing more: its connection is closed
+// at once, while it still holds its own end open.
+TEST_F(Metrics, ConnectionCloseRequestIsClosedWithoutLingering) {
+  ASSERT_TRUE(start());
+  ASSERT_TRUE(wait_until([&] { return scrape()["tlsfront_connections_active"] == 0; }));
+  TlsClient c;
+  ASSERT_TRUE(c.connect(port())) << c.error();
+  ASSERT_TRUE(c.write("GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"));
+  const std::string all = c.read_all();
+  EXPECT_EQ(all.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << all;
+  EXPECT_TRUE(c.closed());
+  // Well inside the 2 s a lingering close would wait for our FIN.
+  EXPECT_TRUE(wait_until([&] { return scrape()["tlsfront_connections_active"] == 0; }, milliseconds(1'500)));
+}
+
+// A close the client did not ask for (here a 400 on a keepalive connection)
+// still lingers: the connection stays until the client closes its end.
+TEST_F(Metrics, ServerInitiatedCloseLingersUntilTheClientCloses) {
+  ASSERT_TRUE(start());
+  ASSERT_TRUE(wait_until([&] { return scrape()["tlsfront_connections_active"] == 0; }));
+  auto c = std::make_unique<TlsClient>();
+  ASSERT_TRUE(c->connect(port())) << c->error();
+  ASSERT_TRUE(c->write("GET / HTTP/1.1\r\nHost: localhost\r\nBad Header\r\n\r\n"));
+  const std::string all = c->read_all();
+  EXPECT_EQ(all.rfind("HTTP/1.1 400 ", 0), 0u) << all;
+  std::this_thread::sleep_for(milliseconds(500));
+  EXPECT_EQ(scrape()["tlsfront_connections_active"], 1);
+  c.reset();  // closes our end: the lingering read sees end of file
+  EXPECT_TRUE(wait_until([&] { return scrape()["tlsfront_connections_active"] == 0; }, milliseconds(1'500)));
+}
+
 }  // namespace
 }  // namespace tlsfront::itest
