@@ -134,7 +134,10 @@ struct Tls {
   std::string ciphersuites_origin;
   std::string groups_origin;
   bool session_tickets = true;  // nginx ssl_session_tickets; false: no tickets at all
-  int session_ticket_count = 2;  // TLS 1.3 NewSessionTickets after a full handshake
+  // TLS 1.3 NewSessionTickets after a full handshake. 1, as Go's crypto/tls:
+  // each costs a session encoding, encryption and MAC; a client resuming one
+  // connection at a time gets a fresh one with every resumption that renews.
+  int session_ticket_count = 1;
   SessionCache session_cache;
   TicketKeys ticket_keys;
   std::string ocsp_cache_dir;  // global: last good OCSP responses kept here ("" = not kept)

@@ -23,7 +23,7 @@ TEST(Loader, SessionCacheAndTicketKeys) {
   auto d = load_string(kMinimal, "t.toml");
   ASSERT_TRUE(d.ok());
   EXPECT_TRUE(d->tls.session_tickets);
-  EXPECT_EQ(d->tls.session_ticket_count, 2);
+  EXPECT_EQ(d->tls.session_ticket_count, 1);
   EXPECT_EQ(d->tls.session_cache.size_bytes, 10u * 1024 * 1024);
   EXPECT_EQ(d->tls.session_cache.timeout, std::chrono::hours(24));
   EXPECT_EQ(d->tls.ticket_keys.source, TicketKeySource::Auto);
