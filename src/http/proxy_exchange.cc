@@ -47,7 +47,9 @@ void ProxyExchange::attempt(upstream::UpstreamPool* pool, bool allow_reuse) {
   if (!stats_.addr.empty()) stats_.addr += ", ";
   stats_.addr += pool->address();
   attempt_start_ = std::chrono::steady_clock::now();
-  auto lease = pool->acquire(allow_reuse);
+  // A request on_upstream_error() retries once on a fresh connection (the
+  // backend closed a pooled one) skips the MSG_PEEK check, as nginx does.
+  auto lease = pool->acquire(allow_reuse, /*check_open=*/!(idempotent_ && replay_valid_));
   if (!lease) {
     on_upstream_error(lease.take_error());
     return;

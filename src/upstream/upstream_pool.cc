@@ -16,11 +16,11 @@ UpstreamPool::UpstreamPool(uv_loop_t* loop, const config::Upstream& cfg, const c
 
 UpstreamPool::~UpstreamPool() { close_idle(); }
 
-Result<UpstreamPool::Lease> UpstreamPool::acquire(bool allow_reuse) {
+Result<UpstreamPool::Lease> UpstreamPool::acquire(bool allow_reuse, bool check_open) {
   while (allow_reuse && !idle_.empty()) {
     std::unique_ptr<UpstreamConnection> conn = std::move(idle_.back());
     idle_.pop_back();
-    if (conn->still_open()) {
+    if (!check_open || conn->still_open()) {
       update_idle_gauge();
       if (counters_) counters_->connections_reused.add();
       return Lease{std::move(conn), true};

@@ -35,9 +35,13 @@ class UpstreamPool {
     bool reused = false;
   };
 
-  // An idle connection that is still open (reused = true) when `allow_reuse`,
-  // else a new one already connecting. Errors: Errc::Upstream.
-  [[nodiscard]] Result<Lease> acquire(bool allow_reuse);
+  // An idle connection (reused = true) when `allow_reuse`, else a new one
+  // already connecting. Idle connections are read while parked, so a close
+  // by the backend is seen at the next poll; `check_open` also peeks
+  // (recv MSG_PEEK) for a close that arrived since, one syscall per reuse —
+  // for requests that could not be retried on a new connection.
+  // Errors: Errc::Upstream.
+  [[nodiscard]] Result<Lease> acquire(bool allow_reuse, bool check_open = true);
 
   // Takes back a connection after its exchange. Parks it idle when it is
   // reusable and the pool has room, otherwise closes it.
