@@ -26,6 +26,9 @@ void append_header(std::string& out, std::string_view name, std::string_view val
 }  // namespace
 
 void append_upstream_request_head(std::string& out, const RequestHead& head, const UpstreamRequestOptions& opts) {
+  size_t size = head.method.size() + head.target.size() + 256;  // + request line, Host, X-Forwarded-* and Via
+  for (const auto& h : head.headers) size += h.name.size() + h.value.size() + 4;
+  out.reserve(out.size() + size);
   out.append(head.method);
   out.push_back(' ');
   out.append(head.target);

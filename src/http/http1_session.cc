@@ -15,6 +15,15 @@ constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
 
 // "HTTP/1.1 <status> <reason>\r\n" and the (already filtered) header lines.
+// Scratch for response heads, shared by the sessions of this worker thread: a
+// head is built and handed to the transport (which copies it) in one call, so
+// no session keeps a buffer of its own.
+std::string& head_scratch() {
+  thread_local std::string scratch;
+  scratch.clear();
+  return scratch;
+}
+
 void append_status_and_headers(std::string& out, const ResponseHead& head) {
   out += "HTTP/1.1 ";
   out += std::to_string(head.status);
@@ -147,6 +156,7 @@ int Http1Session::reject(int status) {
 
 int Http1Session::on_message_begin() {
   req_ = RequestHead{};
+  req_.headers.reserve(kHeadersReserved);
   field_.clear();
   in_value_ = false;
   head_bytes_ = 0;
@@ -334,45 +344,45 @@ int Http1Session::on_message_complete() {
 
 void Http1Session::send_informational(const ResponseHead& head) {
   if (req_.version_minor == 0) return;  // HTTP/1.0 clients do not expect 1xx
-  out_.clear();
-  append_status_and_headers(out_, head);
-  out_ += "\r\n";
-  bytes_sent_ += out_.size();
-  transport_->send(out_);
+  std::string& out = head_scratch();
+  append_status_and_headers(out, head);
+  out += "\r\n";
+  bytes_sent_ += out.size();
+  transport_->send(out);
 }
 
 void Http1Session::send_response_head(const ResponseHead& head, bool has_body) {
   response_started_ = true;
   status_ = head.status;
   if (in_request_) close_after_response_ = true;  // the upstream answered before the body ended
-  out_.clear();
-  append_status_and_headers(out_, head);
+  std::string& out = head_scratch();
+  append_status_and_headers(out, head);
   chunked_out_ = false;
   if (has_body) {
     if (head.content_length) {
-      out_ += "Content-Length: ";
-      out_ += std::to_string(*head.content_length);
-      out_ += "\r\n";
+      out += "Content-Length: ";
+      out += std::to_string(*head.content_length);
+      out += "\r\n";
     } else if (req_.version_minor >= 1) {
-      out_ += "Transfer-Encoding: chunked\r\n";
+      out += "Transfer-Encoding: chunked\r\n";
       chunked_out_ = true;
     } else {
       close_after_response_ = true;  // close-delimited for HTTP/1.0
     }
   } else if (head.content_length && head.status != 204 && head.status >= 200) {
     // HEAD and 304 may state the length the body would have (RFC 9110 §8.6).
-    out_ += "Content-Length: ";
-    out_ += std::to_string(*head.content_length);
-    out_ += "\r\n";
+    out += "Content-Length: ";
+    out += std::to_string(*head.content_length);
+    out += "\r\n";
   }
   if (close_after_response_) {
-    out_ += "Connection: close\r\n";
+    out += "Connection: close\r\n";
   } else if (req_.version_minor == 0) {
-    out_ += "Connection: keep-alive\r\n";
+    out += "Connection: keep-alive\r\n";
   }
-  out_ += "\r\n";
-  bytes_sent_ += out_.size();
-  transport_->send(out_);
+  out += "\r\n";
+  bytes_sent_ += out.size();
+  transport_->send(out);
 }
 
 void Http1Session::send_response_body(std::string_view data) {
@@ -511,7 +521,6 @@ void Http1Session::arm(TimerPurpose purpose) {
       req_ = RequestHead{};
       std::string().swap(field_);
       std::string().swap(user_agent_);
-      std::string().swap(out_);
       transport_->release_buffers();
       break;
     case TimerPurpose::Resume: transport_->arm_timer(std::chrono::milliseconds(0)); break;

@@ -137,7 +137,6 @@ class Http1Session final : public ClientSession, public ExchangeSink {
   uint64_t bytes_sent_ = 0;
   uint64_t bytes_received_ = 0;
   std::string user_agent_;
-  std::string out_;  // scratch for response heads
 };
 
 }  // namespace tlsfront::http

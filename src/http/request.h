@@ -3,6 +3,7 @@
 // Thread affinity: owning worker only.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -12,6 +13,10 @@
 #include "http/header_token.h"
 
 namespace tlsfront::http {
+
+// Header vectors reserve this many entries when a head starts: one allocation
+// for a typical head instead of one per doubling.
+inline constexpr size_t kHeadersReserved = 16;
 
 struct Header {
   std::string name;   // as received

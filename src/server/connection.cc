@@ -15,6 +15,7 @@ namespace {
 
 constexpr size_t kPlaintextChunk = 16 * 1024;  // one TLS record
 constexpr size_t kOutputLowWatermark = 16 * 1024;
+constexpr size_t kPlaintextReserve = 2 * 1024;
 constexpr size_t kMaxBufferedInput = 64 * 1024;
 constexpr std::chrono::milliseconds kLingerTimeout{2'000};
 
@@ -221,6 +222,7 @@ void Connection::resume_input() {
 
 void Connection::send(std::string_view plaintext) {
   if (state_ != State::Open) return;
+  if (plaintext_out_.capacity() < kPlaintextReserve) plaintext_out_.reserve(kPlaintextReserve);  // head + small body: one allocation
   plaintext_out_.append(plaintext);
   LoopContext::of(worker_.loop()).schedule_flush(this);
 }

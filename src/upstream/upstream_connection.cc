@@ -256,6 +256,7 @@ bool UpstreamConnection::preceded_by_crlf(const char* at) const {
 
 int UpstreamConnection::on_message_begin() {
   head_ = http::ResponseHead{};
+  head_.headers.reserve(http::kHeadersReserved);
   field_.clear();
   in_value_ = false;
   in_message_ = true;
