@@ -132,6 +132,7 @@ class Http2Session final : public ClientSession, public Flushable {
   ClientTransport* transport_;
   ConnectionInfo info_;
   X509* certificate_;
+  mutable std::string covered_host_;  // the last host certificate_covers() said yes to
   Nghttp2SessionPtr session_;
   std::unordered_map<int32_t, std::unique_ptr<Http2Stream>> streams_;
   std::vector<int32_t> to_start_;
