@@ -56,7 +56,6 @@ Status Connection::accept(uv_stream_t* listener, const config::Endpoint* address
   if (int rc = uv_accept(listener, tcp_.stream()); rc != 0) {
     return make_error(Errc::Io, std::string("accept: ") + uv_strerror(rc));
   }
-  uv_tcp_nodelay(tcp_.get(), 1);
   peer_address(tcp_.get(), remote_addr_, remote_port_);
   timer_.init(loop, [](void* self) { static_cast<Connection*>(self)->on_timer(); }, this);
   auto tls = tls::TlsStream::create(generation_->gen->tls->initial_context());

@@ -64,6 +64,8 @@ Result<UniqueFd> bind_socket(const config::Listener& listener, bool reuseport) {
     return fail("setsockopt(IPV6_V6ONLY)");
   }
   // Responses are written whole per iteration; Nagle would only add latency.
+  // Accepted sockets inherit it (Linux copies the listener's TCP options), so
+  // no setsockopt per connection.
   ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&ss), len) != 0) return fail("bind");
   if (reuseport && ::listen(fd.get(), listener.backlog) != 0) return fail("listen");
@@ -97,6 +99,8 @@ Result<std::vector<UniqueFd>> adopt_activated_sockets(const std::vector<config::
     }
     ::fcntl(fd.get(), F_SETFD, FD_CLOEXEC);
     ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) | O_NONBLOCK);
+    const int one = 1;  // inherited by accepted sockets, as for our own listeners
+    ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     bool used = false;
     for (size_t l = 0; l < listeners.size() && !used; ++l) {
       sockaddr_storage want{};

@@ -21,7 +21,8 @@ namespace tlsfront::server {
 [[nodiscard]] Status check_address_free(const config::Listener& listener);
 
 // A bound, listening, non-blocking socket for `listener` (SO_REUSEADDR,
-// SO_REUSEPORT, IPV6_V6ONLY for IPv6). Errors: Errc::Io naming the address.
+// SO_REUSEPORT, IPV6_V6ONLY for IPv6, TCP_NODELAY, which accepted sockets
+// inherit). Errors: Errc::Io naming the address.
 [[nodiscard]] Result<UniqueFd> bind_listener(const config::Listener& listener);
 
 // Socket activation (sd_listen_fds(3), a tlsfront.socket unit): the listening
