@@ -9,6 +9,7 @@
 namespace tlsfront::upstream {
 
 constexpr size_t kWriteLowWatermark = 16 * 1024;
+constexpr size_t kKeptOutputBytes = 4 * 1024;  // a pooled connection keeps a request-head-sized buffer
 // A response head larger than this is a bad upstream, not a reason to buffer.
 constexpr size_t kMaxResponseHeadBytes = 64 * 1024;
 
@@ -54,7 +55,10 @@ UpstreamConnection::UpstreamConnection(uv_loop_t* loop, UpstreamPool* pool, cons
   parser_.data = this;
 }
 
-UpstreamConnection::~UpstreamConnection() { close(); }
+UpstreamConnection::~UpstreamConnection() {
+  LoopContext::of(loop_).cancel_flush(this);
+  close();
+}
 
 Status UpstreamConnection::connect(const sockaddr_storage& addr) {
   if (int rc = tcp_.init([this](uv_tcp_t* h) { return uv_tcp_init(loop_, h); }, this); rc != 0) {
@@ -99,11 +103,26 @@ void UpstreamConnection::attach(Handler* handler, bool head_request) {
 
 void UpstreamConnection::send(std::string_view bytes) {
   if (state_ == State::Closed) return;
-  if (int rc = writer_.send(bytes); rc != 0) {
+  out_.append(bytes);
+  if (buffered_bytes() >= kWriteLowWatermark) notify_writable_ = true;  // a sender may now wait for room
+  LoopContext::of(loop_).schedule_flush(this);
+  if (state_ == State::Active) arm_timer(cfg_.send_timeout);
+}
+
+void UpstreamConnection::flush() {
+  if (state_ == State::Closed || out_.empty()) return;
+  if (int rc = writer_.send_from(out_); rc != 0) {
     fail(make_error(Errc::Upstream, std::string("write: ") + uv_strerror(rc)));
     return;
   }
-  if (state_ == State::Active) arm_timer(writer_.idle() ? cfg_.read_timeout : cfg_.send_timeout);
+  if (out_.capacity() > kKeptOutputBytes) std::string().swap(out_);  // a large request body passed
+  if (state_ != State::Active) return;
+  arm_timer(writer_.idle() ? cfg_.read_timeout : cfg_.send_timeout);
+  // Written at once (no write callback will come): a sender waiting for room goes on.
+  if (notify_writable_ && handler_ && writer_.buffered_bytes() < kWriteLowWatermark) {
+    notify_writable_ = false;
+    handler_->on_upstream_writable();
+  }
 }
 
 void UpstreamConnection::on_connect(int status) {

@@ -29,7 +29,7 @@ namespace tlsfront::upstream {
 
 class UpstreamPool;
 
-class UpstreamConnection : public Deletable {
+class UpstreamConnection : public Deletable, public Flushable {
  public:
   // Events for the exchange currently attached. Calls happen from this
   // connection's libuv callbacks; the handler must not destroy the connection
@@ -57,6 +57,7 @@ class UpstreamConnection : public Deletable {
   // `pool` is borrowed and outlives the connection (owns it or its owner's pool).
   UpstreamConnection(uv_loop_t* loop, UpstreamPool* pool, const config::Upstream& cfg);
   ~UpstreamConnection() override;
+  void flush() override;
 
   // Starts a non-blocking connect to `addr`. Errc::Upstream on immediate failure.
   [[nodiscard]] Status connect(const sockaddr_storage& addr);
@@ -66,9 +67,10 @@ class UpstreamConnection : public Deletable {
   // Unbinds the handler (no further callbacks).
   void detach() { handler_ = nullptr; }
 
-  // Queues request bytes (may be called while connecting).
+  // Queues request bytes (may be called while connecting); they are written
+  // at the end of the loop iteration, and a write error then fails the exchange.
   void send(std::string_view bytes);
-  size_t buffered_bytes() const { return writer_.buffered_bytes(); }
+  size_t buffered_bytes() const { return writer_.buffered_bytes() + out_.size(); }
   // Bytes whose write has completed successfully for the current exchange.
   uint64_t bytes_written() const { return writer_.bytes_written() - written_at_attach_; }
   bool response_started() const { return response_bytes_ > 0; }
@@ -115,6 +117,13 @@ class UpstreamConnection : public Deletable {
   const config::Upstream& cfg_;
   UvHandle<uv_tcp_t> tcp_;
   LazyTimer timer_;
+  // Request bytes, written at the end of the loop iteration (LoopContext
+  // flush, in order with the responses to clients): the requests an
+  // iteration started reach the backends together rather than one per parsed
+  // request, which bought +7.5% HTTP/1.1 requests/s (bench.sh, interleaved
+  // A/B; HTTP/2 unchanged; writing them before the responses bought nothing).
+  std::string out_;
+  bool notify_writable_ = false;  // out_ grew past the low watermark since the last notice
   uv_connect_t* connect_req_ = nullptr;
   StreamWriter writer_;
   State state_ = State::Connecting;
