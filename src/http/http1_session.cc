@@ -14,7 +14,6 @@ constexpr size_t kOutputHighWatermark = 64 * 1024;
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
 
-// "HTTP/1.1 <status> <reason>\r\n" and the (already filtered) header lines.
 // Scratch for response heads, shared by the sessions of this worker thread: a
 // head is built and handed to the transport (which copies it) in one call, so
 // no session keeps a buffer of its own.
@@ -24,6 +23,7 @@ std::string& head_scratch() {
   return scratch;
 }
 
+// "HTTP/1.1 <status> <reason>\r\n" and the (already filtered) header lines.
 void append_status_and_headers(std::string& out, const ResponseHead& head) {
   out += "HTTP/1.1 ";
   out += std::to_string(head.status);

@@ -221,7 +221,8 @@ void Connection::resume_input() {
 
 void Connection::send(std::string_view plaintext) {
   if (state_ != State::Open) return;
-  if (plaintext_out_.capacity() < kPlaintextReserve) plaintext_out_.reserve(kPlaintextReserve);  // head + small body: one allocation
+  // A head and a small body: one allocation (the buffer is freed when idle).
+  if (plaintext_out_.capacity() < kPlaintextReserve) plaintext_out_.reserve(kPlaintextReserve);
   plaintext_out_.append(plaintext);
   LoopContext::of(worker_.loop()).schedule_flush(this);
 }

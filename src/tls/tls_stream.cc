@@ -11,9 +11,9 @@ namespace tlsfront::tls {
 
 namespace {
 
-// ERR_clear_error() walks and frees all 16 slots of the thread's queue; before
-// every SSL_read/SSL_write that cost more than the check (a queue left
-// non-empty would make SSL_get_error report SSL_ERROR_SSL).
+// SSL_get_error needs an empty error queue before each SSL call (a stale entry
+// reads as SSL_ERROR_SSL), but ERR_clear_error() walks all 16 slots of the
+// thread's queue every time; peeking first is cheaper when it is empty.
 void clear_errors() {
   if (ERR_peek_error() != 0) ERR_clear_error();
 }
