@@ -351,7 +351,10 @@ int UpstreamConnection::on_message_complete() {
   int status = llhttp_get_status_code(&parser_);
   if (status >= 100 && status < 200) return 0;
   ++requests_;
-  keep_alive_ = llhttp_should_keep_alive(&parser_) && writer_.idle() && requests_ < cfg_.keepalive_requests;
+  // Request bytes still queued (the backend answered before the body was
+  // sent) would reach the next exchange: such a connection is not reused.
+  keep_alive_ = llhttp_should_keep_alive(&parser_) && writer_.idle() && out_.empty() &&
+                requests_ < cfg_.keepalive_requests;
   timer_.stop();
   if (handler_ && !head_.headers.empty()) handler_->on_upstream_trailers(std::move(head_.headers));
   if (state_ == State::Closed) return -1;
