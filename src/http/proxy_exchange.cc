@@ -52,7 +52,8 @@ void ProxyExchange::attempt(upstream::UpstreamPool* pool, bool allow_reuse) {
   // backend closed a pooled one) skips the MSG_PEEK check, as nginx does.
   // replay_valid_ alone is not enough: a body still to come may overflow the
   // replay buffer after this choice, and the retry would then be impossible.
-  auto lease = pool->acquire(allow_reuse, /*check_open=*/!(idempotent_ && replay_valid_ && replay_certain_));
+  const bool check_open = !(idempotent_ && replay_valid_ && replay_certain_);
+  auto lease = pool->acquire(allow_reuse, check_open);
   if (!lease) {
     on_upstream_error(lease.take_error());
     return;
@@ -64,6 +65,10 @@ void ProxyExchange::attempt(upstream::UpstreamPool* pool, bool allow_reuse) {
   if (reused_) stats_.connect_ms = 0.0;
   conn_->attach(this, method_ == "HEAD");
   conn_->send(replay_);
+  // A request that cannot be retried goes out now, not at the end of the
+  // iteration: the peek said the pooled connection was open a moment ago,
+  // and a backend's idle close landing in between would cost a 502.
+  if (reused_ && check_open) conn_->write_now();
 }
 
 void ProxyExchange::send_up(std::string_view bytes) {
