@@ -446,7 +446,12 @@ void Http1Session::finish_request() {
     // "Connection: close" from the client with nothing after its request: no
     // more input can come, so no lingering close (nginx lingers only when
     // unread input may follow, too).
-    if (!req_.keep_alive && !in_request_ && pending_input_.empty()) transport_->client_done();
+    // Only when the request was read whole (the parser paused after it): a
+    // request refused at its head (413 for its Content-Length, 400 for a bad
+    // chunk, 505, ...) leaves its body still coming even with Connection: close.
+    if (!req_.keep_alive && !in_request_ && pending_input_.empty() && llhttp_get_errno(&parser_) == HPE_PAUSED) {
+      transport_->client_done();
+    }
     transport_->close(true);
     return;
   }

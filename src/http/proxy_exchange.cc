@@ -27,6 +27,7 @@ ProxyExchange::ProxyExchange(uv_loop_t* loop, ExchangeSink* sink, upstream::Upst
   opts.default_host = group->config().name;
   opts.close = group->config().keepalive == 0;
   append_upstream_request_head(replay_, head, opts);
+  replay_certain_ = !head.chunked && replay_.size() + head.content_length.value_or(0) <= kMaxReplayBytes;
 }
 
 ProxyExchange::~ProxyExchange() { drop_connection(); }
@@ -49,7 +50,10 @@ void ProxyExchange::attempt(upstream::UpstreamPool* pool, bool allow_reuse) {
   attempt_start_ = std::chrono::steady_clock::now();
   // A request on_upstream_error() retries once on a fresh connection (the
   // backend closed a pooled one) skips the MSG_PEEK check, as nginx does.
-  auto lease = pool->acquire(allow_reuse, /*check_open=*/!(idempotent_ && replay_valid_));
+  // replay_valid_ alone is not enough: a body still to come may overflow the
+  // replay buffer after this choice, and the retry would then be impossible.
+  const bool check_open = !(idempotent_ && replay_valid_ && replay_certain_);
+  auto lease = pool->acquire(allow_reuse, check_open);
   if (!lease) {
     on_upstream_error(lease.take_error());
     return;
@@ -61,6 +65,10 @@ void ProxyExchange::attempt(upstream::UpstreamPool* pool, bool allow_reuse) {
   if (reused_) stats_.connect_ms = 0.0;
   conn_->attach(this, method_ == "HEAD");
   conn_->send(replay_);
+  // A request that cannot be retried goes out now, not at the end of the
+  // iteration: the peek said the pooled connection was open a moment ago,
+  // and a backend's idle close landing in between would cost a 502.
+  if (reused_ && check_open) conn_->write_now();
 }
 
 void ProxyExchange::send_up(std::string_view bytes) {

@@ -83,6 +83,11 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   // be replayed on a new connection.
   std::string replay_;
   bool replay_valid_ = true;
+  // The whole request (head and a Content-Length body) fits in replay_, so a
+  // failure on a pooled connection can always be retried: only then may
+  // acquire() skip its liveness peek. A chunked or larger body may overflow
+  // replay_ after the connection was chosen, and then no retry is possible.
+  bool replay_certain_ = false;
   bool connected_ = false;
   bool reused_ = false;
   int retries_ = 0;

@@ -220,7 +220,26 @@ void Worker::remove(Connection* conn) {
   if (it == connections_.end()) return;
   loop_ctx_->defer_delete(std::move(it->second));
   connections_.erase(it);
-  if (shutting_down_ && connections_.empty()) finish_stop();
+  if (shutting_down_ && connections_.empty()) {
+    // Not from here: remove() runs inside a connection's callbacks, which may
+    // themselves run inside an upstream connection's (a response completed,
+    // the connection went back to the pool, the client connection closed at
+    // once), and finish_stop() frees the pool's idle connections.
+    if (drain_timer_.active()) {
+      uv_timer_start(drain_timer_.get(), on_drain_timer, 0, 0);
+    } else {
+      finish_stop();
+    }
+  }
+}
+
+void Worker::on_drain_timer(uv_timer_t* t) {
+  if (!t->data) return;
+  auto* self = static_cast<Worker*>(t->data);
+  std::vector<Connection*> left;
+  for (auto& [raw, owned] : self->connections_) left.push_back(raw);
+  for (Connection* c : left) c->abort();
+  if (self->connections_.empty()) self->finish_stop();
 }
 
 void Worker::on_inbox() {
@@ -259,16 +278,7 @@ void Worker::begin_stop() {
     return;
   }
   drain_timer_.init([this](uv_timer_t* h) { return uv_timer_init(&loop_, h); }, this);
-  uv_timer_start(
-      drain_timer_.get(),
-      [](uv_timer_t* t) {
-        if (!t->data) return;
-        auto* self = static_cast<Worker*>(t->data);
-        std::vector<Connection*> left;
-        for (auto& [raw, owned] : self->connections_) left.push_back(raw);
-        for (Connection* c : left) c->abort();
-      },
-      static_cast<uint64_t>(drain_.count()), 0);
+  uv_timer_start(drain_timer_.get(), on_drain_timer, static_cast<uint64_t>(drain_.count()), 0);
 }
 
 void Worker::finish_stop() {

@@ -98,6 +98,7 @@ class Worker {
   std::shared_ptr<const WorkerGeneration> current_generation();
   void begin_stop();
   void finish_stop();
+  static void on_drain_timer(uv_timer_t* t);  // aborts what is left; finish_stop() once none is
 
   int index_;
   const GenerationSlot* current_;

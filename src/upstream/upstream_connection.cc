@@ -109,7 +109,7 @@ void UpstreamConnection::send(std::string_view bytes) {
   if (state_ == State::Active) arm_timer(cfg_.send_timeout);
 }
 
-void UpstreamConnection::flush() {
+void UpstreamConnection::write_now() {
   if (state_ == State::Closed || out_.empty()) return;
   if (int rc = writer_.send_from(out_); rc != 0) {
     fail(make_error(Errc::Upstream, std::string("write: ") + uv_strerror(rc)));
@@ -118,6 +118,12 @@ void UpstreamConnection::flush() {
   if (out_.capacity() > kKeptOutputBytes) std::string().swap(out_);  // a large request body passed
   if (state_ != State::Active) return;
   arm_timer(writer_.idle() ? cfg_.read_timeout : cfg_.send_timeout);
+}
+
+void UpstreamConnection::flush() {
+  if (state_ == State::Closed || out_.empty()) return;
+  write_now();
+  if (state_ != State::Active) return;
   // Written at once (no write callback will come): a sender waiting for room goes on.
   if (notify_writable_ && handler_ && writer_.buffered_bytes() < kWriteLowWatermark) {
     notify_writable_ = false;

@@ -70,6 +70,10 @@ class UpstreamConnection : public Deletable, public Flushable {
   // Queues request bytes (may be called while connecting); they are written
   // at the end of the loop iteration, and a write error then fails the exchange.
   void send(std::string_view bytes);
+  // Writes what send() queued now rather than at the end of the iteration
+  // (no on_upstream_writable from here: the caller may be inside its parser).
+  // A write error fails the exchange from within this call.
+  void write_now();
   size_t buffered_bytes() const { return writer_.buffered_bytes() + out_.size(); }
   // Bytes whose write has completed successfully for the current exchange.
   uint64_t bytes_written() const { return writer_.bytes_written() - written_at_attach_; }

@@ -3,6 +3,7 @@
 #include <curl/curl.h>
 
 #include <algorithm>
+#include <csignal>
 #include <string>
 
 #include "harness.h"
@@ -700,6 +701,31 @@ TEST_F(H1H1, ReadTimeoutOnReusedConnectionIsNotRetried) {
   ASSERT_TRUE(wait_until([&] { return backend_.count("req") >= 2; }));
   std::this_thread::sleep_for(milliseconds(1'500));  // give a (wrong) retry time to arrive
   EXPECT_EQ(backend_.count("req"), 2u);
+}
+
+
+// A stop while the last request is in flight: its response completes (the
+// upstream connection goes back to the pool from inside its own read
+// callback), the client asked for Connection: close so its connection closes
+// at once, the worker has no connection left and closes the pool's idle
+// connections: not the one whose callback is still running (a heap
+// use-after-free under ASan, a crash or worse without).
+TEST_F(H1H1, StopWithLastRequestInFlightExitsCleanly) {
+  ProxyOptions o;
+  o.workers = 1;
+  ASSERT_TRUE(start_proxy(o));
+  TlsClient c;
+  ASSERT_TRUE(c.connect(port())) << c.error();
+  ASSERT_TRUE(c.write("GET /slow/300 HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"));
+  ASSERT_EQ(backend_.wait_requests(1).size(), 1u);
+  proxy_.process().signal(SIGTERM);
+  auto r = c.read_response();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->status, 200);
+  auto st = proxy_.process().wait_exit(milliseconds(5'000));
+  ASSERT_TRUE(st.has_value());
+  EXPECT_TRUE(st->exited) << "signal " << st->signal << "\n" << proxy_.process().err();
+  EXPECT_EQ(st->code, 0) << proxy_.process().err();
 }
 
 }  // namespace

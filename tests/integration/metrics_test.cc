@@ -268,5 +268,25 @@ TEST_F(Metrics, ServerInitiatedCloseLingersUntilTheClientCloses) {
   EXPECT_TRUE(wait_until([&] { return scrape()["tlsfront_connections_active"] == 0; }, milliseconds(1'500)));
 }
 
+
+// "Connection: close" means no further request, not that the request was read:
+// a head refused for its Content-Length (413) leaves the body on its way, and
+// closing without lingering would meet it with a reset (which can cost the
+// client the 413). The close still lingers until the client closes.
+TEST_F(Metrics, ConnectionCloseRequestRefusedAtItsHeadStillLingers) {
+  ASSERT_TRUE(start());
+  ASSERT_TRUE(wait_until([&] { return scrape()["tlsfront_connections_active"] == 0; }));
+  auto c = std::make_unique<TlsClient>();
+  ASSERT_TRUE(c->connect(port())) << c->error();
+  ASSERT_TRUE(c->write("POST /echo HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
+                       "Content-Length: 2000000\r\n\r\n"));
+  const std::string all = c->read_all();
+  EXPECT_EQ(all.rfind("HTTP/1.1 413 ", 0), 0u) << all;
+  std::this_thread::sleep_for(milliseconds(500));
+  EXPECT_EQ(scrape()["tlsfront_connections_active"], 1);
+  c.reset();
+  EXPECT_TRUE(wait_until([&] { return scrape()["tlsfront_connections_active"] == 0; }, milliseconds(1'500)));
+}
+
 }  // namespace
 }  // namespace tlsfront::itest

@@ -157,7 +157,7 @@ TEST_F(SocketActivation, RestartUnderLoadRefusesNothing) {
   });
   EXPECT_TRUE(load.wait_ok(10));
   ExitStatus st = instances_[0]->stop(milliseconds(10'000));
-  EXPECT_EQ(st.code, 0);
+  EXPECT_EQ(st.code, 0) << instances_[0]->err();
   ASSERT_TRUE(start_instance()) << instances_.back()->err();
   EXPECT_TRUE(load.wait_ok(10));
   load.stop();
