@@ -236,56 +236,56 @@ TEST_F(Metrics, HealthzIs503WhileDraining) {
 }
 
 // A lingering close (read and discard until the client closes, at most 2 s)
-// is only for closes the client may not expect. A client that asked for the
-// close with "Connection: close" sends nothing more: its connection is closed
-// at once, while it still holds its own end open.
-TEST_F(Metrics, ConnectionCloseRequestIsClosedWithoutLingering) {
+// is only for closes the client may not expect.
+class Linger : public Metrics {
+ protected:
+  // Sends `request` on a new connection and reads until the proxy closes;
+  // the answer must start with `status_line`. Our end stays open.
+  std::unique_ptr<TlsClient> answered(const std::string& request, const std::string& status_line) {
+    EXPECT_TRUE(wait_until([&] { return scrape()["tlsfront_connections_active"] == 0; }));
+    auto c = std::make_unique<TlsClient>();
+    EXPECT_TRUE(c->connect(port())) << c->error();
+    EXPECT_TRUE(c->write(request));
+    const std::string all = c->read_all();
+    EXPECT_EQ(all.rfind(status_line, 0), 0u) << all;
+    EXPECT_TRUE(c->closed());
+    return c;
+  }
+  // The proxy holds the connection while we keep our end open, and lets it
+  // go once we close it (the lingering read sees end of file).
+  void expect_lingers(std::unique_ptr<TlsClient> c) {
+    std::this_thread::sleep_for(milliseconds(500));
+    EXPECT_EQ(scrape()["tlsfront_connections_active"], 1);
+    c.reset();
+    EXPECT_TRUE(wait_until([&] { return scrape()["tlsfront_connections_active"] == 0; }, milliseconds(1'500)));
+  }
+};
+
+// A client that asked for the close with "Connection: close" sends nothing
+// more: its connection is closed at once, while it still holds its own end.
+TEST_F(Linger, ConnectionCloseRequestIsClosedWithoutLingering) {
   ASSERT_TRUE(start());
-  ASSERT_TRUE(wait_until([&] { return scrape()["tlsfront_connections_active"] == 0; }));
-  TlsClient c;
-  ASSERT_TRUE(c.connect(port())) << c.error();
-  ASSERT_TRUE(c.write("GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"));
-  const std::string all = c.read_all();
-  EXPECT_EQ(all.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << all;
-  EXPECT_TRUE(c.closed());
+  auto c = answered("GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", "HTTP/1.1 200 OK\r\n");
   // Well inside the 2 s a lingering close would wait for our FIN.
   EXPECT_TRUE(wait_until([&] { return scrape()["tlsfront_connections_active"] == 0; }, milliseconds(1'500)));
 }
 
 // A close the client did not ask for (here a 400 on a keepalive connection)
-// still lingers: the connection stays until the client closes its end.
-TEST_F(Metrics, ServerInitiatedCloseLingersUntilTheClientCloses) {
+// still lingers.
+TEST_F(Linger, ServerInitiatedCloseLingersUntilTheClientCloses) {
   ASSERT_TRUE(start());
-  ASSERT_TRUE(wait_until([&] { return scrape()["tlsfront_connections_active"] == 0; }));
-  auto c = std::make_unique<TlsClient>();
-  ASSERT_TRUE(c->connect(port())) << c->error();
-  ASSERT_TRUE(c->write("GET / HTTP/1.1\r\nHost: localhost\r\nBad Header\r\n\r\n"));
-  const std::string all = c->read_all();
-  EXPECT_EQ(all.rfind("HTTP/1.1 400 ", 0), 0u) << all;
-  std::this_thread::sleep_for(milliseconds(500));
-  EXPECT_EQ(scrape()["tlsfront_connections_active"], 1);
-  c.reset();  // closes our end: the lingering read sees end of file
-  EXPECT_TRUE(wait_until([&] { return scrape()["tlsfront_connections_active"] == 0; }, milliseconds(1'500)));
+  expect_lingers(answered("GET / HTTP/1.1\r\nHost: localhost\r\nBad Header\r\n\r\n", "HTTP/1.1 400 "));
 }
-
 
 // "Connection: close" means no further request, not that the request was read:
 // a head refused for its Content-Length (413) leaves the body on its way, and
 // closing without lingering would meet it with a reset (which can cost the
-// client the 413). The close still lingers until the client closes.
-TEST_F(Metrics, ConnectionCloseRequestRefusedAtItsHeadStillLingers) {
+// client the 413).
+TEST_F(Linger, ConnectionCloseRequestRefusedAtItsHeadStillLingers) {
   ASSERT_TRUE(start());
-  ASSERT_TRUE(wait_until([&] { return scrape()["tlsfront_connections_active"] == 0; }));
-  auto c = std::make_unique<TlsClient>();
-  ASSERT_TRUE(c->connect(port())) << c->error();
-  ASSERT_TRUE(c->write("POST /echo HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
-                       "Content-Length: 2000000\r\n\r\n"));
-  const std::string all = c->read_all();
-  EXPECT_EQ(all.rfind("HTTP/1.1 413 ", 0), 0u) << all;
-  std::this_thread::sleep_for(milliseconds(500));
-  EXPECT_EQ(scrape()["tlsfront_connections_active"], 1);
-  c.reset();
-  EXPECT_TRUE(wait_until([&] { return scrape()["tlsfront_connections_active"] == 0; }, milliseconds(1'500)));
+  expect_lingers(answered("POST /echo HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
+                          "Content-Length: 2000000\r\n\r\n",
+                          "HTTP/1.1 413 "));
 }
 
 }  // namespace
