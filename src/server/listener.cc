@@ -67,12 +67,6 @@ Result<UniqueFd> bind_socket(const config::Listener& listener, bool reuseport) {
   // Accepted sockets inherit it (Linux copies the listener's TCP options), so
   // no setsockopt per connection.
   ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  // TLS clients speak first: accept a connection once its ClientHello is in
-  // (nginx's `deferred`, HAProxy's defer-accept), one wakeup per handshake
-  // fewer; a connection that sends nothing is accepted after ~1 s anyway and
-  // meets timeouts.handshake. Bought +2-5 % handshakes per core (A/B, #7).
-  const int defer_secs = 1;
-  ::setsockopt(fd.get(), IPPROTO_TCP, TCP_DEFER_ACCEPT, &defer_secs, sizeof(defer_secs));
   if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&ss), len) != 0) return fail("bind");
   if (reuseport && ::listen(fd.get(), listener.backlog) != 0) return fail("listen");
   return fd;

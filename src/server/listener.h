@@ -22,8 +22,7 @@ namespace tlsfront::server {
 
 // A bound, listening, non-blocking socket for `listener` (SO_REUSEADDR,
 // SO_REUSEPORT, IPV6_V6ONLY for IPv6, TCP_NODELAY, which accepted sockets
-// inherit, and TCP_DEFER_ACCEPT 1 s: accept once the ClientHello is in).
-// Errors: Errc::Io naming the address.
+// inherit). Errors: Errc::Io naming the address.
 [[nodiscard]] Result<UniqueFd> bind_listener(const config::Listener& listener);
 
 // Socket activation (sd_listen_fds(3), a tlsfront.socket unit): the listening

@@ -24,7 +24,6 @@ TEST(Listener, AcceptedSocketsInheritNoDelay) {
   UniqueFd client(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   ASSERT_TRUE(client.valid());
   ASSERT_EQ(::connect(client.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-  ASSERT_EQ(::send(client.get(), "\x16", 1, MSG_NOSIGNAL), 1);  // accepted once it speaks (TCP_DEFER_ACCEPT)
   int accepted = -1;
   for (int i = 0; i < 1000 && accepted < 0; ++i) {  // the listener is non-blocking
     accepted = ::accept4(fd->get(), nullptr, nullptr, SOCK_CLOEXEC);
@@ -36,34 +35,6 @@ TEST(Listener, AcceptedSocketsInheritNoDelay) {
   socklen_t optlen = sizeof(nodelay);
   ASSERT_EQ(::getsockopt(conn.get(), IPPROTO_TCP, TCP_NODELAY, &nodelay, &optlen), 0);
   EXPECT_NE(nodelay, 0);
-}
-
-// A connection that sends nothing is not handed over at once (its ClientHello
-// is awaited), one that sends is: TCP_DEFER_ACCEPT.
-TEST(Listener, AcceptsOnceTheClientHasSpoken) {
-  config::Listener l;
-  l.address = config::Endpoint{"127.0.0.1", 0};
-  auto fd = bind_listener(l);
-  ASSERT_TRUE(fd.ok()) << fd.error().message();
-  int defer = 0;
-  socklen_t optlen = sizeof(defer);
-  ASSERT_EQ(::getsockopt(fd->get(), IPPROTO_TCP, TCP_DEFER_ACCEPT, &defer, &optlen), 0);
-  EXPECT_GT(defer, 0);
-  sockaddr_in a{};
-  socklen_t len = sizeof(a);
-  ASSERT_EQ(::getsockname(fd->get(), reinterpret_cast<sockaddr*>(&a), &len), 0);
-  UniqueFd silent(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  ASSERT_EQ(::connect(silent.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-  ::usleep(100'000);
-  EXPECT_LT(::accept4(fd->get(), nullptr, nullptr, SOCK_CLOEXEC), 0);  // nothing to accept yet
-  ASSERT_EQ(::send(silent.get(), "\x16", 1, MSG_NOSIGNAL), 1);
-  int accepted = -1;
-  for (int i = 0; i < 1000 && accepted < 0; ++i) {
-    accepted = ::accept4(fd->get(), nullptr, nullptr, SOCK_CLOEXEC);
-    if (accepted < 0) ::usleep(1000);
-  }
-  EXPECT_GE(accepted, 0);
-  if (accepted >= 0) ::close(accepted);
 }
 
 }  // namespace
