@@ -49,6 +49,11 @@
 # = tlsfront / the best peer (per-core medians for rates; p50 medians for
 # ttfb; medians for rss; lower is better for the last two).
 #
+# A/B of two tlsfront builds: --proxies "tlsfront tlsfront_b" with
+# TLSFRONT_B_BIN=/path/to/the/other/tlsfront; the ratios line is then
+# build/tlsfront (or TLSFRONT_BIN) / TLSFRONT_B_BIN, in interleaved rounds —
+# the only way to see a 3-5 % change through this machine's noise.
+#
 # Environment: TLSFRONT_BIN (default build/tlsfront, built if missing),
 # BENCH_DURATION (seconds per rate test, default 5), BENCH_ROUNDS (3),
 # BENCH_IDLE_CONNS (2000), BENCH_TTFB_SAMPLES (200), BENCH_KEEP_TMP=1 (keep the
@@ -167,6 +172,10 @@ build_tlsfront() {
     cmake --build build --target tlsfront >/dev/null
   fi
   [[ -x $tlsfront_bin ]] || die "$tlsfront_bin is not executable"
+  tlsfront_b_bin=${TLSFRONT_B_BIN:-}
+  if [[ " ${proxies[*]} " == *" tlsfront_b "* ]]; then
+    [[ -x $tlsfront_b_bin ]] || die "proxy tlsfront_b needs TLSFRONT_B_BIN, an executable tlsfront to compare with"
+  fi
 }
 
 # free_port: a TCP port nothing listens on, from 20000..32767 (below the
@@ -261,6 +270,8 @@ access_log = "$dir/access.log"
 level = "warn"
 [timeouts]
 keepalive = "75s"
+[admin]
+enabled = false  # two tlsfront builds side by side (tlsfront_b) would race for 127.0.0.1:9901
 EOF
 }
 
@@ -351,6 +362,7 @@ EOF
 # --- servers -------------------------------------------------------------------------
 declare -A port pid reused_re
 reused_re[tlsfront]='"ssl_session_reused":true'
+reused_re[tlsfront_b]=${reused_re[tlsfront]}
 reused_re[nginx]=' reused=1$'
 reused_re[haproxy]=' reused=1$'
 
@@ -390,9 +402,11 @@ start_proxy() {
   rm -rf "$dir" && mkdir -p "$dir"
   port[$name]=$(free_port)
   case "$name" in
-    tlsfront)
+    tlsfront|tlsfront_b)
       write_tlsfront_conf "$dir" "${port[$name]}"
-      start_server "$name" "$proxy_cpu" "$dir" "$tlsfront_bin" --config "$dir/tlsfront.toml" ;;
+      local bin=$tlsfront_bin
+      [[ $name == tlsfront_b ]] && bin=$tlsfront_b_bin
+      start_server "$name" "$proxy_cpu" "$dir" "$bin" --config "$dir/tlsfront.toml" ;;
     nginx)
       write_nginx_conf "$dir" "${port[$name]}"
       start_server "$name" "$proxy_cpu" "$dir" nginx -p "$dir" -c "$dir/nginx.conf" ;;
