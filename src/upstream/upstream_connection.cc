@@ -121,7 +121,6 @@ void UpstreamConnection::write_now() {
 }
 
 void UpstreamConnection::flush() {
-  if (state_ == State::Closed || out_.empty()) return;
   write_now();
   if (state_ != State::Active) return;
   // Written at once (no write callback will come): a sender waiting for room goes on.

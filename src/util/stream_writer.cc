@@ -26,20 +26,6 @@ void StreamWriter::detach() {
   done_ = nullptr;
 }
 
-int StreamWriter::send(std::string_view bytes) {
-  pending_.append(bytes);
-  return inflight_ ? 0 : start_write();
-}
-
-int StreamWriter::send(std::string&& bytes) {
-  if (pending_.empty()) {
-    pending_ = std::move(bytes);
-  } else {
-    pending_.append(bytes);
-  }
-  return inflight_ ? 0 : start_write();
-}
-
 int StreamWriter::send_from(std::string& bytes) {
   if (bytes.empty()) return 0;
   if (inflight_ || !pending_.empty() || stream_ == nullptr) {

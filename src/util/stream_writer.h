@@ -1,5 +1,6 @@
-// StreamWriter: one write queue over a uv_stream_t. Bytes handed to send() are
-// appended to a pending buffer; at most one uv_write is in flight and owns its
+// StreamWriter: one write queue over a uv_stream_t. Bytes handed to
+// send_from() that the socket does not take at once are appended to a pending
+// buffer; at most one uv_write is in flight and owns its
 // bytes until its callback fires, so the owner may be destroyed with a write
 // outstanding (the request outlives it and frees itself).
 // Thread affinity: the owning loop's thread only.
@@ -11,7 +12,6 @@
 #include <cstdint>
 #include <functional>
 #include <string>
-#include <string_view>
 
 namespace tlsfront {
 
@@ -30,16 +30,11 @@ class StreamWriter {
   // every write completion (not after the writer is destroyed).
   void attach(uv_stream_t* stream, DoneFn done);
 
-  // Appends `bytes` and, if no write is in flight, writes what the socket
-  // takes at once (uv_try_write) and queues the rest with uv_write. `done`
-  // runs only for queued writes. Returns a UV_E* code on a synchronous
-  // failure, 0 otherwise.
-  int send(std::string_view bytes);
-  // Hands an owned buffer over without copying when nothing is pending.
-  int send(std::string&& bytes);
   // Writes `bytes` and leaves it empty with its capacity (a caller's reused
-  // buffer): when nothing is pending the socket takes it straight from
-  // `bytes`; only what it does not take at once is copied into the queue.
+  // buffer): when nothing is pending the socket takes what it can at once
+  // straight from `bytes` (uv_try_write); the rest is copied into the queue
+  // and written with uv_write. `done` runs only for queued writes. Returns a
+  // UV_E* code on a synchronous failure, 0 otherwise.
   int send_from(std::string& bytes);
 
   // Bytes queued or in flight, for watermarks.
