@@ -293,7 +293,11 @@ std::string make_config(const ProxyOptions& o, int port, const std::string& acce
   if (o.admin_port < 0) {
     c += "\n[admin]\nenabled = false\n";
   } else {
-    c += "\n[admin]\naddress = \"127.0.0.1:" + std::to_string(o.admin_port ? o.admin_port : free_port()) + "\"\n";
+    // Two free_port() calls in a row may name the same port: never the
+    // listener's (Proxy::start keeps the listener off a test's own admin_port).
+    int admin = o.admin_port;
+    while (admin == 0 || (o.admin_port == 0 && admin == port)) admin = free_port();
+    c += "\n[admin]\naddress = \"127.0.0.1:" + std::to_string(admin) + "\"\n";
   }
   return c;
 }
@@ -308,7 +312,9 @@ bool Proxy::start(const ProxyOptions& o) {
   // listens there and a handshake succeeds (a probe alone could reach the
   // other test's proxy); "Address already in use" means another try.
   for (int attempt = 1;; ++attempt) {
-    port_ = free_port();
+    do {
+      port_ = free_port();
+    } while (port_ == o.admin_port);
     write_file(config_path_, make_config(o, port_, access_log_));
     if (!process_.start({TLSFRONT_BINARY, "--config", config_path_}, dir_.file("tlsfront.out"),
                         dir_.file("tlsfront.err"))) {
