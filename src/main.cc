@@ -5,7 +5,7 @@
 
 #include "config/loader.h"
 #include "log/log.h"
-#include "server/server.h"
+#include "control/server.h"
 
 namespace {
 
@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (test) {
-    if (auto st = tlsfront::server::Server::test(std::move(cfg).value()); !st) {
+    if (auto st = tlsfront::control::Server::test(std::move(cfg).value()); !st) {
       std::fprintf(stderr, "tlsfront: %s\n", st.error().message().c_str());
       std::fprintf(stderr, "tlsfront: configuration file %s test failed\n", config_path.c_str());
       return 1;
@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "tlsfront: configuration file %s test is successful\n", config_path.c_str());
     return 0;
   }
-  tlsfront::server::Server server;
+  tlsfront::control::Server server;
   auto rc = server.run(std::move(cfg).value());
   if (!rc) {
     tlsfront::log::error("{}", rc.error().message());

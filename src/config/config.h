@@ -46,7 +46,7 @@ struct SessionCache {
   uint64_t size_bytes = 10 * 1024 * 1024;  // size = "10m" (nginx shared:SSL:10m; ~40k TLS 1.3 sessions)
   Millis timeout{24 * 3600 * 1000};        // "1d"; also the ticket lifetime hint
   SessionStore store = SessionStore::Memory;
-  // store = "redis" (server/redis_session_store.h): sessions are also written
+  // store = "redis" (data/redis_session_store.h): sessions are also written
   // to and looked up in Redis, shared by every node using the same prefix.
   Endpoint redis{"127.0.0.1", 6379};      // redis = "127.0.0.1:6379" (IP literal or localhost)
   std::string redis_user;                 // ACL user for AUTH; "" = AUTH <password> only

@@ -9,7 +9,7 @@
 // `\x1b`, ...) so a peer cannot forge or split log lines.
 //
 // The threshold level is the one piece of process-wide mutable state in
-// tlsfront (the exception to STYLE.md "no global mutable state"): every thread
+// tlsfront (the one exception to "no global mutable state", docs/ARCHITECTURE.md): every thread
 // (workers, control loop, log writer, library callbacks with no context
 // pointer) must be able to log, and threading a logger through every C
 // callback would buy nothing. It is a single relaxed atomic, written only on

@@ -1,6 +1,6 @@
 // RemoteSessionStore: the interface the TLS layer uses to reach a session
 // store shared by several nodes ([tls.session_cache] store = "redis"; the
-// implementation is server/redis_session_store.h). Keys are SessionCache
+// implementation is data/redis_session_store.h). Keys are SessionCache
 // keys (SessionCache::make_key); values are session DER (i2d_SSL_SESSION).
 // Every call is asynchronous and never blocks: a lookup answers later through
 // its callback, stores and removes are fire-and-forget.

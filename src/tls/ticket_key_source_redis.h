@@ -1,5 +1,5 @@
 // The pure half of [tls.ticket_keys] source = "redis" (the I/O half is
-// server/redis_ticket_keys.h; the protocol is in tls/TICKET_ROTATION.md):
+// control/redis_ticket_keys.h; the protocol is in tls/TICKET_ROTATION.md):
 // wall-clock slot arithmetic, the value format of a key stored in Redis
 // (optionally wrapped with AES-256-GCM), and the ring a node builds from the
 // slots it fetched plus the keys it already holds. Nothing here does I/O

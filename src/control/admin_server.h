@@ -1,0 +1,60 @@
+// AdminServer: the admin listener ([admin] address, default 127.0.0.1:9901):
+// plain HTTP/1.1, one request per connection, off the data path (it runs on
+// the control loop, never in a worker).
+//   GET /metrics  200, Prometheus text format 0.0.4 (the `metrics` callback)
+//   GET /healthz  200 "ok" while serving, 503 "draining" once stopping
+//   other paths   404; other methods 405 (HEAD is answered like GET, no body)
+// Bounded: request head at most 8 KiB (else 431), 5 s to send it (else the
+// connection is closed), at most 64 admin connections at once: a new one
+// then closes the oldest that is still sending its head (idle connections
+// cannot lock a health checker out), or is itself closed when all 64 are
+// being answered. The answer always carries Connection: close.
+// Thread affinity: the loop's thread only.
+#pragma once
+
+#include <uv.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "config/config.h"
+#include "util/result.h"
+#include "util/uv_handle.h"
+
+namespace tlsfront::control {
+
+class AdminServer {
+ public:
+  struct Handlers {
+    std::function<std::string()> metrics;  // the /metrics body
+    std::function<bool()> healthy;         // false: /healthz answers 503
+  };
+
+  // Listens on `address` on `loop` (borrowed; outlives the server).
+  // Errors: Errc::Io naming the address (in use, cannot bind).
+  [[nodiscard]] static Result<std::unique_ptr<AdminServer>> start(uv_loop_t* loop, const config::Endpoint& address,
+                                                                  Handlers handlers);
+  ~AdminServer();  // closes the listener and every admin connection
+  AdminServer(const AdminServer&) = delete;
+  AdminServer& operator=(const AdminServer&) = delete;
+
+  static constexpr size_t kMaxRequestBytes = 8 * 1024;
+  static constexpr uint64_t kRequestTimeoutMs = 5'000;
+  static constexpr size_t kMaxConnections = 64;
+
+ private:
+  class Conn;
+  AdminServer(uv_loop_t* loop, Handlers handlers);
+  void on_connection(int status);
+  void remove(Conn* c);
+
+  uv_loop_t* loop_;
+  Handlers handlers_;
+  UvHandle<uv_tcp_t> listener_;
+  std::map<Conn*, std::unique_ptr<Conn>> conns_;
+  uint64_t next_seq_ = 0;
+};
+
+}  // namespace tlsfront::control

@@ -1,0 +1,21 @@
+#include "control/generation_builder.h"
+
+#include "control/ocsp_manager.h"
+
+namespace tlsfront::control {
+
+Result<std::shared_ptr<const data::Generation>> build_generation(config::Config cfg, tls::SessionCache* session_cache,
+                                                               tls::TicketKeyStore* tickets, OcspManager* ocsp) {
+  // The index borrows the config's certificate entries: build it from the
+  // copy the Generation keeps.
+  auto gen = std::make_shared<data::Generation>(std::move(cfg));
+  auto index = tls::CertIndex::create(gen->config.tls, session_cache, tickets);
+  if (!index) return index.take_error();
+  gen->tls = std::move(index).value();
+  if (ocsp) {
+    if (auto st = ocsp->prepare(*gen->tls, gen->config.tls.ocsp_cache_dir, gen->ocsp); !st) return st.take_error();
+  }
+  return std::shared_ptr<const data::Generation>(std::move(gen));
+}
+
+}  // namespace tlsfront::control

@@ -1,0 +1,26 @@
+// Builds a data::Generation on the control thread: loads certificates and
+// keys, builds the TLS contexts and the router, and attaches the OCSP
+// staplers. The TLS contexts use the process-wide `session_cache` and
+// `tickets` (borrowed, outlive every generation; null in --test) and get their
+// staplers from `ocsp` (borrowed, outlives every generation; null: no
+// stapling). Errors: Errc::Config, Errc::Tls (with the file named).
+// Thread affinity: control thread (file I/O, blocking).
+#pragma once
+
+#include <memory>
+
+#include "data/generation.h"
+#include "tls/session_cache.h"
+#include "tls/ticket_key_ring.h"
+#include "util/result.h"
+
+namespace tlsfront::control {
+
+class OcspManager;
+
+[[nodiscard]] Result<std::shared_ptr<const data::Generation>> build_generation(config::Config cfg,
+                                                                             tls::SessionCache* session_cache,
+                                                                             tls::TicketKeyStore* tickets,
+                                                                             OcspManager* ocsp);
+
+}  // namespace tlsfront::control

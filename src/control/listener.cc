@@ -1,0 +1,126 @@
+#include "control/listener.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <systemd/sd-daemon.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "log/log.h"
+
+namespace tlsfront::control {
+
+namespace {
+
+// The sockaddr of `ep` (an IP literal); 0 length when it is not one.
+socklen_t to_sockaddr(const config::Endpoint& ep, sockaddr_storage& ss) {
+  ss = {};
+  if (ep.host.find(':') != std::string::npos) {
+    auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
+    a->sin6_family = AF_INET6;
+    a->sin6_port = htons(ep.port);
+    return inet_pton(AF_INET6, ep.host.c_str(), &a->sin6_addr) == 1 ? sizeof(sockaddr_in6) : 0;
+  }
+  auto* a = reinterpret_cast<sockaddr_in*>(&ss);
+  a->sin_family = AF_INET;
+  a->sin_port = htons(ep.port);
+  return inet_pton(AF_INET, ep.host.c_str(), &a->sin_addr) == 1 ? sizeof(sockaddr_in) : 0;
+}
+
+bool same_address(const sockaddr_storage& a, const sockaddr_storage& b) {
+  if (a.ss_family != b.ss_family) return false;
+  if (a.ss_family == AF_INET) {
+    const auto& x = reinterpret_cast<const sockaddr_in&>(a);
+    const auto& y = reinterpret_cast<const sockaddr_in&>(b);
+    return x.sin_port == y.sin_port && x.sin_addr.s_addr == y.sin_addr.s_addr;
+  }
+  const auto& x = reinterpret_cast<const sockaddr_in6&>(a);
+  const auto& y = reinterpret_cast<const sockaddr_in6&>(b);
+  return x.sin6_port == y.sin6_port && std::memcmp(&x.sin6_addr, &y.sin6_addr, sizeof(x.sin6_addr)) == 0;
+}
+
+Result<UniqueFd> bind_socket(const config::Listener& listener, bool reuseport) {
+  const auto& ep = listener.address;
+  sockaddr_storage ss{};
+  const socklen_t len = to_sockaddr(ep, ss);
+  const bool v6 = ss.ss_family == AF_INET6;
+  if (len == 0) return make_error(Errc::Config, "invalid listen address " + ep.to_string());
+  auto fail = [&ep](const char* what) {
+    return make_error(Errc::Io, std::string(what) + "() to " + ep.to_string() + " failed: " + std::strerror(errno));
+  };
+  UniqueFd fd(::socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return fail("socket");
+  int one = 1;
+  if (::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0) return fail("setsockopt(SO_REUSEADDR)");
+  if (reuseport && ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0) {
+    return fail("setsockopt(SO_REUSEPORT)");
+  }
+  if (v6 && ::setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) != 0) {
+    return fail("setsockopt(IPV6_V6ONLY)");
+  }
+  // Responses are written whole per iteration; Nagle would only add latency.
+  // Accepted sockets inherit it (Linux copies the listener's TCP options), so
+  // no setsockopt per connection.
+  ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&ss), len) != 0) return fail("bind");
+  if (reuseport && ::listen(fd.get(), listener.backlog) != 0) return fail("listen");
+  return fd;
+}
+
+}  // namespace
+
+Status check_address_free(const config::Listener& listener) {
+  auto probe = bind_socket(listener, /*reuseport=*/false);
+  if (!probe) return probe.take_error();
+  return {};
+}
+
+Result<UniqueFd> bind_listener(const config::Listener& listener) { return bind_socket(listener, true); }
+
+Result<std::vector<UniqueFd>> adopt_activated_sockets(const std::vector<config::Listener>& listeners) {
+  std::vector<UniqueFd> out(listeners.size());
+  const int n = sd_listen_fds(/*unset_environment=*/1);
+  if (n < 0) return make_error(Errc::Io, std::string("sd_listen_fds: ") + std::strerror(-n));
+  for (int i = 0; i < n; ++i) {
+    UniqueFd fd(SD_LISTEN_FDS_START + i);
+    if (sd_is_socket_inet(fd.get(), AF_UNSPEC, SOCK_STREAM, /*listening=*/1, 0) <= 0) {
+      return make_error(Errc::Io, "socket activation: fd " + std::to_string(fd.get()) +
+                                      " is not a listening TCP socket (check the .socket unit: ListenStream=)");
+    }
+    sockaddr_storage local{};
+    socklen_t len = sizeof(local);
+    if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&local), &len) != 0) {
+      return make_error(Errc::Io, std::string("socket activation: getsockname: ") + std::strerror(errno));
+    }
+    ::fcntl(fd.get(), F_SETFD, FD_CLOEXEC);
+    ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) | O_NONBLOCK);
+    const int one = 1;  // inherited by accepted sockets, as for our own listeners
+    ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    bool used = false;
+    for (size_t l = 0; l < listeners.size() && !used; ++l) {
+      sockaddr_storage want{};
+      if (!out[l].valid() && to_sockaddr(listeners[l].address, want) != 0 && same_address(local, want)) {
+        out[l] = std::move(fd);
+        used = true;
+      }
+    }
+    if (!used) {
+      char host[INET6_ADDRSTRLEN] = "?";
+      const void* addr = local.ss_family == AF_INET6
+                             ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6&>(local).sin6_addr)
+                             : static_cast<const void*>(&reinterpret_cast<sockaddr_in&>(local).sin_addr);
+      inet_ntop(local.ss_family, addr, host, sizeof(host));
+      log::warn("socket activation: passed socket {} port {} matches no [[listen]] address; closing it", host,
+                ntohs(local.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6&>(local).sin6_port
+                                                  : reinterpret_cast<sockaddr_in&>(local).sin_port));
+    }
+  }
+  return out;
+}
+
+}  // namespace tlsfront::control

@@ -1,0 +1,120 @@
+#include "control/ocsp_manager.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "metrics/prometheus.h"
+
+namespace tlsfront::control {
+namespace {
+
+std::string der_of(X509* x) {
+  const int len = i2d_X509(x, nullptr);
+  if (len <= 0) return {};
+  std::string out(static_cast<size_t>(len), '\0');
+  auto* p = reinterpret_cast<unsigned char*>(out.data());
+  i2d_X509(x, &p);
+  return out;
+}
+
+std::string settings_of(const config::Ocsp& o) {
+  return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}", o.stapling, o.responder, o.response_file,
+                     static_cast<int>(o.staple_policy), o.refresh_at_percent, o.refresh_jitter_percent,
+                     o.fetch_timeout.count(), o.max_response_bytes);
+}
+
+}  // namespace
+
+OcspManager::~OcspManager() { stop(); }
+
+Status OcspManager::prepare(const tls::CertIndex& index, const std::string& cache_dir, tls::OcspRegistry& registry) {
+  for (const tls::ServerCertificate& cert : index.certificates()) {
+    std::string key = der_of(cert.chain.leaf()) + '\0' + settings_of(cert.config->ocsp) + '\0' + cache_dir;
+    auto it = std::find_if(entries_.begin(), entries_.end(),
+                           [&](const Entry& e) { return !e.retired && e.key == key; });
+    if (it == entries_.end()) {
+      auto stapler = tls::OcspStapler::create(cert.chain.leaf(), cert.chain.intermediates(), cert.config->ocsp,
+                                              cache_dir, clock_);
+      if (!stapler) return stapler.take_error();
+      if (!*stapler) continue;  // not stapled
+      if (auto st = (*stapler)->load_initial(); !st) return st.take_error();
+      entries_.push_back(Entry{std::move(stapler).value(), std::move(key)});
+      it = entries_.end() - 1;
+    }
+    registry.add(it->stapler.get());
+  }
+  if (!registry.empty()) {
+    for (SSL_CTX* ctx : index.contexts()) tls::attach_ocsp(ctx, &registry);
+  }
+  return {};
+}
+
+Status OcspManager::activate(uv_loop_t* loop, const tls::OcspRegistry& live) {
+  for (Entry& e : entries_) {
+    const bool used = std::find(live.staplers().begin(), live.staplers().end(), e.stapler.get()) !=
+                      live.staplers().end();
+    if (!used) {
+      if (e.started && !e.retired) e.stapler->stop();
+      e.retired = true;  // a later generation with this certificate gets a fresh stapler
+      continue;
+    }
+    if (e.started) continue;
+    if (!fetcher_) {
+      auto fetcher = tls::OcspFetcher::create(loop);
+      if (!fetcher) return fetcher.take_error();
+      fetcher_ = std::move(fetcher).value();
+      loop_ = loop;
+    }
+    e.stapler->start(loop, fetcher_.get());
+    e.started = true;
+  }
+  return {};
+}
+
+void OcspManager::reload() {
+  for (Entry& e : entries_) {
+    if (e.started && !e.retired) e.stapler->reload();
+  }
+}
+
+void OcspManager::stop() {
+  for (Entry& e : entries_) {
+    if (e.started && !e.retired) e.stapler->stop();
+    e.retired = true;
+  }
+  if (fetcher_) fetcher_->stop();
+}
+
+std::string OcspManager::metrics() const {
+  std::vector<std::pair<std::string, tls::OcspStatus>> rows;
+  for (const Entry& e : entries_) {
+    if (e.started && !e.retired) rows.emplace_back(e.stapler->name(), e.stapler->status());
+  }
+  if (rows.empty()) return {};
+  std::string out;
+  auto block = [&](std::string_view name, std::string_view type, std::string_view help, auto value) {
+    fmt::format_to(std::back_inserter(out), "# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+    for (const auto& [cert, st] : rows) {
+      fmt::format_to(std::back_inserter(out), "{}{{certificate=\"{}\"}} {}\n", name, metrics::escape_label_value(cert), value(st));
+    }
+  };
+  block("tlsfront_ocsp_staple_present", "gauge", "1 when a verified, unexpired OCSP staple is served.",
+        [](const tls::OcspStatus& s) { return s.stapling ? 1 : 0; });
+  block("tlsfront_ocsp_staple_age_seconds", "gauge", "Now minus the staple's thisUpdate (-1 without one).",
+        [](const tls::OcspStatus& s) { return s.staple_age_s; });
+  block("tlsfront_ocsp_next_update_seconds", "gauge", "The staple's nextUpdate minus now (-1 without one).",
+        [](const tls::OcspStatus& s) { return s.next_update_in_s; });
+  block("tlsfront_ocsp_fetches_total", "counter", "Verified good OCSP responses fetched or loaded.",
+        [](const tls::OcspStatus& s) { return s.counters.fetch_ok; });
+  block("tlsfront_ocsp_fetch_failures_total", "counter", "OCSP fetches that gave no usable response.",
+        [](const tls::OcspStatus& s) { return s.counters.fetch_failed; });
+  block("tlsfront_ocsp_revoked_total", "counter", "OCSP responses saying the certificate is revoked.",
+        [](const tls::OcspStatus& s) { return s.counters.revoked; });
+  block("tlsfront_ocsp_unstapled_handshakes_total", "counter",
+        "Handshakes that asked for a staple and got none (lenient) or were refused (strict, must_staple).",
+        [](const tls::OcspStatus& s) { return s.counters.unstapled + s.counters.refused; });
+  return out;
+}
+
+}  // namespace tlsfront::control

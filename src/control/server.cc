@@ -1,0 +1,382 @@
+#include "control/server.h"
+
+#include <signal.h>
+#include <systemd/sd-daemon.h>
+#include <uv.h>
+
+#include <fcntl.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <cstdio>
+#include <thread>
+
+#include "config/loader.h"
+#include "log/log.h"
+#include "log/log_writer.h"
+#include "control/admin_server.h"
+#include "metrics/prometheus.h"
+#include "control/listener.h"
+#include "tls/ticket_key_source_file.h"
+#include "tls/ticket_key_source_redis.h"
+#include "util/uv_handle.h"
+
+namespace tlsfront::control {
+namespace {
+
+struct ControlLoop {
+  uv_loop_t loop{};
+  Server* server = nullptr;
+  std::vector<std::unique_ptr<data::Worker>>* workers = nullptr;
+  const data::GenerationSlot* current = nullptr;
+  log::LogWriter* log_writer = nullptr;
+  int stop_signals = 0;
+  std::unique_ptr<AdminServer> admin;
+  UvHandle<uv_signal_t> sig_term, sig_int, sig_quit, sig_hup, sig_usr1;
+  UvHandle<uv_async_t> all_stopped;
+};
+
+void on_signal(uv_signal_t* h, int signum) {
+  if (!h->data) return;
+  auto* c = static_cast<ControlLoop*>(h->data);
+  switch (signum) {
+    case SIGTERM:
+    case SIGINT:
+    case SIGQUIT: {
+      if (++c->stop_signals > 1) {
+        log::warn("second stop signal: exiting at once");
+        std::_Exit(1);
+      }
+      const auto drain = c->current->load()->config.shutdown_timeout;
+      log::info("signal {}: stopping gracefully (in-flight requests get up to {} ms)", signum, drain.count());
+      sd_notify(0, "STOPPING=1\nSTATUS=draining connections");
+      for (auto& w : *c->workers) w->request_stop(drain);
+      break;
+    }
+    case SIGUSR1:
+      log::info("SIGUSR1: reopening the access log");
+      if (c->log_writer) c->log_writer->reopen();
+      break;
+    case SIGHUP:
+      c->server->reload();
+      break;
+    default:
+      break;
+  }
+}
+
+// store = "redis": the password file must be readable at start-up (each
+// worker reads it again for its own connection).
+Status check_session_store_files(const config::SessionCache& sc) {
+  if (!sc.enabled || sc.store != config::SessionStore::Redis || sc.redis_password_file.empty()) return {};
+  auto secret = tls::load_redis_password_file(sc.redis_password_file);
+  if (!secret) return secret.take_error();
+  if (!secret->warning.empty()) log::warn("session cache: {}", secret->warning);
+  return {};
+}
+
+// The settings a reload cannot change (restart-only), by name, that differ.
+std::vector<std::string> restart_only_changes(const config::Config& now, const config::Config& next) {
+  std::vector<std::string> out;
+  if (now.workers != next.workers) out.push_back("workers");
+  for (const auto& l : next.listeners) {
+    for (const auto& o : now.listeners) {
+      if (o.address == l.address && o.backlog != l.backlog) out.push_back("backlog of " + l.address.to_string());
+    }
+  }
+  if (now.log.access_log != next.log.access_log) out.push_back("log.access_log");
+  if (!(now.admin == next.admin)) out.push_back("[admin]");
+  if (!(now.tls.session_cache == next.tls.session_cache)) out.push_back("[tls.session_cache]");
+  // The config-file positions ("file:line:col") are not settings: the file
+  // may be named differently now (relative at start, absolute on reload).
+  config::TicketKeys keys = next.tls.ticket_keys;
+  keys.files_origin = now.tls.ticket_keys.files_origin;
+  keys.redis_origin = now.tls.ticket_keys.redis_origin;
+  if (!(now.tls.ticket_keys == keys)) out.push_back("[tls.ticket_keys]");
+  return out;
+}
+
+bool listens_on(const std::vector<config::Listener>& listeners, const config::Endpoint& address) {
+  return std::any_of(listeners.begin(), listeners.end(), [&](const auto& l) { return l.address == address; });
+}
+
+// An extra descriptor for a socket-activated listener, one per worker.
+Result<UniqueFd> dup_fd(const UniqueFd& fd) {
+  UniqueFd copy(::fcntl(fd.get(), F_DUPFD_CLOEXEC, 0));
+  if (!copy.valid()) return make_error(Errc::Io, std::string("dup of a socket-activated listener: ") + std::strerror(errno));
+  return copy;
+}
+
+uint64_t monotonic_usec() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000 + static_cast<uint64_t>(ts.tv_nsec) / 1000;
+}
+
+}  // namespace
+
+void Server::reload() {
+  // systemd (Type=notify): RELOADING=1 with the CLOCK_MONOTONIC time, READY=1 when done.
+  sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu\nSTATUS=reloading", static_cast<unsigned long long>(monotonic_usec()));
+  log::info("SIGHUP: reloading {}", config_path_);
+  ticket_keys_->reload();
+  ocsp_.reload();  // response_file of the certificates that stay
+  auto fail = [this](const std::string& why) {
+    log::error("reload failed, still serving generation {}: {}", generation_number_, why);
+    sd_notifyf(0, "READY=1\nSTATUS=reload failed, serving generation %llu",
+               static_cast<unsigned long long>(generation_number_));
+  };
+  auto cfg = config::load_file(config_path_);
+  if (!cfg) return fail(cfg.error().message());
+  const std::shared_ptr<const data::Generation> old = current_.load();
+  const std::vector<std::string> kept = restart_only_changes(old->config, *cfg);
+  // Restart-only settings keep their running values, so the generation's
+  // config says what is in effect.
+  cfg->workers = old->config.workers;
+  for (auto& l : cfg->listeners) {
+    for (const auto& o : old->config.listeners) {
+      if (o.address == l.address) l.backlog = o.backlog;
+    }
+  }
+  cfg->log.access_log = old->config.log.access_log;
+  cfg->admin = old->config.admin;
+  cfg->tls.session_cache = old->config.tls.session_cache;
+  cfg->tls.ticket_keys = old->config.tls.ticket_keys;
+  // New addresses are bound (one socket per worker) before anything is
+  // published, so an address in use fails the reload, not half of it.
+  std::vector<std::vector<data::ListenSocket>> added(workers_.size());
+  for (const auto& l : cfg->listeners) {
+    if (listens_on(old->config.listeners, l.address)) continue;
+    if (auto st = check_address_free(l); !st) return fail(st.error().message());
+    for (auto& per_worker : added) {
+      auto fd = bind_listener(l);
+      if (!fd) return fail(fd.error().message());
+      per_worker.push_back(data::ListenSocket{l, std::move(fd).value()});
+    }
+  }
+  auto gen = build_generation(std::move(cfg).value(), session_cache_.get(), tickets_.get(), &ocsp_);
+  if (!gen) return fail(gen.error().message());
+  for (const auto& line : (*gen)->tls->report_lines()) log::info("{}", line);
+  for (const auto* s : (*gen)->ocsp.staplers()) log::info("{}", s->describe());
+  for (const auto& w : (*gen)->tls->warnings()) log::warn("{}", w);
+  for (const auto& name : kept) log::warn("reload: {} changed; it takes effect only after a restart", name);
+  if (auto lvl = log::parse_level((*gen)->config.log.level); lvl) log::set_level(*lvl);
+  current_.store(*gen);
+  if (auto st = ocsp_.activate(control_loop_, (*gen)->ocsp); !st) log::error("ocsp: {}", st.error().message());
+  for (size_t w = 0; w < workers_.size(); ++w) {
+    for (auto& socket : added[w]) workers_[w]->add_listener(std::move(socket));
+  }
+  for (const auto& l : (*gen)->config.listeners) {
+    if (!listens_on(old->config.listeners, l.address)) log::info("reload: listening on {}", l.address.to_string());
+  }
+  for (const auto& l : old->config.listeners) {
+    if (listens_on((*gen)->config.listeners, l.address)) continue;
+    log::info("reload: no longer listening on {}; its connections finish", l.address.to_string());
+    for (auto& w : workers_) w->remove_listener(l.address);
+  }
+  ++generation_number_;
+  log::info("reload: generation {} is live; connections accepted before keep theirs", generation_number_);
+  sd_notifyf(0, "READY=1\nSTATUS=serving generation %llu", static_cast<unsigned long long>(generation_number_));
+}
+
+std::string Server::scrape() const {
+  metrics::ProcessMetrics m;
+  for (const auto& c : counters_) m.workers.push_back(c.get());
+  m.generation = generation_number_;
+  const auto cache = session_cache_->stats();
+  m.session_cache_hits = cache.hits;
+  m.session_cache_misses = cache.misses;
+  m.session_cache_evictions = cache.evictions;
+  m.session_cache_expired = cache.expired;
+  m.session_cache_stores = cache.stores;
+  m.session_cache_entries = cache.entries;
+  m.session_cache_bytes = cache.bytes;
+  const auto tickets = tickets_->counters();
+  m.tickets_issued = tickets.issued;
+  m.tickets_decrypted_current = tickets.decrypted_current;
+  m.tickets_decrypted_renewed = tickets.decrypted_renewed;
+  m.tickets_failed = tickets.failed;
+  if (auto ring = tickets_->ring()) {
+    m.ticket_keys = ring->size();
+    const auto now = tickets_->now();
+    if (const tls::TicketKey* key = ring->encryption_key(now)) {
+      m.ticket_key_age_seconds = std::chrono::duration<double>(now - key->activates_at).count();
+    }
+  }
+  if (log_writer_) {
+    m.access_log_bytes = log_writer_->bytes_written();
+    m.access_log_dropped_batches = log_writer_->dropped_batches();
+  }
+  m.extra = ocsp_.metrics();
+  return metrics::render_prometheus(m);
+}
+
+int resolve_workers(int configured) {
+  if (configured > 0) return configured;
+  unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : static_cast<int>(n);
+}
+
+Status Server::test(config::Config cfg) {
+  const config::TicketKeys& tk = cfg.tls.ticket_keys;
+  if (cfg.tls.session_tickets && tk.source == config::TicketKeySource::Files) {
+    auto keys = tls::load_ticket_key_files(tk);
+    if (!keys) return keys.take_error();
+    for (const auto& w : keys->warnings) log::warn("ticket keys: {}", w);
+  }
+  if (cfg.tls.session_tickets && tk.source == config::TicketKeySource::Redis) {
+    // The files only: whether Redis answers is a run-time matter.
+    for (const auto& [path, load] : {std::pair{tk.redis_password_file, &tls::load_redis_password_file},
+                                     std::pair{tk.wrap_key_file, &tls::load_wrap_key_file}}) {
+      if (path.empty()) continue;
+      auto secret = load(path);
+      if (!secret) return secret.take_error();
+      if (!secret->warning.empty()) log::warn("ticket keys: {}", secret->warning);
+    }
+  }
+  if (auto st = check_session_store_files(cfg.tls.session_cache); !st) return st;
+  SystemClock clock;
+  OcspManager ocsp(&clock);  // staplers built and their files checked, nothing fetched
+  auto gen = build_generation(std::move(cfg), nullptr, nullptr, &ocsp);
+  if (!gen) return gen.take_error();
+  for (const auto& line : (*gen)->tls->report_lines()) std::fprintf(stderr, "tlsfront: %s\n", line.c_str());
+  for (const auto* s : (*gen)->ocsp.staplers()) std::fprintf(stderr, "tlsfront: %s\n", s->describe().c_str());
+  for (const auto& w : (*gen)->tls->warnings()) std::fprintf(stderr, "tlsfront: warning: %s\n", w.c_str());
+  const std::string& access_log = (*gen)->config.log.access_log;
+  if (!access_log.empty()) return log::LogWriter::check_writable(access_log);
+  return {};
+}
+
+Server::Server() = default;
+Server::~Server() = default;
+
+Result<int> Server::run(config::Config cfg) {
+  ::signal(SIGPIPE, SIG_IGN);
+  if (auto lvl = log::parse_level(cfg.log.level); lvl) log::set_level(*lvl);
+  config_path_ = cfg.path;
+  const int nworkers = resolve_workers(cfg.workers);
+  if (auto st = check_session_store_files(cfg.tls.session_cache); !st) return st.take_error();
+  session_cache_ = std::make_unique<tls::SessionCache>(cfg.tls.session_cache, clock_);
+  tickets_ = std::make_unique<tls::TicketKeyStore>(&clock_);
+  ticket_keys_ = std::make_unique<TicketKeyManager>(cfg.tls, tickets_.get());
+  if (auto st = ticket_keys_->load_initial(); !st) return st.take_error();
+  auto gen = build_generation(std::move(cfg), session_cache_.get(), tickets_.get(), &ocsp_);
+  if (!gen) return gen.take_error();
+  for (const auto& line : (*gen)->tls->report_lines()) log::info("{}", line);
+  for (const auto* s : (*gen)->ocsp.staplers()) log::info("{}", s->describe());
+  for (const auto& w : (*gen)->tls->warnings()) log::warn("{}", w);
+  const config::Config& c = (*gen)->config;
+  if (!c.log.access_log.empty()) {
+    auto writer = log::LogWriter::open(c.log.access_log);
+    if (!writer) return writer.take_error();
+    log_writer_ = std::move(writer).value();
+  }
+
+  if (c.admin.enabled) {
+    if (auto st = check_address_free(config::Listener{c.admin.address}); !st) {
+      return make_error(Errc::Io, "admin listener: " + st.error().message() + " (set [admin] address, or enabled = false)");
+    }
+  }
+  auto activated = adopt_activated_sockets(c.listeners);
+  if (!activated) return activated.take_error();
+  std::vector<std::vector<data::ListenSocket>> sockets(nworkers);
+  for (size_t i = 0; i < c.listeners.size(); ++i) {
+    const config::Listener& l = c.listeners[i];
+    const UniqueFd& passed = (*activated)[i];
+    if (passed.valid()) {
+      log::info("listening on {}: socket from systemd (socket activation)", l.address.to_string());
+    } else if (auto st = check_address_free(l); !st) {
+      return st.take_error();
+    }
+    for (int w = 0; w < nworkers; ++w) {
+      Result<UniqueFd> fd = passed.valid() ? dup_fd(passed) : bind_listener(l);
+      if (!fd) return fd.take_error();
+      sockets[w].push_back(data::ListenSocket{l, std::move(fd).value()});
+    }
+  }
+  current_.store(*gen);
+
+  ControlLoop ctl;
+  uv_loop_init(&ctl.loop);
+  ctl.server = this;
+  ctl.workers = &workers_;
+  ctl.current = &current_;
+  ctl.log_writer = log_writer_.get();
+  control_loop_ = &ctl.loop;
+  if (auto st = ocsp_.activate(&ctl.loop, current_.load()->ocsp); !st) {
+    log::error("ocsp: {}; serving without fetching staples", st.error().message());
+  }
+  ticket_keys_->start(&ctl.loop);
+  auto add_signal = [&ctl](UvHandle<uv_signal_t>& h, int signum) {
+    h.init([&ctl](uv_signal_t* s) { return uv_signal_init(&ctl.loop, s); }, &ctl);
+    uv_signal_start(h.get(), on_signal, signum);
+  };
+  add_signal(ctl.sig_term, SIGTERM);
+  add_signal(ctl.sig_int, SIGINT);
+  add_signal(ctl.sig_quit, SIGQUIT);
+  add_signal(ctl.sig_hup, SIGHUP);
+  add_signal(ctl.sig_usr1, SIGUSR1);
+  // Woken by the last worker to finish, so the control loop can end.
+  ctl.all_stopped.init([&ctl](uv_async_t* a) { return uv_async_init(&ctl.loop, a, [](uv_async_t* h) {
+                         if (h->data) uv_stop(h->loop);
+                       }); },
+                       &ctl);
+
+  for (int w = 0; w < nworkers; ++w) {
+    counters_.push_back(std::make_unique<metrics::WorkerCounters>());
+    workers_.push_back(
+        std::make_unique<data::Worker>(w, &current_, &next_connection_id_, log_writer_.get(), counters_.back().get()));
+  }
+  if (c.admin.enabled) {
+    auto admin = AdminServer::start(
+        &ctl.loop, c.admin.address, {[this] { return scrape(); }, [&ctl] { return ctl.stop_signals == 0; }});
+    if (admin) {
+      ctl.admin = std::move(admin).value();
+      log::info("admin: http://{}/metrics and /healthz", c.admin.address.to_string());
+    } else {
+      log::error("{}; serving without it", admin.error().message());
+    }
+  }
+  for (int w = 0; w < nworkers; ++w) workers_[w]->start(std::move(sockets[w]));
+  for (const auto& l : c.listeners) log::info("listening on {} ({} worker{})", l.address.to_string(), nworkers, nworkers == 1 ? "" : "s");
+  // Type=notify (systemd/tlsfront.service): the listening sockets are bound
+  // and queue connections, and every worker loop is starting on them. A no-op
+  // without $NOTIFY_SOCKET.
+  sd_notifyf(0, "READY=1\nSTATUS=serving on %zu address(es) with %d workers", c.listeners.size(), nworkers);
+
+  // A helper thread waits for the workers so the control loop stays free for signals.
+  std::thread waiter([this, &ctl] {
+    for (auto& w : workers_) w->join();
+    uv_async_send(ctl.all_stopped.get());
+  });
+  uv_run(&ctl.loop, UV_RUN_DEFAULT);
+  waiter.join();
+  workers_.clear();
+
+  ctl.sig_term.close();
+  ctl.sig_int.close();
+  ctl.sig_quit.close();
+  ctl.sig_hup.close();
+  ctl.sig_usr1.close();
+  ctl.all_stopped.close();
+  ctl.admin.reset();
+  ticket_keys_->stop();
+  ocsp_.stop();
+  uv_run(&ctl.loop, UV_RUN_DEFAULT);
+  uv_loop_close(&ctl.loop);
+  if (log_writer_) log_writer_->flush_and_stop();
+  current_.store(nullptr);
+  const auto cache = session_cache_->stats();
+  const auto tickets = tickets_->counters();
+  log::info("session cache: {} hits, {} misses, {} stored, {} evicted, {} expired, {} entries ({} bytes); "
+            "tickets: {} issued, {} resumed, {} renewed, {} rejected",
+            cache.hits, cache.misses, cache.stores, cache.evictions, cache.expired, cache.entries, cache.bytes,
+            tickets.issued, tickets.decrypted_current, tickets.decrypted_renewed, tickets.failed);
+  log::info("stopped");
+  return 0;
+}
+
+}  // namespace tlsfront::control

@@ -1,0 +1,87 @@
+// Server: the control thread. Builds the first Generation, opens the access
+// log writer, binds every worker's listening sockets, starts the workers and
+// runs the control loop: SIGTERM/SIGINT/SIGQUIT stop gracefully (a second one
+// exits at once), SIGUSR1 reopens the access log (logrotate), SIGHUP reloads
+// (reload() below), the admin listener serves /metrics and /healthz. It owns
+// what outlives configuration generations: the session cache, the ticket
+// keys, the OCSP staplers (fetched on the control loop) and the metrics.
+// Thread affinity: control thread only.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <vector>
+
+#include "config/config.h"
+#include "metrics/counters.h"
+#include "control/generation_builder.h"
+#include "control/ocsp_manager.h"
+#include "control/ticket_key_manager.h"
+#include "tls/session_cache.h"
+#include "tls/ticket_key_ring.h"
+#include "util/clock.h"
+#include "data/worker.h"
+#include "util/result.h"
+
+namespace tlsfront::log {
+class LogWriter;
+}
+
+namespace tlsfront::control {
+
+class Server {
+ public:
+  Server();
+  ~Server();
+
+  // Runs until stopped by a signal. Logs the certificate chain report at info
+  // (its warnings at warn). Errors (bad certificate, address in use)
+  // are returned before any worker starts. Returns the process exit status.
+  [[nodiscard]] Result<int> run(config::Config cfg);
+
+  // `--test`: builds the generation (certificates, keys, TLS settings) and
+  // checks the access log can be opened, binding nothing. Prints the
+  // certificate chain report (tls::ChainReport) and its warnings to stderr.
+  // Errors as run().
+  [[nodiscard]] static Status test(config::Config cfg);
+
+  // SIGHUP (control thread): re-reads ticket key files, then the
+  // configuration file, and builds a new Generation (certificates, keys, TLS
+  // settings, routes, upstreams, limits, timeouts, log level) off the data
+  // path. Only a Generation that built completely is published; any error is
+  // logged and the current one keeps serving. Connections keep the
+  // generation they were accepted under; new ones get the new one. The
+  // session cache and ticket keys are the Server's and survive. New [[listen]]
+  // addresses are bound before publishing (in use = the reload fails);
+  // removed ones stop accepting. Settings that need a restart (workers, a
+  // listener's backlog, log.access_log, [tls.session_cache],
+  // [tls.ticket_keys]) are kept as they are, with a warning naming them. sd_notify RELOADING=1 (+ MONOTONIC_USEC) before,
+  // READY=1 after.
+  void reload();
+
+ private:
+  std::string config_path_;
+  uint64_t generation_number_ = 1;
+  // Declared before current_ so they outlive every generation's SSL_CTX.
+  SystemClock clock_;
+  std::unique_ptr<tls::SessionCache> session_cache_;
+  std::unique_ptr<tls::TicketKeyStore> tickets_;
+  std::unique_ptr<TicketKeyManager> ticket_keys_;
+  OcspManager ocsp_{&clock_};
+  uv_loop_t* control_loop_ = nullptr;  // while run() runs the control loop
+  data::GenerationSlot current_;
+  std::atomic<uint64_t> next_connection_id_{1};
+  std::unique_ptr<log::LogWriter> log_writer_;
+  // One per worker, outliving the workers: the admin endpoint sums them.
+  std::vector<std::unique_ptr<metrics::WorkerCounters>> counters_;
+  std::vector<std::unique_ptr<data::Worker>> workers_;
+
+  // The /metrics body: the workers' counters summed, plus the process-wide
+  // sources. Control thread.
+  std::string scrape() const;
+};
+
+// data::Worker count for `configured` (0 = one per CPU).
+int resolve_workers(int configured);
+
+}  // namespace tlsfront::control

@@ -1,0 +1,381 @@
+#include "data/connection.h"
+
+#include <netinet/in.h>
+#include <openssl/ssl.h>
+
+#include "data/http/http1_session.h"
+#include "data/http/http2_session.h"
+#include "log/log.h"
+#include "data/worker.h"
+#include "tls/ticket_key_ring.h"
+#include "tls/tls_context.h"
+
+namespace tlsfront::data {
+namespace {
+
+constexpr size_t kPlaintextChunk = 16 * 1024;  // one TLS record
+constexpr size_t kOutputLowWatermark = 16 * 1024;
+constexpr size_t kPlaintextReserve = 2 * 1024;
+constexpr size_t kMaxBufferedInput = 64 * 1024;
+constexpr std::chrono::milliseconds kLingerTimeout{2'000};
+
+void peer_address(uv_tcp_t* tcp, std::string& addr, uint16_t& port) {
+  sockaddr_storage ss{};
+  int len = sizeof(ss);
+  if (uv_tcp_getpeername(tcp, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return;
+  char buf[INET6_ADDRSTRLEN] = {0};
+  if (ss.ss_family == AF_INET6) {
+    auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
+    uv_ip6_name(a, buf, sizeof(buf));
+    port = ntohs(a->sin6_port);
+  } else {
+    auto* a = reinterpret_cast<sockaddr_in*>(&ss);
+    uv_ip4_name(a, buf, sizeof(buf));
+    port = ntohs(a->sin_port);
+  }
+  addr = buf;
+}
+
+}  // namespace
+
+Connection::Connection(Worker& worker, std::shared_ptr<const WorkerGeneration> generation, uint64_t id)
+    : worker_(worker), generation_(std::move(generation)), id_(id), accepted_at_(std::chrono::steady_clock::now()) {}
+
+Connection::~Connection() {
+  LoopContext::of(worker_.loop()).cancel_flush(this);
+  session_.reset();
+  writer_.detach();
+}
+
+Status Connection::accept(uv_stream_t* listener, const config::Endpoint* address) {
+  worker_.counters().connections_accepted.add();  // closed: finish_close(), whatever happens
+  uv_loop_t* loop = worker_.loop();
+  if (int rc = tcp_.init([loop](uv_tcp_t* h) { return uv_tcp_init(loop, h); }, this); rc != 0) {
+    return make_error(Errc::Io, std::string("uv_tcp_init: ") + uv_strerror(rc));
+  }
+  if (int rc = uv_accept(listener, tcp_.stream()); rc != 0) {
+    return make_error(Errc::Io, std::string("accept: ") + uv_strerror(rc));
+  }
+  peer_address(tcp_.get(), remote_addr_, remote_port_);
+  timer_.init(loop, [](void* self) { static_cast<Connection*>(self)->on_timer(); }, this);
+  auto tls = tls::TlsStream::create(generation_->gen->tls->initial_context());
+  if (!tls) return tls.take_error();
+  tls_.emplace(std::move(tls).value());
+  for (const auto& l : generation_->gen->config.listeners) {
+    // The generation outlives the SSL, so the list may be borrowed.
+    if (address && l.address == *address) tls::set_alpn_protocols(tls_->ssl(), &l.alpn);
+  }
+  if (tls::RemoteSessionStore* store = worker_.session_store()) {
+    lookup_ = std::make_shared<tls::SessionLookup>(store, [this] { on_session_lookup_done(); });
+    if (!lookup_->attach(tls_->ssl())) lookup_.reset();  // sessions then stay local for this connection
+  }
+  writer_.attach(tcp_.stream(), [this](int status, size_t) { on_write_done(status); });
+  arm_timer(generation_->gen->config.timeouts.handshake);
+  update_reading();
+  return {};
+}
+
+void Connection::update_reading() {
+  if (state_ == State::Closing || state_ == State::Closed) {
+    if (reading_) uv_read_stop(tcp_.stream());
+    reading_ = false;
+    return;
+  }
+  // While the session takes no input (a response pending) the socket is still
+  // read into the TLS input buffer up to kMaxBufferedInput: stopping and
+  // restarting reads around every request costs two epoll_ctl calls, and a
+  // client that closes early is noticed at once (499, as nginx).
+  // The same bound holds during the handshake (a client hello paused for a
+  // session lookup must not let a client pile up input).
+  const bool room = tls_->pending_input() < kMaxBufferedInput;
+  bool want = session_ ? (session_->wants_input() || room) : room;
+  if (want && !reading_) {
+    int rc = uv_read_start(tcp_.stream(), LoopContext::alloc_cb, [](uv_stream_t* s, ssize_t n, const uv_buf_t* b) {
+      if (s->data) static_cast<Connection*>(s->data)->on_read(n, b);
+    });
+    reading_ = rc == 0;
+  } else if (!want && reading_) {
+    uv_read_stop(tcp_.stream());
+    reading_ = false;
+  }
+}
+
+void Connection::on_read(ssize_t nread, const uv_buf_t* buf) {
+  if (nread == 0 || state_ == State::Closing || state_ == State::Closed) return;
+  if (nread < 0) {
+    if (nread == UV_EOF) client_done_ = true;
+    if (state_ == State::Handshake) count_handshake_failure(metrics::HandshakeFailure::Closed);
+    if (session_) {
+      session_->on_client_closed();
+    } else {
+      close(false);
+    }
+    return;
+  }
+  tls_->feed(std::string_view(buf->base, static_cast<size_t>(nread)));
+  if (state_ == State::Handshake) {
+    // Paused for a session lookup: the input waits in the BIO until it ends.
+    if (lookup_ && lookup_->state() == tls::SessionLookup::State::Pending) {
+      update_reading();
+      return;
+    }
+    if (!advance_handshake()) return;
+  }
+  pump();
+}
+
+bool Connection::advance_handshake() {
+  auto done = tls_->handshake();
+  if (!done) {
+    count_handshake_failure(metrics::HandshakeFailure::Error);
+    log::debug("conn={} {}:{} {}", id_, remote_addr_, remote_port_, done.error().message());
+    close(false);  // the alert OpenSSL queued is flushed before the close
+    return false;
+  }
+  if (!*done) {
+    // Still in progress (more input needed, or paused by the client hello
+    // callback: on_session_lookup_done() resumes it).
+    LoopContext::of(worker_.loop()).schedule_flush(this);
+    return false;
+  }
+  on_handshake_done();
+  return true;
+}
+
+// Called from the store's reply or timeout callback on this worker's loop.
+// Never deletes `this`: close() only starts the deferred teardown.
+void Connection::on_session_lookup_done() {
+  if (state_ != State::Handshake || !tls_) return;
+  if (advance_handshake()) {
+    pump();
+  } else if (state_ == State::Handshake) {
+    update_reading();  // reading may have stopped at the input bound while paused
+  }
+}
+
+void Connection::on_handshake_done() {
+  state_ = State::Open;
+  stop_timer();
+  SSL* ssl = tls_->ssl();
+  http::ConnectionInfo info;
+  info.id = id_;
+  info.remote_addr = remote_addr_;
+  info.remote_port = remote_port_;
+  if (const char* sni = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name)) info.sni = sni;
+  const unsigned char* alpn = nullptr;
+  unsigned int alpn_len = 0;
+  SSL_get0_alpn_selected(ssl, &alpn, &alpn_len);
+  if (alpn) info.alpn.assign(reinterpret_cast<const char*>(alpn), alpn_len);
+  info.ssl_protocol = SSL_get_version(ssl);
+  info.ssl_cipher = SSL_get_cipher_name(ssl);
+  info.ssl_session_reused = SSL_session_reused(ssl) == 1;
+  const bool ticket = info.ssl_session_reused && tls::resumed_with_ticket(ssl);
+  info.ssl_resumption = !info.ssl_session_reused ? "none" : ticket ? "ticket" : "cache";
+  const auto handshake_time = std::chrono::steady_clock::now() - accepted_at_;
+  info.tls_handshake_ms = std::chrono::duration<double, std::milli>(handshake_time).count();
+  metrics::WorkerCounters& counters = worker_.counters();
+  const auto kind = !info.ssl_session_reused ? metrics::HandshakeKind::Full
+                    : ticket                 ? metrics::HandshakeKind::ResumedTicket
+                                             : metrics::HandshakeKind::ResumedCache;
+  counters.handshakes[static_cast<size_t>(kind)].add();
+  counters.handshake_duration.observe(handshake_time);
+  if (info.alpn == "h2") {
+    counters.connections_h2.add();
+    session_ = std::make_unique<http::Http2Session>(worker_.session_env(*generation_), this, std::move(info),
+                                                    SSL_get_certificate(ssl));
+  } else {
+    counters.connections_http1.add();
+    session_ = std::make_unique<http::Http1Session>(worker_.session_env(*generation_), this, std::move(info));
+  }
+  // TLS 1.3 NewSessionTicket messages go out with the handshake's last flight.
+  LoopContext::of(worker_.loop()).schedule_flush(this);
+}
+
+void Connection::pump() {
+  LoopContext& ctx = LoopContext::of(worker_.loop());
+  char buf[kPlaintextChunk];
+  while (session_ && state_ == State::Open && session_->wants_input()) {
+    auto n = tls_->read(buf, sizeof(buf));
+    if (!n) {
+      if (n.error().code == Errc::Closed) {
+        client_done_ = true;  // close_notify: nothing follows it (RFC 8446 §6.1)
+        session_->on_client_closed();
+      } else {
+        log::debug("conn={} {}:{} {}", id_, remote_addr_, remote_port_, n.error().message());
+        close(false);
+      }
+      break;
+    }
+    if (*n == 0) break;
+    session_->on_data(std::string_view(buf, *n));
+  }
+  // Reading may have produced output (alerts, key updates) as well as input.
+  if (tls_ && tls_->pending_output() > 0) ctx.schedule_flush(this);
+  update_reading();
+}
+
+void Connection::resume_input() {
+  if (state_ != State::Open) return;
+  pump();
+}
+
+void Connection::send(std::string_view plaintext) {
+  if (state_ != State::Open) return;
+  // A head and a small body: one allocation (the buffer is freed when idle).
+  if (plaintext_out_.capacity() < kPlaintextReserve) plaintext_out_.reserve(kPlaintextReserve);
+  plaintext_out_.append(plaintext);
+  LoopContext::of(worker_.loop()).schedule_flush(this);
+}
+
+size_t Connection::buffered_output() const {
+  return plaintext_out_.size() + (tls_ ? tls_->pending_output() : 0) + writer_.buffered_bytes();
+}
+
+bool Connection::encrypt_pending() {
+  if (plaintext_out_.empty()) return true;
+  auto st = tls_->write(plaintext_out_);
+  plaintext_out_.clear();
+  if (!st) {
+    log::debug("conn={} {}", id_, st.error().message());
+    finish_close();
+    return false;
+  }
+  return true;
+}
+
+void Connection::flush() {
+  if (state_ == State::Closed || !tls_) return;
+  if (!encrypt_pending()) return;
+  if (int rc = writer_.send_from(tls_->output()); rc != 0) {
+    finish_close();
+    return;
+  }
+  if (release_pending_ && state_ == State::Open) {
+    release_pending_ = false;
+    std::string().swap(plaintext_out_);
+    tls_->release_buffers();
+    writer_.release_buffer();
+  }
+  if (state_ == State::Closing && writer_.idle()) {
+    start_linger();
+  } else if (state_ == State::Open && session_ && buffered_output() < kOutputLowWatermark) {
+    // Written at once (no write callback will come): let a paused upstream go on.
+    session_->on_output_drained();
+  }
+}
+
+void Connection::on_write_done(int status) {
+  if (status != 0) {
+    finish_close();
+    return;
+  }
+  if (state_ == State::Closing) {
+    if (writer_.idle()) start_linger();
+    return;
+  }
+  if (session_ && buffered_output() < kOutputLowWatermark) session_->on_output_drained();
+}
+
+void Connection::close(bool notify) {
+  if (state_ == State::Closing || state_ == State::Closed) return;
+  const bool handshake_done = state_ == State::Open;
+  state_ = State::Closing;
+  update_reading();
+  if (handshake_done && !encrypt_pending()) return;
+  if (notify && handshake_done) tls_->shutdown();
+  // Bound how long a client that does not read can hold us while we flush.
+  arm_timer(generation_->gen->config.timeouts.send);
+  flush();
+}
+
+// Lingering close (as nginx's lingering_close): send FIN, then read and
+// discard until the client closes or kLingerTimeout passes. Closing with
+// unread input would make the kernel send RST, which can destroy a response
+// (a 400, say) the client has not read yet.
+void Connection::start_linger() {
+  if (lingering_ || state_ != State::Closing) return;
+  if (client_done_ && tls_ && tls_->pending_input() == 0) {
+    finish_close();  // nothing unread and nothing more to come: close() sends FIN, not RST
+    return;
+  }
+  lingering_ = true;
+  arm_timer(kLingerTimeout);
+  auto* req = new uv_shutdown_t{};
+  req->data = this;
+  shutdown_req_ = req;
+  int rc = uv_shutdown(req, tcp_.stream(), [](uv_shutdown_t* r, int status) {
+    auto* self = static_cast<Connection*>(r->data);
+    delete r;
+    if (!self) return;
+    self->shutdown_req_ = nullptr;
+    if (status != 0) {
+      self->finish_close();
+      return;
+    }
+    int rc = uv_read_start(self->tcp_.stream(), LoopContext::alloc_cb, [](uv_stream_t* s, ssize_t n, const uv_buf_t*) {
+      if (s->data && n < 0) static_cast<Connection*>(s->data)->finish_close();
+    });
+    if (rc != 0) self->finish_close();
+  });
+  if (rc != 0) {
+    delete req;
+    shutdown_req_ = nullptr;
+    finish_close();
+  }
+}
+
+// A handshake in progress goes on (the client connected before the stop and
+// gets its first request served; the session sees the worker draining); the
+// handshake timeout and the drain deadline bound it.
+void Connection::shutdown() {
+  if (session_) session_->on_shutdown();
+}
+
+void Connection::abort() { finish_close(); }
+
+void Connection::count_handshake_failure(metrics::HandshakeFailure reason) {
+  worker_.counters().handshake_failures[static_cast<size_t>(reason)].add();
+}
+
+void Connection::release_buffers() {
+  release_pending_ = true;
+  LoopContext::of(worker_.loop()).schedule_flush(this);
+}
+
+void Connection::finish_close() {
+  if (state_ == State::Closed) return;
+  state_ = State::Closed;
+  worker_.counters().connections_closed.add();
+  reading_ = false;
+  if (shutdown_req_) shutdown_req_->data = nullptr;  // freed by its own (cancelled) callback
+  shutdown_req_ = nullptr;
+  writer_.detach();
+  timer_.close();
+  tcp_.close();
+  worker_.remove(this);
+}
+
+void Connection::arm_timer(std::chrono::milliseconds ms) { timer_.arm(ms); }
+
+void Connection::stop_timer() { timer_.stop(); }
+
+void Connection::on_timer() {
+  switch (state_) {
+    case State::Handshake:
+      log::debug("conn={} {}:{} TLS handshake timed out", id_, remote_addr_, remote_port_);
+      count_handshake_failure(metrics::HandshakeFailure::Timeout);
+      finish_close();
+      break;
+    case State::Open:
+      if (session_) session_->on_timer();
+      LoopContext::of(worker_.loop()).schedule_flush(this);
+      break;
+    case State::Closing:
+      finish_close();  // the client stopped reading while we flushed
+      break;
+    case State::Closed:
+      break;
+  }
+}
+
+}  // namespace tlsfront::data

@@ -1,0 +1,107 @@
+// Connection: owns one accepted client TCP connection for its whole life:
+// the socket, the TLS stream, the HTTP session, one timer, and the Generation
+// it was accepted under. Lifecycle: Handshake -> Open -> Closing -> Closed
+// (see data/CONNECTION.md). Only its own libuv callbacks decide when it
+// ends; close() is idempotent and the object is freed by the worker's
+// deferred delete after the current callback returns.
+// Thread affinity: owning worker only.
+#pragma once
+
+#include <uv.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "data/http/client_session.h"
+#include "metrics/counters.h"
+#include "data/http/client_transport.h"
+#include "data/generation.h"
+#include "tls/session_lookup.h"
+#include "tls/tls_stream.h"
+#include "util/lazy_timer.h"
+#include "util/loop_context.h"
+#include "util/stream_writer.h"
+#include "util/uv_handle.h"
+
+namespace tlsfront::data {
+
+class Worker;
+struct WorkerGeneration;
+
+class Connection final : public Deletable, public Flushable, public http::ClientTransport {
+ public:
+  Connection(Worker& worker, std::shared_ptr<const WorkerGeneration> generation, uint64_t id);
+  ~Connection() override;
+
+  // Accepts the pending connection on `listener` and starts the handshake.
+  // `address` names the [[listen]] entry it came from, whose ALPN list (in
+  // this connection's generation) applies; null or unknown: the default list.
+  // Errors: Errc::Io, Errc::Tls.
+  [[nodiscard]] Status accept(uv_stream_t* listener, const config::Endpoint* address);
+
+  // Worker shutdown: close when idle, else after the response in flight.
+  void shutdown();
+  // Closes at once without close_notify (drain deadline passed).
+  void abort();
+  bool closed() const { return state_ == State::Closed; }
+
+  // ClientTransport
+  void send(std::string_view plaintext) override;
+  size_t buffered_output() const override;
+  void close(bool notify) override;
+  void arm_timer(std::chrono::milliseconds ms) override;
+  void stop_timer() override;
+  void resume_input() override;
+  void release_buffers() override;
+  void client_done() override { client_done_ = true; }
+
+  // Flushable: encrypts queued plaintext and writes the ciphertext.
+  void flush() override;
+
+ private:
+  enum class State { Handshake, Open, Closing, Closed };
+
+  void on_read(ssize_t nread, const uv_buf_t* buf);
+  void on_write_done(int status);
+  void on_timer();
+  void on_handshake_done();
+  // Advances the TLS handshake; true once it is done and the session open.
+  // Closes the connection on a handshake error.
+  bool advance_handshake();
+  // The shared-store session lookup ended: go on with the paused handshake.
+  void on_session_lookup_done();
+  void pump();
+  // Encrypts queued plaintext into the TLS output; false if the connection died.
+  bool encrypt_pending();
+  void update_reading();
+  void start_linger();
+  void finish_close();
+  void count_handshake_failure(metrics::HandshakeFailure reason);
+
+  Worker& worker_;
+  // Before session_: the upstream groups the session's exchanges use outlive it.
+  std::shared_ptr<const WorkerGeneration> generation_;
+  uint64_t id_;
+  State state_ = State::Handshake;
+  UvHandle<uv_tcp_t> tcp_;
+  LazyTimer timer_;
+  StreamWriter writer_;
+  // Before tls_: the SSL borrows it through ex_data, so it must die after the SSL.
+  std::shared_ptr<tls::SessionLookup> lookup_;
+  std::optional<tls::TlsStream> tls_;
+  std::unique_ptr<http::ClientSession> session_;
+  std::string plaintext_out_;
+  bool reading_ = false;
+  bool release_pending_ = false;  // release_buffers() once the output is written
+  bool lingering_ = false;
+  bool client_done_ = false;  // EOF, close_notify, or the session said no more input comes
+  uv_shutdown_t* shutdown_req_ = nullptr;
+  bool notify_on_close_ = false;
+  std::string remote_addr_;
+  uint16_t remote_port_ = 0;
+  std::chrono::steady_clock::time_point accepted_at_;
+};
+
+}  // namespace tlsfront::data

@@ -1,0 +1,33 @@
+// Generation: one immutable, validated configuration with everything built
+// from it that is shared by the workers: the certificates with their TLS
+// contexts (chosen by SNI) and the router.
+// Built off-loop by the control thread (control/generation_builder.h),
+// published through an atomic shared_ptr; each connection holds the
+// generation it was accepted under until it closes.
+// Thread affinity: immutable once built, readable from any thread.
+#pragma once
+
+#include <memory>
+
+#include "config/config.h"
+#include "data/http/router.h"
+#include "tls/cert_index.h"
+#include "tls/ocsp_stapler.h"
+#include "util/result.h"
+
+namespace tlsfront::data {
+
+struct Generation {
+  config::Config config;
+  std::unique_ptr<tls::CertIndex> tls;
+  // The OCSP staplers of these certificates (owned by the Server's
+  // OcspManager), attached to every SSL_CTX of `tls`.
+  tls::OcspRegistry ocsp;
+  http::Router router;
+
+  // `tls` is set by the builder right after construction (the index
+  // borrows this copy of the config's certificate entries).
+  explicit Generation(config::Config cfg) : config(std::move(cfg)), router(config) {}
+};
+
+}  // namespace tlsfront::data

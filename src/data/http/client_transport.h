@@ -1,0 +1,41 @@
+// ClientTransport: what a client-side HTTP session needs from its connection
+// (implemented by data::Connection over TLS): plaintext out, one timer,
+// input flow control, and close.
+// Thread affinity: owning worker only.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string_view>
+
+namespace tlsfront::http {
+
+class ClientTransport {
+ public:
+  virtual ~ClientTransport() = default;
+  // Queues plaintext for the client; encrypted and written at the end of the
+  // current loop iteration, so one response becomes as few records as possible.
+  virtual void send(std::string_view plaintext) = 0;
+  // Plaintext and ciphertext not yet written to the socket (bytes).
+  virtual size_t buffered_output() const = 0;
+  // Closes after writing what is queued. `notify`: send close_notify first
+  // (false when the response was cut short, so the client sees truncation).
+  virtual void close(bool notify) = 0;
+  // The client has sent all it will send: it asked for the close and its
+  // request was read whole. A close then needs no lingering read (RST can
+  // only come from input arriving after close()); the transport also assumes
+  // this once it reads end of file or close_notify.
+  virtual void client_done() = 0;
+  // The session's single timer; fires Session::on_timer. 0 ms = next iteration.
+  virtual void arm_timer(std::chrono::milliseconds ms) = 0;
+  virtual void stop_timer() = 0;
+  // The session can take input again: deliver buffered plaintext and read on.
+  virtual void resume_input() = 0;
+  // The session is idle between requests (keepalive): once what it sent is
+  // written, the transport may free the buffers it grew, so an idle
+  // connection costs little memory (nginx frees a keepalive connection's
+  // buffers likewise). Default: nothing.
+  virtual void release_buffers() {}
+};
+
+}  // namespace tlsfront::http

@@ -1,0 +1,60 @@
+// ExchangeSink: the one interface through which a ProxyExchange talks back to
+// the client side (Http1Session, or one Http2Stream per HTTP/2 stream), so
+// upstream code is written once for both. ConnectionInfo: what a session knows about its client
+// connection, for the access log.
+// Thread affinity: owning worker only.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "message/request.h"
+
+namespace tlsfront::http {
+
+struct ConnectionInfo {
+  uint64_t id = 0;
+  std::string remote_addr;
+  uint16_t remote_port = 0;
+  std::string sni;
+  std::string alpn;
+  std::string ssl_protocol;
+  std::string ssl_cipher;
+  bool ssl_session_reused = false;
+  const char* ssl_resumption = "none";  // "none" | "cache" | "ticket"
+  double tls_handshake_ms = 0;
+  uint64_t requests = 0;  // requests started on this connection so far
+};
+
+class ExchangeSink {
+ public:
+  virtual ~ExchangeSink() = default;
+  // A 1xx interim response other than 101 (RFC 9110 §15.2); hop-by-hop
+  // headers already removed.
+  virtual void send_informational(const ResponseHead& head) = 0;
+  // The final response head; hop-by-hop headers are already removed, framing
+  // is the sink's to choose from head.content_length / `has_body`.
+  virtual void send_response_head(const ResponseHead& head, bool has_body) = 0;
+  // Response body bytes (decoded from upstream framing); valid during the call.
+  virtual void send_response_body(std::string_view data) = 0;
+  // The response's trailer fields (RFC 9110 §6.5), valid names and values,
+  // hop-by-hop and framing fields removed; just before end_response(). The
+  // default drops them (HTTP/1.1 responses to clients end with an empty
+  // trailer section).
+  virtual void send_trailers(const std::vector<Header>& trailers) {}
+  virtual void end_response() = 0;
+  // The exchange failed. Before the head was sent the sink answers `status`
+  // (502 or 504); after it, the sink must abort the client stream.
+  virtual void fail_response(int status, std::string_view reason) = 0;
+  // True while the client side holds more than its high watermark; the
+  // exchange stops reading the upstream until on_output_drained().
+  virtual bool output_congested() const = 0;
+  // The upstream write queue drained: the sink may read request body again.
+  virtual void on_request_body_writable() = 0;
+  virtual const ConnectionInfo& connection_info() const = 0;
+};
+
+}  // namespace tlsfront::http

@@ -1,0 +1,422 @@
+#include "data/http/http2_session.h"
+
+#include <openssl/x509v3.h>
+
+#include <algorithm>
+#include <string>
+
+#include "log/log.h"
+
+namespace tlsfront::http {
+namespace {
+
+// Rapid reset (CVE-2023-44487): streams the client ends before their response
+// did. nghttp2's own RST_STREAM limiter (1000 burst, 33/s) stays on behind it.
+constexpr double kResetBurst = 200;
+constexpr double kResetPerSecond = 33;
+// SETTINGS, PING, PRIORITY and empty DATA frames without END_STREAM: none
+// makes progress, so a client needs few (as nghttpx / h2o budget them).
+constexpr double kControlBurst = 1000;
+constexpr double kControlPerSecond = 100;
+// Stream ids remembered after close, so a late frame on one is not taken for
+// a stream id going backwards.
+constexpr size_t kRecentlyClosed = 256;
+
+#define TLSFRONT_SESSION static_cast<Http2Session*>(user_data)
+
+int on_begin_frame_cb(nghttp2_session*, const nghttp2_frame_hd* hd, void* user_data) noexcept {
+  return TLSFRONT_SESSION->on_begin_frame(hd);
+}
+
+int on_begin_headers_cb(nghttp2_session*, const nghttp2_frame* frame, void* user_data) noexcept {
+  return TLSFRONT_SESSION->on_begin_headers(frame);
+}
+
+int on_header_cb(nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name, size_t namelen,
+                 const uint8_t* value, size_t valuelen, uint8_t, void* user_data) noexcept {
+  return TLSFRONT_SESSION->on_header(frame, std::string_view(reinterpret_cast<const char*>(name), namelen),
+                                     std::string_view(reinterpret_cast<const char*>(value), valuelen));
+}
+
+int on_frame_recv_cb(nghttp2_session*, const nghttp2_frame* frame, void* user_data) noexcept {
+  return TLSFRONT_SESSION->on_frame_recv(frame);
+}
+
+int on_data_chunk_recv_cb(nghttp2_session*, uint8_t, int32_t stream_id, const uint8_t* data, size_t len,
+                          void* user_data) noexcept {
+  return TLSFRONT_SESSION->on_data_chunk(stream_id, std::string_view(reinterpret_cast<const char*>(data), len));
+}
+
+int on_stream_close_cb(nghttp2_session*, int32_t stream_id, uint32_t error_code, void* user_data) noexcept {
+  return TLSFRONT_SESSION->on_stream_close(stream_id, error_code);
+}
+
+int on_frame_send_cb(nghttp2_session*, const nghttp2_frame* frame, void* user_data) noexcept {
+  return TLSFRONT_SESSION->on_frame_send(frame);
+}
+
+#undef TLSFRONT_SESSION
+
+// Built once, shared read-only by every session of every worker.
+const nghttp2_session_callbacks* callbacks() {
+  static const Nghttp2CallbacksPtr table = [] {
+    nghttp2_session_callbacks* cb = nullptr;
+    if (nghttp2_session_callbacks_new(&cb) != 0) std::abort();  // OOM
+    nghttp2_session_callbacks_set_on_begin_frame_callback(cb, on_begin_frame_cb);
+    nghttp2_session_callbacks_set_on_begin_headers_callback(cb, on_begin_headers_cb);
+    nghttp2_session_callbacks_set_on_header_callback(cb, on_header_cb);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame_recv_cb);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data_chunk_recv_cb);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_stream_close_cb);
+    nghttp2_session_callbacks_set_on_frame_send_callback(cb, on_frame_send_cb);
+    return Nghttp2CallbacksPtr(cb);
+  }();
+  return table.get();
+}
+
+}  // namespace
+
+bool Http2Session::Budget::take() {
+  auto now = std::chrono::steady_clock::now();
+  tokens = std::min(burst, tokens + std::chrono::duration<double>(now - last).count() * per_second);
+  last = now;
+  if (tokens < 1) return false;
+  tokens -= 1;
+  return true;
+}
+
+Http2Session::Http2Session(const SessionEnv& env, ClientTransport* transport, ConnectionInfo info, X509* certificate)
+    : env_(env),
+      transport_(transport),
+      info_(std::move(info)),
+      certificate_(certificate),
+      resets_{kResetBurst, kResetBurst, kResetPerSecond, std::chrono::steady_clock::now()},
+      control_frames_{kControlBurst, kControlBurst, kControlPerSecond, std::chrono::steady_clock::now()} {
+  const config::Http2& cfg = env_.config->http2;
+  nghttp2_option* opt_raw = nullptr;
+  if (nghttp2_option_new(&opt_raw) != 0) std::abort();  // OOM
+  Nghttp2OptionPtr opt(opt_raw);
+  // WINDOW_UPDATE only once the upstream took the bytes (nghttp2_session_consume).
+  nghttp2_option_set_no_auto_window_update(opt.get(), 1);
+  // A header block may span max_header_list_size / 16 KiB CONTINUATION frames, at least nghttp2's 8.
+  nghttp2_option_set_max_continuations(opt.get(), std::max<size_t>(8, cfg.max_header_list_size / 16384 + 2));
+  nghttp2_session* raw = nullptr;
+  if (nghttp2_session_server_new2(&raw, callbacks(), this, opt.get()) != 0) std::abort();  // OOM
+  session_.reset(raw);
+
+  const nghttp2_settings_entry settings[] = {
+      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, cfg.max_concurrent_streams},
+      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, cfg.initial_window_size},
+      {NGHTTP2_SETTINGS_MAX_FRAME_SIZE, cfg.max_frame_size},
+      {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, cfg.max_header_list_size},
+      {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
+      // RFC 9218 §2.1: no RFC 7540 priority tree to maintain (or abuse).
+      {NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES, 1},
+  };
+  nghttp2_submit_settings(session_.get(), NGHTTP2_FLAG_NONE, settings, std::size(settings));
+  // Request DATA is acknowledged per connection at once and per stream only
+  // when forwarded, so the connection window never stalls one stream behind
+  // another's slow upstream; a larger window spares WINDOW_UPDATE round trips.
+  const int64_t conn_window = std::min<int64_t>(int64_t{cfg.initial_window_size} * 16, (int64_t{1} << 31) - 1);
+  nghttp2_session_set_local_window_size(session_.get(), NGHTTP2_FLAG_NONE, 0, static_cast<int32_t>(conn_window));
+  update_timer();
+  schedule_send();
+}
+
+Http2Session::~Http2Session() {
+  LoopContext::of(env_.loop).cancel_flush(this);
+  for (auto& [id, stream] : streams_) stream->on_closed(NGHTTP2_CANCEL);
+  streams_.clear();
+}
+
+Http2Stream* Http2Session::find(int32_t stream_id) const {
+  auto it = streams_.find(stream_id);
+  return it == streams_.end() ? nullptr : it->second.get();
+}
+
+void Http2Session::schedule_send() {
+  if (!closed_) LoopContext::of(env_.loop).schedule_flush(this);
+}
+
+bool Http2Session::wants_input() const { return !closed_ && !input_stopped_ && !output_congested(); }
+
+void Http2Session::on_data(std::string_view data) {
+  if (closed_ || input_stopped_) return;
+  ssize_t rv = nghttp2_session_mem_recv(session_.get(), reinterpret_cast<const uint8_t*>(data.data()), data.size());
+  if (rv < 0) {
+    uint32_t code = NGHTTP2_PROTOCOL_ERROR;
+    if (terminate_code_) {
+      code = *terminate_code_;
+    } else if (rv == NGHTTP2_ERR_FLOODED || rv == NGHTTP2_ERR_TOO_MANY_CONTINUATIONS) {
+      code = NGHTTP2_ENHANCE_YOUR_CALM;
+    }
+    log::info("conn={} client={}:{} h2: {}; GOAWAY {}", info_.id, info_.remote_addr, info_.remote_port,
+              nghttp2_strerror(static_cast<int>(rv)), nghttp2_http2_strerror(code));
+    terminate(code);
+  }
+  // Exchanges start after the whole read was processed: a stream opened and
+  // reset within it never costs an upstream connection.
+  std::vector<int32_t> starts;
+  starts.swap(to_start_);
+  for (int32_t id : starts) {
+    if (Http2Stream* s = find(id); s && !closed_ && !input_stopped_) s->start();
+  }
+  schedule_send();
+}
+
+void Http2Session::terminate(uint32_t error_code) {
+  input_stopped_ = true;
+  if (!goaway_sent_) {
+    goaway_sent_ = true;
+    nghttp2_session_terminate_session(session_.get(), error_code);
+  }
+  schedule_send();
+}
+
+void Http2Session::count_reset() {
+  if (!resets_.take() && !terminate_code_) {
+    log::info("conn={} client={}:{} h2: streams reset faster than they complete (rapid reset); GOAWAY",
+              info_.id, info_.remote_addr, info_.remote_port);
+    terminate_code_ = NGHTTP2_ENHANCE_YOUR_CALM;
+  }
+}
+
+void Http2Session::flush() {
+  if (closed_) return;
+  while (!output_congested()) {
+    const uint8_t* data = nullptr;
+    ssize_t n = nghttp2_session_mem_send(session_.get(), &data);
+    if (n < 0) {
+      log::debug("conn={} h2 send: {}", info_.id, nghttp2_strerror(static_cast<int>(n)));
+      close_now(false);
+      return;
+    }
+    if (n == 0) break;
+    transport_->send(std::string_view(reinterpret_cast<const char*>(data), static_cast<size_t>(n)));
+  }
+  if (terminate_code_ && !goaway_sent_) {
+    terminate(*terminate_code_);  // set inside a callback: act now that nghttp2 is not running
+    flush();
+    return;
+  }
+  const bool want_write = nghttp2_session_want_write(session_.get()) != 0;
+  if (!want_write && (!nghttp2_session_want_read(session_.get()) || input_stopped_)) {
+    close_now(true);
+    return;
+  }
+  update_timer();
+}
+
+void Http2Session::close_now(bool notify) {
+  if (closed_) return;
+  closed_ = true;
+  transport_->stop_timer();
+  for (auto& [id, stream] : streams_) {
+    stream->on_closed(NGHTTP2_CANCEL);
+    LoopContext::of(env_.loop).defer_delete(std::move(stream));
+  }
+  streams_.clear();
+  transport_->close(notify);
+}
+
+void Http2Session::update_timer() {
+  TimerPurpose want = TimerPurpose::None;
+  if (output_congested()) {
+    want = TimerPurpose::Send;
+  } else if (std::all_of(streams_.begin(), streams_.end(),
+                         [](const auto& s) { return s.second->response_finished(); })) {
+    // No stream or only ones whose response is out (request bodies being
+    // dropped): idle, whatever the client keeps sending.
+    want = TimerPurpose::Idle;
+  } else if (std::any_of(streams_.begin(), streams_.end(),
+                         [](const auto& s) { return s.second->has_pending_output(); })) {
+    want = TimerPurpose::Stall;
+  }
+  if (want == timer_) return;
+  timer_ = want;
+  switch (want) {
+    case TimerPurpose::None: transport_->stop_timer(); break;
+    case TimerPurpose::Idle:
+      transport_->arm_timer(env_.config->timeouts.keepalive);
+      if (streams_.empty()) transport_->release_buffers();  // what was sent goes out first
+      break;
+    case TimerPurpose::Send: transport_->arm_timer(env_.config->timeouts.send); break;
+    case TimerPurpose::Stall:
+      stall_marks_.clear();
+      for (const auto& [id, s] : streams_) stall_marks_[id] = s->bytes_out();
+      transport_->arm_timer(env_.config->timeouts.send);
+      break;
+  }
+}
+
+void Http2Session::on_timer() {
+  TimerPurpose purpose = timer_;
+  timer_ = TimerPurpose::None;
+  if (closed_) return;
+  switch (purpose) {
+    case TimerPurpose::Idle:
+      // RFC 9113 §6.8: GOAWAY NO_ERROR, then close once it is written.
+      terminate(NGHTTP2_NO_ERROR);
+      return;
+    case TimerPurpose::Send:
+      close_now(false);  // the client stopped reading
+      return;
+    case TimerPurpose::Stall:
+      for (auto& [id, s] : streams_) {
+        auto mark = stall_marks_.find(id);
+        if (s->has_pending_output() && mark != stall_marks_.end() && mark->second == s->bytes_out()) {
+          log::info("conn={} client={}:{} h2: stream {} got no window for {} ms; RST_STREAM", info_.id,
+                    info_.remote_addr, info_.remote_port, id, env_.config->timeouts.send.count());
+          s->abort_stalled();
+        }
+      }
+      schedule_send();
+      break;
+    case TimerPurpose::None:
+      break;
+  }
+}
+
+void Http2Session::on_output_drained() {
+  if (closed_) return;
+  for (auto& [id, stream] : streams_) stream->on_output_drained();
+  schedule_send();
+  if (wants_input()) transport_->resume_input();
+}
+
+void Http2Session::on_client_closed() { close_now(false); }
+
+void Http2Session::on_shutdown() {
+  if (closed_ || goaway_sent_) return;
+  // RFC 9113 §6.8: streams up to the last one processed finish; later ones
+  // are refused by nghttp2; the connection closes when none is left.
+  goaway_sent_ = true;
+  nghttp2_submit_goaway(session_.get(), NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(session_.get()),
+                        NGHTTP2_NO_ERROR, nullptr, 0);
+  schedule_send();
+}
+
+bool Http2Session::certificate_covers(std::string_view host) const {
+  if (!certificate_ || host.empty() || host == covered_host_) return true;
+  std::string h(host);
+  if (h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+  if (X509_check_ip_asc(certificate_, h.c_str(), 0) != 1 &&
+      X509_check_host(certificate_, h.data(), h.size(), 0, nullptr) != 1) {
+    return false;
+  }
+  covered_host_.assign(host);  // the SAN parse above was ~4% of a stream's CPU: once per connection
+  return true;
+}
+
+int Http2Session::on_begin_frame(const nghttp2_frame_hd* hd) {
+  // With NO_RFC7540_PRIORITIES nghttp2 drops PRIORITY frames unseen: count them here.
+  if (hd->type == NGHTTP2_PRIORITY && !control_frames_.take() && !terminate_code_) {
+    log::info("conn={} client={}:{} h2: control frame flood; GOAWAY", info_.id, info_.remote_addr,
+              info_.remote_port);
+    terminate_code_ = NGHTTP2_ENHANCE_YOUR_CALM;
+    return NGHTTP2_ERR_CALLBACK_FAILURE;
+  }
+  if (hd->type != NGHTTP2_HEADERS || hd->stream_id > last_stream_id_ || find(hd->stream_id)) return 0;
+  // RFC 9113 §5.1.1: a HEADERS frame on a lower, never opened (or long
+  // closed) stream is a connection error; nghttp2 1.52 ignores it. Frames on
+  // a stream closed a moment ago may still be in flight (§5.1, "closed").
+  if (std::find(recently_closed_.begin(), recently_closed_.end(), hd->stream_id) != recently_closed_.end()) return 0;
+  log::info("conn={} client={}:{} h2: HEADERS on stream {} after {}; GOAWAY", info_.id, info_.remote_addr,
+            info_.remote_port, hd->stream_id, last_stream_id_);
+  terminate_code_ = NGHTTP2_PROTOCOL_ERROR;
+  return NGHTTP2_ERR_CALLBACK_FAILURE;
+}
+
+int Http2Session::on_begin_headers(const nghttp2_frame* frame) {
+  if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
+  if (input_stopped_) return NGHTTP2_ERR_CALLBACK_FAILURE;
+  last_stream_id_ = std::max(last_stream_id_, frame->hd.stream_id);
+  ++info_.requests;
+  streams_[frame->hd.stream_id] = std::make_unique<Http2Stream>(this, frame->hd.stream_id);
+  update_timer();
+  return 0;
+}
+
+int Http2Session::on_header(const nghttp2_frame* frame, std::string_view name, std::string_view value) {
+  // Request trailers (HCAT_HEADERS) are not forwarded: the upstream request
+  // body ends with an empty last chunk.
+  if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
+  if (Http2Stream* s = find(frame->hd.stream_id)) s->on_header(name, value);
+  return 0;
+}
+
+int Http2Session::on_frame_recv(const nghttp2_frame* frame) {
+  const bool end_stream = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
+  Http2Stream* s = frame->hd.stream_id != 0 ? find(frame->hd.stream_id) : nullptr;
+  bool unproductive = false;
+  switch (frame->hd.type) {
+    case NGHTTP2_HEADERS:
+      if (!s) break;
+      if (frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
+        if (s->on_request_head(end_stream)) to_start_.push_back(s->id());
+      } else if (end_stream) {
+        s->on_request_end();
+      }
+      break;
+    case NGHTTP2_DATA:
+      // Padding counts against flow control but never reaches a stream.
+      if (frame->data.padlen > 0) nghttp2_session_consume(session_.get(), frame->hd.stream_id, frame->data.padlen);
+      if (frame->hd.length == 0 && !end_stream) unproductive = true;
+      if (s && end_stream) s->on_request_end();
+      break;
+    case NGHTTP2_RST_STREAM:
+      if (s) {
+        s->on_client_reset();
+        if (!s->response_finished()) count_reset();
+      }
+      break;
+    case NGHTTP2_SETTINGS:
+    case NGHTTP2_PING:
+      unproductive = (frame->hd.flags & NGHTTP2_FLAG_ACK) == 0;
+      break;
+    default:
+      break;
+  }
+  if (unproductive && !control_frames_.take() && !terminate_code_) {
+    log::info("conn={} client={}:{} h2: control frame flood; GOAWAY", info_.id, info_.remote_addr,
+              info_.remote_port);
+    terminate_code_ = NGHTTP2_ENHANCE_YOUR_CALM;
+  }
+  return terminate_code_ ? NGHTTP2_ERR_CALLBACK_FAILURE : 0;
+}
+
+int Http2Session::on_data_chunk(int32_t stream_id, std::string_view data) {
+  // Per connection at once; per stream when the upstream took it (Http2Stream).
+  nghttp2_session_consume_connection(session_.get(), data.size());
+  if (Http2Stream* s = find(stream_id)) {
+    s->on_request_data(data);
+  } else {
+    nghttp2_session_consume_stream(session_.get(), stream_id, data.size());
+  }
+  return 0;
+}
+
+int Http2Session::on_stream_close(int32_t stream_id, uint32_t error_code) {
+  auto it = streams_.find(stream_id);
+  if (it == streams_.end()) return 0;
+  // A stream we reset for the client's protocol error counts as a reset too
+  // ("MadeYouReset"): it cost work and completed nothing.
+  if (error_code == NGHTTP2_PROTOCOL_ERROR && !it->second->response_finished()) count_reset();
+  it->second->on_closed(error_code);
+  recently_closed_.push_back(stream_id);
+  if (recently_closed_.size() > kRecentlyClosed) recently_closed_.pop_front();
+  LoopContext::of(env_.loop).defer_delete(std::move(it->second));
+  streams_.erase(it);
+  update_timer();
+  return 0;
+}
+
+int Http2Session::on_frame_send(const nghttp2_frame* frame) {
+  if ((frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) &&
+      (frame->hd.flags & NGHTTP2_FLAG_END_STREAM)) {
+    if (Http2Stream* s = find(frame->hd.stream_id)) s->on_response_end_sent();
+  }
+  return 0;
+}
+
+}  // namespace tlsfront::http

@@ -1,0 +1,152 @@
+// Http2Session: the HTTP/2 server side of one client connection (RFC 9113)
+// after ALPN "h2", on an nghttp2 server session. Each client stream becomes
+// one Http2Stream and one ProxyExchange over the worker's upstream pools.
+//
+// What nghttp2 enforces (its defaults, kept on): the connection preface,
+// frame sizes, HPACK (RFC 7541) with a 4 KiB dynamic table, §8.2-8.3 header
+// validation (lowercase names, no connection-specific fields, TE only
+// "trailers", pseudo-headers present once and first), Content-Length
+// against DATA (§8.1.1), stream ids not reused, MAX_CONCURRENT_STREAMS
+// (§5.1.2: REFUSED_STREAM before our SETTINGS are acknowledged, a connection
+// error after), WINDOW_UPDATE overflow (§6.9.1, FLOW_CONTROL_ERROR),
+// SETTINGS/PING ACK queue floods
+// (nghttp2_option_set_max_outbound_ack), CONTINUATION floods
+// (nghttp2_option_set_max_continuations) and its own RST_STREAM rate limit
+// (nghttp2_option_set_stream_reset_rate_limit).
+// What this class adds: the SETTINGS from [http2] (config.h); HEADERS on a
+// lower, never opened stream id is a connection error (§5.1.1; nghttp2 1.52
+// ignores it); request header lists over max_header_list_size (HPACK bombs)
+// answered 431 (Http2Stream); rapid reset
+// (CVE-2023-44487: streams reset by the client before their response ended,
+// token bucket) and control frame floods (SETTINGS, PING, PRIORITY, empty
+// DATA; token bucket) answered with GOAWAY ENHANCE_YOUR_CALM and close;
+// 421 for an :authority the certificate does not cover (RFC 9110 §15.5.20);
+// GOAWAY NO_ERROR after timeouts.keepalive without streams, and on shutdown
+// with the last stream id honoured (streams in flight finish); a stream whose
+// response waits timeouts.send for a window the client never opens is reset
+// (CANCEL), so a non-reading client cannot hold upstream connections.
+//
+// Output: frames are produced by nghttp2_session_mem_send once per loop
+// iteration (Flushable), and only while the connection holds less than
+// kOutputHighWatermark unsent bytes; input is not taken while above it.
+// Memory per connection is bounded by max_concurrent_streams ×
+// (initial_window_size + Http2Stream::kResponseHighWatermark + one upstream read).
+// Errors: none returned; peer misbehaviour ends a stream (RST_STREAM) or the
+// connection (GOAWAY, then ClientTransport::close) and is logged at info
+// with the peer address.
+// Thread affinity: owning worker only.
+#pragma once
+
+#include <nghttp2/nghttp2.h>
+#include <openssl/x509.h>
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "data/http/client_session.h"
+#include "data/http/client_transport.h"
+#include "data/http/exchange_sink.h"
+#include "data/http/session_env.h"
+#include "data/http/http2_stream.h"
+#include "util/loop_context.h"
+#include "util/nghttp2_ptr.h"
+
+namespace tlsfront::http {
+
+class Http2Session final : public ClientSession, public Flushable {
+ public:
+  static constexpr size_t kOutputHighWatermark = 64 * 1024;
+
+  // `transport` is borrowed (the connection owns this session);
+  // `certificate` is the connection's leaf, borrowed (kept alive by the
+  // connection's Generation), used for 421; null disables that check.
+  Http2Session(const SessionEnv& env, ClientTransport* transport, ConnectionInfo info, X509* certificate);
+  ~Http2Session() override;
+  Http2Session(const Http2Session&) = delete;
+  Http2Session& operator=(const Http2Session&) = delete;
+
+  // ClientSession
+  void on_data(std::string_view data) override;
+  bool wants_input() const override;
+  void on_timer() override;
+  void on_output_drained() override;
+  void on_client_closed() override;
+  void on_shutdown() override;
+
+  // Flushable: nghttp2_session_mem_send into the transport while under the
+  // high watermark; closes once nghttp2 wants neither to read nor to write.
+  void flush() override;
+
+  // For Http2Stream.
+  nghttp2_session* ng() const { return session_.get(); }
+  const SessionEnv& env() const { return env_; }
+  const ConnectionInfo& info() const { return info_; }
+  bool output_congested() const { return transport_->buffered_output() > kOutputHighWatermark; }
+  void schedule_send();
+  // True when the certificate covers `host` (lowercase, no port; "[v6]" or
+  // IPv4 literal or DNS name), or there is no certificate to check.
+  bool certificate_covers(std::string_view host) const;
+  // True once per connection: the access-log line that carries tls_handshake_ms.
+  bool first_access_log() { return std::exchange(first_log_, false); }
+  // Counts a stream the client (or its protocol error) ended before its
+  // response did; over the budget the connection ends with ENHANCE_YOUR_CALM.
+  void count_reset();
+
+  // nghttp2 callbacks (trampolines in http2_session.cc).
+  int on_begin_frame(const nghttp2_frame_hd* hd);
+  int on_begin_headers(const nghttp2_frame* frame);
+  int on_header(const nghttp2_frame* frame, std::string_view name, std::string_view value);
+  int on_frame_recv(const nghttp2_frame* frame);
+  int on_data_chunk(int32_t stream_id, std::string_view data);
+  int on_stream_close(int32_t stream_id, uint32_t error_code);
+  int on_frame_send(const nghttp2_frame* frame);
+
+ private:
+  // A token bucket: `burst` tokens, refilled at `per_second`.
+  struct Budget {
+    double tokens;
+    double burst;
+    double per_second;
+    std::chrono::steady_clock::time_point last;
+    bool take();
+  };
+  // Idle: no streams (timeouts.keepalive). Send: our output is not drained
+  // (timeouts.send). Stall: some stream's response waits for a window the
+  // client does not open (timeouts.send without progress).
+  enum class TimerPurpose { None, Idle, Send, Stall };
+
+  Http2Stream* find(int32_t stream_id) const;
+  // GOAWAY with `error_code`, stop reading, close once it is written.
+  void terminate(uint32_t error_code);
+  void close_now(bool notify);
+  void update_timer();
+
+  SessionEnv env_;
+  ClientTransport* transport_;
+  ConnectionInfo info_;
+  X509* certificate_;
+  mutable std::string covered_host_;  // the last host certificate_covers() said yes to
+  Nghttp2SessionPtr session_;
+  std::unordered_map<int32_t, std::unique_ptr<Http2Stream>> streams_;
+  std::vector<int32_t> to_start_;
+  int32_t last_stream_id_ = 0;           // highest client stream opened
+  std::deque<int32_t> recently_closed_;  // bounded (kRecentlyClosed in the .cc)
+  std::unordered_map<int32_t, uint64_t> stall_marks_;  // Stall: bytes_out() when armed
+  std::optional<uint32_t> terminate_code_;  // set by a callback that stops input
+  Budget resets_;
+  Budget control_frames_;
+  TimerPurpose timer_ = TimerPurpose::None;
+  bool input_stopped_ = false;
+  bool goaway_sent_ = false;
+  bool closed_ = false;
+  bool first_log_ = true;
+};
+
+}  // namespace tlsfront::http

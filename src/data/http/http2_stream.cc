@@ -1,0 +1,398 @@
+#include "data/http/http2_stream.h"
+
+#include <charconv>
+#include <cstring>
+#include <vector>
+
+#include "message/error_response.h"
+#include "message/header_rewrite.h"
+#include "data/http/http2_session.h"
+#include "log/access_log.h"
+#include "metrics/counters.h"
+
+namespace tlsfront::http {
+namespace {
+
+ssize_t response_read_cb(nghttp2_session*, int32_t, uint8_t* buf, size_t length, uint32_t* data_flags,
+                         nghttp2_data_source* source, void*) noexcept {
+  return static_cast<Http2Stream*>(source->ptr)->read_response(buf, length, data_flags);
+}
+
+nghttp2_nv make_nv(const std::string& name, const std::string& value) {
+  return nghttp2_nv{reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
+                    reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())), name.size(), value.size(),
+                    NGHTTP2_NV_FLAG_NONE};
+}
+
+std::string lowercase(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c;
+  return out;
+}
+
+}  // namespace
+
+Http2Stream::Http2Stream(Http2Session* session, int32_t id)
+    : session_(session),
+      id_(id),
+      req_time_(std::chrono::system_clock::now()),
+      req_start_(std::chrono::steady_clock::now()) {}
+
+Http2Stream::~Http2Stream() {
+  if (exchange_) exchange_->cancel();
+}
+
+const ConnectionInfo& Http2Stream::connection_info() const { return session_->info(); }
+
+void Http2Stream::on_header(std::string_view name, std::string_view value) {
+  // RFC 9113 §6.5.2: the size of a field is name + value + 32.
+  header_bytes_ += name.size() + value.size() + 32;
+  bytes_received_ += name.size() + value.size() + 4;
+  if (header_bytes_ > session_->env().config->http2.max_header_list_size) too_large_ = true;
+  if (too_large_) return;
+  if (!name.empty() && name.front() == ':') {
+    if (name == ":method") req_.method = value;
+    else if (name == ":path") req_.target = value;
+    else if (name == ":authority") authority_ = value;
+    return;  // :scheme is "https" or "http" (nghttp2 checked it); we always forward https
+  }
+  if (name == "cookie") {
+    // RFC 9113 §8.2.3: crumbs are joined with "; " into one field.
+    if (!cookie_.empty()) cookie_ += "; ";
+    cookie_.append(value);
+    return;
+  }
+  Header h{std::string(name), std::string(value), classify_header(name)};
+  if (h.token == HeaderToken::ContentLength) {
+    uint64_t n = 0;  // nghttp2 checked it is one non-negative integer
+    std::from_chars(value.data(), value.data() + value.size(), n);
+    req_.content_length = n;
+  } else if (h.token == HeaderToken::UserAgent) {
+    user_agent_ = value;
+  }
+  req_.headers.push_back(std::move(h));
+}
+
+bool Http2Stream::on_request_head(bool end_stream) {
+  request_complete_ = end_stream;
+  if (too_large_) {
+    respond_local(431);
+    return false;
+  }
+  if (req_.method == "CONNECT") {
+    respond_local(405);
+    return false;
+  }
+  const Header* host = req_.find(HeaderToken::Host);
+  std::string_view host_value = authority_;
+  if (!authority_.empty()) {
+    // RFC 9113 §8.3.1: a Host naming another authority makes the request malformed.
+    if (host && !iequals(host->value, authority_)) {
+      reset(NGHTTP2_PROTOCOL_ERROR);
+      return false;
+    }
+    if (!host) req_.headers.insert(req_.headers.begin(), Header{"host", authority_, HeaderToken::Host});
+  } else if (host) {
+    host_value = host->value;
+  }
+  if (!host_value.empty() && !valid_host(host_value)) {
+    respond_local(400);
+    return false;
+  }
+  req_.host = host_key(host_value);
+  if (!session_->certificate_covers(req_.host)) {
+    respond_local(421);  // RFC 9110 §15.5.20: coalesced onto the wrong connection
+    return false;
+  }
+  if (!cookie_.empty()) req_.headers.push_back(Header{"cookie", cookie_, HeaderToken::Other});
+  if (!req_.content_length) {
+    if (!end_stream) {
+      req_.chunked = true;  // length unknown: chunked upstream (RFC 9113 §8.2.2)
+    } else if (req_.method == "POST" || req_.method == "PUT" || req_.method == "PATCH") {
+      req_.content_length = 0;
+    }
+  }
+  const uint64_t max_body = session_->env().config->limits.max_body_bytes;
+  if (max_body != 0 && req_.content_length && *req_.content_length > max_body) {
+    respond_local(413);
+    return false;
+  }
+  auto route = session_->env().router->match(req_.host, req_.target);
+  if (!route) {
+    respond_local(404);
+    return false;
+  }
+  exchange_ = std::make_unique<ProxyExchange>(session_->env().loop, this, (*session_->env().upstreams)[*route].get(),
+                                              req_);
+  return true;
+}
+
+void Http2Stream::start() {
+  if (!exchange_ || started_ || closed_) return;
+  started_ = true;
+  exchange_->start();
+  if (!exchange_) return;
+  if (!early_body_.empty()) {
+    std::string body = std::move(early_body_);
+    early_body_.clear();
+    exchange_->on_request_body(body);
+    if (!exchange_->request_body_congested()) on_request_body_writable();
+  }
+  if (request_complete_) exchange_->on_request_complete();
+}
+
+void Http2Stream::consume(size_t n) {
+  if (n > 0) nghttp2_session_consume_stream(session_->ng(), id_, n);
+}
+
+void Http2Stream::on_request_data(std::string_view data) {
+  body_bytes_ += data.size();
+  bytes_received_ += data.size();
+  const uint64_t max_body = session_->env().config->limits.max_body_bytes;
+  if (max_body != 0 && body_bytes_ > max_body && !head_submitted_) {
+    respond_local(413);
+  }
+  if (!exchange_ || end_sent_) {
+    // Nobody wants these bytes (a local answer, or the response is complete):
+    // acknowledged and dropped, so the client can finish its upload, up to
+    // kMaxDiscardBytes; then the stream is reset once its response is out.
+    consume(data.size());
+    discarded_ += data.size();
+    if (end_sent_ && discarded_ > kMaxDiscardBytes) reset(NGHTTP2_NO_ERROR);
+    return;
+  }
+  if (!started_) {
+    early_body_.append(data);  // bounded by the stream window: not yet consumed
+    unconsumed_ += data.size();
+    return;
+  }
+  exchange_->on_request_body(data);
+  if (exchange_->request_body_congested()) {
+    unconsumed_ += data.size();
+  } else {
+    consume(data.size());
+  }
+}
+
+void Http2Stream::on_request_end() {
+  request_complete_ = true;
+  if (exchange_ && started_) exchange_->on_request_complete();
+}
+
+void Http2Stream::on_request_body_writable() {
+  if (closed_ || !started_) return;
+  consume(unconsumed_);
+  unconsumed_ = 0;
+  session_->schedule_send();
+}
+
+void Http2Stream::submit_head(const ResponseHead& head, bool has_body, bool informational) {
+  std::vector<std::string> storage;
+  storage.reserve(2 * head.headers.size() + 4);
+  std::vector<nghttp2_nv> nva;
+  nva.reserve(head.headers.size() + 2);
+  storage.push_back(":status");
+  storage.push_back(std::to_string(head.status));
+  for (const auto& h : head.headers) {
+    storage.push_back(lowercase(h.name));
+    storage.push_back(h.value);
+  }
+  // HEAD and 304 may state the length the body would have (RFC 9110 §8.6).
+  if (!informational && head.content_length && head.status != 204) {
+    storage.push_back("content-length");
+    storage.push_back(std::to_string(*head.content_length));
+  }
+  for (size_t i = 0; i + 1 < storage.size(); i += 2) nva.push_back(make_nv(storage[i], storage[i + 1]));
+  for (const auto& nv : nva) bytes_sent_ += nv.namelen + nv.valuelen + 4;
+  if (informational) {
+    nghttp2_submit_headers(session_->ng(), NGHTTP2_FLAG_NONE, id_, nullptr, nva.data(), nva.size(), nullptr);
+  } else if (has_body) {
+    nghttp2_data_provider provider;
+    provider.source.ptr = this;
+    provider.read_callback = response_read_cb;
+    nghttp2_submit_response(session_->ng(), id_, nva.data(), nva.size(), &provider);
+  } else {
+    nghttp2_submit_response(session_->ng(), id_, nva.data(), nva.size(), nullptr);
+  }
+  session_->schedule_send();
+}
+
+void Http2Stream::send_informational(const ResponseHead& head) {
+  if (closed_ || head_submitted_) return;
+  submit_head(head, false, true);
+}
+
+void Http2Stream::send_response_head(const ResponseHead& head, bool has_body) {
+  if (closed_ || head_submitted_) return;
+  head_submitted_ = true;
+  status_ = head.status;
+  ended_ = !has_body;
+  submit_head(head, has_body, false);
+}
+
+void Http2Stream::send_response_body(std::string_view data) {
+  if (closed_ || data.empty()) return;
+  out_.append(data);
+  bytes_sent_ += data.size();
+  if (deferred_) {
+    deferred_ = false;
+    nghttp2_session_resume_data(session_->ng(), id_);
+  }
+  session_->schedule_send();
+}
+
+void Http2Stream::send_trailers(const std::vector<Header>& trailers) {
+  if (closed_ || !head_submitted_ || ended_) return;  // no DATA provider to end with them
+  trailers_ = trailers;
+}
+
+void Http2Stream::end_response() {
+  if (closed_) return;
+  ended_ = true;
+  if (deferred_) {
+    deferred_ = false;
+    nghttp2_session_resume_data(session_->ng(), id_);
+  }
+  session_->schedule_send();
+}
+
+void Http2Stream::fail_response(int status, std::string_view) {
+  if (closed_) return;
+  if (status == 0 || head_submitted_) {
+    reset(NGHTTP2_INTERNAL_ERROR);  // the response is cut short: the client must see it
+    return;
+  }
+  respond_local(status);
+}
+
+bool Http2Stream::output_congested() const {
+  return pending_output() > kResponseHighWatermark || session_->output_congested();
+}
+
+void Http2Stream::on_output_drained() {
+  // Cheap when the upstream is not paused (ProxyExchange pauses it itself
+  // whenever output_congested() holds after a sink call).
+  if (exchange_ && !closed_ && !output_congested()) exchange_->on_output_drained();
+}
+
+ssize_t Http2Stream::read_response(uint8_t* buf, size_t length, uint32_t* data_flags) {
+  size_t n = std::min(length, pending_output());
+  if (n > 0) std::memcpy(buf, out_.data() + out_off_, n);
+  out_off_ += n;
+  bytes_out_ += n;
+  if (out_off_ == out_.size()) {
+    out_.clear();
+    out_off_ = 0;
+  } else if (out_off_ > kResponseHighWatermark) {
+    out_.erase(0, out_off_);
+    out_off_ = 0;
+  }
+  if (pending_output() == 0 && ended_) {
+    *data_flags |= NGHTTP2_DATA_FLAG_EOF;
+    if (!trailers_.empty()) {
+      // RFC 9113 §8.1: a trailing HEADERS frame ends the stream instead.
+      std::vector<std::string> storage;
+      std::vector<nghttp2_nv> nva;
+      storage.reserve(2 * trailers_.size());
+      for (const auto& h : trailers_) {
+        storage.push_back(lowercase(h.name));
+        storage.push_back(h.value);
+      }
+      for (size_t i = 0; i + 1 < storage.size(); i += 2) nva.push_back(make_nv(storage[i], storage[i + 1]));
+      if (nghttp2_submit_trailer(session_->ng(), id_, nva.data(), nva.size()) == 0) {
+        *data_flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+      }
+      trailers_.clear();
+    }
+  } else if (n == 0) {
+    deferred_ = true;
+    return NGHTTP2_ERR_DEFERRED;
+  }
+  on_output_drained();
+  return static_cast<ssize_t>(n);
+}
+
+void Http2Stream::respond_local(int status) {
+  if (exchange_) {
+    exchange_->cancel();
+    LoopContext::of(session_->env().loop).defer_delete(std::move(exchange_));
+  }
+  // The unread request body is discarded and acknowledged.
+  early_body_.clear();
+  consume(unconsumed_);
+  unconsumed_ = 0;
+  if (head_submitted_) {
+    reset(NGHTTP2_INTERNAL_ERROR);
+    return;
+  }
+  ResponseHead head;
+  head.status = status;
+  head.headers.push_back(Header{"server", "tlsfront", HeaderToken::Other});
+  head.headers.push_back(Header{"content-type", "text/plain", HeaderToken::Other});
+  std::string body = make_error_body(status);
+  head.content_length = body.size();
+  const bool has_body = req_.method != "HEAD";
+  send_response_head(head, has_body);
+  if (has_body) send_response_body(body);
+  end_response();
+}
+
+void Http2Stream::abort_stalled() {
+  if (exchange_) exchange_->cancel();
+  reset(NGHTTP2_CANCEL);
+}
+
+void Http2Stream::reset(uint32_t error_code) {
+  if (closed_) return;
+  nghttp2_submit_rst_stream(session_->ng(), NGHTTP2_FLAG_NONE, id_, error_code);
+  session_->schedule_send();
+}
+
+void Http2Stream::on_response_end_sent() {
+  end_sent_ = true;
+  // Bytes held back for an upstream that no longer wants them.
+  early_body_.clear();
+  consume(unconsumed_);
+  unconsumed_ = 0;
+  // RFC 9113 §8.1: the response is complete and the rest of the request is
+  // not wanted: RST_STREAM NO_ERROR, unless the client may still finish the
+  // upload cheaply (libcurl, for one, fails a transfer whose upload is cut).
+  if (!request_complete_ && discarded_ > kMaxDiscardBytes) reset(NGHTTP2_NO_ERROR);
+}
+
+void Http2Stream::on_closed(uint32_t error_code) {
+  if (closed_) return;
+  closed_ = true;
+  if (exchange_) exchange_->cancel();
+  if (!end_sent_) {
+    // Cut short: by the client (nginx's 499), or by us after a failure.
+    if (client_reset_ || error_code == NGHTTP2_CANCEL || status_ == 0) {
+      status_ = client_reset_ || error_code == NGHTTP2_CANCEL ? 499 : 400;
+    }
+  }
+  write_access_log();
+}
+
+void Http2Stream::write_access_log() {
+  const auto elapsed = std::chrono::steady_clock::now() - req_start_;
+  if (metrics::WorkerCounters* counters = session_->env().counters) counters->count_request("HTTP/2.0", status_, elapsed);
+  log::AccessLog* access_log = session_->env().access_log;
+  if (!access_log) return;
+  const ConnectionInfo& info = session_->info();
+  log::AccessLogEntry e;
+  fill_access_log_entry(e, info, exchange_.get());
+  e.time = req_time_;
+  e.protocol = "HTTP/2.0";
+  e.method = req_.method;
+  e.path = req_.target;
+  e.status = status_;
+  e.bytes_sent = bytes_sent_;
+  e.bytes_received = bytes_received_;
+  e.request_time_ms = std::chrono::duration<double, std::milli>(elapsed).count();
+  if (session_->first_access_log()) e.tls_handshake_ms = info.tls_handshake_ms;
+  e.stream_id = static_cast<uint32_t>(id_);
+  e.user_agent = user_agent_;
+  access_log->log(e);
+}
+
+}  // namespace tlsfront::http

@@ -1,0 +1,145 @@
+// Http2Stream: one client-initiated HTTP/2 stream (RFC 9113 §5.1) hosted by an
+// Http2Session: the request head assembled from nghttp2's validated header
+// callbacks (:authority -> Host, cookie crumbs joined, §8.3.1 / §8.2.3), one
+// ProxyExchange for the upstream side, and the response body buffered for
+// nghttp2's data provider.
+//
+// Flow control (§5.2): request DATA is consumed (WINDOW_UPDATE sent, through
+// nghttp2_session_consume_stream) only once the upstream write queue takes it,
+// so a slow upstream holds at most one stream window per stream. Response
+// bytes are buffered up to kResponseHighWatermark before the exchange pauses
+// the upstream; nghttp2 drains the buffer as the client's window allows.
+//
+// Trust: every header byte comes from the client; nghttp2 has already
+// rejected what §8.2-8.3 forbids (uppercase names, connection-specific
+// fields, TE other than "trailers", bad pseudo-headers) before we see it.
+// Thread affinity: owning worker only.
+#pragma once
+
+#include <nghttp2/nghttp2.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "data/http/exchange_sink.h"
+#include "data/http/proxy_exchange.h"
+#include "message/request.h"
+#include "util/loop_context.h"
+
+namespace tlsfront::http {
+
+class Http2Session;
+
+class Http2Stream final : public Deletable, public ExchangeSink {
+ public:
+  // Response bytes buffered per stream before the upstream is paused.
+  static constexpr size_t kResponseHighWatermark = 32 * 1024;
+  // Request body bytes acknowledged and dropped after a response that did not
+  // need them, before the stream is reset (RFC 9113 §8.1).
+  static constexpr uint64_t kMaxDiscardBytes = 1024 * 1024;
+
+  // `session` is borrowed and outlives the stream (it owns it).
+  Http2Stream(Http2Session* session, int32_t id);
+  ~Http2Stream() override;
+
+  int32_t id() const { return id_; }
+
+  // One decoded request header field (nghttp2_on_header_callback); views are
+  // valid during the call only. Fields past max_header_list_size are counted
+  // and dropped (the request is then answered 431).
+  void on_header(std::string_view name, std::string_view value);
+  // The request head is complete (HEADERS + CONTINUATION received).
+  // `end_stream`: no request body follows. Answers locally (4xx) or creates
+  // the exchange; returns true when start() must be called.
+  bool on_request_head(bool end_stream);
+  // Starts the exchange created by on_request_head(); called by the session
+  // after nghttp2_session_mem_recv returns, so a stream reset within the same
+  // read never reaches an upstream.
+  void start();
+  // Request DATA payload; valid during the call only.
+  void on_request_data(std::string_view data);
+  // END_STREAM received from the client.
+  void on_request_end();
+  // The client sent RST_STREAM.
+  void on_client_reset() { client_reset_ = true; }
+  // nghttp2 closed the stream (nghttp2_on_stream_close_callback): writes the
+  // access log line and cancels the exchange. No sink call has effect after.
+  void on_closed(uint32_t error_code);
+  // A frame carrying END_STREAM went out. The rest of an unfinished request
+  // body is dropped; past kMaxDiscardBytes the stream is reset with NO_ERROR
+  // (RFC 9113 §8.1).
+  void on_response_end_sent();
+  // The connection's output drained: let a paused upstream read on.
+  void on_output_drained();
+  // nghttp2_data_source_read_callback for the response body.
+  ssize_t read_response(uint8_t* buf, size_t length, uint32_t* data_flags);
+
+  bool response_finished() const { return end_sent_; }
+  // Response bytes waiting for the client's flow-control window, and the
+  // total handed to nghttp2 so far (progress marks for the stall timeout).
+  bool has_pending_output() const { return pending_output() > 0; }
+  uint64_t bytes_out() const { return bytes_out_; }
+  // The client opened no window for timeouts.send: RST_STREAM CANCEL.
+  void abort_stalled();
+  bool closed() const { return closed_; }
+
+  // ExchangeSink
+  void send_informational(const ResponseHead& head) override;
+  void send_response_head(const ResponseHead& head, bool has_body) override;
+  void send_response_body(std::string_view data) override;
+  void send_trailers(const std::vector<Header>& trailers) override;
+  void end_response() override;
+  void fail_response(int status, std::string_view reason) override;
+  bool output_congested() const override;
+  void on_request_body_writable() override;
+  const ConnectionInfo& connection_info() const override;
+
+ private:
+  void respond_local(int status);
+  void submit_head(const ResponseHead& head, bool has_body, bool informational);
+  void reset(uint32_t error_code);
+  void consume(size_t n);
+  size_t pending_output() const { return out_.size() - out_off_; }
+  void write_access_log();
+
+  Http2Session* session_;
+  int32_t id_;
+  RequestHead req_;
+  std::string authority_;
+  std::string cookie_;
+  std::string user_agent_;
+  size_t header_bytes_ = 0;
+  bool too_large_ = false;
+  bool request_complete_ = false;
+  uint64_t body_bytes_ = 0;
+  std::unique_ptr<ProxyExchange> exchange_;
+  bool started_ = false;
+  std::string early_body_;  // DATA received before start()
+  size_t unconsumed_ = 0;   // received, not yet acknowledged by WINDOW_UPDATE
+  uint64_t discarded_ = 0;  // request body bytes dropped (see kMaxDiscardBytes)
+
+  // Response side.
+  std::string out_;
+  size_t out_off_ = 0;
+  bool head_submitted_ = false;
+  bool ended_ = false;     // all response bytes are in out_
+  std::vector<Header> trailers_;  // submitted (nghttp2_submit_trailer) after the last DATA
+  bool deferred_ = false;  // the data provider returned NGHTTP2_ERR_DEFERRED
+  bool end_sent_ = false;
+  bool closed_ = false;
+  bool client_reset_ = false;
+  uint64_t bytes_out_ = 0;  // response body bytes nghttp2 has taken
+
+  // Access-log facts.
+  std::chrono::system_clock::time_point req_time_;
+  std::chrono::steady_clock::time_point req_start_;
+  int status_ = 0;
+  uint64_t bytes_sent_ = 0;
+  uint64_t bytes_received_ = 0;
+};
+
+}  // namespace tlsfront::http

@@ -1,0 +1,38 @@
+// SessionEnv: what a client session (HTTP/1.1 or HTTP/2) and its exchanges
+// borrow from their worker and the connection's generation. Plain struct of
+// borrowed pointers; everything it points to outlives the session.
+// Thread affinity: owning worker only.
+#pragma once
+
+#include <uv.h>
+
+#include <memory>
+#include <vector>
+
+#include "config/config.h"
+#include "data/http/router.h"
+#include "data/upstream/upstream_pool.h"
+
+namespace tlsfront::metrics {
+struct WorkerCounters;
+}
+
+namespace tlsfront::log {
+class AccessLog;
+}
+
+namespace tlsfront::http {
+
+// What a session borrows from its worker and generation; all outlive it.
+struct SessionEnv {
+  uv_loop_t* loop = nullptr;
+  const config::Config* config = nullptr;
+  const Router* router = nullptr;
+  // Indexed like Config::upstreams.
+  const std::vector<std::shared_ptr<upstream::UpstreamGroup>>* upstreams = nullptr;
+  log::AccessLog* access_log = nullptr;  // null: access log off
+  metrics::WorkerCounters* counters = nullptr;  // null: not counted (unit tests)
+  bool* shutting_down = nullptr;         // worker draining: answer with Connection: close
+};
+
+}  // namespace tlsfront::http

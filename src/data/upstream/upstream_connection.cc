@@ -1,0 +1,370 @@
+#include "data/upstream/upstream_connection.h"
+
+#include <sys/socket.h>
+
+#include <cerrno>
+
+#include "data/upstream/upstream_pool.h"
+
+namespace tlsfront::upstream {
+
+constexpr size_t kWriteLowWatermark = 16 * 1024;
+constexpr size_t kKeptOutputBytes = 4 * 1024;  // a pooled connection keeps a request-head-sized buffer
+// A response head larger than this is a bad upstream, not a reason to buffer.
+constexpr size_t kMaxResponseHeadBytes = 64 * 1024;
+
+#define TLSFRONT_PARSER_SELF static_cast<UpstreamConnection*>(p->data)
+
+struct ParserCallbacks {
+  static int on_message_begin(llhttp_t* p) { return TLSFRONT_PARSER_SELF->on_message_begin(); }
+  static int on_status(llhttp_t* p, const char* at, size_t n) { return TLSFRONT_PARSER_SELF->on_status(at, n); }
+  static int on_header_field(llhttp_t* p, const char* at, size_t n) {
+    return TLSFRONT_PARSER_SELF->on_header_field(at, n);
+  }
+  static int on_header_value(llhttp_t* p, const char* at, size_t n) {
+    return TLSFRONT_PARSER_SELF->on_header_value(at, n);
+  }
+  static int on_header_value_complete(llhttp_t* p) { return TLSFRONT_PARSER_SELF->on_header_value_complete(); }
+  static int on_headers_complete(llhttp_t* p) { return TLSFRONT_PARSER_SELF->on_headers_complete(); }
+  static int on_body(llhttp_t* p, const char* at, size_t n) { return TLSFRONT_PARSER_SELF->on_body(at, n); }
+  static int on_message_complete(llhttp_t* p) { return TLSFRONT_PARSER_SELF->on_message_complete(); }
+
+  static llhttp_settings_t make() {
+    llhttp_settings_t s;
+    llhttp_settings_init(&s);
+    s.on_message_begin = on_message_begin;
+    s.on_status = on_status;
+    s.on_header_field = on_header_field;
+    s.on_header_value = on_header_value;
+    s.on_header_value_complete = on_header_value_complete;
+    s.on_headers_complete = on_headers_complete;
+    s.on_body = on_body;
+    s.on_message_complete = on_message_complete;
+    return s;
+  }
+};
+#undef TLSFRONT_PARSER_SELF
+
+namespace {
+const llhttp_settings_t kResponseSettings = ParserCallbacks::make();
+}  // namespace
+
+UpstreamConnection::UpstreamConnection(uv_loop_t* loop, UpstreamPool* pool, const config::Upstream& cfg)
+    : loop_(loop), pool_(pool), cfg_(cfg) {
+  llhttp_init(&parser_, HTTP_RESPONSE, &kResponseSettings);
+  parser_.data = this;
+}
+
+UpstreamConnection::~UpstreamConnection() {
+  LoopContext::of(loop_).cancel_flush(this);
+  close();
+}
+
+Status UpstreamConnection::connect(const sockaddr_storage& addr) {
+  if (int rc = tcp_.init([this](uv_tcp_t* h) { return uv_tcp_init(loop_, h); }, this); rc != 0) {
+    return make_error(Errc::Upstream, std::string("socket: ") + uv_strerror(rc));
+  }
+  timer_.init(loop_, [](void* self) { static_cast<UpstreamConnection*>(self)->on_timer(); }, this);
+  uv_tcp_nodelay(tcp_.get(), 1);
+  connect_req_ = new uv_connect_t{};
+  connect_req_->data = this;
+  int rc = uv_tcp_connect(connect_req_, tcp_.get(), reinterpret_cast<const sockaddr*>(&addr),
+                          [](uv_connect_t* req, int status) {
+                            auto* self = static_cast<UpstreamConnection*>(req->data);
+                            delete req;
+                            if (self) {
+                              self->connect_req_ = nullptr;
+                              self->on_connect(status);
+                            }
+                          });
+  if (rc != 0) {
+    delete connect_req_;
+    connect_req_ = nullptr;
+    state_ = State::Closed;
+    return make_error(Errc::Upstream, std::string("connect: ") + uv_strerror(rc));
+  }
+  writer_.attach(tcp_.stream(), [this](int status, size_t) { on_write_done(status); });
+  arm_timer(cfg_.connect_timeout);
+  return {};
+}
+
+void UpstreamConnection::attach(Handler* handler, bool head_request) {
+  handler_ = handler;
+  head_request_ = head_request;
+  state_ = state_ == State::Connecting ? State::Connecting : State::Active;
+  keep_alive_ = false;
+  written_at_attach_ = writer_.bytes_written();
+  response_bytes_ = 0;
+  if (state_ == State::Active) {
+    arm_timer(cfg_.read_timeout);
+    resume_reading();
+  }
+}
+
+void UpstreamConnection::send(std::string_view bytes) {
+  if (state_ == State::Closed) return;
+  out_.append(bytes);
+  if (buffered_bytes() >= kWriteLowWatermark) notify_writable_ = true;  // a sender may now wait for room
+  LoopContext::of(loop_).schedule_flush(this);
+  if (state_ == State::Active) arm_timer(cfg_.send_timeout);
+}
+
+void UpstreamConnection::write_now() {
+  if (state_ == State::Closed || out_.empty()) return;
+  if (int rc = writer_.send_from(out_); rc != 0) {
+    fail(make_error(Errc::Upstream, std::string("write: ") + uv_strerror(rc)));
+    return;
+  }
+  if (out_.capacity() > kKeptOutputBytes) std::string().swap(out_);  // a large request body passed
+  if (state_ != State::Active) return;
+  arm_timer(writer_.idle() ? cfg_.read_timeout : cfg_.send_timeout);
+}
+
+void UpstreamConnection::flush() {
+  write_now();
+  if (state_ != State::Active) return;
+  // Written at once (no write callback will come): a sender waiting for room goes on.
+  if (notify_writable_ && handler_ && writer_.buffered_bytes() < kWriteLowWatermark) {
+    notify_writable_ = false;
+    handler_->on_upstream_writable();
+  }
+}
+
+void UpstreamConnection::on_connect(int status) {
+  if (status == UV_ECANCELED) return;
+  if (status != 0) {
+    fail(make_error(Errc::Upstream, std::string("connect() failed: ") + uv_strerror(status)));
+    return;
+  }
+  state_ = State::Active;
+  arm_timer(writer_.idle() ? cfg_.read_timeout : cfg_.send_timeout);
+  resume_reading();
+  if (handler_) handler_->on_upstream_connected();
+}
+
+void UpstreamConnection::on_write_done(int status) {
+  if (status != 0) {
+    if (status != UV_ECANCELED) fail(make_error(Errc::Upstream, std::string("send() failed: ") + uv_strerror(status)));
+    return;
+  }
+  if (state_ != State::Active) return;
+  arm_timer(writer_.idle() ? cfg_.read_timeout : cfg_.send_timeout);
+  if (handler_ && writer_.buffered_bytes() < kWriteLowWatermark) handler_->on_upstream_writable();
+}
+
+void UpstreamConnection::pause_reading() {
+  paused_ = true;
+  if (reading_) {
+    uv_read_stop(tcp_.stream());
+    reading_ = false;
+  }
+  if (state_ == State::Active && writer_.idle()) timer_.stop();
+}
+
+void UpstreamConnection::resume_reading() {
+  paused_ = false;
+  if (reading_ || state_ == State::Closed || state_ == State::Connecting) return;
+  int rc = uv_read_start(tcp_.stream(), LoopContext::alloc_cb, [](uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
+    if (s->data) static_cast<UpstreamConnection*>(s->data)->on_read(n, buf);
+  });
+  if (rc == 0) {
+    reading_ = true;
+    if (state_ == State::Active) arm_timer(writer_.idle() ? cfg_.read_timeout : cfg_.send_timeout);
+  } else {
+    fail(make_error(Errc::Upstream, std::string("read start: ") + uv_strerror(rc)));
+  }
+}
+
+void UpstreamConnection::park_idle() {
+  handler_ = nullptr;
+  state_ = State::Idle;
+  resume_reading();
+  arm_timer(cfg_.keepalive_timeout);
+}
+
+bool UpstreamConnection::still_open() const {
+  if (state_ != State::Idle) return false;
+  uv_os_fd_t fd;
+  if (uv_fileno(tcp_.handle(), &fd) != 0) return false;
+  char c;
+  ssize_t n = ::recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+void UpstreamConnection::on_read(ssize_t nread, const uv_buf_t* buf) {
+  if (nread == 0) return;
+  if (state_ == State::Idle) {
+    // Bytes or EOF on an idle connection: it can no longer carry a request.
+    close();
+    pool_->remove_idle(this);
+    return;
+  }
+  if (nread < 0) {
+    if (nread == UV_EOF && in_message_) {
+      // A close-delimited body ends at EOF (RFC 9112 §6.3 item 8).
+      llhttp_errno_t err = llhttp_finish(&parser_);
+      if (err == HPE_OK && !in_message_) return;
+    }
+    fail(make_error(Errc::Upstream, nread == UV_EOF ? "upstream prematurely closed connection"
+                                                    : std::string("recv() failed: ") + uv_strerror(static_cast<int>(nread))));
+    return;
+  }
+  arm_timer(cfg_.read_timeout);
+  response_bytes_ += static_cast<size_t>(nread);
+  const char* data = buf->base;
+  input_begin_ = data;
+  llhttp_errno_t err = llhttp_execute(&parser_, data, static_cast<size_t>(nread));
+  // The last two bytes, for preceded_by_crlf() at the start of the next read.
+  tail_[0] = nread >= 2 ? data[nread - 2] : tail_[1];
+  tail_[1] = data[nread - 1];
+  if (err == HPE_PAUSED) {
+    // Paused at the end of a final response. Anything after it is unsolicited.
+    const char* pos = llhttp_get_error_pos(&parser_);
+    llhttp_resume(&parser_);
+    if (pos != data + nread) {
+      keep_alive_ = false;
+      if (state_ == State::Idle) {
+        close();
+        pool_->remove_idle(this);
+      }
+    }
+    return;
+  }
+  if (err != HPE_OK) {
+    if (state_ == State::Closed) return;  // a handler closed us from a callback
+    fail(make_error(Errc::Protocol, std::string("upstream sent an invalid response: ") + llhttp_errno_name(err) + " " +
+                                        llhttp_get_error_reason(&parser_)));
+  }
+}
+
+void UpstreamConnection::on_timer() {
+  if (state_ == State::Idle) {
+    close();
+    pool_->remove_idle(this);
+    return;
+  }
+  const char* what = state_ == State::Connecting ? "upstream timed out while connecting"
+                     : writer_.idle()            ? "upstream timed out while reading response header"
+                                                 : "upstream timed out while sending request";
+  if (state_ == State::Active && response_bytes_ > 0) what = "upstream timed out while reading response";
+  fail(make_error(Errc::Timeout, what));
+}
+
+void UpstreamConnection::arm_timer(std::chrono::milliseconds ms) { timer_.arm(ms); }
+
+void UpstreamConnection::fail(Error error) {
+  close();
+  if (Handler* h = std::exchange(handler_, nullptr)) h->on_upstream_error(std::move(error));
+}
+
+void UpstreamConnection::close() {
+  if (state_ == State::Closed && !tcp_.active()) return;
+  state_ = State::Closed;
+  keep_alive_ = false;
+  if (connect_req_) {
+    connect_req_->data = nullptr;  // the request is freed by its own callback (UV_ECANCELED)
+    connect_req_ = nullptr;
+  }
+  writer_.detach();
+  timer_.close();
+  tcp_.close();
+  reading_ = false;
+}
+
+bool UpstreamConnection::preceded_by_crlf(const char* at) const {
+  const size_t before = static_cast<size_t>(at - input_begin_);
+  const char c1 = before >= 1 ? at[-1] : tail_[1];
+  const char c2 = before >= 2 ? at[-2] : before == 1 ? tail_[1] : tail_[0];
+  return c2 == '\r' && c1 == '\n';
+}
+
+int UpstreamConnection::on_message_begin() {
+  head_ = http::ResponseHead{};
+  head_.headers.reserve(http::kHeadersReserved);
+  field_.clear();
+  in_value_ = false;
+  in_message_ = true;
+  return 0;
+}
+
+int UpstreamConnection::on_status(const char* at, size_t len) {
+  head_.reason.append(at, len);
+  return head_.reason.size() > kMaxResponseHeadBytes ? -1 : 0;
+}
+
+int UpstreamConnection::on_header_field(const char* at, size_t len) {
+  // llhttp 8.1 takes a bare CR plus any byte as a line end in responses
+  // ("200 OK\rX-Injected: 1"): every header line must follow a real CRLF.
+  if (!in_value_ && field_.empty() && !preceded_by_crlf(at)) return -1;
+  if (in_value_ && !preceded_by_crlf(at)) return -1;
+  if (in_value_) {
+    in_value_ = false;
+    field_.clear();
+  }
+  field_.append(at, len);
+  return field_.size() > kMaxResponseHeadBytes ? -1 : 0;
+}
+
+int UpstreamConnection::on_header_value(const char* at, size_t len) {
+  if (!in_value_) {
+    in_value_ = true;
+    if (head_.headers.size() >= 256) return -1;
+    head_.headers.push_back(http::Header{field_, {}, http::classify_header(field_)});
+  }
+  head_.headers.back().value.append(at, len);
+  return head_.headers.back().value.size() > kMaxResponseHeadBytes ? -1 : 0;
+}
+
+int UpstreamConnection::on_header_value_complete() { return 0; }
+
+int UpstreamConnection::on_headers_complete() {
+  if (!in_value_ && !field_.empty()) {
+    // A header with an empty value: llhttp emits no value span for it.
+    head_.headers.push_back(http::Header{field_, {}, http::classify_header(field_)});
+  }
+  head_.status = llhttp_get_status_code(&parser_);
+  head_.version_minor = llhttp_get_http_minor(&parser_);
+  head_.chunked = (parser_.flags & F_CHUNKED) != 0;
+  if (parser_.flags & F_CONTENT_LENGTH) head_.content_length = parser_.content_length;
+  const int status = head_.status;
+  bool informational = status >= 100 && status < 200;
+  if (status == 101) {
+    // Upgrades are not proxied; a 101 we did not ask for is a broken upstream.
+    return -1;
+  }
+  if (handler_) handler_->on_upstream_head(std::move(head_), informational);
+  // From here on the parser may deliver a trailer section (chunked only);
+  // a trailer field with an empty value is dropped.
+  head_.headers.clear();
+  field_.clear();
+  in_value_ = false;
+  if (state_ == State::Closed) return -1;
+  // RFC 9110 §6.4.1: a response to HEAD, a 1xx, 204 or 304 has no content,
+  // whatever its Content-Length or Transfer-Encoding says (llhttp 8.1 would
+  // read one and hand it on as body).
+  const bool no_body = head_request_ || informational || status == 204 || status == 304;
+  return no_body ? 1 : 0;
+}
+
+int UpstreamConnection::on_body(const char* at, size_t len) {
+  if (handler_) handler_->on_upstream_body(std::string_view(at, len));
+  return state_ == State::Closed ? -1 : 0;
+}
+
+int UpstreamConnection::on_message_complete() {
+  in_message_ = false;
+  int status = llhttp_get_status_code(&parser_);
+  if (status >= 100 && status < 200) return 0;
+  ++requests_;
+  // Request bytes still queued (the backend answered before the body was
+  // sent) would reach the next exchange: such a connection is not reused.
+  keep_alive_ = llhttp_should_keep_alive(&parser_) && writer_.idle() && out_.empty() &&
+                requests_ < cfg_.keepalive_requests;
+  timer_.stop();
+  if (handler_ && !head_.headers.empty()) handler_->on_upstream_trailers(std::move(head_.headers));
+  if (state_ == State::Closed) return -1;
+  if (Handler* h = std::exchange(handler_, nullptr)) h->on_upstream_complete();
+  return HPE_PAUSED;
+}
+
+}  // namespace tlsfront::upstream

@@ -1,0 +1,108 @@
+#include "data/upstream/upstream_pool.h"
+
+#include <algorithm>
+
+namespace tlsfront::upstream {
+
+UpstreamPool::UpstreamPool(uv_loop_t* loop, const config::Upstream& cfg, const config::Endpoint& server,
+                           metrics::UpstreamServerCounters* counters)
+    : loop_(loop), cfg_(cfg), address_(server.to_string()), counters_(counters) {
+  if (server.host.find(':') != std::string::npos) {
+    addr_ok_ = uv_ip6_addr(server.host.c_str(), server.port, reinterpret_cast<sockaddr_in6*>(&addr_)) == 0;
+  } else {
+    addr_ok_ = uv_ip4_addr(server.host.c_str(), server.port, reinterpret_cast<sockaddr_in*>(&addr_)) == 0;
+  }
+}
+
+UpstreamPool::~UpstreamPool() { close_idle(); }
+
+Result<UpstreamPool::Lease> UpstreamPool::acquire(bool allow_reuse, bool check_open) {
+  while (allow_reuse && !idle_.empty()) {
+    std::unique_ptr<UpstreamConnection> conn = std::move(idle_.back());
+    idle_.pop_back();
+    if (!check_open || conn->still_open()) {
+      update_idle_gauge();
+      if (counters_) counters_->connections_reused.add();
+      return Lease{std::move(conn), true};
+    }
+    conn->close();  // closed by the backend but not yet noticed by the loop
+  }
+  update_idle_gauge();
+  if (!addr_ok_) return make_error(Errc::Upstream, "invalid upstream address " + address_);
+  auto conn = std::make_unique<UpstreamConnection>(loop_, this, cfg_);
+  if (counters_) counters_->connections_created.add();
+  if (auto st = conn->connect(addr_); !st) return st.take_error();
+  return Lease{std::move(conn), false};
+}
+
+void UpstreamPool::release(std::unique_ptr<UpstreamConnection> conn) {
+  if (!conn) return;
+  conn->detach();
+  if (!conn->reusable() || idle_.size() >= cfg_.keepalive) {
+    conn->close();
+    LoopContext::of(loop_).defer_delete(std::move(conn));
+    return;
+  }
+  conn->park_idle();
+  idle_.push_back(std::move(conn));
+  update_idle_gauge();
+}
+
+void UpstreamPool::remove_idle(UpstreamConnection* conn) {
+  auto it = std::find_if(idle_.begin(), idle_.end(), [conn](const auto& p) { return p.get() == conn; });
+  if (it == idle_.end()) return;
+  std::unique_ptr<UpstreamConnection> owned = std::move(*it);
+  idle_.erase(it);
+  update_idle_gauge();
+  owned->close();
+  LoopContext::of(loop_).defer_delete(std::move(owned));
+}
+
+void UpstreamPool::mark_failed() {
+  down_until_ = std::chrono::steady_clock::now() + cfg_.fail_timeout;
+  if (counters_) counters_->failures.add();
+}
+
+void UpstreamPool::count_retry() {
+  if (counters_) counters_->retries.add();
+}
+
+void UpstreamPool::update_idle_gauge() {
+  if (counters_) counters_->idle.set(idle_.size());
+}
+
+void UpstreamPool::close_idle() {
+  for (auto& c : idle_) c->close();
+  idle_.clear();
+  update_idle_gauge();
+}
+
+UpstreamGroup::UpstreamGroup(uv_loop_t* loop, config::Upstream cfg, metrics::WorkerCounters* counters)
+    : cfg_(std::move(cfg)) {
+  for (const auto& server : cfg_.servers) {
+    pools_.push_back(std::make_unique<UpstreamPool>(
+        loop, cfg_, server, counters ? counters->upstream(cfg_.name, server.to_string()) : nullptr));
+  }
+}
+
+UpstreamPool* UpstreamGroup::pick(const std::vector<UpstreamPool*>& tried) {
+  const auto now = std::chrono::steady_clock::now();
+  UpstreamPool* fallback = nullptr;
+  for (size_t i = 0; i < pools_.size(); ++i) {
+    UpstreamPool* p = pools_[(next_ + i) % pools_.size()].get();
+    if (std::find(tried.begin(), tried.end(), p) != tried.end()) continue;
+    if (p->available(now)) {
+      next_ = (next_ + i + 1) % pools_.size();
+      return p;
+    }
+    if (!fallback) fallback = p;
+  }
+  if (fallback) next_ = (next_ + 1) % pools_.size();
+  return fallback;
+}
+
+void UpstreamGroup::close_idle() {
+  for (auto& p : pools_) p->close_idle();
+}
+
+}  // namespace tlsfront::upstream

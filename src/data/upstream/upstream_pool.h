@@ -1,0 +1,97 @@
+// UpstreamPool: the keepalive connections of one worker to one upstream server
+// (nginx's `keepalive N`). Idle connections are reused LIFO (the warmest
+// first), bounded by `keepalive`, closed after `keepalive_timeout` idle or
+// `keepalive_requests` requests, and dropped as soon as the backend closes them.
+// Thread affinity: owning worker only (no locks: every worker has its own).
+#pragma once
+
+#include <netinet/in.h>
+#include <uv.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "metrics/counters.h"
+#include "data/upstream/upstream_connection.h"
+#include "util/result.h"
+
+namespace tlsfront::upstream {
+
+class UpstreamPool {
+ public:
+  // `cfg` is borrowed and must outlive the pool (its UpstreamGroup owns both);
+  // so is `counters` (this server's in the worker's metrics; null: none).
+  UpstreamPool(uv_loop_t* loop, const config::Upstream& cfg, const config::Endpoint& server,
+               metrics::UpstreamServerCounters* counters = nullptr);
+  ~UpstreamPool();
+  UpstreamPool(const UpstreamPool&) = delete;
+  UpstreamPool& operator=(const UpstreamPool&) = delete;
+
+  struct Lease {
+    std::unique_ptr<UpstreamConnection> conn;
+    bool reused = false;
+  };
+
+  // An idle connection (reused = true) when `allow_reuse`, else a new one
+  // already connecting. Idle connections are read while parked, so a close
+  // by the backend is seen at the next poll; `check_open` also peeks
+  // (recv MSG_PEEK) for a close that arrived since, one syscall per reuse —
+  // for requests that could not be retried on a new connection.
+  // Errors: Errc::Upstream.
+  [[nodiscard]] Result<Lease> acquire(bool allow_reuse, bool check_open = true);
+
+  // Takes back a connection after its exchange. Parks it idle when it is
+  // reusable and the pool has room, otherwise closes it.
+  void release(std::unique_ptr<UpstreamConnection> conn);
+
+  // Called by an idle connection that closed itself (EOF, timeout, junk).
+  void remove_idle(UpstreamConnection* conn);
+
+  // Health for the balancer: a server that refused a connection is skipped
+  // until `fail_timeout` has passed.
+  void mark_failed();
+  // An exchange is retrying after an error on this server (metrics).
+  void count_retry();
+  bool available(std::chrono::steady_clock::time_point now) const { return now >= down_until_; }
+
+  const std::string& address() const { return address_; }
+  size_t idle_count() const { return idle_.size(); }
+  // Closes every idle connection (shutdown).
+  void close_idle();
+
+ private:
+  uv_loop_t* loop_;
+  const config::Upstream& cfg_;
+  std::string address_;
+  sockaddr_storage addr_{};
+  bool addr_ok_ = false;
+  std::vector<std::unique_ptr<UpstreamConnection>> idle_;
+  std::chrono::steady_clock::time_point down_until_{};
+  metrics::UpstreamServerCounters* counters_;
+  void update_idle_gauge();
+};
+
+// UpstreamGroup: one [[upstream]] in one worker: its servers' pools and a
+// round-robin choice among the servers that are up.
+class UpstreamGroup {
+ public:
+  // `counters` (borrowed, may be null): the worker's metrics, where each
+  // server's counters are found by upstream name and address.
+  UpstreamGroup(uv_loop_t* loop, config::Upstream cfg, metrics::WorkerCounters* counters = nullptr);
+  // The next server in round-robin order that is up and not in `tried`; when
+  // every untried server is down, the next untried one anyway (nginx too
+  // retries when all peers are marked down). nullptr when all were tried.
+  UpstreamPool* pick(const std::vector<UpstreamPool*>& tried);
+  const config::Upstream& config() const { return cfg_; }
+  void close_idle();
+
+ private:
+  config::Upstream cfg_;
+  std::vector<std::unique_ptr<UpstreamPool>> pools_;
+  size_t next_ = 0;
+};
+
+}  // namespace tlsfront::upstream

@@ -1,0 +1,297 @@
+#include "data/worker.h"
+
+#include <cassert>
+
+#include "log/log.h"
+#include "data/connection.h"
+
+namespace tlsfront::data {
+namespace {
+constexpr size_t kLogBatchBytes = 64 * 1024;  // as nginx's access_log buffer=64k
+constexpr std::chrono::milliseconds kLogFlushDelay{50};
+
+struct RetiredGroups final : Deletable {
+  std::vector<std::shared_ptr<upstream::UpstreamGroup>> groups;
+};
+}  // namespace
+
+WorkerGeneration::~WorkerGeneration() {
+  if (loop_ctx == nullptr || upstreams.empty()) return;
+  auto retired = std::make_unique<RetiredGroups>();
+  retired->groups = std::move(upstreams);
+  loop_ctx->defer_delete(std::move(retired));
+}
+
+Worker::Worker(int index, const GenerationSlot* current, std::atomic<uint64_t>* next_connection_id,
+               log::LogWriter* log_writer, metrics::WorkerCounters* counters)
+    : index_(index),
+      current_(current),
+      next_connection_id_(next_connection_id),
+      log_writer_(log_writer),
+      counters_(counters) {
+  uv_loop_init(&loop_);
+  loop_ctx_ = std::make_unique<LoopContext>(&loop_);
+  // The inbox exists before the thread starts so request_stop() is always safe.
+  inbox_.init([this](uv_async_t* h) { return uv_async_init(&loop_, h, [](uv_async_t* a) {
+                                         if (a->data) static_cast<Worker*>(a->data)->on_inbox();
+                                       }); },
+              this);
+}
+
+Worker::~Worker() {
+  join();
+  if (!stopped_) {
+    // The thread never ran: release the handles made in the constructor.
+    inbox_.close();
+    loop_ctx_->close();
+    uv_run(&loop_, UV_RUN_DEFAULT);
+  }
+  loop_ctx_.reset();
+  if (int rc = uv_loop_close(&loop_); rc != 0) {
+    // A handle outlived its owner: a bug, reported loudly in every build.
+    log::error("worker {}: uv_loop_close: {}", index_, uv_strerror(rc));
+    assert(false && "a libuv handle outlived its worker");
+  }
+}
+
+void Worker::start(std::vector<ListenSocket> sockets) {
+  thread_ = std::thread([this, s = std::move(sockets)]() mutable { run(std::move(s)); });
+}
+
+void Worker::add_listener(ListenSocket socket) {
+  {
+    std::lock_guard lock(inbox_mu_);
+    config::Endpoint address = socket.listener.address;
+    listener_changes_.push_back(ListenerChange{std::move(address), std::move(socket)});
+  }
+  uv_async_send(inbox_.get());
+}
+
+void Worker::remove_listener(const config::Endpoint& address) {
+  {
+    std::lock_guard lock(inbox_mu_);
+    listener_changes_.push_back(ListenerChange{address, std::nullopt});
+  }
+  uv_async_send(inbox_.get());
+}
+
+void Worker::listen_on(ListenSocket socket) {
+  auto handle = std::make_unique<UvHandle<uv_tcp_t>>();
+  handle->init([this](uv_tcp_t* h) { return uv_tcp_init(&loop_, h); }, this);
+  int rc = uv_tcp_open(handle->get(), socket.fd.get());
+  if (rc == 0) {
+    socket.fd.release();  // the handle owns it now
+    rc = uv_listen(handle->stream(), socket.listener.backlog, [](uv_stream_t* s, int status) {
+      if (s->data) static_cast<Worker*>(s->data)->on_connection(s, status);
+    });
+  }
+  if (rc != 0) {
+    log::error("worker {}: cannot listen on {}: {}", index_, socket.listener.address.to_string(), uv_strerror(rc));
+  }
+  listeners_.push_back(Listening{socket.listener.address, std::move(handle)});
+}
+
+void Worker::request_stop(std::chrono::milliseconds drain) {
+  {
+    std::lock_guard lock(inbox_mu_);
+    stop_requested_ = true;
+    drain_ = drain;
+  }
+  uv_async_send(inbox_.get());
+}
+
+void Worker::join() {
+  if (thread_.joinable()) thread_.join();
+}
+
+http::SessionEnv Worker::session_env(const WorkerGeneration& wgen) {
+  http::SessionEnv env = env_;
+  env.config = &wgen.gen->config;
+  env.router = &wgen.gen->router;
+  env.upstreams = &wgen.upstreams;
+  env.counters = counters_;
+  return env;
+}
+
+std::shared_ptr<const WorkerGeneration> Worker::current_generation() {
+  std::shared_ptr<const Generation> gen = current_->load();
+  if (generation_ && generation_->gen == gen) return generation_;
+  auto next = std::make_shared<WorkerGeneration>();
+  next->gen = gen;
+  next->loop_ctx = loop_ctx_.get();
+  for (const auto& u : gen->config.upstreams) {
+    std::shared_ptr<upstream::UpstreamGroup> group;
+    if (generation_) {
+      for (const auto& old : generation_->upstreams) {
+        if (old->config() == u) group = old;
+      }
+    }
+    next->upstreams.push_back(group ? group : std::make_shared<upstream::UpstreamGroup>(&loop_, u, counters_));
+  }
+  generation_ = std::move(next);
+  return generation_;
+}
+
+void Worker::run(std::vector<ListenSocket> sockets) {
+  std::shared_ptr<const Generation> gen = current_generation()->gen;
+  access_log_ = std::make_unique<log::AccessLog>(log_writer_);
+  env_.loop = &loop_;
+  env_.access_log = log_writer_ ? access_log_.get() : nullptr;
+  env_.shutting_down = &shutting_down_;
+  if (const auto& sc = gen->config.tls.session_cache; sc.enabled && sc.store == config::SessionStore::Redis) {
+    auto store = RedisSessionStore::create(sc, &loop_, index_);
+    if (store) {
+      session_store_ = std::move(store).value();
+    } else {
+      log::error("worker {}: session cache: {}; sessions stay local", index_, store.error().message());
+    }
+  }
+
+  log_flush_.init([this](uv_check_t* h) { return uv_check_init(&loop_, h); }, this);
+  uv_check_start(log_flush_.get(), [](uv_check_t* h) {
+    if (h->data) static_cast<Worker*>(h->data)->on_log_check();
+  });
+  uv_unref(log_flush_.handle());
+  log_timer_.init([this](uv_timer_t* h) { return uv_timer_init(&loop_, h); }, this);
+  uv_unref(log_timer_.handle());
+
+  for (auto& socket : sockets) listen_on(std::move(socket));
+  gen.reset();
+
+  uv_run(&loop_, UV_RUN_DEFAULT);
+
+  // Teardown: free what was deferred, close the pools, then let every close
+  // callback run so uv_loop_close() finds no handle left.
+  loop_ctx_->run_deferred();
+  connections_.clear();
+  loop_ctx_->run_deferred();  // exchanges and upstream connections they held
+  generation_.reset();        // defers the upstream groups
+  loop_ctx_->run_deferred();
+  if (session_store_) session_store_->close();
+  access_log_->flush();
+  log_flush_.close();
+  log_timer_.close();
+  loop_ctx_->close();
+  uv_run(&loop_, UV_RUN_DEFAULT);
+  stopped_ = true;
+}
+
+// Access-log lines reach the writer thread in batches: at once past
+// kLogBatchBytes, else within kLogFlushDelay, so a busy worker wakes the
+// writer a few times a second rather than once per loop iteration.
+void Worker::on_log_check() {
+  const size_t buffered = access_log_->buffered_bytes();
+  if (buffered >= kLogBatchBytes) {
+    access_log_->flush();
+  } else if (buffered > 0 && !uv_is_active(log_timer_.handle())) {
+    uv_timer_start(
+        log_timer_.get(),
+        [](uv_timer_t* t) {
+          if (t->data) static_cast<Worker*>(t->data)->access_log_->flush();
+        },
+        static_cast<uint64_t>(kLogFlushDelay.count()), 0);
+  }
+}
+
+void Worker::on_connection(uv_stream_t* listener, int status) {
+  if (status != 0) {
+    log::warn("worker {}: accept failed: {}", index_, uv_strerror(status));
+    return;
+  }
+  uint64_t id = next_connection_id_->fetch_add(1, std::memory_order_relaxed);
+  // The generation's settings for the listener this came from (ALPN).
+  const config::Endpoint* address = nullptr;
+  for (const auto& l : listeners_) {
+    if (l.handle->stream() == listener) address = &l.address;
+  }
+  auto conn = std::make_unique<Connection>(*this, current_generation(), id);
+  if (auto st = conn->accept(listener, address); !st) {
+    log::warn("worker {}: {}", index_, st.error().message());
+    conn->abort();
+    loop_ctx_->defer_delete(std::move(conn));
+    return;
+  }
+  Connection* raw = conn.get();
+  connections_.emplace(raw, std::move(conn));
+}
+
+void Worker::remove(Connection* conn) {
+  auto it = connections_.find(conn);
+  if (it == connections_.end()) return;
+  loop_ctx_->defer_delete(std::move(it->second));
+  connections_.erase(it);
+  if (shutting_down_ && connections_.empty()) {
+    // Not from here: remove() runs inside a connection's callbacks, which may
+    // themselves run inside an upstream connection's (a response completed,
+    // the connection went back to the pool, the client connection closed at
+    // once), and finish_stop() frees the pool's idle connections.
+    if (drain_timer_.active()) {
+      uv_timer_start(drain_timer_.get(), on_drain_timer, 0, 0);
+    } else {
+      finish_stop();
+    }
+  }
+}
+
+void Worker::on_drain_timer(uv_timer_t* t) {
+  if (!t->data) return;
+  auto* self = static_cast<Worker*>(t->data);
+  std::vector<Connection*> left;
+  for (auto& [raw, owned] : self->connections_) left.push_back(raw);
+  for (Connection* c : left) c->abort();
+  if (self->connections_.empty()) self->finish_stop();
+}
+
+void Worker::on_inbox() {
+  bool stop;
+  std::vector<ListenerChange> changes;
+  {
+    std::lock_guard lock(inbox_mu_);
+    stop = stop_requested_;
+    changes.swap(listener_changes_);
+  }
+  for (auto& change : changes) {
+    if (shutting_down_) break;  // the sockets close with their UniqueFd
+    if (change.add) {
+      listen_on(std::move(*change.add));
+      continue;
+    }
+    std::erase_if(listeners_, [&](Listening& l) {
+      if (!(l.address == change.address)) return false;
+      l.handle->close();
+      return true;
+    });
+  }
+  if (stop && !shutting_down_) begin_stop();
+}
+
+void Worker::begin_stop() {
+  shutting_down_ = true;
+  for (auto& l : listeners_) l.handle->close();
+  listeners_.clear();
+  // Idle connections close now; busy ones after their response.
+  std::vector<Connection*> conns;
+  for (auto& [raw, owned] : connections_) conns.push_back(raw);
+  for (Connection* c : conns) c->shutdown();
+  if (connections_.empty()) {
+    finish_stop();
+    return;
+  }
+  drain_timer_.init([this](uv_timer_t* h) { return uv_timer_init(&loop_, h); }, this);
+  uv_timer_start(drain_timer_.get(), on_drain_timer, static_cast<uint64_t>(drain_.count()), 0);
+}
+
+void Worker::finish_stop() {
+  if (stop_finished_) return;
+  stop_finished_ = true;
+  drain_timer_.close();
+  if (generation_) {
+    for (auto& g : generation_->upstreams) g->close_idle();
+  }
+  // Its Redis connection is a referenced handle: close it so uv_run can end.
+  if (session_store_) session_store_->close();
+  inbox_.close();
+  // With no referenced handle left, uv_run returns and run() tears down.
+}
+
+}  // namespace tlsfront::data

@@ -1,0 +1,142 @@
+// Worker: one thread running one libuv loop with its own listening sockets,
+// client connections, upstream keepalive pools and access-log buffer. Workers
+// share nothing mutable but the current Generation (atomic shared_ptr) and the
+// log writer; the control thread talks to a worker only through its inbox
+// (uv_async_send is the only libuv call made from another thread).
+// Thread affinity: constructed and started/stopped/joined from the control
+// thread; everything else runs on the worker's own thread.
+#pragma once
+
+#include <uv.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "data/http/session_env.h"
+#include "log/access_log.h"
+#include "metrics/counters.h"
+#include "data/generation.h"
+#include "data/redis_session_store.h"
+#include "data/upstream/upstream_pool.h"
+#include "util/loop_context.h"
+#include "util/unique_fd.h"
+#include "util/uv_handle.h"
+
+namespace tlsfront::log {
+class LogWriter;
+}
+
+namespace tlsfront::data {
+
+class Connection;
+
+// What a worker builds for one Generation: its upstream groups, indexed like
+// the generation's Config::upstreams. A group whose [[upstream]] table did not
+// change is shared with the previous generation, so its keepalive pool
+// survives a reload; the others start empty. Held by the worker while current
+// and by each connection of the generation; the last holder's release hands
+// the groups to the loop's deferred delete, after the exchanges freed in the
+// same pass (they may still point into the pools).
+// Thread affinity: the worker's thread.
+// A bound listening socket for one [[listen]] address, handed to a worker.
+struct ListenSocket {
+  config::Listener listener;
+  UniqueFd fd;
+};
+
+struct WorkerGeneration {
+  std::shared_ptr<const Generation> gen;
+  std::vector<std::shared_ptr<upstream::UpstreamGroup>> upstreams;
+  LoopContext* loop_ctx = nullptr;
+  ~WorkerGeneration();
+};
+
+using GenerationSlot = std::atomic<std::shared_ptr<const Generation>>;
+
+class Worker {
+ public:
+  // `current`, `next_connection_id` and `log_writer` (null = no access log)
+  // are borrowed from the Server and outlive the worker.
+  // `counters` too (this worker's; the admin endpoint reads them).
+  Worker(int index, const GenerationSlot* current, std::atomic<uint64_t>* next_connection_id,
+         log::LogWriter* log_writer, metrics::WorkerCounters* counters);
+  ~Worker();
+
+  // Starts the thread, which adopts `sockets`. Control thread only.
+  void start(std::vector<ListenSocket> sockets);
+  // Reload: start accepting on `socket` / stop accepting on `address` (its
+  // socket is closed; accepted connections are unaffected). Any thread.
+  void add_listener(ListenSocket socket);
+  void remove_listener(const config::Endpoint& address);
+  // Asks the worker to stop accepting, finish in-flight requests within
+  // `drain`, and exit its loop. Any thread.
+  void request_stop(std::chrono::milliseconds drain);
+  void join();
+
+  // Worker-thread API for connections.
+  uv_loop_t* loop() { return &loop_; }
+  metrics::WorkerCounters& counters() { return *counters_; }
+  http::SessionEnv session_env(const WorkerGeneration& wgen);
+  // This worker's shared session store ([tls.session_cache] store = "redis"),
+  // or nullptr. Borrowed; lives until the worker stops (after its connections).
+  tls::RemoteSessionStore* session_store() { return session_store_.get(); }
+  void remove(Connection* conn);
+
+ private:
+  void run(std::vector<ListenSocket> sockets);
+  void listen_on(ListenSocket socket);
+  void on_connection(uv_stream_t* listener, int status);
+  void on_inbox();
+  void on_log_check();
+  // The WorkerGeneration of the Server's current Generation (built on first
+  // use after a reload, reusing unchanged upstream groups).
+  std::shared_ptr<const WorkerGeneration> current_generation();
+  void begin_stop();
+  void finish_stop();
+  static void on_drain_timer(uv_timer_t* t);  // aborts what is left; finish_stop() once none is
+
+  int index_;
+  const GenerationSlot* current_;
+  std::atomic<uint64_t>* next_connection_id_;
+  log::LogWriter* log_writer_;
+  metrics::WorkerCounters* counters_;
+  std::thread thread_;
+  uv_loop_t loop_{};
+  std::unique_ptr<LoopContext> loop_ctx_;
+  std::unique_ptr<log::AccessLog> access_log_;
+  UvHandle<uv_async_t> inbox_;
+  UvHandle<uv_check_t> log_flush_;
+  UvHandle<uv_timer_t> log_timer_;
+  UvHandle<uv_timer_t> drain_timer_;
+  struct Listening {
+    config::Endpoint address;
+    std::unique_ptr<UvHandle<uv_tcp_t>> handle;
+  };
+  std::vector<Listening> listeners_;
+  std::unordered_map<Connection*, std::unique_ptr<Connection>> connections_;
+  std::shared_ptr<WorkerGeneration> generation_;
+  http::SessionEnv env_;
+  std::unique_ptr<RedisSessionStore> session_store_;
+  bool shutting_down_ = false;
+  bool stop_finished_ = false;
+  bool stopped_ = false;
+
+  std::mutex inbox_mu_;
+  bool stop_requested_ = false;
+  // Listener changes in the order the control thread made them: an add and
+  // a later remove of the same address (two quick reloads) must not be
+  // applied the other way round.
+  struct ListenerChange {
+    config::Endpoint address;
+    std::optional<ListenSocket> add;  // nullopt: remove `address`
+  };
+  std::vector<ListenerChange> listener_changes_;
+  std::chrono::milliseconds drain_{0};
+};
+
+}  // namespace tlsfront::data

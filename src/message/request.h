@@ -1,0 +1,62 @@
+// RequestHead / ResponseHead: an HTTP message head as parsed, owning its bytes
+// (copied out of the read buffer, so it outlives the read callback).
+// Thread affinity: owning worker only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "message/header_token.h"
+
+namespace tlsfront::http {
+
+// Header vectors reserve this many entries when a head starts: one allocation
+// for a typical head instead of one per doubling.
+inline constexpr size_t kHeadersReserved = 12;  // 864 bytes: within glibc's tcache (1032)
+
+struct Header {
+  std::string name;   // as received
+  std::string value;  // as received, surrounding whitespace trimmed by the parser
+  HeaderToken token = HeaderToken::Other;
+};
+
+struct RequestHead {
+  std::string method;
+  std::string target;  // request-target as received
+  int version_major = 1;
+  int version_minor = 1;
+  std::vector<Header> headers;
+  std::optional<uint64_t> content_length;
+  bool chunked = false;
+  bool keep_alive = true;        // llhttp_should_keep_alive at headers-complete
+  bool expect_continue = false;  // "Expect: 100-continue"
+  std::string host;              // Host value lowercased, port stripped (routing key)
+
+  bool has_body() const { return chunked || (content_length && *content_length > 0); }
+  // RFC 9110 §9.2.2.
+  bool idempotent() const;
+  // First header with `token`, or nullptr.
+  const Header* find(HeaderToken token) const;
+};
+
+struct ResponseHead {
+  int status = 0;
+  std::string reason;
+  int version_minor = 1;
+  std::vector<Header> headers;
+  std::optional<uint64_t> content_length;
+  bool chunked = false;
+};
+
+// RFC 9110 §7.2 / RFC 3986 §3.2.2: a Host (or :authority) value is a
+// reg-name or IP literal with an optional 1-5 digit port.
+bool valid_host(std::string_view host);
+
+// Lowercase host without port ("[::1]" keeps its brackets): the routing key.
+std::string host_key(std::string_view host);
+
+}  // namespace tlsfront::http

@@ -1,0 +1,116 @@
+#include "message/header_rewrite.h"
+
+#include <gtest/gtest.h>
+
+namespace tlsfront::http {
+namespace {
+
+Header h(std::string name, std::string value) {
+  Header out{std::move(name), std::move(value), HeaderToken::Other};
+  out.token = classify_header(out.name);
+  return out;
+}
+
+RequestHead get(std::vector<Header> headers) {
+  RequestHead r;
+  r.method = "GET";
+  r.target = "/a?b=c";
+  r.headers = std::move(headers);
+  return r;
+}
+
+std::string rewrite(const RequestHead& r, bool close = false) {
+  std::string out;
+  UpstreamRequestOptions opts;
+  opts.client_addr = "192.0.2.7";
+  opts.default_host = "api";
+  opts.close = close;
+  append_upstream_request_head(out, r, opts);
+  return out;
+}
+
+TEST(HeaderRewrite, AddsForwardingHeadersAndKeepsHost) {
+  auto out = rewrite(get({h("Host", "example.com"), h("Accept", "*/*")}));
+  EXPECT_EQ(out,
+            "GET /a?b=c HTTP/1.1\r\n"
+            "Host: example.com\r\n"
+            "Accept: */*\r\n"
+            "X-Forwarded-For: 192.0.2.7\r\n"
+            "X-Real-IP: 192.0.2.7\r\n"
+            "X-Forwarded-Proto: https\r\n"
+            "\r\n");
+}
+
+TEST(HeaderRewrite, RemovesHopByHopAndConnectionNamedHeaders) {
+  auto out = rewrite(get({h("Host", "a"), h("Connection", "keep-alive, X-Secret"), h("Keep-Alive", "timeout=5"),
+                          h("Proxy-Connection", "keep-alive"), h("TE", "trailers"), h("Trailer", "X-T"),
+                          h("Upgrade", "websocket"), h("x-secret", "1"), h("X-Kept", "2")}));
+  EXPECT_EQ(out.find("Connection"), std::string::npos);
+  EXPECT_EQ(out.find("Keep-Alive"), std::string::npos);
+  EXPECT_EQ(out.find("TE:"), std::string::npos);
+  EXPECT_EQ(out.find("Trailer"), std::string::npos);
+  EXPECT_EQ(out.find("Upgrade"), std::string::npos);
+  EXPECT_EQ(out.find("x-secret"), std::string::npos);
+  EXPECT_NE(out.find("X-Kept: 2\r\n"), std::string::npos);
+}
+
+TEST(HeaderRewrite, AppendsToClientForwardedForAndReplacesRealIpAndProto) {
+  auto out = rewrite(get({h("Host", "a"), h("X-Forwarded-For", "10.0.0.1"), h("X-Forwarded-For", "10.0.0.2"),
+                          h("X-Real-IP", "6.6.6.6"), h("X-Forwarded-Proto", "http")}));
+  EXPECT_NE(out.find("X-Forwarded-For: 10.0.0.1, 10.0.0.2, 192.0.2.7\r\n"), std::string::npos);
+  EXPECT_EQ(out.find("6.6.6.6"), std::string::npos);
+  EXPECT_EQ(out.find("Proto: http\r\n"), std::string::npos);
+  EXPECT_NE(out.find("X-Forwarded-Proto: https\r\n"), std::string::npos);
+}
+
+TEST(HeaderRewrite, FramingComesFromTheParsedRequestNotTheHeaders) {
+  RequestHead r = get({h("Host", "a"), h("Transfer-Encoding", "chunked"), h("Expect", "100-continue")});
+  r.method = "POST";
+  r.chunked = true;
+  auto out = rewrite(r);
+  EXPECT_NE(out.find("Transfer-Encoding: chunked\r\n"), std::string::npos);
+  EXPECT_EQ(out.find("Expect"), std::string::npos);
+  EXPECT_EQ(out.find("Content-Length"), std::string::npos);
+
+  RequestHead c = get({h("Host", "a"), h("Content-Length", "5")});
+  c.content_length = 5;
+  out = rewrite(c, /*close=*/true);
+  EXPECT_NE(out.find("Content-Length: 5\r\n"), std::string::npos);
+  EXPECT_NE(out.find("Connection: close\r\n"), std::string::npos);
+}
+
+TEST(HeaderRewrite, AddsHostForHttp10ClientsWithoutOne) {
+  RequestHead r = get({});
+  r.version_minor = 0;
+  EXPECT_NE(rewrite(r).find("Host: api\r\n"), std::string::npos);
+}
+
+TEST(HeaderRewrite, StripsResponseHopByHopAndFraming) {
+  std::vector<Header> hs{h("Connection", "close, X-Internal"), h("X-Internal", "1"), h("Content-Length", "3"),
+                         h("Transfer-Encoding", "chunked"), h("Keep-Alive", "timeout=5"), h("Server", "b")};
+  strip_response_headers(hs);
+  ASSERT_EQ(hs.size(), 1u);
+  EXPECT_EQ(hs[0].name, "Server");
+}
+
+TEST(HeaderRewrite, NoBodyResponses) {
+  EXPECT_TRUE(response_has_no_body("HEAD", 200));
+  EXPECT_TRUE(response_has_no_body("GET", 204));
+  EXPECT_TRUE(response_has_no_body("GET", 304));
+  EXPECT_TRUE(response_has_no_body("GET", 103));
+  EXPECT_FALSE(response_has_no_body("GET", 200));
+  EXPECT_FALSE(response_has_no_body("POST", 404));
+}
+
+TEST(HeaderToken, ClassifiesCaseInsensitively) {
+  EXPECT_EQ(classify_header("content-LENGTH"), HeaderToken::ContentLength);
+  EXPECT_EQ(classify_header("Te"), HeaderToken::Te);
+  EXPECT_EQ(classify_header("X-Other"), HeaderToken::Other);
+  EXPECT_TRUE(is_hop_by_hop(classify_header("Proxy-Connection")));
+  EXPECT_FALSE(is_hop_by_hop(classify_header("Host")));
+  EXPECT_TRUE(list_contains(" close , foo", "CLOSE"));
+  EXPECT_FALSE(list_contains("closer", "close"));
+}
+
+}  // namespace
+}  // namespace tlsfront::http
