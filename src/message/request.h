@@ -50,6 +50,11 @@ struct ResponseHead {
   std::vector<Header> headers;
   std::optional<uint64_t> content_length;
   bool chunked = false;
+
+  // The Content-Length a response to the client states: its body's length,
+  // or for a response without a body (HEAD, 304) the length the body would
+  // have had (RFC 9110 §8.6); never for 1xx or 204.
+  bool states_length() const { return content_length && status >= 200 && status != 204; }
 };
 
 // RFC 9110 §7.2 / RFC 3986 §3.2.2: a Host (or :authority) value is a

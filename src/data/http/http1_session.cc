@@ -1,11 +1,10 @@
 #include "data/http/http1_session.h"
 
-#include <cstdio>
 #include <cstring>
 
+#include "data/http/admission.h"
+#include "message/chunked.h"
 #include "message/error_response.h"
-#include "log/access_log.h"
-#include "metrics/counters.h"
 
 namespace tlsfront::http {
 namespace {
@@ -76,18 +75,16 @@ Http1Session::Http1Session(const SessionEnv& env, ClientTransport* transport, Co
   arm(TimerPurpose::Header);
 }
 
-Http1Session::~Http1Session() {
-  if (exchange_) exchange_->cancel();
-}
+Http1Session::~Http1Session() { ProxyExchange::retire(exchange_); }
 
 bool Http1Session::wants_input() const {
-  if (closed_ || awaiting_response_ || !pending_input_.empty()) return false;
+  if (close_ == CloseMode::Closed || request_ == RequestPhase::Complete || !pending_input_.empty()) return false;
   return !(exchange_ && exchange_->request_body_congested());
 }
 
 void Http1Session::on_data(std::string_view data) {
-  if (closed_) return;
-  if (awaiting_response_ || !pending_input_.empty()) {
+  if (close_ == CloseMode::Closed) return;
+  if (request_ == RequestPhase::Complete || !pending_input_.empty()) {
     pending_input_.append(data);
     return;
   }
@@ -95,133 +92,119 @@ void Http1Session::on_data(std::string_view data) {
 }
 
 void Http1Session::execute(std::string_view data) {
-  if (!in_request_ && timer_ == TimerPurpose::Idle) arm(TimerPurpose::Header);
-  input_begin_ = data.data();
+  if (!in_request() && timer_ == TimerPurpose::Idle) arm(TimerPurpose::Header);
+  scan_.input_begin = data.data();
   llhttp_errno_t err = llhttp_execute(&parser_, data.data(), data.size());
   // Only compared by address, never dereferenced, after this call.
-  input_end_prev_ = data.data() + data.size();
-  if (field_in_input_ && !in_value_ && field_end_ != nullptr &&
-      std::memchr(field_end_, '\n', static_cast<size_t>(input_end_prev_ - field_end_)) != nullptr) {
-    lf_after_field_ = true;  // the value has not started yet; remember the gap had a LF
+  scan_.input_end_prev = data.data() + data.size();
+  if (scan_.field_in_input && !scan_.in_value && scan_.field_end != nullptr &&
+      std::memchr(scan_.field_end, '\n', static_cast<size_t>(scan_.input_end_prev - scan_.field_end)) != nullptr) {
+    scan_.lf_after_field = true;  // the value has not started yet; remember the gap had a LF
   }
-  field_in_input_ = false;
-  if (in_request_ || awaiting_response_) bytes_received_ += data.size();
+  scan_.field_in_input = false;
+  if (request_ != RequestPhase::Idle) record_.bytes_received += data.size();
   if (err == HPE_OK) return;
   if (err == HPE_PAUSED) {
     // Paused after a complete request: keep the rest for after the response.
     const char* pos = llhttp_get_error_pos(&parser_);
     size_t used = static_cast<size_t>(pos - data.data());
-    bytes_received_ -= data.size() - used;
+    record_.bytes_received -= data.size() - used;
     pending_input_.assign(pos, data.size() - used);
-    if (local_status_ != 0) respond_local(local_status_);
+    if (local_answer_) respond_local(*local_answer_);
     return;
   }
-  if (closed_) return;
-  int status = error_status_ != 0 ? error_status_ : 400;
+  if (close_ == CloseMode::Closed) return;
+  const int status = rejection_.value_or(400);
   if (exchange_) {
     exchange_->cancel();
-    if (response_started_) {
-      status_ = status;
-      write_access_log();
-      closed_ = true;
-      transport_->close(false);
+    if (response_ != ResponsePhase::Waiting) {
+      record_.status = status;
+      log_request();
+      close(false);
       return;
     }
   }
-  close_after_response_ = true;
-  in_request_ = false;
+  close_after_response();
   respond_local(status);
 }
 
 void Http1Session::respond_local(int status) {
-  if (exchange_) {
-    exchange_->cancel();
-    LoopContext::of(env_.loop).defer_delete(std::move(exchange_));
-  }
-  local_status_ = 0;
-  status_ = status;
+  ProxyExchange::retire(exchange_);
+  local_answer_.reset();
+  record_.status = status;
   // A request whose body we did not read leaves the connection unusable.
-  if (in_request_) close_after_response_ = true;
-  std::string resp = make_error_response(status, close_after_response_, req_.method == "HEAD");
-  bytes_sent_ += resp.size();
+  if (in_request()) close_after_response();
+  std::string resp = make_error_response(status, close_ != CloseMode::KeepAlive, record_.head.method == "HEAD");
+  record_.bytes_sent += resp.size();
   transport_->send(resp);
-  awaiting_response_ = true;
   finish_request();
 }
 
 int Http1Session::reject(int status) {
-  error_status_ = status;
+  rejection_ = status;
   return -1;
 }
 
 int Http1Session::on_message_begin() {
-  req_ = RequestHead{};
-  req_.headers.reserve(kHeadersReserved);
-  field_.clear();
-  in_value_ = false;
-  head_bytes_ = 0;
-  body_bytes_ = 0;
-  error_status_ = 0;
-  local_status_ = 0;
-  status_ = 0;
-  bytes_sent_ = 0;
-  bytes_received_ = 0;
-  response_started_ = false;
-  chunked_out_ = false;
-  user_agent_.clear();
-  in_request_ = true;
-  req_time_ = std::chrono::system_clock::now();
-  req_start_ = std::chrono::steady_clock::now();
+  transition(request_, RequestPhase::Head);
+  record_.begin();
+  scan_.field.clear();
+  scan_.in_value = false;
+  scan_.head_bytes = 0;
+  rejection_.reset();
+  local_answer_.reset();
   ++info_.requests;
   if (timer_ != TimerPurpose::Header) arm(TimerPurpose::Header);
   return 0;
 }
 
 int Http1Session::on_url(const char* at, size_t len) {
-  req_.target.append(at, len);
-  head_bytes_ += len;
-  if (req_.target.size() > env_.config->limits.max_header_bytes) return reject(414);
+  record_.head.target.append(at, len);
+  scan_.head_bytes += len;
+  if (record_.head.target.size() > env_.config->limits.max_header_bytes) return reject(414);
   return 0;
 }
 
 int Http1Session::on_header_field(const char* at, size_t len) {
-  if (in_value_) {
-    in_value_ = false;
-    field_.clear();
+  if (scan_.in_value) {
+    scan_.in_value = false;
+    scan_.field.clear();
   }
-  field_.append(at, len);
-  field_end_ = at + len;
-  field_in_input_ = true;
-  lf_after_field_ = false;
-  head_bytes_ += len;
-  return head_bytes_ > env_.config->limits.max_header_bytes ? reject(431) : 0;
+  scan_.field.append(at, len);
+  scan_.field_end = at + len;
+  scan_.field_in_input = true;
+  scan_.lf_after_field = false;
+  scan_.head_bytes += len;
+  return scan_.head_bytes > env_.config->limits.max_header_bytes ? reject(431) : 0;
 }
 
 int Http1Session::on_header_value(const char* at, size_t len) {
-  if (!in_value_) {
+  auto& headers = record_.head.headers;
+  if (!scan_.in_value) {
     // A line break between the colon and the value's first byte is obs-fold
     // with an empty first line ("Name:\r\n value").
-    const char* from = field_in_input_ ? field_end_ : input_begin_;
-    if (lf_after_field_ || std::memchr(from, '\n', static_cast<size_t>(at - from)) != nullptr) return reject(400);
-    in_value_ = true;
-    head_bytes_ += 4;  // ": " and CRLF
-    req_.headers.push_back(Header{field_, {}, classify_header(field_)});
-  } else if (at != value_end_ && !(value_end_ == input_end_prev_ && at == input_begin_)) {
+    const char* from = scan_.field_in_input ? scan_.field_end : scan_.input_begin;
+    if (scan_.lf_after_field || std::memchr(from, '\n', static_cast<size_t>(at - from)) != nullptr) return reject(400);
+    scan_.in_value = true;
+    scan_.head_bytes += 4;  // ": " and CRLF
+    headers.push_back(Header{scan_.field, {}, classify_header(scan_.field)});
+  } else if (at != scan_.value_end && !(scan_.value_end == scan_.input_end_prev && at == scan_.input_begin)) {
     // The value resumed after a gap: llhttp unfolded an obs-fold. Rejected
     // (RFC 9112 §5.2 allows a 400) rather than guessing what the client meant.
     return reject(400);
   }
-  value_end_ = at + len;
-  req_.headers.back().value.append(at, len);
-  head_bytes_ += len;
-  return head_bytes_ > env_.config->limits.max_header_bytes ? reject(431) : 0;
+  scan_.value_end = at + len;
+  headers.back().value.append(at, len);
+  scan_.head_bytes += len;
+  return scan_.head_bytes > env_.config->limits.max_header_bytes ? reject(431) : 0;
 }
 
 int Http1Session::validate_head() {
-  const bool http11 = req_.version_major == 1 && req_.version_minor >= 1;
+  RequestHead& req = record_.head;
+  const bool http11 = req.version_major == 1 && req.version_minor >= 1;
   int hosts = 0, te = 0, cl = 0;
   const Header* host = nullptr;
-  for (const auto& h : req_.headers) {
+  for (const auto& h : req.headers) {
     if (!valid_field_name(h.name) || !valid_field_value(h.value)) return 400;
     switch (h.token) {
       case HeaderToken::Host:
@@ -238,10 +221,10 @@ int Http1Session::validate_head() {
         break;
       case HeaderToken::Expect:
         if (!iequals(h.value, "100-continue")) return 417;
-        req_.expect_continue = http11;
+        req.expect_continue = http11;
         break;
       case HeaderToken::UserAgent:
-        user_agent_ = h.value;
+        record_.user_agent = h.value;
         break;
       default:
         break;
@@ -253,10 +236,10 @@ int Http1Session::validate_head() {
   if (hosts > 1 || (http11 && hosts == 0)) return 400;
   if (host && !valid_host(host->value)) return 400;
 
-  std::string_view target = req_.target;
+  std::string_view target = req.target;
   if (!target.empty() && target.front() == '/') {
     // origin-form
-  } else if (target == "*" && req_.method == "OPTIONS") {
+  } else if (target == "*" && req.method == "OPTIONS") {
     // asterisk-form
   } else if (target.starts_with("http://") || target.starts_with("https://")) {
     // absolute-form (RFC 9112 §3.2.2): its authority replaces Host.
@@ -267,156 +250,143 @@ int Http1Session::validate_head() {
     // RFC 9112 §3.2.2: the authority wins over Host, and what is forwarded
     // must say the same thing that was routed on.
     std::string host_value(authority);
-    req_.host = host_key(authority);
-    req_.target = slash == std::string_view::npos ? std::string("/") : std::string(rest.substr(slash));
-    std::erase_if(req_.headers, [](const Header& h) { return h.token == HeaderToken::Host; });
-    req_.headers.insert(req_.headers.begin(), Header{"Host", std::move(host_value), HeaderToken::Host});
+    req.host = host_key(authority);
+    req.target = slash == std::string_view::npos ? std::string("/") : std::string(rest.substr(slash));
+    std::erase_if(req.headers, [](const Header& h) { return h.token == HeaderToken::Host; });
+    req.headers.insert(req.headers.begin(), Header{"Host", std::move(host_value), HeaderToken::Host});
     return 0;
   } else {
     return 400;
   }
-  if (host) req_.host = host_key(host->value);
+  if (host) req.host = host_key(host->value);
   return 0;
 }
 
 int Http1Session::on_headers_complete() {
-  if (!in_value_ && !field_.empty()) {
-    head_bytes_ += 4;
-    req_.headers.push_back(Header{field_, {}, classify_header(field_)});
+  RequestHead& req = record_.head;
+  if (!scan_.in_value && !scan_.field.empty()) {
+    scan_.head_bytes += 4;
+    req.headers.push_back(Header{scan_.field, {}, classify_header(scan_.field)});
   }
-  req_.method = llhttp_method_name(static_cast<llhttp_method_t>(llhttp_get_method(&parser_)));
-  req_.version_major = llhttp_get_http_major(&parser_);
-  req_.version_minor = llhttp_get_http_minor(&parser_);
-  req_.keep_alive = llhttp_should_keep_alive(&parser_) != 0;
-  req_.chunked = (parser_.flags & F_CHUNKED) != 0;
-  if (parser_.flags & F_CONTENT_LENGTH) req_.content_length = parser_.content_length;
+  req.method = llhttp_method_name(static_cast<llhttp_method_t>(llhttp_get_method(&parser_)));
+  req.version_major = llhttp_get_http_major(&parser_);
+  req.version_minor = llhttp_get_http_minor(&parser_);
+  req.keep_alive = llhttp_should_keep_alive(&parser_) != 0;
+  req.chunked = (parser_.flags & F_CHUNKED) != 0;
+  if (parser_.flags & F_CONTENT_LENGTH) req.content_length = parser_.content_length;
   if (timer_ == TimerPurpose::Header) arm(TimerPurpose::None);
-  if (!req_.keep_alive || (env_.shutting_down && *env_.shutting_down)) close_after_response_ = true;
+  if (!req.keep_alive || (env_.shutting_down && *env_.shutting_down)) close_after_response();
 
   // Upgrade is not proxied (the header is hop-by-hop and dropped): keep
   // llhttp parsing HTTP after this message instead of handing over the rest.
   parser_.upgrade = 0;
-  if (req_.version_major != 1) return reject(505);
-  if (req_.method == "CONNECT") return reject(405);
+  if (req.version_major != 1) return reject(505);
+  if (int status = refused_method(req); status != 0) return reject(status);
   if (int status = validate_head(); status != 0) return reject(status);
-  const uint64_t max_body = env_.config->limits.max_body_bytes;
-  if (max_body != 0 && req_.content_length && *req_.content_length > max_body) return reject(413);
-
-  auto route = env_.router->match(req_.host, req_.target);
-  if (!route) {
-    local_status_ = 404;
+  Admission admission = admit(env_, this, req);
+  if (admission.status == 413) return reject(413);
+  transition(request_, RequestPhase::Body);
+  if (!admission.exchange) {
+    local_answer_ = admission.status;
     // Let llhttp read to the end of the message; the body (if any) is not
-    // forwarded anywhere and the connection closes after the 404.
-    if (req_.has_body()) {
-      close_after_response_ = true;
+    // forwarded anywhere and the connection closes after the answer.
+    if (req.has_body()) {
+      close_after_response();
       arm(TimerPurpose::Body);
     }
     return 0;
   }
-  exchange_ = std::make_unique<ProxyExchange>(env_.loop, this, (*env_.upstreams)[*route].get(), req_);
-  if (req_.expect_continue && req_.has_body()) {
+  exchange_ = std::move(admission.exchange);
+  if (req.expect_continue && req.has_body()) {
     transport_->send(kContinue);
-    bytes_sent_ += kContinue.size();
+    record_.bytes_sent += kContinue.size();
   }
   exchange_->start();
-  if (closed_) return -1;
-  if (req_.has_body()) arm(TimerPurpose::Body);
+  if (close_ == CloseMode::Closed) return -1;
+  if (req.has_body()) arm(TimerPurpose::Body);
   return 0;
 }
 
 int Http1Session::on_body(const char* at, size_t len) {
-  body_bytes_ += len;
-  const uint64_t max_body = env_.config->limits.max_body_bytes;
-  if (max_body != 0 && body_bytes_ > max_body) return reject(413);
+  if (!record_.add_body(len, env_.config->limits.max_body_bytes)) return reject(413);
   if (exchange_) exchange_->on_request_body(std::string_view(at, len));
   if (timer_ == TimerPurpose::Body) arm(TimerPurpose::Body);
-  return closed_ ? -1 : 0;
+  return close_ == CloseMode::Closed ? -1 : 0;
 }
 
 int Http1Session::on_message_complete() {
-  in_request_ = false;
+  transition(request_, RequestPhase::Complete);
   if (timer_ == TimerPurpose::Body) arm(TimerPurpose::None);
-  awaiting_response_ = true;
   if (exchange_) exchange_->on_request_complete();
   // One request at a time: pipelined requests wait until this response ends.
   return HPE_PAUSED;
 }
 
 void Http1Session::send_informational(const ResponseHead& head) {
-  if (req_.version_minor == 0) return;  // HTTP/1.0 clients do not expect 1xx
+  if (record_.head.version_minor == 0) return;  // HTTP/1.0 clients do not expect 1xx
   std::string& out = head_scratch();
   append_status_and_headers(out, head);
   out += "\r\n";
-  bytes_sent_ += out.size();
+  record_.bytes_sent += out.size();
   transport_->send(out);
 }
 
 void Http1Session::send_response_head(const ResponseHead& head, bool has_body) {
-  response_started_ = true;
-  status_ = head.status;
-  if (in_request_) close_after_response_ = true;  // the upstream answered before the body ended
+  record_.status = head.status;
+  if (in_request()) close_after_response();  // the upstream answered before the body ended
   std::string& out = head_scratch();
   append_status_and_headers(out, head);
-  chunked_out_ = false;
-  if (has_body) {
-    if (head.content_length) {
-      out += "Content-Length: ";
-      out += std::to_string(*head.content_length);
-      out += "\r\n";
-    } else if (req_.version_minor >= 1) {
+  ResponsePhase framing = ResponsePhase::Sized;
+  if (has_body && !head.content_length) {
+    if (record_.head.version_minor >= 1) {
       out += "Transfer-Encoding: chunked\r\n";
-      chunked_out_ = true;
+      framing = ResponsePhase::Chunked;
     } else {
-      close_after_response_ = true;  // close-delimited for HTTP/1.0
+      close_after_response();  // close-delimited for HTTP/1.0
+      framing = ResponsePhase::UntilClose;
     }
-  } else if (head.content_length && head.status != 204 && head.status >= 200) {
-    // HEAD and 304 may state the length the body would have (RFC 9110 §8.6).
+  } else if (head.states_length()) {
     out += "Content-Length: ";
     out += std::to_string(*head.content_length);
     out += "\r\n";
   }
-  if (close_after_response_) {
+  transition(response_, framing);
+  if (close_ != CloseMode::KeepAlive) {
     out += "Connection: close\r\n";
-  } else if (req_.version_minor == 0) {
+  } else if (record_.head.version_minor == 0) {
     out += "Connection: keep-alive\r\n";
   }
   out += "\r\n";
-  bytes_sent_ += out.size();
+  record_.bytes_sent += out.size();
   transport_->send(out);
 }
 
 void Http1Session::send_response_body(std::string_view data) {
   if (data.empty()) return;
-  if (chunked_out_) {
-    char size_line[24];
-    int n = std::snprintf(size_line, sizeof(size_line), "%zx\r\n", data.size());
-    transport_->send(std::string_view(size_line, static_cast<size_t>(n)));
-    transport_->send(data);
-    transport_->send("\r\n");
-    bytes_sent_ += static_cast<size_t>(n) + data.size() + 2;
+  if (response_ == ResponsePhase::Chunked) {
+    record_.bytes_sent += write_chunk(data, [this](std::string_view part) { transport_->send(part); });
   } else {
     transport_->send(data);
-    bytes_sent_ += data.size();
+    record_.bytes_sent += data.size();
   }
   // A client that stops reading gets timeouts.send to start again.
   if (timer_ == TimerPurpose::None && output_congested()) arm(TimerPurpose::Send);
 }
 
 void Http1Session::end_response() {
-  if (chunked_out_) {
-    transport_->send("0\r\n\r\n");
-    bytes_sent_ += 5;
+  if (response_ == ResponsePhase::Chunked) {
+    transport_->send(kLastChunk);
+    record_.bytes_sent += kLastChunk.size();
   }
   finish_request();
 }
 
 void Http1Session::fail_response(int status, std::string_view reason) {
-  if (closed_) return;
-  if (status == 0 || response_started_) {
+  if (close_ == CloseMode::Closed) return;
+  if (status == 0 || response_ != ResponsePhase::Waiting) {
     // The response is already on its way: all we can do is cut it short.
-    write_access_log();
-    closed_ = true;
-    transport_->close(false);
+    log_request();
+    close(false);
     return;
   }
   respond_local(status);
@@ -437,24 +407,23 @@ void Http1Session::on_output_drained() {
 }
 
 void Http1Session::finish_request() {
-  write_access_log();
-  if (exchange_) LoopContext::of(env_.loop).defer_delete(std::move(exchange_));
-  awaiting_response_ = false;
-  response_started_ = false;
-  if (close_after_response_) {
-    closed_ = true;
+  log_request();
+  ProxyExchange::retire(exchange_);
+  if (response_ != ResponsePhase::Waiting) transition(response_, ResponsePhase::Waiting);
+  if (close_ != CloseMode::KeepAlive) {
     // "Connection: close" from the client with nothing after its request: no
     // more input can come, so no lingering close (nginx lingers only when
-    // unread input may follow, too).
-    // Only when the request was read whole (the parser paused after it): a
-    // request refused at its head (413 for its Content-Length, 400 for a bad
-    // chunk, 505, ...) leaves its body still coming even with Connection: close.
-    if (!req_.keep_alive && !in_request_ && pending_input_.empty() && llhttp_get_errno(&parser_) == HPE_PAUSED) {
+    // unread input may follow, too). Only when the request was read whole
+    // (Complete: the parser paused after it): a request refused at its head
+    // (413 for its Content-Length, 400 for a bad chunk, 505, ...) leaves its
+    // body still coming even with Connection: close.
+    if (!record_.head.keep_alive && request_ == RequestPhase::Complete && pending_input_.empty()) {
       transport_->client_done();
     }
-    transport_->close(true);
+    close(true);
     return;
   }
+  transition(request_, RequestPhase::Idle);
   llhttp_resume(&parser_);
   if (!pending_input_.empty()) {
     arm(TimerPurpose::Resume);  // parse the pipelined rest on the next iteration
@@ -462,6 +431,12 @@ void Http1Session::finish_request() {
     arm(TimerPurpose::Idle);
     transport_->resume_input();
   }
+}
+
+void Http1Session::close(bool notify) {
+  transition(close_, CloseMode::Closed);
+  ProxyExchange::retire(exchange_);
+  transport_->close(notify);
 }
 
 void Http1Session::on_timer() {
@@ -472,10 +447,11 @@ void Http1Session::on_timer() {
       std::string data = std::move(pending_input_);
       pending_input_.clear();
       execute(data);
-      if (!closed_ && pending_input_.empty() && !awaiting_response_) {
-        if (!in_request_) arm(TimerPurpose::Idle);
+      if (close_ == CloseMode::Closed || request_ == RequestPhase::Complete) break;
+      if (pending_input_.empty()) {
+        if (!in_request()) arm(TimerPurpose::Idle);
         transport_->resume_input();
-      } else if (!closed_ && !awaiting_response_ && timer_ == TimerPurpose::None) {
+      } else if (timer_ == TimerPurpose::None) {
         arm(TimerPurpose::Header);  // never leave a connection without a deadline
       }
       break;
@@ -487,27 +463,19 @@ void Http1Session::on_timer() {
       }
       [[fallthrough]];
     case TimerPurpose::Header:
-      if (in_request_ && !response_started_) {
+      if (in_request() && response_ == ResponsePhase::Waiting) {
         // RFC 9110 §15.5.9: the client took too long to send its request.
-        if (exchange_) {
-          exchange_->cancel();
-          LoopContext::of(env_.loop).defer_delete(std::move(exchange_));
-        }
-        close_after_response_ = true;
+        close_after_response();
         respond_local(408);
         return;
       }
-      closed_ = true;
-      transport_->close(true);
+      close(true);
       break;
     case TimerPurpose::Idle:
-      closed_ = true;
-      transport_->close(true);
+      close(true);
       break;
     case TimerPurpose::Send:
-      if (exchange_) exchange_->cancel();
-      closed_ = true;
-      transport_->close(false);
+      close(false);
       break;
     case TimerPurpose::None:
       break;
@@ -523,9 +491,8 @@ void Http1Session::arm(TimerPurpose purpose) {
       transport_->arm_timer(t.keepalive);
       // Between requests nothing of the last one is needed: an idle
       // keepalive connection keeps no grown buffer, here or below.
-      req_ = RequestHead{};
-      std::string().swap(field_);
-      std::string().swap(user_agent_);
+      record_.release();
+      std::string().swap(scan_.field);
       transport_->release_buffers();
       break;
     case TimerPurpose::Resume: transport_->arm_timer(std::chrono::milliseconds(0)); break;
@@ -536,47 +503,29 @@ void Http1Session::arm(TimerPurpose purpose) {
 }
 
 void Http1Session::on_client_closed() {
-  if (closed_) return;
-  closed_ = true;
+  if (close_ == CloseMode::Closed) return;
   if (exchange_) {
     exchange_->cancel();
-    status_ = 499;  // nginx's "client closed request"
-    write_access_log();
+    record_.status = 499;  // nginx's "client closed request"
+    log_request();
   }
-  transport_->close(false);
+  close(false);
 }
 
 void Http1Session::on_shutdown() {
-  close_after_response_ = true;
+  if (close_ == CloseMode::Closed) return;
+  close_after_response();
   // A connection that has not had its first request yet keeps it (bounded by
   // the idle timeout and the drain deadline): a client that connected just as
   // the stop began, e.g. while a restart hands over a socket-activated
   // listener, is served, not cut off. Idle keepalive connections close now.
-  if (info_.requests == 0 && pending_input_.empty() && !in_request_) return;
-  if (!in_request_ && !awaiting_response_ && pending_input_.empty()) {
-    closed_ = true;
-    transport_->close(true);
-  }
+  if (info_.requests == 0 && pending_input_.empty() && !in_request()) return;
+  if (request_ == RequestPhase::Idle && pending_input_.empty()) close(true);
 }
 
-void Http1Session::write_access_log() {
-  const auto elapsed = std::chrono::steady_clock::now() - req_start_;
-  const std::string_view protocol = req_.version_minor == 0 ? "HTTP/1.0" : "HTTP/1.1";
-  if (env_.counters) env_.counters->count_request(protocol, status_, elapsed);
-  if (!env_.access_log) return;
-  log::AccessLogEntry e;
-  fill_access_log_entry(e, info_, exchange_.get());
-  e.time = req_time_;
-  e.protocol = protocol;
-  e.method = req_.method;
-  e.path = req_.target;
-  e.status = status_;
-  e.bytes_sent = bytes_sent_;
-  e.bytes_received = bytes_received_;
-  e.request_time_ms = std::chrono::duration<double, std::milli>(elapsed).count();
-  if (info_.requests == 1) e.tls_handshake_ms = info_.tls_handshake_ms;
-  e.user_agent = user_agent_;
-  env_.access_log->log(e);
+void Http1Session::log_request() {
+  const std::string_view protocol = record_.head.version_minor == 0 ? "HTTP/1.0" : "HTTP/1.1";
+  record_.log_completed(env_, info_, protocol, exchange_.get(), 0, info_.requests == 1);
 }
 
 }  // namespace tlsfront::http

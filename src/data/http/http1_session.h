@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,13 +23,38 @@
 #include "data/http/client_transport.h"
 #include "data/http/exchange_sink.h"
 #include "data/http/proxy_exchange.h"
-#include "message/request.h"
+#include "data/http/request_record.h"
 #include "data/http/session_env.h"
+#include "message/request.h"
+#include "util/state.h"
 
 namespace tlsfront::http {
 
 class Http1Session final : public ClientSession, public ExchangeSink {
  public:
+  // The request being read (one at a time):
+  //   Idle     -> Head      a request's first byte (llhttp on_message_begin)
+  //   Head     -> Body      its head is complete and accepted; the body, if
+  //                         any, is read (forwarded, or dropped before a local answer)
+  //   Body     -> Complete  the message is read whole; the parser pauses, and
+  //                         pipelined bytes wait in pending_input_
+  //   Complete -> Idle      its response ended and the connection stays open
+  // A request refused mid-way (400, 408, 413, ...) keeps its phase: the
+  // connection closes after the answer (CloseMode), and Head or Body then
+  // says the client may still be sending (so the transport lingers).
+  enum class RequestPhase { Idle, Head, Body, Complete };
+  // The response being written:
+  //   Waiting -> Sized | Chunked | UntilClose   the final head went out, its
+  //              body framed by Content-Length (or none), chunked, or the close
+  //   any     -> Waiting                        the response ended
+  enum class ResponsePhase { Waiting, Sized, Chunked, UntilClose };
+  // What happens after the current response:
+  //   KeepAlive -> AfterResponse | Closed   AfterResponse: Connection: close
+  //   AfterResponse -> Closed               (the client's, a refused request,
+  //                                          a drain, HTTP/1.0 without length)
+  // Closed is final: close() is the one way there.
+  enum class CloseMode { KeepAlive, AfterResponse, Closed };
+
   // `transport` is borrowed: the connection owns this session.
   Http1Session(const SessionEnv& env, ClientTransport* transport, ConnectionInfo info);
   ~Http1Session() override;
@@ -62,10 +88,17 @@ class Http1Session final : public ClientSession, public ExchangeSink {
   friend struct RequestParserCallbacks;
   enum class TimerPurpose { None, Header, Body, Idle, Resume, Send };
 
+  bool in_request() const { return request_ == RequestPhase::Head || request_ == RequestPhase::Body; }
   void execute(std::string_view data);
   void respond_local(int status);
   void finish_request();
-  void write_access_log();
+  void log_request();
+  // The one way the session ends: retires the exchange and closes the
+  // transport. `notify`: close_notify (false when a response is cut short).
+  void close(bool notify);
+  void close_after_response() {
+    if (close_ == CloseMode::KeepAlive) transition(close_, CloseMode::AfterResponse);
+  }
   void arm(TimerPurpose purpose);
   int reject(int status);
 
@@ -84,39 +117,57 @@ class Http1Session final : public ClientSession, public ExchangeSink {
   ConnectionInfo info_;
   llhttp_t parser_{};
   TimerPurpose timer_ = TimerPurpose::None;
+  RequestPhase request_ = RequestPhase::Idle;
+  ResponsePhase response_ = ResponsePhase::Waiting;
+  CloseMode close_ = CloseMode::KeepAlive;
 
-  // The request being parsed / answered.
-  RequestHead req_;
-  std::string field_;
-  bool in_value_ = false;
-  // obs-fold detection: where the current value's last span ended, and the
-  // bounds of the input passed to llhttp (compared as addresses only).
-  const char* value_end_ = nullptr;
-  const char* input_begin_ = nullptr;
-  const char* input_end_prev_ = nullptr;
-  const char* field_end_ = nullptr;  // end of the last header-name span
-  bool field_in_input_ = false;      // field_end_ points into the input being parsed
-  bool lf_after_field_ = false;      // a LF followed the name in an earlier input
-  size_t head_bytes_ = 0;
-  uint64_t body_bytes_ = 0;
-  int error_status_ = 0;  // set by a hook that rejects the request
-  int local_status_ = 0;  // a response the proxy gives without an upstream
+  // The request being read / answered.
+  RequestRecord record_;
   std::unique_ptr<ProxyExchange> exchange_;
-  bool in_request_ = false;         // message begun, not yet complete
-  bool awaiting_response_ = false;  // message complete, response not yet complete
-  bool response_started_ = false;
-  bool chunked_out_ = false;
-  bool close_after_response_ = false;
-  bool closed_ = false;
-  std::string pending_input_;  // pipelined bytes parsed after this response
+  std::optional<int> rejection_;    // the status a parser hook refused the request with
+  std::optional<int> local_answer_;  // answered without an upstream once the message is read (404)
+  std::string pending_input_;        // pipelined bytes parsed after this response
 
-  // Access-log facts for the current request.
-  std::chrono::system_clock::time_point req_time_{};
-  std::chrono::steady_clock::time_point req_start_{};
-  int status_ = 0;
-  uint64_t bytes_sent_ = 0;
-  uint64_t bytes_received_ = 0;
-  std::string user_agent_;
+  // Header-line scanning across llhttp spans (obs-fold detection, head size).
+  // Pointers are compared by address only, never dereferenced after the
+  // input they point into is gone.
+  struct HeadScan {
+    std::string field;                   // the header name being read
+    bool in_value = false;               // a value span of `field` has started
+    const char* value_end = nullptr;     // where the current value's last span ended
+    const char* input_begin = nullptr;   // the input passed to llhttp now
+    const char* input_end_prev = nullptr;  // the end of the previous input
+    const char* field_end = nullptr;     // end of the last header-name span
+    bool field_in_input = false;         // field_end points into the input being parsed
+    bool lf_after_field = false;         // a LF followed the name in an earlier input
+    size_t head_bytes = 0;               // against limits.max_header_bytes
+  } scan_;
 };
+
+// The transition tables (util/state.h).
+constexpr bool legal(Http1Session::RequestPhase from, Http1Session::RequestPhase to) {
+  using P = Http1Session::RequestPhase;
+  return (from == P::Idle && to == P::Head) || (from == P::Head && to == P::Body) ||
+         (from == P::Body && to == P::Complete) || (from == P::Complete && to == P::Idle);
+}
+constexpr const char* name(Http1Session::RequestPhase p) {
+  constexpr const char* names[] = {"Idle", "Head", "Body", "Complete"};
+  return names[static_cast<int>(p)];
+}
+constexpr bool legal(Http1Session::ResponsePhase from, Http1Session::ResponsePhase to) {
+  using P = Http1Session::ResponsePhase;
+  return (from == P::Waiting) != (to == P::Waiting);
+}
+constexpr const char* name(Http1Session::ResponsePhase p) {
+  constexpr const char* names[] = {"Waiting", "Sized", "Chunked", "UntilClose"};
+  return names[static_cast<int>(p)];
+}
+constexpr bool legal(Http1Session::CloseMode from, Http1Session::CloseMode to) {
+  return static_cast<int>(to) > static_cast<int>(from);
+}
+constexpr const char* name(Http1Session::CloseMode m) {
+  constexpr const char* names[] = {"KeepAlive", "AfterResponse", "Closed"};
+  return names[static_cast<int>(m)];
+}
 
 }  // namespace tlsfront::http

@@ -4,11 +4,9 @@
 #include <cstring>
 #include <vector>
 
-#include "message/error_response.h"
-#include "message/header_rewrite.h"
+#include "data/http/admission.h"
 #include "data/http/http2_session.h"
-#include "log/access_log.h"
-#include "metrics/counters.h"
+#include "message/error_response.h"
 
 namespace tlsfront::http {
 namespace {
@@ -32,27 +30,25 @@ std::string lowercase(std::string_view s) {
 
 }  // namespace
 
-Http2Stream::Http2Stream(Http2Session* session, int32_t id)
-    : session_(session),
-      id_(id),
-      req_time_(std::chrono::system_clock::now()),
-      req_start_(std::chrono::steady_clock::now()) {}
+Http2Stream::Http2Stream(Http2Session* session, int32_t id) : session_(session), id_(id) { record_.begin(); }
 
-Http2Stream::~Http2Stream() {
-  if (exchange_) exchange_->cancel();
-}
+Http2Stream::~Http2Stream() { ProxyExchange::retire(exchange_); }
 
 const ConnectionInfo& Http2Stream::connection_info() const { return session_->info(); }
+
+bool Http2Stream::head_too_large() const {
+  return header_bytes_ > session_->env().config->http2.max_header_list_size;
+}
 
 void Http2Stream::on_header(std::string_view name, std::string_view value) {
   // RFC 9113 §6.5.2: the size of a field is name + value + 32.
   header_bytes_ += name.size() + value.size() + 32;
-  bytes_received_ += name.size() + value.size() + 4;
-  if (header_bytes_ > session_->env().config->http2.max_header_list_size) too_large_ = true;
-  if (too_large_) return;
+  record_.bytes_received += name.size() + value.size() + 4;
+  if (head_too_large()) return;
+  RequestHead& req = record_.head;
   if (!name.empty() && name.front() == ':') {
-    if (name == ":method") req_.method = value;
-    else if (name == ":path") req_.target = value;
+    if (name == ":method") req.method = value;
+    else if (name == ":path") req.target = value;
     else if (name == ":authority") authority_ = value;
     return;  // :scheme is "https" or "http" (nghttp2 checked it); we always forward https
   }
@@ -66,24 +62,25 @@ void Http2Stream::on_header(std::string_view name, std::string_view value) {
   if (h.token == HeaderToken::ContentLength) {
     uint64_t n = 0;  // nghttp2 checked it is one non-negative integer
     std::from_chars(value.data(), value.data() + value.size(), n);
-    req_.content_length = n;
+    req.content_length = n;
   } else if (h.token == HeaderToken::UserAgent) {
-    user_agent_ = value;
+    record_.user_agent = value;
   }
-  req_.headers.push_back(std::move(h));
+  req.headers.push_back(std::move(h));
 }
 
 bool Http2Stream::on_request_head(bool end_stream) {
-  request_complete_ = end_stream;
-  if (too_large_) {
+  transition(request_, end_stream ? RequestPhase::Complete : RequestPhase::Body);
+  if (head_too_large()) {
     respond_local(431);
     return false;
   }
-  if (req_.method == "CONNECT") {
-    respond_local(405);
+  RequestHead& req = record_.head;
+  if (int status = refused_method(req); status != 0) {
+    respond_local(status);
     return false;
   }
-  const Header* host = req_.find(HeaderToken::Host);
+  const Header* host = req.find(HeaderToken::Host);
   std::string_view host_value = authority_;
   if (!authority_.empty()) {
     // RFC 9113 §8.3.1: a Host naming another authority makes the request malformed.
@@ -91,7 +88,7 @@ bool Http2Stream::on_request_head(bool end_stream) {
       reset(NGHTTP2_PROTOCOL_ERROR);
       return false;
     }
-    if (!host) req_.headers.insert(req_.headers.begin(), Header{"host", authority_, HeaderToken::Host});
+    if (!host) req.headers.insert(req.headers.begin(), Header{"host", authority_, HeaderToken::Host});
   } else if (host) {
     host_value = host->value;
   }
@@ -99,37 +96,32 @@ bool Http2Stream::on_request_head(bool end_stream) {
     respond_local(400);
     return false;
   }
-  req_.host = host_key(host_value);
-  if (!session_->certificate_covers(req_.host)) {
+  req.host = host_key(host_value);
+  if (!session_->certificate_covers(req.host)) {
     respond_local(421);  // RFC 9110 §15.5.20: coalesced onto the wrong connection
     return false;
   }
-  if (!cookie_.empty()) req_.headers.push_back(Header{"cookie", cookie_, HeaderToken::Other});
-  if (!req_.content_length) {
+  if (!cookie_.empty()) req.headers.push_back(Header{"cookie", cookie_, HeaderToken::Other});
+  if (!req.content_length) {
     if (!end_stream) {
-      req_.chunked = true;  // length unknown: chunked upstream (RFC 9113 §8.2.2)
-    } else if (req_.method == "POST" || req_.method == "PUT" || req_.method == "PATCH") {
-      req_.content_length = 0;
+      req.chunked = true;  // length unknown: chunked upstream (RFC 9113 §8.2.2)
+    } else if (req.method == "POST" || req.method == "PUT" || req.method == "PATCH") {
+      req.content_length = 0;
     }
   }
-  const uint64_t max_body = session_->env().config->limits.max_body_bytes;
-  if (max_body != 0 && req_.content_length && *req_.content_length > max_body) {
-    respond_local(413);
+  Admission admission = admit(session_->env(), this, req);
+  if (!admission.exchange) {
+    respond_local(admission.status);
     return false;
   }
-  auto route = session_->env().router->match(req_.host, req_.target);
-  if (!route) {
-    respond_local(404);
-    return false;
-  }
-  exchange_ = std::make_unique<ProxyExchange>(session_->env().loop, this, (*session_->env().upstreams)[*route].get(),
-                                              req_);
+  exchange_ = std::move(admission.exchange);
+  transition(upstream_, UpstreamPhase::Pending);
   return true;
 }
 
 void Http2Stream::start() {
-  if (!exchange_ || started_ || closed_) return;
-  started_ = true;
+  if (upstream_ != UpstreamPhase::Pending || !exchange_ || closed()) return;
+  transition(upstream_, UpstreamPhase::Started);
   exchange_->start();
   if (!exchange_) return;
   if (!early_body_.empty()) {
@@ -138,30 +130,35 @@ void Http2Stream::start() {
     exchange_->on_request_body(body);
     if (!exchange_->request_body_congested()) on_request_body_writable();
   }
-  if (request_complete_) exchange_->on_request_complete();
+  if (request_ == RequestPhase::Complete) exchange_->on_request_complete();
 }
 
 void Http2Stream::consume(size_t n) {
   if (n > 0) nghttp2_session_consume_stream(session_->ng(), id_, n);
 }
 
+void Http2Stream::drop_held_body() {
+  early_body_.clear();
+  consume(unconsumed_);
+  unconsumed_ = 0;
+}
+
 void Http2Stream::on_request_data(std::string_view data) {
-  body_bytes_ += data.size();
-  bytes_received_ += data.size();
-  const uint64_t max_body = session_->env().config->limits.max_body_bytes;
-  if (max_body != 0 && body_bytes_ > max_body && !head_submitted_) {
+  record_.bytes_received += data.size();
+  if (!record_.add_body(data.size(), session_->env().config->limits.max_body_bytes) &&
+      response_ == ResponsePhase::None) {
     respond_local(413);
   }
-  if (!exchange_ || end_sent_) {
+  if (!exchange_ || response_ == ResponsePhase::EndSent) {
     // Nobody wants these bytes (a local answer, or the response is complete):
     // acknowledged and dropped, so the client can finish its upload, up to
     // kMaxDiscardBytes; then the stream is reset once its response is out.
     consume(data.size());
     discarded_ += data.size();
-    if (end_sent_ && discarded_ > kMaxDiscardBytes) reset(NGHTTP2_NO_ERROR);
+    if (response_ == ResponsePhase::EndSent && discarded_ > kMaxDiscardBytes) reset(NGHTTP2_NO_ERROR);
     return;
   }
-  if (!started_) {
+  if (upstream_ == UpstreamPhase::Pending) {
     early_body_.append(data);  // bounded by the stream window: not yet consumed
     unconsumed_ += data.size();
     return;
@@ -175,12 +172,13 @@ void Http2Stream::on_request_data(std::string_view data) {
 }
 
 void Http2Stream::on_request_end() {
-  request_complete_ = true;
-  if (exchange_ && started_) exchange_->on_request_complete();
+  if (request_ == RequestPhase::Complete) return;  // the request already ended
+  transition(request_, RequestPhase::Complete);
+  if (exchange_ && upstream_ == UpstreamPhase::Started) exchange_->on_request_complete();
 }
 
 void Http2Stream::on_request_body_writable() {
-  if (closed_ || !started_) return;
+  if (closed() || upstream_ != UpstreamPhase::Started) return;
   consume(unconsumed_);
   unconsumed_ = 0;
   session_->schedule_send();
@@ -197,13 +195,12 @@ void Http2Stream::submit_head(const ResponseHead& head, bool has_body, bool info
     storage.push_back(lowercase(h.name));
     storage.push_back(h.value);
   }
-  // HEAD and 304 may state the length the body would have (RFC 9110 §8.6).
-  if (!informational && head.content_length && head.status != 204) {
+  if (!informational && head.states_length()) {
     storage.push_back("content-length");
     storage.push_back(std::to_string(*head.content_length));
   }
   for (size_t i = 0; i + 1 < storage.size(); i += 2) nva.push_back(make_nv(storage[i], storage[i + 1]));
-  for (const auto& nv : nva) bytes_sent_ += nv.namelen + nv.valuelen + 4;
+  for (const auto& nv : nva) record_.bytes_sent += nv.namelen + nv.valuelen + 4;
   if (informational) {
     nghttp2_submit_headers(session_->ng(), NGHTTP2_FLAG_NONE, id_, nullptr, nva.data(), nva.size(), nullptr);
   } else if (has_body) {
@@ -218,47 +215,46 @@ void Http2Stream::submit_head(const ResponseHead& head, bool has_body, bool info
 }
 
 void Http2Stream::send_informational(const ResponseHead& head) {
-  if (closed_ || head_submitted_) return;
+  if (closed() || response_ != ResponsePhase::None) return;
   submit_head(head, false, true);
 }
 
 void Http2Stream::send_response_head(const ResponseHead& head, bool has_body) {
-  if (closed_ || head_submitted_) return;
-  head_submitted_ = true;
-  status_ = head.status;
-  ended_ = !has_body;
+  if (closed() || response_ != ResponsePhase::None) return;
+  record_.status = head.status;
+  transition(response_, has_body ? ResponsePhase::Head : ResponsePhase::Ended);
   submit_head(head, has_body, false);
 }
 
+void Http2Stream::resume_provider() {
+  if (!provider_deferred_) return;
+  provider_deferred_ = false;
+  nghttp2_session_resume_data(session_->ng(), id_);
+}
+
 void Http2Stream::send_response_body(std::string_view data) {
-  if (closed_ || data.empty()) return;
+  if (closed() || data.empty()) return;
   out_.append(data);
-  bytes_sent_ += data.size();
-  if (deferred_) {
-    deferred_ = false;
-    nghttp2_session_resume_data(session_->ng(), id_);
-  }
+  record_.bytes_sent += data.size();
+  resume_provider();
   session_->schedule_send();
 }
 
 void Http2Stream::send_trailers(const std::vector<Header>& trailers) {
-  if (closed_ || !head_submitted_ || ended_) return;  // no DATA provider to end with them
+  if (closed() || response_ != ResponsePhase::Head) return;  // no DATA provider to end with them
   trailers_ = trailers;
 }
 
 void Http2Stream::end_response() {
-  if (closed_) return;
-  ended_ = true;
-  if (deferred_) {
-    deferred_ = false;
-    nghttp2_session_resume_data(session_->ng(), id_);
-  }
+  if (closed()) return;
+  if (response_ == ResponsePhase::Head) transition(response_, ResponsePhase::Ended);
+  resume_provider();
   session_->schedule_send();
 }
 
 void Http2Stream::fail_response(int status, std::string_view) {
-  if (closed_) return;
-  if (status == 0 || head_submitted_) {
+  if (closed()) return;
+  if (status == 0 || response_ != ResponsePhase::None) {
     reset(NGHTTP2_INTERNAL_ERROR);  // the response is cut short: the client must see it
     return;
   }
@@ -272,7 +268,7 @@ bool Http2Stream::output_congested() const {
 void Http2Stream::on_output_drained() {
   // Cheap when the upstream is not paused (ProxyExchange pauses it itself
   // whenever output_congested() holds after a sink call).
-  if (exchange_ && !closed_ && !output_congested()) exchange_->on_output_drained();
+  if (exchange_ && !closed() && !output_congested()) exchange_->on_output_drained();
 }
 
 ssize_t Http2Stream::read_response(uint8_t* buf, size_t length, uint32_t* data_flags) {
@@ -287,7 +283,7 @@ ssize_t Http2Stream::read_response(uint8_t* buf, size_t length, uint32_t* data_f
     out_.erase(0, out_off_);
     out_off_ = 0;
   }
-  if (pending_output() == 0 && ended_) {
+  if (pending_output() == 0 && response_ == ResponsePhase::Ended) {
     *data_flags |= NGHTTP2_DATA_FLAG_EOF;
     if (!trailers_.empty()) {
       // RFC 9113 §8.1: a trailing HEADERS frame ends the stream instead.
@@ -305,7 +301,7 @@ ssize_t Http2Stream::read_response(uint8_t* buf, size_t length, uint32_t* data_f
       trailers_.clear();
     }
   } else if (n == 0) {
-    deferred_ = true;
+    provider_deferred_ = true;
     return NGHTTP2_ERR_DEFERRED;
   }
   on_output_drained();
@@ -313,15 +309,9 @@ ssize_t Http2Stream::read_response(uint8_t* buf, size_t length, uint32_t* data_f
 }
 
 void Http2Stream::respond_local(int status) {
-  if (exchange_) {
-    exchange_->cancel();
-    LoopContext::of(session_->env().loop).defer_delete(std::move(exchange_));
-  }
-  // The unread request body is discarded and acknowledged.
-  early_body_.clear();
-  consume(unconsumed_);
-  unconsumed_ = 0;
-  if (head_submitted_) {
+  ProxyExchange::retire(exchange_);
+  drop_held_body();  // the unread request body is discarded and acknowledged
+  if (response_ != ResponsePhase::None) {
     reset(NGHTTP2_INTERNAL_ERROR);
     return;
   }
@@ -331,68 +321,52 @@ void Http2Stream::respond_local(int status) {
   head.headers.push_back(Header{"content-type", "text/plain", HeaderToken::Other});
   std::string body = make_error_body(status);
   head.content_length = body.size();
-  const bool has_body = req_.method != "HEAD";
+  const bool has_body = record_.head.method != "HEAD";
   send_response_head(head, has_body);
   if (has_body) send_response_body(body);
   end_response();
 }
 
 void Http2Stream::abort_stalled() {
+  // Cancelled, not retired: the access-log line still reports the upstream.
   if (exchange_) exchange_->cancel();
   reset(NGHTTP2_CANCEL);
 }
 
 void Http2Stream::reset(uint32_t error_code) {
-  if (closed_) return;
+  if (closed()) return;
   nghttp2_submit_rst_stream(session_->ng(), NGHTTP2_FLAG_NONE, id_, error_code);
   session_->schedule_send();
 }
 
 void Http2Stream::on_response_end_sent() {
-  end_sent_ = true;
-  // Bytes held back for an upstream that no longer wants them.
-  early_body_.clear();
-  consume(unconsumed_);
-  unconsumed_ = 0;
+  transition(response_, ResponsePhase::EndSent);
+  drop_held_body();  // bytes held back for an upstream that no longer wants them
   // RFC 9113 §8.1: the response is complete and the rest of the request is
   // not wanted: RST_STREAM NO_ERROR, unless the client may still finish the
   // upload cheaply (libcurl, for one, fails a transfer whose upload is cut).
-  if (!request_complete_ && discarded_ > kMaxDiscardBytes) reset(NGHTTP2_NO_ERROR);
+  if (request_ != RequestPhase::Complete && discarded_ > kMaxDiscardBytes) reset(NGHTTP2_NO_ERROR);
+}
+
+void Http2Stream::on_client_reset() {
+  if (end_ == StreamEnd::Open) transition(end_, StreamEnd::ClientReset);
 }
 
 void Http2Stream::on_closed(uint32_t error_code) {
-  if (closed_) return;
-  closed_ = true;
+  if (closed()) return;
+  const bool by_client = end_ == StreamEnd::ClientReset || error_code == NGHTTP2_CANCEL;
+  transition(end_, StreamEnd::Closed);
   if (exchange_) exchange_->cancel();
-  if (!end_sent_) {
+  if (response_ != ResponsePhase::EndSent) {
     // Cut short: by the client (nginx's 499), or by us after a failure.
-    if (client_reset_ || error_code == NGHTTP2_CANCEL || status_ == 0) {
-      status_ = client_reset_ || error_code == NGHTTP2_CANCEL ? 499 : 400;
+    if (by_client) {
+      record_.status = 499;
+    } else if (record_.status == 0) {
+      record_.status = 400;
     }
   }
-  write_access_log();
-}
-
-void Http2Stream::write_access_log() {
-  const auto elapsed = std::chrono::steady_clock::now() - req_start_;
-  if (metrics::WorkerCounters* counters = session_->env().counters) counters->count_request("HTTP/2.0", status_, elapsed);
-  log::AccessLog* access_log = session_->env().access_log;
-  if (!access_log) return;
-  const ConnectionInfo& info = session_->info();
-  log::AccessLogEntry e;
-  fill_access_log_entry(e, info, exchange_.get());
-  e.time = req_time_;
-  e.protocol = "HTTP/2.0";
-  e.method = req_.method;
-  e.path = req_.target;
-  e.status = status_;
-  e.bytes_sent = bytes_sent_;
-  e.bytes_received = bytes_received_;
-  e.request_time_ms = std::chrono::duration<double, std::milli>(elapsed).count();
-  if (session_->first_access_log()) e.tls_handshake_ms = info.tls_handshake_ms;
-  e.stream_id = static_cast<uint32_t>(id_);
-  e.user_agent = user_agent_;
-  access_log->log(e);
+  record_.log_completed(session_->env(), session_->info(), "HTTP/2.0", exchange_.get(), static_cast<uint32_t>(id_),
+                        session_->first_access_log());
 }
 
 }  // namespace tlsfront::http

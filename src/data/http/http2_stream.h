@@ -27,8 +27,10 @@
 
 #include "data/http/exchange_sink.h"
 #include "data/http/proxy_exchange.h"
+#include "data/http/request_record.h"
 #include "message/request.h"
 #include "util/loop_context.h"
+#include "util/state.h"
 
 namespace tlsfront::http {
 
@@ -41,6 +43,31 @@ class Http2Stream final : public Deletable, public ExchangeSink {
   // Request body bytes acknowledged and dropped after a response that did not
   // need them, before the stream is reset (RFC 9113 §8.1).
   static constexpr uint64_t kMaxDiscardBytes = 1024 * 1024;
+
+  // The request as received:
+  //   Head -> Body       the header block ended without END_STREAM
+  //   Head -> Complete   ... with END_STREAM (no body)
+  //   Body -> Complete   END_STREAM on DATA or trailers
+  enum class RequestPhase { Head, Body, Complete };
+  // The exchange for it:
+  //   None -> Pending    admitted (on_request_head); started once the read
+  //                      that carried the head is processed (a stream opened
+  //                      and reset within one read never reaches an upstream)
+  //   Pending -> Started
+  // A local answer (4xx) leaves it None; a retired exchange keeps the phase.
+  enum class UpstreamPhase { None, Pending, Started };
+  // The response:
+  //   None -> Head       final head submitted with a body to come
+  //   None -> Ended      final head submitted without a body
+  //   Head -> Ended      every body byte is in out_ (end_response)
+  //   Ended -> EndSent   the frame with END_STREAM went out
+  // 1xx heads are submitted in None and change nothing.
+  enum class ResponsePhase { None, Head, Ended, EndSent };
+  // The stream itself:
+  //   Open -> ClientReset   the client sent RST_STREAM (closing follows)
+  //   Open | ClientReset -> Closed   nghttp2 closed it (on_closed)
+  // No sink call has any effect once Closed.
+  enum class StreamEnd { Open, ClientReset, Closed };
 
   // `session` is borrowed and outlives the stream (it owns it).
   Http2Stream(Http2Session* session, int32_t id);
@@ -65,7 +92,7 @@ class Http2Stream final : public Deletable, public ExchangeSink {
   // END_STREAM received from the client.
   void on_request_end();
   // The client sent RST_STREAM.
-  void on_client_reset() { client_reset_ = true; }
+  void on_client_reset();
   // nghttp2 closed the stream (nghttp2_on_stream_close_callback): writes the
   // access log line and cancels the exchange. No sink call has effect after.
   void on_closed(uint32_t error_code);
@@ -78,14 +105,14 @@ class Http2Stream final : public Deletable, public ExchangeSink {
   // nghttp2_data_source_read_callback for the response body.
   ssize_t read_response(uint8_t* buf, size_t length, uint32_t* data_flags);
 
-  bool response_finished() const { return end_sent_; }
+  bool response_finished() const { return response_ == ResponsePhase::EndSent; }
   // Response bytes waiting for the client's flow-control window, and the
   // total handed to nghttp2 so far (progress marks for the stall timeout).
   bool has_pending_output() const { return pending_output() > 0; }
   uint64_t bytes_out() const { return bytes_out_; }
   // The client opened no window for timeouts.send: RST_STREAM CANCEL.
   void abort_stalled();
-  bool closed() const { return closed_; }
+  bool closed() const { return end_ == StreamEnd::Closed; }
 
   // ExchangeSink
   void send_informational(const ResponseHead& head) override;
@@ -103,43 +130,68 @@ class Http2Stream final : public Deletable, public ExchangeSink {
   void submit_head(const ResponseHead& head, bool has_body, bool informational);
   void reset(uint32_t error_code);
   void consume(size_t n);
+  // Request bytes held back for an upstream that no longer wants them:
+  // acknowledged (WINDOW_UPDATE) and dropped.
+  void drop_held_body();
+  void resume_provider();
   size_t pending_output() const { return out_.size() - out_off_; }
-  void write_access_log();
+  bool head_too_large() const;
 
   Http2Session* session_;
   int32_t id_;
-  RequestHead req_;
+  RequestPhase request_ = RequestPhase::Head;
+  UpstreamPhase upstream_ = UpstreamPhase::None;
+  ResponsePhase response_ = ResponsePhase::None;
+  StreamEnd end_ = StreamEnd::Open;
+
+  RequestRecord record_;
   std::string authority_;
   std::string cookie_;
-  std::string user_agent_;
-  size_t header_bytes_ = 0;
-  bool too_large_ = false;
-  bool request_complete_ = false;
-  uint64_t body_bytes_ = 0;
+  size_t header_bytes_ = 0;  // RFC 9113 §6.5.2 sizes, against max_header_list_size
   std::unique_ptr<ProxyExchange> exchange_;
-  bool started_ = false;
-  std::string early_body_;  // DATA received before start()
+  std::string early_body_;  // DATA received while Pending
   size_t unconsumed_ = 0;   // received, not yet acknowledged by WINDOW_UPDATE
   uint64_t discarded_ = 0;  // request body bytes dropped (see kMaxDiscardBytes)
 
   // Response side.
   std::string out_;
   size_t out_off_ = 0;
-  bool head_submitted_ = false;
-  bool ended_ = false;     // all response bytes are in out_
   std::vector<Header> trailers_;  // submitted (nghttp2_submit_trailer) after the last DATA
-  bool deferred_ = false;  // the data provider returned NGHTTP2_ERR_DEFERRED
-  bool end_sent_ = false;
-  bool closed_ = false;
-  bool client_reset_ = false;
-  uint64_t bytes_out_ = 0;  // response body bytes nghttp2 has taken
-
-  // Access-log facts.
-  std::chrono::system_clock::time_point req_time_;
-  std::chrono::steady_clock::time_point req_start_;
-  int status_ = 0;
-  uint64_t bytes_sent_ = 0;
-  uint64_t bytes_received_ = 0;
+  bool provider_deferred_ = false;  // the data provider returned NGHTTP2_ERR_DEFERRED
+  uint64_t bytes_out_ = 0;          // response body bytes nghttp2 has taken
 };
+
+// The transition tables (util/state.h).
+constexpr bool legal(Http2Stream::RequestPhase from, Http2Stream::RequestPhase to) {
+  using P = Http2Stream::RequestPhase;
+  return (from == P::Head && (to == P::Body || to == P::Complete)) || (from == P::Body && to == P::Complete);
+}
+constexpr const char* name(Http2Stream::RequestPhase p) {
+  constexpr const char* names[] = {"Head", "Body", "Complete"};
+  return names[static_cast<int>(p)];
+}
+constexpr bool legal(Http2Stream::UpstreamPhase from, Http2Stream::UpstreamPhase to) {
+  return static_cast<int>(to) == static_cast<int>(from) + 1;
+}
+constexpr const char* name(Http2Stream::UpstreamPhase p) {
+  constexpr const char* names[] = {"None", "Pending", "Started"};
+  return names[static_cast<int>(p)];
+}
+constexpr bool legal(Http2Stream::ResponsePhase from, Http2Stream::ResponsePhase to) {
+  using P = Http2Stream::ResponsePhase;
+  return (from == P::None && (to == P::Head || to == P::Ended)) || (from == P::Head && to == P::Ended) ||
+         (from == P::Ended && to == P::EndSent);
+}
+constexpr const char* name(Http2Stream::ResponsePhase p) {
+  constexpr const char* names[] = {"None", "Head", "Ended", "EndSent"};
+  return names[static_cast<int>(p)];
+}
+constexpr bool legal(Http2Stream::StreamEnd from, Http2Stream::StreamEnd to) {
+  return static_cast<int>(to) > static_cast<int>(from);
+}
+constexpr const char* name(Http2Stream::StreamEnd e) {
+  constexpr const char* names[] = {"Open", "ClientReset", "Closed"};
+  return names[static_cast<int>(e)];
+}
 
 }  // namespace tlsfront::http

@@ -1,9 +1,8 @@
 #include "data/http/proxy_exchange.h"
 
-#include <cstdio>
-
-#include "message/header_rewrite.h"
 #include "log/log.h"
+#include "message/chunked.h"
+#include "message/header_rewrite.h"
 
 namespace tlsfront::http {
 namespace {
@@ -20,6 +19,7 @@ ProxyExchange::ProxyExchange(uv_loop_t* loop, ExchangeSink* sink, upstream::Upst
       method_(head.method),
       chunked_request_(head.chunked),
       idempotent_(head.idempotent()),
+      replay_state_(Replay::Partial),
       start_(std::chrono::steady_clock::now()) {
   const ConnectionInfo& info = sink->connection_info();
   UpstreamRequestOptions opts;
@@ -27,10 +27,17 @@ ProxyExchange::ProxyExchange(uv_loop_t* loop, ExchangeSink* sink, upstream::Upst
   opts.default_host = group->config().name;
   opts.close = group->config().keepalive == 0;
   append_upstream_request_head(replay_, head, opts);
-  replay_certain_ = !head.chunked && replay_.size() + head.content_length.value_or(0) <= kMaxReplayBytes;
+  if (!head.chunked && replay_.size() + head.content_length.value_or(0) <= kMaxReplayBytes) replay_state_ = Replay::Whole;
 }
 
 ProxyExchange::~ProxyExchange() { drop_connection(); }
+
+void ProxyExchange::retire(std::unique_ptr<ProxyExchange>& exchange) {
+  if (!exchange) return;
+  exchange->cancel();
+  uv_loop_t* loop = exchange->loop_;
+  LoopContext::of(loop).defer_delete(std::move(exchange));
+}
 
 void ProxyExchange::start() {
   upstream::UpstreamPool* pool = group_->pick(tried_);
@@ -44,15 +51,15 @@ void ProxyExchange::start() {
 
 void ProxyExchange::attempt(upstream::UpstreamPool* pool, bool allow_reuse) {
   pool_ = pool;
-  connected_ = false;
+  transition(phase_, Phase::Connecting);
   if (!stats_.addr.empty()) stats_.addr += ", ";
   stats_.addr += pool->address();
   attempt_start_ = std::chrono::steady_clock::now();
   // A request on_upstream_error() retries once on a fresh connection (the
   // backend closed a pooled one) skips the MSG_PEEK check, as nginx does.
-  // replay_valid_ alone is not enough: a body still to come may overflow the
-  // replay buffer after this choice, and the retry would then be impossible.
-  const bool check_open = !(idempotent_ && replay_valid_ && replay_certain_);
+  // Only a Whole replay buffer makes the retry certain: a Partial one may
+  // still overflow after this choice, and the retry would then be impossible.
+  const bool check_open = !(idempotent_ && replay_state_ == Replay::Whole);
   auto lease = pool->acquire(allow_reuse, check_open);
   if (!lease) {
     on_upstream_error(lease.take_error());
@@ -60,9 +67,11 @@ void ProxyExchange::attempt(upstream::UpstreamPool* pool, bool allow_reuse) {
   }
   conn_ = std::move(lease->conn);
   reused_ = lease->reused;
-  connected_ = reused_;
   stats_.connection_reused = reused_;
-  if (reused_) stats_.connect_ms = 0.0;
+  if (reused_) {
+    stats_.connect_ms = 0.0;
+    transition(phase_, Phase::AwaitingHead);
+  }
   conn_->attach(this, method_ == "HEAD");
   conn_->send(replay_);
   // A request that cannot be retried goes out now, not at the end of the
@@ -72,26 +81,25 @@ void ProxyExchange::attempt(upstream::UpstreamPool* pool, bool allow_reuse) {
 }
 
 void ProxyExchange::send_up(std::string_view bytes) {
-  if (replay_valid_) {
+  if (replay_state_ != Replay::Lost) {
     if (replay_.size() + bytes.size() <= kMaxReplayBytes) {
       replay_.append(bytes);
     } else {
-      replay_valid_ = false;
-      replay_.clear();
-      replay_.shrink_to_fit();
+      lose_replay();
     }
   }
   if (conn_) conn_->send(bytes);
 }
 
+void ProxyExchange::lose_replay() {
+  transition(replay_state_, Replay::Lost);
+  std::string().swap(replay_);
+}
+
 void ProxyExchange::on_request_body(std::string_view data) {
-  if (done_ || data.empty()) return;
+  if (phase_ == Phase::Done || data.empty()) return;
   if (chunked_request_) {
-    char size_line[24];
-    int n = std::snprintf(size_line, sizeof(size_line), "%zx\r\n", data.size());
-    send_up(std::string_view(size_line, static_cast<size_t>(n)));
-    send_up(data);
-    send_up("\r\n");
+    write_chunk(data, [this](std::string_view part) { send_up(part); });
   } else {
     send_up(data);
   }
@@ -99,8 +107,8 @@ void ProxyExchange::on_request_body(std::string_view data) {
 
 void ProxyExchange::on_request_complete() {
   request_complete_ = true;
-  if (done_) return;
-  if (chunked_request_) send_up("0\r\n\r\n");
+  if (phase_ == Phase::Done) return;
+  if (chunked_request_) send_up(kLastChunk);
 }
 
 bool ProxyExchange::request_body_congested() const {
@@ -108,11 +116,11 @@ bool ProxyExchange::request_body_congested() const {
 }
 
 void ProxyExchange::on_output_drained() {
-  if (conn_ && !done_) conn_->resume_reading();
+  if (conn_ && phase_ != Phase::Done) conn_->resume_reading();
 }
 
 void ProxyExchange::cancel() {
-  done_ = true;
+  if (phase_ != Phase::Done) transition(phase_, Phase::Done);
   drop_connection();
 }
 
@@ -124,8 +132,8 @@ void ProxyExchange::drop_connection() {
 }
 
 void ProxyExchange::fail(int status, std::string_view reason) {
-  if (done_) return;
-  done_ = true;
+  if (phase_ == Phase::Done) return;
+  transition(phase_, Phase::Done);
   drop_connection();
   sink_->fail_response(status, reason);
 }
@@ -135,7 +143,7 @@ double ProxyExchange::ms_since(std::chrono::steady_clock::time_point t) const {
 }
 
 void ProxyExchange::on_upstream_connected() {
-  connected_ = true;
+  transition(phase_, Phase::AwaitingHead);
   stats_.connect_ms = ms_since(attempt_start_);
 }
 
@@ -158,7 +166,7 @@ bool valid_response_head(const ResponseHead& head) {
 }  // namespace
 
 void ProxyExchange::on_upstream_head(ResponseHead&& head, bool informational) {
-  if (done_) return;
+  if (phase_ == Phase::Done) return;
   if (!valid_response_head(head)) {
     on_upstream_error(make_error(Errc::Protocol, "upstream sent an invalid response head"));
     return;
@@ -175,22 +183,21 @@ void ProxyExchange::on_upstream_head(ResponseHead&& head, bool informational) {
     if (conn_ && sink_->output_congested()) conn_->pause_reading();
     return;
   }
-  head_sent_ = true;
-  replay_valid_ = false;
-  replay_.clear();
+  transition(phase_, Phase::Streaming);
+  if (replay_state_ != Replay::Lost) lose_replay();
   stats_.status = head.status;
   bool has_body = !response_has_no_body(method_, head.status);
   sink_->send_response_head(head, has_body);
 }
 
 void ProxyExchange::on_upstream_body(std::string_view data) {
-  if (done_) return;
+  if (phase_ == Phase::Done) return;
   sink_->send_response_body(data);
   if (conn_ && sink_->output_congested()) conn_->pause_reading();
 }
 
 void ProxyExchange::on_upstream_trailers(std::vector<Header>&& trailers) {
-  if (done_) return;
+  if (phase_ == Phase::Done) return;
   // Fields a sender must not put in trailers (RFC 9110 §6.5.1) go, as does
   // a section with a malformed field: nothing ambiguous reaches the client.
   for (const auto& h : trailers) {
@@ -205,9 +212,8 @@ void ProxyExchange::on_upstream_trailers(std::vector<Header>&& trailers) {
 }
 
 void ProxyExchange::on_upstream_complete() {
-  if (done_) return;
-  done_ = true;
-  response_complete_ = true;
+  if (phase_ == Phase::Done) return;
+  transition(phase_, Phase::Done);
   stats_.response_ms = ms_since(attempt_start_);
   if (conn_) {
     if (request_complete_ && conn_->reusable()) {
@@ -220,7 +226,7 @@ void ProxyExchange::on_upstream_complete() {
 }
 
 void ProxyExchange::on_upstream_error(Error error) {
-  if (done_) return;
+  if (phase_ == Phase::Done) return;
   const uint64_t written = conn_ ? conn_->bytes_written() : 0;
   const bool response_started = conn_ && conn_->response_started();
   if (conn_) drop_connection();
@@ -228,14 +234,14 @@ void ProxyExchange::on_upstream_error(Error error) {
   const ConnectionInfo& info = sink_->connection_info();
   log::warn("conn={} client={}:{} upstream={}: {}", info.id, info.remote_addr, info.remote_port,
             pool_ ? pool_->address() : std::string("-"), error.message());
-  if (head_sent_) {
+  if (phase_ == Phase::Streaming) {
     fail(0, error.message());
     return;
   }
-  if (!connected_) {
+  if (phase_ == Phase::Connecting) {
     // Nothing reached this server: any method may go to the next one.
     pool_->mark_failed();
-    if (replay_valid_) {
+    if (replay_state_ != Replay::Lost) {
       if (upstream::UpstreamPool* next = group_->pick(tried_)) {
         pool_->count_retry();
         tried_.push_back(next);
@@ -243,7 +249,7 @@ void ProxyExchange::on_upstream_error(Error error) {
         return;
       }
     }
-  } else if (reused_ && retries_ == 0 && replay_valid_ && error.code == Errc::Upstream && !response_started &&
+  } else if (reused_ && retries_ == 0 && replay_state_ != Replay::Lost && error.code == Errc::Upstream && !response_started &&
              (idempotent_ || written == 0)) {
     // A pooled connection the backend had already closed (reset or EOF before
     // any response byte; not a timeout, which may mean the request is being
@@ -258,28 +264,7 @@ void ProxyExchange::on_upstream_error(Error error) {
 }
 
 void ProxyExchange::on_upstream_writable() {
-  if (!done_) sink_->on_request_body_writable();
-}
-
-void fill_access_log_entry(log::AccessLogEntry& e, const ConnectionInfo& info, const ProxyExchange* exchange) {
-  e.remote_addr = info.remote_addr;
-  e.remote_port = info.remote_port;
-  e.sni = info.sni;
-  e.alpn = info.alpn;
-  e.ssl_protocol = info.ssl_protocol;
-  e.ssl_cipher = info.ssl_cipher;
-  e.ssl_session_reused = info.ssl_session_reused;
-  e.ssl_resumption = info.ssl_resumption;
-  e.connection_id = info.id;
-  e.connection_requests = info.requests;
-  if (exchange) {
-    const UpstreamStats& s = exchange->stats();
-    e.upstream_addr = s.addr;
-    e.upstream_status = s.status;
-    e.upstream_connect_ms = s.connect_ms;
-    e.upstream_response_ms = s.response_ms;
-    e.upstream_connection_reused = s.connection_reused;
-  }
+  if (phase_ != Phase::Done) sink_->on_request_body_writable();
 }
 
 }  // namespace tlsfront::http

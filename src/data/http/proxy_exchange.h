@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "data/http/exchange_sink.h"
-#include "log/access_log.h"
-#include "message/request.h"
 #include "data/upstream/upstream_pool.h"
+#include "message/request.h"
 #include "util/loop_context.h"
+#include "util/state.h"
 
 namespace tlsfront::http {
 
@@ -32,10 +32,33 @@ struct UpstreamStats {
 
 class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Handler {
  public:
+  // Where the exchange is (docs/ARCHITECTURE.md, "The request path"):
+  //   Created      -> Connecting (start) | Done (no server to try)
+  //   Connecting   -> AwaitingHead (connected, or a pooled connection) |
+  //                   Connecting (connect failed: the next server) | Done
+  //   AwaitingHead -> Streaming (final response head passed on) |
+  //                   Connecting (a pooled connection failed: retried once on a new one) | Done
+  //   Streaming    -> Done
+  // Done: the response completed, failed, or the exchange was cancelled; no
+  // sink call is made after it.
+  enum class Phase { Created, Connecting, AwaitingHead, Streaming, Done };
+  // What the replay buffer holds (everything sent upstream so far, so a
+  // failed attempt can be replayed on a new connection):
+  //   Whole   -> Lost   the whole request (head + Content-Length body) fits:
+  //                     a retry is always possible until the response head
+  //   Partial -> Lost   held so far; a body still to come may overflow it
+  // Lost: overflowed, or the response head arrived; no retry from here on.
+  enum class Replay { Whole, Partial, Lost };
+
   // `sink` and `group` are borrowed and outlive the exchange (the session
-  // defers the exchange's deletion; groups live as long as the worker).
+  // retires the exchange before it goes; groups live as long as the worker).
   ProxyExchange(uv_loop_t* loop, ExchangeSink* sink, upstream::UpstreamGroup* group, const RequestHead& head);
   ~ProxyExchange() override;
+
+  // Cancels `exchange` (when set) and hands it to the loop's deferred
+  // delete: the one way a session lets go of its exchange, so none is ever
+  // freed inside its own upstream callback.
+  static void retire(std::unique_ptr<ProxyExchange>& exchange);
 
   // Sends the request head upstream. Failures are reported through the sink.
   void start();
@@ -48,15 +71,16 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   // The client side drained: resume reading the upstream response.
   void on_output_drained();
   // The client went away or the session failed: close the upstream connection,
-  // make no further sink calls.
+  // make no further sink calls. Idempotent.
   void cancel();
 
   const UpstreamStats& stats() const { return stats_; }
-  bool response_complete() const { return response_complete_; }
+  Phase phase() const { return phase_; }
 
  private:
   void attempt(upstream::UpstreamPool* pool, bool allow_reuse);
   void send_up(std::string_view bytes);
+  void lose_replay();
   void fail(int status, std::string_view reason);
   void drop_connection();
   double ms_since(std::chrono::steady_clock::time_point t) const;
@@ -73,38 +97,47 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   uv_loop_t* loop_;
   ExchangeSink* sink_;
   upstream::UpstreamGroup* group_;
-  std::string method_;
-  bool chunked_request_;
-  bool idempotent_;
+  const std::string method_;
+  const bool chunked_request_;
+  const bool idempotent_;
+  Phase phase_ = Phase::Created;
+  Replay replay_state_;
   std::unique_ptr<upstream::UpstreamConnection> conn_;
-  upstream::UpstreamPool* pool_ = nullptr;
+  upstream::UpstreamPool* pool_ = nullptr;  // the current attempt's server
+  bool reused_ = false;                     // the current attempt's connection came from the pool
   std::vector<upstream::UpstreamPool*> tried_;
-  // Everything sent upstream so far, kept while small so a failed attempt can
-  // be replayed on a new connection.
+  // Everything sent upstream so far while replay_state_ is not Lost.
   std::string replay_;
-  bool replay_valid_ = true;
-  // The whole request (head and a Content-Length body) fits in replay_, so a
-  // failure on a pooled connection can always be retried: only then may
-  // acquire() skip its liveness peek. A chunked or larger body may overflow
-  // replay_ after the connection was chosen, and then no retry is possible.
-  bool replay_certain_ = false;
-  bool connected_ = false;
-  bool reused_ = false;
+  bool request_complete_ = false;  // the client's request has ended (all of it was sent up)
   int retries_ = 0;
   int informational_ = 0;
-  bool request_complete_ = false;
-  bool head_sent_ = false;
-  bool response_complete_ = false;
-  bool done_ = false;
   std::chrono::steady_clock::time_point start_;
   std::chrono::steady_clock::time_point attempt_start_;
   UpstreamStats stats_;
 };
 
-// The access-log fields every exchange shares, from its connection (`info`)
-// and its upstream side (`exchange`, null when none was started); the session
-// adds the request's own (time, method, path, status, bytes, stream_id, ...).
-// The entry borrows from both. Thread affinity: owning worker.
-void fill_access_log_entry(log::AccessLogEntry& e, const ConnectionInfo& info, const ProxyExchange* exchange);
+// The transition tables (util/state.h).
+constexpr bool legal(ProxyExchange::Phase from, ProxyExchange::Phase to) {
+  using P = ProxyExchange::Phase;
+  switch (from) {
+    case P::Created: return to == P::Connecting || to == P::Done;
+    case P::Connecting: return to == P::AwaitingHead || to == P::Connecting || to == P::Done;
+    case P::AwaitingHead: return to == P::Streaming || to == P::Connecting || to == P::Done;
+    case P::Streaming: return to == P::Done;
+    case P::Done: return false;
+  }
+  return false;
+}
+constexpr const char* name(ProxyExchange::Phase p) {
+  constexpr const char* names[] = {"Created", "Connecting", "AwaitingHead", "Streaming", "Done"};
+  return names[static_cast<int>(p)];
+}
+constexpr bool legal(ProxyExchange::Replay from, ProxyExchange::Replay to) {
+  return from != ProxyExchange::Replay::Lost && to == ProxyExchange::Replay::Lost;
+}
+constexpr const char* name(ProxyExchange::Replay r) {
+  constexpr const char* names[] = {"Whole", "Partial", "Lost"};
+  return names[static_cast<int>(r)];
+}
 
 }  // namespace tlsfront::http

@@ -1,0 +1,31 @@
+// Admission: the checks both client sessions make on a complete request head
+// before anything is forwarded, and the exchange that then carries the
+// request. HTTP/1.1 (Http1Session) and HTTP/2 (Http2Stream) each validate
+// their own framing first; what follows is the same for both.
+// Thread affinity: owning worker only.
+#pragma once
+
+#include <memory>
+
+#include "data/http/exchange_sink.h"
+#include "data/http/proxy_exchange.h"
+#include "data/http/session_env.h"
+#include "message/request.h"
+
+namespace tlsfront::http {
+
+// 405 for a method tlsfront never forwards, else 0: CONNECT (RFC 9110 §9.3.6)
+// would open a tunnel, which is not proxied. Checked before the head's other
+// validation, as nginx answers it.
+int refused_method(const RequestHead& head);
+
+// The exchange for `head`, not yet started, or the status to answer locally:
+// 413 when its Content-Length exceeds limits.max_body_bytes, 404 when no
+// route matches its host and target. `sink` is borrowed by the exchange.
+struct Admission {
+  std::unique_ptr<ProxyExchange> exchange;
+  int status = 0;  // set when exchange is null
+};
+Admission admit(const SessionEnv& env, ExchangeSink* sink, const RequestHead& head);
+
+}  // namespace tlsfront::http

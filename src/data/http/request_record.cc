@@ -1,0 +1,80 @@
+#include "data/http/request_record.h"
+
+#include "data/http/proxy_exchange.h"
+#include "log/access_log.h"
+#include "metrics/counters.h"
+
+namespace tlsfront::http {
+namespace {
+
+// The fields every request shares, from its connection and its upstream
+// side (`exchange`, null when none was started); the entry borrows from both.
+void fill_access_log_entry(log::AccessLogEntry& e, const ConnectionInfo& info, const ProxyExchange* exchange) {
+  e.remote_addr = info.remote_addr;
+  e.remote_port = info.remote_port;
+  e.sni = info.sni;
+  e.alpn = info.alpn;
+  e.ssl_protocol = info.ssl_protocol;
+  e.ssl_cipher = info.ssl_cipher;
+  e.ssl_session_reused = info.ssl_session_reused;
+  e.ssl_resumption = info.ssl_resumption;
+  e.connection_id = info.id;
+  e.connection_requests = info.requests;
+  if (exchange) {
+    const UpstreamStats& s = exchange->stats();
+    e.upstream_addr = s.addr;
+    e.upstream_status = s.status;
+    e.upstream_connect_ms = s.connect_ms;
+    e.upstream_response_ms = s.response_ms;
+    e.upstream_connection_reused = s.connection_reused;
+  }
+}
+
+}  // namespace
+
+
+void RequestRecord::begin() {
+  head = RequestHead{};
+  head.headers.reserve(kHeadersReserved);
+  time = std::chrono::system_clock::now();
+  start = std::chrono::steady_clock::now();
+  status = 0;
+  bytes_sent = 0;
+  bytes_received = 0;
+  body_bytes = 0;
+  user_agent.clear();
+}
+
+bool RequestRecord::add_body(size_t n, uint64_t max_body) {
+  body_bytes += n;
+  return max_body == 0 || body_bytes <= max_body;
+}
+
+void RequestRecord::release() {
+  head = RequestHead{};
+  std::string().swap(user_agent);
+}
+
+void RequestRecord::log_completed(const SessionEnv& env, const ConnectionInfo& info, std::string_view protocol,
+                                  const ProxyExchange* exchange, uint32_t stream_id,
+                                  bool with_handshake_time) const {
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  if (env.counters) env.counters->count_request(protocol, status, elapsed);
+  if (!env.access_log) return;
+  log::AccessLogEntry e;
+  fill_access_log_entry(e, info, exchange);
+  e.time = time;
+  e.protocol = protocol;
+  e.method = head.method;
+  e.path = head.target;
+  e.status = status;
+  e.bytes_sent = bytes_sent;
+  e.bytes_received = bytes_received;
+  e.request_time_ms = std::chrono::duration<double, std::milli>(elapsed).count();
+  if (with_handshake_time) e.tls_handshake_ms = info.tls_handshake_ms;
+  e.stream_id = stream_id;
+  e.user_agent = user_agent;
+  env.access_log->log(e);
+}
+
+}  // namespace tlsfront::http

@@ -1,0 +1,42 @@
+// Checked state transitions for the enum state machines (data/http,
+// data/upstream, tls). Each machine is an enum class whose legal moves are
+// written down next to it as
+//   constexpr bool legal(Phase from, Phase to);   // the transition table
+//   constexpr const char* name(Phase p);          // for the abort message
+// (found by argument-dependent lookup), and its state changes only through
+// transition(state, to). With TLSFRONT_CHECK_TRANSITIONS (set by the
+// sanitizer build, and by any build without NDEBUG) an illegal move aborts,
+// naming the call site and both states; otherwise it is a plain store.
+// Staying in the same state is legal only where the table says so.
+// Thread affinity: none (a function on the caller's state).
+#pragma once
+
+#include <cstdio>
+#include <cstdlib>
+#include <source_location>
+
+#if !defined(TLSFRONT_CHECK_TRANSITIONS)
+#if defined(NDEBUG)
+#define TLSFRONT_CHECK_TRANSITIONS 0
+#else
+#define TLSFRONT_CHECK_TRANSITIONS 1
+#endif
+#endif
+
+namespace tlsfront {
+
+template <typename E>
+inline void transition(E& state, E to, std::source_location where = std::source_location::current()) {
+#if TLSFRONT_CHECK_TRANSITIONS
+  if (!legal(state, to)) {
+    std::fprintf(stderr, "%s:%u: illegal state transition %s -> %s\n", where.file_name(),
+                 static_cast<unsigned>(where.line()), name(state), name(to));
+    std::abort();
+  }
+#else
+  (void)where;
+#endif
+  state = to;
+}
+
+}  // namespace tlsfront
