@@ -94,7 +94,7 @@ Result<TlsStream> TlsStream::create(SSL_CTX* ctx) {
 }
 
 TlsStream::~TlsStream() {
-  if (ssl_ && handshake_done_ && !failed_) SSL_set_shutdown(ssl_.get(), SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
+  if (ssl_ && handshake_done()) SSL_set_shutdown(ssl_.get(), SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
 }
 
 void TlsStream::feed(std::string_view ciphertext) {
@@ -107,21 +107,22 @@ void TlsStream::feed(std::string_view ciphertext) {
 }
 
 Result<bool> TlsStream::handshake() {
-  if (handshake_done_) return true;
+  if (handshake_done()) return true;
+  if (phase_ == Phase::Failed) return make_error(Errc::Tls, "TLS handshake failed earlier");
   clear_errors();
-  paused_ = false;
+  if (phase_ == Phase::Paused) transition(phase_, Phase::Handshaking);
   int rc = SSL_do_handshake(ssl_.get());
   if (rc == 1) {
-    handshake_done_ = true;
+    transition(phase_, Phase::Open);
     return true;
   }
   int err = SSL_get_error(ssl_.get(), rc);
   if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) return false;
   if (err == SSL_ERROR_WANT_CLIENT_HELLO_CB) {
-    paused_ = true;
+    transition(phase_, Phase::Paused);
     return false;
   }
-  failed_ = true;
+  transition(phase_, Phase::Failed);
   return openssl_error(Errc::Tls, "TLS handshake failed");
 }
 
@@ -138,7 +139,7 @@ Result<size_t> TlsStream::read(char* buf, size_t len) {
     case SSL_ERROR_ZERO_RETURN:
       return make_error(Errc::Closed, "close_notify received");
     default:
-      failed_ = true;
+      if (phase_ != Phase::Failed) transition(phase_, Phase::Failed);
       return openssl_error(Errc::Tls, "TLS read failed");
   }
 }
@@ -148,7 +149,7 @@ Status TlsStream::write(std::string_view plaintext) {
     clear_errors();
     size_t n = 0;
     if (SSL_write_ex(ssl_.get(), plaintext.data(), plaintext.size(), &n) != 1) {
-      failed_ = true;
+      if (phase_ != Phase::Failed) transition(phase_, Phase::Failed);
       return openssl_error(Errc::Tls, "TLS write failed");
     }
     plaintext.remove_prefix(n);
@@ -157,8 +158,8 @@ Status TlsStream::write(std::string_view plaintext) {
 }
 
 void TlsStream::shutdown() {
-  if (shutdown_sent_ || !handshake_done_) return;
-  shutdown_sent_ = true;
+  if (phase_ != Phase::Open) return;
+  transition(phase_, Phase::Closed);
   clear_errors();
   SSL_shutdown(ssl_.get());
   clear_errors();

@@ -15,11 +15,23 @@
 
 #include "util/openssl_ptr.h"
 #include "util/result.h"
+#include "util/state.h"
 
 namespace tlsfront::tls {
 
 class TlsStream {
  public:
+  // Where the TLS connection is:
+  //   Handshaking -> Paused        the client hello callback is waiting for a
+  //                                session lookup (SSL_ERROR_WANT_CLIENT_HELLO_CB)
+  //   Paused      -> Handshaking   handshake() called again
+  //   Handshaking -> Open | Failed
+  //   Open        -> Closed        close_notify queued (shutdown())
+  //   Open | Closed -> Failed      a TLS error on read or write
+  // Failed: a fatal alert or error; no close_notify, and the session is not
+  // kept resumable (OpenSSL drops a session whose SSL never shut down cleanly).
+  enum class Phase { Handshaking, Paused, Open, Closed, Failed };
+
   // Creates the SSL* from borrowed `ctx`, which must outlive this stream (the
   // connection holds its Generation). Errors: Errc::Tls.
   [[nodiscard]] static Result<TlsStream> create(SSL_CTX* ctx);
@@ -38,11 +50,12 @@ class TlsStream {
   // more input or is paused (see handshake_paused()).
   // Errors: Errc::Tls (alert already queued in the output).
   [[nodiscard]] Result<bool> handshake();
-  bool handshake_done() const { return handshake_done_; }
+  bool handshake_done() const { return phase_ == Phase::Open || phase_ == Phase::Closed; }
   // True when the last handshake() stopped because the client hello callback
-  // asked to wait (SSL_ERROR_WANT_CLIENT_HELLO_CB: a session lookup is
-  // pending, tls/session_lookup.h); call handshake() again once it ends.
-  bool handshake_paused() const { return paused_; }
+  // asked to wait (a session lookup is pending, tls/session_lookup.h); call
+  // handshake() again once it ends.
+  bool handshake_paused() const { return phase_ == Phase::Paused; }
+  Phase phase() const { return phase_; }
 
   // Reads up to `len` plaintext bytes into `buf`. Returns the count, or 0 when
   // more ciphertext is needed. Errors: Errc::Closed on close_notify,
@@ -52,7 +65,8 @@ class TlsStream {
   // Encrypts `plaintext` into the output. Errors: Errc::Tls.
   [[nodiscard]] Status write(std::string_view plaintext);
 
-  // Queues a close_notify alert (RFC 8446 §6.1); idempotent.
+  // Queues a close_notify alert (RFC 8446 §6.1) once the stream is Open;
+  // idempotent, and nothing after a failure.
   void shutdown();
 
   // The ciphertext waiting for the socket: write from it, then erase what the
@@ -92,10 +106,24 @@ class TlsStream {
 
   std::unique_ptr<Io> io_;  // declared before ssl_: outlives the SSL and its BIO
   SslPtr ssl_;
-  bool handshake_done_ = false;
-  bool shutdown_sent_ = false;
-  bool failed_ = false;
-  bool paused_ = false;  // a TLS error happened: let OpenSSL drop the session
+  Phase phase_ = Phase::Handshaking;
 };
+
+// The transition table (util/state.h).
+constexpr bool legal(TlsStream::Phase from, TlsStream::Phase to) {
+  using P = TlsStream::Phase;
+  switch (from) {
+    case P::Handshaking: return to == P::Paused || to == P::Open || to == P::Failed;
+    case P::Paused: return to == P::Handshaking;
+    case P::Open: return to == P::Closed || to == P::Failed;
+    case P::Closed: return to == P::Failed;
+    case P::Failed: return false;
+  }
+  return false;
+}
+constexpr const char* name(TlsStream::Phase p) {
+  constexpr const char* names[] = {"Handshaking", "Paused", "Open", "Closed", "Failed"};
+  return names[static_cast<int>(p)];
+}
 
 }  // namespace tlsfront::tls

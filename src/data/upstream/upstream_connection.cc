@@ -80,7 +80,7 @@ Status UpstreamConnection::connect(const sockaddr_storage& addr) {
   if (rc != 0) {
     delete connect_req_;
     connect_req_ = nullptr;
-    state_ = State::Closed;
+    transition(state_, State::Closed);
     return make_error(Errc::Upstream, std::string("connect: ") + uv_strerror(rc));
   }
   writer_.attach(tcp_.stream(), [this](int status, size_t) { on_write_done(status); });
@@ -91,8 +91,8 @@ Status UpstreamConnection::connect(const sockaddr_storage& addr) {
 void UpstreamConnection::attach(Handler* handler, bool head_request) {
   handler_ = handler;
   head_request_ = head_request;
-  state_ = state_ == State::Connecting ? State::Connecting : State::Active;
-  keep_alive_ = false;
+  if (state_ == State::Idle) transition(state_, State::Active);  // reused; a new one is still Connecting
+  if (response_ != ResponsePhase::Waiting) transition(response_, ResponsePhase::Waiting);
   written_at_attach_ = writer_.bytes_written();
   response_bytes_ = 0;
   if (state_ == State::Active) {
@@ -136,7 +136,7 @@ void UpstreamConnection::on_connect(int status) {
     fail(make_error(Errc::Upstream, std::string("connect() failed: ") + uv_strerror(status)));
     return;
   }
-  state_ = State::Active;
+  transition(state_, State::Active);
   arm_timer(writer_.idle() ? cfg_.read_timeout : cfg_.send_timeout);
   resume_reading();
   if (handler_) handler_->on_upstream_connected();
@@ -153,7 +153,6 @@ void UpstreamConnection::on_write_done(int status) {
 }
 
 void UpstreamConnection::pause_reading() {
-  paused_ = true;
   if (reading_) {
     uv_read_stop(tcp_.stream());
     reading_ = false;
@@ -162,7 +161,6 @@ void UpstreamConnection::pause_reading() {
 }
 
 void UpstreamConnection::resume_reading() {
-  paused_ = false;
   if (reading_ || state_ == State::Closed || state_ == State::Connecting) return;
   int rc = uv_read_start(tcp_.stream(), LoopContext::alloc_cb, [](uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
     if (s->data) static_cast<UpstreamConnection*>(s->data)->on_read(n, buf);
@@ -177,7 +175,7 @@ void UpstreamConnection::resume_reading() {
 
 void UpstreamConnection::park_idle() {
   handler_ = nullptr;
-  state_ = State::Idle;
+  transition(state_, State::Idle);
   resume_reading();
   arm_timer(cfg_.keepalive_timeout);
 }
@@ -200,10 +198,10 @@ void UpstreamConnection::on_read(ssize_t nread, const uv_buf_t* buf) {
     return;
   }
   if (nread < 0) {
-    if (nread == UV_EOF && in_message_) {
+    if (nread == UV_EOF && response_ == ResponsePhase::Reading) {
       // A close-delimited body ends at EOF (RFC 9112 §6.3 item 8).
       llhttp_errno_t err = llhttp_finish(&parser_);
-      if (err == HPE_OK && !in_message_) return;
+      if (err == HPE_OK && response_ != ResponsePhase::Reading) return;
     }
     fail(make_error(Errc::Upstream, nread == UV_EOF ? "upstream prematurely closed connection"
                                                     : std::string("recv() failed: ") + uv_strerror(static_cast<int>(nread))));
@@ -222,7 +220,7 @@ void UpstreamConnection::on_read(ssize_t nread, const uv_buf_t* buf) {
     const char* pos = llhttp_get_error_pos(&parser_);
     llhttp_resume(&parser_);
     if (pos != data + nread) {
-      keep_alive_ = false;
+      if (response_ == ResponsePhase::Reusable) transition(response_, ResponsePhase::Final);
       if (state_ == State::Idle) {
         close();
         pool_->remove_idle(this);
@@ -259,8 +257,8 @@ void UpstreamConnection::fail(Error error) {
 
 void UpstreamConnection::close() {
   if (state_ == State::Closed && !tcp_.active()) return;
-  state_ = State::Closed;
-  keep_alive_ = false;
+  transition(state_, State::Closed);
+  if (response_ == ResponsePhase::Reusable) transition(response_, ResponsePhase::Final);
   if (connect_req_) {
     connect_req_->data = nullptr;  // the request is freed by its own callback (UV_ECANCELED)
     connect_req_ = nullptr;
@@ -283,7 +281,7 @@ int UpstreamConnection::on_message_begin() {
   head_.headers.reserve(http::kHeadersReserved);
   field_.clear();
   in_value_ = false;
-  in_message_ = true;
+  transition(response_, ResponsePhase::Reading);
   return 0;
 }
 
@@ -352,14 +350,17 @@ int UpstreamConnection::on_body(const char* at, size_t len) {
 }
 
 int UpstreamConnection::on_message_complete() {
-  in_message_ = false;
   int status = llhttp_get_status_code(&parser_);
-  if (status >= 100 && status < 200) return 0;
+  if (status >= 100 && status < 200) {
+    transition(response_, ResponsePhase::Waiting);
+    return 0;
+  }
   ++requests_;
   // Request bytes still queued (the backend answered before the body was
   // sent) would reach the next exchange: such a connection is not reused.
-  keep_alive_ = llhttp_should_keep_alive(&parser_) && writer_.idle() && out_.empty() &&
-                requests_ < cfg_.keepalive_requests;
+  const bool reusable = llhttp_should_keep_alive(&parser_) && writer_.idle() && out_.empty() &&
+                        requests_ < cfg_.keepalive_requests;
+  transition(response_, reusable ? ResponsePhase::Reusable : ResponsePhase::Final);
   timer_.stop();
   if (handler_ && !head_.headers.empty()) handler_->on_upstream_trailers(std::move(head_.headers));
   if (state_ == State::Closed) return -1;

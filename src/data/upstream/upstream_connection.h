@@ -22,6 +22,7 @@
 #include "util/lazy_timer.h"
 #include "util/loop_context.h"
 #include "util/result.h"
+#include "util/state.h"
 #include "util/stream_writer.h"
 #include "util/uv_handle.h"
 
@@ -52,7 +53,21 @@ class UpstreamConnection : public Deletable, public Flushable {
     virtual void on_upstream_writable() = 0;
   };
 
+  // The connection (data/upstream/POOL.md has the picture):
+  //   Connecting -> Active (connected) | Closed
+  //   Active     -> Idle (parked in the pool) | Closed
+  //   Idle       -> Active (reused) | Closed
+  //   Closed     -> Closed (close() is idempotent)
   enum class State { Connecting, Active, Idle, Closed };
+  // The response of the attached exchange, as parsed:
+  //   Waiting  -> Reading              its first byte (llhttp on_message_begin)
+  //   Reading  -> Waiting              a 1xx ended; the final response follows
+  //   Reading  -> Reusable | Final     the final response ended; Reusable when
+  //                                    keepalive allows it and the request was
+  //                                    written whole
+  //   Reusable -> Final                bytes after the response, or closed
+  //   Reusable -> Waiting              reused for the next exchange (attach)
+  enum class ResponsePhase { Waiting, Reading, Reusable, Final };
 
   // `pool` is borrowed and outlives the connection (owns it or its owner's pool).
   UpstreamConnection(uv_loop_t* loop, UpstreamPool* pool, const config::Upstream& cfg);
@@ -90,7 +105,7 @@ class UpstreamConnection : public Deletable, public Flushable {
 
   // True after a complete response that allows keepalive
   // (llhttp_should_keep_alive) and the request was written in full.
-  bool reusable() const { return keep_alive_ && state_ != State::Closed; }
+  bool reusable() const { return response_ == ResponsePhase::Reusable && state_ != State::Closed; }
   uint64_t requests() const { return requests_; }
   State state() const { return state_; }
   // Closes the socket; idempotent. The owner still frees the object.
@@ -135,9 +150,7 @@ class UpstreamConnection : public Deletable, public Flushable {
   llhttp_t parser_{};
   bool head_request_ = false;
   bool reading_ = false;
-  bool paused_ = false;
-  bool keep_alive_ = false;
-  bool in_message_ = false;
+  ResponsePhase response_ = ResponsePhase::Waiting;
   uint64_t requests_ = 0;
   uint64_t written_at_attach_ = 0;
   uint64_t response_bytes_ = 0;
@@ -147,5 +160,35 @@ class UpstreamConnection : public Deletable, public Flushable {
   const char* input_begin_ = nullptr;  // the buffer being parsed (address compares only)
   char tail_[2] = {0, 0};              // last two bytes of the previous read
 };
+
+// The transition tables (util/state.h).
+constexpr bool legal(UpstreamConnection::State from, UpstreamConnection::State to) {
+  using S = UpstreamConnection::State;
+  switch (from) {
+    case S::Connecting: return to == S::Active || to == S::Closed;
+    case S::Active: return to == S::Idle || to == S::Closed;
+    case S::Idle: return to == S::Active || to == S::Closed;
+    case S::Closed: return to == S::Closed;
+  }
+  return false;
+}
+constexpr const char* name(UpstreamConnection::State s) {
+  constexpr const char* names[] = {"Connecting", "Active", "Idle", "Closed"};
+  return names[static_cast<int>(s)];
+}
+constexpr bool legal(UpstreamConnection::ResponsePhase from, UpstreamConnection::ResponsePhase to) {
+  using P = UpstreamConnection::ResponsePhase;
+  switch (from) {
+    case P::Waiting: return to == P::Reading;
+    case P::Reading: return to == P::Waiting || to == P::Reusable || to == P::Final;
+    case P::Reusable: return to == P::Final || to == P::Waiting;
+    case P::Final: return false;
+  }
+  return false;
+}
+constexpr const char* name(UpstreamConnection::ResponsePhase p) {
+  constexpr const char* names[] = {"Waiting", "Reading", "Reusable", "Final"};
+  return names[static_cast<int>(p)];
+}
 
 }  // namespace tlsfront::upstream
