@@ -76,7 +76,7 @@ Status Connection::accept(uv_stream_t* listener, const config::Endpoint* address
 }
 
 void Connection::update_reading() {
-  if (state_ == State::Closing || state_ == State::Closed) {
+  if (closing()) {
     if (reading_) uv_read_stop(tcp_.stream());
     reading_ = false;
     return;
@@ -101,7 +101,7 @@ void Connection::update_reading() {
 }
 
 void Connection::on_read(ssize_t nread, const uv_buf_t* buf) {
-  if (nread == 0 || state_ == State::Closing || state_ == State::Closed) return;
+  if (nread == 0 || closing()) return;
   if (nread < 0) {
     if (nread == UV_EOF) client_done_ = true;
     if (state_ == State::Handshake) count_handshake_failure(metrics::HandshakeFailure::Closed);
@@ -154,7 +154,7 @@ void Connection::on_session_lookup_done() {
 }
 
 void Connection::on_handshake_done() {
-  state_ = State::Open;
+  transition(state_, State::Open);
   stop_timer();
   SSL* ssl = tls_->ssl();
   http::ConnectionInfo info;
@@ -269,17 +269,17 @@ void Connection::on_write_done(int status) {
     finish_close();
     return;
   }
-  if (state_ == State::Closing) {
-    if (writer_.idle()) start_linger();
+  if (closing()) {
+    if (state_ == State::Closing && writer_.idle()) start_linger();
     return;
   }
   if (session_ && buffered_output() < kOutputLowWatermark) session_->on_output_drained();
 }
 
 void Connection::close(bool notify) {
-  if (state_ == State::Closing || state_ == State::Closed) return;
+  if (closing()) return;
   const bool handshake_done = state_ == State::Open;
-  state_ = State::Closing;
+  transition(state_, State::Closing);
   update_reading();
   if (handshake_done && !encrypt_pending()) return;
   if (notify && handshake_done) tls_->shutdown();
@@ -293,12 +293,12 @@ void Connection::close(bool notify) {
 // unread input would make the kernel send RST, which can destroy a response
 // (a 400, say) the client has not read yet.
 void Connection::start_linger() {
-  if (lingering_ || state_ != State::Closing) return;
+  if (state_ != State::Closing) return;
   if (client_done_ && tls_ && tls_->pending_input() == 0) {
     finish_close();  // nothing unread and nothing more to come: close() sends FIN, not RST
     return;
   }
-  lingering_ = true;
+  transition(state_, State::Lingering);
   arm_timer(kLingerTimeout);
   auto* req = new uv_shutdown_t{};
   req->data = this;
@@ -344,7 +344,7 @@ void Connection::release_buffers() {
 
 void Connection::finish_close() {
   if (state_ == State::Closed) return;
-  state_ = State::Closed;
+  transition(state_, State::Closed);
   worker_.counters().connections_closed.add();
   reading_ = false;
   if (shutdown_req_) shutdown_req_->data = nullptr;  // freed by its own (cancelled) callback
@@ -372,6 +372,9 @@ void Connection::on_timer() {
       break;
     case State::Closing:
       finish_close();  // the client stopped reading while we flushed
+      break;
+    case State::Lingering:
+      finish_close();  // kLingerTimeout: the client never closed its end
       break;
     case State::Closed:
       break;

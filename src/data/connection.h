@@ -1,7 +1,7 @@
 // Connection: owns one accepted client TCP connection for its whole life:
 // the socket, the TLS stream, the HTTP session, one timer, and the Generation
-// it was accepted under. Lifecycle: Handshake -> Open -> Closing -> Closed
-// (see data/CONNECTION.md). Only its own libuv callbacks decide when it
+// it was accepted under. Lifecycle: Handshake -> Open -> Closing ->
+// [Lingering ->] Closed (State below; data/CONNECTION.md has the picture). Only its own libuv callbacks decide when it
 // ends; close() is idempotent and the object is freed by the worker's
 // deferred delete after the current callback returns.
 // Thread affinity: owning worker only.
@@ -22,6 +22,7 @@
 #include "tls/tls_stream.h"
 #include "util/lazy_timer.h"
 #include "util/loop_context.h"
+#include "util/state.h"
 #include "util/stream_writer.h"
 #include "util/uv_handle.h"
 
@@ -45,6 +46,15 @@ class Connection final : public Deletable, public Flushable, public http::Client
   void shutdown();
   // Closes at once without close_notify (drain deadline passed).
   void abort();
+  // Handshake -> Open (handshake done) | Closing (TLS error: the alert is
+  //              flushed) | Closed (timeout, reset)
+  // Open      -> Closing (close()) | Closed (write error, abort)
+  // Closing   -> Lingering (output written: FIN sent, input read and dropped
+  //              until the client closes, at most kLingerTimeout) | Closed
+  //              (nothing more can come from the client, or timeouts.send)
+  // Lingering -> Closed
+  enum class State { Handshake, Open, Closing, Lingering, Closed };
+
   bool closed() const { return state_ == State::Closed; }
 
   // ClientTransport
@@ -61,8 +71,6 @@ class Connection final : public Deletable, public Flushable, public http::Client
   void flush() override;
 
  private:
-  enum class State { Handshake, Open, Closing, Closed };
-
   void on_read(ssize_t nread, const uv_buf_t* buf);
   void on_write_done(int status);
   void on_timer();
@@ -78,6 +86,7 @@ class Connection final : public Deletable, public Flushable, public http::Client
   void update_reading();
   void start_linger();
   void finish_close();
+  bool closing() const { return state_ == State::Closing || state_ == State::Lingering || state_ == State::Closed; }
   void count_handshake_failure(metrics::HandshakeFailure reason);
 
   Worker& worker_;
@@ -95,7 +104,6 @@ class Connection final : public Deletable, public Flushable, public http::Client
   std::string plaintext_out_;
   bool reading_ = false;
   bool release_pending_ = false;  // release_buffers() once the output is written
-  bool lingering_ = false;
   bool client_done_ = false;  // EOF, close_notify, or the session said no more input comes
   uv_shutdown_t* shutdown_req_ = nullptr;
   bool notify_on_close_ = false;
@@ -103,5 +111,22 @@ class Connection final : public Deletable, public Flushable, public http::Client
   uint16_t remote_port_ = 0;
   std::chrono::steady_clock::time_point accepted_at_;
 };
+
+// The transition table (util/state.h).
+constexpr bool legal(Connection::State from, Connection::State to) {
+  using S = Connection::State;
+  switch (from) {
+    case S::Handshake: return to == S::Open || to == S::Closing || to == S::Closed;
+    case S::Open: return to == S::Closing || to == S::Closed;
+    case S::Closing: return to == S::Lingering || to == S::Closed;
+    case S::Lingering: return to == S::Closed;
+    case S::Closed: return false;
+  }
+  return false;
+}
+constexpr const char* name(Connection::State s) {
+  constexpr const char* names[] = {"Handshake", "Open", "Closing", "Lingering", "Closed"};
+  return names[static_cast<int>(s)];
+}
 
 }  // namespace tlsfront::data
