@@ -379,6 +379,9 @@ TEST_F(H1H1, BackendDownIs502) {
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(json_raw(lines[0], "status"), std::string("502")) << lines[0];
   EXPECT_EQ(json_string(lines[0], "path"), std::string("/down"));
+  // The server that failed is named, as nginx's $upstream_addr does; it sent no status.
+  EXPECT_EQ(json_string(lines[0], "upstream_addr"), o.upstream_servers[0]) << lines[0];
+  EXPECT_EQ(json_raw(lines[0], "upstream_status"), std::string("null")) << lines[0];
 }
 
 TEST_F(H1H1, BackendResetIs502) {

@@ -373,6 +373,9 @@ TEST_F(H2H1, NoUpstreamIs502) {
   ASSERT_EQ(r.curl_code, CURLE_OK) << r.error;
   EXPECT_EQ(r.status, 502);
   EXPECT_EQ(r.http_version, CURL_HTTP_VERSION_2_0);
+  auto lines = proxy_.wait_log_lines(1);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(json_string(lines[0], "upstream_addr"), o.upstream_servers[0]) << lines[0];
 }
 
 TEST_F(H2H1, BodyOverLimitIs413) {

@@ -115,21 +115,18 @@ void Http1Session::execute(std::string_view data) {
   }
   if (close_ == CloseMode::Closed) return;
   const int status = rejection_.value_or(400);
-  if (exchange_) {
-    exchange_->cancel();
-    if (response_ != ResponsePhase::Waiting) {
-      record_.status = status;
-      log_request();
-      close(false);
-      return;
-    }
+  if (exchange_ && response_ != ResponsePhase::Waiting) {
+    record_.status = status;
+    log_request();
+    close(false);
+    return;
   }
   close_after_response();
   respond_local(status);
 }
 
 void Http1Session::respond_local(int status) {
-  ProxyExchange::retire(exchange_);
+  ProxyExchange::retire(exchange_, &record_);
   local_answer_.reset();
   record_.status = status;
   // A request whose body we did not read leaves the connection unusable.
@@ -408,7 +405,6 @@ void Http1Session::on_output_drained() {
 
 void Http1Session::finish_request() {
   log_request();
-  ProxyExchange::retire(exchange_);
   if (response_ != ResponsePhase::Waiting) transition(response_, ResponsePhase::Waiting);
   if (close_ != CloseMode::KeepAlive) {
     // "Connection: close" from the client with nothing after its request: no
@@ -505,7 +501,6 @@ void Http1Session::arm(TimerPurpose purpose) {
 void Http1Session::on_client_closed() {
   if (close_ == CloseMode::Closed) return;
   if (exchange_) {
-    exchange_->cancel();
     record_.status = 499;  // nginx's "client closed request"
     log_request();
   }
@@ -524,8 +519,9 @@ void Http1Session::on_shutdown() {
 }
 
 void Http1Session::log_request() {
+  ProxyExchange::retire(exchange_, &record_);
   const std::string_view protocol = record_.head.version_minor == 0 ? "HTTP/1.0" : "HTTP/1.1";
-  record_.log_completed(env_, info_, protocol, exchange_.get(), 0, info_.requests == 1);
+  record_.log_completed(env_, info_, protocol, 0, info_.requests == 1);
 }
 
 }  // namespace tlsfront::http

@@ -92,6 +92,7 @@ class Http1Session final : public ClientSession, public ExchangeSink {
   void execute(std::string_view data);
   void respond_local(int status);
   void finish_request();
+  // Retires the exchange (its stats go into the record) and logs the request.
   void log_request();
   // The one way the session ends: retires the exchange and closes the
   // transport. `notify`: close_notify (false when a response is cut short).

@@ -309,7 +309,7 @@ ssize_t Http2Stream::read_response(uint8_t* buf, size_t length, uint32_t* data_f
 }
 
 void Http2Stream::respond_local(int status) {
-  ProxyExchange::retire(exchange_);
+  ProxyExchange::retire(exchange_, &record_);
   drop_held_body();  // the unread request body is discarded and acknowledged
   if (response_ != ResponsePhase::None) {
     reset(NGHTTP2_INTERNAL_ERROR);
@@ -328,8 +328,7 @@ void Http2Stream::respond_local(int status) {
 }
 
 void Http2Stream::abort_stalled() {
-  // Cancelled, not retired: the access-log line still reports the upstream.
-  if (exchange_) exchange_->cancel();
+  if (exchange_) exchange_->cancel();  // retired (and logged) when the reset closes the stream
   reset(NGHTTP2_CANCEL);
 }
 
@@ -356,7 +355,7 @@ void Http2Stream::on_closed(uint32_t error_code) {
   if (closed()) return;
   const bool by_client = end_ == StreamEnd::ClientReset || error_code == NGHTTP2_CANCEL;
   transition(end_, StreamEnd::Closed);
-  if (exchange_) exchange_->cancel();
+  ProxyExchange::retire(exchange_, &record_);
   if (response_ != ResponsePhase::EndSent) {
     // Cut short: by the client (nginx's 499), or by us after a failure.
     if (by_client) {
@@ -365,7 +364,7 @@ void Http2Stream::on_closed(uint32_t error_code) {
       record_.status = 400;
     }
   }
-  record_.log_completed(session_->env(), session_->info(), "HTTP/2.0", exchange_.get(), static_cast<uint32_t>(id_),
+  record_.log_completed(session_->env(), session_->info(), "HTTP/2.0", static_cast<uint32_t>(id_),
                         session_->first_access_log());
 }
 

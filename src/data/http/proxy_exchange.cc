@@ -32,9 +32,10 @@ ProxyExchange::ProxyExchange(uv_loop_t* loop, ExchangeSink* sink, upstream::Upst
 
 ProxyExchange::~ProxyExchange() { drop_connection(); }
 
-void ProxyExchange::retire(std::unique_ptr<ProxyExchange>& exchange) {
+void ProxyExchange::retire(std::unique_ptr<ProxyExchange>& exchange, RequestRecord* record) {
   if (!exchange) return;
   exchange->cancel();
+  if (record) record->upstream = std::move(exchange->stats_);
   uv_loop_t* loop = exchange->loop_;
   LoopContext::of(loop).defer_delete(std::move(exchange));
 }

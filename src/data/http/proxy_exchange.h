@@ -15,20 +15,13 @@
 #include <vector>
 
 #include "data/http/exchange_sink.h"
+#include "data/http/request_record.h"
 #include "data/upstream/upstream_pool.h"
 #include "message/request.h"
 #include "util/loop_context.h"
 #include "util/state.h"
 
 namespace tlsfront::http {
-
-struct UpstreamStats {
-  std::string addr;  // "127.0.0.1:9000", or "a, b" after a retry (as nginx)
-  int status = 0;
-  std::optional<double> connect_ms;
-  std::optional<double> response_ms;
-  std::optional<bool> connection_reused;
-};
 
 class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Handler {
  public:
@@ -57,8 +50,9 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
 
   // Cancels `exchange` (when set) and hands it to the loop's deferred
   // delete: the one way a session lets go of its exchange, so none is ever
-  // freed inside its own upstream callback.
-  static void retire(std::unique_ptr<ProxyExchange>& exchange);
+  // freed inside its own upstream callback. With `record`, the exchange's
+  // upstream stats move into record->upstream first, for the access log.
+  static void retire(std::unique_ptr<ProxyExchange>& exchange, RequestRecord* record = nullptr);
 
   // Sends the request head upstream. Failures are reported through the sink.
   void start();

@@ -1,6 +1,5 @@
 #include "data/http/request_record.h"
 
-#include "data/http/proxy_exchange.h"
 #include "log/access_log.h"
 #include "metrics/counters.h"
 
@@ -8,8 +7,8 @@ namespace tlsfront::http {
 namespace {
 
 // The fields every request shares, from its connection and its upstream
-// side (`exchange`, null when none was started); the entry borrows from both.
-void fill_access_log_entry(log::AccessLogEntry& e, const ConnectionInfo& info, const ProxyExchange* exchange) {
+// side (null when none was started); the entry borrows from both.
+void fill_access_log_entry(log::AccessLogEntry& e, const ConnectionInfo& info, const UpstreamStats* upstream) {
   e.remote_addr = info.remote_addr;
   e.remote_port = info.remote_port;
   e.sni = info.sni;
@@ -20,8 +19,8 @@ void fill_access_log_entry(log::AccessLogEntry& e, const ConnectionInfo& info, c
   e.ssl_resumption = info.ssl_resumption;
   e.connection_id = info.id;
   e.connection_requests = info.requests;
-  if (exchange) {
-    const UpstreamStats& s = exchange->stats();
+  if (upstream) {
+    const UpstreamStats& s = *upstream;
     e.upstream_addr = s.addr;
     e.upstream_status = s.status;
     e.upstream_connect_ms = s.connect_ms;
@@ -43,6 +42,7 @@ void RequestRecord::begin() {
   bytes_received = 0;
   body_bytes = 0;
   user_agent.clear();
+  upstream.reset();
 }
 
 bool RequestRecord::add_body(size_t n, uint64_t max_body) {
@@ -53,16 +53,16 @@ bool RequestRecord::add_body(size_t n, uint64_t max_body) {
 void RequestRecord::release() {
   head = RequestHead{};
   std::string().swap(user_agent);
+  upstream.reset();
 }
 
 void RequestRecord::log_completed(const SessionEnv& env, const ConnectionInfo& info, std::string_view protocol,
-                                  const ProxyExchange* exchange, uint32_t stream_id,
-                                  bool with_handshake_time) const {
+                                  uint32_t stream_id, bool with_handshake_time) const {
   const auto elapsed = std::chrono::steady_clock::now() - start;
   if (env.counters) env.counters->count_request(protocol, status, elapsed);
   if (!env.access_log) return;
   log::AccessLogEntry e;
-  fill_access_log_entry(e, info, exchange);
+  fill_access_log_entry(e, info, upstream ? &*upstream : nullptr);
   e.time = time;
   e.protocol = protocol;
   e.method = head.method;

@@ -20,7 +20,14 @@
 
 namespace tlsfront::http {
 
-class ProxyExchange;
+// The upstream side of a request, for the access log.
+struct UpstreamStats {
+  std::string addr;  // "127.0.0.1:9000", or "a, b" after a retry (as nginx)
+  int status = 0;    // the upstream's final status; 0: none received
+  std::optional<double> connect_ms;
+  std::optional<double> response_ms;
+  std::optional<bool> connection_reused;
+};
 
 struct RequestRecord {
   RequestHead head;
@@ -31,6 +38,9 @@ struct RequestRecord {
   uint64_t bytes_received = 0;  // request head + body bytes as framed by the client
   uint64_t body_bytes = 0;      // decoded request body bytes so far
   std::string user_agent;
+  // Filled when the request's exchange is retired (ProxyExchange::retire);
+  // null when none was started (a local answer).
+  std::optional<UpstreamStats> upstream;
 
   // A new request: everything cleared (the header vector keeps
   // kHeadersReserved entries), both clocks read now.
@@ -42,13 +52,12 @@ struct RequestRecord {
   void release();
 
   // Counts the request (metrics) and writes its access-log line when the log
-  // is on. `protocol`: "HTTP/1.0", "HTTP/1.1" or "HTTP/2.0". `exchange`: the
-  // upstream side, null when none was started. `stream_id`: HTTP/2's, 0 for HTTP/1.x.
-  // `with_handshake_time`: the connection's first logged request carries
-  // tls_handshake_ms.
+  // is on; the exchange, if any, is retired first (its stats are in
+  // `upstream`). `protocol`: "HTTP/1.0", "HTTP/1.1" or "HTTP/2.0".
+  // `stream_id`: HTTP/2's, 0 for HTTP/1.x. `with_handshake_time`: the
+  // connection's first logged request carries tls_handshake_ms.
   void log_completed(const SessionEnv& env, const ConnectionInfo& info, std::string_view protocol,
-                     const ProxyExchange* exchange, uint32_t stream_id,
-                     bool with_handshake_time) const;
+                     uint32_t stream_id, bool with_handshake_time) const;
 };
 
 }  // namespace tlsfront::http
