@@ -198,6 +198,76 @@ TEST_F(H2Abuse, WindowUpdateOverflowIsFlowControlError) {
   expect_still_serving(port());
 }
 
+// RFC 9113 §6.3: PRIORITY on stream 0 is a connection error; on a stream it
+// is accepted (and ignored: SETTINGS_NO_RFC7540_PRIORITIES).
+TEST_F(H2Abuse, PriorityOnStreamZeroIsProtocolError) {
+  ASSERT_TRUE(start_proxy());
+  const std::string priority_payload = be32(0) + std::string(1, '\x10');  // depends on 0, weight 17
+  {
+    h2::Client c;
+    ASSERT_TRUE(c.connect(port()));
+    ASSERT_TRUE(c.send_frame(h2::kPriority, 0, 3, priority_payload));
+    ASSERT_TRUE(c.send_headers(1, h2::get_request("/after-priority"), true));
+    EXPECT_EQ(c.wait_status(1), 200);
+  }
+  h2::Client c;
+  ASSERT_TRUE(c.connect(port()));
+  ASSERT_TRUE(c.send_frame(h2::kPriority, 0, 0, priority_payload));
+  auto g = goaway_then_close(c);
+  ASSERT_TRUE(g.has_value());
+  EXPECT_EQ(g->error_code(), h2::kProtocolError);
+  expect_still_serving(port());
+}
+
+// RFC 9113 §6.9.2: a SETTINGS_INITIAL_WINDOW_SIZE change that takes an open
+// stream's window past 2^31-1 is a connection error, not a stream reset.
+TEST_F(H2Abuse, InitialWindowSizeOverflowIsFlowControlError) {
+  ASSERT_TRUE(start_proxy());
+  h2::Client c;
+  ASSERT_TRUE(c.connect(port()));
+  ASSERT_TRUE(c.send_headers(1, h2::get_request("/slow/2000"), true));
+  // The stream's send window: 65535 + (2^31-1 - 65535) = 2^31-1, the maximum.
+  ASSERT_TRUE(c.send_frame(h2::kWindowUpdate, 0, 1, be32(0x7fffffff - 65535)));
+  // One more byte of initial window for every stream: stream 1 overflows.
+  const std::string settings = std::string("\x00\x04", 2) + be32(65536);
+  ASSERT_TRUE(c.send_frame(h2::kSettings, 0, 0, settings));
+  auto r = c.wait_for([](const h2::Frame& f) { return f.type == h2::kRstStream || f.type == h2::kGoaway; });
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->type, h2::kGoaway);
+  EXPECT_EQ(r->error_code(), h2::kFlowControlError);
+  EXPECT_TRUE(c.wait_closed());
+  expect_still_serving(port());
+}
+
+// A header block that never ends (HEADERS without END_HEADERS, or a
+// CONTINUATION without it) is cut off after timeouts.header, as an HTTP/1.1
+// head would be: GOAWAY and close, nothing forwarded.
+TEST_F(H2Abuse, HeaderBlockThatNeverEndsIsCutOff) {
+  ProxyOptions o;
+  o.extra = "[timeouts]\nheader = \"1s\"\n";
+  ASSERT_TRUE(start_proxy(o));
+  for (bool with_continuation : {false, true}) {
+    SCOPED_TRACE(with_continuation ? "HEADERS + CONTINUATION" : "HEADERS alone");
+    h2::Client c;
+    ASSERT_TRUE(c.connect(port()));
+    // SETTINGS exchanged first: the client's automatic ACK must not land
+    // inside the header block (any frame there is a PROTOCOL_ERROR, §6.10).
+    ASSERT_TRUE(c.wait_for([](const h2::Frame& f) { return f.type == h2::kSettings && (f.flags & h2::kAck); }));
+    ASSERT_TRUE(c.send_frame(h2::kHeaders, 0, 1, h2::hpack(h2::get_request("/never"))));
+    if (with_continuation) ASSERT_TRUE(c.send_frame(h2::kContinuation, 0, 1, h2::hpack({{"x-more", "1"}})));
+    auto g = goaway_then_close(c);
+    ASSERT_TRUE(g.has_value()) << "no GOAWAY for an unfinished header block";
+    EXPECT_EQ(g->error_code(), h2::kProtocolError);
+  }
+  EXPECT_EQ(backend_.count("req") + backend_.count("partial"), 0u);
+  // A header block that does end in time is served.
+  h2::Client c;
+  ASSERT_TRUE(c.connect(port()));
+  ASSERT_TRUE(c.send_frame(h2::kHeaders, h2::kEndStream, 1, h2::hpack(h2::get_request("/split"))));
+  ASSERT_TRUE(c.send_frame(h2::kContinuation, h2::kEndHeaders, 1, h2::hpack({{"x-more", "1"}})));
+  EXPECT_EQ(c.wait_status(1), 200);
+}
+
 TEST_F(H2Abuse, SettingsAdvertisedAndConcurrencyEnforced) {
   ProxyOptions o;
   o.extra = "[http2]\nmax_concurrent_streams = 3\ninitial_window_size = 1000\nmax_frame_size = \"20k\"\n"

@@ -221,7 +221,9 @@ void Http2Session::close_now(bool notify) {
 
 void Http2Session::update_timer() {
   TimerPurpose want = TimerPurpose::None;
-  if (output_congested()) {
+  if (header_block_open_) {
+    want = TimerPurpose::Header;  // armed once, when the block opened: CONTINUATIONs do not extend it
+  } else if (output_congested()) {
     want = TimerPurpose::Send;
   } else if (std::all_of(streams_.begin(), streams_.end(),
                          [](const auto& s) { return s.second->response_finished(); })) {
@@ -236,6 +238,7 @@ void Http2Session::update_timer() {
   timer_ = want;
   switch (want) {
     case TimerPurpose::None: transport_->stop_timer(); break;
+    case TimerPurpose::Header: transport_->arm_timer(env_.config->timeouts.header); break;
     case TimerPurpose::Idle:
       transport_->arm_timer(env_.config->timeouts.keepalive);
       if (streams_.empty()) transport_->release_buffers();  // what was sent goes out first
@@ -254,6 +257,14 @@ void Http2Session::on_timer() {
   timer_ = TimerPurpose::None;
   if (closed_) return;
   switch (purpose) {
+    case TimerPurpose::Header:
+      // The HTTP/2 form of a slowloris: a header block that never ends holds
+      // a stream slot and HPACK state. Like an HTTP/1.1 head past
+      // timeouts.header, the connection ends (GOAWAY, then close).
+      log::info("conn={} client={}:{} h2: header block not completed within {} ms; GOAWAY", info_.id,
+                info_.remote_addr, info_.remote_port, env_.config->timeouts.header.count());
+      terminate(NGHTTP2_PROTOCOL_ERROR);
+      return;
     case TimerPurpose::Idle:
       // RFC 9113 §6.8: GOAWAY NO_ERROR, then close once it is written.
       terminate(NGHTTP2_NO_ERROR);
@@ -309,7 +320,31 @@ bool Http2Session::certificate_covers(std::string_view host) const {
 }
 
 int Http2Session::on_begin_frame(const nghttp2_frame_hd* hd) {
-  // With NO_RFC7540_PRIORITIES nghttp2 drops PRIORITY frames unseen: count them here.
+  // A header block is open from a HEADERS without END_HEADERS until the
+  // CONTINUATION that ends it; any other frame means it ended (or nghttp2
+  // failed the connection).
+  const bool block_open = (hd->type == NGHTTP2_HEADERS || hd->type == NGHTTP2_CONTINUATION) &&
+                          (hd->flags & NGHTTP2_FLAG_END_HEADERS) == 0;
+  if (block_open != header_block_open_) {
+    header_block_open_ = block_open;
+    update_timer();
+  }
+  if (hd->type == NGHTTP2_SETTINGS && (hd->flags & NGHTTP2_FLAG_ACK) == 0) {
+    windows_before_settings_.clear();
+    initial_window_before_settings_ =
+        nghttp2_session_get_remote_settings(session_.get(), NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE);
+    for (const auto& [id, s] : streams_) {
+      windows_before_settings_.emplace_back(id, nghttp2_session_get_stream_remote_window_size(session_.get(), id));
+    }
+  }
+  // With NO_RFC7540_PRIORITIES nghttp2 drops PRIORITY frames unseen: check
+  // and count them here. RFC 9113 §6.3: one on stream 0 is a connection error.
+  if (hd->type == NGHTTP2_PRIORITY && hd->stream_id == 0) {
+    log::info("conn={} client={}:{} h2: PRIORITY on stream 0; GOAWAY", info_.id, info_.remote_addr,
+              info_.remote_port);
+    terminate_code_ = NGHTTP2_PROTOCOL_ERROR;
+    return NGHTTP2_ERR_CALLBACK_FAILURE;
+  }
   if (hd->type == NGHTTP2_PRIORITY && !control_frames_.take() && !terminate_code_) {
     log::info("conn={} client={}:{} h2: control frame flood; GOAWAY", info_.id, info_.remote_addr,
               info_.remote_port);
@@ -351,6 +386,10 @@ int Http2Session::on_frame_recv(const nghttp2_frame* frame) {
   bool unproductive = false;
   switch (frame->hd.type) {
     case NGHTTP2_HEADERS:
+      if (header_block_open_) {
+        header_block_open_ = false;  // END_HEADERS arrived on the last CONTINUATION
+        update_timer();
+      }
       if (!s) break;
       if (frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
         if (s->on_request_head(end_stream)) to_start_.push_back(s->id());
@@ -371,6 +410,12 @@ int Http2Session::on_frame_recv(const nghttp2_frame* frame) {
       }
       break;
     case NGHTTP2_SETTINGS:
+      if (settings_overflow_window(frame) && !terminate_code_) {
+        log::info("conn={} client={}:{} h2: SETTINGS_INITIAL_WINDOW_SIZE overflows a stream window; GOAWAY",
+                  info_.id, info_.remote_addr, info_.remote_port);
+        terminate_code_ = NGHTTP2_FLOW_CONTROL_ERROR;
+      }
+      [[fallthrough]];
     case NGHTTP2_PING:
       unproductive = (frame->hd.flags & NGHTTP2_FLAG_ACK) == 0;
       break;
@@ -383,6 +428,29 @@ int Http2Session::on_frame_recv(const nghttp2_frame* frame) {
     terminate_code_ = NGHTTP2_ENHANCE_YOUR_CALM;
   }
   return terminate_code_ ? NGHTTP2_ERR_CALLBACK_FAILURE : 0;
+}
+
+bool Http2Session::settings_overflow_window(const nghttp2_frame* frame) const {
+  if (frame->hd.flags & NGHTTP2_FLAG_ACK) return false;
+  // nghttp2 applied the entries in order (a stream whose window would
+  // overflow keeps it and is reset); replay that from the windows before.
+  int64_t initial = initial_window_before_settings_;
+  bool overflow = false;
+  std::vector<std::pair<int32_t, int64_t>> windows(windows_before_settings_.begin(), windows_before_settings_.end());
+  for (size_t i = 0; i < frame->settings.niv; ++i) {
+    const nghttp2_settings_entry& e = frame->settings.iv[i];
+    if (e.settings_id != NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE) continue;
+    const int64_t delta = int64_t{e.value} - initial;
+    for (auto& [id, w] : windows) {
+      if (w + delta > NGHTTP2_MAX_WINDOW_SIZE) {
+        overflow = true;
+      } else {
+        w += delta;
+      }
+    }
+    initial = e.value;
+  }
+  return overflow;
 }
 
 int Http2Session::on_data_chunk(int32_t stream_id, std::string_view data) {

@@ -15,7 +15,13 @@
 // (nghttp2_option_set_stream_reset_rate_limit).
 // What this class adds: the SETTINGS from [http2] (config.h); HEADERS on a
 // lower, never opened stream id is a connection error (§5.1.1; nghttp2 1.52
-// ignores it); request header lists over max_header_list_size (HPACK bombs)
+// ignores it); PRIORITY on stream 0 is a connection error PROTOCOL_ERROR
+// (§6.3; nghttp2 drops PRIORITY unseen under NO_RFC7540_PRIORITIES); a
+// SETTINGS_INITIAL_WINDOW_SIZE that overflows an open stream's window is a
+// connection error FLOW_CONTROL_ERROR (§6.9.2; nghttp2 only resets the
+// stream); a header block not ended within timeouts.header (HEADERS or
+// CONTINUATION without END_HEADERS, then silence) ends the connection with
+// GOAWAY PROTOCOL_ERROR, as a slow HTTP/1.1 head gets 408; request header lists over max_header_list_size (HPACK bombs)
 // answered 431 (Http2Stream); rapid reset
 // (CVE-2023-44487: streams reset by the client before their response ended,
 // token bucket) and control frame floods (SETTINGS, PING, PRIORITY, empty
@@ -107,6 +113,10 @@ class Http2Session final : public ClientSession, public Flushable {
   int on_data_chunk(int32_t stream_id, std::string_view data);
   int on_stream_close(int32_t stream_id, uint32_t error_code);
   int on_frame_send(const nghttp2_frame* frame);
+  // RFC 9113 §6.9.2: a SETTINGS_INITIAL_WINDOW_SIZE that takes any stream's
+  // window past 2^31-1 is a connection error FLOW_CONTROL_ERROR (nghttp2
+  // resets only the stream). True when `frame` did that.
+  bool settings_overflow_window(const nghttp2_frame* frame) const;
 
  private:
   // A token bucket: `burst` tokens, refilled at `per_second`.
@@ -117,10 +127,12 @@ class Http2Session final : public ClientSession, public Flushable {
     std::chrono::steady_clock::time_point last;
     bool take();
   };
-  // Idle: no streams (timeouts.keepalive). Send: our output is not drained
-  // (timeouts.send). Stall: some stream's response waits for a window the
-  // client does not open (timeouts.send without progress).
-  enum class TimerPurpose { None, Idle, Send, Stall };
+  // Header: a header block is open (HEADERS without END_HEADERS, waiting for
+  // CONTINUATION; timeouts.header, then GOAWAY). Idle: no streams
+  // (timeouts.keepalive). Send: our output is not drained (timeouts.send).
+  // Stall: some stream's response waits for a window the client does not
+  // open (timeouts.send without progress).
+  enum class TimerPurpose { None, Header, Idle, Send, Stall };
 
   Http2Stream* find(int32_t stream_id) const;
   // GOAWAY with `error_code`, stop reading, close once it is written.
@@ -140,6 +152,10 @@ class Http2Session final : public ClientSession, public Flushable {
   std::deque<int32_t> recently_closed_;  // bounded (kRecentlyClosed in the .cc)
   std::unordered_map<int32_t, uint64_t> stall_marks_;  // Stall: bytes_out() when armed
   std::optional<uint32_t> terminate_code_;  // set by a callback that stops input
+  bool header_block_open_ = false;          // HEADERS without END_HEADERS seen, CONTINUATION due
+  // Each open stream's send window when a SETTINGS frame began (for §6.9.2).
+  std::vector<std::pair<int32_t, int32_t>> windows_before_settings_;
+  uint32_t initial_window_before_settings_ = NGHTTP2_INITIAL_WINDOW_SIZE;
   Budget resets_;
   Budget control_frames_;
   TimerPurpose timer_ = TimerPurpose::None;
