@@ -31,6 +31,7 @@ enum ErrorCode : uint32_t {
   kNoError = 0,
   kProtocolError = 1,
   kFlowControlError = 3,
+  kStreamClosed = 5,
   kRefusedStream = 7,
   kCancel = 8,
   kEnhanceYourCalm = 0xb,

@@ -110,5 +110,35 @@ TEST_F(H2Validation, StreamIdsMustIncrease) {
   EXPECT_EQ(backend_.wait_requests(1).size(), 1u);
 }
 
+// RFC 9113 §5.1: a second HEADERS on a stream the client already ended is
+// an error (STREAM_CLOSED), whether the first request is still being
+// answered or its stream has closed, and never a second request upstream.
+TEST_F(H2Validation, SecondHeadersAfterEndStreamIsNotASecondRequest) {
+  ASSERT_TRUE(start_proxy());
+  for (const char* first : {"/slow/300", "/fast"}) {
+    SCOPED_TRACE(first);
+    h2::Client c;
+    ASSERT_TRUE(c.connect(port()));
+    std::string both = h2::frame(h2::kHeaders, h2::kEndHeaders | h2::kEndStream, 1, h2::hpack(h2::get_request(first)));
+    if (std::string_view(first) == "/fast") {
+      ASSERT_TRUE(c.send(both));
+      EXPECT_EQ(c.wait_status(1), 200);  // the stream is closed when the second HEADERS comes
+      both.clear();
+    }
+    both += h2::frame(h2::kHeaders, h2::kEndHeaders | h2::kEndStream, 1, h2::hpack(h2::get_request("/second")));
+    ASSERT_TRUE(c.send(both));
+    auto f = c.wait_for([](const h2::Frame& x) {
+      return x.type == h2::kGoaway || (x.type == h2::kRstStream && x.stream == 1);
+    });
+    ASSERT_TRUE(f.has_value()) << "the second HEADERS was not refused";
+    EXPECT_EQ(f->error_code(), h2::kStreamClosed);
+    c.wait_closed(milliseconds(500));
+  }
+  // Two first requests; a third would be a "/second" (give it time to arrive).
+  for (const auto& r : backend_.wait_requests(3, milliseconds(500))) {
+    EXPECT_EQ(r.find("/second"), std::string::npos) << r;
+  }
+}
+
 }  // namespace
 }  // namespace tlsfront::itest

@@ -353,9 +353,20 @@ int Http2Session::on_begin_frame(const nghttp2_frame_hd* hd) {
   }
   if (hd->type != NGHTTP2_HEADERS || hd->stream_id > last_stream_id_ || find(hd->stream_id)) return 0;
   // RFC 9113 §5.1.1: a HEADERS frame on a lower, never opened (or long
-  // closed) stream is a connection error; nghttp2 1.52 ignores it. Frames on
-  // a stream closed a moment ago may still be in flight (§5.1, "closed").
-  if (std::find(recently_closed_.begin(), recently_closed_.end(), hd->stream_id) != recently_closed_.end()) return 0;
+  // closed) stream is a connection error; nghttp2 1.52 ignores it.
+  auto closed = std::find_if(recently_closed_.begin(), recently_closed_.end(),
+                             [id = hd->stream_id](const ClosedStream& c) { return c.id == id; });
+  if (closed != recently_closed_.end()) {
+    // §5.1, "closed": after a RST_STREAM, frames the peer sent before it saw
+    // the reset may still arrive and are ignored. A stream both sides ended
+    // with END_STREAM gets no more HEADERS: a connection error STREAM_CLOSED
+    // (as nghttp2 already answers while the stream is half-closed).
+    if (!closed->ended_by_both) return 0;
+    log::info("conn={} client={}:{} h2: HEADERS on closed stream {}; GOAWAY", info_.id, info_.remote_addr,
+              info_.remote_port, hd->stream_id);
+    terminate_code_ = NGHTTP2_STREAM_CLOSED;
+    return NGHTTP2_ERR_CALLBACK_FAILURE;
+  }
   log::info("conn={} client={}:{} h2: HEADERS on stream {} after {}; GOAWAY", info_.id, info_.remote_addr,
             info_.remote_port, hd->stream_id, last_stream_id_);
   terminate_code_ = NGHTTP2_PROTOCOL_ERROR;
@@ -470,8 +481,8 @@ int Http2Session::on_stream_close(int32_t stream_id, uint32_t error_code) {
   // A stream we reset for the client's protocol error counts as a reset too
   // ("MadeYouReset"): it cost work and completed nothing.
   if (error_code == NGHTTP2_PROTOCOL_ERROR && !it->second->response_finished()) count_reset();
+  recently_closed_.push_back({stream_id, error_code == NGHTTP2_NO_ERROR && it->second->ended_by_both_sides()});
   it->second->on_closed(error_code);
-  recently_closed_.push_back(stream_id);
   if (recently_closed_.size() > kRecentlyClosed) recently_closed_.pop_front();
   LoopContext::of(env_.loop).defer_delete(std::move(it->second));
   streams_.erase(it);

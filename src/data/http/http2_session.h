@@ -149,7 +149,11 @@ class Http2Session final : public ClientSession, public Flushable {
   std::unordered_map<int32_t, std::unique_ptr<Http2Stream>> streams_;
   std::vector<int32_t> to_start_;
   int32_t last_stream_id_ = 0;           // highest client stream opened
-  std::deque<int32_t> recently_closed_;  // bounded (kRecentlyClosed in the .cc)
+  struct ClosedStream {
+    int32_t id;
+    bool ended_by_both;  // END_STREAM both ways, no RST_STREAM either way
+  };
+  std::deque<ClosedStream> recently_closed_;  // bounded (kRecentlyClosed in the .cc)
   std::unordered_map<int32_t, uint64_t> stall_marks_;  // Stall: bytes_out() when armed
   std::optional<uint32_t> terminate_code_;  // set by a callback that stops input
   bool header_block_open_ = false;          // HEADERS without END_HEADERS seen, CONTINUATION due

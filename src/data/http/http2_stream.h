@@ -106,6 +106,12 @@ class Http2Stream final : public Deletable, public ExchangeSink {
   ssize_t read_response(uint8_t* buf, size_t length, uint32_t* data_flags);
 
   bool response_finished() const { return response_ == ResponsePhase::EndSent; }
+  // The client ended its request with END_STREAM, our response ended with
+  // it, and nobody reset the stream (our RST_STREAM NO_ERROR after a
+  // response only ever cuts an unfinished request).
+  bool ended_by_both_sides() const {
+    return request_ == RequestPhase::Complete && response_ == ResponsePhase::EndSent && end_ == StreamEnd::Open;
+  }
   // Response bytes waiting for the client's flow-control window, and the
   // total handed to nghttp2 so far (progress marks for the stall timeout).
   bool has_pending_output() const { return pending_output() > 0; }
