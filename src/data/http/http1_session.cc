@@ -117,7 +117,6 @@ void Http1Session::execute(std::string_view data) {
   const int status = rejection_.value_or(400);
   if (exchange_ && response_ != ResponsePhase::Waiting) {
     record_.status = status;
-    log_request();
     close(false);
     return;
   }
@@ -382,7 +381,6 @@ void Http1Session::fail_response(int status, std::string_view reason) {
   if (close_ == CloseMode::Closed) return;
   if (status == 0 || response_ != ResponsePhase::Waiting) {
     // The response is already on its way: all we can do is cut it short.
-    log_request();
     close(false);
     return;
   }
@@ -430,8 +428,10 @@ void Http1Session::finish_request() {
 }
 
 void Http1Session::close(bool notify) {
+  // A request still in flight (its response cut short, or never sent) gets
+  // its line now: every request that started is logged once.
+  if (exchange_) log_request();
   transition(close_, CloseMode::Closed);
-  ProxyExchange::retire(exchange_);
   transport_->close(notify);
 }
 
@@ -471,7 +471,7 @@ void Http1Session::on_timer() {
       close(true);
       break;
     case TimerPurpose::Send:
-      close(false);
+      close(false);  // the client stopped reading: its response is cut short (and logged)
       break;
     case TimerPurpose::None:
       break;
@@ -500,10 +500,7 @@ void Http1Session::arm(TimerPurpose purpose) {
 
 void Http1Session::on_client_closed() {
   if (close_ == CloseMode::Closed) return;
-  if (exchange_) {
-    record_.status = 499;  // nginx's "client closed request"
-    log_request();
-  }
+  if (exchange_) record_.status = 499;  // nginx's "client closed request"
   close(false);
 }
 

@@ -94,8 +94,9 @@ class Http1Session final : public ClientSession, public ExchangeSink {
   void finish_request();
   // Retires the exchange (its stats go into the record) and logs the request.
   void log_request();
-  // The one way the session ends: retires the exchange and closes the
-  // transport. `notify`: close_notify (false when a response is cut short).
+  // The one way the session ends: a request still in flight is logged (and
+  // its exchange retired), then the transport closes. `notify`:
+  // close_notify (false when a response is cut short).
   void close(bool notify);
   void close_after_response() {
     if (close_ == CloseMode::KeepAlive) transition(close_, CloseMode::AfterResponse);
