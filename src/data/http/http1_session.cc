@@ -283,6 +283,13 @@ int Http1Session::on_headers_complete() {
   if (admission.status == 413) return reject(413);
   transition(request_, RequestPhase::Body);
   if (!admission.exchange) {
+    if (req.expect_continue && req.has_body()) {
+      // RFC 9110 §10.1.1: the client waits for a 100 before its body; a final
+      // status instead tells it not to send one. Answer now and close
+      // (lingering: the body may still come).
+      respond_local(admission.status);
+      return -1;
+    }
     local_answer_ = admission.status;
     // Let llhttp read to the end of the message; the body (if any) is not
     // forwarded anywhere and the connection closes after the answer.
