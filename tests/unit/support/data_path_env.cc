@@ -112,6 +112,17 @@ bool DataPathTest::until_upstream_requests(size_t n) {
   return run_until([&] { return upstream_->requests().size() >= n; });
 }
 
+std::vector<ParsedResponse> DataPathTest::responses(const std::set<size_t>& head_responses) {
+  return parse_responses(transport_->output(), head_responses);
+}
+
+bool DataPathTest::until_responses(size_t n, const std::set<size_t>& head_responses) {
+  return run_until([&] {
+    auto rs = responses(head_responses);
+    return rs.size() >= n && rs[n - 1].complete;
+  });
+}
+
 bool DataPathTest::until_closed() {
   return run_until([&] { return transport_->closed(); });
 }

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string_view>
 #include <vector>
 
@@ -22,6 +23,7 @@
 #include "data/upstream/upstream_pool.h"
 #include "log/access_log.h"
 #include "log/log_writer.h"
+#include "data_path_client.h"
 #include "data_path_loop.h"
 #include "data_path_transport.h"
 #include "data_path_upstream.h"
@@ -83,6 +85,11 @@ class DataPathTest : public LoopTest {
   bool until_upstream_requests(size_t n);
   // Runs the loop until the transport is closed.
   bool until_closed();
+  // The HTTP/1.1 responses the session sent (parse_responses; 1xx included),
+  // and running the loop until there are `n` and the n-th is complete.
+  // `head_responses`: the indexes that answer HEAD requests.
+  std::vector<ParsedResponse> responses(const std::set<size_t>& head_responses = {});
+  bool until_responses(size_t n, const std::set<size_t>& head_responses = {});
   // The access log's lines so far (once, at the end of a test that set
   // access_log_ before the session was made).
   std::string access_log_text() { return env().access_log_text(); }

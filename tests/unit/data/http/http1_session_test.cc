@@ -14,7 +14,6 @@
 namespace tlsfront::http {
 namespace {
 
-using harness::parse_responses;
 using harness::Reply;
 
 constexpr std::string_view kGet = "GET / HTTP/1.1\r\nHost: example.test\r\n\r\n";
@@ -25,19 +24,7 @@ size_t count(std::string_view hay, std::string_view needle) {
   return n;
 }
 
-class Http1SessionTest : public harness::DataPathTest {
- protected:
-  // Runs until the client output holds `n` complete responses (1xx included).
-  bool until_responses(size_t n, const std::set<size_t>& head_responses = {}) {
-    return run_until([&] {
-      auto rs = parse_responses(transport().output(), head_responses);
-      return rs.size() >= n && rs[n - 1].complete;
-    });
-  }
-  std::vector<harness::ParsedResponse> responses(const std::set<size_t>& head_responses = {}) {
-    return parse_responses(transport().output(), head_responses);
-  }
-};
+using Http1SessionTest = harness::DataPathTest;
 
 TEST_F(Http1SessionTest, KeepaliveServesRequestsOnOneConnection) {
   h1();

@@ -16,7 +16,6 @@
 namespace tlsfront::http {
 namespace {
 
-using harness::parse_responses;
 using harness::Reply;
 
 constexpr std::string_view kGet = "GET / HTTP/1.1\r\nHost: example.test\r\n\r\n";
@@ -55,13 +54,6 @@ class RecordingSink final : public ExchangeSink {
 
 class ProxyExchangeTest : public harness::DataPathTest {
  protected:
-  bool until_responses(size_t n) {
-    return run_until([&] {
-      auto rs = parse_responses(transport().output());
-      return rs.size() >= n && rs[n - 1].complete;
-    });
-  }
-  std::vector<harness::ParsedResponse> responses() { return parse_responses(transport().output()); }
   // One GET answered 200, so the upstream connection is pooled.
   void warm_pool() {
     feed(kGet);
