@@ -145,9 +145,13 @@ TEST_F(Http1SessionTest, BadRequestOnKeepaliveConnectionClosesWithoutClientDone)
   EXPECT_FALSE(transport().client_done_called());
 }
 
-TEST_F(Http1SessionTest, AmbiguousFramingIs400AndNothingReachesTheUpstream) {
-  feed("POST / HTTP/1.1\r\nHost: example.test\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"
-       "5\r\nhello\r\n0\r\n\r\n");
+// Request smuggling shapes (RFC 9112 §6.1, §6.3): 400 and the connection
+// closes before anything reaches the backend. Some llhttp rejects by itself
+// (Content-Length with Transfer-Encoding), some only the session does.
+class AmbiguousFramingTest : public harness::DataPathTest, public ::testing::WithParamInterface<std::string_view> {};
+
+TEST_P(AmbiguousFramingTest, Is400AndNothingReachesTheUpstream) {
+  feed(GetParam());
   ASSERT_TRUE(until_responses(1));
   EXPECT_EQ(responses()[0].status, 400);
   EXPECT_TRUE(transport().closed());
@@ -155,6 +159,17 @@ TEST_F(Http1SessionTest, AmbiguousFramingIs400AndNothingReachesTheUpstream) {
   EXPECT_EQ(upstream().accepted(), 0);
   EXPECT_TRUE(upstream().requests().empty());
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    Http1Session, AmbiguousFramingTest,
+    ::testing::Values(
+        "POST / HTTP/1.1\r\nHost: example.test\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"
+        "5\r\nhello\r\n0\r\n\r\n",
+        "POST / HTTP/1.1\r\nHost: example.test\r\nTransfer-Encoding: gzip, chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+        "POST / HTTP/1.1\r\nHost: example.test\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n"
+        "0\r\n\r\n",
+        "POST / HTTP/1.0\r\nHost: example.test\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        "POST / HTTP/1.1\r\nHost: example.test\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\nx"));
 
 TEST_F(Http1SessionTest, NoRouteIs404AndTheConnectionStaysOpen) {
   cfg_.routes = {config::Route{"api.example.test", "/", "backend"}};
