@@ -105,6 +105,21 @@ TEST_F(Http1SessionTest, ExpectContinueIsNotSentWhenTheBodyIsRefused) {
   EXPECT_EQ(upstream().accepted(), 0);
 }
 
+// RFC 9110 §10.1.1: a server receiving 100-continue sends either 100 or a
+// final status it can tell from the head alone. Without a route the session
+// sends neither and waits for a body the client holds back for the 100: the
+// client stalls until its own expect timeout (curl: 1 s), or, if it waits
+// for the 100, until timeouts.body answers 408. Disabled: it fails today
+// (see the report); run with --gtest_also_run_disabled_tests.
+TEST_F(Http1SessionTest, DISABLED_ExpectContinueWithoutRouteIsAnsweredBeforeTheBody) {
+  cfg_.routes = {config::Route{"api.example.test", "/", "backend"}};
+  feed("POST /up HTTP/1.1\r\nHost: other.example.test\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n");
+  settle();
+  auto rs = responses();
+  ASSERT_FALSE(rs.empty()) << "neither 100 Continue nor 404 sent before the body";
+  EXPECT_TRUE(rs[0].status == 100 || rs[0].status == 404) << rs[0].status;
+}
+
 TEST_F(Http1SessionTest, ResponseBeforeTheBodyEndsClosesAndStopsForwarding) {
   upstream().script(Reply::early("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nearly"));
   feed("POST /up HTTP/1.1\r\nHost: example.test\r\nContent-Length: 10\r\n\r\nabcd");
@@ -244,6 +259,37 @@ TEST_F(Http1SessionTest, NotModifiedKeepsContentLengthAndHasNoBody) {
   EXPECT_EQ(rs[1].status, 204);
   EXPECT_EQ(rs[1].header("Content-Length"), "");  // 204 never states one (RFC 9110 §8.6)
   EXPECT_EQ(rs[2].body, "ok");
+}
+
+TEST_F(Http1SessionTest, CongestedClientOutputPausesTheUpstreamUntilDrained) {
+  upstream().script(Reply::hold());
+  feed(kGet);
+  ASSERT_TRUE(until_upstream_requests(1));
+  transport().set_buffered_output(1 << 20);  // the client stopped reading
+  upstream().write(0, "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nfirst");
+  ASSERT_TRUE(run_until([&] { return transport().output().find("first") != std::string::npos; }));
+  EXPECT_EQ(transport().timer(), cfg_.timeouts.send);
+  upstream().write(0, "later");
+  settle();
+  EXPECT_EQ(transport().output().find("later"), std::string::npos);  // the upstream is not read
+  transport().set_buffered_output(0);
+  h1().on_output_drained();
+  ASSERT_TRUE(until_responses(1));
+  EXPECT_EQ(responses()[0].body, "firstlater");
+  EXPECT_FALSE(transport().closed());
+}
+
+TEST_F(Http1SessionTest, ClientNotReadingForTheSendTimeoutIsCutOff) {
+  upstream().script(Reply::hold());
+  feed(kGet);
+  ASSERT_TRUE(until_upstream_requests(1));
+  transport().set_buffered_output(1 << 20);
+  upstream().write(0, "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nfirst");
+  ASSERT_TRUE(run_until([&] { return transport().output().find("first") != std::string::npos; }));
+  ASSERT_EQ(transport().timer(), cfg_.timeouts.send);
+  ASSERT_TRUE(transport().fire_timer());
+  EXPECT_EQ(transport().close_notify(), false);
+  ASSERT_TRUE(run_until([&] { return upstream().connection_closed(0); }));
 }
 
 TEST_F(Http1SessionTest, ChunkedResponseIsReframedAndSlowBodyStreams) {
