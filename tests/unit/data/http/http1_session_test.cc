@@ -214,6 +214,32 @@ TEST_F(Http1SessionTest, HeaderTimeoutIs408) {
   EXPECT_EQ(upstream().accepted(), 0);
 }
 
+TEST_F(Http1SessionTest, StalledRequestBodyIs408AndCancelsTheExchange) {
+  upstream().script(Reply::hold());
+  feed("POST /up HTTP/1.1\r\nHost: example.test\r\nContent-Length: 10\r\n\r\nabcd");
+  ASSERT_TRUE(run_until([&] { return !upstream().requests().empty() && upstream().requests()[0].body == "abcd"; }));
+  EXPECT_EQ(transport().timer(), cfg_.timeouts.body);
+  ASSERT_TRUE(transport().fire_timer());
+  auto rs = responses();
+  ASSERT_EQ(rs.size(), 1u);
+  EXPECT_EQ(rs[0].status, 408);
+  EXPECT_EQ(rs[0].header("Connection"), "close");
+  EXPECT_TRUE(transport().closed());
+  ASSERT_TRUE(run_until([&] { return upstream().connection_closed(0); }));
+}
+
+TEST_F(Http1SessionTest, ChunkedRequestBodyIsForwardedChunked) {
+  feed("POST /up HTTP/1.1\r\nHost: example.test\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n");
+  ASSERT_TRUE(until_upstream_requests(1));
+  feed("2\r\nde\r\n0\r\n\r\n");
+  ASSERT_TRUE(until_responses(1));
+  const auto& r = upstream().requests()[0];
+  EXPECT_TRUE(r.chunked);
+  EXPECT_TRUE(r.complete);
+  EXPECT_EQ(r.body, "abcde");
+  EXPECT_EQ(responses()[0].status, 200);
+}
+
 TEST_F(Http1SessionTest, ClientClosingMidResponseIs499AndClosesTheUpstreamConnection) {
   access_log_ = true;
   upstream().script(Reply::hold());

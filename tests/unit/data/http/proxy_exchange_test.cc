@@ -109,13 +109,14 @@ TEST_F(ProxyExchangeTest, PostWhoseBytesWereWrittenIsNotRetried) {
   EXPECT_EQ(upstream().requests().size(), 2u);
 }
 
-TEST_F(ProxyExchangeTest, RefusedConnectGoesToTheNextServer) {
+TEST_F(ProxyExchangeTest, RefusedConnectGoesToTheNextServerWhateverTheMethod) {
   cfg_ = harness::data_path_config({harness::refused_port(&loop_), upstream().port()});
-  feed(kGet);
+  feed("POST /form HTTP/1.1\r\nHost: example.test\r\nContent-Length: 3\r\n\r\nabc");
   ASSERT_TRUE(until_responses(1));
   EXPECT_EQ(responses()[0].status, 200);
   EXPECT_EQ(responses()[0].body, "ok");
-  EXPECT_EQ(upstream().requests().size(), 1u);
+  ASSERT_EQ(upstream().requests().size(), 1u);
+  EXPECT_EQ(upstream().requests()[0].body, "abc");  // replayed whole on the second server
 }
 
 TEST_F(ProxyExchangeTest, RefusedConnectEverywhereIs502) {
