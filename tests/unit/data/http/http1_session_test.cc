@@ -24,7 +24,18 @@ size_t count(std::string_view hay, std::string_view needle) {
   return n;
 }
 
-using Http1SessionTest = harness::DataPathTest;
+class Http1SessionTest : public harness::DataPathTest {
+ protected:
+  // Fires the session timer: the answer is a lone 408, and the connection closes.
+  void fire_timer_expecting_408() {
+    ASSERT_TRUE(transport().fire_timer());
+    auto rs = responses();
+    ASSERT_EQ(rs.size(), 1u);
+    EXPECT_EQ(rs[0].status, 408);
+    EXPECT_EQ(rs[0].header("Connection"), "close");
+    EXPECT_TRUE(transport().closed());
+  }
+};
 
 TEST_F(Http1SessionTest, KeepaliveServesRequestsOnOneConnection) {
   h1();
@@ -203,12 +214,7 @@ TEST_F(Http1SessionTest, HeaderTimeoutIs408) {
   EXPECT_EQ(transport().timer(), cfg_.timeouts.header);  // armed from the start
   feed("GET / HTTP/1.1\r\nHost: exam");
   EXPECT_EQ(transport().timer(), cfg_.timeouts.header);
-  ASSERT_TRUE(transport().fire_timer());
-  auto rs = responses();
-  ASSERT_EQ(rs.size(), 1u);
-  EXPECT_EQ(rs[0].status, 408);
-  EXPECT_EQ(rs[0].header("Connection"), "close");
-  EXPECT_TRUE(transport().closed());
+  fire_timer_expecting_408();
   EXPECT_FALSE(transport().client_done_called());
   settle();
   EXPECT_EQ(upstream().accepted(), 0);
@@ -219,12 +225,7 @@ TEST_F(Http1SessionTest, StalledRequestBodyIs408AndCancelsTheExchange) {
   feed("POST /up HTTP/1.1\r\nHost: example.test\r\nContent-Length: 10\r\n\r\nabcd");
   ASSERT_TRUE(run_until([&] { return !upstream().requests().empty() && upstream().requests()[0].body == "abcd"; }));
   EXPECT_EQ(transport().timer(), cfg_.timeouts.body);
-  ASSERT_TRUE(transport().fire_timer());
-  auto rs = responses();
-  ASSERT_EQ(rs.size(), 1u);
-  EXPECT_EQ(rs[0].status, 408);
-  EXPECT_EQ(rs[0].header("Connection"), "close");
-  EXPECT_TRUE(transport().closed());
+  fire_timer_expecting_408();
   ASSERT_TRUE(run_until([&] { return upstream().connection_closed(0); }));
 }
 
