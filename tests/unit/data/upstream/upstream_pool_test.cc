@@ -1,68 +1,21 @@
 // UpstreamPool on a real uv loop against an in-loop HTTP/1.1 server on
-// 127.0.0.1:0 (a LoopTest): reuse, backend close of an idle
-// connection, pool bounds, keepalive_requests, round-robin with failures.
+// 127.0.0.1:0 (harness::ScriptedUpstream answering 200 "ok", in a
+// harness::LoopTest): reuse, backend close of an idle connection, pool
+// bounds, keepalive_requests, round-robin with failures.
 #include "data/upstream/upstream_pool.h"
 
 #include <gtest/gtest.h>
 
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "../../support/data_path_loop.h"
+#include "../../support/data_path_upstream.h"
 #include "util/loop_context.h"
 
 namespace tlsfront::upstream {
 namespace {
-
-// Answers every request it reads with a fixed response; can close its peers.
-class TinyServer {
- public:
-  explicit TinyServer(uv_loop_t* loop) : loop_(loop) {
-    listener_.init([loop](uv_tcp_t* h) { return uv_tcp_init(loop, h); }, this);
-    sockaddr_in a{};
-    uv_ip4_addr("127.0.0.1", 0, &a);
-    uv_tcp_bind(listener_.get(), reinterpret_cast<sockaddr*>(&a), 0);
-    uv_listen(listener_.stream(), 16, [](uv_stream_t* s, int) { static_cast<TinyServer*>(s->data)->accept(); });
-    sockaddr_storage ss{};
-    int len = sizeof(ss);
-    uv_tcp_getsockname(listener_.get(), reinterpret_cast<sockaddr*>(&ss), &len);
-    port_ = ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
-  }
-  uint16_t port() const { return port_; }
-  int accepted() const { return accepted_; }
-  void close_peers() { peers_.clear(); }
-
- private:
-  struct Peer {
-    UvHandle<uv_tcp_t> tcp;
-    std::string in;
-  };
-  void accept() {
-    auto peer = std::make_unique<Peer>();
-    peer->tcp.init([this](uv_tcp_t* h) { return uv_tcp_init(loop_, h); }, peer.get());
-    uv_accept(listener_.stream(), peer->tcp.stream());
-    uv_read_start(peer->tcp.stream(), LoopContext::alloc_cb, [](uv_stream_t* s, ssize_t n, const uv_buf_t* b) {
-      auto* p = static_cast<Peer*>(s->data);
-      if (n <= 0) return;
-      p->in.append(b->base, static_cast<size_t>(n));
-      if (p->in.find("\r\n\r\n") == std::string::npos) return;
-      p->in.clear();
-      static const char kResp[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
-      auto* req = new uv_write_t;
-      uv_buf_t buf = uv_buf_init(const_cast<char*>(kResp), sizeof(kResp) - 1);
-      uv_write(req, s, &buf, 1, [](uv_write_t* r, int) { delete r; });
-    });
-    ++accepted_;
-    peers_.push_back(std::move(peer));
-  }
-
-  uv_loop_t* loop_;
-  UvHandle<uv_tcp_t> listener_;
-  std::vector<std::unique_ptr<Peer>> peers_;
-  uint16_t port_ = 0;
-  int accepted_ = 0;
-};
 
 // Records what the connection reports for one exchange.
 struct Recorder : UpstreamConnection::Handler {
@@ -78,27 +31,17 @@ struct Recorder : UpstreamConnection::Handler {
   void on_upstream_writable() override {}
 };
 
-class UpstreamPoolTest : public ::testing::Test {
+class UpstreamPoolTest : public harness::LoopTest {
  protected:
   void SetUp() override {
-    uv_loop_init(&loop_);
-    ctx_ = std::make_unique<LoopContext>(&loop_);
-    server_ = std::make_unique<TinyServer>(&loop_);
+    LoopTest::SetUp();
+    server_ = std::make_unique<harness::ScriptedUpstream>(&loop_);
     cfg_.name = "t";
     cfg_.servers = {config::Endpoint{"127.0.0.1", server_->port()}};
   }
-  void TearDown() override {
+  void release_objects() override {
     pool_.reset();
     server_.reset();
-    ctx_->run_deferred();
-    ctx_->close();
-    uv_run(&loop_, UV_RUN_DEFAULT);
-    ctx_.reset();
-    EXPECT_EQ(uv_loop_close(&loop_), 0);
-  }
-  // Runs the loop until `done` or a bounded number of iterations.
-  void run_until(const std::function<bool()>& done) {
-    for (int i = 0; i < 2000 && !done(); ++i) uv_run(&loop_, UV_RUN_ONCE);
   }
   // One GET through the pool; returns whether the connection was reused.
   bool exchange() {
@@ -115,9 +58,7 @@ class UpstreamPoolTest : public ::testing::Test {
     return lease->reused;
   }
 
-  uv_loop_t loop_{};
-  std::unique_ptr<LoopContext> ctx_;
-  std::unique_ptr<TinyServer> server_;
+  std::unique_ptr<harness::ScriptedUpstream> server_;
   config::Upstream cfg_;
   std::unique_ptr<UpstreamPool> pool_;
 };
@@ -160,10 +101,7 @@ TEST_F(UpstreamPoolTest, KeepaliveRequestsLimitsReuse) {
 }
 
 TEST_F(UpstreamPoolTest, RefusedConnectIsAnUpstreamError) {
-  // Port of a listener that is gone: nothing listens there any more.
-  uint16_t dead = server_->port();
-  server_.reset();
-  config::Endpoint ep{"127.0.0.1", dead};
+  config::Endpoint ep{"127.0.0.1", harness::refused_port(&loop_)};
   pool_ = std::make_unique<UpstreamPool>(&loop_, cfg_, ep);
   auto lease = pool_->acquire(true);
   ASSERT_TRUE(lease.ok());

@@ -1,0 +1,116 @@
+// Http2Session (and its Http2Streams) driven by an nghttp2 client session
+// (harness::H2Client) through a FakeTransport, proxying to a ScriptedUpstream
+// on the same loop: one GET, two concurrent streams, a client reset
+// cancelling its upstream exchange, 431 for a too large header list.
+#include "data/http/http2_session.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "../../support/data_path_client.h"
+#include "../../support/data_path_env.h"
+
+namespace tlsfront::http {
+namespace {
+
+using harness::Reply;
+
+class Http2SessionTest : public harness::DataPathTest {
+ protected:
+  void SetUp() override {
+    DataPathTest::SetUp();
+    each_iteration([this] {
+      if (started_) client_.pump(transport(), h2());
+    });
+  }
+  // Makes the session; the client's preface and SETTINGS go in at the next pump.
+  void start() {
+    h2();
+    started_ = true;
+  }
+  bool until_stream_closed(int32_t id) {
+    return run_until([&] { return client_.stream(id).closed; });
+  }
+
+  harness::H2Client client_;
+  bool started_ = false;
+};
+
+TEST_F(Http2SessionTest, GetIsAnswered) {
+  start();
+  int32_t id = client_.submit("GET", "/hello", {{"user-agent", "h2-test"}});
+  ASSERT_TRUE(until_stream_closed(id));
+  const auto& s = client_.stream(id);
+  EXPECT_EQ(s.error_code, 0u);
+  EXPECT_EQ(s.status, 200);
+  EXPECT_EQ(s.body, "ok");
+  EXPECT_EQ(s.header("content-length"), "2");
+  ASSERT_EQ(upstream().requests().size(), 1u);
+  const auto& r = upstream().requests()[0];
+  EXPECT_EQ(r.method, "GET");
+  EXPECT_EQ(r.target, "/hello");
+  EXPECT_EQ(r.header("Host"), "example.test");  // from :authority
+  EXPECT_EQ(r.header("User-Agent"), "h2-test");
+  EXPECT_FALSE(transport().closed());
+  EXPECT_FALSE(client_.failed());
+}
+
+TEST_F(Http2SessionTest, TwoConcurrentStreamsAreAnsweredIndependently) {
+  start();
+  upstream().script(Reply::hold());
+  upstream().script(Reply::hold());
+  int32_t a = client_.submit("GET", "/a");
+  int32_t b = client_.submit("POST", "/b", {}, std::string("payload"));
+  // Both reach the upstream (two connections) before either is answered.
+  ASSERT_TRUE(until_upstream_requests(2));
+  ASSERT_TRUE(run_until([&] { return upstream().requests()[0].complete && upstream().requests()[1].complete; }));
+  EXPECT_EQ(upstream().accepted(), 2);
+  size_t ia = upstream().requests()[0].target == "/a" ? 0 : 1;
+  size_t ib = 1 - ia;
+  EXPECT_EQ(upstream().requests()[ib].body, "payload");
+  // Answered in the other order.
+  upstream().write(ib, "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nB");
+  ASSERT_TRUE(until_stream_closed(b));
+  EXPECT_FALSE(client_.stream(a).closed);
+  upstream().write(ia, "HTTP/1.1 201 Created\r\nContent-Length: 1\r\n\r\nA");
+  ASSERT_TRUE(until_stream_closed(a));
+  EXPECT_EQ(client_.stream(a).status, 201);
+  EXPECT_EQ(client_.stream(a).body, "A");
+  EXPECT_EQ(client_.stream(b).status, 200);
+  EXPECT_EQ(client_.stream(b).body, "B");
+}
+
+TEST_F(Http2SessionTest, StreamResetByTheClientCancelsItsUpstreamExchange) {
+  access_log_ = true;
+  start();
+  upstream().script(Reply::hold());
+  int32_t id = client_.submit("GET", "/slow");
+  ASSERT_TRUE(until_upstream_requests(1));
+  client_.reset(id, NGHTTP2_CANCEL);
+  ASSERT_TRUE(run_until([&] { return upstream().connection_closed(0); }));
+  EXPECT_TRUE(client_.stream(id).closed);
+  // The connection goes on: another stream is served.
+  int32_t next = client_.submit("GET", "/next");
+  ASSERT_TRUE(until_stream_closed(next));
+  EXPECT_EQ(client_.stream(next).status, 200);
+  EXPECT_FALSE(transport().closed());
+  EXPECT_NE(access_log_text().find("\"status\":499"), std::string::npos);
+}
+
+TEST_F(Http2SessionTest, TooLargeHeaderListIs431) {
+  cfg_.http2.max_header_list_size = 1024;
+  start();
+  int32_t id = client_.submit("GET", "/", {{"x-big", std::string(2000, 'a')}});
+  ASSERT_TRUE(until_stream_closed(id));
+  EXPECT_EQ(client_.stream(id).status, 431);
+  settle();
+  EXPECT_EQ(upstream().accepted(), 0);
+  // Only that stream is refused.
+  int32_t ok = client_.submit("GET", "/");
+  ASSERT_TRUE(until_stream_closed(ok));
+  EXPECT_EQ(client_.stream(ok).status, 200);
+}
+
+}  // namespace
+}  // namespace tlsfront::http
