@@ -159,7 +159,7 @@ TEST_F(ProxyExchangeTest, DirectExchangeStreamsTheResponseToItsSink) {
   ASSERT_TRUE(run_until([&] { return sink.ended || sink.failed_status >= 0; }));
   EXPECT_EQ(sink.status, 201);
   EXPECT_EQ(sink.body, "made");
-  EXPECT_TRUE(exchange_->response_complete());
+  EXPECT_EQ(exchange_->phase(), ProxyExchange::Phase::Done);
   EXPECT_EQ(exchange_->stats().status, 201);
   EXPECT_EQ(exchange_->stats().connection_reused, false);
 }
