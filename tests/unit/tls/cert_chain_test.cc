@@ -12,22 +12,16 @@
 #include <ctime>
 #include <filesystem>
 
+#include "support/test_pki.h"
+
 namespace tlsfront::tls {
 namespace {
 
-const std::string kPki = TLSFRONT_TEST_PKI_DIR;
+using testing::kPki;
+using testing::load_cert;
+using testing::load_key;
 constexpr const char* kIntermediate = "CN=tlsfront test intermediate";
 constexpr const char* kRoot = "CN=tlsfront test root";
-
-EvpPkeyPtr load_key(const std::string& name) {
-  BioPtr bio(BIO_new_file((kPki + "/" + name).c_str(), "r"));
-  return EvpPkeyPtr(bio ? PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr) : nullptr);
-}
-
-X509Ptr load_cert(const std::string& name) {
-  BioPtr bio(BIO_new_file((kPki + "/" + name).c_str(), "r"));
-  return X509Ptr(bio ? PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr) : nullptr);
-}
 
 std::chrono::system_clock::time_point not_after_of(const std::string& name) {
   X509Ptr x = load_cert(name);

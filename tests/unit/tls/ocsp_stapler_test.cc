@@ -19,7 +19,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "../fake_clock.h"
+#include "support/fake_clock.h"
 #include "ocsp_test_support.h"
 #include "tls/tls_context.h"
 
