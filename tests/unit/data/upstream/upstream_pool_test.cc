@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "support/uv_loop_test.h"
 #include "util/loop_context.h"
 
 namespace tlsfront::upstream {
@@ -78,10 +79,10 @@ struct Recorder : UpstreamConnection::Handler {
   void on_upstream_writable() override {}
 };
 
-class UpstreamPoolTest : public ::testing::Test {
+class UpstreamPoolTest : public UvLoopTest {
  protected:
   void SetUp() override {
-    uv_loop_init(&loop_);
+    UvLoopTest::SetUp();
     ctx_ = std::make_unique<LoopContext>(&loop_);
     server_ = std::make_unique<TinyServer>(&loop_);
     cfg_.name = "t";
@@ -94,11 +95,7 @@ class UpstreamPoolTest : public ::testing::Test {
     ctx_->close();
     uv_run(&loop_, UV_RUN_DEFAULT);
     ctx_.reset();
-    EXPECT_EQ(uv_loop_close(&loop_), 0);
-  }
-  // Runs the loop until `done` or a bounded number of iterations.
-  void run_until(const std::function<bool()>& done) {
-    for (int i = 0; i < 2000 && !done(); ++i) uv_run(&loop_, UV_RUN_ONCE);
+    UvLoopTest::TearDown();
   }
   // One GET through the pool; returns whether the connection was reused.
   bool exchange() {
@@ -115,7 +112,6 @@ class UpstreamPoolTest : public ::testing::Test {
     return lease->reused;
   }
 
-  uv_loop_t loop_{};
   std::unique_ptr<LoopContext> ctx_;
   std::unique_ptr<TinyServer> server_;
   config::Upstream cfg_;
