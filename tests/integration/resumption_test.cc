@@ -398,7 +398,7 @@ TEST_F(Resumption, WrongSizeKeyFileIsAConfigError) {
   o.upstream_servers = {backend_.address()};
   o.extra = files_config({bad});
   std::string config = dir_.file("bad.toml");
-  write_file(config, make_config(o, free_port(), dir_.file("access.log")));
+  write_file(config, make_config(o, kAnyPort, dir_.file("access.log")));
 
   RunResult t = run_command(dir_, {TLSFRONT_BINARY, "--test", "--config", config}, milliseconds(5'000));
   EXPECT_TRUE(t.status.exited);

@@ -9,7 +9,9 @@
 #include <gtest/gtest.h>
 #include <uv.h>
 
+#include <chrono>
 #include <functional>
+#include <thread>
 
 namespace tlsfront {
 
@@ -25,6 +27,15 @@ class UvLoopTest : public ::testing::Test {
   // `done`, or `max_iterations` passed.
   void run_until(const std::function<bool()>& done, int max_iterations = 2000) {
     for (int i = 0; i < max_iterations && !done(); ++i) uv_run(&loop_, UV_RUN_ONCE);
+  }
+  // For what another thread or process does (the loop may have nothing to
+  // wait for): runs the loop without blocking, then sleeps 1 ms, until `done`
+  // or about 10 s passed.
+  void poll_until(const std::function<bool()>& done) {
+    for (int i = 0; i < 10'000 && !done(); ++i) {
+      uv_run(&loop_, UV_RUN_NOWAIT);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
   }
 
   uv_loop_t loop_{};

@@ -126,7 +126,7 @@ TEST_F(OcspFetcherTest, HungResponderTimesOutWithoutDelayingAnother) {
                                 order.push_back("hang");
                               }).ok());
   // The second starts after the first is connected and waiting.
-  while (responder_.accepted() < 1 && uv_run(&loop_, UV_RUN_NOWAIT) >= 0) std::this_thread::sleep_for(1ms);
+  poll_until([&] { return responder_.accepted() >= 1; });
   ASSERT_TRUE(fetcher_->fetch(OcspHttpRequest{responder_.url("/ok"), false, {}}, 5s, 1024,
                               [&](Result<std::vector<uint8_t>> r) {
                                 EXPECT_TRUE(r.ok());
@@ -146,7 +146,7 @@ TEST_F(OcspFetcherTest, CancelAndStopWithFetchesInFlight) {
   auto b = fetcher_->fetch(OcspHttpRequest{responder_.url("/hang"), false, {}}, 5s, 1024,
                            [&](Result<std::vector<uint8_t>>) { called = true; });
   ASSERT_TRUE(a.ok() && b.ok());
-  while (responder_.accepted() < 2 && uv_run(&loop_, UV_RUN_NOWAIT) >= 0) std::this_thread::sleep_for(1ms);
+  poll_until([&] { return responder_.accepted() >= 2; });
   fetcher_->cancel(*a);
   EXPECT_EQ(fetcher_->active_for_test(), 1u);
   fetcher_->stop();  // TearDown then requires uv_loop_close() == 0
