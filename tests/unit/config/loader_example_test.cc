@@ -14,7 +14,7 @@ namespace {
 // The documented example config must load as shipped.
 TEST(ExampleConfig, ShippedConfigLoads) {
   std::filesystem::path file =
-      std::filesystem::path(__FILE__).parent_path() / "../../../conf/tlsfront.toml";
+      std::filesystem::path(TLSFRONT_SOURCE_DIR) / "conf/tlsfront.toml";
   if (!std::filesystem::exists(file)) GTEST_SKIP() << "no " << file;
   Result<Config> c = load_file(file.string());
   ASSERT_TRUE(c.ok()) << c.error().detail;
@@ -36,7 +36,7 @@ TEST(ExampleConfig, ShippedConfigLoads) {
 // documented defaults are the real ones.
 TEST(ExampleConfig, DocumentedDefaultsAreTheDefaults) {
   std::filesystem::path file =
-      std::filesystem::path(__FILE__).parent_path() / "../../../conf/tlsfront.toml";
+      std::filesystem::path(TLSFRONT_SOURCE_DIR) / "conf/tlsfront.toml";
   if (!std::filesystem::exists(file)) GTEST_SKIP() << "no " << file;
   std::ifstream in(file);
   std::string line;
