@@ -2,6 +2,7 @@
 // exact "file:line:column: key path: message" (src/config/loader.h).
 #include "config/loader.h"
 #include "loader_test_support.h"
+#include "support/temp_dir.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -473,16 +474,8 @@ route = [{ upstream = "a" }]
 
 class LoadFileTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string pattern = (std::filesystem::temp_directory_path() / "tlsfront-cfg-XXXXXX").string();
-    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
-  std::filesystem::path dir_;
+  TempDir tmp_{"tlsfront-cfg"};
+  const std::filesystem::path dir_ = tmp_.path();
 };
 
 TEST_F(LoadFileTest, ResolvesPathsAgainstFileDirectory) {

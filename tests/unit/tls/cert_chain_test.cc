@@ -12,6 +12,7 @@
 #include <ctime>
 #include <filesystem>
 
+#include "support/temp_dir.h"
 #include "support/test_pki.h"
 
 namespace tlsfront::tls {
@@ -155,14 +156,12 @@ TEST_F(CertChainTest, LeafOnlyIsCompletedFromIssuersDir) {
 }
 
 TEST_F(CertChainTest, IssuersDirWithoutTheLinkIsStillIncomplete) {
-  char tmpl[] = "/tmp/cert-chain-test.XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl;
+  const TempDir tmp("cert-chain-test");
+  const std::string& dir = tmp.path();
   std::filesystem::copy_file(kPki + "/other-root.pem", dir + "/other-root.pem");
   config::Tls t = tls("leaf-only.pem");
   t.issuers_dir = dir;
   auto chain = build(t);
-  std::filesystem::remove_all(dir);
   ASSERT_FALSE(chain.ok());
   const std::string m = chain.error().message();
   EXPECT_NE(m.find(std::string("the issuer \"") + kIntermediate + "\""), std::string::npos) << m;

@@ -13,6 +13,7 @@
 #include <fstream>
 
 #include "support/fake_clock.h"
+#include "support/temp_dir.h"
 #include "support/thread_http_server.h"
 #include "ocsp_test_support.h"
 #include "tls/tls_context.h"
@@ -43,9 +44,6 @@ struct Outcome {
 class OcspStaplerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/tlsfront-ocsp-unit.XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
     client_ctx_.reset(SSL_CTX_new(TLS_client_method()));
     ASSERT_TRUE(client_ctx_);
     SSL_CTX_load_verify_locations(client_ctx_.get(), (kPki + "/root.pem").c_str(), nullptr);
@@ -54,11 +52,6 @@ class OcspStaplerTest : public ::testing::Test {
     signer_key_ = load_key("ocsp-signer.key");
     issuer_ = load_cert("intermediate.pem");
   }
-  void TearDown() override {
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
-
   std::unique_ptr<TlsContext> server(const std::string& name) {
     config::Tls t;
     t.certificates.push_back({.cert = kPki + "/" + name + ".chain.pem", .key = kPki + "/" + name + ".key"});
@@ -134,7 +127,8 @@ class OcspStaplerTest : public ::testing::Test {
   }
 
   FakeClock clock_{std::chrono::system_clock::now()};
-  std::string dir_;
+  TempDir tmp_{"tlsfront-ocsp-unit"};
+  const std::string dir_ = tmp_.path();
   SslCtxPtr client_ctx_;
   X509Ptr signer_, issuer_;
   EvpPkeyPtr signer_key_;

@@ -15,6 +15,7 @@
 #include "tls/ticket_key_source_file.h"
 #include "tls/ticket_key_source_local.h"
 #include "support/fake_clock.h"
+#include "support/temp_dir.h"
 #include "support/test_pki.h"
 #include "support/tls_pair.h"
 #include "tls/tls_context.h"
@@ -224,21 +225,17 @@ TEST(TicketKeyFile, UnreadableFileReportsStrerror) {
 // A FIFO put where a key file was must not block the (control-loop) reload
 // waiting for a writer: it is "not a regular file" like a directory.
 TEST(TicketKeyFile, FifoIsRejectedWithoutBlocking) {
-  const auto dir = std::filesystem::temp_directory_path() / ("tlsfront-fifo-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  const std::string path = (dir / "k.key").string();
-  std::filesystem::remove(path);
+  const TempDir dir("tlsfront-fifo");
+  const std::string path = dir.file("k.key");
   ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
   auto loaded = load_ticket_key_files(files_config({path}));
   ASSERT_FALSE(loaded.ok());
   EXPECT_NE(loaded.error().message().find("not a regular file"), std::string::npos) << loaded.error().message();
-  std::filesystem::remove_all(dir);
 }
 
 TEST(TicketKeyFile, WarnsWhenReadableByOthers) {
-  const auto dir = std::filesystem::temp_directory_path() / ("tlsfront-tk-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  const std::string path = (dir / "k.key").string();
+  const TempDir dir("tlsfront-tk");
+  const std::string path = dir.file("k.key");
   std::filesystem::copy_file(kPki + "/ticket-key-80.key", path, std::filesystem::copy_options::overwrite_existing);
   ASSERT_EQ(::chmod(path.c_str(), 0644), 0);
   auto loaded = load_ticket_key_files(files_config({path}));
@@ -250,7 +247,6 @@ TEST(TicketKeyFile, WarnsWhenReadableByOthers) {
   auto quiet = load_ticket_key_files(files_config({path}));
   ASSERT_TRUE(quiet.ok());
   EXPECT_TRUE(quiet->warnings.empty());
-  std::filesystem::remove_all(dir);
 }
 
 TEST(TicketKeyFile, ParseRejectsOtherSizes) {
