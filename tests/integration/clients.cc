@@ -368,6 +368,23 @@ bool matches_pattern(std::string_view body) {
   return true;
 }
 
+std::string binary_body(size_t n) {
+  std::string s(n, '\0');
+  for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>((i * 7 + i / 256) & 0xff);
+  return s;
+}
+
+std::string recorded_body(const std::string& raw) {
+  auto [head, body] = split_head(raw);
+  auto te = header_values(head, "Transfer-Encoding");
+  if (!te.empty() && te.back() == "chunked") {
+    auto d = dechunk(body);
+    EXPECT_TRUE(d.has_value()) << "recorded chunked body is malformed";
+    return d.value_or("");
+  }
+  return body;
+}
+
 // ---- raw TLS client -------------------------------------------------------------
 
 int tcp_connect(int port) {

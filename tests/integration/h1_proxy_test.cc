@@ -13,25 +13,6 @@ namespace {
 
 using H1H1 = ProxyTest;
 
-// All 256 byte values, repeated, so any transformation of the body shows.
-std::string binary_body(size_t n) {
-  std::string s(n, '\0');
-  for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>((i * 7 + i / 256) & 0xff);
-  return s;
-}
-
-// The body part of a recorded request, de-chunked when it was sent chunked.
-std::string recorded_body(const std::string& raw) {
-  auto [head, body] = split_head(raw);
-  auto te = header_values(head, "Transfer-Encoding");
-  if (!te.empty() && te.back() == "chunked") {
-    auto d = dechunk(body);
-    EXPECT_TRUE(d.has_value()) << "recorded chunked body is malformed";
-    return d.value_or("");
-  }
-  return body;
-}
-
 TEST_F(H1H1, GetProxied) {
   ASSERT_TRUE(start_proxy());
   HttpRequest req;

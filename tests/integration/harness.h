@@ -348,6 +348,12 @@ std::vector<std::string> header_values(std::string_view head, std::string_view n
 
 // Byte i of the backend's generated bodies is 'a' + i % 26.
 bool matches_pattern(std::string_view body);
+// A request body of `n` bytes holding all 256 byte values, repeated, so any
+// transformation of it shows.
+std::string binary_body(size_t n);
+// The body part of a recorded request (Backend::wait_requests), de-chunked
+// when it was sent chunked; a malformed chunked body fails the test ("").
+std::string recorded_body(const std::string& raw);
 
 // ---- fixture -----------------------------------------------------------------
 

@@ -43,6 +43,22 @@ struct MemoryTlsClient {
     if (!in.empty()) BIO_write(rbio, in.data(), static_cast<int>(in.size()));
   }
 
+  // Writes `text` as application data and feeds its record to `s`.
+  void send(TlsStream& s, std::string_view text) {
+    EXPECT_EQ(SSL_write(ssl.get(), text.data(), static_cast<int>(text.size())), static_cast<int>(text.size()));
+    s.feed(take_output());
+  }
+  // Gives the client what `s` wrote; returns the application data of one
+  // SSL_read ("" when there is none).
+  std::string receive(TlsStream& s) {
+    std::string out;
+    s.take_output(out);
+    give(out);
+    char buf[16 * 1024];
+    const int n = SSL_read(ssl.get(), buf, sizeof(buf));
+    return std::string(buf, n > 0 ? static_cast<size_t>(n) : 0);
+  }
+
   SslPtr ssl;
   BIO* rbio = nullptr;  // owned by `ssl`
   BIO* wbio = nullptr;  // owned by `ssl`

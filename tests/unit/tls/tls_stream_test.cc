@@ -38,8 +38,7 @@ class TlsStreamTest : public ::testing::Test {
     *reused = SSL_session_reused(stream->ssl()) == 1;
 
     // Client -> server application data.
-    EXPECT_EQ(SSL_write(c.ssl.get(), "ping", 4), 4);
-    stream->feed(c.take_output());
+    c.send(*stream, "ping");
     char buf[64];
     auto got = stream->read(buf, sizeof(buf));
     EXPECT_TRUE(got.ok());
@@ -47,11 +46,7 @@ class TlsStreamTest : public ::testing::Test {
 
     // Server -> client, which also delivers TLS 1.3 NewSessionTickets.
     EXPECT_TRUE(stream->write("pong").ok());
-    std::string out;
-    stream->take_output(out);
-    c.give(out);
-    int m = SSL_read(c.ssl.get(), buf, sizeof(buf));
-    EXPECT_EQ(std::string(buf, m > 0 ? m : 0), "pong");
+    EXPECT_EQ(c.receive(*stream), "pong");
 
     // close_notify from the client reads as Errc::Closed.
     SSL_shutdown(c.ssl.get());
@@ -74,11 +69,7 @@ TEST_F(TlsStreamTest, ReleaseBuffersKeepsTheConnectionWorking) {
   MemoryTlsClient c(client_ctx_.get(), nullptr);
   pump_handshake(c, *stream);
   ASSERT_TRUE(stream->handshake_done());
-  auto client_to_server = [&](const std::string& text) {
-    EXPECT_EQ(SSL_write(c.ssl.get(), text.data(), static_cast<int>(text.size())), static_cast<int>(text.size()));
-    stream->feed(c.take_output());
-  };
-  client_to_server("one");
+  c.send(*stream, "one");
   EXPECT_FALSE(stream->release_buffers());  // input not yet read
   char buf[64];
   auto got = stream->read(buf, sizeof(buf));
@@ -93,16 +84,12 @@ TEST_F(TlsStreamTest, ReleaseBuffersKeepsTheConnectionWorking) {
   int m = SSL_read(c.ssl.get(), buf, sizeof(buf));
   EXPECT_EQ(std::string(buf, m > 0 ? m : 0), "reply");
   // Both directions still work after the release.
-  client_to_server("two");
+  c.send(*stream, "two");
   got = stream->read(buf, sizeof(buf));
   ASSERT_TRUE(got.ok());
   EXPECT_EQ(std::string(buf, *got), "two");
   EXPECT_TRUE(stream->write("again").ok());
-  out.clear();
-  stream->take_output(out);
-  c.give(out);
-  m = SSL_read(c.ssl.get(), buf, sizeof(buf));
-  EXPECT_EQ(std::string(buf, m > 0 ? m : 0), "again");
+  EXPECT_EQ(c.receive(*stream), "again");
 }
 
 TEST_F(TlsStreamTest, Tls13HandshakeDataAndTicketResumption) {
