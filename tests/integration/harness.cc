@@ -1,4 +1,4 @@
-// Integration harness, the process half (see harness.h): temp dirs, ports,
+// Integration harness, the process half (see harness.h): files, ports,
 // child processes, the backend and proxy launchers, JSON log fields, the fixture.
 // The clients live in clients.cc.
 #include "harness.h"
@@ -61,13 +61,6 @@ bool wait_until(const std::function<bool()>& pred, milliseconds timeout) {
   }
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 void write_file(const std::string& path, std::string_view data) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(data.data(), static_cast<std::streamsize>(data.size()));
@@ -78,22 +71,7 @@ bool file_exists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
-// ---- TempDir -------------------------------------------------------------------
-
-TempDir::TempDir() {
-  char tmpl[] = "/tmp/tlsfront-it.XXXXXX";
-  if (::mkdtemp(tmpl) == nullptr) {
-    ADD_FAILURE() << "mkdtemp: " << std::strerror(errno);
-    return;
-  }
-  path_ = tmpl;
-}
-
-TempDir::~TempDir() {
-  if (path_.empty()) return;
-  std::error_code ec;
-  std::filesystem::remove_all(path_, ec);
-}
+// ---- ports -------------------------------------------------------------------------
 
 int free_port() {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);

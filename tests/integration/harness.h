@@ -24,6 +24,8 @@
 
 #include <gtest/gtest.h>
 
+#include "support/temp_dir.h"
+
 typedef struct ssl_st SSL;
 typedef struct ssl_ctx_st SSL_CTX;
 typedef struct ssl_session_st SSL_SESSION;
@@ -40,23 +42,9 @@ std::string pki(std::string_view file);  // TLSFRONT_TEST_PKI_DIR/<file>
 // Polls `pred` every few milliseconds until it is true or `timeout` passes.
 bool wait_until(const std::function<bool()>& pred, milliseconds timeout = kDefaultDeadline);
 
-std::string read_file(const std::string& path);
+// TempDir and read_file are the unit tests' (support/temp_dir.h).
 void write_file(const std::string& path, std::string_view data);
 bool file_exists(const std::string& path);
-
-// mkdtemp under /tmp; removed recursively by the destructor.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string file(std::string_view name) const { return path_ + "/" + std::string(name); }
-
- private:
-  std::string path_;
-};
 
 // A port that was free a moment ago (bound to 127.0.0.1:0, then closed), for
 // what cannot bind port 0 itself and say which port it got (redis-server, an

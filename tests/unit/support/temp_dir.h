@@ -1,6 +1,7 @@
 // TempDir: a fresh directory under /tmp for one test, removed with all it
 // holds when the TempDir goes (also when an ASSERT ended the test early);
-// read_file for what the code under test wrote there.
+// read_file for what the code under test wrote there. The integration
+// harness uses them too.
 // Thread affinity: any.
 #pragma once
 
@@ -18,7 +19,7 @@ namespace tlsfront {
 class TempDir {
  public:
   // "/tmp/<prefix>.XXXXXX" (mkdtemp); a failure fails the test.
-  explicit TempDir(std::string_view prefix = "tlsfront-unit") {
+  explicit TempDir(std::string_view prefix = "tlsfront-test") {
     std::string tmpl = "/tmp/" + std::string(prefix) + ".XXXXXX";
     if (::mkdtemp(tmpl.data()) == nullptr) {
       ADD_FAILURE() << "mkdtemp " << tmpl << " failed";
