@@ -17,10 +17,11 @@ Status parse_admin(const TableReader& root, const std::vector<Listener>& listene
   if (Status s = t.get_string("address", address, Presence::Optional, /*allow_empty=*/false); !s.ok()) return s;
   if (!address.empty()) {
     if (!out.enabled) return t.error_at("address", "not used with enabled = false");
-    Result<Endpoint> endpoint = parse_endpoint(address, /*allow_localhost=*/false);
+    Result<Endpoint> endpoint = parse_endpoint(address, /*allow_localhost=*/false, /*allow_port_zero=*/true);
     if (!endpoint.ok()) return t.error_at("address", endpoint.error().message());
+    // Port 0 on both sides is no clash: each socket gets its own free port.
     for (const auto& l : listeners) {
-      if (l.address == *endpoint) return t.error_at("address", "is also a [[listen]] address");
+      if (l.address == *endpoint && endpoint->port != 0) return t.error_at("address", "is also a [[listen]] address");
     }
     out.address = *endpoint;
   }

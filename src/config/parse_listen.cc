@@ -47,7 +47,7 @@ Status parse_listen(const TableReader& root, std::vector<Listener>& out) {
     Listener listener;
     std::string address;
     if (Status s = t.get_string("address", address, Presence::Required); !s.ok()) return s;
-    Result<Endpoint> endpoint = parse_endpoint(address, /*allow_localhost=*/false);
+    Result<Endpoint> endpoint = parse_endpoint(address, /*allow_localhost=*/false, /*allow_port_zero=*/true);
     if (!endpoint.ok()) return t.error_at("address", endpoint.error().detail);
     listener.address = std::move(*endpoint);
     for (size_t j = 0; j < out.size(); ++j) {
@@ -55,7 +55,10 @@ Status parse_listen(const TableReader& root, std::vector<Listener>& out) {
           out[j].address.port == listener.address.port) {
         return t.error_at("address", "duplicate listen address " +
                                          quote(listener.address.to_string()) +
-                                         " (first at " + positions[j] + ")");
+                                         " (first at " + positions[j] +
+                                         (listener.address.port == 0 ? "; port 0 is one free port per host: list it once"
+                                                                     : "") +
+                                         ")");
       }
     }
     if (Status s = t.get_integer("backlog", 1, 65535, listener.backlog); !s.ok()) return s;

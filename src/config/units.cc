@@ -200,7 +200,7 @@ std::string format_size(uint64_t bytes) {
   return std::to_string(bytes);
 }
 
-Result<Endpoint> parse_endpoint(std::string_view text, bool allow_localhost) {
+Result<Endpoint> parse_endpoint(std::string_view text, bool allow_localhost, bool allow_port_zero) {
   constexpr std::string_view kWhat = "address";
   std::string_view host;
   std::string_view port_text;
@@ -227,7 +227,8 @@ Result<Endpoint> parse_endpoint(std::string_view text, bool allow_localhost) {
   size_t pos = 0;
   uint64_t port = 0;
   bool overflow = false;
-  if (!read_digits(port_text, pos, port, overflow) || pos != port_text.size() || port < 1 ||
+  if (!read_digits(port_text, pos, port, overflow) || pos != port_text.size() ||
+      (port < 1 && !allow_port_zero) ||
       port > 65535) {
     return invalid(kWhat, text, "port must be an integer 1..65535");
   }

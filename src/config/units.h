@@ -45,9 +45,12 @@ std::string format_size(uint64_t bytes);
 // ("127.0.0.1:8443", "[::1]:8443"); the host is stored canonical and without
 // brackets. With `allow_localhost`, the name "localhost" (any case) is also
 // accepted and stored as "127.0.0.1"; no other name is, since nothing is
-// resolved. Port: 1..65535.
+// resolved. Port: 1..65535; with `allow_port_zero` also 0, an address to
+// bind: the kernel picks a free port (the message for a bad port still says
+// 1..65535: 0 is no port number but "any").
 // Errc::InvalidArgument: any other shape, with the reason.
-[[nodiscard]] Result<Endpoint> parse_endpoint(std::string_view text, bool allow_localhost);
+[[nodiscard]] Result<Endpoint> parse_endpoint(std::string_view text, bool allow_localhost,
+                                              bool allow_port_zero = false);
 
 // `text` in double quotes, with '"', '\' and control bytes escaped, for
 // error messages.

@@ -125,6 +125,12 @@ Result<std::unique_ptr<AdminServer>> AdminServer::start(uv_loop_t* loop, const c
       if (l->data) static_cast<AdminServer*>(l->data)->on_connection(status);
     });
   }
+  s->address_ = address;
+  int len = sizeof(ss);
+  if (rc == 0 && uv_tcp_getsockname(s->listener_.get(), reinterpret_cast<sockaddr*>(&ss), &len) == 0) {
+    s->address_.port = ntohs(ss.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6&>(ss).sin6_port
+                                                      : reinterpret_cast<sockaddr_in&>(ss).sin_port);
+  }
   if (rc != 0) {
     return make_error(Errc::Io, "admin listener " + address.to_string() + ": " + uv_strerror(rc) +
                                     " (set [admin] address, or enabled = false)");

@@ -37,6 +37,10 @@ class AdminServer {
   [[nodiscard]] static Result<std::unique_ptr<AdminServer>> start(uv_loop_t* loop, const config::Endpoint& address,
                                                                   Handlers handlers);
   ~AdminServer();  // closes the listener and every admin connection
+
+  // The address it listens on: the configured one, with the port the kernel
+  // picked when that was 0.
+  const config::Endpoint& address() const { return address_; }
   AdminServer(const AdminServer&) = delete;
   AdminServer& operator=(const AdminServer&) = delete;
 
@@ -53,6 +57,7 @@ class AdminServer {
   uv_loop_t* loop_;
   Handlers handlers_;
   UvHandle<uv_tcp_t> listener_;
+  config::Endpoint address_;
   std::map<Conn*, std::unique_ptr<Conn>> conns_;
   uint64_t next_seq_ = 0;
 };

@@ -82,6 +82,32 @@ Status check_address_free(const config::Listener& listener) {
 
 Result<UniqueFd> bind_listener(const config::Listener& listener) { return bind_socket(listener, true); }
 
+Result<std::vector<UniqueFd>> bind_listeners(const config::Listener& listener, size_t count) {
+  // A port-0 probe would only prove that some port is free.
+  if (listener.address.port != 0) {
+    if (auto st = check_address_free(listener); !st) return st.take_error();
+  }
+  config::Listener same_port = listener;
+  std::vector<UniqueFd> out;
+  for (size_t i = 0; i < count; ++i) {
+    auto fd = bind_listener(same_port);
+    if (!fd) return fd.take_error();
+    same_port.address = bound_address(listener.address, *fd);
+    out.push_back(std::move(fd).value());
+  }
+  return out;
+}
+
+config::Endpoint bound_address(const config::Endpoint& configured, const UniqueFd& fd) {
+  sockaddr_storage local{};
+  socklen_t len = sizeof(local);
+  config::Endpoint out = configured;
+  if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&local), &len) != 0) return out;
+  out.port = ntohs(local.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6&>(local).sin6_port
+                                               : reinterpret_cast<sockaddr_in&>(local).sin_port);
+  return out;
+}
+
 Result<std::vector<UniqueFd>> adopt_activated_sockets(const std::vector<config::Listener>& listeners) {
   std::vector<UniqueFd> out(listeners.size());
   const int n = sd_listen_fds(/*unset_environment=*/1);

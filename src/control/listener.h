@@ -25,6 +25,19 @@ namespace tlsfront::control {
 // inherit). Errors: Errc::Io naming the address.
 [[nodiscard]] Result<UniqueFd> bind_listener(const config::Listener& listener);
 
+// `count` (>= 1) sockets for `listener`, one per worker, all on one port
+// (bind_listener each). A fixed port is first checked with
+// check_address_free. Port 0 binds a free port once: the first socket gets it
+// from the kernel (which never hands out a port another socket holds, with
+// SO_REUSEPORT or not), the others bind that same port, so the workers share
+// it as they share a fixed one. Errors: as check_address_free and
+// bind_listener.
+[[nodiscard]] Result<std::vector<UniqueFd>> bind_listeners(const config::Listener& listener, size_t count);
+
+// `configured` with the port `fd` is bound to: the real port of a port-0
+// address, for the log. `configured` as it is when getsockname fails.
+config::Endpoint bound_address(const config::Endpoint& configured, const UniqueFd& fd);
+
 // Socket activation (sd_listen_fds(3), a tlsfront.socket unit): the listening
 // TCP sockets systemd passed, matched to `listeners` by local address and
 // port. Result[i] is the socket for listeners[i], or invalid when systemd

@@ -147,15 +147,16 @@ void Server::reload() {
   cfg->tls.ticket_keys = old->config.tls.ticket_keys;
   // New addresses are bound (one socket per worker) before anything is
   // published, so an address in use fails the reload, not half of it.
+  // An address is its configured text: a kept port-0 address keeps its
+  // socket and port; the workers' listeners are keyed by it too.
   std::vector<std::vector<data::ListenSocket>> added(workers_.size());
+  std::map<std::string, config::Endpoint> added_bound;  // for bound_, once live
   for (const auto& l : cfg->listeners) {
     if (listens_on(old->config.listeners, l.address)) continue;
-    if (auto st = check_address_free(l); !st) return fail(st.error().message());
-    for (auto& per_worker : added) {
-      auto fd = bind_listener(l);
-      if (!fd) return fail(fd.error().message());
-      per_worker.push_back(data::ListenSocket{l, std::move(fd).value()});
-    }
+    auto fds = bind_listeners(l, workers_.size());
+    if (!fds) return fail(fds.error().message());
+    added_bound[l.address.to_string()] = bound_address(l.address, fds->front());
+    for (size_t w = 0; w < added.size(); ++w) added[w].push_back(data::ListenSocket{l, std::move((*fds)[w])});
   }
   auto gen = build_generation(std::move(cfg).value(), session_cache_.get(), tickets_.get(), &ocsp_);
   if (!gen) return fail(gen.error().message());
@@ -169,17 +170,24 @@ void Server::reload() {
   for (size_t w = 0; w < workers_.size(); ++w) {
     for (auto& socket : added[w]) workers_[w]->add_listener(std::move(socket));
   }
+  bound_.merge(added_bound);
   for (const auto& l : (*gen)->config.listeners) {
-    if (!listens_on(old->config.listeners, l.address)) log::info("reload: listening on {}", l.address.to_string());
+    if (!listens_on(old->config.listeners, l.address)) log::info("reload: listening on {}", bound(l.address));
   }
   for (const auto& l : old->config.listeners) {
     if (listens_on((*gen)->config.listeners, l.address)) continue;
-    log::info("reload: no longer listening on {}; its connections finish", l.address.to_string());
+    log::info("reload: no longer listening on {}; its connections finish", bound(l.address));
+    bound_.erase(l.address.to_string());
     for (auto& w : workers_) w->remove_listener(l.address);
   }
   ++generation_number_;
   log::info("reload: generation {} is live; connections accepted before keep theirs", generation_number_);
   sd_notifyf(0, "READY=1\nSTATUS=serving generation %llu", static_cast<unsigned long long>(generation_number_));
+}
+
+std::string Server::bound(const config::Endpoint& address) const {
+  auto it = bound_.find(address.to_string());
+  return (it == bound_.end() ? address : it->second).to_string();
 }
 
 std::string Server::scrape() const {
@@ -286,16 +294,21 @@ Result<int> Server::run(config::Config cfg) {
   for (size_t i = 0; i < c.listeners.size(); ++i) {
     const config::Listener& l = c.listeners[i];
     const UniqueFd& passed = (*activated)[i];
+    std::vector<UniqueFd> fds;
     if (passed.valid()) {
       log::info("listening on {}: socket from systemd (socket activation)", l.address.to_string());
-    } else if (auto st = check_address_free(l); !st) {
-      return st.take_error();
+      for (int w = 0; w < nworkers; ++w) {
+        auto fd = dup_fd(passed);
+        if (!fd) return fd.take_error();
+        fds.push_back(std::move(fd).value());
+      }
+    } else if (auto own = bind_listeners(l, nworkers); own) {
+      fds = std::move(own).value();
+    } else {
+      return own.take_error();
     }
-    for (int w = 0; w < nworkers; ++w) {
-      Result<UniqueFd> fd = passed.valid() ? dup_fd(passed) : bind_listener(l);
-      if (!fd) return fd.take_error();
-      sockets[w].push_back(data::ListenSocket{l, std::move(fd).value()});
-    }
+    bound_[l.address.to_string()] = bound_address(l.address, fds.front());
+    for (int w = 0; w < nworkers; ++w) sockets[w].push_back(data::ListenSocket{l, std::move(fds[w])});
   }
   current_.store(*gen);
 
@@ -335,13 +348,13 @@ Result<int> Server::run(config::Config cfg) {
         &ctl.loop, c.admin.address, {[this] { return scrape(); }, [&ctl] { return ctl.stop_signals == 0; }});
     if (admin) {
       ctl.admin = std::move(admin).value();
-      log::info("admin: http://{}/metrics and /healthz", c.admin.address.to_string());
+      log::info("admin: http://{}/metrics and /healthz", ctl.admin->address().to_string());
     } else {
       log::error("{}; serving without it", admin.error().message());
     }
   }
   for (int w = 0; w < nworkers; ++w) workers_[w]->start(std::move(sockets[w]));
-  for (const auto& l : c.listeners) log::info("listening on {} ({} worker{})", l.address.to_string(), nworkers, nworkers == 1 ? "" : "s");
+  for (const auto& l : c.listeners) log::info("listening on {} ({} worker{})", bound(l.address), nworkers, nworkers == 1 ? "" : "s");
   // Type=notify (systemd/tlsfront.service): the listening sockets are bound
   // and queue connections, and every worker loop is starting on them. A no-op
   // without $NOTIFY_SOCKET.

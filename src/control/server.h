@@ -9,7 +9,9 @@
 #pragma once
 
 #include <atomic>
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "config/config.h"
@@ -53,7 +55,8 @@ class Server {
   // generation they were accepted under; new ones get the new one. The
   // session cache and ticket keys are the Server's and survive. New [[listen]]
   // addresses are bound before publishing (in use = the reload fails);
-  // removed ones stop accepting. Settings that need a restart (workers, a
+  // removed ones stop accepting; an address is compared as configured, so a
+  // kept port-0 address keeps its socket and port. Settings that need a restart (workers, a
   // listener's backlog, log.access_log, [tls.session_cache],
   // [tls.ticket_keys]) are kept as they are, with a warning naming them. sd_notify RELOADING=1 (+ MONOTONIC_USEC) before,
   // READY=1 after.
@@ -75,6 +78,11 @@ class Server {
   // One per worker, outliving the workers: the admin endpoint sums them.
   std::vector<std::unique_ptr<metrics::WorkerCounters>> counters_;
   std::vector<std::unique_ptr<data::Worker>> workers_;
+
+  // Each [[listen]] address, as configured, with the port it got (the real
+  // one of a port-0 address); bound() is the text the log names it by.
+  std::map<std::string, config::Endpoint> bound_;
+  std::string bound(const config::Endpoint& address) const;
 
   // The /metrics body: the workers' counters summed, plus the process-wide
   // sources. Control thread.

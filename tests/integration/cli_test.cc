@@ -31,7 +31,7 @@ class Cli : public ::testing::Test {
     return path;
   }
   std::string config_text(const ProxyOptions& o) const {
-    return make_config(o, free_port(), dir_.file("access.log"));
+    return make_config(o, kAnyPort, dir_.file("access.log"));
   }
   // Number of lines in `text` (the next appended line's number is this + 1).
   static int line_count(const std::string& text) {
@@ -140,7 +140,7 @@ TEST_F(Cli, TestMissingCertificate) {
 
 TEST_F(Cli, TestUnwritableAccessLogFails) {
   std::string path =
-      write_config(make_config(good_options(), free_port(), dir_.file("no-such-dir/access.log")));
+      write_config(make_config(good_options(), kAnyPort, dir_.file("no-such-dir/access.log")));
   RunResult r = run_test(path);
   EXPECT_EQ(r.status.code, 1);
   EXPECT_NE(r.err.find("no-such-dir/access.log"), std::string::npos) << r.err;

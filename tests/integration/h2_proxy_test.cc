@@ -15,19 +15,6 @@ namespace {
 
 using H2H1 = ProxyTest;
 
-std::string binary_body(size_t n) {
-  std::string s(n, '\0');
-  for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>((i * 7 + i / 256) & 0xff);
-  return s;
-}
-
-std::string recorded_body(const std::string& raw) {
-  auto [head, body] = split_head(raw);
-  auto te = header_values(head, "Transfer-Encoding");
-  if (!te.empty() && te.back() == "chunked") return dechunk(body).value_or("<malformed chunked body>");
-  return body;
-}
-
 TEST_F(H2H1, AlpnPicksH2WhenOffered) {
   ASSERT_TRUE(start_proxy());
   TlsClient both;

@@ -1,4 +1,4 @@
-// Integration harness, the process half (see harness.h): temp dirs, ports,
+// Integration harness, the process half (see harness.h): files, ports,
 // child processes, the backend and proxy launchers, JSON log fields, the fixture.
 // The clients live in clients.cc.
 #include "harness.h"
@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -60,13 +61,6 @@ bool wait_until(const std::function<bool()>& pred, milliseconds timeout) {
   }
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 void write_file(const std::string& path, std::string_view data) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(data.data(), static_cast<std::streamsize>(data.size()));
@@ -77,22 +71,7 @@ bool file_exists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
-// ---- TempDir -------------------------------------------------------------------
-
-TempDir::TempDir() {
-  char tmpl[] = "/tmp/tlsfront-it.XXXXXX";
-  if (::mkdtemp(tmpl) == nullptr) {
-    ADD_FAILURE() << "mkdtemp: " << std::strerror(errno);
-    return;
-  }
-  path_ = tmpl;
-}
-
-TempDir::~TempDir() {
-  if (path_.empty()) return;
-  std::error_code ec;
-  std::filesystem::remove_all(path_, ec);
-}
+// ---- ports -------------------------------------------------------------------------
 
 int free_port() {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -108,6 +87,18 @@ int free_port() {
   }
   ::close(fd);
   return port;
+}
+
+std::optional<int> logged_port(std::string_view log, std::string_view before, std::string_view after) {
+  for (size_t at = log.find(before); at != std::string_view::npos; at = log.find(before, at + 1)) {
+    size_t end = at + before.size();
+    int port = 0;
+    while (end < log.size() && std::isdigit(static_cast<unsigned char>(log[end])) && port < 65536) {
+      port = port * 10 + (log[end++] - '0');
+    }
+    if (end > at + before.size() && port > 0 && port < 65536 && log.substr(end).starts_with(after)) return port;
+  }
+  return std::nullopt;
 }
 
 // ---- Process ---------------------------------------------------------------------
@@ -293,11 +284,7 @@ std::string make_config(const ProxyOptions& o, int port, const std::string& acce
   if (o.admin_port < 0) {
     c += "\n[admin]\nenabled = false\n";
   } else {
-    // Two free_port() calls in a row may name the same port: never the
-    // listener's (Proxy::start keeps the listener off a test's own admin_port).
-    int admin = o.admin_port;
-    while (admin == 0 || (o.admin_port == 0 && admin == port)) admin = free_port();
-    c += "\n[admin]\naddress = \"127.0.0.1:" + std::to_string(admin) + "\"\n";
+    c += "\n[admin]\naddress = \"127.0.0.1:" + std::to_string(o.admin_port) + "\"\n";
   }
   return c;
 }
@@ -307,39 +294,39 @@ Proxy::Proxy(const TempDir& dir) : dir_(dir) {}
 bool Proxy::start(const ProxyOptions& o) {
   config_path_ = dir_.file("tlsfront.toml");
   access_log_ = dir_.file("access.log");
-  // free_port() only names a port that was free a moment ago: a test running
-  // in parallel may take it first. Ready means *this* process logged that it
-  // listens there and a handshake succeeds (a probe alone could reach the
-  // other test's proxy); "Address already in use" means another try.
-  for (int attempt = 1;; ++attempt) {
-    do {
-      port_ = free_port();
-    } while (port_ == o.admin_port);
-    write_file(config_path_, make_config(o, port_, access_log_));
-    if (!process_.start({TLSFRONT_BINARY, "--config", config_path_}, dir_.file("tlsfront.out"),
-                        dir_.file("tlsfront.err"))) {
-      ADD_FAILURE() << "fork failed";
-      return false;
-    }
-    const std::string listening = "listening on 127.0.0.1:" + std::to_string(port_) + " (";
-    bool exited = false;
-    bool ready = wait_until([&] {
-      if (!process_.running()) {
-        exited = true;
-        return true;
-      }
-      if (process_.err().find(listening) == std::string::npos) return false;
-      TlsClient probe;
-      return probe.connect(port_, TlsOptions{}, milliseconds(1'000));
-    });
-    if (ready && !exited) return true;
-    if (exited && attempt < 3 && process_.err().find("Address already in use") != std::string::npos) continue;
-    ADD_FAILURE() << "tlsfront did not become ready on port " << port_ << (exited ? " (it exited)" : "")
-                  << "; config:\n"
-                  << read_file(config_path_) << "\nstderr:\n"
-                  << process_.err();
+  // Port 0: the kernel picks ports no other test holds, and the log says
+  // which (the admin line comes before the listening line).
+  port_ = 0;
+  admin_port_ = o.admin_port > 0 ? o.admin_port : 0;
+  write_file(config_path_, make_config(o, kAnyPort, access_log_));
+  if (!process_.start({TLSFRONT_BINARY, "--config", config_path_}, dir_.file("tlsfront.out"),
+                      dir_.file("tlsfront.err"))) {
+    ADD_FAILURE() << "fork failed";
     return false;
   }
+  bool exited = false;
+  bool ready = wait_until([&] {
+    if (!process_.running()) {
+      exited = true;
+      return true;
+    }
+    const std::string err = process_.err();
+    const auto listening = logged_port(err, "listening on 127.0.0.1:", " (");
+    if (!listening) return false;
+    if (o.admin_port == 0) {
+      const auto admin = logged_port(err, "admin: http://127.0.0.1:", "/metrics");
+      if (!admin) return false;
+      admin_port_ = *admin;
+    }
+    port_ = *listening;
+    TlsClient probe;
+    return probe.connect(port_, TlsOptions{}, milliseconds(1'000));
+  });
+  if (ready && !exited) return true;
+  ADD_FAILURE() << "tlsfront did not become ready" << (exited ? " (it exited)" : "") << "; config:\n"
+                << read_file(config_path_) << "\nstderr:\n"
+                << process_.err();
+  return false;
 }
 
 std::vector<std::string> Proxy::wait_log_lines(size_t n, milliseconds timeout) const {
@@ -482,6 +469,30 @@ int listen_loopback(int backlog, int& port) {
   }
   port = ntohs(a.sin_port);
   return fd;
+}
+
+std::string plain_request(int port, const std::string& request, milliseconds timeout) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return "";
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string out;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+      ::send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size())) {
+    const auto deadline = Clock::now() + timeout;
+    char buf[16 * 1024];
+    while (Clock::now() < deadline) {
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, 100) <= 0) continue;
+      const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+      if (n <= 0) break;
+      out.append(buf, static_cast<size_t>(n));
+    }
+  }
+  ::close(fd);
+  return out;
 }
 
 bool wait_tls_ready(int port, milliseconds timeout) {

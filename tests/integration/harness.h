@@ -1,4 +1,4 @@
-// Black-box harness for tlsfront's integration tests: temp dirs, free ports,
+// Black-box harness for tlsfront's integration tests: temp dirs, ports,
 // child processes (the proxy and the recording backend), TOML generation,
 // clients (libcurl and a raw OpenSSL client for byte-exact requests),
 // access-log and backend-record helpers.
@@ -24,6 +24,8 @@
 
 #include <gtest/gtest.h>
 
+#include "support/temp_dir.h"
+
 typedef struct ssl_st SSL;
 typedef struct ssl_ctx_st SSL_CTX;
 typedef struct ssl_session_st SSL_SESSION;
@@ -40,26 +42,18 @@ std::string pki(std::string_view file);  // TLSFRONT_TEST_PKI_DIR/<file>
 // Polls `pred` every few milliseconds until it is true or `timeout` passes.
 bool wait_until(const std::function<bool()>& pred, milliseconds timeout = kDefaultDeadline);
 
-std::string read_file(const std::string& path);
+// TempDir and read_file are the unit tests' (support/temp_dir.h).
 void write_file(const std::string& path, std::string_view data);
 bool file_exists(const std::string& path);
 
-// mkdtemp under /tmp; removed recursively by the destructor.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string file(std::string_view name) const { return path_ + "/" + std::string(name); }
-
- private:
-  std::string path_;
-};
-
-// A port that was free a moment ago (bound to 127.0.0.1:0, then closed).
+// A port that was free a moment ago (bound to 127.0.0.1:0, then closed), for
+// what cannot bind port 0 itself and say which port it got (redis-server, an
+// OCSP responder, an address nothing listens on). tlsfront and the backend
+// bind port 0 and report the port instead: no other test can hold it.
 int free_port();
+// The port a process logged: the digits right after the first `before` in
+// `log` that are followed by `after` ("listening on 127.0.0.1:" ... " (").
+std::optional<int> logged_port(std::string_view log, std::string_view before, std::string_view after);
 // A listening TCP socket on 127.0.0.1 with a kernel-chosen port (in `port`),
 // held by the test (what systemd does for socket activation, or "something
 // else listens here"); the caller closes it. -1 on failure.
@@ -141,8 +135,13 @@ struct ProxyOptions {
   std::string certificate = pki("localhost.chain.pem");
   std::string key = pki("localhost.key");
   std::string certificates;                   // [[certificate]] tables; when set, replaces certificate/key
-  int admin_port = 0;                         // [admin] on 127.0.0.1:admin_port; 0 = a free port; -1 = off
+  int admin_port = 0;                         // [admin] on 127.0.0.1:admin_port; 0 = any free port; -1 = off
 };
+
+// The [[listen]] port of a config that lets tlsfront pick a free port: the
+// start-up log names it ("listening on 127.0.0.1:PORT (N workers)"), and a
+// reload with the same text keeps its socket.
+inline constexpr int kAnyPort = 0;
 
 // The TOML text for `o` (listening on `port`, logging to `access_log`).
 std::string make_config(const ProxyOptions& o, int port, const std::string& access_log);
@@ -150,13 +149,15 @@ std::string make_config(const ProxyOptions& o, int port, const std::string& acce
 class Proxy {
  public:
   explicit Proxy(const TempDir& dir);
-  // Writes tlsfront.toml and starts `tlsfront --config`; ready = a TLS
-  // handshake to the port succeeds (deadline 10 s). False (with a gtest
-  // failure naming stderr) when it does not come up.
+  // Writes tlsfront.toml (listening on kAnyPort, [admin] on port 0 unless
+  // `o` names one) and starts `tlsfront --config`; ready = it logged the
+  // ports it got and a TLS handshake to the listener succeeds (deadline
+  // 10 s). False (with a gtest failure naming stderr) when it does not come up.
   bool start(const ProxyOptions& o);
   ExitStatus stop(milliseconds timeout = milliseconds(5'000)) { return process_.stop(timeout); }
   Process& process() { return process_; }
-  int port() const { return port_; }
+  int port() const { return port_; }              // the [[listen]] port it got
+  int admin_port() const { return admin_port_; }  // [admin]'s (0 when off)
   const std::string& config_path() const { return config_path_; }
   const std::string& access_log() const { return access_log_; }
   // Waits until the access log holds at least `n` lines; returns them all.
@@ -166,6 +167,7 @@ class Proxy {
   const TempDir& dir_;
   Process process_;
   int port_ = 0;
+  int admin_port_ = 0;
   std::string config_path_, access_log_;
 };
 
@@ -319,6 +321,9 @@ class FakeUpstream {
 
 // A plain TCP connection to 127.0.0.1:`port` (-1 on failure).
 int tcp_connect(int port);
+// Sends `request` over plain TCP to 127.0.0.1:`port` (the admin listener);
+// returns what arrived until the peer closed or `timeout` passed.
+std::string plain_request(int port, const std::string& request, milliseconds timeout = milliseconds(5'000));
 // Waits for the peer to close `fd` (EOF or reset) up to `timeout`; true if it did.
 bool wait_for_close(int fd, milliseconds timeout);
 
@@ -331,6 +336,12 @@ std::vector<std::string> header_values(std::string_view head, std::string_view n
 
 // Byte i of the backend's generated bodies is 'a' + i % 26.
 bool matches_pattern(std::string_view body);
+// A request body of `n` bytes holding all 256 byte values, repeated, so any
+// transformation of it shows.
+std::string binary_body(size_t n);
+// The body part of a recorded request (Backend::wait_requests), de-chunked
+// when it was sent chunked; a malformed chunked body fails the test ("").
+std::string recorded_body(const std::string& raw);
 
 // ---- fixture -----------------------------------------------------------------
 

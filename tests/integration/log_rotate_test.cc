@@ -74,7 +74,7 @@ TEST_F(LogRotate, SnippetIsValidLogrotateConfig) {
   const char* logrotate = "/usr/sbin/logrotate";
   struct stat st {};
   if (::stat(logrotate, &st) != 0) GTEST_SKIP() << "logrotate is not installed";
-  const std::filesystem::path snippet = std::filesystem::path(__FILE__).parent_path() / "../../systemd/tlsfront.logrotate";
+  const std::filesystem::path snippet = std::filesystem::path(TLSFRONT_SOURCE_DIR) / "systemd/tlsfront.logrotate";
   std::ifstream in(snippet);
   ASSERT_TRUE(in) << snippet;
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -19,32 +19,6 @@
 namespace tlsfront::itest {
 namespace {
 
-// One plain HTTP/1.1 request to 127.0.0.1:`port`; the whole answer (the
-// server closes after it). "" on failure. Bounded by `timeout`.
-std::string plain_request(int port, const std::string& request, milliseconds timeout = milliseconds(5'000)) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return "";
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string out;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
-      ::send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size())) {
-    const auto deadline = Clock::now() + timeout;
-    char buf[16 * 1024];
-    while (Clock::now() < deadline) {
-      pollfd p{fd, POLLIN, 0};
-      if (::poll(&p, 1, 100) <= 0) continue;
-      const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
-      if (n <= 0) break;
-      out.append(buf, static_cast<size_t>(n));
-    }
-  }
-  ::close(fd);
-  return out;
-}
-
 // name{labels} -> value, from an exposition body.
 std::map<std::string, double> parse_metrics(const std::string& text) {
   std::map<std::string, double> out;
@@ -62,10 +36,10 @@ std::map<std::string, double> parse_metrics(const std::string& text) {
 class Metrics : public ProxyTest {
  protected:
   bool start() {
-    ProxyOptions o;
-    admin_port_ = free_port();
-    o.admin_port = admin_port_;
-    return start_proxy(o);
+    ProxyOptions o;  // [admin] on port 0: the proxy logs the port it got
+    if (!start_proxy(o)) return false;
+    admin_port_ = proxy_.admin_port();
+    return admin_port_ > 0;
   }
   std::map<std::string, double> scrape() {
     const std::string r = plain_request(admin_port_, "GET /metrics HTTP/1.1\r\nHost: admin\r\n\r\n");

@@ -26,11 +26,12 @@ class Reload : public ProxyTest {
     options_ = o;
     return start_proxy(o);
   }
-  // Rewrites the config with `o` (same port and access log) and sends SIGHUP.
+  // Rewrites the config with `o` (same [[listen]] address, kAnyPort, whose
+  // socket the reload keeps, and the same access log) and sends SIGHUP.
   void reload_with(const ProxyOptions& o) {
     ProxyOptions full = o;
     if (full.upstream_servers.empty()) full.upstream_servers = {backend_.address()};
-    write_file(proxy_.config_path(), make_config(full, port(), proxy_.access_log()));
+    write_file(proxy_.config_path(), make_config(full, kAnyPort, proxy_.access_log()));
     proxy_.process().signal(SIGHUP);
   }
   void reload_raw(const std::string& text) {
@@ -211,7 +212,7 @@ TEST_F(Reload, AddressInUseFailsTheWholeReload) {
   o.upstream_servers = {backend_.address()};
   o.certificate = pki("rsa.chain.pem");  // would be visible if anything were applied
   o.key = pki("rsa.key");
-  std::string text = make_config(o, port(), proxy_.access_log());
+  std::string text = make_config(o, kAnyPort, proxy_.access_log());
   text.replace(text.find("[tls]"), 5, "[[listen]]\naddress = \"127.0.0.1:" + std::to_string(busy) + "\"\n\n[tls]");
   reload_raw(text);
   ASSERT_TRUE(stderr_has("reload failed, still serving generation 1")) << proxy_.process().err();
@@ -226,18 +227,20 @@ TEST_F(Reload, AddressInUseFailsTheWholeReload) {
 // explicit [tls.ticket_keys] table: reloading the unchanged file names no
 // setting as changed (config-file positions are not settings).
 TEST_F(Reload, UnchangedFileStartedRelativeWarnsOfNothing) {
-  const int proxy_port = free_port();
   ProxyOptions o;
   o.upstream_servers = {backend_.address()};
   o.extra = "[tls.ticket_keys]\nrotate_every = \"1h\"\n";
-  write_file(dir_.file("relative.toml"), make_config(o, proxy_port, dir_.file("relative-access.log")));
+  write_file(dir_.file("relative.toml"), make_config(o, kAnyPort, dir_.file("relative-access.log")));
   const std::string relative =
       std::filesystem::relative(dir_.file("relative.toml"), std::filesystem::current_path()).string();
   ASSERT_FALSE(relative.empty());
   ASSERT_NE(relative[0], '/');
   Process proxy;
   ASSERT_TRUE(proxy.start({TLSFRONT_BINARY, "--config", relative}, dir_.file("relative.out"), dir_.file("relative.err")));
-  ASSERT_TRUE(wait_tls_ready(proxy_port)) << proxy.err();
+  std::optional<int> proxy_port;
+  ASSERT_TRUE(wait_until([&] { return (proxy_port = logged_port(proxy.err(), "listening on 127.0.0.1:", " (")).has_value(); }))
+      << proxy.err();
+  ASSERT_TRUE(wait_tls_ready(*proxy_port)) << proxy.err();
   proxy.signal(SIGHUP);
   EXPECT_TRUE(wait_until([&] { return proxy.err().find("reload: generation 2 is live") != std::string::npos; }))
       << proxy.err();

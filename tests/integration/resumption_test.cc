@@ -30,10 +30,9 @@ struct SessionFree {
 };
 using SessionPtr = std::unique_ptr<SSL_SESSION, SessionFree>;
 
-// scripts/gen-ticket-key.sh in this source tree (this file is tests/integration/).
+// scripts/gen-ticket-key.sh in this source tree.
 std::string gen_ticket_key_script() {
-  std::filesystem::path p = std::filesystem::absolute(__FILE__);
-  return (p.parent_path().parent_path().parent_path() / "scripts" / "gen-ticket-key.sh").string();
+  return (std::filesystem::path(TLSFRONT_SOURCE_DIR) / "scripts" / "gen-ticket-key.sh").string();
 }
 
 // The 16-byte key name a ticket starts with (OpenSSL's ticket layout: key
@@ -398,7 +397,7 @@ TEST_F(Resumption, WrongSizeKeyFileIsAConfigError) {
   o.upstream_servers = {backend_.address()};
   o.extra = files_config({bad});
   std::string config = dir_.file("bad.toml");
-  write_file(config, make_config(o, free_port(), dir_.file("access.log")));
+  write_file(config, make_config(o, kAnyPort, dir_.file("access.log")));
 
   RunResult t = run_command(dir_, {TLSFRONT_BINARY, "--test", "--config", config}, milliseconds(5'000));
   EXPECT_TRUE(t.status.exited);

@@ -145,7 +145,7 @@ class SniConfig : public ::testing::Test {
     o.certificates = certificates;
     o.tls_extra = tls_extra;
     const std::string path = dir_.file("tlsfront.toml");
-    write_file(path, make_config(o, free_port(), dir_.file("access.log")));
+    write_file(path, make_config(o, kAnyPort, dir_.file("access.log")));
     return run_command(dir_, {TLSFRONT_BINARY, "--test", "--config", path});
   }
   TempDir dir_;

@@ -82,7 +82,7 @@ TEST_F(Systemd, UnitFilesVerify) {
   if (::stat(analyze, &st) != 0) GTEST_SKIP() << "systemd-analyze is not installed";
   std::vector<std::string> copies;
   for (const char* name : {"tlsfront.service", "tlsfront.socket"}) {
-    const auto unit = std::filesystem::path(__FILE__).parent_path() / "../../systemd" / name;
+    const auto unit = std::filesystem::path(TLSFRONT_SOURCE_DIR) / "systemd" / name;
     std::ifstream in(unit);
     ASSERT_TRUE(in) << unit;
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

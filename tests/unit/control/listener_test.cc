@@ -37,5 +37,43 @@ TEST(Listener, AcceptedSocketsInheritNoDelay) {
   EXPECT_NE(nodelay, 0);
 }
 
+// Port 0 binds one free port: the first worker's socket gets it from the
+// kernel, every other worker's socket binds that same port (SO_REUSEPORT),
+// and each of them accepts there.
+TEST(Listener, PortZeroIsOneFreePortForEveryWorker) {
+  for (const char* host : {"127.0.0.1", "::1"}) {
+    config::Listener l;
+    l.address = config::Endpoint{host, 0};
+    auto fds = bind_listeners(l, 3);
+    ASSERT_TRUE(fds.ok()) << host << ": " << fds.error().message();
+    ASSERT_EQ(fds->size(), 3u);
+    const config::Endpoint first = bound_address(l.address, fds->front());
+    EXPECT_EQ(first.host, host);
+    EXPECT_NE(first.port, 0) << host;
+    for (const auto& fd : *fds) EXPECT_EQ(bound_address(l.address, fd).port, first.port) << host;
+    // A second port-0 group is another port: the kernel never hands out one
+    // that a listening socket holds.
+    auto other = bind_listeners(l, 1);
+    ASSERT_TRUE(other.ok()) << other.error().message();
+    EXPECT_NE(bound_address(l.address, other->front()).port, first.port) << host;
+  }
+}
+
+// A fixed port held by anything else fails with the address, before any
+// worker's socket shares it.
+TEST(Listener, FixedPortInUseFailsNamingIt) {
+  config::Listener any;
+  any.address = config::Endpoint{"127.0.0.1", 0};
+  auto held = bind_listeners(any, 1);  // "another tlsfront"
+  ASSERT_TRUE(held.ok()) << held.error().message();
+  config::Listener l;
+  l.address = bound_address(any.address, held->front());
+  auto fds = bind_listeners(l, 2);
+  ASSERT_FALSE(fds.ok());
+  EXPECT_EQ(fds.error().message().find("bind() to " + l.address.to_string() + " failed: Address already in use"),
+            0u)
+      << fds.error().message();
+}
+
 }  // namespace
 }  // namespace tlsfront::control

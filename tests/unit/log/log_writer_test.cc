@@ -16,31 +16,22 @@
 
 #include <gtest/gtest.h>
 
+#include "support/temp_dir.h"
+
 namespace tlsfront::log {
 namespace {
 
 class LogWriterTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char dir_template[] = "/tmp/tlsfront_log_writer_XXXXXX";
-    ASSERT_NE(mkdtemp(dir_template), nullptr);
-    dir_ = dir_template;
-    path_ = dir_ + "/access.log";
-  }
-  void TearDown() override { std::system(("rm -rf '" + dir_ + "'").c_str()); }
-
-  static std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  }
-
   std::unique_ptr<LogWriter> open_writer(size_t max_queued = LogWriter::kDefaultMaxQueuedBytes) {
     auto writer = LogWriter::open(path_, max_queued);
     EXPECT_TRUE(writer.ok()) << writer.error().message();
     return writer.ok() ? std::move(*writer) : nullptr;
   }
 
-  std::string dir_, path_;
+  TempDir tmp_{"tlsfront_log_writer"};
+  const std::string dir_ = tmp_.path();
+  const std::string path_ = tmp_.file("access.log");
 };
 
 TEST_F(LogWriterTest, OpenFailureNamesPathAndError) {

@@ -24,7 +24,7 @@
 #include "log/access_log.h"
 #include "log/log_writer.h"
 #include "data_path_client.h"
-#include "data_path_loop.h"
+#include "loop_test.h"
 #include "data_path_transport.h"
 #include "data_path_upstream.h"
 

@@ -12,22 +12,17 @@
 #include <ctime>
 #include <filesystem>
 
+#include "support/temp_dir.h"
+#include "support/test_pki.h"
+
 namespace tlsfront::tls {
 namespace {
 
-const std::string kPki = TLSFRONT_TEST_PKI_DIR;
+using testing::kPki;
+using testing::load_cert;
+using testing::load_key;
 constexpr const char* kIntermediate = "CN=tlsfront test intermediate";
 constexpr const char* kRoot = "CN=tlsfront test root";
-
-EvpPkeyPtr load_key(const std::string& name) {
-  BioPtr bio(BIO_new_file((kPki + "/" + name).c_str(), "r"));
-  return EvpPkeyPtr(bio ? PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr) : nullptr);
-}
-
-X509Ptr load_cert(const std::string& name) {
-  BioPtr bio(BIO_new_file((kPki + "/" + name).c_str(), "r"));
-  return X509Ptr(bio ? PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr) : nullptr);
-}
 
 std::chrono::system_clock::time_point not_after_of(const std::string& name) {
   X509Ptr x = load_cert(name);
@@ -161,14 +156,12 @@ TEST_F(CertChainTest, LeafOnlyIsCompletedFromIssuersDir) {
 }
 
 TEST_F(CertChainTest, IssuersDirWithoutTheLinkIsStillIncomplete) {
-  char tmpl[] = "/tmp/cert-chain-test.XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl;
+  const TempDir tmp("cert-chain-test");
+  const std::string& dir = tmp.path();
   std::filesystem::copy_file(kPki + "/other-root.pem", dir + "/other-root.pem");
   config::Tls t = tls("leaf-only.pem");
   t.issuers_dir = dir;
   auto chain = build(t);
-  std::filesystem::remove_all(dir);
   ASSERT_FALSE(chain.ok());
   const std::string m = chain.error().message();
   EXPECT_NE(m.find(std::string("the issuer \"") + kIntermediate + "\""), std::string::npos) << m;

@@ -7,15 +7,15 @@
 
 #include <gtest/gtest.h>
 
+#include "support/test_pki.h"
+#include "support/tls_pair.h"
 #include "tls/session_cache.h"
-#include "tls_pair.h"
 
 namespace tlsfront::tls {
 namespace {
 
 using testing::connect_pair;
-
-const std::string kPki = TLSFRONT_TEST_PKI_DIR;
+using testing::kPki;
 
 config::Certificate entry(const std::string& name, std::vector<std::string> names = {}, bool is_default = false) {
   config::Certificate c;

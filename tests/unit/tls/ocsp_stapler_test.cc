@@ -3,13 +3,6 @@
 // the worker side, response_file and cache loading, who gets a stapler.
 #include "tls/ocsp_stapler.h"
 
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <gtest/gtest.h>
 #include <openssl/err.h>
 
@@ -19,7 +12,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "../fake_clock.h"
+#include "support/fake_clock.h"
+#include "support/temp_dir.h"
+#include "support/thread_http_server.h"
 #include "ocsp_test_support.h"
 #include "tls/tls_context.h"
 
@@ -33,61 +28,13 @@ using testing::load_key;
 using testing::make_response;
 using testing::ResponseSpec;
 
-// Answers every request on 127.0.0.1:0 with `body` as an OCSP response.
-class FixedResponder {
- public:
-  explicit FixedResponder(std::vector<uint8_t> body) : body_(std::move(body)) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
-    ::listen(fd_, 16);
-    socklen_t len = sizeof sa;
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&sa), &len);
-    port_ = ntohs(sa.sin_port);
-    EXPECT_EQ(::pipe2(wake_, O_CLOEXEC), 0);
-    thread_ = std::thread([this] {
-      while (true) {
-        pollfd p[2] = {{fd_, POLLIN, 0}, {wake_[0], POLLIN, 0}};
-        if (::poll(p, 2, -1) < 0) continue;
-        if (p[1].revents) return;
-        int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-        if (c < 0) continue;
-        std::string in;
-        char buf[4096];
-        while (in.find("\r\n\r\n") == std::string::npos) {
-          pollfd q{c, POLLIN, 0};
-          if (::poll(&q, 1, 2000) <= 0) break;
-          ssize_t n = ::recv(c, buf, sizeof buf, 0);
-          if (n <= 0) break;
-          in.append(buf, static_cast<size_t>(n));
-        }
-        std::string out = "HTTP/1.1 200 OK\r\nContent-Type: application/ocsp-response\r\nContent-Length: " +
-                          std::to_string(body_.size()) + "\r\n\r\n" + std::string(body_.begin(), body_.end());
-        (void)!::send(c, out.data(), out.size(), MSG_NOSIGNAL);
-        ++served_;
-        ::close(c);
-      }
-    });
-  }
-  ~FixedResponder() {
-    (void)!::write(wake_[1], "x", 1);
-    thread_.join();
-    ::close(fd_);
-    ::close(wake_[0]);
-    ::close(wake_[1]);
-  }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/"; }
-  int served() const { return served_.load(); }
-
- private:
-  std::vector<uint8_t> body_;
-  int fd_ = -1, port_ = 0;
-  int wake_[2] = {-1, -1};
-  std::atomic<int> served_{0};
-  std::thread thread_;
-};
+// Answers every request with `body` as an OCSP response.
+ThreadHttpServer::Answer ocsp_answer(const std::vector<uint8_t>& body) {
+  return [body](const std::string&) -> std::optional<std::string> {
+    return "HTTP/1.1 200 OK\r\nContent-Type: application/ocsp-response\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\n\r\n" + std::string(body.begin(), body.end());
+  };
+}
 
 struct Outcome {
   bool handshake_ok = false;
@@ -97,9 +44,6 @@ struct Outcome {
 class OcspStaplerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/tlsfront-ocsp-unit.XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
     client_ctx_.reset(SSL_CTX_new(TLS_client_method()));
     ASSERT_TRUE(client_ctx_);
     SSL_CTX_load_verify_locations(client_ctx_.get(), (kPki + "/root.pem").c_str(), nullptr);
@@ -108,11 +52,6 @@ class OcspStaplerTest : public ::testing::Test {
     signer_key_ = load_key("ocsp-signer.key");
     issuer_ = load_cert("intermediate.pem");
   }
-  void TearDown() override {
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
-
   std::unique_ptr<TlsContext> server(const std::string& name) {
     config::Tls t;
     t.certificates.push_back({.cert = kPki + "/" + name + ".chain.pem", .key = kPki + "/" + name + ".key"});
@@ -188,7 +127,8 @@ class OcspStaplerTest : public ::testing::Test {
   }
 
   FakeClock clock_{std::chrono::system_clock::now()};
-  std::string dir_;
+  TempDir tmp_{"tlsfront-ocsp-unit"};
+  const std::string dir_ = tmp_.path();
   SslCtxPtr client_ctx_;
   X509Ptr signer_, issuer_;
   EvpPkeyPtr signer_key_;
@@ -321,9 +261,9 @@ TEST_F(OcspStaplerTest, FetchesOnTheLoopAndRefreshesAResponseMadeAheadOfTimeLate
   auto ctx = server("localhost");
   ASSERT_TRUE(ctx);
   // Produced 50 min ago, 10 min left: 50% of its window is already past.
-  FixedResponder responder(response(ctx->leaf(), 600s, 3000s));
+  ThreadHttpServer responder(ocsp_answer(response(ctx->leaf(), 600s, 3000s)));
   config::Ocsp ocsp;
-  ocsp.responder = responder.url();
+  ocsp.responder = responder.url("/");
   ocsp.refresh_jitter_percent = 0;
   auto s = stapler(*ctx, ocsp);
   ASSERT_TRUE(s);
@@ -347,7 +287,7 @@ TEST_F(OcspStaplerTest, FetchesOnTheLoopAndRefreshesAResponseMadeAheadOfTimeLate
   (*fetcher)->stop();
   uv_run(&loop, UV_RUN_DEFAULT);
   EXPECT_EQ(uv_loop_close(&loop), 0);
-  EXPECT_EQ(responder.served(), 1);
+  EXPECT_EQ(responder.answered(), 1);
 }
 
 TEST_F(OcspStaplerTest, WhoGetsAStapler) {

@@ -1,6 +1,6 @@
-// Shared by the OCSP unit tests: the test PKI's certificates and keys, and
-// OCSP responses built with OpenSSL's API so every field (times, status,
-// signer, CertID hash) is under the test's control.
+// Shared by the OCSP unit tests: OCSP responses built with OpenSSL's API so
+// every field (times, status, signer, CertID hash) is under the test's
+// control; the test PKI's files come from support/test_pki.h.
 #pragma once
 
 #include <openssl/ocsp.h>
@@ -11,21 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "support/test_pki.h"  // kPki, load_cert, load_key
 #include "util/openssl_ptr.h"
 
 namespace tlsfront::tls::testing {
-
-inline const std::string kPki = TLSFRONT_TEST_PKI_DIR;
-
-inline X509Ptr load_cert(const std::string& name) {
-  BioPtr bio(BIO_new_file((kPki + "/" + name).c_str(), "r"));
-  return X509Ptr(bio ? PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr) : nullptr);
-}
-
-inline EvpPkeyPtr load_key(const std::string& name) {
-  BioPtr bio(BIO_new_file((kPki + "/" + name).c_str(), "r"));
-  return EvpPkeyPtr(bio ? PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr) : nullptr);
-}
 
 using Time = std::chrono::system_clock::time_point;
 

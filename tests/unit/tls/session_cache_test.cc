@@ -10,7 +10,9 @@
 #include <thread>
 #include <vector>
 
-#include "../fake_clock.h"
+#include "support/fake_clock.h"
+#include "support/memory_tls_client.h"
+#include "support/test_pki.h"
 #include "tls/tls_context.h"
 #include "tls/tls_stream.h"
 
@@ -18,8 +20,8 @@ namespace tlsfront::tls {
 namespace {
 
 using namespace std::chrono_literals;
-
-const std::string kPki = TLSFRONT_TEST_PKI_DIR;
+using testing::MemoryTlsClient;
+using testing::pump_handshake;
 constexpr size_t kOverhead = SessionCache::kEntryOverheadBytes;
 
 config::SessionCache cache_config(uint64_t size_bytes, config::Millis timeout = 3600s) {
@@ -221,56 +223,12 @@ std::string leaf_sid_ctx(X509* leaf) {
   return std::string(reinterpret_cast<const char*>(md), std::min<unsigned>(n, SSL_MAX_SID_CTX_LENGTH));
 }
 
-struct Client {
-  SslPtr ssl;
-  BIO* rbio;
-  BIO* wbio;
-
-  Client(SSL_CTX* ctx, SSL_SESSION* resume) : ssl(SSL_new(ctx)) {
-    rbio = BIO_new(BIO_s_mem());
-    wbio = BIO_new(BIO_s_mem());
-    BIO_set_mem_eof_return(rbio, -1);
-    SSL_set_bio(ssl.get(), rbio, wbio);
-    SSL_set_connect_state(ssl.get());
-    SSL_set_tlsext_host_name(ssl.get(), "localhost");
-    SSL_set1_host(ssl.get(), "localhost");
-    if (resume) SSL_set_session(ssl.get(), resume);
-  }
-
-  std::string take_output() {
-    char* data = nullptr;
-    long n = BIO_get_mem_data(wbio, &data);
-    std::string out(data, n > 0 ? static_cast<size_t>(n) : 0);
-    (void)BIO_reset(wbio);
-    return out;
-  }
-  void give(const std::string& in) {
-    if (!in.empty()) BIO_write(rbio, in.data(), static_cast<int>(in.size()));
-  }
-};
-
-void pump(Client& c, TlsStream& s) {
-  for (int i = 0; i < 20; ++i) {
-    SSL_do_handshake(c.ssl.get());
-    std::string to_server = c.take_output();
-    s.feed(to_server);
-    auto r = s.handshake();
-    ASSERT_TRUE(r.ok()) << r.error().message();
-    std::string to_client;
-    s.take_output(to_client);
-    c.give(to_client);
-    if (*r && SSL_is_init_finished(c.ssl.get()) && to_server.empty() && to_client.empty()) return;
-  }
-}
-
 class SessionCacheTls : public ::testing::Test {
  protected:
   void SetUp() override {
     cache_ = std::make_unique<SessionCache>(config_, clock_);
-    client_ctx_.reset(SSL_CTX_new(TLS_client_method()));
-    ASSERT_EQ(SSL_CTX_load_verify_locations(client_ctx_.get(), (kPki + "/root.pem").c_str(), nullptr), 1);
-    SSL_CTX_set_verify(client_ctx_.get(), SSL_VERIFY_PEER, nullptr);
-    SSL_CTX_set_session_cache_mode(client_ctx_.get(), SSL_SESS_CACHE_CLIENT);
+    client_ctx_ = testing::verifying_client_ctx();
+    ASSERT_TRUE(client_ctx_);
   }
 
   void client_versions(int version) {
@@ -281,10 +239,7 @@ class SessionCacheTls : public ::testing::Test {
   // A server SSL_CTX for `name` ("localhost" or "rsa", both valid for
   // localhost) with this fixture's cache attached; tickets off unless asked.
   std::unique_ptr<TlsContext> server(const std::string& name, bool tickets = false) {
-    config::Tls t;
-    t.certificates.push_back({.cert = kPki + "/" + name + ".chain.pem", .key = kPki + "/" + name + ".key"});
-    t.trusted_ca = kPki + "/root.pem";  // the test root is not in the system store
-    auto ctx = TlsContext::create(t);
+    auto ctx = TlsContext::create(testing::server_tls(name));
     EXPECT_TRUE(ctx.ok()) << ctx.error().message();
     if (!ctx.ok()) return nullptr;
     if (!tickets) SSL_CTX_set_options((*ctx)->get(), SSL_OP_NO_TICKET);
@@ -298,25 +253,20 @@ class SessionCacheTls : public ::testing::Test {
   SslSessionPtr connect(SSL_CTX* server_ctx, SSL_SESSION* resume, bool* reused) {
     auto stream = TlsStream::create(server_ctx);
     EXPECT_TRUE(stream.ok());
-    Client c(client_ctx_.get(), resume);
-    pump(c, *stream);
+    MemoryTlsClient c(client_ctx_.get(), resume);
+    pump_handshake(c, *stream);
     EXPECT_TRUE(stream->handshake_done());
     EXPECT_TRUE(SSL_is_init_finished(c.ssl.get()));
     *reused = SSL_session_reused(stream->ssl()) == 1;
     EXPECT_EQ(SSL_session_reused(c.ssl.get()) == 1, *reused);
 
-    EXPECT_EQ(SSL_write(c.ssl.get(), "ping", 4), 4);
-    stream->feed(c.take_output());
+    c.send(*stream, "ping");
     char buf[64];
     auto got = stream->read(buf, sizeof(buf));
     EXPECT_TRUE(got.ok());
     EXPECT_TRUE(stream->write("pong").ok());
     stream->shutdown();  // close_notify sent: OpenSSL keeps the session (no remove_cb)
-    std::string out;
-    stream->take_output(out);
-    c.give(out);
-    int m = SSL_read(c.ssl.get(), buf, sizeof(buf));
-    EXPECT_EQ(std::string(buf, m > 0 ? m : 0), "pong");
+    EXPECT_EQ(c.receive(*stream), "pong");
     SSL_shutdown(c.ssl.get());
     stream->feed(c.take_output());
     (void)stream->read(buf, sizeof(buf));
@@ -462,8 +412,8 @@ TEST_F(SessionCacheTls, Tls12UncleanCloseKeepsSessionThroughTlsStream) {
     {
       auto stream = TlsStream::create(a->get());
       ASSERT_TRUE(stream.ok());
-      Client c(client_ctx_.get(), nullptr);
-      pump(c, *stream);
+      MemoryTlsClient c(client_ctx_.get(), nullptr);
+      pump_handshake(c, *stream);
       ASSERT_TRUE(stream->handshake_done());
       session.reset(SSL_get1_session(c.ssl.get()));
       EXPECT_EQ(cache_->stats().entries, 1u);

@@ -12,7 +12,9 @@
 #include <deque>
 #include <map>
 
-#include "../fake_clock.h"
+#include "support/fake_clock.h"
+#include "support/memory_tls_client.h"
+#include "support/test_pki.h"
 #include "tls/session_cache.h"
 #include "tls/tls_context.h"
 #include "tls/tls_stream.h"
@@ -21,8 +23,7 @@ namespace tlsfront::tls {
 namespace {
 
 using namespace std::chrono_literals;
-
-const std::string kPki = TLSFRONT_TEST_PKI_DIR;
+using testing::MemoryTlsClient;
 
 std::string bytes(std::initializer_list<int> b) {
   std::string s;
@@ -107,37 +108,10 @@ class FakeStore final : public RemoteSessionStore {
   std::chrono::milliseconds last_ttl{0};
 };
 
-struct Client {
-  SslPtr ssl;
-  BIO* rbio;
-  BIO* wbio;
-  Client(SSL_CTX* ctx, SSL_SESSION* resume) : ssl(SSL_new(ctx)) {
-    rbio = BIO_new(BIO_s_mem());
-    wbio = BIO_new(BIO_s_mem());
-    BIO_set_mem_eof_return(rbio, -1);
-    SSL_set_bio(ssl.get(), rbio, wbio);
-    SSL_set_connect_state(ssl.get());
-    SSL_set_tlsext_host_name(ssl.get(), "localhost");
-    if (resume) SSL_set_session(ssl.get(), resume);
-  }
-  std::string take_output() {
-    char* data = nullptr;
-    long n = BIO_get_mem_data(wbio, &data);
-    std::string out(data, n > 0 ? static_cast<size_t>(n) : 0);
-    (void)BIO_reset(wbio);
-    return out;
-  }
-  void give(const std::string& in) {
-    if (!in.empty()) BIO_write(rbio, in.data(), static_cast<int>(in.size()));
-  }
-};
-
 // One server node: its own cache and SSL_CTX (same certificate on every node).
 struct Node {
   Node(const Clock& clock, config::SessionCache cfg) : cache(cfg, clock) {
-    config::Tls t;
-    t.certificates.push_back({.cert = kPki + "/localhost.chain.pem", .key = kPki + "/localhost.key"});
-    t.trusted_ca = kPki + "/root.pem";
+    config::Tls t = testing::server_tls();
     t.session_cache = cfg;
     auto created = TlsContext::create(t, &cache, nullptr);
     EXPECT_TRUE(created.ok()) << created.error().message();
@@ -175,30 +149,20 @@ class SessionLookupTls : public ::testing::Test {
       EXPECT_TRUE(r.ok());
     });
     EXPECT_TRUE(lookup->attach(stream->ssl()));
-    Client c(client_ctx_.get(), resume);
+    MemoryTlsClient c(client_ctx_.get(), resume);
     paused_ = false;
-    for (int i = 0; i < 20; ++i) {
-      SSL_do_handshake(c.ssl.get());
-      stream->feed(c.take_output());
-      auto r = stream->handshake();
-      EXPECT_TRUE(r.ok()) << r.error().message();
-      if (stream->handshake_paused()) {
-        paused_ = true;
-        EXPECT_EQ(lookup->state(), SessionLookup::State::Pending);
-        // Calling again while pending stays paused and asks nothing more.
-        const size_t asked = store_.lookups.size();
-        EXPECT_FALSE(*stream->handshake());
-        EXPECT_TRUE(stream->handshake_paused());
-        EXPECT_EQ(store_.lookups.size(), asked);
-        if (answer) answer();
-        EXPECT_TRUE(resumed_handshake);
-        EXPECT_FALSE(stream->handshake_paused());
-      }
-      std::string out;
-      stream->take_output(out);
-      c.give(out);
-      if (stream->handshake_done() && SSL_is_init_finished(c.ssl.get())) break;
-    }
+    testing::pump_handshake(c, *stream, [&] {
+      paused_ = true;
+      EXPECT_EQ(lookup->state(), SessionLookup::State::Pending);
+      // Calling again while pending stays paused and asks nothing more.
+      const size_t asked = store_.lookups.size();
+      EXPECT_FALSE(*stream->handshake());
+      EXPECT_TRUE(stream->handshake_paused());
+      EXPECT_EQ(store_.lookups.size(), asked);
+      if (answer) answer();
+      EXPECT_TRUE(resumed_handshake);
+      EXPECT_FALSE(stream->handshake_paused());
+    });
     EXPECT_TRUE(stream->handshake_done());
     *reused = SSL_session_reused(stream->ssl()) == 1;
     EXPECT_EQ(SSL_session_reused(c.ssl.get()) == 1, *reused);

@@ -14,26 +14,19 @@
 
 #include "tls/ticket_key_source_file.h"
 #include "tls/ticket_key_source_local.h"
+#include "support/fake_clock.h"
+#include "support/temp_dir.h"
+#include "support/test_pki.h"
+#include "support/tls_pair.h"
 #include "tls/tls_context.h"
-#include "tls_pair.h"
 
 namespace tlsfront::tls {
 namespace {
 
 using namespace std::chrono_literals;
 
-const std::string kPki = TLSFRONT_TEST_PKI_DIR;
+using testing::kPki;
 const TimePoint kT0 = TimePoint(std::chrono::seconds(1'800'000'000));
-
-class FakeClock final : public Clock {
- public:
-  explicit FakeClock(TimePoint t) : now_(t) {}
-  TimePoint now() const override { return now_; }
-  void set(TimePoint t) { now_ = t; }
-
- private:
-  TimePoint now_;
-};
 
 std::vector<uint8_t> read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -232,21 +225,17 @@ TEST(TicketKeyFile, UnreadableFileReportsStrerror) {
 // A FIFO put where a key file was must not block the (control-loop) reload
 // waiting for a writer: it is "not a regular file" like a directory.
 TEST(TicketKeyFile, FifoIsRejectedWithoutBlocking) {
-  const auto dir = std::filesystem::temp_directory_path() / ("tlsfront-fifo-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  const std::string path = (dir / "k.key").string();
-  std::filesystem::remove(path);
+  const TempDir dir("tlsfront-fifo");
+  const std::string path = dir.file("k.key");
   ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
   auto loaded = load_ticket_key_files(files_config({path}));
   ASSERT_FALSE(loaded.ok());
   EXPECT_NE(loaded.error().message().find("not a regular file"), std::string::npos) << loaded.error().message();
-  std::filesystem::remove_all(dir);
 }
 
 TEST(TicketKeyFile, WarnsWhenReadableByOthers) {
-  const auto dir = std::filesystem::temp_directory_path() / ("tlsfront-tk-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  const std::string path = (dir / "k.key").string();
+  const TempDir dir("tlsfront-tk");
+  const std::string path = dir.file("k.key");
   std::filesystem::copy_file(kPki + "/ticket-key-80.key", path, std::filesystem::copy_options::overwrite_existing);
   ASSERT_EQ(::chmod(path.c_str(), 0644), 0);
   auto loaded = load_ticket_key_files(files_config({path}));
@@ -258,7 +247,6 @@ TEST(TicketKeyFile, WarnsWhenReadableByOthers) {
   auto quiet = load_ticket_key_files(files_config({path}));
   ASSERT_TRUE(quiet.ok());
   EXPECT_TRUE(quiet->warnings.empty());
-  std::filesystem::remove_all(dir);
 }
 
 TEST(TicketKeyFile, ParseRejectsOtherSizes) {
@@ -269,13 +257,6 @@ TEST(TicketKeyFile, ParseRejectsOtherSizes) {
 }
 
 // --- real TLS over a BIO pair ----------------------------------------------
-
-config::Tls server_config() {
-  config::Tls t;
-  t.certificates.push_back({.cert = kPki + "/localhost.chain.pem", .key = kPki + "/localhost.key"});
-  t.trusted_ca = kPki + "/root.pem";  // the test root is not in the system store
-  return t;
-}
 
 struct Outcome {
   bool handshake_ok = false;
@@ -298,10 +279,8 @@ std::vector<uint8_t> as_vector(const TicketKey& k) { return std::vector<uint8_t>
 class TicketTls : public ::testing::Test {
  protected:
   void SetUp() override {
-    client_ctx_.reset(SSL_CTX_new(TLS_client_method()));
-    ASSERT_EQ(SSL_CTX_load_verify_locations(client_ctx_.get(), (kPki + "/root.pem").c_str(), nullptr), 1);
-    SSL_CTX_set_verify(client_ctx_.get(), SSL_VERIFY_PEER, nullptr);
-    SSL_CTX_set_session_cache_mode(client_ctx_.get(), SSL_SESS_CACHE_CLIENT);
+    client_ctx_ = testing::verifying_client_ctx();
+    ASSERT_TRUE(client_ctx_);
   }
 
   void only(int version) {
@@ -310,7 +289,7 @@ class TicketTls : public ::testing::Test {
   }
 
   // A server context with tickets from `store`.
-  std::unique_ptr<TlsContext> server(TicketKeyStore* store, const config::Tls& tls = server_config()) {
+  std::unique_ptr<TlsContext> server(TicketKeyStore* store, const config::Tls& tls = testing::server_tls()) {
     auto ctx = TlsContext::create(tls);
     EXPECT_TRUE(ctx.ok()) << ctx.error().message();
     if (!ctx.ok()) return nullptr;
@@ -500,7 +479,7 @@ TEST_F(TicketTls, ForgedTicketWithAKnownNameFailsTheHmac) {
 }
 
 TEST_F(TicketTls, DisabledTicketsIssueNone) {
-  config::Tls tls = server_config();
+  config::Tls tls = testing::server_tls();
   tls.session_tickets = false;
   tls.session_cache.enabled = false;
   for (int version : {TLS1_3_VERSION, TLS1_2_VERSION}) {
@@ -519,7 +498,7 @@ TEST_F(TicketTls, DisabledTicketsIssueNone) {
 TEST_F(TicketTls, CacheResumptionIsNotReportedAsTicket) {
   // Tickets off, session cache on: TLS 1.3 resumes through stateful tickets
   // (session IDs), TLS 1.2 through the session ID; neither is "ticket".
-  config::Tls tls = server_config();
+  config::Tls tls = testing::server_tls();
   tls.session_tickets = false;
   for (int version : {TLS1_3_VERSION, TLS1_2_VERSION}) {
     SCOPED_TRACE(version);

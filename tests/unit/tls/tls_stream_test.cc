@@ -4,65 +4,26 @@
 #include <gtest/gtest.h>
 #include <openssl/err.h>
 
+#include "support/memory_tls_client.h"
+#include "support/test_pki.h"
 #include "tls/tls_context.h"
 
 namespace tlsfront::tls {
 namespace {
 
-const std::string kPki = TLSFRONT_TEST_PKI_DIR;
-
-config::Tls server_config() {
-  config::Tls t;
-  t.certificates.push_back({.cert = kPki + "/localhost.chain.pem", .key = kPki + "/localhost.key"});
-  t.trusted_ca = kPki + "/root.pem";  // the test root is not in the system store
-  return t;
-}
-
-struct Client {
-  SslPtr ssl;
-  BIO* rbio;
-  BIO* wbio;
-
-  Client(SSL_CTX* ctx, SSL_SESSION* resume) : ssl(SSL_new(ctx)) {
-    rbio = BIO_new(BIO_s_mem());
-    wbio = BIO_new(BIO_s_mem());
-    BIO_set_mem_eof_return(rbio, -1);
-    SSL_set_bio(ssl.get(), rbio, wbio);
-    SSL_set_connect_state(ssl.get());
-    SSL_set_tlsext_host_name(ssl.get(), "localhost");
-    SSL_set1_host(ssl.get(), "localhost");
-    if (resume) SSL_set_session(ssl.get(), resume);
-  }
-};
-
-// Moves bytes both ways until both sides are done or nothing moves.
-void pump(Client& c, TlsStream& s) {
-  for (int i = 0; i < 20; ++i) {
-    SSL_do_handshake(c.ssl.get());
-    char* data = nullptr;
-    long n = BIO_get_mem_data(c.wbio, &data);
-    std::string to_server(data, n > 0 ? static_cast<size_t>(n) : 0);
-    (void)BIO_reset(c.wbio);
-    s.feed(to_server);
-    auto r = s.handshake();
-    ASSERT_TRUE(r.ok()) << r.error().message();
-    std::string to_client;
-    s.take_output(to_client);
-    if (!to_client.empty()) BIO_write(c.rbio, to_client.data(), static_cast<int>(to_client.size()));
-    if (*r && SSL_is_init_finished(c.ssl.get()) && to_server.empty() && to_client.empty()) return;
-  }
-}
+using testing::kPki;
+using testing::MemoryTlsClient;
+using testing::pump_handshake;
+using testing::server_tls;
 
 class TlsStreamTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto ctx = TlsContext::create(server_config());
+    auto ctx = TlsContext::create(server_tls());
     ASSERT_TRUE(ctx.ok()) << ctx.error().message();
     server_ = std::move(ctx).value();
-    client_ctx_.reset(SSL_CTX_new(TLS_client_method()));
-    ASSERT_EQ(SSL_CTX_load_verify_locations(client_ctx_.get(), (kPki + "/root.pem").c_str(), nullptr), 1);
-    SSL_CTX_set_verify(client_ctx_.get(), SSL_VERIFY_PEER, nullptr);
-    SSL_CTX_set_session_cache_mode(client_ctx_.get(), SSL_SESS_CACHE_CLIENT);
+    client_ctx_ = testing::verifying_client_ctx();
+    ASSERT_TRUE(client_ctx_);
   }
 
   // One connection: handshake, one request byte string each way; returns the
@@ -70,18 +31,14 @@ class TlsStreamTest : public ::testing::Test {
   SslSessionPtr connect(SSL_SESSION* resume, bool* reused) {
     auto stream = TlsStream::create(server_->get());
     EXPECT_TRUE(stream.ok());
-    Client c(client_ctx_.get(), resume);
-    pump(c, *stream);
+    MemoryTlsClient c(client_ctx_.get(), resume);
+    pump_handshake(c, *stream);
     EXPECT_TRUE(stream->handshake_done());
     EXPECT_TRUE(SSL_is_init_finished(c.ssl.get()));
     *reused = SSL_session_reused(stream->ssl()) == 1;
 
     // Client -> server application data.
-    EXPECT_EQ(SSL_write(c.ssl.get(), "ping", 4), 4);
-    char* data = nullptr;
-    long n = BIO_get_mem_data(c.wbio, &data);
-    stream->feed(std::string_view(data, static_cast<size_t>(n)));
-    (void)BIO_reset(c.wbio);
+    c.send(*stream, "ping");
     char buf[64];
     auto got = stream->read(buf, sizeof(buf));
     EXPECT_TRUE(got.ok());
@@ -89,16 +46,11 @@ class TlsStreamTest : public ::testing::Test {
 
     // Server -> client, which also delivers TLS 1.3 NewSessionTickets.
     EXPECT_TRUE(stream->write("pong").ok());
-    std::string out;
-    stream->take_output(out);
-    BIO_write(c.rbio, out.data(), static_cast<int>(out.size()));
-    int m = SSL_read(c.ssl.get(), buf, sizeof(buf));
-    EXPECT_EQ(std::string(buf, m > 0 ? m : 0), "pong");
+    EXPECT_EQ(c.receive(*stream), "pong");
 
     // close_notify from the client reads as Errc::Closed.
     SSL_shutdown(c.ssl.get());
-    n = BIO_get_mem_data(c.wbio, &data);
-    stream->feed(std::string_view(data, static_cast<size_t>(n)));
+    stream->feed(c.take_output());
     auto closed = stream->read(buf, sizeof(buf));
     EXPECT_FALSE(closed.ok());
     if (!closed.ok()) EXPECT_EQ(closed.error().code, Errc::Closed);
@@ -114,17 +66,10 @@ class TlsStreamTest : public ::testing::Test {
 TEST_F(TlsStreamTest, ReleaseBuffersKeepsTheConnectionWorking) {
   auto stream = TlsStream::create(server_->get());
   ASSERT_TRUE(stream.ok());
-  Client c(client_ctx_.get(), nullptr);
-  pump(c, *stream);
+  MemoryTlsClient c(client_ctx_.get(), nullptr);
+  pump_handshake(c, *stream);
   ASSERT_TRUE(stream->handshake_done());
-  auto client_to_server = [&](const std::string& text) {
-    EXPECT_EQ(SSL_write(c.ssl.get(), text.data(), static_cast<int>(text.size())), static_cast<int>(text.size()));
-    char* data = nullptr;
-    long n = BIO_get_mem_data(c.wbio, &data);
-    stream->feed(std::string_view(data, static_cast<size_t>(n)));
-    (void)BIO_reset(c.wbio);
-  };
-  client_to_server("one");
+  c.send(*stream, "one");
   EXPECT_FALSE(stream->release_buffers());  // input not yet read
   char buf[64];
   auto got = stream->read(buf, sizeof(buf));
@@ -135,20 +80,16 @@ TEST_F(TlsStreamTest, ReleaseBuffersKeepsTheConnectionWorking) {
   std::string out;
   stream->take_output(out);
   EXPECT_TRUE(stream->release_buffers());
-  BIO_write(c.rbio, out.data(), static_cast<int>(out.size()));
+  c.give(out);
   int m = SSL_read(c.ssl.get(), buf, sizeof(buf));
   EXPECT_EQ(std::string(buf, m > 0 ? m : 0), "reply");
   // Both directions still work after the release.
-  client_to_server("two");
+  c.send(*stream, "two");
   got = stream->read(buf, sizeof(buf));
   ASSERT_TRUE(got.ok());
   EXPECT_EQ(std::string(buf, *got), "two");
   EXPECT_TRUE(stream->write("again").ok());
-  out.clear();
-  stream->take_output(out);
-  BIO_write(c.rbio, out.data(), static_cast<int>(out.size()));
-  m = SSL_read(c.ssl.get(), buf, sizeof(buf));
-  EXPECT_EQ(std::string(buf, m > 0 ? m : 0), "again");
+  EXPECT_EQ(c.receive(*stream), "again");
 }
 
 TEST_F(TlsStreamTest, Tls13HandshakeDataAndTicketResumption) {
@@ -185,16 +126,14 @@ TEST_F(TlsStreamTest, Tls11ClientIsRefused) {
   SSL_CTX_set_min_proto_version(client_ctx_.get(), TLS1_1_VERSION);
   SSL_CTX_set_max_proto_version(client_ctx_.get(), TLS1_1_VERSION);
   auto stream = TlsStream::create(server_->get());
-  Client c(client_ctx_.get(), nullptr);
+  MemoryTlsClient c(client_ctx_.get(), nullptr);
   SSL_do_handshake(c.ssl.get());
-  char* data = nullptr;
-  long n = BIO_get_mem_data(c.wbio, &data);
-  stream->feed(std::string_view(data, static_cast<size_t>(n)));
+  stream->feed(c.take_output());
   EXPECT_FALSE(stream->handshake().ok());
 }
 
 TEST(TlsContext, KeyMismatchIsAClearError) {
-  config::Tls t = server_config();
+  config::Tls t = server_tls();
   t.certificates[0].key = kPki + "/mismatch.key";
   auto ctx = TlsContext::create(t);
   ASSERT_FALSE(ctx.ok());
@@ -202,7 +141,7 @@ TEST(TlsContext, KeyMismatchIsAClearError) {
 }
 
 TEST(TlsContext, MissingCertificateNamesTheFile) {
-  config::Tls t = server_config();
+  config::Tls t = server_tls();
   t.certificates[0].cert = kPki + "/nope.pem";
   t.certificates[0].cert_origin = "x.toml:3:1";
   auto ctx = TlsContext::create(t);
@@ -212,7 +151,7 @@ TEST(TlsContext, MissingCertificateNamesTheFile) {
 }
 
 TEST(TlsContext, BadCipherListIsAConfigError) {
-  config::Tls t = server_config();
+  config::Tls t = server_tls();
   t.ciphers = "NOT-A-CIPHER";
   auto ctx = TlsContext::create(t);
   ASSERT_FALSE(ctx.ok());

@@ -7,15 +7,17 @@
 #include <memory>
 #include <vector>
 
+#include "support/loop_test.h"
+
 namespace tlsfront {
 namespace {
 
 using std::chrono::milliseconds;
 
-class LazyTimerTest : public ::testing::Test {
+class LazyTimerTest : public harness::LoopTest {
  protected:
   void SetUp() override {
-    ASSERT_EQ(uv_loop_init(&loop_), 0);
+    LoopTest::SetUp();
     ASSERT_EQ(timer_.init(&loop_, [](void* self) { static_cast<LazyTimerTest*>(self)->on_fire(); }, this), 0);
     start_ = uv_now(&loop_);
   }
@@ -25,8 +27,7 @@ class LazyTimerTest : public ::testing::Test {
       delete static_cast<std::function<void()>*>(h->data);  // one that never fired
       uv_close(reinterpret_cast<uv_handle_t*>(h.get()), nullptr);
     }
-    uv_run(&loop_, UV_RUN_DEFAULT);
-    EXPECT_EQ(uv_loop_close(&loop_), 0);
+    LoopTest::TearDown();
   }
   void on_fire() {
     fired_at_.push_back(uv_now(&loop_) - start_);
@@ -48,7 +49,6 @@ class LazyTimerTest : public ::testing::Test {
         ms, 0);
   }
 
-  uv_loop_t loop_{};
   LazyTimer timer_;
   uint64_t start_ = 0;
   std::vector<uint64_t> fired_at_;

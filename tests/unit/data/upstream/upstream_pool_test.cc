@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "../../support/data_path_loop.h"
+#include "support/loop_test.h"
 #include "../../support/data_path_upstream.h"
 #include "util/loop_context.h"
 

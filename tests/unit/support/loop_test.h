@@ -2,7 +2,8 @@
 // unit tests that run real libuv I/O (sockets on 127.0.0.1) in-process.
 // run_until() turns the loop until a condition holds, bounded in iterations
 // and in time (a 5 ms tick keeps a blocked poll from waiting longer), never
-// sleeping blindly; settle() turns it a few times for "nothing more happens".
+// sleeping blindly, also for what another thread or process does (the tick
+// wakes the poll); settle() turns it a few times for "nothing more happens".
 // Subclasses free their loop objects in release_objects(), before the loop
 // is drained and closed (which must then succeed: no handle leaked).
 // Thread affinity: the test's thread.

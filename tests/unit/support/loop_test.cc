@@ -1,4 +1,4 @@
-#include "data_path_loop.h"
+#include "loop_test.h"
 
 namespace tlsfront::harness {
 
