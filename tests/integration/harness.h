@@ -24,88 +24,20 @@
 
 #include <gtest/gtest.h>
 
+#include "shared/process.h"
+
 typedef struct ssl_st SSL;
 typedef struct ssl_ctx_st SSL_CTX;
 typedef struct ssl_session_st SSL_SESSION;
 
 namespace tlsfront::itest {
 
-using Clock = std::chrono::steady_clock;
-using std::chrono::milliseconds;
-
-inline constexpr milliseconds kDefaultDeadline{10'000};
-
 std::string pki(std::string_view file);  // TLSFRONT_TEST_PKI_DIR/<file>
 
-// Polls `pred` every few milliseconds until it is true or `timeout` passes.
-bool wait_until(const std::function<bool()>& pred, milliseconds timeout = kDefaultDeadline);
-
-std::string read_file(const std::string& path);
-void write_file(const std::string& path, std::string_view data);
-bool file_exists(const std::string& path);
-
-// mkdtemp under /tmp; removed recursively by the destructor.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string file(std::string_view name) const { return path_ + "/" + std::string(name); }
-
- private:
-  std::string path_;
-};
-
-// A port that was free a moment ago (bound to 127.0.0.1:0, then closed).
-int free_port();
 // A listening TCP socket on 127.0.0.1 with a kernel-chosen port (in `port`),
 // held by the test (what systemd does for socket activation, or "something
 // else listens here"); the caller closes it. -1 on failure.
 int listen_loopback(int backlog, int& port);
-
-struct ExitStatus {
-  bool exited = false;  // false: killed by a signal (or still unknown)
-  int code = -1;        // exit code when `exited`
-  int signal = 0;       // terminating signal otherwise
-};
-
-// A child process with stdout/stderr redirected to files.
-class Process {
- public:
-  Process() = default;
-  ~Process();  // stop() if still running
-  Process(const Process&) = delete;
-  Process& operator=(const Process&) = delete;
-
-  // fork/exec `argv` (argv[0] is the path). False when fork fails.
-  // `fd3` >= 0: the child gets it as descriptor 3 (socket activation tests).
-  bool start(const std::vector<std::string>& argv, const std::string& stdout_path,
-             const std::string& stderr_path, int fd3 = -1);
-  bool running();
-  pid_t pid() const { return pid_; }
-  void signal(int sig);
-  // Waits for the exit until `timeout`; nullopt if it is still running.
-  std::optional<ExitStatus> wait_exit(milliseconds timeout);
-  // SIGTERM, wait up to `timeout`, then SIGKILL. Returns the exit status.
-  ExitStatus stop(milliseconds timeout = milliseconds(5'000));
-  std::string out() const { return read_file(stdout_path_); }
-  std::string err() const { return read_file(stderr_path_); }
-
- private:
-  pid_t pid_ = -1;
-  std::optional<ExitStatus> status_;
-  std::string stdout_path_, stderr_path_;
-};
-
-// Runs `argv` to completion (deadline `timeout`, then SIGKILL).
-struct RunResult {
-  ExitStatus status;
-  std::string out, err;
-};
-RunResult run_command(const TempDir& dir, const std::vector<std::string>& argv,
-                      milliseconds timeout = kDefaultDeadline);
 
 // The recording backend (tests/backend).
 class Backend {
