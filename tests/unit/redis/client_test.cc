@@ -39,6 +39,23 @@ size_t count(const std::string& haystack, const std::string& needle) {
   return n;
 }
 
+// Captures stderr (the log) until take(), or until destroyed: an ASSERT that
+// returns early must not leave a capture running into the next test.
+class LogCapture {
+ public:
+  LogCapture() { testing::internal::CaptureStderr(); }
+  ~LogCapture() {
+    if (!taken_) testing::internal::GetCapturedStderr();
+  }
+  std::string take() {
+    taken_ = true;
+    return testing::internal::GetCapturedStderr();
+  }
+
+ private:
+  bool taken_ = false;
+};
+
 class RedisClient : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { ::signal(SIGPIPE, SIG_IGN); }  // as Server::run: a write to a dead peer fails
@@ -181,10 +198,10 @@ TEST_F(RedisClient, AuthenticatesAndReportsARefusedPassword) {
 
   Options bad = options(redis_.port());
   bad.password = Secret("wrong");
-  testing::internal::CaptureStderr();
+  LogCapture capture;
   Client& c = make_client(std::move(bad));
   ASSERT_TRUE(call({"GET", "k"}, got));
-  const std::string log = testing::internal::GetCapturedStderr();
+  const std::string log = capture.take();
   ASSERT_TRUE(got.error);
   EXPECT_EQ(got.error->code, Errc::Upstream);
   EXPECT_NE(got.error->detail.find("AUTH refused"), std::string::npos) << got.error->detail;
@@ -199,7 +216,7 @@ TEST_F(RedisClient, AuthenticatesAndReportsARefusedPassword) {
 TEST_F(RedisClient, ServerDownFailsThenBacksOffWithoutBusyLoop) {
   Client& c = make_client(options(itest::free_port()));
   Got got;
-  testing::internal::CaptureStderr();
+  LogCapture capture;
   if (c.command({"GET", "k"}, record(got))) {
     iterations_ = 0;
     ASSERT_TRUE(run_until([&] { return got.called; }));
@@ -229,7 +246,7 @@ TEST_F(RedisClient, ServerDownFailsThenBacksOffWithoutBusyLoop) {
   run_for(milliseconds(1'000));
   uv_close(reinterpret_cast<uv_handle_t*>(&tick), nullptr);
   run_for(milliseconds(1));
-  const std::string log = testing::internal::GetCapturedStderr();
+  const std::string log = capture.take();
   EXPECT_LE(c.connects() - before, 8u) << "reconnects without backing off";
   EXPECT_GE(c.connects() - before, 1u) << "never retried";
   EXPECT_EQ(count(log, "unit: redis 127.0.0.1:"), 1u) << "one line per change of state:\n" << log;
@@ -246,7 +263,7 @@ TEST_F(RedisClient, CommandTimesOutWhenTheServerHangs) {
   ASSERT_TRUE(call({"SET", "k", "v"}, got));
   ASSERT_FALSE(got.error);
   redis_.pause();
-  testing::internal::CaptureStderr();
+  LogCapture capture;
   got = Got{};
   ASSERT_TRUE(c.command({"GET", "k"}, record(got)));
   iterations_ = 0;
@@ -268,7 +285,7 @@ TEST_F(RedisClient, CommandTimesOutWhenTheServerHangs) {
   c.answered();
   EXPECT_FALSE(c.failing());
   c.answered();
-  const std::string log = testing::internal::GetCapturedStderr();
+  const std::string log = capture.take();
   EXPECT_EQ(count(log, "unit: redis 127.0.0.1:" + std::to_string(redis_.port()) + ": no answer within 300 ms"), 1u)
       << log;
   EXPECT_EQ(count(log, "is in use again"), 1u) << log;
@@ -282,7 +299,7 @@ TEST_F(RedisClient, ReconnectsAfterTheServerDiesAndComesBack) {
   ASSERT_FALSE(got.error);
   EXPECT_EQ(c.connects(), 1u);
 
-  testing::internal::CaptureStderr();
+  LogCapture capture;
   redis_.stop();
   run_for(milliseconds(50));  // the idle connection closes: nobody was waiting, nothing to say
   EXPECT_FALSE(c.failing());
@@ -308,7 +325,7 @@ TEST_F(RedisClient, ReconnectsAfterTheServerDiesAndComesBack) {
   EXPECT_FALSE(c.failing());
   ASSERT_TRUE(call({"GET", "k"}, got));
   EXPECT_EQ(got.str, "again");
-  const std::string log = testing::internal::GetCapturedStderr();
+  const std::string log = capture.take();
   // One line per change of state (down may show as either problem).
   EXPECT_LE(count(log, "cannot connect"), 1u) << log;
   EXPECT_LE(count(log, "no answer within"), 1u) << log;
