@@ -60,6 +60,19 @@ class Server {
   void reload();
 
  private:
+  struct ControlLoop;  // server.cc
+  static void on_signal(uv_signal_t* h, int signum);
+
+  // run()'s steps, in order.
+  [[nodiscard]] Result<std::shared_ptr<const data::Generation>> build_first_generation(config::Config cfg);
+  [[nodiscard]] Status open_access_log(const config::Config& c);
+  [[nodiscard]] Result<std::vector<std::vector<data::ListenSocket>>> bind_listeners(const config::Config& c,
+                                                                                   int nworkers);
+  void start_control_loop(ControlLoop& ctl);
+  void start_workers(ControlLoop& ctl, std::vector<std::vector<data::ListenSocket>> sockets);
+  void run_until_stopped(ControlLoop& ctl);
+  void shut_down(ControlLoop& ctl);
+
   std::string config_path_;
   uint64_t generation_number_ = 1;
   // Declared before current_ so they outlive every generation's SSL_CTX.
