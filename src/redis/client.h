@@ -8,7 +8,11 @@
 //   hiredis callback (trouble frees it from the client's own timer callback);
 // - deadlines: a command without an answer within `timeout` (plus
 //   `connect_timeout` when it was queued before the connection was up)
-//   fails, with every other pending command, and the connection is dropped;
+//   fails, with every other pending command, and the connection is dropped
+//   (hiredis 0.14's libuv adapter ignores poll errors, so a refused
+//   non-blocking connect often ends this way rather than as "cannot connect");
+// - a connection lost while no command waits is only forgotten: nobody was
+//   harmed, the next command reconnects;
 // - trouble (cannot connect, connection lost, AUTH refused, a timeout, or
 //   what the user reports with fail()): pending commands fail, the
 //   connection is dropped, and new commands are refused at once for a
@@ -31,8 +35,9 @@
 // Errc::Upstream ("AUTH refused: ..." or what fail() was given). An error
 // *reply* (Reply::is_error) is a reply, not an error: the user decides.
 //
-// Trust: replies are untrusted bytes. The password is held in a Secret and
-// never logged.
+// Trust: replies are untrusted bytes (logged lines escape them). The
+// password is held in a Secret and never logged. The process must ignore
+// SIGPIPE (Server::run does): a write to a dead server fails, not kills.
 // Thread affinity: one loop. Everything, callbacks included, runs on the
 // thread running the loop given to start(); call_blocking() on that thread
 // (or before start()).
@@ -121,6 +126,8 @@ class Client {
   // if needed. False, and `done` is never called, when refused at once:
   // before start(), after close(), during the backoff after trouble, or when
   // no connection can be opened now (that is trouble too, and logged).
+  // Refused while started and open means retry_in() > 0: a caller that
+  // retries at retry_in() never spins.
   bool command(std::initializer_list<std::string_view> argv, Callback done);
   bool command(std::span<const std::string> argv, Callback done);
 
