@@ -20,6 +20,7 @@
 #include "control/admin_server.h"
 #include "metrics/prometheus.h"
 #include "control/listener.h"
+#include "control/restart_only.h"
 #include "tls/ticket_key_source_file.h"
 #include "tls/ticket_key_source_redis.h"
 #include "util/uv_handle.h"
@@ -35,35 +36,6 @@ Status check_session_store_files(const config::SessionCache& sc) {
   if (!secret) return secret.take_error();
   if (!secret->warning.empty()) log::warn("session cache: {}", secret->warning);
   return {};
-}
-
-// The settings a reload cannot change (restart-only), the one list of them:
-// each one that differs between the running configuration `now` and the new
-// one `next` is named in the result (for the warning) and gets its running
-// value back in `next`, so the new generation's config says what is in
-// effect.
-std::vector<std::string> keep_restart_only_settings(const config::Config& now, config::Config& next) {
-  std::vector<std::string> changed;
-  auto keep = [&changed](std::string name, auto& setting, const auto& running) {
-    if (setting == running) return;
-    changed.push_back(std::move(name));
-    setting = running;
-  };
-  keep("workers", next.workers, now.workers);
-  for (auto& l : next.listeners) {
-    for (const auto& o : now.listeners) {
-      if (o.address == l.address) keep("backlog of " + l.address.to_string(), l.backlog, o.backlog);
-    }
-  }
-  keep("log.access_log", next.log.access_log, now.log.access_log);
-  keep("[admin]", next.admin, now.admin);
-  keep("[tls.session_cache]", next.tls.session_cache, now.tls.session_cache);
-  // The config-file positions ("file:line:col") are not settings: the file
-  // may be named differently now (relative at start, absolute on reload).
-  next.tls.ticket_keys.files_origin = now.tls.ticket_keys.files_origin;
-  next.tls.ticket_keys.redis_origin = now.tls.ticket_keys.redis_origin;
-  keep("[tls.ticket_keys]", next.tls.ticket_keys, now.tls.ticket_keys);
-  return changed;
 }
 
 bool listens_on(const std::vector<config::Listener>& listeners, const config::Endpoint& address) {

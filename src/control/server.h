@@ -53,9 +53,8 @@ class Server {
   // generation they were accepted under; new ones get the new one. The
   // session cache and ticket keys are the Server's and survive. New [[listen]]
   // addresses are bound before publishing (in use = the reload fails);
-  // removed ones stop accepting. Settings that need a restart (workers, a
-  // listener's backlog, log.access_log, [tls.session_cache],
-  // [tls.ticket_keys]) are kept as they are, with a warning naming them. sd_notify RELOADING=1 (+ MONOTONIC_USEC) before,
+  // removed ones stop accepting. Settings that need a restart
+  // (control/restart_only.h) are kept as they are, with a warning naming them. sd_notify RELOADING=1 (+ MONOTONIC_USEC) before,
   // READY=1 after.
   void reload();
 

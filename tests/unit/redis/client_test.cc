@@ -185,6 +185,19 @@ TEST_F(RedisClient, RepliesOfEveryShapeOnOneConnection) {
   EXPECT_EQ(c.connects(), 1u);
 }
 
+TEST_F(RedisClient, UnixSocket) {
+  const std::string socket = dir_.file("redis.sock");
+  ASSERT_TRUE(redis_.start({"--unixsocket", socket, "--unixsocketperm", "700"}));
+  Options o = options(0);
+  o.unix_socket = socket;
+  Client& c = make_client(std::move(o));
+  EXPECT_EQ(c.where(), "unix:" + socket);
+  Got got;
+  ASSERT_TRUE(call({"PING"}, got));
+  EXPECT_FALSE(got.error);
+  EXPECT_EQ(got.str, "PONG");
+}
+
 TEST_F(RedisClient, AuthenticatesAndReportsARefusedPassword) {
   ASSERT_TRUE(redis_.start({"--requirepass", "right"}, "right"));
   Options o = options(redis_.port());
