@@ -1,5 +1,6 @@
-// Black-box harness for tlsfront's integration tests: temp dirs, free ports,
-// child processes (the proxy and the recording backend), TOML generation,
+// Black-box harness for tlsfront's integration tests: the proxy and the
+// recording backend as child processes (temp dirs, free ports and the
+// process helpers are shared/process.h's), TOML generation,
 // clients (libcurl and a raw OpenSSL client for byte-exact requests),
 // access-log and backend-record helpers.
 //
