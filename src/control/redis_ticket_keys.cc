@@ -1,8 +1,6 @@
 #include "control/redis_ticket_keys.h"
 
-#include <hiredis/adapters/libuv.h>
-#include <hiredis/async.h>
-#include <hiredis/hiredis.h>
+#include <fmt/format.h>
 #include <openssl/crypto.h>
 
 #include <algorithm>
@@ -15,43 +13,7 @@ namespace {
 
 using std::chrono::milliseconds;
 
-struct RedisContextFree {
-  void operator()(redisContext* c) const noexcept { redisFree(c); }
-};
-using RedisContextPtr = std::unique_ptr<redisContext, RedisContextFree>;
-
-struct RedisReplyFree {
-  void operator()(redisReply* r) const noexcept { freeReplyObject(r); }
-};
-using RedisReplyPtr = std::unique_ptr<redisReply, RedisReplyFree>;
-
-// Commands carry their round and kind in hiredis' privdata (no allocation).
-void* pack(uint64_t round, uintptr_t kind) { return reinterpret_cast<void*>(static_cast<uintptr_t>(round << 2 | kind)); }
-
-timeval to_timeval(milliseconds d) {
-  timeval tv{};
-  tv.tv_sec = static_cast<time_t>(d.count() / 1000);
-  tv.tv_usec = static_cast<suseconds_t>((d.count() % 1000) * 1000);
-  return tv;
-}
-
-std::string reply_text(const redisReply* r) { return r->str ? std::string(r->str, r->len) : std::string(); }
-
-// The argv of one command as hiredis wants it (borrowing `args`).
-struct Argv {
-  std::vector<const char*> ptrs;
-  std::vector<size_t> lens;
-  explicit Argv(const std::vector<std::string>& args) {
-    for (const auto& a : args) {
-      ptrs.push_back(a.data());
-      lens.push_back(a.size());
-    }
-  }
-  int argc() const { return static_cast<int>(ptrs.size()); }
-};
-
-// SET values (and the AUTH password) are secrets: cleanse the plan's copies
-// once hiredis has them.
+// SET values are secrets: cleanse the plan's copies once hiredis has them.
 void cleanse_commands(std::vector<std::vector<std::string>>& commands) {
   for (auto& cmd : commands) {
     for (auto& arg : cmd) OPENSSL_cleanse(arg.data(), arg.size());
@@ -64,14 +26,14 @@ void cleanse_commands(std::vector<std::vector<std::string>>& commands) {
 Result<std::unique_ptr<RedisTicketKeys>> RedisTicketKeys::create(const config::Tls& tls, const Clock* clock,
                                                                  PublishFn publish) {
   const config::TicketKeys& keys = tls.ticket_keys;
-  tls::Secret password;
+  Secret password;
   if (!keys.redis_password_file.empty()) {
     auto loaded = tls::load_redis_password_file(keys.redis_password_file);
     if (!loaded) return loaded.take_error();
     if (!loaded->warning.empty()) log::warn("ticket keys: {}", loaded->warning);
     password = std::move(loaded->secret);
   }
-  tls::Secret wrap_key;
+  Secret wrap_key;
   if (!keys.wrap_key_file.empty()) {
     auto loaded = tls::load_wrap_key_file(keys.wrap_key_file);
     if (!loaded) return loaded.take_error();
@@ -85,19 +47,30 @@ Result<std::unique_ptr<RedisTicketKeys>> RedisTicketKeys::create(const config::T
 }
 
 RedisTicketKeys::RedisTicketKeys(const config::Tls& tls, const Clock* clock, PublishFn publish,
-                                 tls::RedisTicketKeyCodec codec, tls::Secret password)
+                                 tls::RedisTicketKeyCodec codec, Secret password)
     : keys_(tls.ticket_keys),
       clock_(clock),
       publish_(std::move(publish)),
       codec_(std::move(codec)),
-      password_(std::move(password)),
-      state_(tls::RedisSlotSchedule(tls.ticket_keys.rotate_every, tls.session_cache.timeout)) {}
+      state_(tls::RedisSlotSchedule(tls.ticket_keys.rotate_every, tls.session_cache.timeout)),
+      client_([&] {
+        redis::Options o;
+        o.address = keys_.redis;
+        o.unix_socket = keys_.redis_unix_socket;
+        o.user = keys_.redis_user;
+        o.password = std::move(password);
+        o.timeout = keys_.redis_timeout;
+        o.connect_timeout = keys_.redis_timeout;  // a round on a new connection gets twice as long
+        const milliseconds poll = state_.schedule().poll_interval();
+        o.first_backoff = std::min(milliseconds(1000), poll);
+        o.max_backoff = poll;
+        o.log_name = "ticket keys";
+        o.trouble_level = log::Level::Error;
+        o.consequence = [this] { return fmt::format("keeping the {} keys held, retrying", state_.size()); };
+        return o;
+      }()) {}
 
 RedisTicketKeys::~RedisTicketKeys() { stop(); }
-
-std::string RedisTicketKeys::where() const {
-  return keys_.redis_unix_socket.empty() ? keys_.redis.to_string() : "unix:" + keys_.redis_unix_socket;
-}
 
 // ---- one round: plan and replies (shared by the sync and async paths) ----------
 
@@ -105,14 +78,6 @@ Result<RedisTicketKeys::Plan> RedisTicketKeys::plan_round(tls::TimePoint now) {
   const auto& schedule = state_.schedule();
   const int64_t current = schedule.slot_of(now);
   Plan plan;
-  if (!password_.empty()) {
-    if (keys_.redis_user.empty()) {
-      plan.commands.push_back({"AUTH", password_.str()});
-    } else {
-      plan.commands.push_back({"AUTH", keys_.redis_user, password_.str()});
-    }
-    plan.kinds.push_back(Kind::Auth);
-  }
   // SET NX the current and the next slot: a fresh key for a slot this node
   // does not hold, the held key otherwise (a no-op unless Redis lost the slot,
   // which then gets back the value every node that fetched it already holds).
@@ -144,27 +109,21 @@ Result<RedisTicketKeys::Plan> RedisTicketKeys::plan_round(tls::TimePoint now) {
   return plan;
 }
 
-Status RedisTicketKeys::on_auth_reply(const redisReply* reply) {
-  if (reply->type == REDIS_REPLY_ERROR) return make_error(Errc::Upstream, "AUTH refused: " + reply_text(reply));
-  return {};
-}
-
-void RedisTicketKeys::on_set_reply(const redisReply* reply) {
+void RedisTicketKeys::on_set_reply(redis::Reply reply) {
   // "OK" (this node's value won the slot) or nil (another value was there).
-  if (reply->type == REDIS_REPLY_ERROR && soft_problem_.empty()) soft_problem_ = "SET refused: " + reply_text(reply);
+  if (reply.is_error() && soft_problem_.empty()) soft_problem_ = "SET refused: " + std::string(reply.str());
 }
 
-Status RedisTicketKeys::on_mget_reply(const Plan& plan, const redisReply* reply) {
-  if (reply->type == REDIS_REPLY_ERROR) return make_error(Errc::Upstream, "MGET refused: " + reply_text(reply));
-  if (reply->type != REDIS_REPLY_ARRAY || reply->elements != plan.mget_slots.size()) {
+Status RedisTicketKeys::on_mget_reply(const Plan& plan, redis::Reply reply) {
+  if (reply.is_error()) return make_error(Errc::Upstream, "MGET refused: " + std::string(reply.str()));
+  if (reply.type() != redis::Reply::Type::Array || reply.size() != plan.mget_slots.size()) {
     return make_error(Errc::Protocol, "MGET: unexpected reply");
   }
-  for (size_t i = 0; i < reply->elements; ++i) {
-    const redisReply* element = reply->element[i];
-    if (element->type != REDIS_REPLY_STRING) continue;  // nil: no key for this slot (yet)
+  for (size_t i = 0; i < reply.size(); ++i) {
+    const redis::Reply element = reply[i];
+    if (!element.is_string()) continue;  // nil: no key for this slot (yet)
     const int64_t slot = plan.mget_slots[i];
-    auto key = codec_.decode(std::string_view(element->str, element->len),
-                             tls::redis_slot_key(keys_.redis_prefix, slot));
+    auto key = codec_.decode(element.str(), tls::redis_slot_key(keys_.redis_prefix, slot));
     if (!key) {
       if (soft_problem_.empty()) soft_problem_ = "a ticket key in redis cannot be used: " + key.error().message();
       continue;
@@ -175,15 +134,7 @@ Status RedisTicketKeys::on_mget_reply(const Plan& plan, const redisReply* reply)
   return {};
 }
 
-void RedisTicketKeys::finish_round(const std::string& problem) {
-  if (problem != problem_) {
-    if (problem.empty()) {
-      log::info("ticket keys: redis {} is in use again", where());
-    } else {
-      log::error("ticket keys: redis {}: {}; keeping the {} keys held, retrying", where(), problem, state_.size());
-    }
-    problem_ = problem;
-  }
+void RedisTicketKeys::finish_round() {
   const auto now = clock_->now();
   if (state_.prune(now)) changed_ = true;
   const char* why = "fetched from redis";
@@ -191,7 +142,7 @@ void RedisTicketKeys::finish_round(const std::string& problem) {
   if (!added) {
     log::error("ticket keys: {}", added.error().message());
   } else if (*added) {
-    log::warn("ticket keys: no cluster key encrypts now; using a local key until redis {} answers", where());
+    log::warn("ticket keys: no cluster key encrypts now; using a local key until redis {} answers", client_.where());
     why = "generated locally (redis unavailable)";
     changed_ = true;
   }
@@ -206,60 +157,33 @@ void RedisTicketKeys::finish_round(const std::string& problem) {
 Status RedisTicketKeys::load_initial() {
   auto plan = plan_round(clock_->now());
   if (!plan) return plan.take_error();
-  const timeval tv = to_timeval(keys_.redis_timeout);
-  RedisContextPtr ctx(keys_.redis_unix_socket.empty()
-                          ? redisConnectWithTimeout(keys_.redis.host.c_str(), keys_.redis.port, tv)
-                          : redisConnectUnixWithTimeout(keys_.redis_unix_socket.c_str(), tv));
-  std::string problem;
   soft_problem_.clear();
-  if (!ctx || ctx->err) {
-    problem = std::string("cannot connect: ") + (ctx ? ctx->errstr : "out of memory");
-  } else if (redisSetTimeout(ctx.get(), tv) != REDIS_OK) {
-    problem = std::string("cannot set the timeout: ") + ctx->errstr;
-  } else {
-    for (const auto& cmd : plan->commands) {
-      Argv argv(cmd);
-      redisAppendCommandArgv(ctx.get(), argv.argc(), argv.ptrs.data(), argv.lens.data());
+  Status st = client_.call_blocking(plan->commands, [&](size_t i, redis::Reply reply) -> Status {
+    if (plan->kinds[i] == Kind::Set) {
+      on_set_reply(reply);
+      return {};
     }
-    cleanse_commands(plan->commands);
-    for (Kind kind : plan->kinds) {
-      void* raw = nullptr;
-      if (redisGetReply(ctx.get(), &raw) != REDIS_OK) {
-        problem = std::string("no reply: ") + ctx->errstr;
-        break;
-      }
-      RedisReplyPtr reply(static_cast<redisReply*>(raw));
-      Status st;
-      if (kind == Kind::Auth) st = on_auth_reply(reply.get());
-      if (kind == Kind::Set) on_set_reply(reply.get());
-      if (kind == Kind::Mget) st = on_mget_reply(*plan, reply.get());
-      if (!st) {
-        problem = st.error().message();
-        break;
-      }
-    }
-  }
+    return on_mget_reply(*plan, reply);
+  });
   cleanse_commands(plan->commands);
-  if (problem.empty()) problem = soft_problem_;
+  client_.answered(st ? soft_problem_ : st.error().message());  // logged once per change
   changed_ = true;  // always publish a first ring
-  finish_round(problem);
+  finish_round();
   return {};
 }
 
 // ---- the async client on the control loop ---------------------------------------
 
 void RedisTicketKeys::start(uv_loop_t* loop) {
-  loop_ = loop;
+  client_.start(loop);
   timer_.init([loop](uv_timer_t* h) { return uv_timer_init(loop, h); }, this);
-  deadline_.init([loop](uv_timer_t* h) { return uv_timer_init(loop, h); }, this);
   arm_timer(milliseconds(0));
 }
 
 void RedisTicketKeys::stop() {
   round_ = 0;
   timer_.close();
-  deadline_.close();
-  drop_connection();
+  client_.close();
 }
 
 void RedisTicketKeys::arm_timer(milliseconds wait) {
@@ -272,107 +196,62 @@ void RedisTicketKeys::arm_timer(milliseconds wait) {
       static_cast<uint64_t>(std::max<int64_t>(0, wait.count())), 0);
 }
 
-void RedisTicketKeys::connect_async() {
-  redisAsyncContext* ac = keys_.redis_unix_socket.empty()
-                              ? redisAsyncConnect(keys_.redis.host.c_str(), keys_.redis.port)
-                              : redisAsyncConnectUnix(keys_.redis_unix_socket.c_str());
-  if (ac == nullptr) return;
-  if (ac->err) {
-    fail_round(std::string("cannot connect: ") + ac->errstr);
-    redisAsyncFree(ac);  // not attached yet: no callback can run
-    return;
-  }
-  if (redisLibuvAttach(ac, loop_) != REDIS_OK) {
-    fail_round("cannot attach the connection to the loop");
-    redisAsyncFree(ac);
-    return;
-  }
-  ac->data = this;
-  redisAsyncSetConnectCallback(ac, connect_cb);
-  redisAsyncSetDisconnectCallback(ac, disconnect_cb);
-  ac_ = ac;
-}
-
-void RedisTicketKeys::drop_connection() {
-  if (ac_ == nullptr) return;
-  redisAsyncContext* ac = std::exchange(ac_, nullptr);
-  ac->data = nullptr;  // pending callbacks (NULL replies) and disconnect_cb find no owner
-  redisAsyncFree(ac);  // never called from inside a hiredis callback
-}
-
 void RedisTicketKeys::poll_now() {
   if (round_ != 0) return;
-  if (reconnect_) {
-    drop_connection();
-    reconnect_ = false;
+  if (const milliseconds wait = client_.retry_in(); wait.count() > 0) {
+    arm_timer(wait);  // still backing off after trouble
+    return;
   }
   auto plan = plan_round(clock_->now());
   if (!plan) {
-    fail_round(plan.error().message());
+    client_.fail(plan.error().message());
+    fail_round();
     return;
   }
   round_ = next_round_++;
   plan_ = std::move(plan).value();
   soft_problem_.clear();
-  const bool connecting = ac_ == nullptr;
-  if (connecting) {
-    connect_async();
-    if (ac_ == nullptr) {
-      cleanse_commands(plan_.commands);
-      if (round_ != 0) fail_round("cannot connect: out of memory");
-      return;
-    }
-  }
   for (size_t i = 0; i < plan_.commands.size(); ++i) {
-    Argv argv(plan_.commands[i]);
-    if (redisAsyncCommandArgv(ac_, reply_cb, pack(round_, static_cast<uintptr_t>(plan_.kinds[i])), argv.argc(),
-                              argv.ptrs.data(), argv.lens.data()) != REDIS_OK) {
+    const Kind kind = plan_.kinds[i];
+    const bool sent = client_.command(plan_.commands[i], [this, round = round_, kind](Result<redis::Reply> reply) {
+      on_async_reply(std::move(reply), round, kind);
+    });
+    if (!sent) {  // the client logged why and backs off
       cleanse_commands(plan_.commands);
-      fail_round("cannot send a command (connection closing)");
+      fail_round();
       return;
     }
   }
   cleanse_commands(plan_.commands);
-  uv_timer_start(
-      deadline_.get(),
-      [](uv_timer_t* t) {
-        if (t->data) static_cast<RedisTicketKeys*>(t->data)->fail_round("timed out");
-      },
-      static_cast<uint64_t>(keys_.redis_timeout.count() * (connecting ? 2 : 1)), 0);
 }
 
-void RedisTicketKeys::fail_round(const std::string& problem) {
+void RedisTicketKeys::fail_round() {
   round_ = 0;
-  if (deadline_.active()) uv_timer_stop(deadline_.get());
-  reconnect_ = true;
   full_fetch_ = true;
-  finish_round(problem);
-  const milliseconds poll = state_.schedule().poll_interval();
-  backoff_ = backoff_.count() == 0 ? std::min(milliseconds(1000), poll) : std::min(2 * backoff_, poll);
-  arm_timer(backoff_);
+  finish_round();
+  arm_timer(client_.retry_in());
 }
 
-void RedisTicketKeys::on_async_reply(redisReply* reply, uint64_t round, Kind kind, const std::string& error) {
+void RedisTicketKeys::on_async_reply(Result<redis::Reply> reply, uint64_t round, Kind kind) {
   if (round != round_ || round_ == 0) return;  // a round that already ended
-  if (reply == nullptr) {
-    fail_round("connection lost" + (error.empty() ? std::string() : ": " + error));
+  if (!reply) {  // timeout or connection trouble: the client logged it
+    fail_round();
     return;
   }
   if (kind == Kind::Set) {
-    on_set_reply(reply);
+    on_set_reply(*reply);
     return;
   }
-  Status st = kind == Kind::Auth ? on_auth_reply(reply) : on_mget_reply(plan_, reply);
-  if (!st) {
-    fail_round(st.error().message());
+  if (Status st = on_mget_reply(plan_, *reply); !st) {
+    round_ = 0;  // the client's fail() fails this round's other commands
+    client_.fail(st.error().message());
+    fail_round();
     return;
   }
-  if (kind != Kind::Mget) return;
   // The MGET is the round's last command: the round succeeded.
   round_ = 0;
-  uv_timer_stop(deadline_.get());
-  backoff_ = milliseconds(0);
-  finish_round(soft_problem_);
+  client_.answered(soft_problem_);
+  finish_round();
   // Poll again after the interval, or just after the next slot boundary so
   // the slot after it is created and fetched a whole interval ahead.
   const auto now = clock_->now();
@@ -380,39 +259,6 @@ void RedisTicketKeys::on_async_reply(redisReply* reply, uint64_t round, Kind kin
   const auto boundary = std::chrono::duration_cast<milliseconds>(
       schedule.slot_start(schedule.slot_of(now) + 1) - now + milliseconds(20));
   arm_timer(std::min(schedule.poll_interval(), boundary));
-}
-
-void RedisTicketKeys::on_connected(int status, const std::string& error) {
-  if (status == REDIS_OK) return;
-  ac_ = nullptr;  // hiredis frees the context when this callback returns
-  if (round_ != 0) fail_round("cannot connect: " + error);
-}
-
-void RedisTicketKeys::on_disconnected() {
-  ac_ = nullptr;  // hiredis frees the context when this callback returns
-  if (round_ != 0) fail_round("connection lost");
-}
-
-void RedisTicketKeys::reply_cb(redisAsyncContext* ac, void* reply, void* privdata) noexcept {
-  auto* self = static_cast<RedisTicketKeys*>(ac->data);
-  if (self == nullptr) return;
-  const auto packed = reinterpret_cast<uintptr_t>(privdata);
-  self->on_async_reply(static_cast<redisReply*>(reply), packed >> 2, static_cast<Kind>(packed & 3),
-                       ac->err ? std::string(ac->errstr) : std::string());
-}
-
-void RedisTicketKeys::connect_cb(const redisAsyncContext* ac, int status) noexcept {
-  auto* self = static_cast<RedisTicketKeys*>(ac->data);
-  if (self == nullptr) return;
-  if (status != REDIS_OK) const_cast<redisAsyncContext*>(ac)->data = nullptr;  // about to be freed
-  self->on_connected(status, ac->errstr ? ac->errstr : "");
-}
-
-void RedisTicketKeys::disconnect_cb(const redisAsyncContext* ac, int status) noexcept {
-  auto* self = static_cast<RedisTicketKeys*>(ac->data);
-  if (self == nullptr) return;
-  const_cast<redisAsyncContext*>(ac)->data = nullptr;
-  self->on_disconnected();
 }
 
 }  // namespace tlsfront::control

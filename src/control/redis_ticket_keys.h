@@ -1,11 +1,12 @@
 // RedisTicketKeys: the I/O half of [tls.ticket_keys] source = "redis" — a
-// hiredis client on the control loop (libuv adapter) that keeps this node's
-// ticket key ring in step with the cluster's ring in Redis. The protocol and
+// redis::Client on the control loop that keeps this node's ticket key ring
+// in step with the cluster's ring in Redis. The protocol and
 // its states are in src/tls/TICKET_ROTATION.md; slot math, value format and
 // ring building in tls/ticket_key_source_redis.h.
 //
 // Every poll (and right after each slot boundary) it pipelines, on one
-// connection: AUTH (when a password file is configured), SET <slot key>
+// connection (authenticated by the client when a password file is
+// configured): SET <slot key>
 // <value> NX PX <ttl> for the current and the next slot (a fresh key for a
 // slot it does not hold yet, else the held one, which restores a slot Redis
 // lost; exactly one value per slot wins cluster-wide), and one MGET of the
@@ -13,7 +14,9 @@
 // which is handed to `publish` when it changed. Redis trouble (unreachable,
 // timeout, AUTH refused, undecodable values) never empties the ring: the node
 // keeps the keys it holds, logs once per change of trouble, and retries with
-// a backoff (1 s doubling up to the poll interval), reconnecting as needed.
+// a backoff (1 s doubling up to the poll interval), reconnecting as needed
+// (the client's logging, backoff and reconnects; this class plans the rounds
+// and reads the replies).
 // A node that holds no key able to encrypt (Redis down at start-up, or for
 // longer than the ring lasts) makes a local one so it keeps issuing tickets.
 //
@@ -33,13 +36,12 @@
 #include <vector>
 
 #include "config/config.h"
+#include "redis/client.h"
 #include "tls/ticket_key_ring.h"
 #include "tls/ticket_key_source_redis.h"
 #include "util/result.h"
+#include "util/secret.h"
 #include "util/uv_handle.h"
-
-struct redisAsyncContext;
-struct redisReply;
 
 namespace tlsfront::control {
 
@@ -66,72 +68,58 @@ class RedisTicketKeys {
 
   // Starts polling on `loop` (borrowed; must outlive stop()).
   void start(uv_loop_t* loop);
-  // Closes the timers and the connection (its uv_poll handle is closed
-  // through uv_close, so the loop must still run afterwards). Idempotent.
+  // Closes the timer and the connection (through uv_close, so the loop must
+  // still run afterwards). Idempotent.
   void stop();
 
   // True while the last round failed (for tests and logs).
-  bool failing_for_test() const { return !problem_.empty(); }
+  bool failing_for_test() const { return client_.failing(); }
 
  private:
-  enum class Kind : uintptr_t { Auth = 0, Set = 1, Mget = 2 };
+  enum class Kind { Set, Mget };
 
   // What one round sends: SET NX for `set_slots`, MGET of `mget_slots`.
   struct Plan {
     std::vector<int64_t> set_slots;
     std::vector<int64_t> mget_slots;
-    std::vector<std::vector<std::string>> commands;  // argv of each command, AUTH first
+    std::vector<std::vector<std::string>> commands;  // argv of each command
     std::vector<Kind> kinds;                         // parallel to `commands`
   };
 
   RedisTicketKeys(const config::Tls& tls, const Clock* clock, PublishFn publish, tls::RedisTicketKeyCodec codec,
-                  tls::Secret password);
+                  Secret password);
 
   // The commands of the next round at `now`. Errors: Errc::Tls (DRBG, wrap).
   [[nodiscard]] Result<Plan> plan_round(tls::TimePoint now);
-  // Reply handlers shared by the sync and async paths. An error fails the
-  // round (AUTH, MGET); a SET error is only remembered in `soft_problem_`.
-  [[nodiscard]] Status on_auth_reply(const redisReply* reply);
-  void on_set_reply(const redisReply* reply);
-  [[nodiscard]] Status on_mget_reply(const Plan& plan, const redisReply* reply);
-  // Ends a round: logs a change of trouble (`problem` empty = healthy),
-  // prunes, fills in a local key if nothing encrypts, publishes on change.
-  void finish_round(const std::string& problem);
+  // Reply handlers shared by the sync and async paths. An MGET error fails
+  // the round; a SET error is only remembered in `soft_problem_`.
+  void on_set_reply(redis::Reply reply);
+  [[nodiscard]] Status on_mget_reply(const Plan& plan, redis::Reply reply);
+  // Ends a round (its outcome already told to the client): prunes, fills in
+  // a local key if nothing encrypts, publishes on change.
+  void finish_round();
 
   // Async path.
   void poll_now();
   void arm_timer(std::chrono::milliseconds wait);
-  void connect_async();
-  void drop_connection();
-  void fail_round(const std::string& problem);
-  void on_async_reply(redisReply* reply, uint64_t round, Kind kind, const std::string& error);
-  void on_connected(int status, const std::string& error);
-  void on_disconnected();
-  std::string where() const;
-
-  static void reply_cb(redisAsyncContext* ac, void* reply, void* privdata) noexcept;
-  static void connect_cb(const redisAsyncContext* ac, int status) noexcept;
-  static void disconnect_cb(const redisAsyncContext* ac, int status) noexcept;
+  void on_async_reply(Result<redis::Reply> reply, uint64_t round, Kind kind);
+  // The running round failed (the client has logged why and backs off):
+  // the next one fetches everything, after the backoff.
+  void fail_round();
 
   config::TicketKeys keys_;
   const Clock* clock_;
   PublishFn publish_;
   tls::RedisTicketKeyCodec codec_;
-  tls::Secret password_;
   tls::RedisTicketKeyState state_;
+  redis::Client client_;  // after state_: its log lines count the keys held
 
-  uv_loop_t* loop_ = nullptr;
-  UvHandle<uv_timer_t> timer_;     // next poll or retry
-  UvHandle<uv_timer_t> deadline_;  // the running round's timeout
-  redisAsyncContext* ac_ = nullptr;  // owned: freed by drop_connection() or by hiredis on disconnect
-  bool reconnect_ = false;           // drop the connection before the next round
+  UvHandle<uv_timer_t> timer_;       // next poll or retry
   bool full_fetch_ = true;           // fetch the whole live window in the next round
   uint64_t round_ = 0;               // id of the running round (0: none)
   uint64_t next_round_ = 1;
   Plan plan_;                        // the running round's plan
   std::string soft_problem_;         // a SET error in the running round
-  std::string problem_;              // the trouble last logged ("" = healthy)
-  std::chrono::milliseconds backoff_{0};
   bool changed_ = false;             // the state changed since the last publish
 };
 

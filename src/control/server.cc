@@ -20,53 +20,13 @@
 #include "control/admin_server.h"
 #include "metrics/prometheus.h"
 #include "control/listener.h"
+#include "control/restart_only.h"
 #include "tls/ticket_key_source_file.h"
 #include "tls/ticket_key_source_redis.h"
 #include "util/uv_handle.h"
 
 namespace tlsfront::control {
 namespace {
-
-struct ControlLoop {
-  uv_loop_t loop{};
-  Server* server = nullptr;
-  std::vector<std::unique_ptr<data::Worker>>* workers = nullptr;
-  const data::GenerationSlot* current = nullptr;
-  log::LogWriter* log_writer = nullptr;
-  int stop_signals = 0;
-  std::unique_ptr<AdminServer> admin;
-  UvHandle<uv_signal_t> sig_term, sig_int, sig_quit, sig_hup, sig_usr1;
-  UvHandle<uv_async_t> all_stopped;
-};
-
-void on_signal(uv_signal_t* h, int signum) {
-  if (!h->data) return;
-  auto* c = static_cast<ControlLoop*>(h->data);
-  switch (signum) {
-    case SIGTERM:
-    case SIGINT:
-    case SIGQUIT: {
-      if (++c->stop_signals > 1) {
-        log::warn("second stop signal: exiting at once");
-        std::_Exit(1);
-      }
-      const auto drain = c->current->load()->config.shutdown_timeout;
-      log::info("signal {}: stopping gracefully (in-flight requests get up to {} ms)", signum, drain.count());
-      sd_notify(0, "STOPPING=1\nSTATUS=draining connections");
-      for (auto& w : *c->workers) w->request_stop(drain);
-      break;
-    }
-    case SIGUSR1:
-      log::info("SIGUSR1: reopening the access log");
-      if (c->log_writer) c->log_writer->reopen();
-      break;
-    case SIGHUP:
-      c->server->reload();
-      break;
-    default:
-      break;
-  }
-}
 
 // store = "redis": the password file must be readable at start-up (each
 // worker reads it again for its own connection).
@@ -76,27 +36,6 @@ Status check_session_store_files(const config::SessionCache& sc) {
   if (!secret) return secret.take_error();
   if (!secret->warning.empty()) log::warn("session cache: {}", secret->warning);
   return {};
-}
-
-// The settings a reload cannot change (restart-only), by name, that differ.
-std::vector<std::string> restart_only_changes(const config::Config& now, const config::Config& next) {
-  std::vector<std::string> out;
-  if (now.workers != next.workers) out.push_back("workers");
-  for (const auto& l : next.listeners) {
-    for (const auto& o : now.listeners) {
-      if (o.address == l.address && o.backlog != l.backlog) out.push_back("backlog of " + l.address.to_string());
-    }
-  }
-  if (now.log.access_log != next.log.access_log) out.push_back("log.access_log");
-  if (!(now.admin == next.admin)) out.push_back("[admin]");
-  if (!(now.tls.session_cache == next.tls.session_cache)) out.push_back("[tls.session_cache]");
-  // The config-file positions ("file:line:col") are not settings: the file
-  // may be named differently now (relative at start, absolute on reload).
-  config::TicketKeys keys = next.tls.ticket_keys;
-  keys.files_origin = now.tls.ticket_keys.files_origin;
-  keys.redis_origin = now.tls.ticket_keys.redis_origin;
-  if (!(now.tls.ticket_keys == keys)) out.push_back("[tls.ticket_keys]");
-  return out;
 }
 
 bool listens_on(const std::vector<config::Listener>& listeners, const config::Endpoint& address) {
@@ -132,19 +71,7 @@ void Server::reload() {
   auto cfg = config::load_file(config_path_);
   if (!cfg) return fail(cfg.error().message());
   const std::shared_ptr<const data::Generation> old = current_.load();
-  const std::vector<std::string> kept = restart_only_changes(old->config, *cfg);
-  // Restart-only settings keep their running values, so the generation's
-  // config says what is in effect.
-  cfg->workers = old->config.workers;
-  for (auto& l : cfg->listeners) {
-    for (const auto& o : old->config.listeners) {
-      if (o.address == l.address) l.backlog = o.backlog;
-    }
-  }
-  cfg->log.access_log = old->config.log.access_log;
-  cfg->admin = old->config.admin;
-  cfg->tls.session_cache = old->config.tls.session_cache;
-  cfg->tls.ticket_keys = old->config.tls.ticket_keys;
+  const std::vector<std::string> kept = keep_restart_only_settings(old->config, *cfg);
   // New addresses are bound (one socket per worker) before anything is
   // published, so an address in use fails the reload, not half of it.
   // An address is its configured text: a kept port-0 address keeps its
@@ -258,6 +185,51 @@ Status Server::test(config::Config cfg) {
   return {};
 }
 
+// The control loop and what its callbacks reach: the signal handlers, the
+// wake-up from the last worker, the admin listener.
+struct Server::ControlLoop {
+  uv_loop_t loop{};
+  Server* server = nullptr;
+  std::vector<std::unique_ptr<data::Worker>>* workers = nullptr;
+  const data::GenerationSlot* current = nullptr;
+  log::LogWriter* log_writer = nullptr;
+  int stop_signals = 0;
+  std::unique_ptr<AdminServer> admin;
+  UvHandle<uv_signal_t> sig_term, sig_int, sig_quit, sig_hup, sig_usr1;
+  UvHandle<uv_async_t> all_stopped;
+};
+
+// SIGTERM/SIGINT/SIGQUIT: graceful stop (a second one exits at once);
+// SIGUSR1: reopen the access log; SIGHUP: reload.
+void Server::on_signal(uv_signal_t* h, int signum) {
+  if (!h->data) return;
+  auto* c = static_cast<ControlLoop*>(h->data);
+  switch (signum) {
+    case SIGTERM:
+    case SIGINT:
+    case SIGQUIT: {
+      if (++c->stop_signals > 1) {
+        log::warn("second stop signal: exiting at once");
+        std::_Exit(1);
+      }
+      const auto drain = c->current->load()->config.shutdown_timeout;
+      log::info("signal {}: stopping gracefully (in-flight requests get up to {} ms)", signum, drain.count());
+      sd_notify(0, "STOPPING=1\nSTATUS=draining connections");
+      for (auto& w : *c->workers) w->request_stop(drain);
+      break;
+    }
+    case SIGUSR1:
+      log::info("SIGUSR1: reopening the access log");
+      if (c->log_writer) c->log_writer->reopen();
+      break;
+    case SIGHUP:
+      c->server->reload();
+      break;
+    default:
+      break;
+  }
+}
+
 Server::Server() = default;
 Server::~Server() = default;
 
@@ -266,6 +238,26 @@ Result<int> Server::run(config::Config cfg) {
   if (auto lvl = log::parse_level(cfg.log.level); lvl) log::set_level(*lvl);
   config_path_ = cfg.path;
   const int nworkers = resolve_workers(cfg.workers);
+  auto gen = build_first_generation(std::move(cfg));
+  if (!gen) return gen.take_error();
+  const config::Config& c = (*gen)->config;
+  if (auto st = open_access_log(c); !st) return st.take_error();
+  auto sockets = open_listeners(c, nworkers);
+  if (!sockets) return sockets.take_error();
+  current_.store(*gen);
+
+  ControlLoop ctl;
+  start_control_loop(ctl);
+  start_workers(ctl, std::move(sockets).value());
+  run_until_stopped(ctl);
+  shut_down(ctl);
+  return 0;
+}
+
+// What outlives generations (the session cache, the ticket keys: their first
+// ring comes from Redis or the key files now), then the first generation,
+// whose certificate reports and warnings are logged.
+Result<std::shared_ptr<const data::Generation>> Server::build_first_generation(config::Config cfg) {
   if (auto st = check_session_store_files(cfg.tls.session_cache); !st) return st.take_error();
   session_cache_ = std::make_unique<tls::SessionCache>(cfg.tls.session_cache, clock_);
   tickets_ = std::make_unique<tls::TicketKeyStore>(&clock_);
@@ -276,13 +268,22 @@ Result<int> Server::run(config::Config cfg) {
   for (const auto& line : (*gen)->tls->report_lines()) log::info("{}", line);
   for (const auto* s : (*gen)->ocsp.staplers()) log::info("{}", s->describe());
   for (const auto& w : (*gen)->tls->warnings()) log::warn("{}", w);
-  const config::Config& c = (*gen)->config;
-  if (!c.log.access_log.empty()) {
-    auto writer = log::LogWriter::open(c.log.access_log);
-    if (!writer) return writer.take_error();
-    log_writer_ = std::move(writer).value();
-  }
+  return gen;
+}
 
+// The access log writer (its background thread), when a path is configured.
+Status Server::open_access_log(const config::Config& c) {
+  if (c.log.access_log.empty()) return {};
+  auto writer = log::LogWriter::open(c.log.access_log);
+  if (!writer) return writer.take_error();
+  log_writer_ = std::move(writer).value();
+  return {};
+}
+
+// Every listening socket, one per listener and worker (SO_REUSEPORT), or
+// duplicates of the ones systemd passed; fails while anything else listens
+// on a configured address (the admin address too).
+Result<std::vector<std::vector<data::ListenSocket>>> Server::open_listeners(const config::Config& c, int nworkers) {
   if (c.admin.enabled) {
     if (auto st = check_address_free(config::Listener{c.admin.address}); !st) {
       return make_error(Errc::Io, "admin listener: " + st.error().message() + " (set [admin] address, or enabled = false)");
@@ -310,9 +311,12 @@ Result<int> Server::run(config::Config cfg) {
     bound_[l.address.to_string()] = bound_address(l.address, fds.front());
     for (int w = 0; w < nworkers; ++w) sockets[w].push_back(data::ListenSocket{l, std::move(fds[w])});
   }
-  current_.store(*gen);
+  return sockets;
+}
 
-  ControlLoop ctl;
+// The control loop: OCSP fetching and ticket-key polling start on it, and
+// it handles the signals and the last worker's wake-up.
+void Server::start_control_loop(ControlLoop& ctl) {
   uv_loop_init(&ctl.loop);
   ctl.server = this;
   ctl.workers = &workers_;
@@ -337,7 +341,14 @@ Result<int> Server::run(config::Config cfg) {
                          if (h->data) uv_stop(h->loop);
                        }); },
                        &ctl);
+}
 
+// One data::Worker per socket set (each with its counters), the admin
+// listener, then the workers' loops; tells systemd it is ready.
+void Server::start_workers(ControlLoop& ctl, std::vector<std::vector<data::ListenSocket>> sockets) {
+  const std::shared_ptr<const data::Generation> gen = current_.load();
+  const config::Config& c = gen->config;
+  const int nworkers = static_cast<int>(sockets.size());
   for (int w = 0; w < nworkers; ++w) {
     counters_.push_back(std::make_unique<metrics::WorkerCounters>());
     workers_.push_back(
@@ -359,8 +370,12 @@ Result<int> Server::run(config::Config cfg) {
   // and queue connections, and every worker loop is starting on them. A no-op
   // without $NOTIFY_SOCKET.
   sd_notifyf(0, "READY=1\nSTATUS=serving on %zu address(es) with %d workers", c.listeners.size(), nworkers);
+}
 
-  // A helper thread waits for the workers so the control loop stays free for signals.
+// Runs the control loop until every worker has stopped (after a stop
+// signal); a helper thread waits for the workers so the loop stays free for
+// signals.
+void Server::run_until_stopped(ControlLoop& ctl) {
   std::thread waiter([this, &ctl] {
     for (auto& w : workers_) w->join();
     uv_async_send(ctl.all_stopped.get());
@@ -368,7 +383,11 @@ Result<int> Server::run(config::Config cfg) {
   uv_run(&ctl.loop, UV_RUN_DEFAULT);
   waiter.join();
   workers_.clear();
+}
 
+// Closes the control loop's handles and sources, flushes the access log and
+// logs the session cache's and tickets' totals.
+void Server::shut_down(ControlLoop& ctl) {
   ctl.sig_term.close();
   ctl.sig_int.close();
   ctl.sig_quit.close();
@@ -380,6 +399,7 @@ Result<int> Server::run(config::Config cfg) {
   ocsp_.stop();
   uv_run(&ctl.loop, UV_RUN_DEFAULT);
   uv_loop_close(&ctl.loop);
+  control_loop_ = nullptr;
   if (log_writer_) log_writer_->flush_and_stop();
   current_.store(nullptr);
   const auto cache = session_cache_->stats();
@@ -389,7 +409,6 @@ Result<int> Server::run(config::Config cfg) {
             cache.hits, cache.misses, cache.stores, cache.evictions, cache.expired, cache.entries, cache.bytes,
             tickets.issued, tickets.decrypted_current, tickets.decrypted_renewed, tickets.failed);
   log::info("stopped");
-  return 0;
 }
 
 }  // namespace tlsfront::control

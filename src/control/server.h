@@ -56,13 +56,26 @@ class Server {
   // session cache and ticket keys are the Server's and survive. New [[listen]]
   // addresses are bound before publishing (in use = the reload fails);
   // removed ones stop accepting; an address is compared as configured, so a
-  // kept port-0 address keeps its socket and port. Settings that need a restart (workers, a
-  // listener's backlog, log.access_log, [tls.session_cache],
-  // [tls.ticket_keys]) are kept as they are, with a warning naming them. sd_notify RELOADING=1 (+ MONOTONIC_USEC) before,
+  // kept port-0 address keeps its socket and port. Settings that need a
+  // restart (control/restart_only.h) are kept as they are, with a warning
+  // naming them. sd_notify RELOADING=1 (+ MONOTONIC_USEC) before,
   // READY=1 after.
   void reload();
 
  private:
+  struct ControlLoop;  // server.cc
+  static void on_signal(uv_signal_t* h, int signum);
+
+  // run()'s steps, in order.
+  [[nodiscard]] Result<std::shared_ptr<const data::Generation>> build_first_generation(config::Config cfg);
+  [[nodiscard]] Status open_access_log(const config::Config& c);
+  [[nodiscard]] Result<std::vector<std::vector<data::ListenSocket>>> open_listeners(const config::Config& c,
+                                                                                   int nworkers);
+  void start_control_loop(ControlLoop& ctl);
+  void start_workers(ControlLoop& ctl, std::vector<std::vector<data::ListenSocket>> sockets);
+  void run_until_stopped(ControlLoop& ctl);
+  void shut_down(ControlLoop& ctl);
+
   std::string config_path_;
   uint64_t generation_number_ = 1;
   // Declared before current_ so they outlive every generation's SSL_CTX.

@@ -6,18 +6,20 @@
 // cache key already holds the session ID context, so nodes with different
 // certificates never share sessions).
 //
-// One hiredis async connection per worker, on the worker's own loop: a lookup
-// answer arrives on the thread whose connection waits for it, so no
-// cross-thread handoff is needed, and no worker ever waits on a Redis round
-// trip (nothing blocks; only the one paused handshake waits, and at most
-// redis_timeout). Ticket keys, by contrast, stay on the control loop
-// (redis_ticket_keys.h).
+// One Redis connection per worker (redis::Client), on the worker's own
+// loop: a lookup answer arrives on the thread whose connection waits for it,
+// so no cross-thread handoff is needed, and no worker ever waits on a Redis
+// round trip (nothing blocks; only the one paused handshake waits, and at
+// most redis_timeout). Ticket keys, by contrast, stay on the control loop
+// (control/redis_ticket_keys.h).
 //
 // Trouble (refused connection, lost connection, a reply slower than
 // redis_timeout, an error reply) makes every waiting lookup a miss (a full
 // handshake, never an error), drops the connection and backs off (200 ms
 // doubling to 5 s) during which lookups and stores are skipped at once. It is
-// logged once per change of state ("redis ... is in use again" on recovery).
+// logged once per change of state ("redis ... is in use again" on recovery):
+// all of that is the client's; this class only says what it asks (GET, SET)
+// and what the replies mean.
 //
 // Trust: values read from Redis are untrusted; SessionCache::adopt() decodes
 // and checks them. The password is read once and never logged.
@@ -28,21 +30,15 @@
 
 #include <chrono>
 #include <cstdint>
-#include <initializer_list>
-#include <map>
-#include <optional>
 #include <memory>
 #include <string>
 #include <string_view>
 
 #include "config/config.h"
+#include "redis/client.h"
 #include "tls/remote_session_store.h"
-#include "tls/ticket_key_source_redis.h"
 #include "util/result.h"
-#include "util/uv_handle.h"
-
-struct redisAsyncContext;
-struct redisReply;
+#include "util/secret.h"
 
 namespace tlsfront::data {
 
@@ -71,47 +67,14 @@ class RedisSessionStore final : public tls::RemoteSessionStore {
   static std::string redis_key(std::string_view prefix, std::string_view cache_key);
 
  private:
-  using SteadyTime = std::chrono::steady_clock::time_point;
-  enum class Kind : uintptr_t { Get = 0, Set = 1, Auth = 2 };
-  struct Pending {
-    SteadyTime deadline;
-    LookupDone done;
-  };
+  RedisSessionStore(const config::SessionCache& cfg, uv_loop_t* loop, int worker, Secret password);
 
-  RedisSessionStore(const config::SessionCache& cfg, uv_loop_t* loop, int worker, tls::Secret password);
-
-  // True when commands can be sent now (connecting if needed and allowed).
-  bool ensure_connected();
-  void drop_connection();
-  // Marks the connection unusable, backs off and logs `problem` on change.
-  void trouble(const std::string& problem);
-  void healthy();
-  void on_reply(redisReply* reply, uint64_t id, Kind kind, const std::string& error);
-  void on_timer();
-  void arm_timer();
-  void complete(uint64_t id, std::optional<std::string> der);
-  // Queues one command on ac_ (argv borrowed for the call); false if refused.
-  bool send_command(uint64_t id, Kind kind, std::initializer_list<std::string_view> args);
-  std::string where() const { return cfg_.redis.to_string(); }
-
-  static void reply_cb(redisAsyncContext* ac, void* reply, void* privdata) noexcept;
-  static void connect_cb(const redisAsyncContext* ac, int status) noexcept;
-  static void disconnect_cb(const redisAsyncContext* ac, int status) noexcept;
+  void on_get_reply(Result<redis::Reply> reply, LookupDone& done);
 
   config::SessionCache cfg_;
-  uv_loop_t* loop_;
   int worker_;
-  tls::Secret password_;
-  UvHandle<uv_timer_t> timer_;       // the earliest pending lookup's deadline
-  redisAsyncContext* ac_ = nullptr;  // owned: freed by drop_connection() or by hiredis on disconnect
-  bool usable_ = false;              // ac_ takes commands
+  redis::Client client_;
   bool closed_ = false;
-  int in_callback_ = 0;              // inside a hiredis callback: never free ac_ here
-  SteadyTime retry_at_{};
-  std::chrono::milliseconds backoff_{0};
-  std::map<uint64_t, Pending> pending_;  // by id = by deadline (one timeout for all)
-  uint64_t next_id_ = 1;
-  std::string problem_;  // the trouble last logged ("" = healthy)
   uint64_t lookups_ = 0, hits_ = 0, failures_ = 0, store_errors_ = 0;
 };
 

@@ -155,20 +155,6 @@ std::string redis_slot_key(std::string_view prefix, int64_t slot) {
 
 // ---- secrets --------------------------------------------------------------------
 
-Secret& Secret::operator=(Secret&& o) noexcept {
-  if (this != &o) {
-    wipe();
-    bytes_ = std::move(o.bytes_);
-    o.wipe();
-  }
-  return *this;
-}
-
-void Secret::wipe() {
-  if (!bytes_.empty()) OPENSSL_cleanse(bytes_.data(), bytes_.size());
-  bytes_.clear();
-}
-
 Result<LoadedSecret> load_redis_password_file(const std::string& path) {
   auto loaded = read_secret_file(path, kMaxPasswordBytes, "a Redis password");
   if (!loaded) return loaded;

@@ -36,6 +36,7 @@
 #include "config/config.h"
 #include "tls/ticket_key_ring.h"
 #include "util/result.h"
+#include "util/secret.h"
 
 namespace tlsfront::tls {
 
@@ -77,29 +78,7 @@ class RedisSlotSchedule {
 // "<prefix>:stek:<slot>".
 std::string redis_slot_key(std::string_view prefix, int64_t slot);
 
-// A secret read from a file: the bytes are OPENSSL_cleanse()d on destruction.
-// Move-only.
-class Secret {
- public:
-  Secret() = default;
-  explicit Secret(std::string bytes) : bytes_(std::move(bytes)) {}
-  Secret(Secret&& o) noexcept : bytes_(std::move(o.bytes_)) { o.wipe(); }
-  Secret& operator=(Secret&& o) noexcept;
-  Secret(const Secret&) = delete;
-  Secret& operator=(const Secret&) = delete;
-  ~Secret() { wipe(); }
-
-  const std::string& str() const { return bytes_; }
-  std::span<const uint8_t> bytes() const {
-    return {reinterpret_cast<const uint8_t*>(bytes_.data()), bytes_.size()};
-  }
-  bool empty() const { return bytes_.empty(); }
-
- private:
-  void wipe();
-  std::string bytes_;
-};
-
+// A secret read from a file, and what to warn about it.
 struct LoadedSecret {
   Secret secret;
   std::string warning;  // non-empty: log it (e.g. the file is readable by others)

@@ -1,5 +1,6 @@
-// Black-box harness for tlsfront's integration tests: temp dirs, ports,
-// child processes (the proxy and the recording backend), TOML generation,
+// Black-box harness for tlsfront's integration tests: the proxy and the
+// recording backend as child processes (temp dirs, free ports and the
+// process helpers are shared/process.h's), TOML generation,
 // clients (libcurl and a raw OpenSSL client for byte-exact requests),
 // access-log and backend-record helpers.
 //
@@ -24,7 +25,7 @@
 
 #include <gtest/gtest.h>
 
-#include "support/temp_dir.h"
+#include "shared/process.h"
 
 typedef struct ssl_st SSL;
 typedef struct ssl_ctx_st SSL_CTX;
@@ -32,25 +33,8 @@ typedef struct ssl_session_st SSL_SESSION;
 
 namespace tlsfront::itest {
 
-using Clock = std::chrono::steady_clock;
-using std::chrono::milliseconds;
-
-inline constexpr milliseconds kDefaultDeadline{10'000};
-
 std::string pki(std::string_view file);  // TLSFRONT_TEST_PKI_DIR/<file>
 
-// Polls `pred` every few milliseconds until it is true or `timeout` passes.
-bool wait_until(const std::function<bool()>& pred, milliseconds timeout = kDefaultDeadline);
-
-// TempDir and read_file are the unit tests' (support/temp_dir.h).
-void write_file(const std::string& path, std::string_view data);
-bool file_exists(const std::string& path);
-
-// A port that was free a moment ago (bound to 127.0.0.1:0, then closed), for
-// what cannot bind port 0 itself and say which port it got (redis-server, an
-// OCSP responder, an address nothing listens on). tlsfront and the backend
-// bind port 0 and report the port instead: no other test can hold it.
-int free_port();
 // The port a process logged: the digits right after the first `before` in
 // `log` that are followed by `after` ("listening on 127.0.0.1:" ... " (").
 std::optional<int> logged_port(std::string_view log, std::string_view before, std::string_view after);
@@ -58,48 +42,6 @@ std::optional<int> logged_port(std::string_view log, std::string_view before, st
 // held by the test (what systemd does for socket activation, or "something
 // else listens here"); the caller closes it. -1 on failure.
 int listen_loopback(int backlog, int& port);
-
-struct ExitStatus {
-  bool exited = false;  // false: killed by a signal (or still unknown)
-  int code = -1;        // exit code when `exited`
-  int signal = 0;       // terminating signal otherwise
-};
-
-// A child process with stdout/stderr redirected to files.
-class Process {
- public:
-  Process() = default;
-  ~Process();  // stop() if still running
-  Process(const Process&) = delete;
-  Process& operator=(const Process&) = delete;
-
-  // fork/exec `argv` (argv[0] is the path). False when fork fails.
-  // `fd3` >= 0: the child gets it as descriptor 3 (socket activation tests).
-  bool start(const std::vector<std::string>& argv, const std::string& stdout_path,
-             const std::string& stderr_path, int fd3 = -1);
-  bool running();
-  pid_t pid() const { return pid_; }
-  void signal(int sig);
-  // Waits for the exit until `timeout`; nullopt if it is still running.
-  std::optional<ExitStatus> wait_exit(milliseconds timeout);
-  // SIGTERM, wait up to `timeout`, then SIGKILL. Returns the exit status.
-  ExitStatus stop(milliseconds timeout = milliseconds(5'000));
-  std::string out() const { return read_file(stdout_path_); }
-  std::string err() const { return read_file(stderr_path_); }
-
- private:
-  pid_t pid_ = -1;
-  std::optional<ExitStatus> status_;
-  std::string stdout_path_, stderr_path_;
-};
-
-// Runs `argv` to completion (deadline `timeout`, then SIGKILL).
-struct RunResult {
-  ExitStatus status;
-  std::string out, err;
-};
-RunResult run_command(const TempDir& dir, const std::vector<std::string>& argv,
-                      milliseconds timeout = kDefaultDeadline);
 
 // The recording backend (tests/backend).
 class Backend {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "harness.h"
-#include "redis_server.h"
+#include "shared/redis_server.h"
 
 namespace tlsfront::itest {
 namespace {

@@ -2,7 +2,7 @@
 // exact "file:line:column: key path: message" (src/config/loader.h).
 #include "config/loader.h"
 #include "loader_test_support.h"
-#include "support/temp_dir.h"
+#include "shared/temp_dir.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>

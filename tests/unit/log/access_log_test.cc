@@ -19,7 +19,7 @@
 
 #include "json_reference.h"
 #include "log/log_writer.h"
-#include "support/temp_dir.h"
+#include "shared/temp_dir.h"
 
 namespace tlsfront::log {
 namespace {

@@ -16,7 +16,7 @@
 
 #include <gtest/gtest.h>
 
-#include "support/temp_dir.h"
+#include "shared/temp_dir.h"
 
 namespace tlsfront::log {
 namespace {

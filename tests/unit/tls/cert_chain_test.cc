@@ -12,7 +12,7 @@
 #include <ctime>
 #include <filesystem>
 
-#include "support/temp_dir.h"
+#include "shared/temp_dir.h"
 #include "support/test_pki.h"
 
 namespace tlsfront::tls {

@@ -13,7 +13,7 @@
 #include <fstream>
 
 #include "support/fake_clock.h"
-#include "support/temp_dir.h"
+#include "shared/temp_dir.h"
 #include "support/thread_http_server.h"
 #include "ocsp_test_support.h"
 #include "tls/tls_context.h"

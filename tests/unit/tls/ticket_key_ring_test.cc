@@ -15,7 +15,7 @@
 #include "tls/ticket_key_source_file.h"
 #include "tls/ticket_key_source_local.h"
 #include "support/fake_clock.h"
-#include "support/temp_dir.h"
+#include "shared/temp_dir.h"
 #include "support/test_pki.h"
 #include "support/tls_pair.h"
 #include "tls/tls_context.h"

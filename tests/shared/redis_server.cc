@@ -1,5 +1,6 @@
-#include "redis_server.h"
+#include "shared/redis_server.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -29,7 +30,20 @@ bool RedisServer::start(std::vector<std::string> extra, std::string password, bo
 }
 
 void RedisServer::stop() {
+  resume();
   if (process_.pid() > 0) process_.stop();
+}
+
+void RedisServer::pause() {
+  if (paused_ || !process_.running()) return;
+  process_.signal(SIGSTOP);
+  paused_ = true;
+}
+
+void RedisServer::resume() {
+  if (!paused_) return;
+  process_.signal(SIGCONT);
+  paused_ = false;
 }
 
 std::vector<std::string> RedisServer::cli_argv(const std::vector<std::string>& args) const {

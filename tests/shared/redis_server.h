@@ -1,13 +1,13 @@
-// RedisServer: a real redis-server for the integration tests, on
+// RedisServer: a real redis-server for the tests (unit and integration), on
 // 127.0.0.1:<free port> in the test's temp dir, without persistence; stopped
-// by its destructor. Tests skip (GTEST_SKIP) when find_tool() finds no
-// redis-server / redis-cli.
+// by its PID in its destructor. Tests skip (GTEST_SKIP) when find_tool()
+// finds no redis-server / redis-cli.
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "harness.h"
+#include "shared/process.h"
 
 namespace tlsfront::itest {
 
@@ -25,7 +25,11 @@ class RedisServer {
   // PING; a fresh port, or the previous one when `same_port`. `password` is
   // what cli() authenticates with.
   bool start(std::vector<std::string> extra = {}, std::string password = "", bool same_port = false);
-  void stop();
+  void stop();  // resumes a paused server first
+  // SIGSTOP / SIGCONT: a server that accepts connections (the kernel does)
+  // but answers nothing, as a hung or overloaded one.
+  void pause();
+  void resume();
   // redis-cli argv (as the default user) for `args`.
   std::vector<std::string> cli_argv(const std::vector<std::string>& args) const;
   RunResult cli(const std::vector<std::string>& args) const;
@@ -37,6 +41,7 @@ class RedisServer {
   const TempDir& dir_;
   Process process_;
   int port_ = 0;
+  bool paused_ = false;
   std::string password_;
 };
 

@@ -1,7 +1,7 @@
 // TempDir: a fresh directory under /tmp for one test, removed with all it
 // holds when the TempDir goes (also when an ASSERT ended the test early);
-// read_file for what the code under test wrote there. The integration
-// harness uses them too.
+// read_file for what the code under test wrote there. Both test binaries
+// use them (tests/shared).
 // Thread affinity: any.
 #pragma once
 

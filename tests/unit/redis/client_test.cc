@@ -1,0 +1,434 @@
+// redis::Client against a real redis-server (tests/shared/redis_server.h):
+// replies of each shape, AUTH, a server that is down, one that hangs, one
+// that dies and comes back, a connection lost under a pending command,
+// fail(), close(), the blocking start-up exchange, and the log lines (one
+// per change of state). "No busy loop" is checked by counting loop
+// iterations and connection attempts, never by timing.
+#include "redis/client.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "shared/redis_server.h"
+
+namespace tlsfront::redis {
+namespace {
+
+using std::chrono::milliseconds;
+using itest::RedisServer;
+using itest::TempDir;
+
+// What a callback got: the reply's shape and bytes (the view dies with the
+// callback), or the error.
+struct Got {
+  bool called = false;
+  std::optional<Error> error;
+  Reply::Type type = Reply::Type::Nil;
+  std::string str;
+  long long integer = 0;
+  std::vector<std::optional<std::string>> elements;  // nullopt: nil element
+};
+
+size_t count(const std::string& haystack, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = haystack.find(needle); at != std::string::npos; at = haystack.find(needle, at + 1)) ++n;
+  return n;
+}
+
+// Captures stderr (the log) until take(), or until destroyed: an ASSERT that
+// returns early must not leave a capture running into the next test.
+class LogCapture {
+ public:
+  LogCapture() { testing::internal::CaptureStderr(); }
+  ~LogCapture() {
+    if (!taken_) testing::internal::GetCapturedStderr();
+  }
+  std::string take() {
+    taken_ = true;
+    return testing::internal::GetCapturedStderr();
+  }
+
+ private:
+  bool taken_ = false;
+};
+
+class RedisClient : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { ::signal(SIGPIPE, SIG_IGN); }  // as Server::run: a write to a dead peer fails
+
+  void SetUp() override {
+    if (itest::find_tool("redis-server").empty() || itest::find_tool("redis-cli").empty()) {
+      GTEST_SKIP() << "redis-server / redis-cli not installed";
+    }
+    uv_loop_init(&loop_);
+    loop_ready_ = true;
+  }
+
+  void TearDown() override {
+    if (!loop_ready_) return;
+    client_.reset();
+    run_for(milliseconds(1));  // let uv_close finish
+    EXPECT_EQ(uv_loop_close(&loop_), 0) << "a handle was left open";
+  }
+
+  Options options(int port) {
+    Options o;
+    o.address = config::Endpoint{"127.0.0.1", static_cast<uint16_t>(port)};
+    o.timeout = milliseconds(300);
+    o.first_backoff = milliseconds(50);
+    o.max_backoff = milliseconds(200);
+    o.log_name = "unit";
+    o.consequence = [] { return std::string("carrying on"); };
+    return o;
+  }
+
+  Client& make_client(Options o) {
+    client_ = std::make_unique<Client>(std::move(o));
+    client_->start(&loop_);
+    return *client_;
+  }
+
+  // Runs the loop until `pred` holds or `deadline` passes (a guard timer);
+  // returns pred(). `iterations` counts the loop's wake-ups meanwhile.
+  bool run_until(const std::function<bool()>& pred, milliseconds deadline = milliseconds(10'000)) {
+    bool expired = false;
+    uv_timer_t guard;
+    uv_timer_init(&loop_, &guard);
+    guard.data = &expired;
+    uv_timer_start(&guard, [](uv_timer_t* t) { *static_cast<bool*>(t->data) = true; }, deadline.count(), 0);
+    while (!pred() && !expired) {
+      uv_run(&loop_, UV_RUN_ONCE);
+      ++iterations_;
+    }
+    uv_close(reinterpret_cast<uv_handle_t*>(&guard), nullptr);
+    uv_run(&loop_, UV_RUN_NOWAIT);
+    return pred();
+  }
+  void run_for(milliseconds d) {
+    run_until([] { return false; }, d);
+  }
+
+  // Sends `argv`, runs the loop until the callback ran; false if refused.
+  bool call(std::initializer_list<std::string_view> argv, Got& got) {
+    got = Got{};
+    if (!client_->command(argv, record(got))) return false;
+    EXPECT_TRUE(run_until([&] { return got.called; })) << "no callback";
+    return true;
+  }
+
+  static Client::Callback record(Got& got) {
+    return [&got](Result<Reply> r) {
+      got.called = true;
+      if (!r) {
+        got.error = r.error();
+        return;
+      }
+      got.type = r->type();
+      got.str = std::string(r->str());
+      got.integer = r->integer();
+      for (size_t i = 0; i < r->size(); ++i) {
+        const Reply e = (*r)[i];
+        got.elements.push_back(e.is_nil() ? std::nullopt : std::optional<std::string>(std::string(e.str())));
+      }
+    };
+  }
+
+  TempDir dir_;
+  RedisServer redis_{dir_};
+  uv_loop_t loop_{};
+  bool loop_ready_ = false;
+  std::unique_ptr<Client> client_;
+  uint64_t iterations_ = 0;
+};
+
+TEST_F(RedisClient, RepliesOfEveryShapeOnOneConnection) {
+  ASSERT_TRUE(redis_.start());
+  Client& c = make_client(options(redis_.port()));
+  Got got;
+  const std::string binary("v\0\xff", 3);
+  ASSERT_TRUE(c.command({"SET", "k", binary}, record(got)));
+  EXPECT_FALSE(got.called) << "never called from inside command()";
+  ASSERT_TRUE(run_until([&] { return got.called; }));
+  EXPECT_FALSE(got.error);
+  EXPECT_EQ(got.type, Reply::Type::Status);
+  EXPECT_EQ(got.str, "OK");
+
+  ASSERT_TRUE(call({"GET", "k"}, got));
+  EXPECT_EQ(got.type, Reply::Type::String);
+  EXPECT_EQ(got.str, binary);
+  ASSERT_TRUE(call({"GET", "missing"}, got));
+  EXPECT_EQ(got.type, Reply::Type::Nil);
+  ASSERT_TRUE(call({"INCR", "n"}, got));
+  EXPECT_EQ(got.type, Reply::Type::Integer);
+  EXPECT_EQ(got.integer, 1);
+  ASSERT_TRUE(call({"MGET", "k", "missing"}, got));
+  EXPECT_EQ(got.type, Reply::Type::Array);
+  ASSERT_EQ(got.elements.size(), 2u);
+  EXPECT_EQ(got.elements[0], binary);
+  EXPECT_EQ(got.elements[1], std::nullopt);
+  // An error reply is a reply: the user decides what it means.
+  ASSERT_TRUE(call({"NO-SUCH-COMMAND"}, got));
+  EXPECT_FALSE(got.error);
+  EXPECT_EQ(got.type, Reply::Type::Error);
+  EXPECT_NE(got.str.find("unknown command"), std::string::npos) << got.str;
+
+  const std::vector<std::string> argv{"GET", "k"};
+  got = Got{};
+  ASSERT_TRUE(c.command(argv, record(got)));
+  ASSERT_TRUE(run_until([&] { return got.called; }));
+  EXPECT_EQ(got.str, binary);
+  EXPECT_FALSE(c.failing());
+  EXPECT_EQ(c.connects(), 1u);
+}
+
+TEST_F(RedisClient, UnixSocket) {
+  const std::string socket = dir_.file("redis.sock");
+  ASSERT_TRUE(redis_.start({"--unixsocket", socket, "--unixsocketperm", "700"}));
+  Options o = options(0);
+  o.unix_socket = socket;
+  Client& c = make_client(std::move(o));
+  EXPECT_EQ(c.where(), "unix:" + socket);
+  Got got;
+  ASSERT_TRUE(call({"PING"}, got));
+  EXPECT_FALSE(got.error);
+  EXPECT_EQ(got.str, "PONG");
+}
+
+TEST_F(RedisClient, AuthenticatesAndReportsARefusedPassword) {
+  ASSERT_TRUE(redis_.start({"--requirepass", "right"}, "right"));
+  Options o = options(redis_.port());
+  o.password = Secret("right");
+  Client& good = make_client(std::move(o));
+  Got got;
+  ASSERT_TRUE(call({"SET", "k", "v"}, got));
+  EXPECT_FALSE(got.error);
+  EXPECT_EQ(got.str, "OK");
+  good.close();
+
+  Options bad = options(redis_.port());
+  bad.password = Secret("wrong");
+  LogCapture capture;
+  Client& c = make_client(std::move(bad));
+  ASSERT_TRUE(call({"GET", "k"}, got));
+  const std::string log = capture.take();
+  ASSERT_TRUE(got.error);
+  EXPECT_EQ(got.error->code, Errc::Upstream);
+  EXPECT_NE(got.error->detail.find("AUTH refused"), std::string::npos) << got.error->detail;
+  EXPECT_TRUE(c.failing());
+  EXPECT_EQ(count(log, "AUTH refused"), 1u) << log;
+  EXPECT_EQ(log.find("wrong"), std::string::npos) << "the password is never logged: " << log;
+}
+
+// Nothing listens: the command fails (or is refused at once), then the
+// client backs off: commands are refused at once, nothing runs meanwhile,
+// and a stream of commands makes only a few connection attempts.
+TEST_F(RedisClient, ServerDownFailsThenBacksOffWithoutBusyLoop) {
+  Client& c = make_client(options(itest::free_port()));
+  Got got;
+  LogCapture capture;
+  if (c.command({"GET", "k"}, record(got))) {
+    iterations_ = 0;
+    ASSERT_TRUE(run_until([&] { return got.called; }));
+    EXPECT_LT(iterations_, 20u) << "the loop spun while waiting";
+    // Refused, or (hiredis 0.14's libuv adapter ignores poll errors) no
+    // answer by the deadline.
+    ASSERT_TRUE(got.error);
+    EXPECT_TRUE(got.error->code == Errc::Closed || got.error->code == Errc::Timeout) << got.error->detail;
+  }
+  EXPECT_TRUE(c.failing());
+  EXPECT_GT(c.retry_in().count(), 0);
+  got = Got{};
+  EXPECT_FALSE(c.command({"GET", "k"}, record(got))) << "refused at once while backing off";
+
+  // Idle after trouble: the client arms nothing that keeps waking the loop.
+  iterations_ = 0;
+  run_for(milliseconds(300));
+  EXPECT_LT(iterations_, 10u);
+
+  // A command every 10 ms for a second: only the backoff's few attempts.
+  const uint64_t before = c.connects();
+  uv_timer_t tick;
+  uv_timer_init(&loop_, &tick);
+  tick.data = &c;
+  uv_timer_start(&tick, [](uv_timer_t* t) { static_cast<Client*>(t->data)->command({"GET", "k"}, [](Result<Reply>) {}); },
+                 10, 10);
+  run_for(milliseconds(1'000));
+  uv_close(reinterpret_cast<uv_handle_t*>(&tick), nullptr);
+  run_for(milliseconds(1));
+  const std::string log = capture.take();
+  EXPECT_LE(c.connects() - before, 8u) << "reconnects without backing off";
+  EXPECT_GE(c.connects() - before, 1u) << "never retried";
+  EXPECT_EQ(count(log, "unit: redis 127.0.0.1:"), 1u) << "one line per change of state:\n" << log;
+  EXPECT_NE(log.find("; carrying on"), std::string::npos) << log;
+}
+
+// A server that accepts but does not answer: the command times out, with
+// the connection dropped; once the server answers again a new connection
+// is used.
+TEST_F(RedisClient, CommandTimesOutWhenTheServerHangs) {
+  ASSERT_TRUE(redis_.start());
+  Client& c = make_client(options(redis_.port()));
+  Got got;
+  ASSERT_TRUE(call({"SET", "k", "v"}, got));
+  ASSERT_FALSE(got.error);
+  redis_.pause();
+  LogCapture capture;
+  got = Got{};
+  ASSERT_TRUE(c.command({"GET", "k"}, record(got)));
+  iterations_ = 0;
+  ASSERT_TRUE(run_until([&] { return got.called; }));
+  EXPECT_LT(iterations_, 20u) << "the loop spun while waiting for the deadline";
+  ASSERT_TRUE(got.error);
+  EXPECT_EQ(got.error->code, Errc::Timeout);
+  EXPECT_EQ(got.error->detail, "no answer within 300 ms");
+  EXPECT_TRUE(c.failing());
+  EXPECT_FALSE(c.command({"GET", "k"}, record(got))) << "refused while backing off";
+
+  redis_.resume();
+  run_for(c.retry_in() + milliseconds(5));
+  ASSERT_TRUE(call({"GET", "k"}, got));
+  ASSERT_FALSE(got.error) << got.error->detail;
+  EXPECT_EQ(got.str, "v");
+  EXPECT_EQ(c.connects(), 2u);
+  EXPECT_TRUE(c.failing()) << "healthy only when the user says so";
+  c.answered();
+  EXPECT_FALSE(c.failing());
+  c.answered();
+  const std::string log = capture.take();
+  EXPECT_EQ(count(log, "unit: redis 127.0.0.1:" + std::to_string(redis_.port()) + ": no answer within 300 ms"), 1u)
+      << log;
+  EXPECT_EQ(count(log, "is in use again"), 1u) << log;
+}
+
+TEST_F(RedisClient, ReconnectsAfterTheServerDiesAndComesBack) {
+  ASSERT_TRUE(redis_.start());
+  Client& c = make_client(options(redis_.port()));
+  Got got;
+  ASSERT_TRUE(call({"SET", "k", "v"}, got));
+  ASSERT_FALSE(got.error);
+  EXPECT_EQ(c.connects(), 1u);
+
+  LogCapture capture;
+  redis_.stop();
+  run_for(milliseconds(50));  // the idle connection closes: nobody was waiting, nothing to say
+  EXPECT_FALSE(c.failing());
+  // Down: commands fail, and keep failing while it stays down.
+  for (int i = 0; i < 3; ++i) {
+    if (call({"GET", "k"}, got)) {
+      ASSERT_TRUE(got.error) << "attempt " << i;
+      EXPECT_TRUE(got.error->code == Errc::Closed || got.error->code == Errc::Timeout) << got.error->detail;
+    }
+    EXPECT_TRUE(c.failing());
+    run_for(c.retry_in() + milliseconds(5));
+  }
+  // Back (empty, on the same port): the next command after the backoff reconnects.
+  ASSERT_TRUE(redis_.start({}, "", /*same_port=*/true));
+  bool answered = false;
+  for (int i = 0; i < 20 && !answered; ++i) {
+    run_for(c.retry_in() + milliseconds(5));
+    if (call({"SET", "k", "again"}, got)) answered = !got.error;
+  }
+  ASSERT_TRUE(answered);
+  EXPECT_GE(c.connects(), 3u);
+  c.answered();
+  EXPECT_FALSE(c.failing());
+  ASSERT_TRUE(call({"GET", "k"}, got));
+  EXPECT_EQ(got.str, "again");
+  const std::string log = capture.take();
+  // One line per change of state (down may show as either problem).
+  EXPECT_LE(count(log, "cannot connect"), 1u) << log;
+  EXPECT_LE(count(log, "no answer within"), 1u) << log;
+  EXPECT_GE(count(log, "unit: redis 127.0.0.1:" + std::to_string(redis_.port()) + ": "), 1u) << log;
+  EXPECT_EQ(count(log, "unit: redis 127.0.0.1:" + std::to_string(redis_.port()) + " is in use again"), 1u) << log;
+}
+
+// BLPOP waits forever: the connection is killed under it.
+TEST_F(RedisClient, ConnectionLostUnderAPendingCommandFailsIt) {
+  ASSERT_TRUE(redis_.start());
+  Options o = options(redis_.port());
+  o.timeout = milliseconds(10'000);  // the kill, not the deadline, ends it
+  Client& c = make_client(std::move(o));
+  Got got;
+  ASSERT_TRUE(call({"PING"}, got));
+  got = Got{};
+  ASSERT_TRUE(c.command({"BLPOP", "nothing", "0"}, record(got)));
+  run_for(milliseconds(20));
+  ASSERT_FALSE(got.called);
+  EXPECT_NE(redis_.cli({"CLIENT", "KILL", "TYPE", "normal"}).out, "0\n");
+  ASSERT_TRUE(run_until([&] { return got.called; }));
+  ASSERT_TRUE(got.error);
+  EXPECT_EQ(got.error->code, Errc::Closed);
+  EXPECT_NE(got.error->detail.find("connection lost"), std::string::npos) << got.error->detail;
+  EXPECT_TRUE(c.failing());
+}
+
+TEST_F(RedisClient, FailDropsTheConnectionAndFailsPendingCommandsLater) {
+  ASSERT_TRUE(redis_.start());
+  Options o = options(redis_.port());
+  o.timeout = milliseconds(10'000);
+  Client& c = make_client(std::move(o));
+  Got got, ping;
+  ASSERT_TRUE(call({"PING"}, ping));
+  ASSERT_TRUE(c.command({"BLPOP", "nothing", "0"}, record(got)));
+  c.fail("the reply made no sense");
+  EXPECT_FALSE(got.called) << "never called from inside fail()";
+  ASSERT_TRUE(run_until([&] { return got.called; }));
+  ASSERT_TRUE(got.error);
+  EXPECT_EQ(got.error->code, Errc::Upstream);
+  EXPECT_EQ(got.error->detail, "the reply made no sense");
+  run_for(c.retry_in() + milliseconds(5));
+  ASSERT_TRUE(call({"PING"}, ping));
+  EXPECT_FALSE(ping.error);
+  EXPECT_EQ(c.connects(), 2u);
+}
+
+TEST_F(RedisClient, CloseForgetsPendingCallbacksAndRefusesCommands) {
+  ASSERT_TRUE(redis_.start());
+  Options o = options(redis_.port());
+  o.timeout = milliseconds(100);
+  Client& c = make_client(std::move(o));
+  Got got;
+  ASSERT_TRUE(c.command({"BLPOP", "nothing", "0"}, record(got)));
+  c.close();
+  run_for(milliseconds(200));
+  EXPECT_FALSE(got.called);
+  EXPECT_FALSE(c.command({"PING"}, record(got)));
+}
+
+TEST_F(RedisClient, BlockingExchangeForStartUp) {
+  ASSERT_TRUE(redis_.start({"--requirepass", "pw"}, "pw"));
+  Options o = options(redis_.port());
+  o.password = Secret("pw");
+  Client c(std::move(o));  // not started: the blocking path needs no loop
+  const std::vector<std::vector<std::string>> commands{{"SET", "a", "1"}, {"MGET", "a", "b"}};
+  std::vector<std::string> seen;
+  Status st = c.call_blocking(commands, [&](size_t i, Reply r) -> Status {
+    seen.push_back(std::to_string(i) + ":" + (r.type() == Reply::Type::Array ? std::string(r[0].str()) : std::string(r.str())));
+    return {};
+  });
+  ASSERT_TRUE(st) << st.error().message();
+  EXPECT_EQ(seen, (std::vector<std::string>{"0:OK", "1:1"}));
+  // on_reply's error stops the exchange and is returned.
+  st = c.call_blocking(commands, [](size_t, Reply) -> Status { return make_error(Errc::Protocol, "no thanks"); });
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().message(), "no thanks");
+
+  Options wrong = options(redis_.port());
+  wrong.password = Secret("nope");
+  st = Client(std::move(wrong)).call_blocking(commands, [](size_t, Reply) -> Status { return {}; });
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.error().message().find("AUTH refused"), std::string::npos) << st.error().message();
+
+  redis_.stop();
+  st = c.call_blocking(commands, [](size_t, Reply) -> Status { return {}; });
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.error().message().find("cannot connect"), std::string::npos) << st.error().message();
+  EXPECT_FALSE(c.failing()) << "the blocking path changes no state";
+}
+
+}  // namespace
+}  // namespace tlsfront::redis
