@@ -67,9 +67,8 @@ void ProxyExchange::attempt(upstream::UpstreamPool* pool, bool allow_reuse) {
     return;
   }
   conn_ = std::move(lease->conn);
-  reused_ = lease->reused;
-  stats_.connection_reused = reused_;
-  if (reused_) {
+  stats_.connection_reused = lease->reused;
+  if (reused()) {
     stats_.connect_ms = 0.0;
     transition(phase_, Phase::AwaitingHead);
   }
@@ -78,7 +77,7 @@ void ProxyExchange::attempt(upstream::UpstreamPool* pool, bool allow_reuse) {
   // A request that cannot be retried goes out now, not at the end of the
   // iteration: the peek said the pooled connection was open a moment ago,
   // and a backend's idle close landing in between would cost a 502.
-  if (reused_ && check_open) conn_->write_now();
+  if (reused() && check_open) conn_->write_now();
 }
 
 void ProxyExchange::send_up(std::string_view bytes) {
@@ -250,7 +249,7 @@ void ProxyExchange::on_upstream_error(Error error) {
         return;
       }
     }
-  } else if (reused_ && retries_ == 0 && replay_state_ != Replay::Lost && error.code == Errc::Upstream && !response_started &&
+  } else if (reused() && retries_ == 0 && replay_state_ != Replay::Lost && error.code == Errc::Upstream && !response_started &&
              (idempotent_ || written == 0)) {
     // A pooled connection the backend had already closed (reset or EOF before
     // any response byte; not a timeout, which may mean the request is being

@@ -73,6 +73,8 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
 
  private:
   void attempt(upstream::UpstreamPool* pool, bool allow_reuse);
+  // The current attempt's connection came from the pool.
+  bool reused() const { return stats_.connection_reused.value_or(false); }
   void send_up(std::string_view bytes);
   void lose_replay();
   void fail(int status, std::string_view reason);
@@ -98,7 +100,6 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   Replay replay_state_;
   std::unique_ptr<upstream::UpstreamConnection> conn_;
   upstream::UpstreamPool* pool_ = nullptr;  // the current attempt's server
-  bool reused_ = false;                     // the current attempt's connection came from the pool
   std::vector<upstream::UpstreamPool*> tried_;
   // Everything sent upstream so far while replay_state_ is not Lost.
   std::string replay_;
