@@ -334,7 +334,7 @@ int Http2Session::on_begin_frame(const nghttp2_frame_hd* hd) {
     initial_window_before_settings_ =
         nghttp2_session_get_remote_settings(session_.get(), NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE);
     for (const auto& [id, s] : streams_) {
-      windows_before_settings_.emplace_back(id, nghttp2_session_get_stream_remote_window_size(session_.get(), id));
+      windows_before_settings_.push_back(nghttp2_session_get_stream_remote_window_size(session_.get(), id));
     }
   }
   // With NO_RFC7540_PRIORITIES nghttp2 drops PRIORITY frames unseen: check
@@ -441,18 +441,17 @@ int Http2Session::on_frame_recv(const nghttp2_frame* frame) {
   return terminate_code_ ? NGHTTP2_ERR_CALLBACK_FAILURE : 0;
 }
 
-bool Http2Session::settings_overflow_window(const nghttp2_frame* frame) const {
+bool Http2Session::settings_overflow_window(const nghttp2_frame* frame) {
   if (frame->hd.flags & NGHTTP2_FLAG_ACK) return false;
   // nghttp2 applied the entries in order (a stream whose window would
   // overflow keeps it and is reset); replay that from the windows before.
   int64_t initial = initial_window_before_settings_;
   bool overflow = false;
-  std::vector<std::pair<int32_t, int64_t>> windows(windows_before_settings_.begin(), windows_before_settings_.end());
   for (size_t i = 0; i < frame->settings.niv; ++i) {
     const nghttp2_settings_entry& e = frame->settings.iv[i];
     if (e.settings_id != NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE) continue;
     const int64_t delta = int64_t{e.value} - initial;
-    for (auto& [id, w] : windows) {
+    for (int64_t& w : windows_before_settings_) {
       if (w + delta > NGHTTP2_MAX_WINDOW_SIZE) {
         overflow = true;
       } else {

@@ -21,8 +21,9 @@
 // connection error FLOW_CONTROL_ERROR (§6.9.2; nghttp2 only resets the
 // stream); a header block not ended within timeouts.header (HEADERS or
 // CONTINUATION without END_HEADERS, then silence) ends the connection with
-// GOAWAY PROTOCOL_ERROR, as a slow HTTP/1.1 head gets 408; request header lists over max_header_list_size (HPACK bombs)
-// answered 431 (Http2Stream); rapid reset
+// GOAWAY PROTOCOL_ERROR, as a slow HTTP/1.1 head gets 408; request header
+// lists over max_header_list_size (HPACK bombs) answered 431 (Http2Stream);
+// rapid reset
 // (CVE-2023-44487: streams reset by the client before their response ended,
 // token bucket) and control frame floods (SETTINGS, PING, PRIORITY, empty
 // DATA; token bucket) answered with GOAWAY ENHANCE_YOUR_CALM and close;
@@ -115,8 +116,9 @@ class Http2Session final : public ClientSession, public Flushable {
   int on_frame_send(const nghttp2_frame* frame);
   // RFC 9113 §6.9.2: a SETTINGS_INITIAL_WINDOW_SIZE that takes any stream's
   // window past 2^31-1 is a connection error FLOW_CONTROL_ERROR (nghttp2
-  // resets only the stream). True when `frame` did that.
-  bool settings_overflow_window(const nghttp2_frame* frame) const;
+  // resets only the stream). True when `frame` did that; replays its
+  // entries over windows_before_settings_ (which it uses up).
+  bool settings_overflow_window(const nghttp2_frame* frame);
 
  private:
   // A token bucket: `burst` tokens, refilled at `per_second`.
@@ -158,7 +160,7 @@ class Http2Session final : public ClientSession, public Flushable {
   std::optional<uint32_t> terminate_code_;  // set by a callback that stops input
   bool header_block_open_ = false;          // HEADERS without END_HEADERS seen, CONTINUATION due
   // Each open stream's send window when a SETTINGS frame began (for §6.9.2).
-  std::vector<std::pair<int32_t, int32_t>> windows_before_settings_;
+  std::vector<int64_t> windows_before_settings_;
   uint32_t initial_window_before_settings_ = NGHTTP2_INITIAL_WINDOW_SIZE;
   Budget resets_;
   Budget control_frames_;
