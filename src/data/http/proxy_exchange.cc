@@ -19,8 +19,7 @@ ProxyExchange::ProxyExchange(uv_loop_t* loop, ExchangeSink* sink, upstream::Upst
       method_(head.method),
       chunked_request_(head.chunked),
       idempotent_(head.idempotent()),
-      replay_state_(Replay::Partial),
-      start_(std::chrono::steady_clock::now()) {
+      replay_state_(Replay::Partial) {
   const ConnectionInfo& info = sink->connection_info();
   UpstreamRequestOptions opts;
   opts.client_addr = info.remote_addr;

@@ -106,7 +106,6 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   bool request_complete_ = false;  // the client's request has ended (all of it was sent up)
   int retries_ = 0;
   int informational_ = 0;
-  std::chrono::steady_clock::time_point start_;
   std::chrono::steady_clock::time_point attempt_start_;
   UpstreamStats stats_;
 };

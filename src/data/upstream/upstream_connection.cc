@@ -258,7 +258,6 @@ void UpstreamConnection::fail(Error error) {
 void UpstreamConnection::close() {
   if (state_ == State::Closed && !tcp_.active()) return;
   transition(state_, State::Closed);
-  if (response_ == ResponsePhase::Reusable) transition(response_, ResponsePhase::Final);
   if (connect_req_) {
     connect_req_->data = nullptr;  // the request is freed by its own callback (UV_ECANCELED)
     connect_req_ = nullptr;

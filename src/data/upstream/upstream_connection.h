@@ -65,7 +65,8 @@ class UpstreamConnection : public Deletable, public Flushable {
   //   Reading  -> Reusable | Final     the final response ended; Reusable when
   //                                    keepalive allows it and the request was
   //                                    written whole
-  //   Reusable -> Final                bytes after the response, or closed
+  //   Reusable -> Final                bytes after the response (a closed
+  //                                    connection is never reusable either)
   //   Reusable -> Waiting              reused for the next exchange (attach)
   enum class ResponsePhase { Waiting, Reading, Reusable, Final };
 
