@@ -7,8 +7,6 @@
 
 namespace tlsfront::data {
 namespace {
-constexpr size_t kLogBatchBytes = 64 * 1024;  // as nginx's access_log buffer=64k
-constexpr std::chrono::milliseconds kLogFlushDelay{50};
 
 struct RetiredGroups final : Deletable {
   std::vector<std::shared_ptr<upstream::UpstreamGroup>> groups;
@@ -134,7 +132,7 @@ std::shared_ptr<const WorkerGeneration> Worker::current_generation() {
 
 void Worker::run(std::vector<ListenSocket> sockets) {
   std::shared_ptr<const Generation> gen = current_generation()->gen;
-  access_log_ = std::make_unique<log::AccessLog>(log_writer_);
+  access_log_ = std::make_unique<log::AccessLog>(log_writer_, &loop_);
   env_.loop = &loop_;
   env_.access_log = log_writer_ ? access_log_.get() : nullptr;
   env_.shutting_down = &shutting_down_;
@@ -146,14 +144,6 @@ void Worker::run(std::vector<ListenSocket> sockets) {
       log::error("worker {}: session cache: {}; sessions stay local", index_, store.error().message());
     }
   }
-
-  log_flush_.init([this](uv_check_t* h) { return uv_check_init(&loop_, h); }, this);
-  uv_check_start(log_flush_.get(), [](uv_check_t* h) {
-    if (h->data) static_cast<Worker*>(h->data)->on_log_check();
-  });
-  uv_unref(log_flush_.handle());
-  log_timer_.init([this](uv_timer_t* h) { return uv_timer_init(&loop_, h); }, this);
-  uv_unref(log_timer_.handle());
 
   for (auto& socket : sockets) listen_on(std::move(socket));
   gen.reset();
@@ -168,29 +158,10 @@ void Worker::run(std::vector<ListenSocket> sockets) {
   generation_.reset();        // defers the upstream groups
   loop_ctx_->run_deferred();
   if (session_store_) session_store_->close();
-  access_log_->flush();
-  log_flush_.close();
-  log_timer_.close();
+  access_log_->close();
   loop_ctx_->close();
   uv_run(&loop_, UV_RUN_DEFAULT);
   stopped_ = true;
-}
-
-// Access-log lines reach the writer thread in batches: at once past
-// kLogBatchBytes, else within kLogFlushDelay, so a busy worker wakes the
-// writer a few times a second rather than once per loop iteration.
-void Worker::on_log_check() {
-  const size_t buffered = access_log_->buffered_bytes();
-  if (buffered >= kLogBatchBytes) {
-    access_log_->flush();
-  } else if (buffered > 0 && !uv_is_active(log_timer_.handle())) {
-    uv_timer_start(
-        log_timer_.get(),
-        [](uv_timer_t* t) {
-          if (t->data) static_cast<Worker*>(t->data)->access_log_->flush();
-        },
-        static_cast<uint64_t>(kLogFlushDelay.count()), 0);
-  }
 }
 
 void Worker::on_connection(uv_stream_t* listener, int status) {

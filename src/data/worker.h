@@ -92,7 +92,6 @@ class Worker {
   void listen_on(ListenSocket socket);
   void on_connection(uv_stream_t* listener, int status);
   void on_inbox();
-  void on_log_check();
   // The WorkerGeneration of the Server's current Generation (built on first
   // use after a reload, reusing unchanged upstream groups).
   std::shared_ptr<const WorkerGeneration> current_generation();
@@ -110,8 +109,6 @@ class Worker {
   std::unique_ptr<LoopContext> loop_ctx_;
   std::unique_ptr<log::AccessLog> access_log_;
   UvHandle<uv_async_t> inbox_;
-  UvHandle<uv_check_t> log_flush_;
-  UvHandle<uv_timer_t> log_timer_;
   UvHandle<uv_timer_t> drain_timer_;
   struct Listening {
     config::Endpoint address;

@@ -235,20 +235,41 @@ void append_json_line(std::string& out, const AccessLogEntry& e) {
   out.append("}\n"sv);
 }
 
-AccessLog::AccessLog(LogWriter* writer) : writer_(writer) {}
+AccessLog::AccessLog(LogWriter* writer, uv_loop_t* loop) : writer_(writer) {
+  if (writer_ == nullptr || loop == nullptr) return;
+  if (timer_.init([loop](uv_timer_t* t) { return uv_timer_init(loop, t); }, this) == 0) {
+    uv_unref(timer_.handle());
+  }
+}
 
 AccessLog::~AccessLog() { flush(); }
 
 void AccessLog::log(const AccessLogEntry& entry) {
   if (writer_ == nullptr) return;
+  const bool first = buffer_.empty();
   if (buffer_.capacity() < kFlushBytes) buffer_.reserve(kFlushBytes + 4096);  // one allocation per batch
   append_json_line(buffer_, entry);
-  if (buffer_.size() >= kFlushBytes) flush();
+  if (buffer_.size() >= kFlushBytes) {
+    flush();
+  } else if (first && timer_.active()) {
+    uv_timer_start(
+        timer_.get(),
+        [](uv_timer_t* t) {
+          if (t->data) static_cast<AccessLog*>(t->data)->flush();
+        },
+        kFlushDelayMs, 0);
+  }
 }
 
 void AccessLog::flush() {
+  if (timer_.active()) uv_timer_stop(timer_.get());
   if (writer_ == nullptr || buffer_.empty()) return;
   writer_->write(std::exchange(buffer_, std::string()));
+}
+
+void AccessLog::close() {
+  flush();
+  timer_.close();
 }
 
 }  // namespace tlsfront::log

@@ -14,6 +14,10 @@
 #include <string>
 #include <string_view>
 
+#include <uv.h>
+
+#include "util/uv_handle.h"
+
 namespace tlsfront::log {
 
 class LogWriter;
@@ -56,17 +60,24 @@ void append_json_line(std::string& out, const AccessLogEntry& entry);
 // truncated) with \ufffd. Allocation-free apart from growing `out`. Any thread.
 void append_json_string(std::string& out, std::string_view s);
 
-// A worker's access-log batch: log() encodes into a buffer, flush() hands the
-// buffer to the LogWriter. The worker calls flush() at the end of every loop
-// iteration (uv_check) and on shutdown; log() also flushes once the buffer
-// passes kFlushBytes. Thread affinity: owning worker only.
+// A worker's access-log batch: log() encodes into a buffer and hands it to
+// the LogWriter once it passes kFlushBytes, or kFlushDelay after its first
+// line, whichever comes first, so a busy worker wakes the writer a few times
+// a second, not once per request, and a line logged on an otherwise idle
+// worker still reaches the file within kFlushDelay (the timer is armed by the
+// line itself, whatever loop phase logged it). Thread affinity: the thread
+// running `loop` (the owning worker) only.
 class AccessLog {
  public:
-  static constexpr size_t kFlushBytes = 64 * 1024;
+  static constexpr size_t kFlushBytes = 64 * 1024;  // as nginx's access_log buffer=64k
+  static constexpr uint64_t kFlushDelayMs = 50;
 
   // `writer` is borrowed and must outlive this object; null disables logging.
-  explicit AccessLog(LogWriter* writer);
-  // Flushes what is left.
+  // `loop` runs the flush timer; with a null loop only kFlushBytes, flush()
+  // and close() hand lines over (unit tests).
+  explicit AccessLog(LogWriter* writer, uv_loop_t* loop = nullptr);
+  // Flushes what is left (close() must have been called if `loop` was given
+  // and is about to be closed).
   ~AccessLog();
 
   AccessLog(const AccessLog&) = delete;
@@ -80,12 +91,17 @@ class AccessLog {
   // Hands the batch to the writer if it is non-empty.
   void flush();
 
+  // Flushes and closes the timer; later lines are handed over only by size or
+  // flush(). Call before the loop is torn down.
+  void close();
+
   size_t buffered_bytes() const { return buffer_.size(); }
   size_t buffered_bytes_for_test() const { return buffer_.size(); }
 
  private:
   LogWriter* writer_;
   std::string buffer_;
+  UvHandle<uv_timer_t> timer_;  // one-shot, unreferenced: never keeps the loop alive
 };
 
 }  // namespace tlsfront::log

@@ -455,5 +455,35 @@ TEST_F(AccessLogBatchTest, AutoFlushesPast64KiB) {
   EXPECT_EQ(content.size(), (lines_to_threshold + 1) * line_size);
 }
 
+// A line logged when nothing else happens on the loop (here: from outside any
+// callback; in a worker: from the check phase, after the last I/O of a
+// cancelled stream) reaches the writer by the batch's own timer: one
+// blocking loop iteration wakes for it.
+TEST_F(AccessLogBatchTest, IdleLoopHandsLineOverByTimer) {
+  auto writer = LogWriter::open(path_);
+  ASSERT_TRUE(writer.ok()) << writer.error().message();
+  uv_loop_t loop;
+  ASSERT_EQ(uv_loop_init(&loop), 0);
+  {
+    AccessLog log(writer->get(), &loop);
+    log.log(full_entry());
+    EXPECT_EQ(log.buffered_bytes_for_test(), json_line(full_entry()).size());
+    // The batch timer is unreferenced (it never keeps a worker's loop
+    // alive); a later referenced timer plays the worker's listeners, so
+    // UV_RUN_ONCE polls until the nearest timer is due and runs it.
+    uv_timer_t alive;
+    uv_timer_init(&loop, &alive);
+    uv_timer_start(&alive, [](uv_timer_t*) {}, 1000, 0);  // later than kFlushDelayMs
+    uv_run(&loop, UV_RUN_ONCE);
+    EXPECT_EQ(log.buffered_bytes_for_test(), 0u);
+    uv_close(reinterpret_cast<uv_handle_t*>(&alive), nullptr);
+    log.close();
+  }
+  uv_run(&loop, UV_RUN_DEFAULT);  // the timer's close callback
+  EXPECT_EQ(uv_loop_close(&loop), 0);
+  (*writer)->flush_and_stop();
+  EXPECT_EQ(read_file(path_), json_line(full_entry()));
+}
+
 }  // namespace
 }  // namespace tlsfront::log

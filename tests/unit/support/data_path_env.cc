@@ -25,7 +25,7 @@ DataPathEnv::DataPathEnv(uv_loop_t* loop, config::Config cfg, const std::string&
     auto writer = log::LogWriter::open(access_log_path_);
     if (writer) {
       log_writer_ = std::move(*writer);
-      access_log_ = std::make_unique<log::AccessLog>(log_writer_.get());
+      access_log_ = std::make_unique<log::AccessLog>(log_writer_.get(), loop);
       env_.access_log = access_log_.get();
     }
   }
