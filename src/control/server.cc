@@ -144,6 +144,7 @@ std::string Server::scrape() const {
   if (log_writer_) {
     m.access_log_bytes = log_writer_->bytes_written();
     m.access_log_dropped_batches = log_writer_->dropped_batches();
+    m.access_log_dropped_lines = log_writer_->dropped_lines();
   }
   m.extra = ocsp_.metrics();
   return metrics::render_prometheus(m);

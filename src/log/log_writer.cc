@@ -2,11 +2,13 @@
 #include "log/log_writer.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <string_view>
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -19,6 +21,10 @@ namespace {
 constexpr int kOpenFlags = O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC;
 constexpr mode_t kOpenMode = 0640;
 constexpr size_t kMaxIov = 64;  // well under IOV_MAX (1024 on Linux)
+
+uint64_t count_lines(std::string_view bytes) {
+  return static_cast<uint64_t>(std::count(bytes.begin(), bytes.end(), '\n'));
+}
 
 // Thread-safe strerror.
 std::string errno_string(int err) { return std::error_code(err, std::generic_category()).message(); }
@@ -61,12 +67,18 @@ void LogWriter::write(std::string batch) {
     std::lock_guard lock(mu_);
     // The first batch always fits, however large, so a single oversized batch
     // is not dropped forever; after that the limit applies.
-    if (stopping_ || (queued_bytes_ > 0 && queued_bytes_ + batch.size() > max_queued_bytes_)) {
-      dropped_batches_.fetch_add(1, std::memory_order_relaxed);
-      return;
+    if (!stopping_ && (queued_bytes_ == 0 || queued_bytes_ + batch.size() <= max_queued_bytes_)) {
+      queued_bytes_ += batch.size();
+      queue_.push_back(std::move(batch));
+      batch.clear();
     }
-    queued_bytes_ += batch.size();
-    queue_.push_back(std::move(batch));
+  }
+  if (!batch.empty()) {  // dropped
+    const uint64_t lines = count_lines(batch);
+    dropped_batches_.fetch_add(1, std::memory_order_relaxed);
+    dropped_lines_.fetch_add(lines, std::memory_order_relaxed);
+    queue_dropped_lines_.fetch_add(lines, std::memory_order_relaxed);
+    return;
   }
   cv_.notify_one();
 }
@@ -101,12 +113,13 @@ void LogWriter::run() {
     for (const auto& b : batches) bytes += b.size();
     if (reopen) reopen_file();
     if (!batches.empty()) write_batches(batches);
-    report_drops();
+    report_drops(false);
 
     lock.lock();
     queued_bytes_ -= bytes;
     if (stopping_ && queue_.empty() && !reopen_requested_) break;
   }
+  report_drops(true);
   fd_.reset();  // stopped for good: close the file now rather than at destruction
 }
 
@@ -117,10 +130,15 @@ void LogWriter::reopen_file() {
     return;
   }
   fd_ = std::move(*fd);
+  newline_owed_ = false;  // a partial line left behind is in the renamed file
   log::info("access log \"{}\" reopened", path_);
 }
 
 void LogWriter::write_batches(std::deque<std::string>& batches) {
+  if (!write_owed_newline()) {
+    on_write_error(errno, batches, 0, 0);
+    return;
+  }
   size_t next = 0;    // first batch not yet fully written
   size_t offset = 0;  // bytes of batches[next] already written
   while (next < batches.size()) {
@@ -134,14 +152,7 @@ void LogWriter::write_batches(std::deque<std::string>& batches) {
     const ssize_t n = ::writev(fd_.get(), iov, static_cast<int>(count));
     if (n < 0) {
       if (errno == EINTR) continue;
-      const int err = errno;
-      const size_t lost = batches.size() - next;
-      dropped_batches_.fetch_add(lost, std::memory_order_relaxed);
-      if (!write_failing_) {
-        log::error("access log \"{}\": write failed: {}; dropping lines until it recovers", path_,
-                   errno_string(err));
-        write_failing_ = true;
-      }
+      on_write_error(errno, batches, next, offset);
       return;
     }
     bytes_written_.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
@@ -158,18 +169,75 @@ void LogWriter::write_batches(std::deque<std::string>& batches) {
       offset = 0;
     }
   }
-  if (write_failing_) {
-    log::info("access log \"{}\": writes recovered", path_);
-    write_failing_ = false;
+  if (failing_) {
+    log::info("access log \"{}\": writes recovered; {} lines were dropped ({})", path_, failure_lines_,
+              errno_string(last_error_));
+    failing_ = false;
+    failure_lines_ = 0;
+    error_lines_unreported_ = 0;
   }
 }
 
-void LogWriter::report_drops() {
-  const uint64_t dropped = dropped_batches_.load(std::memory_order_relaxed);
-  if (dropped == reported_drops_) return;
-  log::warn("access log \"{}\": {} batches dropped ({} in total); queue limit {} bytes", path_,
-            dropped - reported_drops_, dropped, max_queued_bytes_);
-  reported_drops_ = dropped;
+void LogWriter::on_write_error(int err, const std::deque<std::string>& batches, size_t next, size_t offset) {
+  uint64_t lines = 0;
+  for (size_t i = next; i < batches.size(); ++i) {
+    lines += count_lines(std::string_view(batches[i]).substr(i == next ? offset : 0));
+  }
+  dropped_batches_.fetch_add(batches.size() - next, std::memory_order_relaxed);
+  dropped_lines_.fetch_add(lines, std::memory_order_relaxed);
+  failure_lines_ += lines;
+  error_lines_unreported_ += lines;
+  last_error_ = err;
+
+  // Batches hold whole lines, so the file's partial line is the part of
+  // batches[next] after its last newline written.
+  if (offset > 0) {
+    const std::string& batch = batches[next];
+    const size_t newline = batch.rfind('\n', offset - 1);
+    const size_t partial = newline == std::string::npos ? offset : offset - newline - 1;
+    struct stat st;
+    if (partial > 0 && (::fstat(fd_.get(), &st) != 0 || st.st_size < static_cast<off_t>(partial) ||
+                        ::ftruncate(fd_.get(), st.st_size - static_cast<off_t>(partial)) != 0)) {
+      newline_owed_ = true;
+    }
+  }
+  if (!failing_) {
+    failing_ = true;
+    log::error("access log \"{}\": write failed: {}; dropping lines until it recovers", path_, errno_string(err));
+    last_report_ = std::chrono::steady_clock::now();
+    error_lines_unreported_ = 0;  // this line announced them; the next report counts from here
+  }
+}
+
+bool LogWriter::write_owed_newline() {
+  while (newline_owed_) {
+    const ssize_t n = ::write(fd_.get(), "\n", 1);
+    if (n == 1) {
+      bytes_written_.fetch_add(1, std::memory_order_relaxed);
+      newline_owed_ = false;
+    } else if (n < 0 && errno != EINTR) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void LogWriter::report_drops(bool now_anyway) {
+  const uint64_t queue_lines = queue_dropped_lines_.load(std::memory_order_relaxed) - queue_lines_reported_;
+  if (queue_lines == 0 && error_lines_unreported_ == 0) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (!now_anyway && now - last_report_ < kReportInterval) return;
+  last_report_ = now;
+  if (error_lines_unreported_ > 0) {
+    log::warn("access log \"{}\": {} more lines dropped: write failed: {}", path_, error_lines_unreported_,
+              errno_string(last_error_));
+    error_lines_unreported_ = 0;
+  }
+  if (queue_lines > 0) {
+    log::warn("access log \"{}\": {} lines dropped: the write queue was over its limit of {} bytes", path_,
+              queue_lines, max_queued_bytes_);
+    queue_lines_reported_ += queue_lines;
+  }
 }
 
 }  // namespace tlsfront::log

@@ -162,6 +162,9 @@ std::string render_prometheus(const ProcessMetrics& m) {
     single(out, "tlsfront_access_log_bytes_total", "counter", "Access log bytes written.", *m.access_log_bytes);
     single(out, "tlsfront_access_log_dropped_batches_total", "counter",
            "Access log batches dropped (queue full or write errors).", m.access_log_dropped_batches.value_or(0));
+    single(out, "tlsfront_access_log_dropped_lines_total", "counter",
+           "Access log lines dropped (queue full or write errors; a line cut by a failed write is removed).",
+           m.access_log_dropped_lines.value_or(0));
   }
   out += m.extra;
   return out;

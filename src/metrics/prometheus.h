@@ -26,7 +26,7 @@ struct ProcessMetrics {
   uint64_t ticket_keys = 0;                         // keys in the ring
   std::optional<double> ticket_key_age_seconds;     // since the encrypting key's activation
   // Access log (log::LogWriter); nullopt when it is off.
-  std::optional<uint64_t> access_log_bytes, access_log_dropped_batches;
+  std::optional<uint64_t> access_log_bytes, access_log_dropped_batches, access_log_dropped_lines;
   // Extra exposition text (complete "# HELP/# TYPE" blocks), appended as is.
   std::string extra;
 };

@@ -4,10 +4,14 @@
 
 #include <fcntl.h>
 #include <stdlib.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -17,6 +21,7 @@
 #include <gtest/gtest.h>
 
 #include "shared/temp_dir.h"
+#include "stderr_capture.h"
 
 namespace tlsfront::log {
 namespace {
@@ -248,6 +253,68 @@ TEST_F(LogWriterTest, OversizedFirstBatchIsAccepted) {
   writer->write(big + "\n");
   writer->flush_and_stop();
   EXPECT_EQ(read_file(path_), big + "\n");
+}
+
+// Polls `done` for up to 10 s (the writer thread works on its own).
+template <typename F>
+bool wait_for(F done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return true;
+}
+
+std::string numbered_lines(const std::string& tag, int count) {
+  std::string out;
+  for (int i = 0; i < count; ++i) out += "{\"" + tag + "\":" + std::to_string(i) + ",\"pad\":\"0123456789abcdef\"}\n";
+  return out;
+}
+
+// A full disk, made real and deterministic with RLIMIT_FSIZE: the kernel
+// writes up to the limit (a partial line) and then fails with EFBIG, as a
+// full filesystem does with ENOSPC. Afterwards the file holds whole lines
+// only, the drop is reported once with the real errno and a line count, and
+// writing resumes when space returns.
+TEST_F(LogWriterTest, FailedWriteLeavesNoPartialLineAndReportsOnce) {
+  struct rlimit saved;
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &saved), 0);
+  if (saved.rlim_max != RLIM_INFINITY) GTEST_SKIP() << "RLIMIT_FSIZE hard limit is set";
+  struct sigaction ignore {}, saved_xfsz {};
+  ignore.sa_handler = SIG_IGN;
+  ASSERT_EQ(sigaction(SIGXFSZ, &ignore, &saved_xfsz), 0);  // EFBIG instead of death
+
+  StderrCapture stderr_lines;
+  auto writer = open_writer();
+  ASSERT_NE(writer, nullptr);
+  const std::string before = numbered_lines("before", 200);  // keeps the limit above the stderr capture's size
+  writer->write(before);
+  ASSERT_TRUE(wait_for([&] { return writer->bytes_written() == before.size(); }));
+
+  struct rlimit full = saved;
+  full.rlim_cur = before.size() + 20;  // room for part of one line
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &full), 0);
+  const std::string lost = numbered_lines("lost", 3);
+  for (int i = 0; i < 5; ++i) writer->write(lost);
+  const bool dropped = wait_for([&] { return writer->dropped_lines() == 15; });
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &saved), 0);  // space returns
+  EXPECT_TRUE(dropped) << writer->dropped_lines();
+
+  const std::string after = numbered_lines("after", 2);
+  writer->write(after);
+  writer->flush_and_stop();
+  sigaction(SIGXFSZ, &saved_xfsz, nullptr);
+  stderr_lines.restore();
+
+  const std::string content = read_file(path_);
+  EXPECT_TRUE(content == before + after) << "after the first lines: " << content.substr(std::min(content.size(), before.size()));
+  EXPECT_EQ(writer->dropped_batches(), 5u);
+  const std::string err = stderr_lines.contents();
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 2) << err;  // the failure, the recovery
+  EXPECT_NE(err.find("write failed: File too large; dropping lines until it recovers"), std::string::npos) << err;
+  EXPECT_NE(err.find("writes recovered; 15 lines were dropped (File too large)"), std::string::npos) << err;
+  EXPECT_EQ(err.find("queue"), std::string::npos) << err;
 }
 
 }  // namespace
