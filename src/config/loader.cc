@@ -10,6 +10,9 @@
 #include <filesystem>
 #include <system_error>
 
+#include <fmt/format.h>
+
+#include "config/ascii_prescan.h"
 #include "config/parse_context.h"
 #include "config/units.h"
 #include "util/unique_fd.h"
@@ -43,6 +46,12 @@ Status parse_workers(const TableReader& root, int& out) {
 }
 
 Result<Config> parse_document(std::string_view toml, const ParseContext& ctx) {
+  if (const auto at = first_non_ascii_outside_strings(toml)) {
+    return make_error(Errc::Config,
+                      fmt::format("{}:{}:{}: syntax error: byte 0x{:02X} outside a string or comment (only strings "
+                                  "and comments may hold non-ASCII text: quote the key or value)",
+                                  ctx.source_name(), at->line, at->column, at->byte));
+  }
   toml::parse_result parsed = toml::parse(toml, std::string_view(ctx.source_name()));
   if (!parsed) {
     return ctx.error(parsed.error().source(), "syntax error", parsed.error().description());

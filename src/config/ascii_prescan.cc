@@ -1,0 +1,84 @@
+// A small TOML lexer that knows only strings, comments and escapes.
+#include "config/ascii_prescan.h"
+
+namespace tlsfront::config {
+namespace {
+
+enum class Lexeme { Bare, Comment, Basic, Literal, MultiBasic, MultiLiteral };
+
+bool starts_with(std::string_view s, size_t i, std::string_view prefix) { return s.substr(i, prefix.size()) == prefix; }
+
+// The quotes `q` at s[i..]: a multi-line string's closing delimiter is the
+// last three of a run of three to five (TOML 1.0: up to two quotes may end
+// the content). 0 when fewer than three.
+size_t closing_run(std::string_view s, size_t i, char q) {
+  size_t n = 0;
+  while (i + n < s.size() && s[i + n] == q && n < 5) ++n;
+  return n >= 3 ? n : 0;
+}
+
+}  // namespace
+
+std::optional<TextPosition> first_non_ascii_outside_strings(std::string_view s) {
+  Lexeme state = Lexeme::Bare;
+  TextPosition pos;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c == '\n') {
+      ++pos.line;
+      pos.column = 1;
+      if (state == Lexeme::Comment || state == Lexeme::Basic || state == Lexeme::Literal) state = Lexeme::Bare;
+      continue;
+    }
+    switch (state) {
+      case Lexeme::Bare:
+        if (c >= 0x80) {
+          pos.byte = c;
+          return pos;
+        }
+        if (c == '#') {
+          state = Lexeme::Comment;
+        } else if (c == '"' || c == '\'') {
+          const bool multi = starts_with(s, i, c == '"' ? "\"\"\"" : "'''");
+          state = c == '"' ? (multi ? Lexeme::MultiBasic : Lexeme::Basic)
+                           : (multi ? Lexeme::MultiLiteral : Lexeme::Literal);
+          if (multi) {
+            i += 2;
+            pos.column += 2;
+          }
+        }
+        break;
+      case Lexeme::Comment:
+        break;
+      case Lexeme::Basic:
+      case Lexeme::MultiBasic:
+        if (c == '\\' && i + 1 < s.size() && s[i + 1] != '\n') {
+          ++i;  // the escaped byte (a newline after '\' is a line-ending backslash, counted above)
+          if (static_cast<unsigned char>(s[i]) < 0x80 || static_cast<unsigned char>(s[i]) >= 0xc0) ++pos.column;
+        } else if (c == '"') {
+          if (state == Lexeme::Basic) {
+            state = Lexeme::Bare;
+          } else if (const size_t run = closing_run(s, i, '"')) {
+            state = Lexeme::Bare;
+            i += run - 1;
+            pos.column += run - 1;
+          }
+        }
+        break;
+      case Lexeme::Literal:
+        if (c == '\'') state = Lexeme::Bare;
+        break;
+      case Lexeme::MultiLiteral:
+        if (const size_t run = closing_run(s, i, '\'')) {
+          state = Lexeme::Bare;
+          i += run - 1;
+          pos.column += run - 1;
+        }
+        break;
+    }
+    if (c < 0x80 || c >= 0xc0) ++pos.column;  // continuation bytes share their lead's column
+  }
+  return std::nullopt;
+}
+
+}  // namespace tlsfront::config

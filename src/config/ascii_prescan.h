@@ -1,0 +1,30 @@
+// A pre-scan of TOML text for bytes >= 0x80 outside strings and comments.
+//
+// TOML 1.0 allows non-ASCII text only inside strings (basic, literal and
+// their multi-line forms, so also in quoted keys) and comments; bare keys,
+// values and whitespace are ASCII. toml++ 3.3 (Debian's) reaches
+// __builtin_unreachable — undefined behaviour — on a valid UTF-8 sequence in
+// a bare-key or value position (its code-point classifier assumes callers
+// filtered it), so the loader rejects such a byte first, with its position.
+// Invalid UTF-8 inside strings and comments is left to toml++, which reports
+// it as a syntax error.
+// Thread affinity: any thread; pure function.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string_view>
+
+namespace tlsfront::config {
+
+struct TextPosition {
+  size_t line = 1;    // 1-based
+  size_t column = 1;  // 1-based, in code points (UTF-8 lead bytes), as toml++ counts
+  unsigned char byte = 0;
+};
+
+// The first byte >= 0x80 of `toml` that is outside every string and comment,
+// or nullopt. Unterminated single-line strings end at their newline.
+std::optional<TextPosition> first_non_ascii_outside_strings(std::string_view toml);
+
+}  // namespace tlsfront::config
