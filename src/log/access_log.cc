@@ -175,7 +175,7 @@ void append_json_line(std::string& out, const AccessLogEntry& e) {
   // an escaped string at most 6 bytes per input byte.
   const size_t strings = e.remote_addr.size() + e.sni.size() + e.alpn.size() + e.protocol.size() + e.method.size() +
                          e.path.size() + e.ssl_protocol.size() + e.ssl_cipher.size() + e.ssl_resumption.size() +
-                         e.upstream_addr.size() + e.user_agent.size();
+                         e.upstream_addr.size() + e.upstream_error.size() + e.user_agent.size();
   out.reserve(out.size() + 700 + 6 * strings);
   out.append("{\"time\":\""sv);
   append_timestamp(out, e.time);
@@ -195,6 +195,8 @@ void append_json_line(std::string& out, const AccessLogEntry& e) {
   append_json_string(out, e.path);
   out.append(",\"status\":"sv);
   append_int(out, e.status);
+  out.append(",\"response_complete\":"sv);
+  append_bool(out, e.response_complete);
   out.append(",\"bytes_sent\":"sv);
   append_int(out, e.bytes_sent);
   out.append(",\"bytes_received\":"sv);
@@ -220,6 +222,8 @@ void append_json_line(std::string& out, const AccessLogEntry& e) {
   else append_int(out, e.stream_id);
   out.append(",\"upstream_addr\":"sv);
   append_string_or_null(out, e.upstream_addr);
+  out.append(",\"upstream_error\":"sv);
+  append_string_or_null(out, e.upstream_error);
   out.append(",\"upstream_status\":"sv);
   if (e.upstream_status == 0) out.append("null"sv);
   else append_int(out, e.upstream_status);

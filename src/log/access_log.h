@@ -32,7 +32,8 @@ struct AccessLogEntry {
   std::string_view alpn;      // "" -> null
   std::string_view protocol;  // "HTTP/1.1", "HTTP/2.0"
   std::string_view method, path;  // path = request-target as received
-  int status = 0;
+  int status = 0;                  // as sent; see RequestRecord::status for a response that never started
+  bool response_complete = false;  // the whole response reached the client transport (false: cut short)
   uint64_t bytes_sent = 0, bytes_received = 0;  // HTTP message bytes (head+body) to/from the client
   double request_time_ms = 0;
   std::string_view ssl_protocol, ssl_cipher;  // "TLSv1.3", "TLS_AES_128_GCM_SHA256"
@@ -41,8 +42,9 @@ struct AccessLogEntry {
   std::optional<double> tls_handshake_ms;  // first request of a connection only, else null
   uint64_t connection_id = 0, connection_requests = 0;
   uint32_t stream_id = 0;          // HTTP/2 stream identifier (RFC 9113 §5.1.1); 0 (HTTP/1.x) -> null
-  std::string_view upstream_addr;  // "" -> null
-  int upstream_status = 0;         // 0 -> null
+  std::string_view upstream_addr;   // "" -> null
+  std::string_view upstream_error;  // "refused", "refused, timeout_read"; "" -> null
+  int upstream_status = 0;          // 0 -> null
   std::optional<double> upstream_connect_ms, upstream_response_ms;  // nullopt -> null
   std::optional<bool> upstream_connection_reused;                   // nullopt -> null
   std::string_view user_agent;                                      // "" -> null

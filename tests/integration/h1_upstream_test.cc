@@ -76,6 +76,35 @@ TEST_F(H1H1, BackendDownIs502) {
   // The server that failed is named, as nginx's $upstream_addr does; it sent no status.
   EXPECT_EQ(json_string(lines[0], "upstream_addr"), o.upstream_servers[0]) << lines[0];
   EXPECT_EQ(json_raw(lines[0], "upstream_status"), std::string("null")) << lines[0];
+  EXPECT_EQ(json_string(lines[0], "upstream_error"), std::string("refused")) << lines[0];
+}
+
+TEST_F(H1H1, RefusedServerThenWorkingOneLogsBoth) {
+  ProxyOptions o;
+  const std::string down = "127.0.0.1:" + std::to_string(free_port());
+  o.upstream_servers = {down, backend_.address()};
+  ASSERT_TRUE(start_proxy(o));
+  // Each worker's round robin starts somewhere: of two requests, one at
+  // least starts at the down server (it is then skipped for fail_timeout).
+  for (int i = 0; i < 2; ++i) {
+    HttpResponse r = http_get(port(), "/rr");
+    ASSERT_EQ(r.curl_code, CURLE_OK) << r.error;
+    EXPECT_EQ(r.status, 200);
+  }
+  auto lines = proxy_.wait_log_lines(2);
+  ASSERT_EQ(lines.size(), 2u);
+  int retried = 0;
+  for (const auto& line : lines) {
+    EXPECT_EQ(json_raw(line, "upstream_status"), std::string("200")) << line;
+    if (json_string(line, "upstream_addr") == backend_.address()) {
+      EXPECT_EQ(json_raw(line, "upstream_error"), std::string("null")) << line;
+      continue;
+    }
+    ++retried;
+    EXPECT_EQ(json_string(line, "upstream_addr"), down + ", " + backend_.address()) << line;
+    EXPECT_EQ(json_string(line, "upstream_error"), std::string("refused")) << line;
+  }
+  EXPECT_GE(retried, 1);
 }
 
 TEST_F(H1H1, BackendResetIs502) {
@@ -83,6 +112,10 @@ TEST_F(H1H1, BackendResetIs502) {
   HttpResponse r = http_get(port(), "/reset");
   ASSERT_EQ(r.curl_code, CURLE_OK) << r.error;
   EXPECT_EQ(r.status, 502);
+  auto lines = proxy_.wait_log_lines(1);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(json_string(lines[0], "upstream_error"), std::string("reset")) << lines[0];
+  EXPECT_EQ(json_string(lines[0], "upstream_addr"), backend_.address()) << lines[0];
   // The proxy is fine afterwards.
   r = http_get(port(), "/fine");
   ASSERT_EQ(r.curl_code, CURLE_OK) << r.error;
@@ -103,6 +136,9 @@ TEST_F(H1H1, BackendSlowIs504) {
   auto lines = proxy_.wait_log_lines(1);
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(json_raw(lines[0], "status"), std::string("504")) << lines[0];
+  EXPECT_EQ(json_string(lines[0], "upstream_error"), std::string("timeout_read")) << lines[0];
+  EXPECT_EQ(json_raw(lines[0], "upstream_status"), std::string("null")) << lines[0];
+  EXPECT_NE(json_raw(lines[0], "upstream_connect_ms"), std::string("null")) << lines[0];
 }
 
 TEST_F(H1H1, BadUpstreamResponseIs502) {
@@ -116,6 +152,7 @@ TEST_F(H1H1, BadUpstreamResponseIs502) {
   auto lines = proxy_.wait_log_lines(1);
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(json_raw(lines[0], "status"), std::string("502")) << lines[0];
+  EXPECT_EQ(json_string(lines[0], "upstream_error"), std::string("invalid_response")) << lines[0];
 }
 
 TEST_F(H1H1, UpstreamClosesMidBodyIsNotAComplete200) {
@@ -154,6 +191,12 @@ TEST_F(H1H1, IdempotentRequestRetriedOnDeadPooledConnection) {
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(r.body, "ok\n");
   EXPECT_EQ(fake.accepted(), 2);
+  auto lines = proxy_.wait_log_lines(2);
+  ASSERT_EQ(lines.size(), 2u);
+  // Both attempts went to the one server; the first found the pooled connection closed.
+  EXPECT_EQ(json_string(lines[1], "upstream_addr"), fake.address() + ", " + fake.address()) << lines[1];
+  EXPECT_EQ(json_string(lines[1], "upstream_error"), std::string("closed")) << lines[1];
+  EXPECT_EQ(json_raw(lines[1], "upstream_status"), std::string("200")) << lines[1];
 }
 
 TEST_F(H1H1, PostNotRetriedOnDeadPooledConnection) {

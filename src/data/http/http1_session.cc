@@ -116,8 +116,7 @@ void Http1Session::execute(std::string_view data) {
   if (close_ == CloseMode::Closed) return;
   const int status = rejection_.value_or(400);
   if (exchange_ && response_ != ResponsePhase::Waiting) {
-    record_.status = status;
-    close(false);
+    close(false);  // the client has the response's head: its status stays the logged one
     return;
   }
   close_after_response();
@@ -409,6 +408,7 @@ void Http1Session::on_output_drained() {
 }
 
 void Http1Session::finish_request() {
+  record_.response_complete = true;
   log_request();
   if (response_ != ResponsePhase::Waiting) transition(response_, ResponsePhase::Waiting);
   if (close_ != CloseMode::KeepAlive) {
@@ -507,7 +507,8 @@ void Http1Session::arm(TimerPurpose purpose) {
 
 void Http1Session::on_client_closed() {
   if (close_ == CloseMode::Closed) return;
-  if (exchange_) record_.status = 499;  // nginx's "client closed request"
+  // nginx's "client closed request", unless the client already had a status.
+  if (exchange_ && response_ == ResponsePhase::Waiting) record_.status = 499;
   close(false);
 }
 

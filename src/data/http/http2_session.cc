@@ -490,6 +490,9 @@ int Http2Session::on_stream_close(int32_t stream_id, uint32_t error_code) {
 }
 
 int Http2Session::on_frame_send(const nghttp2_frame* frame) {
+  if (frame->hd.type == NGHTTP2_HEADERS) {
+    if (Http2Stream* s = find(frame->hd.stream_id)) s->on_headers_sent();
+  }
   if ((frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) &&
       (frame->hd.flags & NGHTTP2_FLAG_END_STREAM)) {
     if (Http2Stream* s = find(frame->hd.stream_id)) s->on_response_end_sent();

@@ -200,7 +200,14 @@ void Http2Stream::submit_head(const ResponseHead& head, bool has_body, bool info
     storage.push_back(std::to_string(*head.content_length));
   }
   for (size_t i = 0; i + 1 < storage.size(); i += 2) nva.push_back(make_nv(storage[i], storage[i + 1]));
-  for (const auto& nv : nva) record_.bytes_sent += nv.namelen + nv.valuelen + 4;
+  uint64_t bytes = 0;
+  for (const auto& nv : nva) bytes += nv.namelen + nv.valuelen + 4;
+  record_.bytes_sent += bytes;
+  ++heads_submitted_;
+  if (!informational) {
+    final_head_ = heads_submitted_;
+    final_head_bytes_ = bytes;
+  }
   if (informational) {
     nghttp2_submit_headers(session_->ng(), NGHTTP2_FLAG_NONE, id_, nullptr, nva.data(), nva.size(), nullptr);
   } else if (has_body) {
@@ -235,7 +242,6 @@ void Http2Stream::resume_provider() {
 void Http2Stream::send_response_body(std::string_view data) {
   if (closed() || data.empty()) return;
   out_.append(data);
-  record_.bytes_sent += data.size();
   resume_provider();
   session_->schedule_send();
 }
@@ -356,10 +362,16 @@ void Http2Stream::on_closed(uint32_t error_code) {
   const bool by_client = end_ == StreamEnd::ClientReset || error_code == NGHTTP2_CANCEL;
   transition(end_, StreamEnd::Closed);
   ProxyExchange::retire(exchange_, &record_);
-  if (response_ != ResponsePhase::EndSent) {
-    // Cut short: by the client (nginx's 499), or by us after a failure.
+  record_.bytes_sent += bytes_out_;
+  record_.response_complete = response_ == ResponsePhase::EndSent;
+  if (!record_.response_complete && !final_head_sent()) {
+    // Cut short before the client had a status: it went away (nginx's
+    // 499), or we reset the stream after a failure, dropping a queued head.
+    record_.bytes_sent -= final_head_bytes_;
     if (by_client) {
       record_.status = 499;
+    } else if (response_ != ResponsePhase::None) {
+      record_.status = 502;
     } else if (record_.status == 0) {
       record_.status = 400;
     }

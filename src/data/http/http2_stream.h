@@ -102,6 +102,8 @@ class Http2Stream final : public Deletable, public ExchangeSink {
   void on_response_end_sent();
   // The connection's output drained: let a paused upstream read on.
   void on_output_drained();
+  // A HEADERS frame of this stream went out (1xx, final head or trailers).
+  void on_headers_sent() { ++heads_sent_; }
   // nghttp2_data_source_read_callback for the response body.
   ssize_t read_response(uint8_t* buf, size_t length, uint32_t* data_flags);
 
@@ -142,6 +144,7 @@ class Http2Stream final : public Deletable, public ExchangeSink {
   void resume_provider();
   size_t pending_output() const { return out_.size() - out_off_; }
   bool head_too_large() const;
+  bool final_head_sent() const { return final_head_ > 0 && heads_sent_ >= final_head_; }
 
   Http2Session* session_;
   int32_t id_;
@@ -150,7 +153,11 @@ class Http2Stream final : public Deletable, public ExchangeSink {
   ResponsePhase response_ = ResponsePhase::None;
   StreamEnd end_ = StreamEnd::Open;
 
-  RequestRecord record_;
+  RequestRecord record_;  // bytes_sent: heads as submitted; the DATA bytes (bytes_out_) join at on_closed
+  int heads_submitted_ = 0;  // HEADERS frames submitted (1xx and final heads)
+  int final_head_ = 0;       // the final head's ordinal among them (0: none yet)
+  int heads_sent_ = 0;       // HEADERS frames nghttp2 has written
+  uint64_t final_head_bytes_ = 0;
   std::string authority_;
   std::string cookie_;
   size_t header_bytes_ = 0;  // RFC 9113 §6.5.2 sizes, against max_header_list_size

@@ -42,6 +42,7 @@ void ProxyExchange::retire(std::unique_ptr<ProxyExchange>& exchange, RequestReco
 void ProxyExchange::start() {
   upstream::UpstreamPool* pool = group_->pick(tried_);
   if (!pool) {
+    stats_.error = "no_live_upstreams";
     fail(502, "no live upstreams");
     return;
   }
@@ -62,7 +63,7 @@ void ProxyExchange::attempt(upstream::UpstreamPool* pool, bool allow_reuse) {
   const bool check_open = !(idempotent_ && replay_state_ == Replay::Whole);
   auto lease = pool->acquire(allow_reuse, check_open);
   if (!lease) {
-    on_upstream_error(lease.take_error());
+    on_upstream_error(upstream::UpstreamFailure::ConnectFailed, lease.take_error());
     return;
   }
   conn_ = std::move(lease->conn);
@@ -167,14 +168,16 @@ bool valid_response_head(const ResponseHead& head) {
 void ProxyExchange::on_upstream_head(ResponseHead&& head, bool informational) {
   if (phase_ == Phase::Done) return;
   if (!valid_response_head(head)) {
-    on_upstream_error(make_error(Errc::Protocol, "upstream sent an invalid response head"));
+    on_upstream_error(upstream::UpstreamFailure::InvalidResponse,
+                      make_error(Errc::Protocol, "upstream sent an invalid response head"));
     return;
   }
   strip_response_headers(head.headers);
   if (informational) {
     // Bounded: an upstream streaming 1xx forever must not grow our buffers.
     if (++informational_ > kMaxInformational) {
-      on_upstream_error(make_error(Errc::Protocol, "upstream sent too many 1xx responses"));
+      on_upstream_error(upstream::UpstreamFailure::InvalidResponse,
+                        make_error(Errc::Protocol, "upstream sent too many 1xx responses"));
       return;
     }
     // The proxy answered Expect: 100-continue itself and never forwards Expect.
@@ -224,8 +227,10 @@ void ProxyExchange::on_upstream_complete() {
   sink_->end_response();
 }
 
-void ProxyExchange::on_upstream_error(Error error) {
+void ProxyExchange::on_upstream_error(upstream::UpstreamFailure failure, Error error) {
   if (phase_ == Phase::Done) return;
+  if (!stats_.error.empty()) stats_.error += ", ";
+  stats_.error += to_string(failure);
   const uint64_t written = conn_ ? conn_->bytes_written() : 0;
   const bool response_started = conn_ && conn_->response_started();
   if (conn_) drop_connection();

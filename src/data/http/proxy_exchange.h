@@ -87,7 +87,7 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   void on_upstream_body(std::string_view data) override;
   void on_upstream_trailers(std::vector<Header>&& trailers) override;
   void on_upstream_complete() override;
-  void on_upstream_error(Error error) override;
+  void on_upstream_error(upstream::UpstreamFailure failure, Error error) override;
   void on_upstream_writable() override;
 
   uv_loop_t* loop_;

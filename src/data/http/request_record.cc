@@ -22,6 +22,7 @@ void fill_access_log_entry(log::AccessLogEntry& e, const ConnectionInfo& info, c
   if (upstream) {
     const UpstreamStats& s = *upstream;
     e.upstream_addr = s.addr;
+    e.upstream_error = s.error;
     e.upstream_status = s.status;
     e.upstream_connect_ms = s.connect_ms;
     e.upstream_response_ms = s.response_ms;
@@ -38,6 +39,7 @@ void RequestRecord::begin() {
   time = std::chrono::system_clock::now();
   start = std::chrono::steady_clock::now();
   status = 0;
+  response_complete = false;
   bytes_sent = 0;
   bytes_received = 0;
   body_bytes = 0;
@@ -68,6 +70,7 @@ void RequestRecord::log_completed(const SessionEnv& env, const ConnectionInfo& i
   e.method = head.method;
   e.path = head.target;
   e.status = status;
+  e.response_complete = response_complete;
   e.bytes_sent = bytes_sent;
   e.bytes_received = bytes_received;
   e.request_time_ms = std::chrono::duration<double, std::milli>(elapsed).count();

@@ -23,6 +23,12 @@ namespace tlsfront::http {
 // The upstream side of a request, for the access log.
 struct UpstreamStats {
   std::string addr;  // "127.0.0.1:9000", or "a, b" after a retry (as nginx)
+  // What failed, one upstream::UpstreamFailure name per failed attempt, ", "
+  // separated in the order of `addr` (an attempt follows only a failed one,
+  // so the n-th error is the n-th server's; a last attempt that worked has
+  // none): "refused", "refused, timeout_read". "no_live_upstreams" when no
+  // server could be tried. Empty: nothing failed.
+  std::string error;
   int status = 0;    // the upstream's final status; 0: none received
   std::optional<double> connect_ms;
   std::optional<double> response_ms;
@@ -33,7 +39,12 @@ struct RequestRecord {
   RequestHead head;
   std::chrono::system_clock::time_point time{};   // request start, wall clock (the log's `time`)
   std::chrono::steady_clock::time_point start{};  // request start, monotonic (request_time_ms)
-  int status = 0;               // sent (or being sent) to the client; 499: the client went away first
+  // The status the client was sent (its head reached the client
+  // connection); when none was: 499 if the client went away first, else the
+  // status tlsfront would have answered (502 for an upstream that failed
+  // after its head was queued, 400 for a stream error).
+  int status = 0;
+  bool response_complete = false;  // the whole response was handed to the client connection
   uint64_t bytes_sent = 0;      // response head + body bytes as framed to the client
   uint64_t bytes_received = 0;  // request head + body bytes as framed by the client
   uint64_t body_bytes = 0;      // decoded request body bytes so far

@@ -112,7 +112,7 @@ void UpstreamConnection::send(std::string_view bytes) {
 void UpstreamConnection::write_now() {
   if (state_ == State::Closed || out_.empty()) return;
   if (int rc = writer_.send_from(out_); rc != 0) {
-    fail(make_error(Errc::Upstream, std::string("write: ") + uv_strerror(rc)));
+    fail(UpstreamFailure::Reset, make_error(Errc::Upstream, std::string("write: ") + uv_strerror(rc)));
     return;
   }
   if (out_.capacity() > kKeptOutputBytes) std::string().swap(out_);  // a large request body passed
@@ -133,7 +133,10 @@ void UpstreamConnection::flush() {
 void UpstreamConnection::on_connect(int status) {
   if (status == UV_ECANCELED) return;
   if (status != 0) {
-    fail(make_error(Errc::Upstream, std::string("connect() failed: ") + uv_strerror(status)));
+    fail(status == UV_ECONNREFUSED ? UpstreamFailure::Refused
+         : status == UV_ETIMEDOUT  ? UpstreamFailure::TimeoutConnect
+                                   : UpstreamFailure::ConnectFailed,
+         make_error(Errc::Upstream, std::string("connect() failed: ") + uv_strerror(status)));
     return;
   }
   transition(state_, State::Active);
@@ -144,7 +147,9 @@ void UpstreamConnection::on_connect(int status) {
 
 void UpstreamConnection::on_write_done(int status) {
   if (status != 0) {
-    if (status != UV_ECANCELED) fail(make_error(Errc::Upstream, std::string("send() failed: ") + uv_strerror(status)));
+    if (status != UV_ECANCELED) {
+      fail(UpstreamFailure::Reset, make_error(Errc::Upstream, std::string("send() failed: ") + uv_strerror(status)));
+    }
     return;
   }
   if (state_ != State::Active) return;
@@ -169,7 +174,7 @@ void UpstreamConnection::resume_reading() {
     reading_ = true;
     if (state_ == State::Active) arm_timer(writer_.idle() ? cfg_.read_timeout : cfg_.send_timeout);
   } else {
-    fail(make_error(Errc::Upstream, std::string("read start: ") + uv_strerror(rc)));
+    fail(UpstreamFailure::Reset, make_error(Errc::Upstream, std::string("read start: ") + uv_strerror(rc)));
   }
 }
 
@@ -203,7 +208,8 @@ void UpstreamConnection::on_read(ssize_t nread, const uv_buf_t* buf) {
       llhttp_errno_t err = llhttp_finish(&parser_);
       if (err == HPE_OK && response_ != ResponsePhase::Reading) return;
     }
-    fail(make_error(Errc::Upstream, nread == UV_EOF ? "upstream prematurely closed connection"
+    fail(nread == UV_EOF ? UpstreamFailure::Closed : UpstreamFailure::Reset,
+         make_error(Errc::Upstream, nread == UV_EOF ? "upstream prematurely closed connection"
                                                     : std::string("recv() failed: ") + uv_strerror(static_cast<int>(nread))));
     return;
   }
@@ -230,7 +236,8 @@ void UpstreamConnection::on_read(ssize_t nread, const uv_buf_t* buf) {
   }
   if (err != HPE_OK) {
     if (state_ == State::Closed) return;  // a handler closed us from a callback
-    fail(make_error(Errc::Protocol, std::string("upstream sent an invalid response: ") + llhttp_errno_name(err) + " " +
+    fail(UpstreamFailure::InvalidResponse,
+         make_error(Errc::Protocol, std::string("upstream sent an invalid response: ") + llhttp_errno_name(err) + " " +
                                         llhttp_get_error_reason(&parser_)));
   }
 }
@@ -241,18 +248,24 @@ void UpstreamConnection::on_timer() {
     pool_->remove_idle(this);
     return;
   }
-  const char* what = state_ == State::Connecting ? "upstream timed out while connecting"
-                     : writer_.idle()            ? "upstream timed out while reading response header"
-                                                 : "upstream timed out while sending request";
-  if (state_ == State::Active && response_bytes_ > 0) what = "upstream timed out while reading response";
-  fail(make_error(Errc::Timeout, what));
+  UpstreamFailure failure = state_ == State::Connecting ? UpstreamFailure::TimeoutConnect
+                            : writer_.idle()            ? UpstreamFailure::TimeoutRead
+                                                        : UpstreamFailure::TimeoutSend;
+  const char* what = failure == UpstreamFailure::TimeoutConnect ? "upstream timed out while connecting"
+                     : failure == UpstreamFailure::TimeoutRead  ? "upstream timed out while reading response header"
+                                                                : "upstream timed out while sending request";
+  if (state_ == State::Active && response_bytes_ > 0) {
+    failure = UpstreamFailure::TimeoutRead;
+    what = "upstream timed out while reading response";
+  }
+  fail(failure, make_error(Errc::Timeout, what));
 }
 
 void UpstreamConnection::arm_timer(std::chrono::milliseconds ms) { timer_.arm(ms); }
 
-void UpstreamConnection::fail(Error error) {
+void UpstreamConnection::fail(UpstreamFailure failure, Error error) {
   close();
-  if (Handler* h = std::exchange(handler_, nullptr)) h->on_upstream_error(std::move(error));
+  if (Handler* h = std::exchange(handler_, nullptr)) h->on_upstream_error(failure, std::move(error));
 }
 
 void UpstreamConnection::close() {

@@ -22,6 +22,7 @@
 #include "util/lazy_timer.h"
 #include "util/loop_context.h"
 #include "util/result.h"
+#include "data/upstream/upstream_failure.h"
 #include "util/state.h"
 #include "util/stream_writer.h"
 #include "util/uv_handle.h"
@@ -46,9 +47,10 @@ class UpstreamConnection : public Deletable, public Flushable {
     // received (not yet validated); just before on_upstream_complete.
     virtual void on_upstream_trailers(std::vector<http::Header>&& trailers) {}
     virtual void on_upstream_complete() = 0;
-    // Errc::Timeout (connect/read/send timeout), Errc::Upstream (refused,
-    // reset, closed early), Errc::Protocol (malformed response).
-    virtual void on_upstream_error(Error error) = 0;
+    // `failure` says which; `error` carries the message: Errc::Timeout
+    // (connect/read/send timeout), Errc::Upstream (refused, reset, closed
+    // early), Errc::Protocol (malformed response).
+    virtual void on_upstream_error(UpstreamFailure failure, Error error) = 0;
     // The write queue dropped below the low watermark.
     virtual void on_upstream_writable() = 0;
   };
@@ -119,7 +121,7 @@ class UpstreamConnection : public Deletable, public Flushable {
   void on_write_done(int status);
   void on_timer();
   void arm_timer(std::chrono::milliseconds ms);
-  void fail(Error error);
+  void fail(UpstreamFailure failure, Error error);
 
   // llhttp hooks.
   bool preceded_by_crlf(const char* at) const;

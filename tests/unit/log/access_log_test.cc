@@ -32,9 +32,9 @@ using testing::reference_json_string;
 
 const std::vector<std::string> kKeyOrder = {
     "time", "remote_addr", "remote_port", "sni", "alpn", "protocol", "method", "path",
-    "status", "bytes_sent", "bytes_received", "request_time_ms", "ssl_protocol", "ssl_cipher",
+    "status", "response_complete", "bytes_sent", "bytes_received", "request_time_ms", "ssl_protocol", "ssl_cipher",
     "ssl_session_reused", "ssl_resumption", "tls_handshake_ms", "connection_id", "connection_requests",
-    "stream_id", "upstream_addr", "upstream_status", "upstream_connect_ms", "upstream_response_ms",
+    "stream_id", "upstream_addr", "upstream_error", "upstream_status", "upstream_connect_ms", "upstream_response_ms",
     "upstream_connection_reused", "user_agent"};
 
 std::string json_string(std::string_view s) {
@@ -64,6 +64,7 @@ AccessLogEntry full_entry() {
   e.method = "GET";
   e.path = "/v1/items?id=7";
   e.status = 200;
+  e.response_complete = true;
   e.bytes_sent = 1234;
   e.bytes_received = 321;
   e.request_time_ms = 12.3456;
@@ -75,7 +76,8 @@ AccessLogEntry full_entry() {
   e.connection_id = 42;
   e.connection_requests = 1;
   e.stream_id = 3;
-  e.upstream_addr = "10.0.0.5:8080";
+  e.upstream_addr = "10.0.0.5:8080, 10.0.0.6:8080";
+  e.upstream_error = "refused";
   e.upstream_status = 502;
   e.upstream_connect_ms = 0.25;
   e.upstream_response_ms = 11.0;
@@ -100,10 +102,11 @@ TEST(AccessLogJsonLine, AllFieldsSet) {
   EXPECT_EQ(json_line(full_entry()),
             R"({"time":"2026-11-30T00:38:31.123Z","remote_addr":"192.0.2.10","remote_port":54321,)"
             R"("sni":"api.example.com","alpn":"h2","protocol":"HTTP/2.0","method":"GET",)"
-            R"("path":"/v1/items?id=7","status":200,"bytes_sent":1234,"bytes_received":321,)"
+            R"("path":"/v1/items?id=7","status":200,"response_complete":true,"bytes_sent":1234,"bytes_received":321,)"
             R"("request_time_ms":12.346,"ssl_protocol":"TLSv1.3","ssl_cipher":"TLS_AES_128_GCM_SHA256",)"
             R"("ssl_session_reused":true,"ssl_resumption":"ticket","tls_handshake_ms":3.500,"connection_id":42,)"
-            R"("connection_requests":1,"stream_id":3,"upstream_addr":"10.0.0.5:8080","upstream_status":502,)"
+            R"("connection_requests":1,"stream_id":3,"upstream_addr":"10.0.0.5:8080, 10.0.0.6:8080",)"
+            R"("upstream_error":"refused","upstream_status":502,)"
             R"("upstream_connect_ms":0.250,"upstream_response_ms":11.000,)"
             R"("upstream_connection_reused":false,"user_agent":"curl/8.0"})"
             "\n");
@@ -114,10 +117,10 @@ TEST(AccessLogJsonLine, DefaultsGiveNulls) {
   AccessLogEntry e;  // time = epoch, every optional/empty field unset
   EXPECT_EQ(json_line(e),
             R"({"time":"1970-01-01T00:00:00.000Z","remote_addr":"","remote_port":0,)"
-            R"("sni":null,"alpn":null,"protocol":"","method":"","path":"","status":0,)"
+            R"("sni":null,"alpn":null,"protocol":"","method":"","path":"","status":0,"response_complete":false,)"
             R"("bytes_sent":0,"bytes_received":0,"request_time_ms":0.000,"ssl_protocol":"",)"
             R"("ssl_cipher":"","ssl_session_reused":false,"ssl_resumption":"none","tls_handshake_ms":null,)"
-            R"("connection_id":0,"connection_requests":0,"stream_id":null,"upstream_addr":null,)"
+            R"("connection_id":0,"connection_requests":0,"stream_id":null,"upstream_addr":null,"upstream_error":null,)"
             R"("upstream_status":null,"upstream_connect_ms":null,"upstream_response_ms":null,)"
             R"("upstream_connection_reused":null,"user_agent":null})"
             "\n");
@@ -386,7 +389,8 @@ TEST(AccessLogJsonLine, PythonJsonParsesLines) {
          "assert a['time'] == '2026-11-30T00:38:31.123Z' and a['remote_port'] == 54321\n"
          "assert a['request_time_ms'] == 12.346 and a['tls_handshake_ms'] == 3.5\n"
          "assert a['ssl_session_reused'] is True and a['upstream_connection_reused'] is False\n"
-         "assert all(d[k] is None for k in ['sni','alpn','tls_handshake_ms','upstream_addr',"
+         "assert a['response_complete'] is True and d['response_complete'] is False\n"
+         "assert all(d[k] is None for k in ['sni','alpn','tls_handshake_ms','upstream_addr','upstream_error',"
          "'upstream_status','upstream_connect_ms','upstream_response_ms',"
          "'upstream_connection_reused','user_agent'])\n"
          "assert h['path'] == '/a\"b\\\\c\\n\\x01\\u00e9\\u20ac\\U0001d11e\\ufffd\\ufffd\\ufffd\\ufffd', "

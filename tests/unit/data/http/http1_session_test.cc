@@ -243,7 +243,8 @@ TEST_F(Http1SessionTest, ChunkedRequestBodyIsForwardedChunked) {
   EXPECT_EQ(responses()[0].status, 200);
 }
 
-TEST_F(Http1SessionTest, ClientClosingMidResponseIs499AndClosesTheUpstreamConnection) {
+// The client had the 200 head: the log says 200, cut short (not 499).
+TEST_F(Http1SessionTest, ClientClosingMidResponseLogsTheSentStatusAsIncomplete) {
   access_log_ = true;
   upstream().script(Reply::hold());
   feed(kGet);
@@ -253,7 +254,27 @@ TEST_F(Http1SessionTest, ClientClosingMidResponseIs499AndClosesTheUpstreamConnec
   transport().client_closes();
   EXPECT_EQ(transport().close_notify(), false);  // cut short: no close_notify
   ASSERT_TRUE(run_until([&] { return upstream().connection_closed(0); }));
-  EXPECT_NE(access_log_text().find("\"status\":499"), std::string::npos);
+  const std::string log = access_log_text();
+  EXPECT_NE(log.find("\"status\":200,\"response_complete\":false,"), std::string::npos) << log;
+}
+
+TEST_F(Http1SessionTest, ClientClosingBeforeTheResponseIs499) {
+  access_log_ = true;
+  upstream().script(Reply::hold());
+  feed(kGet);
+  ASSERT_TRUE(until_upstream_requests(1));
+  transport().client_closes();
+  ASSERT_TRUE(run_until([&] { return upstream().connection_closed(0); }));
+  const std::string log = access_log_text();
+  EXPECT_NE(log.find("\"status\":499,\"response_complete\":false,"), std::string::npos) << log;
+}
+
+TEST_F(Http1SessionTest, CompleteResponseIsLoggedComplete) {
+  access_log_ = true;
+  feed(kGet);
+  ASSERT_TRUE(until_responses(1));
+  const std::string log = access_log_text();
+  EXPECT_NE(log.find("\"status\":200,\"response_complete\":true,"), std::string::npos) << log;
 }
 
 TEST_F(Http1SessionTest, HeadResponseKeepsContentLengthAndHasNoBody) {

@@ -98,6 +98,32 @@ TEST_F(Http2SessionTest, StreamResetByTheClientCancelsItsUpstreamExchange) {
   EXPECT_NE(access_log_text().find("\"status\":499"), std::string::npos);
 }
 
+// The upstream's head is queued, then its body turns out malformed: the
+// stream is reset before the head goes out, so the client never saw a
+// status, and the log must not claim the upstream's 200 reached it.
+TEST_F(Http2SessionTest, UpstreamFailingRightAfterItsHeadIsLogged502NotTheQueuedStatus) {
+  access_log_ = true;
+  start();
+  upstream().script(Reply::raw("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"));
+  int32_t id = client_.submit("GET", "/bad-chunk");
+  ASSERT_TRUE(until_stream_closed(id));
+  EXPECT_EQ(client_.stream(id).status, 0);
+  EXPECT_EQ(client_.stream(id).error_code, static_cast<uint32_t>(NGHTTP2_INTERNAL_ERROR));
+  const std::string log = access_log_text();
+  EXPECT_NE(log.find("\"status\":502,\"response_complete\":false,\"bytes_sent\":0,"), std::string::npos) << log;
+  EXPECT_NE(log.find("\"upstream_error\":\"invalid_response\",\"upstream_status\":200,"), std::string::npos) << log;
+}
+
+TEST_F(Http2SessionTest, CompleteStreamIsLoggedComplete) {
+  access_log_ = true;
+  start();
+  int32_t id = client_.submit("GET", "/hello");
+  ASSERT_TRUE(until_stream_closed(id));
+  EXPECT_EQ(client_.stream(id).status, 200);
+  const std::string log = access_log_text();
+  EXPECT_NE(log.find("\"status\":200,\"response_complete\":true,"), std::string::npos) << log;
+}
+
 TEST_F(Http2SessionTest, TooLargeHeaderListIs431) {
   cfg_.http2.max_header_list_size = 1024;
   start();

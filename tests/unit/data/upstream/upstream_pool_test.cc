@@ -23,11 +23,15 @@ struct Recorder : UpstreamConnection::Handler {
   std::string body;
   int status = 0;
   std::optional<Error> error;
+  std::optional<UpstreamFailure> failure;
   void on_upstream_connected() override {}
   void on_upstream_head(http::ResponseHead&& head, bool) override { status = head.status; }
   void on_upstream_body(std::string_view d) override { body.append(d); }
   void on_upstream_complete() override { complete = true; }
-  void on_upstream_error(Error e) override { error = std::move(e); }
+  void on_upstream_error(UpstreamFailure f, Error e) override {
+    failure = f;
+    error = std::move(e);
+  }
   void on_upstream_writable() override {}
 };
 
@@ -111,6 +115,7 @@ TEST_F(UpstreamPoolTest, RefusedConnectIsAnUpstreamError) {
   run_until([&] { return r.error.has_value(); });
   ASSERT_TRUE(r.error.has_value());
   EXPECT_EQ(r.error->code, Errc::Upstream);
+  EXPECT_EQ(r.failure, UpstreamFailure::Refused);
   ctx_->defer_delete(std::move(lease->conn));
 }
 
