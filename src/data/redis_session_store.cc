@@ -10,7 +10,8 @@ namespace {
 
 using std::chrono::milliseconds;
 
-redis::Options client_options(const config::SessionCache& cfg, int worker, Secret password) {
+redis::Options client_options(const config::SessionCache& cfg, int worker, Secret password,
+                              metrics::WorkerCounters* counters) {
   redis::Options o;
   o.address = cfg.redis;
   o.user = cfg.redis_user;
@@ -21,24 +22,27 @@ redis::Options client_options(const config::SessionCache& cfg, int worker, Secre
   o.log_name = fmt::format("worker {}: session cache", worker);
   o.trouble_level = log::Level::Warn;
   o.consequence = [] { return std::string("sessions are not shared until it answers"); };
+  if (counters) o.on_connected = [counters](bool up) { counters->session_store_connected.set(up ? 1 : 0); };
   return o;
 }
 
 }  // namespace
 
 Result<std::unique_ptr<RedisSessionStore>> RedisSessionStore::create(const config::SessionCache& cfg, uv_loop_t* loop,
-                                                                     int worker) {
+                                                                     int worker, metrics::WorkerCounters* counters) {
   Secret password;
   if (!cfg.redis_password_file.empty()) {
     auto loaded = tls::load_redis_password_file(cfg.redis_password_file);
     if (!loaded) return loaded.take_error();
     password = std::move(loaded->secret);
   }
-  return std::unique_ptr<RedisSessionStore>(new RedisSessionStore(cfg, loop, worker, std::move(password)));
+  return std::unique_ptr<RedisSessionStore>(new RedisSessionStore(cfg, loop, worker, std::move(password), counters));
 }
 
-RedisSessionStore::RedisSessionStore(const config::SessionCache& cfg, uv_loop_t* loop, int worker, Secret password)
-    : cfg_(cfg), worker_(worker), client_(client_options(cfg, worker, std::move(password))) {
+RedisSessionStore::RedisSessionStore(const config::SessionCache& cfg, uv_loop_t* loop, int worker, Secret password,
+                                     metrics::WorkerCounters* counters)
+    : cfg_(cfg), worker_(worker), client_(client_options(cfg, worker, std::move(password), counters)) {
+  if (counters) counters->session_store.set(1);
   client_.start(loop);
 }
 

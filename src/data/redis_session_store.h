@@ -35,6 +35,7 @@
 #include <string_view>
 
 #include "config/config.h"
+#include "metrics/counters.h"
 #include "redis/client.h"
 #include "tls/remote_session_store.h"
 #include "util/result.h"
@@ -45,11 +46,13 @@ namespace tlsfront::data {
 class RedisSessionStore final : public tls::RemoteSessionStore {
  public:
   // A store for `cfg` on `loop` (borrowed; must run until close()'s handles
-  // are closed). `worker` only names the worker in logs. Reads
+  // are closed). `worker` only names the worker in logs. `counters` (may be
+  // null; borrowed, outlives the store) gets the session_store gauges. Reads
   // cfg.redis_password_file. Connects lazily, on the first lookup or store.
   // Errors: Errc::Config naming the password file.
   [[nodiscard]] static Result<std::unique_ptr<RedisSessionStore>> create(const config::SessionCache& cfg,
-                                                                         uv_loop_t* loop, int worker);
+                                                                         uv_loop_t* loop, int worker,
+                                                                         metrics::WorkerCounters* counters = nullptr);
   ~RedisSessionStore() override;  // close()
   RedisSessionStore(const RedisSessionStore&) = delete;
   RedisSessionStore& operator=(const RedisSessionStore&) = delete;
@@ -67,7 +70,8 @@ class RedisSessionStore final : public tls::RemoteSessionStore {
   static std::string redis_key(std::string_view prefix, std::string_view cache_key);
 
  private:
-  RedisSessionStore(const config::SessionCache& cfg, uv_loop_t* loop, int worker, Secret password);
+  RedisSessionStore(const config::SessionCache& cfg, uv_loop_t* loop, int worker, Secret password,
+                    metrics::WorkerCounters* counters);
 
   void on_get_reply(Result<redis::Reply> reply, LookupDone& done);
 

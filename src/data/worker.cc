@@ -137,7 +137,7 @@ void Worker::run(std::vector<ListenSocket> sockets) {
   env_.access_log = log_writer_ ? access_log_.get() : nullptr;
   env_.shutting_down = &shutting_down_;
   if (const auto& sc = gen->config.tls.session_cache; sc.enabled && sc.store == config::SessionStore::Redis) {
-    auto store = RedisSessionStore::create(sc, &loop_, index_);
+    auto store = RedisSessionStore::create(sc, &loop_, index_, counters_);
     if (store) {
       session_store_ = std::move(store).value();
     } else {

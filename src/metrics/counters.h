@@ -70,6 +70,9 @@ struct WorkerCounters {
   // (1xx..5xx, then "none": no response was sent, e.g. the client left).
   std::array<std::array<Counter, 6>, 3> requests;
   Histogram request_duration;
+  // Gauges of [tls.session_cache] store = "redis" (data::RedisSessionStore):
+  // 1 when this worker has a store, and 1 while its Redis connection is up.
+  Counter session_store, session_store_connected;
 
   void count_request(std::string_view protocol, int status, std::chrono::nanoseconds duration);
 

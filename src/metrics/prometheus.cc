@@ -110,6 +110,15 @@ std::string render_prometheus(const ProcessMetrics& m) {
   single(out, "tlsfront_session_cache_expired_total", "counter", "Sessions dropped on expiry.", m.session_cache_expired);
   single(out, "tlsfront_session_cache_entries", "gauge", "Sessions held.", m.session_cache_entries);
   single(out, "tlsfront_session_cache_bytes", "gauge", "Bytes accounted to held sessions.", m.session_cache_bytes);
+  if (sum(m, [](const WorkerCounters& w) { return w.session_store.get(); }) > 0) {
+    header(out, "tlsfront_session_store_connected", "gauge",
+           "1 while the worker's Redis session store connection is up (0: down, or not needed since it was lost).");
+    for (size_t i = 0; i < m.workers.size(); ++i) {
+      if (m.workers[i]->session_store.get() == 0) continue;
+      fmt::format_to(std::back_inserter(out), "tlsfront_session_store_connected{{worker=\"{}\"}} {}\n", i,
+                     m.workers[i]->session_store_connected.get());
+    }
+  }
 
   single(out, "tlsfront_tickets_issued_total", "counter", "Session tickets issued.", m.tickets_issued);
   header(out, "tlsfront_tickets_decrypted_total", "counter",

@@ -158,7 +158,7 @@ bool Client::connect() {
   redisAsyncSetConnectCallback(ac, connect_cb);
   redisAsyncSetDisconnectCallback(ac, disconnect_cb);
   ac_ = ac;
-  connected_ = false;
+  set_connected(false);
   if (opt_.password.empty()) return true;
   Argv a(auth_argv());
   if (redisAsyncCommandArgv(ac_, reply_cb, pack(0), a.argc(), a.ptrs.data(), a.lens.data()) != REDIS_OK) {
@@ -176,7 +176,7 @@ std::vector<std::string_view> Client::auth_argv() const {
 }
 
 void Client::drop_connection() {
-  connected_ = false;
+  set_connected(false);
   if (ac_ == nullptr) return;
   redisAsyncContext* ac = std::exchange(ac_, nullptr);
   ac->data = nullptr;  // pending callbacks (NULL replies) and disconnect_cb find no owner
@@ -277,14 +277,14 @@ void Client::on_reply(redisReply* reply, uint64_t id, const char* error) {
 
 void Client::on_connect(int status) {
   if (status == REDIS_OK) {
-    connected_ = true;
+    set_connected(true);
     return;
   }
   // hiredis frees the context when connect_cb returns, answering the queued
   // commands with NULL replies first (no owner: they fail on the drop).
   const std::string err = ac_ != nullptr ? ac_->errstr : "";
   ac_ = nullptr;
-  connected_ = false;
+  set_connected(false);
   trouble("cannot connect: " + err, Errc::Closed);
 }
 
@@ -293,8 +293,14 @@ void Client::on_connect(int status) {
 // command reconnects.
 void Client::on_disconnect() {
   ac_ = nullptr;
-  connected_ = false;
+  set_connected(false);
   if (!pending_.empty()) trouble("connection lost", Errc::Closed);
+}
+
+void Client::set_connected(bool connected) {
+  if (connected_ == connected) return;
+  connected_ = connected;
+  if (opt_.on_connected) opt_.on_connected(connected);
 }
 
 void Client::reply_cb(redisAsyncContext* ac, void* reply, void* privdata) noexcept {

@@ -100,6 +100,9 @@ struct Options {
   log::Level trouble_level = log::Level::Warn;
   // What the trouble line says after the problem (evaluated when logging).
   std::function<std::string()> consequence = [] { return std::string("retrying"); };
+  // Called with true when a connection is established and false when it is
+  // dropped or lost (only on a change), on the loop's thread; may be empty.
+  std::function<void(bool connected)> on_connected;
 };
 
 class Client {
@@ -180,6 +183,7 @@ class Client {
   void on_reply(redisReply* reply, uint64_t id, const char* error);
   void on_connect(int status);
   void on_disconnect();
+  void set_connected(bool connected);  // connected_, reported to opt_.on_connected on a change
 
   static void reply_cb(redisAsyncContext* ac, void* reply, void* privdata) noexcept;
   static void connect_cb(const redisAsyncContext* ac, int status) noexcept;

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "harness.h"
@@ -214,6 +215,38 @@ TEST_F(RedisSessionCache, SlowRedisTimesOutIntoAFullHandshake) {
   EXPECT_TRUE(wait_until([&] { return proxy_b_.process().err().find("no answer within 50 ms") != std::string::npos; }))
       << proxy_b_.process().err();
   sleeper.wait_exit(milliseconds(5'000));
+}
+
+// Redis restarted empty under a node that only stores (every handshake on A
+// is a full one): each of A's workers notices the lost connection on its
+// next SET, backs off, and reconnects by itself; the sessions A issues
+// afterwards reach the new Redis, and B resumes them.
+TEST_F(RedisSessionCache, StoreOnlyNodeReconnectsAfterRedisRestart) {
+  ASSERT_TRUE(redis_.start({"--enable-debug-command", "local"}));
+  ASSERT_TRUE(start_nodes());
+  ASSERT_TRUE(session_from_a());
+  redis_.stop();
+  ASSERT_TRUE(redis_.start({"--enable-debug-command", "local"}, "", /*same_port=*/true));
+  ASSERT_TRUE(redis_.keys("tlsfront:sess:*").empty());
+  // Full handshakes on A until its sessions reach Redis again (bounded: the
+  // backoff is 200 ms doubling; a node that never reconnects fails here).
+  SessionPtr last;
+  const auto deadline = Clock::now() + std::chrono::seconds(20);
+  while (Clock::now() < deadline && redis_.keys("tlsfront:sess:*").size() < 4) {
+    bool reused = true;
+    last = request(proxy_.port(), nullptr, &reused, "/store-only");
+    EXPECT_FALSE(reused);
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  EXPECT_GE(redis_.keys("tlsfront:sess:*").size(), 4u) << proxy_.process().err();
+  // Every worker of A is connected again (its gauge), whichever took the handshakes.
+  EXPECT_TRUE(wait_until([&] {
+    bool reused = true;
+    request(proxy_.port(), nullptr, &reused, "/store-only");
+    const std::string m = plain_request(proxy_.admin_port(), "GET /metrics HTTP/1.1\r\nHost: a\r\n\r\n");
+    return m.find("tlsfront_session_store_connected{worker=\"0\"} 1") != std::string::npos &&
+           m.find("tlsfront_session_store_connected{worker=\"1\"} 1") != std::string::npos;
+  })) << plain_request(proxy_.admin_port(), "GET /metrics HTTP/1.1\r\nHost: a\r\n\r\n");
 }
 
 TEST_F(RedisSessionCache, GarbageValueIsAFullHandshake) {
