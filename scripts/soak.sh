@@ -82,18 +82,29 @@ wait_port() {
 
 scripts/gen-test-pki.sh "$tmp/pki" --dev >/dev/null
 redis_port=$(free_port)
-backend_port=$(free_port)
+backend_port=""
 
 start_redis() {
   redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no --dir "$tmp" \
     >>"$tmp/redis.log" 2>&1 &
   redis_pid=$!
-  wait_port "$redis_port" || { echo "soak.sh: redis-server did not start" >&2; exit 1; }
+  wait_port "$redis_port" && kill -0 "$redis_pid" 2>/dev/null ||
+    { echo "soak.sh: redis-server did not start on $redis_port:" >&2; tail -3 "$tmp/redis.log" >&2; exit 1; }
 }
+# The first start binds a port the kernel picks (no race with other
+# listeners on the machine); restarts bind that port again.
 start_backend() {
-  setsid "$backend_bin" --listen "127.0.0.1:$backend_port" >>"$tmp/backend.log" 2>&1 &
+  rm -f "$tmp/backend.port"
+  setsid "$backend_bin" --listen "127.0.0.1:${backend_port:-0}" --port-file "$tmp/backend.port" \
+    >>"$tmp/backend.log" 2>&1 &
   backend_pid=$!
-  wait_port "$backend_port" || { echo "soak.sh: the backend did not start" >&2; exit 1; }
+  for _ in $(seq 200); do
+    [[ -s "$tmp/backend.port" ]] && break
+    kill -0 "$backend_pid" 2>/dev/null || { echo "soak.sh: the backend did not start:" >&2; tail -3 "$tmp/backend.log" >&2; exit 1; }
+    sleep 0.05
+  done
+  [[ -s "$tmp/backend.port" ]] || { echo "soak.sh: the backend did not start" >&2; exit 1; }
+  backend_port=$(<"$tmp/backend.port")
 }
 stop_pid() { kill -TERM "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
 
