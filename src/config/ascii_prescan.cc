@@ -17,28 +17,41 @@ size_t closing_run(std::string_view s, size_t i, char q) {
   return n >= 3 ? n : 0;
 }
 
+// Whether a quote after `prev` (the last byte that is not whitespace; '\n'
+// at a line start) can start a string in TOML: a key (line start, after '[',
+// '.', '{' or ',') or a value (after '=', '[' or ','). A quote anywhere else
+// (`a = 1Y'x'`) starts no string for toml++ either, so what follows it is
+// scanned as bare text.
+bool opens_string_after(unsigned char prev) {
+  return prev == '\n' || prev == '=' || prev == '[' || prev == ',' || prev == '{' || prev == '.';
+}
+
 }  // namespace
 
 std::optional<TextPosition> first_non_ascii_outside_strings(std::string_view s) {
   Lexeme state = Lexeme::Bare;
   TextPosition pos;
+  unsigned char prev = '\n';  // Bare only
   for (size_t i = 0; i < s.size(); ++i) {
     const auto c = static_cast<unsigned char>(s[i]);
     if (c == '\n') {
       ++pos.line;
       pos.column = 1;
       if (state == Lexeme::Comment || state == Lexeme::Basic || state == Lexeme::Literal) state = Lexeme::Bare;
+      prev = '\n';
       continue;
     }
     switch (state) {
-      case Lexeme::Bare:
+      case Lexeme::Bare: {
         if (c >= 0x80) {
           pos.byte = c;
           return pos;
         }
+        const unsigned char before = prev;
+        if (c != ' ' && c != '\t' && c != '\r') prev = c;
         if (c == '#') {
           state = Lexeme::Comment;
-        } else if (c == '"' || c == '\'') {
+        } else if ((c == '"' || c == '\'') && opens_string_after(before)) {
           const bool multi = starts_with(s, i, c == '"' ? "\"\"\"" : "'''");
           state = c == '"' ? (multi ? Lexeme::MultiBasic : Lexeme::Basic)
                            : (multi ? Lexeme::MultiLiteral : Lexeme::Literal);
@@ -48,6 +61,7 @@ std::optional<TextPosition> first_non_ascii_outside_strings(std::string_view s) 
           }
         }
         break;
+      }
       case Lexeme::Comment:
         break;
       case Lexeme::Basic:

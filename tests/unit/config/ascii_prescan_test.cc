@@ -49,6 +49,18 @@ TEST(AsciiPrescan, StringEndsWhereTomlEndsIt) {
   EXPECT_EQ(where("# note\n\xc3\xbf"), "2:1:195");
 }
 
+// A quote starts a string only where TOML allows one; elsewhere toml++ reads
+// it as part of bare text (found by the config_toml fuzz target).
+TEST(AsciiPrescan, QuoteInsideBareTextStartsNoString) {
+  EXPECT_EQ(where("a = 1Y'\xc2\xbb'"), "1:8:194");
+  EXPECT_EQ(where("a = 1\"\xc2\xbb\""), "1:7:194");
+  EXPECT_EQ(where("x\"\xc2\xbb\" = 1"), "1:3:194");
+  // Where strings may start: keys, values, array elements, inline tables, dotted keys.
+  EXPECT_EQ(where("a = [ '\xc3\xa9',\n  \"\xc3\xa9\" ]\nb = { \"\xc3\xa9\" = 1, c = '\xc3\xa9' }\n"
+                  "d.'\xc3\xa9' = 1\n[\"\xc3\xa9\"]\n\t'\xc3\xa9' = \"\"\"\xc3\xa9\"\"\"\n"),
+            "none");
+}
+
 TEST(AsciiPrescan, LoaderReportsThePositionWithoutReachingToml) {
   EXPECT_EQ(load_error("\xc3\xbf"),
             "t.toml:1:1: syntax error: byte 0xC3 outside a string or comment (only strings and comments may "
