@@ -49,10 +49,6 @@ void DataPathRig::teardown() {
   }
 }
 
-void DataPathRig::run_until(const std::function<bool()>& done) {
-  for (int i = 0; i < kMaxIterations && !done(); ++i) uv_run(&loop_, UV_RUN_NOWAIT);
-}
-
 void DataPathRig::drive(harness::FakeTransport& transport) {
   // What "something moved" looks at: our output, and what the upstream saw.
   auto progress = [&] {

@@ -48,9 +48,6 @@ class DataPathRig {
   void run(Protocol protocol, std::string_view client_bytes,
            const std::function<void(harness::ScriptedUpstream&)>& before = nullptr);
 
-  // Runs the loop until `done()` or kMaxIterations non-blocking iterations.
-  void run_until(const std::function<bool()>& done);
-
  private:
   DataPathRig();
   ~DataPathRig();
