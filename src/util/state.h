@@ -8,12 +8,14 @@
 // sanitizer build, and by any build without NDEBUG) an illegal move aborts,
 // naming the call site and both states; otherwise it is a plain store.
 // Staying in the same state is legal only where the table says so.
+// The call site comes from __builtin_FILE()/__builtin_LINE() (GCC and Clang),
+// not std::source_location, which Clang 14 with libstdc++ 12 lacks (no
+// __builtin_source_location): the fuzz build uses Clang 14.
 // Thread affinity: none (a function on the caller's state).
 #pragma once
 
 #include <cstdio>
 #include <cstdlib>
-#include <source_location>
 
 #if !defined(TLSFRONT_CHECK_TRANSITIONS)
 #if defined(NDEBUG)
@@ -26,15 +28,15 @@
 namespace tlsfront {
 
 template <typename E>
-inline void transition(E& state, E to, std::source_location where = std::source_location::current()) {
+inline void transition(E& state, E to, const char* file = __builtin_FILE(), unsigned line = __builtin_LINE()) {
 #if TLSFRONT_CHECK_TRANSITIONS
   if (!legal(state, to)) {
-    std::fprintf(stderr, "%s:%u: illegal state transition %s -> %s\n", where.file_name(),
-                 static_cast<unsigned>(where.line()), name(state), name(to));
+    std::fprintf(stderr, "%s:%u: illegal state transition %s -> %s\n", file, line, name(state), name(to));
     std::abort();
   }
 #else
-  (void)where;
+  (void)file;
+  (void)line;
 #endif
   state = to;
 }

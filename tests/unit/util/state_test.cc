@@ -29,7 +29,7 @@ TEST(StateTransition, LegalMovesAreStored) {
 TEST(StateTransitionDeathTest, IllegalMoveAbortsNamingBothStates) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   Door d = Door::Locked;
-  EXPECT_DEATH(transition(d, Door::Open), "illegal state transition Locked -> Open");
+  EXPECT_DEATH(transition(d, Door::Open), "state_test.cc:[0-9]+: illegal state transition Locked -> Open");
   Door e = Door::Open;
   EXPECT_DEATH(transition(e, Door::Open), "illegal state transition Open -> Open");
 }

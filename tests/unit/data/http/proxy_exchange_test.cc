@@ -11,7 +11,7 @@
 #include <string>
 
 #include "../../support/data_path_client.h"
-#include "../../support/data_path_env.h"
+#include "../../support/data_path_test.h"
 
 namespace tlsfront::http {
 namespace {
