@@ -4,7 +4,17 @@
 namespace tlsfront::config {
 namespace {
 
-enum class Lexeme { Bare, Comment, Basic, Literal, MultiBasic, MultiLiteral };
+// Trimming: in a multi-line basic string after a line-ending backslash, up to
+// the next character that is not whitespace or a newline.
+enum class Lexeme { Bare, Comment, Basic, Literal, MultiBasic, Trimming, MultiLiteral };
+
+// A backslash at s[i] ends its line: only spaces or tabs follow it before
+// the newline (TOML 1.0, multi-line basic strings).
+bool line_ending_backslash(std::string_view s, size_t i) {
+  size_t j = i + 1;
+  while (j < s.size() && (s[j] == ' ' || s[j] == '\t' || s[j] == '\r')) ++j;
+  return j < s.size() && s[j] == '\n';
+}
 
 bool starts_with(std::string_view s, size_t i, std::string_view prefix) { return s.substr(i, prefix.size()) == prefix; }
 
@@ -64,9 +74,21 @@ std::optional<TextPosition> first_non_ascii_outside_strings(std::string_view s) 
       }
       case Lexeme::Comment:
         break;
+      case Lexeme::Trimming:
+        if (c == ' ' || c == '\t' || c == '\r') break;
+        if (c >= 0x80) {
+          pos.byte = c;
+          pos.where = TextPosition::Where::AfterLineEndingBackslash;
+          return pos;
+        }
+        state = Lexeme::MultiBasic;
+        --i;  // look at it again as string content
+        continue;
       case Lexeme::Basic:
       case Lexeme::MultiBasic:
-        if (c == '\\' && i + 1 < s.size() && s[i + 1] != '\n') {
+        if (c == '\\' && state == Lexeme::MultiBasic && line_ending_backslash(s, i)) {
+          state = Lexeme::Trimming;
+        } else if (c == '\\' && i + 1 < s.size() && s[i + 1] != '\n') {
           ++i;  // the escaped byte (a newline after '\' is a line-ending backslash, counted above)
           if (static_cast<unsigned char>(s[i]) < 0x80 || static_cast<unsigned char>(s[i]) >= 0xc0) ++pos.column;
         } else if (c == '"') {

@@ -7,7 +7,10 @@
 // a bare-key or value position (its code-point classifier assumes callers
 // filtered it), so the loader rejects such a byte first, with its position.
 // Invalid UTF-8 inside strings and comments is left to toml++, which reports
-// it as a syntax error.
+// it as a syntax error. One place inside a string is refused too: the first
+// character after a line-ending backslash of a multi-line basic string, where
+// toml++ 3.3 classifies a non-ASCII code point with the same broken function
+// (`a = """\<newline>é"""`, valid TOML, is undefined behaviour there).
 // Thread affinity: any thread; pure function.
 #pragma once
 
@@ -18,13 +21,16 @@
 namespace tlsfront::config {
 
 struct TextPosition {
+  enum class Where { OutsideString, AfterLineEndingBackslash };
   size_t line = 1;    // 1-based
   size_t column = 1;  // 1-based, in code points (UTF-8 lead bytes), as toml++ counts
   unsigned char byte = 0;
+  Where where = Where::OutsideString;
 };
 
-// The first byte >= 0x80 of `toml` that is outside every string and comment,
-// or nullopt. Unterminated single-line strings end at their newline.
+// The first byte >= 0x80 of `toml` that is outside every string and comment
+// (or right after a line-ending backslash), or nullopt. Unterminated
+// single-line strings end at their newline.
 std::optional<TextPosition> first_non_ascii_outside_strings(std::string_view toml);
 
 }  // namespace tlsfront::config

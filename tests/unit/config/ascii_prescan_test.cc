@@ -61,11 +61,28 @@ TEST(AsciiPrescan, QuoteInsideBareTextStartsNoString) {
             "none");
 }
 
+// toml++ 3.3 also breaks on non-ASCII text as the first character after a
+// line-ending backslash (found by the config_toml fuzz target).
+TEST(AsciiPrescan, NonAsciiRightAfterALineEndingBackslashIsRefused) {
+  EXPECT_EQ(where("a = \"\"\"\\\n\xc3\xa9\"\"\""), "2:1:195");
+  EXPECT_EQ(where("a = \"\"\"x\\  \n\n \t\xc3\xa9\"\"\""), "3:3:195");
+  EXPECT_EQ(first_non_ascii_outside_strings("a = \"\"\"\\\n\xc3\xa9\"\"\"")->where,
+            TextPosition::Where::AfterLineEndingBackslash);
+  // After an ASCII character the rest of the line is ordinary content.
+  EXPECT_EQ(where("a = \"\"\"\\\n x\xc3\xa9\"\"\"\n"), "none");
+  // An escaped backslash ends no line; nor does one in a literal string.
+  EXPECT_EQ(where("a = \"\"\"\\\\\n\xc3\xa9\"\"\"\n"), "none");
+  EXPECT_EQ(where("a = \'\'\'\\\n\xc3\xa9\'\'\'\n"), "none");
+}
+
 TEST(AsciiPrescan, LoaderReportsThePositionWithoutReachingToml) {
   EXPECT_EQ(load_error("\xc3\xbf"),
             "t.toml:1:1: syntax error: byte 0xC3 outside a string or comment (only strings and comments may "
             "hold non-ASCII text: quote the key or value)");
   EXPECT_EQ(load_error(with("[log]\nlevel = \xe2\x80\x9cinfo\xe2\x80\x9d\n")).rfind("t.toml:", 0), 0u);
+  EXPECT_EQ(load_error("a = \"\"\"\\\n\xc3\xa9\"\"\""),
+            "t.toml:2:1: syntax error: byte 0xC3 right after a line-ending backslash in a multi-line string (not "
+            "supported: start the line with an ASCII character)");
   // Inside a string it reaches the schema as usual.
   EXPECT_NE(load_error(with("[log]\nlevel = \"\xc3\xbf\"\n")).find("log.level"), std::string::npos);
 }
