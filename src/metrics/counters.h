@@ -57,6 +57,11 @@ struct UpstreamServerCounters {
 };
 
 enum class HandshakeKind { Full, ResumedCache, ResumedTicket };
+// accept(2) errors that pause a worker's accepting (util/acceptor.h): the
+// resource limits by errno, then anything else.
+enum class AcceptError { Emfile, Enfile, Enobufs, Enomem, Other };
+inline constexpr const char* kAcceptErrorNames[] = {"EMFILE", "ENFILE", "ENOBUFS", "ENOMEM", "other"};
+AcceptError accept_error(int err);  // `err`: an errno value
 enum class HandshakeFailure { Timeout, Error, Closed };
 
 struct WorkerCounters {
@@ -70,6 +75,14 @@ struct WorkerCounters {
   // (1xx..5xx, then "none": no response was sent, e.g. the client left).
   std::array<std::array<Counter, 6>, 3> requests;
   Histogram request_duration;
+  // Accepting at a resource limit (data/worker.h): accept errors by
+  // AcceptError, backoff pauses (each one stops accepting for
+  // Worker::kAcceptBackoff), whether the worker is paused now (a 0/1 gauge),
+  // idle connections closed to make room.
+  std::array<Counter, 5> accept_errors;
+  Counter accept_pauses;
+  Counter accept_paused;
+  Counter idle_reclaimed;
 
   void count_request(std::string_view protocol, int status, std::chrono::nanoseconds duration);
 
