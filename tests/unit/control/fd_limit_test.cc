@@ -18,14 +18,14 @@ config::Config two_servers() {
   return c;
 }
 
-TEST(FdLimit, BudgetCountsConnectionsPoolsListenersPerWorker) {
+TEST(FdBudget, BudgetCountsConnectionsPoolsListenersPerWorker) {
   const FdBudget b = fd_budget(two_servers(), 4);
   // 3 (loop) + 2 listeners + 2 x 256 connections + 32 x 2 idle upstream.
   EXPECT_EQ(b.per_worker, 3u + 2 + 512 + 64);
   EXPECT_EQ(b.total, 4 * b.per_worker + kBudgetProcessMargin);
 }
 
-TEST(FdLimit, WarningNamesBothFiguresOnlyBelowTheBudget) {
+TEST(FdBudget, WarningNamesBothFiguresOnlyBelowTheBudget) {
   const config::Config c = two_servers();
   const uint64_t want = fd_budget(c, 2).total;
   EXPECT_FALSE(fd_limit_warning(c, 2, want).has_value());
@@ -36,7 +36,7 @@ TEST(FdLimit, WarningNamesBothFiguresOnlyBelowTheBudget) {
   EXPECT_NE(w->find("LimitNOFILE"), std::string::npos) << *w;
 }
 
-TEST(FdLimit, OpenDescriptorsAreCounted) {
+TEST(FdBudget, OpenDescriptorsAreCounted) {
   const auto before = open_fd_count();
   ASSERT_TRUE(before.has_value());
   UniqueFd extra(::dup(0));
