@@ -2,6 +2,7 @@
 
 #include <string_view>
 
+#include "control/listener.h"
 #include "log/log.h"
 
 namespace tlsfront::control {
@@ -13,9 +14,10 @@ class AdminServer::Conn {
   uint64_t seq() const { return seq_; }
   bool answering() const { return responded_; }
 
-  bool start(uv_stream_t* listener) {
+  bool start(UniqueFd fd) {
     if (tcp_.init([this](uv_tcp_t* h) { return uv_tcp_init(server_->loop_, h); }, this) != 0) return false;
-    if (uv_accept(listener, tcp_.stream()) != 0) return false;
+    if (uv_tcp_open(tcp_.get(), fd.get()) != 0) return false;
+    fd.release();  // the handle owns it now
     timer_.init([this](uv_timer_t* h) { return uv_timer_init(server_->loop_, h); }, this);
     uv_timer_start(
         timer_.get(), [](uv_timer_t* t) {
@@ -114,23 +116,18 @@ void AdminServer::Conn::respond(int status, std::string_view reason, std::string
 Result<std::unique_ptr<AdminServer>> AdminServer::start(uv_loop_t* loop, const config::Endpoint& address,
                                                         Handlers handlers) {
   std::unique_ptr<AdminServer> s(new AdminServer(loop, std::move(handlers)));
-  sockaddr_storage ss{};
-  int rc = address.host.find(':') != std::string::npos
-               ? uv_ip6_addr(address.host.c_str(), address.port, reinterpret_cast<sockaddr_in6*>(&ss))
-               : uv_ip4_addr(address.host.c_str(), address.port, reinterpret_cast<sockaddr_in*>(&ss));
-  if (rc == 0) rc = s->listener_.init([loop](uv_tcp_t* h) { return uv_tcp_init(loop, h); }, s.get());
-  if (rc == 0) rc = uv_tcp_bind(s->listener_.get(), reinterpret_cast<sockaddr*>(&ss), 0);
-  if (rc == 0) {
-    rc = uv_listen(s->listener_.stream(), 64, [](uv_stream_t* l, int status) {
-      if (l->data) static_cast<AdminServer*>(l->data)->on_connection(status);
-    });
+  config::Listener listener{address};
+  listener.backlog = kBacklog;
+  auto fd = bind_listener(listener);
+  if (!fd) return make_error(Errc::Io, fd.error().message() + " (set [admin] address, or enabled = false)");
+  s->address_ = bound_address(address, *fd);
+  AdminServer* raw = s.get();
+  if (int rc = s->backoff_.init([loop](uv_timer_t* h) { return uv_timer_init(loop, h); }, raw); rc != 0) {
+    return make_error(Errc::Io, std::string("admin listener: uv_timer_init: ") + uv_strerror(rc));
   }
-  s->address_ = address;
-  int len = sizeof(ss);
-  if (rc == 0 && uv_tcp_getsockname(s->listener_.get(), reinterpret_cast<sockaddr*>(&ss), &len) == 0) {
-    s->address_.port = ntohs(ss.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6&>(ss).sin6_port
-                                                      : reinterpret_cast<sockaddr_in&>(ss).sin_port);
-  }
+  const int rc = s->acceptor_.open(loop, std::move(fd).value(),
+                                   Acceptor::Callbacks{[raw](UniqueFd c) { raw->on_connection(std::move(c)); },
+                                                       [raw](int err) { raw->on_accept_failed(err); }});
   if (rc != 0) {
     return make_error(Errc::Io, "admin listener " + address.to_string() + ": " + uv_strerror(rc) +
                                     " (set [admin] address, or enabled = false)");
@@ -142,8 +139,25 @@ AdminServer::AdminServer(uv_loop_t* loop, Handlers handlers) : loop_(loop), hand
 
 AdminServer::~AdminServer() = default;  // members close their handles
 
-void AdminServer::on_connection(int status) {
-  if (status != 0) return;
+void AdminServer::on_accept_failed(int err) {
+  // As a worker does (data/worker.h): the acceptor paused itself; resume later.
+  if (!uv_is_active(backoff_.handle())) {
+    uv_timer_start(
+        backoff_.get(),
+        [](uv_timer_t* t) {
+          if (t->data) static_cast<AdminServer*>(t->data)->acceptor_.resume();
+        },
+        kBackoffMs, 0);
+  }
+  if (const uint64_t failures = report_.count(std::chrono::steady_clock::now()); failures > 0) {
+    log::warn("admin: accept failed: {} ({}); not accepting for {} ms at a time; {} failed accept{} since the last "
+              "report (at most one per {} s)",
+              uv_strerror(-err), uv_err_name(-err), kBackoffMs, failures, failures == 1 ? "" : "s",
+              kReportInterval.count());
+  }
+}
+
+void AdminServer::on_connection(UniqueFd fd) {
   if (conns_.size() >= kMaxConnections) {
     // Full: the oldest connection still sending its head makes room, so idle
     // connections cannot lock a health checker out; connections being
@@ -155,7 +169,7 @@ void AdminServer::on_connection(int status) {
     if (oldest) conns_.erase(oldest);
   }
   auto conn = std::make_unique<Conn>(this, next_seq_++);
-  if (!conn->start(listener_.stream()) || conns_.size() >= kMaxConnections) return;  // dropped: its handles close
+  if (!conn->start(std::move(fd)) || conns_.size() >= kMaxConnections) return;  // dropped: its handles close
   Conn* raw = conn.get();
   conns_.emplace(raw, std::move(conn));
 }

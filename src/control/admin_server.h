@@ -8,7 +8,9 @@
 // connection is closed), at most 64 admin connections at once: a new one
 // then closes the oldest that is still sending its head (idle connections
 // cannot lock a health checker out), or is itself closed when all 64 are
-// being answered. The answer always carries Connection: close.
+// being answered. The answer always carries Connection: close. A failed
+// accept (at the open-files limit) pauses accepting for kBackoffMs
+// (util/acceptor.h), with one warning per kReportInterval.
 // Thread affinity: the loop's thread only.
 #pragma once
 
@@ -20,6 +22,8 @@
 #include <string>
 
 #include "config/config.h"
+#include "log/log_throttle.h"
+#include "util/acceptor.h"
 #include "util/result.h"
 #include "util/uv_handle.h"
 
@@ -47,18 +51,24 @@ class AdminServer {
   static constexpr size_t kMaxRequestBytes = 8 * 1024;
   static constexpr uint64_t kRequestTimeoutMs = 5'000;
   static constexpr size_t kMaxConnections = 64;
+  static constexpr int kBacklog = 64;
+  static constexpr uint64_t kBackoffMs = 500;
+  static constexpr std::chrono::seconds kReportInterval{10};
 
  private:
   class Conn;
   AdminServer(uv_loop_t* loop, Handlers handlers);
-  void on_connection(int status);
+  void on_connection(UniqueFd fd);
+  void on_accept_failed(int err);
   void remove(Conn* c);
 
   uv_loop_t* loop_;
   Handlers handlers_;
-  UvHandle<uv_tcp_t> listener_;
-  config::Endpoint address_;
   std::map<Conn*, std::unique_ptr<Conn>> conns_;
+  Acceptor acceptor_;
+  UvHandle<uv_timer_t> backoff_;
+  log::LogThrottle report_{kReportInterval};
+  config::Endpoint address_;
   uint64_t next_seq_ = 0;
 };
 

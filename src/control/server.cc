@@ -18,6 +18,7 @@
 #include "log/log.h"
 #include "log/log_writer.h"
 #include "control/admin_server.h"
+#include "control/fd_limit.h"
 #include "metrics/prometheus.h"
 #include "control/listener.h"
 #include "control/restart_only.h"
@@ -146,6 +147,8 @@ std::string Server::scrape() const {
     m.access_log_dropped_batches = log_writer_->dropped_batches();
     m.access_log_dropped_lines = log_writer_->dropped_lines();
   }
+  m.max_fds = open_files_soft_limit();
+  m.open_fds = open_fd_count();
   m.extra = ocsp_.metrics();
   return metrics::render_prometheus(m);
 }
@@ -174,6 +177,9 @@ Status Server::test(config::Config cfg) {
     }
   }
   if (auto st = check_session_store_files(cfg.tls.session_cache); !st) return st;
+  if (auto w = fd_limit_warning(cfg, resolve_workers(cfg.workers), open_files_soft_limit())) {
+    std::fprintf(stderr, "tlsfront: warning: %s\n", w->c_str());
+  }
   SystemClock clock;
   OcspManager ocsp(&clock);  // staplers built and their files checked, nothing fetched
   auto gen = build_generation(std::move(cfg), nullptr, nullptr, &ocsp);
@@ -242,6 +248,7 @@ Result<int> Server::run(config::Config cfg) {
   auto gen = build_first_generation(std::move(cfg));
   if (!gen) return gen.take_error();
   const config::Config& c = (*gen)->config;
+  if (auto w = fd_limit_warning(c, nworkers, open_files_soft_limit())) log::warn("{}", *w);
   if (auto st = open_access_log(c); !st) return st.take_error();
   auto sockets = open_listeners(c, nworkers);
   if (!sockets) return sockets.take_error();

@@ -47,15 +47,16 @@ Connection::~Connection() {
   writer_.detach();
 }
 
-Status Connection::accept(uv_stream_t* listener, const config::Endpoint* address) {
+Status Connection::accept(UniqueFd fd, const config::Endpoint* address) {
   worker_.counters().connections_accepted.add();  // closed: finish_close(), whatever happens
   uv_loop_t* loop = worker_.loop();
   if (int rc = tcp_.init([loop](uv_tcp_t* h) { return uv_tcp_init(loop, h); }, this); rc != 0) {
     return make_error(Errc::Io, std::string("uv_tcp_init: ") + uv_strerror(rc));
   }
-  if (int rc = uv_accept(listener, tcp_.stream()); rc != 0) {
-    return make_error(Errc::Io, std::string("accept: ") + uv_strerror(rc));
+  if (int rc = uv_tcp_open(tcp_.get(), fd.get()); rc != 0) {
+    return make_error(Errc::Io, std::string("uv_tcp_open: ") + uv_strerror(rc));
   }
+  fd.release();  // the handle owns it now
   peer_address(tcp_.get(), remote_addr_, remote_port_);
   timer_.init(loop, [](void* self) { static_cast<Connection*>(self)->on_timer(); }, this);
   auto tls = tls::TlsStream::create(generation_->gen->tls->initial_context());
@@ -332,6 +333,8 @@ void Connection::shutdown() {
 }
 
 void Connection::abort() { finish_close(); }
+
+bool Connection::close_if_idle() { return state_ == State::Open && session_ && session_->close_if_idle(); }
 
 void Connection::count_handshake_failure(metrics::HandshakeFailure reason) {
   worker_.counters().handshake_failures[static_cast<size_t>(reason)].add();

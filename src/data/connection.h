@@ -24,6 +24,7 @@
 #include "util/loop_context.h"
 #include "util/state.h"
 #include "util/stream_writer.h"
+#include "util/unique_fd.h"
 #include "util/uv_handle.h"
 
 namespace tlsfront::data {
@@ -36,16 +37,19 @@ class Connection final : public Deletable, public Flushable, public http::Client
   Connection(Worker& worker, std::shared_ptr<const WorkerGeneration> generation, uint64_t id);
   ~Connection() override;
 
-  // Accepts the pending connection on `listener` and starts the handshake.
+  // Takes the accepted socket `fd` (non-blocking) and starts the handshake.
   // `address` names the [[listen]] entry it came from, whose ALPN list (in
   // this connection's generation) applies; null or unknown: the default list.
   // Errors: Errc::Io, Errc::Tls.
-  [[nodiscard]] Status accept(uv_stream_t* listener, const config::Endpoint* address);
+  [[nodiscard]] Status accept(UniqueFd fd, const config::Endpoint* address);
 
   // Worker shutdown: close when idle, else after the response in flight.
   void shutdown();
   // Closes at once without close_notify (drain deadline passed).
   void abort();
+  // At a resource limit: closes if idle between requests
+  // (ClientSession::close_if_idle); true if it did.
+  bool close_if_idle();
   // Handshake -> Open (handshake done) | Closing (TLS error: the alert is
   //              flushed) | Closed (timeout, reset)
   // Open      -> Closing (close()) | Closed (write error, abort)

@@ -1,5 +1,7 @@
 #include "data/worker.h"
 
+#include <sys/resource.h>
+
 #include <cassert>
 
 #include "log/log.h"
@@ -73,20 +75,21 @@ void Worker::remove_listener(const config::Endpoint& address) {
   uv_async_send(inbox_.get());
 }
 
+// The socket is already listening (control/listener.cc: bound, listen()ed
+// with its backlog).
 void Worker::listen_on(ListenSocket socket) {
-  auto handle = std::make_unique<UvHandle<uv_tcp_t>>();
-  handle->init([this](uv_tcp_t* h) { return uv_tcp_init(&loop_, h); }, this);
-  int rc = uv_tcp_open(handle->get(), socket.fd.get());
-  if (rc == 0) {
-    socket.fd.release();  // the handle owns it now
-    rc = uv_listen(handle->stream(), socket.listener.backlog, [](uv_stream_t* s, int status) {
-      if (s->data) static_cast<Worker*>(s->data)->on_connection(s, status);
-    });
-  }
+  auto acceptor = std::make_unique<Acceptor>();
+  const config::Endpoint address = socket.listener.address;
+  const int rc = acceptor->open(&loop_, std::move(socket.fd),
+                                Acceptor::Callbacks{
+                                    [this, address](UniqueFd fd) { on_accepted(address, std::move(fd)); },
+                                    [this](int err) { on_accept_failed(err); },
+                                });
   if (rc != 0) {
-    log::error("worker {}: cannot listen on {}: {}", index_, socket.listener.address.to_string(), uv_strerror(rc));
+    log::error("worker {}: cannot listen on {}: {}", index_, address.to_string(), uv_strerror(rc));
   }
-  listeners_.push_back(Listening{socket.listener.address, std::move(handle)});
+  if (uv_is_active(accept_backoff_.handle())) acceptor->pause();  // resumed with the others
+  listeners_.push_back(Listening{address, std::move(acceptor)});
 }
 
 void Worker::request_stop(std::chrono::milliseconds drain) {
@@ -145,6 +148,9 @@ void Worker::run(std::vector<ListenSocket> sockets) {
     }
   }
 
+  accept_backoff_.init([this](uv_timer_t* h) { return uv_timer_init(&loop_, h); }, this);
+  uv_unref(accept_backoff_.handle());
+
   for (auto& socket : sockets) listen_on(std::move(socket));
   gen.reset();
 
@@ -159,24 +165,17 @@ void Worker::run(std::vector<ListenSocket> sockets) {
   loop_ctx_->run_deferred();
   if (session_store_) session_store_->close();
   access_log_->close();
+  accept_backoff_.close();
   loop_ctx_->close();
   uv_run(&loop_, UV_RUN_DEFAULT);
   stopped_ = true;
 }
 
-void Worker::on_connection(uv_stream_t* listener, int status) {
-  if (status != 0) {
-    log::warn("worker {}: accept failed: {}", index_, uv_strerror(status));
-    return;
-  }
+void Worker::on_accepted(const config::Endpoint& address, UniqueFd fd) {
   uint64_t id = next_connection_id_->fetch_add(1, std::memory_order_relaxed);
-  // The generation's settings for the listener this came from (ALPN).
-  const config::Endpoint* address = nullptr;
-  for (const auto& l : listeners_) {
-    if (l.handle->stream() == listener) address = &l.address;
-  }
   auto conn = std::make_unique<Connection>(*this, current_generation(), id);
-  if (auto st = conn->accept(listener, address); !st) {
+  // The generation's settings for the listener this came from (ALPN).
+  if (auto st = conn->accept(std::move(fd), &address); !st) {
     log::warn("worker {}: {}", index_, st.error().message());
     conn->abort();
     loop_ctx_->defer_delete(std::move(conn));
@@ -184,6 +183,54 @@ void Worker::on_connection(uv_stream_t* listener, int status) {
   }
   Connection* raw = conn.get();
   connections_.emplace(raw, std::move(conn));
+}
+
+void Worker::on_accept_failed(int err) {
+  const bool limit = is_resource_limit(err);
+  const size_t reclaimed = limit ? close_idle_connections(kIdleReclaim) : 0;
+  counters_->accept_errors[static_cast<size_t>(metrics::accept_error(err))].add();
+  counters_->accept_pauses.add();
+  counters_->accept_paused.set(1);
+  for (auto& l : listeners_) l.acceptor->pause();
+  if (!uv_is_active(accept_backoff_.handle())) {
+    uv_timer_start(
+        accept_backoff_.get(),
+        [](uv_timer_t* t) {
+          if (t->data) static_cast<Worker*>(t->data)->resume_accepting();
+        },
+        static_cast<uint64_t>(kAcceptBackoff.count()), 0);
+  }
+  const uint64_t failures = accept_report_.count(std::chrono::steady_clock::now());
+  if (failures == 0) return;
+  rlimit rl{};
+  ::getrlimit(RLIMIT_NOFILE, &rl);
+  const std::string fd_limit = rl.rlim_cur == RLIM_INFINITY ? "unlimited" : std::to_string(rl.rlim_cur);
+  log::warn(
+      "worker {}: accept failed: {} ({}); open files limit (RLIMIT_NOFILE soft) {}, {} connections on this worker, "
+      "{} idle ones closed; not accepting for {} ms at a time; {} failed accept{} since the last report (at most one "
+      "per {} s)",
+      index_, uv_strerror(-err), uv_err_name(-err), fd_limit, connections_.size(), reclaimed, kAcceptBackoff.count(),
+      failures, failures == 1 ? "" : "s", kAcceptReportInterval.count());
+}
+
+void Worker::resume_accepting() {
+  counters_->accept_paused.set(0);
+  if (shutting_down_) return;
+  for (auto& l : listeners_) l.acceptor->resume();
+}
+
+// Idle connections first: they cost the fewest clients anything (a client
+// reconnects when it has its next request, as after timeouts.keepalive).
+size_t Worker::close_idle_connections(size_t max) {
+  std::vector<Connection*> all;
+  for (auto& [raw, owned] : connections_) all.push_back(raw);
+  size_t closed = 0;
+  for (Connection* c : all) {  // close_if_idle() may remove() c from connections_
+    if (closed == max) break;
+    if (c->close_if_idle()) ++closed;
+  }
+  counters_->idle_reclaimed.add(closed);
+  return closed;
 }
 
 void Worker::remove(Connection* conn) {
@@ -227,19 +274,16 @@ void Worker::on_inbox() {
       listen_on(std::move(*change.add));
       continue;
     }
-    std::erase_if(listeners_, [&](Listening& l) {
-      if (!(l.address == change.address)) return false;
-      l.handle->close();
-      return true;
-    });
+    std::erase_if(listeners_, [&](Listening& l) { return l.address == change.address; });
   }
   if (stop && !shutting_down_) begin_stop();
 }
 
 void Worker::begin_stop() {
   shutting_down_ = true;
-  for (auto& l : listeners_) l.handle->close();
-  listeners_.clear();
+  listeners_.clear();  // each Acceptor closes its socket
+  uv_timer_stop(accept_backoff_.get());
+  counters_->accept_paused.set(0);
   // Idle connections close now; busy ones after their response.
   std::vector<Connection*> conns;
   for (auto& [raw, owned] : connections_) conns.push_back(raw);

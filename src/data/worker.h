@@ -3,6 +3,19 @@
 // share nothing mutable but the current Generation (atomic shared_ptr) and the
 // log writer; the control thread talks to a worker only through its inbox
 // (uv_async_send is the only libuv call made from another thread).
+//
+// At a resource limit (accept fails with EMFILE, ENFILE, ENOBUFS, ENOMEM, or
+// anything else) the worker stops accepting on all its listeners for
+// kAcceptBackoff, as nginx disables its accept events for 500 ms, and then
+// resumes by itself; a listener is paused by stopping its poll
+// (util/acceptor.h), so a paused worker sleeps, while its loop keeps running
+// the connections it has, their timers and closes, and its inbox (reloads,
+// stop). At a resource limit it also closes up to kIdleReclaim idle
+// connections (keepalive between requests, HTTP/2 without streams), the ones
+// nginx would reuse first. One warning per kAcceptReportInterval says why,
+// the open-files limit and how many accepts failed; /metrics counts each
+// failure by errno, each pause, the paused workers and the reclaimed idle
+// connections (metrics/counters.h).
 // Thread affinity: constructed and started/stopped/joined from the control
 // thread; everything else runs on the worker's own thread.
 #pragma once
@@ -19,10 +32,12 @@
 
 #include "data/http/session_env.h"
 #include "log/access_log.h"
+#include "log/log_throttle.h"
 #include "metrics/counters.h"
 #include "data/generation.h"
 #include "data/redis_session_store.h"
 #include "data/upstream/upstream_pool.h"
+#include "util/acceptor.h"
 #include "util/loop_context.h"
 #include "util/unique_fd.h"
 #include "util/uv_handle.h"
@@ -60,6 +75,10 @@ using GenerationSlot = std::atomic<std::shared_ptr<const Generation>>;
 
 class Worker {
  public:
+  static constexpr std::chrono::milliseconds kAcceptBackoff{500};
+  static constexpr std::chrono::seconds kAcceptReportInterval{10};
+  static constexpr size_t kIdleReclaim = 32;  // per failed accept, as nginx's ngx_drain_connections
+
   // `current`, `next_connection_id` and `log_writer` (null = no access log)
   // are borrowed from the Server and outlive the worker.
   // `counters` too (this worker's; the admin endpoint reads them).
@@ -90,7 +109,12 @@ class Worker {
  private:
   void run(std::vector<ListenSocket> sockets);
   void listen_on(ListenSocket socket);
-  void on_connection(uv_stream_t* listener, int status);
+  void on_accepted(const config::Endpoint& address, UniqueFd fd);
+  // Pauses every listener for kAcceptBackoff, reclaims idle connections at
+  // a resource limit, counts and (throttled) logs `err` (an errno value).
+  void on_accept_failed(int err);
+  void resume_accepting();
+  size_t close_idle_connections(size_t max);
   void on_inbox();
   // The WorkerGeneration of the Server's current Generation (built on first
   // use after a reload, reusing unchanged upstream groups).
@@ -110,9 +134,11 @@ class Worker {
   std::unique_ptr<log::AccessLog> access_log_;
   UvHandle<uv_async_t> inbox_;
   UvHandle<uv_timer_t> drain_timer_;
+  UvHandle<uv_timer_t> accept_backoff_;  // active while accepting is paused
+  log::LogThrottle accept_report_{kAcceptReportInterval};
   struct Listening {
     config::Endpoint address;
-    std::unique_ptr<UvHandle<uv_tcp_t>> handle;
+    std::unique_ptr<Acceptor> acceptor;
   };
   std::vector<Listening> listeners_;
   std::unordered_map<Connection*, std::unique_ptr<Connection>> connections_;

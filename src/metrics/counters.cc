@@ -1,6 +1,7 @@
 #include "metrics/counters.h"
 
 #include <algorithm>
+#include <cerrno>
 
 namespace tlsfront::metrics {
 
@@ -17,6 +18,16 @@ void WorkerCounters::count_request(std::string_view protocol, int status, std::c
   const size_t cls = status >= 100 && status <= 599 ? static_cast<size_t>(status / 100 - 1) : 5;
   requests[p][cls].add();
   request_duration.observe(duration);
+}
+
+AcceptError accept_error(int err) {
+  switch (err) {
+    case EMFILE: return AcceptError::Emfile;
+    case ENFILE: return AcceptError::Enfile;
+    case ENOBUFS: return AcceptError::Enobufs;
+    case ENOMEM: return AcceptError::Enomem;
+    default: return AcceptError::Other;
+  }
 }
 
 UpstreamServerCounters* WorkerCounters::upstream(const std::string& upstream, const std::string& server) {

@@ -57,6 +57,11 @@ struct UpstreamServerCounters {
 };
 
 enum class HandshakeKind { Full, ResumedCache, ResumedTicket };
+// accept(2) errors that pause a worker's accepting (util/acceptor.h): the
+// resource limits by errno, then anything else.
+enum class AcceptError { Emfile, Enfile, Enobufs, Enomem, Other };
+inline constexpr const char* kAcceptErrorNames[] = {"EMFILE", "ENFILE", "ENOBUFS", "ENOMEM", "other"};
+AcceptError accept_error(int err);  // `err`: an errno value
 enum class HandshakeFailure { Timeout, Error, Closed };
 
 struct WorkerCounters {
@@ -73,6 +78,14 @@ struct WorkerCounters {
   // Gauges of [tls.session_cache] store = "redis" (data::RedisSessionStore):
   // 1 when this worker has a store, and 1 while its Redis connection is up.
   Counter session_store, session_store_connected;
+  // Accepting at a resource limit (data/worker.h): accept errors by
+  // AcceptError, backoff pauses (each one stops accepting for
+  // Worker::kAcceptBackoff), whether the worker is paused now (a 0/1 gauge),
+  // idle connections closed to make room.
+  std::array<Counter, 5> accept_errors;
+  Counter accept_pauses;
+  Counter accept_paused;
+  Counter idle_reclaimed;
 
   void count_request(std::string_view protocol, int status, std::chrono::nanoseconds duration);
 

@@ -69,6 +69,25 @@ std::string render_prometheus(const ProcessMetrics& m) {
   fmt::format_to(std::back_inserter(out), "tlsfront_connections_total{{protocol=\"h2\"}} {}\n",
                  sum(m, [](const WorkerCounters& w) { return w.connections_h2.get(); }));
 
+  header(out, "tlsfront_accept_errors_total", "counter",
+         "Failed accepts by errno (each pauses that worker's accepting; 'other' is any errno but these four).");
+  for (size_t e = 0; e < std::size(kAcceptErrorNames); ++e) {
+    fmt::format_to(std::back_inserter(out), "tlsfront_accept_errors_total{{errno=\"{}\"}} {}\n", kAcceptErrorNames[e],
+                   sum(m, [e](const WorkerCounters& w) { return w.accept_errors[e].get(); }));
+  }
+  single(out, "tlsfront_accept_paused_total", "counter",
+         "Times a worker stopped accepting for a backoff (500 ms) after a failed accept.",
+         sum(m, [](const WorkerCounters& w) { return w.accept_pauses.get(); }));
+  single(out, "tlsfront_accept_paused_workers", "gauge", "Workers not accepting now (in a backoff).",
+         sum(m, [](const WorkerCounters& w) { return w.accept_paused.get(); }));
+  single(out, "tlsfront_idle_connections_reclaimed_total", "counter",
+         "Idle client connections (keepalive between requests, HTTP/2 without streams) closed to make room after an "
+         "accept failed at a resource limit.",
+         sum(m, [](const WorkerCounters& w) { return w.idle_reclaimed.get(); }));
+  single(out, "process_max_fds", "gauge", "Maximum number of open file descriptors (RLIMIT_NOFILE soft limit).",
+         m.max_fds);
+  if (m.open_fds) single(out, "process_open_fds", "gauge", "Number of open file descriptors.", *m.open_fds);
+
   header(out, "tlsfront_tls_handshakes_total", "counter",
          "Completed TLS handshakes: full, resumed from the session cache (session ID, stateful PSK) or from a ticket.");
   static constexpr const char* kKinds[] = {"full", "resumed_cache", "resumed_ticket"};

@@ -27,6 +27,11 @@ struct ProcessMetrics {
   std::optional<double> ticket_key_age_seconds;     // since the encrypting key's activation
   // Access log (log::LogWriter); nullopt when it is off.
   std::optional<uint64_t> access_log_bytes, access_log_dropped_batches, access_log_dropped_lines;
+  // Process descriptors (the Prometheus client libraries' process collector
+  // names): the RLIMIT_NOFILE soft limit, descriptors open now (nullopt when
+  // /proc/self/fd cannot be read, e.g. with none left to open it).
+  uint64_t max_fds = 0;
+  std::optional<uint64_t> open_fds;
   // Extra exposition text (complete "# HELP/# TYPE" blocks), appended as is.
   std::string extra;
 };

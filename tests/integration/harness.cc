@@ -113,7 +113,7 @@ std::vector<std::string> Backend::wait_requests(size_t n, milliseconds timeout) 
 
 std::string make_config(const ProxyOptions& o, int port, const std::string& access_log) {
   std::string c;
-  c += "workers = " + std::to_string(o.workers) + "\n\n";
+  c += "workers = " + std::to_string(o.workers) + "\n" + o.top_level + "\n";
   c += "[[listen]]\naddress = \"127.0.0.1:" + std::to_string(port) + "\"\n" + o.listen_extra + "\n";
   // The test root is not in the system store: it is the chain's trust anchor.
   c += "[tls]\n";
@@ -150,6 +150,7 @@ bool Proxy::start(const ProxyOptions& o) {
   port_ = 0;
   admin_port_ = o.admin_port > 0 ? o.admin_port : 0;
   write_file(config_path_, make_config(o, kAnyPort, access_log_));
+  process_.set_open_files_limit(o.open_files_limit);
   if (!process_.start({TLSFRONT_BINARY, "--config", config_path_}, dir_.file("tlsfront.out"),
                       dir_.file("tlsfront.err"))) {
     ADD_FAILURE() << "fork failed";

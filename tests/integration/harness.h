@@ -78,6 +78,8 @@ struct ProxyOptions {
   std::string key = pki("localhost.key");
   std::string certificates;                   // [[certificate]] tables; when set, replaces certificate/key
   int admin_port = 0;                         // [admin] on 127.0.0.1:admin_port; 0 = any free port; -1 = off
+  unsigned long open_files_limit = 0;         // RLIMIT_NOFILE soft limit of the tlsfront process; 0 = the test's
+  std::string top_level;                      // top-level keys (shutdown_timeout = ...), before any table
 };
 
 // The [[listen]] port of a config that lets tlsfront pick a free port: the

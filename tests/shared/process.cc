@@ -4,12 +4,14 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -71,6 +73,9 @@ bool Process::start(const std::vector<std::string>& argv, const std::string& std
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  rlimit nofile{};
+  ::getrlimit(RLIMIT_NOFILE, &nofile);
+  if (open_files_limit_ > 0) nofile.rlim_cur = std::min<rlim_t>(open_files_limit_, nofile.rlim_max);
   pid_t pid = ::fork();
   if (pid < 0) return false;
   if (pid == 0) {
@@ -83,6 +88,7 @@ bool Process::start(const std::vector<std::string>& argv, const std::string& std
     int out = ::open(stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     int err = ::open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (in < 0 || out < 0 || err < 0) ::_exit(126);
+    if (::setrlimit(RLIMIT_NOFILE, &nofile) != 0) ::_exit(126);
     ::dup2(in, 0);
     ::dup2(out, 1);
     ::dup2(err, 2);

@@ -54,6 +54,9 @@ class Process {
   // `fd3` >= 0: the child gets it as descriptor 3 (socket activation tests).
   bool start(const std::vector<std::string>& argv, const std::string& stdout_path,
              const std::string& stderr_path, int fd3 = -1);
+  // From the next start() on: the child's RLIMIT_NOFILE soft limit (its hard
+  // limit stays as inherited), as `ulimit -Sn` would set it. 0 = inherit.
+  void set_open_files_limit(unsigned long soft) { open_files_limit_ = soft; }
   bool running();
   pid_t pid() const { return pid_; }
   void signal(int sig);
@@ -66,6 +69,7 @@ class Process {
 
  private:
   pid_t pid_ = -1;
+  unsigned long open_files_limit_ = 0;
   std::optional<ExitStatus> status_;
   std::string stdout_path_, stderr_path_;
 };

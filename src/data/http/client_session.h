@@ -25,6 +25,12 @@ class ClientSession {
   virtual void on_client_closed() = 0;
   // Worker shutdown: finish what is in flight, accept nothing new, then close.
   virtual void on_shutdown() = 0;
+  // The worker is at a resource limit (accept failed: data/worker.h): closes
+  // now, as the keepalive timeout would, if the connection is idle between
+  // requests (HTTP/1.1: a response done, no request begun, nothing
+  // pipelined; HTTP/2: no stream in progress, GOAWAY NO_ERROR). True if it
+  // did; false, doing nothing, otherwise.
+  virtual bool close_if_idle() = 0;
 };
 
 }  // namespace tlsfront::http

@@ -523,6 +523,14 @@ void Http1Session::on_shutdown() {
   if (request_ == RequestPhase::Idle && pending_input_.empty()) close(true);
 }
 
+bool Http1Session::close_if_idle() {
+  // The Idle timer runs exactly while a connection waits between requests
+  // (not before the first one: that is Header).
+  if (close_ == CloseMode::Closed || timer_ != TimerPurpose::Idle) return false;
+  close(true);
+  return true;
+}
+
 void Http1Session::log_request() {
   ProxyExchange::retire(exchange_, &record_);
   const std::string_view protocol = record_.head.version_minor == 0 ? "HTTP/1.0" : "HTTP/1.1";

@@ -73,6 +73,7 @@ class Http1Session final : public ClientSession, public ExchangeSink {
   void on_client_closed() override;
   // Worker shutdown: close now if idle, else after the current response.
   void on_shutdown() override;
+  bool close_if_idle() override;
 
   // ExchangeSink
   void send_informational(const ResponseHead& head) override;

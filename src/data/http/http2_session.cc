@@ -307,6 +307,12 @@ void Http2Session::on_shutdown() {
   schedule_send();
 }
 
+bool Http2Session::close_if_idle() {
+  if (closed_ || timer_ != TimerPurpose::Idle) return false;
+  terminate(NGHTTP2_NO_ERROR);  // as the keepalive timeout does (RFC 9113 §6.8)
+  return true;
+}
+
 bool Http2Session::certificate_covers(std::string_view host) const {
   if (!certificate_ || host.empty() || host == covered_host_) return true;
   std::string h(host);

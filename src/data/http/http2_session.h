@@ -86,6 +86,7 @@ class Http2Session final : public ClientSession, public Flushable {
   void on_output_drained() override;
   void on_client_closed() override;
   void on_shutdown() override;
+  bool close_if_idle() override;
 
   // Flushable: nghttp2_session_mem_send into the transport while under the
   // high watermark; closes once nghttp2 wants neither to read nor to write.

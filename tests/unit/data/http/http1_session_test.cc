@@ -60,6 +60,23 @@ TEST_F(Http1SessionTest, KeepaliveServesRequestsOnOneConnection) {
   EXPECT_EQ(upstream().accepted(), 1);  // the upstream connection was pooled and reused
 }
 
+// At a resource limit the worker closes idle connections: only one waiting
+// between requests, never one before its first request or in the middle of one.
+TEST_F(Http1SessionTest, CloseIfIdleClosesOnlyBetweenRequests) {
+  h1();
+  EXPECT_FALSE(h1().close_if_idle());  // no request yet: timeouts.header runs
+  feed(kGet.substr(0, 16));
+  EXPECT_FALSE(h1().close_if_idle());  // a head arriving
+  feed(kGet.substr(16));
+  EXPECT_FALSE(h1().close_if_idle());  // proxied, no response yet
+  ASSERT_TRUE(until_responses(1));
+  EXPECT_FALSE(transport().closed());
+  EXPECT_TRUE(h1().close_if_idle());
+  EXPECT_TRUE(transport().closed());
+  EXPECT_EQ(transport().close_notify(), true);
+  EXPECT_EQ(responses().size(), 1u);  // nothing more was sent
+}
+
 TEST_F(Http1SessionTest, PipelinedRequestsAreAnsweredStrictlyInOrder) {
   upstream().script(Reply::hold());
   feed("GET /a HTTP/1.1\r\nHost: example.test\r\n\r\nGET /b HTTP/1.1\r\nHost: example.test\r\n\r\n");

@@ -56,6 +56,22 @@ TEST_F(Http2SessionTest, GetIsAnswered) {
   EXPECT_FALSE(client_.failed());
 }
 
+// At a resource limit the worker closes idle connections: an HTTP/2
+// connection with a stream in progress is not one; without, GOAWAY NO_ERROR.
+TEST_F(Http2SessionTest, CloseIfIdleWaitsForOpenStreams) {
+  start();
+  upstream().script(Reply::hold());
+  int32_t id = client_.submit("GET", "/a");
+  ASSERT_TRUE(until_upstream_requests(1));
+  EXPECT_FALSE(h2().close_if_idle());
+  upstream().write(0, "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nA");
+  ASSERT_TRUE(until_stream_closed(id));
+  EXPECT_TRUE(h2().close_if_idle());
+  ASSERT_TRUE(run_until([&] { return client_.goaway_received() && transport().closed(); }));
+  EXPECT_EQ(client_.stream(id).status, 200);
+  EXPECT_FALSE(client_.failed());
+}
+
 TEST_F(Http2SessionTest, TwoConcurrentStreamsAreAnsweredIndependently) {
   start();
   upstream().script(Reply::hold());
