@@ -27,21 +27,26 @@ size_t closing_run(std::string_view s, size_t i, char q) {
   return n >= 3 ? n : 0;
 }
 
-// Whether a quote after `prev` (the last byte that is not whitespace; '\n'
-// at a line start) can start a string in TOML: a key (line start, after '[',
-// '.', '{' or ',') or a value (after '=', '[' or ','). A quote anywhere else
-// (`a = 1Y'x'`) starts no string for toml++ either, so what follows it is
-// scanned as bare text.
+// Whether a quote after `prev` (the last structural byte: '\n' at a line
+// start) can start a string in TOML: a key (line start, after '[', '.', '{'
+// or ',') or a value (after '=', '[' or ','). Inside a bare token (a number,
+// date, boolean or bare key: `a = 1Y'x'`, `w = 4"a["é`) a quote is just
+// another byte of the token for toml++, which reads on to the next value
+// terminator, so it starts no string here either.
 bool opens_string_after(unsigned char prev) {
   return prev == '\n' || prev == '=' || prev == '[' || prev == ',' || prev == '{' || prev == '.';
 }
+
+bool is_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\r'; }
 
 }  // namespace
 
 std::optional<TextPosition> first_non_ascii_outside_strings(std::string_view s) {
   Lexeme state = Lexeme::Bare;
   TextPosition pos;
-  unsigned char prev = '\n';  // Bare only
+  // Bare only: the last structural byte, and the bare token being read.
+  unsigned char prev = '\n';
+  enum class Token { None, Number, Other } token = Token::None;
   for (size_t i = 0; i < s.size(); ++i) {
     const auto c = static_cast<unsigned char>(s[i]);
     if (c == '\n') {
@@ -49,6 +54,7 @@ std::optional<TextPosition> first_non_ascii_outside_strings(std::string_view s) 
       pos.column = 1;
       if (state == Lexeme::Comment || state == Lexeme::Basic || state == Lexeme::Literal) state = Lexeme::Bare;
       prev = '\n';
+      token = Token::None;
       continue;
     }
     switch (state) {
@@ -57,18 +63,27 @@ std::optional<TextPosition> first_non_ascii_outside_strings(std::string_view s) 
           pos.byte = c;
           return pos;
         }
-        const unsigned char before = prev;
-        if (c != ' ' && c != '\t' && c != '\r') prev = c;
-        if (c == '#') {
+        if (is_space(c)) {
+          token = Token::None;
+        } else if (c == '#') {
           state = Lexeme::Comment;
-        } else if ((c == '"' || c == '\'') && opens_string_after(before)) {
-          const bool multi = starts_with(s, i, c == '"' ? "\"\"\"" : "'''");
+        } else if ((c == '"' || c == '\'') && token == Token::None && opens_string_after(prev)) {
+          const bool multi = starts_with(s, i, c == '"' ? "\"\"\"" : "\'\'\'");
           state = c == '"' ? (multi ? Lexeme::MultiBasic : Lexeme::Basic)
                            : (multi ? Lexeme::MultiLiteral : Lexeme::Literal);
+          prev = c;  // a quote right after the string starts none
           if (multi) {
             i += 2;
             pos.column += 2;
           }
+        } else if (c == ',' || c == ']' || c == '}' || c == '=' ||
+                   (c == '.' && token != Token::Number) ||  // a dotted key's separator, not 1.5's
+                   ((c == '[' || c == '{') && token == Token::None)) {
+          token = Token::None;
+          prev = c;
+        } else if (token == Token::None) {
+          token = (c >= '0' && c <= '9') || c == '+' || c == '-' ? Token::Number : Token::Other;
+          prev = c;
         }
         break;
       }
@@ -78,7 +93,7 @@ std::optional<TextPosition> first_non_ascii_outside_strings(std::string_view s) 
         if (c == ' ' || c == '\t' || c == '\r') break;
         if (c >= 0x80) {
           pos.byte = c;
-          pos.where = TextPosition::Where::AfterLineEndingBackslash;
+          pos.where = TextPosition::Where::AfterBackslash;
           return pos;
         }
         state = Lexeme::MultiBasic;
@@ -88,6 +103,13 @@ std::optional<TextPosition> first_non_ascii_outside_strings(std::string_view s) 
       case Lexeme::MultiBasic:
         if (c == '\\' && state == Lexeme::MultiBasic && line_ending_backslash(s, i)) {
           state = Lexeme::Trimming;
+        } else if (c == '\\' && state == Lexeme::MultiBasic && i + 1 < s.size() &&
+                   static_cast<unsigned char>(s[i + 1]) >= 0x80) {
+          // Not an escape anyway; toml++ 3.3 tests it for whitespace first.
+          ++pos.column;
+          pos.byte = static_cast<unsigned char>(s[i + 1]);
+          pos.where = TextPosition::Where::AfterBackslash;
+          return pos;
         } else if (c == '\\' && i + 1 < s.size() && s[i + 1] != '\n') {
           ++i;  // the escaped byte (a newline after '\' is a line-ending backslash, counted above)
           if (static_cast<unsigned char>(s[i]) < 0x80 || static_cast<unsigned char>(s[i]) >= 0xc0) ++pos.column;

@@ -47,12 +47,12 @@ Status parse_workers(const TableReader& root, int& out) {
 
 Result<Config> parse_document(std::string_view toml, const ParseContext& ctx) {
   if (const auto at = first_non_ascii_outside_strings(toml)) {
-    const bool in_string = at->where == TextPosition::Where::AfterLineEndingBackslash;
+    const bool in_string = at->where == TextPosition::Where::AfterBackslash;
     return make_error(Errc::Config,
                       fmt::format("{}:{}:{}: syntax error: byte 0x{:02X} {}", ctx.source_name(), at->line, at->column,
                                   at->byte,
-                                  in_string ? "right after a line-ending backslash in a multi-line string (not "
-                                              "supported: start the line with an ASCII character)"
+                                  in_string ? "right after a backslash in a multi-line string (not supported: "
+                                              "put an ASCII character first)"
                                             : "outside a string or comment (only strings and comments may hold "
                                               "non-ASCII text: quote the key or value)"));
   }

@@ -55,6 +55,9 @@ TEST(AsciiPrescan, QuoteInsideBareTextStartsNoString) {
   EXPECT_EQ(where("a = 1Y'\xc2\xbb'"), "1:8:194");
   EXPECT_EQ(where("a = 1\"\xc2\xbb\""), "1:7:194");
   EXPECT_EQ(where("x\"\xc2\xbb\" = 1"), "1:3:194");
+  EXPECT_EQ(where("w= 4\"aut[\"[!ioCM-SHA25\xca\xbe"), "1:23:202");  // '[' inside the token opens nothing
+  EXPECT_EQ(where("a = 1.\"\xc3\xa9\""), "1:8:195");                 // nor does 1.5's '.'
+  EXPECT_EQ(where("a = \"x\"\"\xc3\xa9\""), "1:9:195");               // a quote right after a string
   // Where strings may start: keys, values, array elements, inline tables, dotted keys.
   EXPECT_EQ(where("a = [ '\xc3\xa9',\n  \"\xc3\xa9\" ]\nb = { \"\xc3\xa9\" = 1, c = '\xc3\xa9' }\n"
                   "d.'\xc3\xa9' = 1\n[\"\xc3\xa9\"]\n\t'\xc3\xa9' = \"\"\"\xc3\xa9\"\"\"\n"),
@@ -67,9 +70,12 @@ TEST(AsciiPrescan, NonAsciiRightAfterALineEndingBackslashIsRefused) {
   EXPECT_EQ(where("a = \"\"\"\\\n\xc3\xa9\"\"\""), "2:1:195");
   EXPECT_EQ(where("a = \"\"\"x\\  \n\n \t\xc3\xa9\"\"\""), "3:3:195");
   EXPECT_EQ(first_non_ascii_outside_strings("a = \"\"\"\\\n\xc3\xa9\"\"\"")->where,
-            TextPosition::Where::AfterLineEndingBackslash);
+            TextPosition::Where::AfterBackslash);
   // After an ASCII character the rest of the line is ordinary content.
   EXPECT_EQ(where("a = \"\"\"\\\n x\xc3\xa9\"\"\"\n"), "none");
+  // A backslash before non-ASCII text (an invalid escape) in a multi-line string.
+  EXPECT_EQ(where("a = \"\"\"\\\xc3\xa9\"\"\""), "1:9:195");
+  EXPECT_EQ(where("a = \"\\\xc3\xa9\"\n"), "none");  // single-line: toml++ reports the bad escape
   // An escaped backslash ends no line; nor does one in a literal string.
   EXPECT_EQ(where("a = \"\"\"\\\\\n\xc3\xa9\"\"\"\n"), "none");
   EXPECT_EQ(where("a = \'\'\'\\\n\xc3\xa9\'\'\'\n"), "none");
@@ -81,8 +87,8 @@ TEST(AsciiPrescan, LoaderReportsThePositionWithoutReachingToml) {
             "hold non-ASCII text: quote the key or value)");
   EXPECT_EQ(load_error(with("[log]\nlevel = \xe2\x80\x9cinfo\xe2\x80\x9d\n")).rfind("t.toml:", 0), 0u);
   EXPECT_EQ(load_error("a = \"\"\"\\\n\xc3\xa9\"\"\""),
-            "t.toml:2:1: syntax error: byte 0xC3 right after a line-ending backslash in a multi-line string (not "
-            "supported: start the line with an ASCII character)");
+            "t.toml:2:1: syntax error: byte 0xC3 right after a backslash in a multi-line string (not supported: "
+            "put an ASCII character first)");
   // Inside a string it reaches the schema as usual.
   EXPECT_NE(load_error(with("[log]\nlevel = \"\xc3\xbf\"\n")).find("log.level"), std::string::npos);
 }
