@@ -138,7 +138,13 @@ std::string Server::scrape() const {
     m.ticket_keys = ring->size();
     const auto now = tickets_->now();
     if (const tls::TicketKey* key = ring->encryption_key(now)) {
-      m.ticket_key_age_seconds = std::chrono::duration<double>(now - key->activates_at).count();
+      // A file key is active "always": its age is that of the file's content
+      // (what a rotation job renews). A clock behind the file's mtime reads 0.
+      const tls::TimePoint since =
+          key->activates_at != tls::TimePoint::min() ? key->activates_at : key->file_modified_at;
+      if (since != tls::TimePoint::min()) {
+        m.ticket_key_age_seconds = std::max(0.0, std::chrono::duration<double>(now - since).count());
+      }
     }
   }
   if (log_writer_) {
