@@ -26,6 +26,7 @@ using std::chrono::seconds;
 constexpr milliseconds kFirstRetry{2'000};
 constexpr milliseconds kMaxRetry{600'000};
 constexpr milliseconds kMinRefresh{1'000};
+constexpr size_t kFingerprintHexDigits = 8;  // of the SHA-256 of the leaf DER: 32 bits tell a few certificates apart
 
 std::string subject_of(X509* x) {
   BioPtr bio(BIO_new(BIO_s_mem()));
@@ -33,6 +34,19 @@ std::string subject_of(X509* x) {
   char* data = nullptr;
   long n = BIO_get_mem_data(bio.get(), &data);
   return std::string(data, static_cast<size_t>(n));
+}
+
+// "ecdsa", "rsa", "rsa-pss", "ed25519", "ed448": the leaf key's algorithm.
+std::string key_type_of(X509* x) {
+  const EVP_PKEY* pk = X509_get0_pubkey(x);
+  switch (pk ? EVP_PKEY_get_base_id(pk) : EVP_PKEY_NONE) {
+    case EVP_PKEY_RSA: return "rsa";
+    case EVP_PKEY_RSA_PSS: return "rsa-pss";
+    case EVP_PKEY_EC: return "ecdsa";
+    case EVP_PKEY_ED25519: return "ed25519";
+    case EVP_PKEY_ED448: return "ed448";
+    default: return "unknown";
+  }
 }
 
 std::string sha256_hex(X509* x) {
@@ -107,27 +121,33 @@ int status_cb(SSL* ssl, void* arg) noexcept {
 
 }  // namespace
 
-Result<std::unique_ptr<OcspStapler>> OcspStapler::create(X509* leaf, STACK_OF(X509) * chain, const config::Ocsp& ocsp,
-                                                         const std::string& cache_dir, const Clock* clock) {
+Result<std::unique_ptr<OcspStapler>> OcspStapler::create(X509* leaf, STACK_OF(X509) * chain, X509* anchor,
+                                                         const config::Ocsp& ocsp, const std::string& cache_dir,
+                                                         const Clock* clock) {
   const bool must_staple = has_must_staple(leaf);
   const std::string name = subject_of(leaf);
+  const std::string key_type = key_type_of(leaf);
+  const std::string fingerprint = sha256_hex(leaf).substr(0, kFingerprintHexDigits);
+  const std::string prefix = fmt::format("ocsp \"{}\" ({} {})", name, key_type, fingerprint);
   if (!ocsp.stapling) {
-    if (must_staple) log::warn("ocsp \"{}\": stapling is off but the leaf is must-staple: clients will refuse it", name);
+    if (must_staple) log::warn("{}: stapling is off but the leaf is must-staple: clients will refuse it", prefix);
     return std::unique_ptr<OcspStapler>();
   }
   const std::string url = !ocsp.responder.empty() ? ocsp.responder : ocsp_responder_url(leaf);
   if (url.empty() && ocsp.response_file.empty()) {
     if (must_staple) {
-      log::warn("ocsp \"{}\": the leaf is must-staple but has no OCSP responder URL: clients will refuse it "
-                "(set [tls.ocsp] responder or response_file)", name);
+      log::warn("{}: the leaf is must-staple but has no OCSP responder URL: clients will refuse it "
+                "(set [tls.ocsp] responder or response_file)",
+                prefix);
     } else {
-      log::debug("ocsp \"{}\": no OCSP responder URL in the leaf: not stapled", name);
+      log::debug("{}: no OCSP responder URL in the leaf: not stapled", prefix);
     }
     return std::unique_ptr<OcspStapler>();
   }
   X509* issuer = find_issuer(leaf, chain);
+  if (!issuer && anchor && is_issuer(anchor, leaf)) issuer = anchor;
   if (!issuer) {
-    log::warn("ocsp \"{}\": the issuer is not among the intermediates sent: not stapled", name);
+    log::warn("{}: the issuer is neither among the intermediates sent nor the trust anchor: not stapled", prefix);
     return std::unique_ptr<OcspStapler>();
   }
   X509_up_ref(leaf);
@@ -136,6 +156,9 @@ Result<std::unique_ptr<OcspStapler>> OcspStapler::create(X509* leaf, STACK_OF(X5
   X509Ptr issuer_ref(issuer);
   std::unique_ptr<OcspStapler> s(new OcspStapler(std::move(leaf_ref), std::move(issuer_ref), ocsp, cache_dir, clock));
   s->name_ = name;
+  s->key_type_ = key_type;
+  s->fingerprint_ = fingerprint;
+  s->prefix_ = prefix;
   if (ocsp.response_file.empty()) {
     s->responder_ = url;
     auto req = make_ocsp_request(leaf, issuer);
@@ -181,7 +204,7 @@ OcspStatus OcspStapler::status() const {
 std::string OcspStapler::describe() const {
   std::string source = ocsp_.response_file.empty() ? "responder " + responder_
                                                    : "response_file \"" + ocsp_.response_file + "\"";
-  std::string out = fmt::format("ocsp \"{}\": stapling from {}, staple_policy {}", name_, source, policy_name(policy_));
+  std::string out = fmt::format("{}: stapling from {}, staple_policy {}", prefix_, source, policy_name(policy_));
   if (policy_ == config::StaplePolicy::MustStaple && ocsp_.staple_policy != policy_) out += " (the leaf is must-staple)";
   if (ocsp_.response_file.empty()) out += cache_dir_.empty() ? ", no cache dir" : ", cache \"" + cache_path() + "\"";
   if (auto s = staple()) {
@@ -212,7 +235,7 @@ Status OcspStapler::load_initial() {
       return make_error(Errc::Config, ocsp_.origin + ": tls.ocsp.response_file: " + r.error().message());
     }
     if (!r) {
-      log::error("ocsp \"{}\": response_file \"{}\" not stapled: {}", name_, ocsp_.response_file, r.error().message());
+      log::error("{}: response_file \"{}\" not stapled: {}", prefix_, ocsp_.response_file, r.error().message());
       return {};
     }
     publish(std::move(r).value(), "loaded from response_file");
@@ -227,7 +250,7 @@ Status OcspStapler::load_initial() {
   if (::stat(cache_path().c_str(), &st) != 0) return {};  // nothing cached yet
   auto r = read_and_verify(cache_path());
   if (!r) {
-    log::info("ocsp \"{}\": cached response not used: {}", name_, r.error().message());
+    log::info("{}: cached response not used: {}", prefix_, r.error().message());
     return {};
   }
   publish(std::move(r).value(), "loaded from the cache");
@@ -260,7 +283,7 @@ void OcspStapler::reload() {
   if (ocsp_.response_file.empty()) return;
   auto r = read_and_verify(ocsp_.response_file);
   if (!r) {
-    log::error("ocsp \"{}\": SIGHUP: response_file \"{}\" not stapled, keeping the current staple: {}", name_,
+    log::error("{}: SIGHUP: response_file \"{}\" not stapled, keeping the current staple: {}", prefix_,
                ocsp_.response_file, r.error().message());
     return;
   }
@@ -322,16 +345,16 @@ void OcspStapler::on_failure(const std::string& why) {
   milliseconds delay = kFirstRetry * (1LL << std::min(failures_ - 1, 20));
   delay = std::min(delay, kMaxRetry);
   delay += milliseconds(std::uniform_int_distribution<int64_t>(0, delay.count() / 10)(rng_));
-  log::warn("ocsp \"{}\": fetch from {} failed: {}; {}; retry in {} s", name_, responder_, why, fallback_note(),
+  log::warn("{}: fetch from {} failed: {}; {}; retry in {} s", prefix_, responder_, why, fallback_note(),
             (delay.count() + 999) / 1000);
   arm_fetch(delay);
 }
 
 void OcspStapler::on_revoked(const OcspStaple& r) {
   revoked_.fetch_add(1, std::memory_order_relaxed);
-  log::error("ocsp \"{}\": THE CERTIFICATE IS REVOKED according to {} (revoked at {}, reason {}): not stapling; "
+  log::error("{}: THE CERTIFICATE IS REVOKED according to {} (revoked at {}, reason {}): not stapling; "
              "replace the certificate",
-             name_, responder_, ocsp_time_string(r.revoked_at), r.revocation_reason);
+             prefix_, responder_, ocsp_time_string(r.revoked_at), r.revocation_reason);
   drop("the certificate is revoked");
   if (!cache_dir_.empty()) ::unlink(cache_path().c_str());
   failures_ = 0;
@@ -341,9 +364,9 @@ void OcspStapler::on_revoked(const OcspStaple& r) {
 
 void OcspStapler::publish(std::shared_ptr<const OcspStaple> staple, const char* how) {
   const auto now = clock_->now();
-  log::info("ocsp \"{}\": stapling response {} (status good, thisUpdate {}, nextUpdate {}: age {} s, {} s left, {} "
+  log::info("{}: stapling response {} (status good, thisUpdate {}, nextUpdate {}: age {} s, {} s left, {} "
             "bytes)",
-            name_, how, ocsp_time_string(staple->this_update), ocsp_time_string(staple->next_update),
+            prefix_, how, ocsp_time_string(staple->this_update), ocsp_time_string(staple->next_update),
             secs(now - staple->this_update), secs(staple->next_update - now), staple->der.size());
   current_.store(std::move(staple));
 }
@@ -351,7 +374,7 @@ void OcspStapler::publish(std::shared_ptr<const OcspStaple> staple, const char* 
 void OcspStapler::drop(const char* why) {
   if (!current_.load()) return;
   current_.store(nullptr);
-  log::error("ocsp \"{}\": no longer stapling: {}; {}", name_, why, fallback_note());
+  log::error("{}: no longer stapling: {}; {}", prefix_, why, fallback_note());
 }
 
 void OcspStapler::schedule_refresh(OcspTime at) {
@@ -377,7 +400,7 @@ void OcspStapler::schedule_refresh(OcspTime at) {
   }
   auto delay = std::chrono::duration_cast<milliseconds>(at - now);
   delay = std::max(delay, kMinRefresh);
-  log::info("ocsp \"{}\": next fetch in {} s", name_, (delay.count() + 999) / 1000);
+  log::info("{}: next fetch in {} s", prefix_, (delay.count() + 999) / 1000);
   arm_fetch(delay);
 }
 
@@ -438,7 +461,7 @@ void OcspStapler::write_cache(const OcspStaple& s) {
   fd.reset();
   if (ok && ::rename(tmp.c_str(), path.c_str()) != 0) ok = false;
   if (!ok) {
-    log::warn("ocsp \"{}\": cannot write the cache file \"{}\": {}", name_, path, std::strerror(errno));
+    log::warn("{}: cannot write the cache file \"{}\": {}", prefix_, path, std::strerror(errno));
     ::unlink(tmp.c_str());
   }
 }

@@ -9,6 +9,7 @@
 #include <openssl/pem.h>
 #include <signal.h>
 
+#include <cctype>
 #include <filesystem>
 #include <regex>
 #include <string>
@@ -20,14 +21,16 @@ namespace {
 
 const std::string kOpenssl = "/usr/bin/openssl";
 
-// `openssl ocsp` as a responder for the intermediate. OpenSSL 3.0's -port
-// binds the wildcard address (it takes no host); clients use 127.0.0.1.
+// `openssl ocsp` as a responder for the intermediate (or for `ca`). OpenSSL
+// 3.0's -port binds the wildcard address (it takes no host); clients use
+// 127.0.0.1.
 class OcspResponder {
  public:
   struct Options {
     std::string index = pki("ocsp-index.txt");
     std::string signer = pki("ocsp-signer.pem");
     std::string key = pki("ocsp-signer.key");
+    std::string ca = pki("intermediate.pem");  // the issuer of the certificates in `index`
     int nmin = 60;  // validity (nextUpdate - thisUpdate) in minutes
     int port = 0;   // 0: the responder picks one
   };
@@ -37,7 +40,7 @@ class OcspResponder {
   bool start(const Options& o) {
     const std::string out = dir_.file("ocsp-responder" + std::to_string(++starts_) + ".out");
     if (!process_.start({kOpenssl, "ocsp", "-index", o.index, "-port", std::to_string(o.port), "-rsigner", o.signer,
-                         "-rkey", o.key, "-CA", pki("intermediate.pem"), "-nmin", std::to_string(o.nmin),
+                         "-rkey", o.key, "-CA", o.ca, "-nmin", std::to_string(o.nmin),
                          "-ignore_err"},
                         out, out + ".err")) {
       return false;
@@ -113,6 +116,17 @@ int curl_verify_status(int port) {
   return rc;
 }
 
+// The first 8 hex digits (lowercase) of the SHA-256 fingerprint of the test
+// PKI's certificate `pem`, as openssl prints it.
+std::string fingerprint(const TempDir& dir, const std::string& pem) {
+  RunResult r = run_command(dir, {kOpenssl, "x509", "-in", pki(pem), "-noout", "-fingerprint", "-sha256"});
+  std::string hex;
+  for (size_t i = r.out.find('=') + 1; i < r.out.size() && hex.size() < 8; ++i) {
+    if (std::isxdigit(static_cast<unsigned char>(r.out[i]))) hex += static_cast<char>(std::tolower(r.out[i]));
+  }
+  return hex;
+}
+
 size_t count(const std::string& s, const std::string& what) {
   size_t n = 0;
   for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
@@ -180,6 +194,27 @@ TEST_F(Ocsp, H1_StapledOnFirstHandshakeAfterRestartFromCacheWithResponderDown) {
   StatusResult first = s_client(dir_, port());  // no waiting: the first handshake that asks
   EXPECT_TRUE(first.good) << first.out << "\n" << log();
   EXPECT_NE(log().find("stapling response loaded from the cache"), std::string::npos) << log();
+}
+
+// A private PKI's leaf issued by the root itself: only the leaf is sent (the
+// root is trusted_ca), and the responder answers for, and signs as, the root.
+TEST_F(Ocsp, H1_LeafIssuedByTheRootIsStapled) {
+  OcspResponder::Options ro;
+  ro.index = pki("root-ocsp-index.txt");
+  ro.signer = pki("root.pem");
+  ro.key = pki("root.key");
+  ro.ca = pki("root.pem");
+  ASSERT_TRUE(responder_.start(ro));
+  ProxyOptions o = options(responder_key(), false);
+  o.certificate = pki("root-issued.chain.pem");
+  o.key = pki("root-issued.key");
+  ASSERT_TRUE(start_proxy(o));
+  StatusResult s = wait_stapled();
+  EXPECT_TRUE(s.good) << s.out << "\n" << log();
+  EXPECT_TRUE(s.handshake_ok);
+  EXPECT_EQ(log().find("not stapled"), std::string::npos) << log();
+  // (Not curl_verify_status: libcurl looks for the leaf's issuer only among
+  // the certificates the server sent, so it cannot check this staple.)
 }
 
 TEST_F(Ocsp, H1_ResponderDownKeepsTheLastGoodStaple) {
@@ -371,7 +406,8 @@ TEST_F(Ocsp, TestPrintsTheStaplingLine) {
   write_file(path, make_config(o, kAnyPort, dir_.file("access.log")));
   RunResult r = run_command(dir_, {TLSFRONT_BINARY, "--test", "--config", path});
   EXPECT_EQ(r.status.code, 0) << r.err;
-  EXPECT_NE(r.err.find("ocsp \"CN=localhost\": stapling from responder http://127.0.0.1:9/, staple_policy lenient"),
+  EXPECT_NE(r.err.find("ocsp \"CN=localhost\" (ecdsa " + fingerprint(dir_, "localhost.pem") +
+                       "): stapling from responder http://127.0.0.1:9/, staple_policy lenient"),
             std::string::npos)
       << r.err;
 }
@@ -388,6 +424,13 @@ TEST_F(Ocsp, H1_EachCertificateGetsItsOwnStapleAndReloadKeepsThem) {
                    pki("rsa.key") + "\"\n" + ocsp_table;
   ASSERT_TRUE(start_proxy(o));
   ASSERT_TRUE(wait_log("stapling response fetched", 2)) << log();
+  // The two leaves share their subject: the log prefix tells them apart.
+  for (const auto& [type, pem] : {std::pair{"ecdsa", "localhost.pem"}, std::pair{"rsa", "rsa.pem"}}) {
+    EXPECT_EQ(count(log(), std::string("ocsp \"CN=localhost\" (") + type + " " + fingerprint(dir_, pem) +
+                               "): stapling response fetched"),
+              1u)
+        << log();
+  }
   auto serial_of = [&](const std::string& pem) {
     RunResult r = run_command(dir_, {kOpenssl, "x509", "-in", pki(pem), "-noout", "-serial"});
     return r.out.substr(r.out.find('=') + 1, r.out.find('\n') - r.out.find('=') - 1);
