@@ -222,17 +222,31 @@ Result<std::shared_ptr<const OcspStaple>> OcspStapler::read_and_verify(const std
   if (!bytes) return bytes.take_error();
   auto v = verify_ocsp_response(*bytes, leaf_.get(), issuer_.get(), clock_->now());
   if (!v) return v.take_error();
+  if (v->status == OcspCertStatus::Revoked) {
+    return make_error(Errc::Protocol, fmt::format("the certificate is REVOKED (revoked at {}, reason {})",
+                                                  ocsp_time_string(v->revoked_at), v->revocation_reason));
+  }
   if (v->status != OcspCertStatus::Good) {
     return make_error(Errc::Protocol, std::string("certificate status is ") + to_string(v->status));
   }
   return std::make_shared<const OcspStaple>(std::move(v).value());
 }
 
+Status OcspStapler::check_response_file() const {
+  if (ocsp_.response_file.empty()) return {};
+  auto r = read_and_verify(ocsp_.response_file);
+  if (r) return {};
+  return make_error(Errc::Config, fmt::format("{}: {}: \"{}\" would not be stapled: {}", ocsp_.response_file_origin,
+                                              ocsp_.response_file_setting, ocsp_.response_file,
+                                              r.error().message()));
+}
+
 Status OcspStapler::load_initial() {
   if (!ocsp_.response_file.empty()) {
     auto r = read_and_verify(ocsp_.response_file);
     if (!r && (r.error().code == Errc::Io || r.error().code == Errc::ResourceExhausted)) {
-      return make_error(Errc::Config, ocsp_.origin + ": tls.ocsp.response_file: " + r.error().message());
+      return make_error(Errc::Config,
+                        ocsp_.response_file_origin + ": " + ocsp_.response_file_setting + ": " + r.error().message());
     }
     if (!r) {
       log::error("{}: response_file \"{}\" not stapled: {}", prefix_, ocsp_.response_file, r.error().message());

@@ -99,6 +99,13 @@ class OcspStapler {
   // if needed. Errors: Errc::Config when response_file cannot be read (a
   // response that does not verify is only logged: it may have expired).
   [[nodiscard]] Status load_initial();
+  // `tlsfront --test`: whether the response_file (if any) would be stapled
+  // now. load_initial() only logs a response that does not verify (it may
+  // just have expired, and the server still serves); a test says why.
+  // Errors: Errc::Config "<origin>: <setting>: "<path>" would not be stapled:
+  // <reason>" (unreadable, malformed, another certificate's, signed by
+  // another key, expired, revoked, unknown). Any thread; reads the file.
+  [[nodiscard]] Status check_response_file() const;
   // Arms the refresh/expiry timers on `loop`; fetches with `fetcher` (both
   // borrowed, must outlive stop()). Control loop only.
   void start(uv_loop_t* loop, OcspFetcher* fetcher);

@@ -9,6 +9,7 @@
 #include <openssl/pem.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <regex>
@@ -234,8 +235,9 @@ TEST_F(Ocsp, H1_ResponderDownKeepsTheLastGoodStaple) {
 }
 
 // An OCSP response for `leaf_file` signed by the delegated responder, valid
-// from now+`from` to now+`to`.
-std::vector<uint8_t> response_for(const std::string& leaf_file, std::chrono::seconds from, std::chrono::seconds to) {
+// from now+`from` to now+`to`, saying `status` (V_OCSP_CERTSTATUS_*).
+std::vector<uint8_t> response_for(const std::string& leaf_file, std::chrono::seconds from, std::chrono::seconds to,
+                                  int status = V_OCSP_CERTSTATUS_GOOD) {
   auto load = [](const std::string& f) {
     BIO* b = BIO_new_file(pki(f).c_str(), "r");
     X509* x = PEM_read_bio_X509(b, nullptr, nullptr, nullptr);
@@ -253,7 +255,9 @@ std::vector<uint8_t> response_for(const std::string& leaf_file, std::chrono::sec
   OCSP_CERTID* id = OCSP_cert_to_id(nullptr, leaf, issuer);
   ASN1_GENERALIZEDTIME* tu = ASN1_GENERALIZEDTIME_set(nullptr, now + from.count());
   ASN1_GENERALIZEDTIME* nu = ASN1_GENERALIZEDTIME_set(nullptr, now + to.count());
-  OCSP_basic_add1_status(bs, id, V_OCSP_CERTSTATUS_GOOD, 0, nullptr, tu, nu);
+  const bool revoked = status == V_OCSP_CERTSTATUS_REVOKED;
+  OCSP_basic_add1_status(bs, id, status, revoked ? OCSP_REVOKED_STATUS_KEYCOMPROMISE : 0, revoked ? tu : nullptr, tu,
+                         nu);
   OCSP_basic_sign(bs, signer, key, EVP_sha256(), nullptr, 0);
   OCSP_RESPONSE* r = OCSP_response_create(OCSP_RESPONSE_STATUS_SUCCESSFUL, bs);
   std::vector<uint8_t> der(static_cast<size_t>(i2d_OCSP_RESPONSE(r, nullptr)));
@@ -410,6 +414,41 @@ TEST_F(Ocsp, TestPrintsTheStaplingLine) {
                        "): stapling from responder http://127.0.0.1:9/, staple_policy lenient"),
             std::string::npos)
       << r.err;
+}
+
+// --test fails, naming the key and the reason, for a response_file that
+// would not be stapled; the server itself only logs it (it may have expired).
+TEST_F(Ocsp, TestFailsForAResponseFileThatWouldNotBeStapled) {
+  using namespace std::chrono_literals;
+  const std::string file = dir_.file("response.der");
+  const std::string path = dir_.file("t.toml");
+  ProxyOptions o = options("response_file = \"" + file + "\"\n", false);
+  o.upstream_servers = {"127.0.0.1:9"};
+  const std::string text = make_config(o, kAnyPort, dir_.file("access.log"));
+  write_file(path, text);
+  const size_t at = text.find("response_file");
+  const std::string position = path + ":" + std::to_string(std::count(text.begin(), text.begin() + at, '\n') + 1) +
+                               ":1: tls.ocsp.response_file: \"" + file + "\" would not be stapled: ";
+  const struct {
+    std::vector<uint8_t> der;
+    std::string reason;
+  } cases[] = {
+      {response_for("localhost.pem", -1h, 1h, V_OCSP_CERTSTATUS_REVOKED), "the certificate is REVOKED"},
+      {response_for("rsa.pem", -1h, 1h), "no SingleResponse matches the certificate"},
+      {response_for("localhost.pem", -2h, -1h), "expired"},
+      {{0x30, 0x03, 0x0a, 0x01, 0x06}, "responder answered \"unauthorized\""},  // OCSPResponse, status 6
+  };
+  for (const auto& c : cases) {
+    write_file(file, std::string(c.der.begin(), c.der.end()));
+    RunResult r = run_command(dir_, {TLSFRONT_BINARY, "--test", "--config", path});
+    EXPECT_EQ(r.status.code, 1) << c.reason << ": " << r.err;
+    EXPECT_NE(r.err.find(position + c.reason), std::string::npos) << "expected \"" << position << c.reason << "\" in\n"
+                                                                   << r.err;
+  }
+  auto good = response_for("localhost.pem", -1h, 1h);
+  write_file(file, std::string(good.begin(), good.end()));
+  RunResult r = run_command(dir_, {TLSFRONT_BINARY, "--test", "--config", path});
+  EXPECT_EQ(r.status.code, 0) << r.err;
 }
 
 // Several certificates: an ECDSA and an RSA leaf for the same names share
