@@ -8,6 +8,7 @@
 #include <openssl/evp.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 
@@ -15,6 +16,7 @@
 
 #include "log/log.h"
 #include "tls/openssl_error.h"
+#include "tls/server_certificate.h"
 #include "util/unique_fd.h"
 
 namespace tlsfront::tls {
@@ -36,17 +38,11 @@ std::string subject_of(X509* x) {
   return std::string(data, static_cast<size_t>(n));
 }
 
-// "ecdsa", "rsa", "rsa-pss", "ed25519", "ed448": the leaf key's algorithm.
-std::string key_type_of(X509* x) {
-  const EVP_PKEY* pk = X509_get0_pubkey(x);
-  switch (pk ? EVP_PKEY_get_base_id(pk) : EVP_PKEY_NONE) {
-    case EVP_PKEY_RSA: return "rsa";
-    case EVP_PKEY_RSA_PSS: return "rsa-pss";
-    case EVP_PKEY_EC: return "ecdsa";
-    case EVP_PKEY_ED25519: return "ed25519";
-    case EVP_PKEY_ED448: return "ed448";
-    default: return "unknown";
-  }
+// "ecdsa", "rsa", "rsa-pss", "ed25519", "ed448": the leaf key's algorithm, lowercase.
+std::string key_type_label(X509* x) {
+  std::string out = key_type_of(X509_get0_pubkey(x));
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
 }
 
 std::string sha256_hex(X509* x) {
@@ -126,7 +122,7 @@ Result<std::unique_ptr<OcspStapler>> OcspStapler::create(X509* leaf, STACK_OF(X5
                                                          const Clock* clock) {
   const bool must_staple = has_must_staple(leaf);
   const std::string name = subject_of(leaf);
-  const std::string key_type = key_type_of(leaf);
+  const std::string key_type = key_type_label(leaf);
   const std::string fingerprint = sha256_hex(leaf).substr(0, kFingerprintHexDigits);
   const std::string prefix = fmt::format("ocsp \"{}\" ({} {})", name, key_type, fingerprint);
   if (!ocsp.stapling) {
