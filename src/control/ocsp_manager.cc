@@ -101,7 +101,9 @@ std::string OcspManager::metrics() const {
   std::string out;
   auto block = [&](std::string_view name, std::string_view type, std::string_view help, auto value) {
     fmt::format_to(std::back_inserter(out), "# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
-    for (const auto& [labels, st] : rows) fmt::format_to(std::back_inserter(out), "{}{{{}}} {}\n", name, labels, value(st));
+    for (const auto& [labels, st] : rows) {
+      fmt::format_to(std::back_inserter(out), "{}{{{}}} {}\n", name, labels, value(st));
+    }
   };
   block("tlsfront_ocsp_staple_present", "gauge", "1 when a verified, unexpired OCSP staple is served.",
         [](const tls::OcspStatus& s) { return s.stapling ? 1 : 0; });

@@ -80,8 +80,9 @@ Status check_cipher_lists(const config::Tls& tls, std::vector<std::string>& warn
   }
   if (!unknown.empty()) {
     return config_error(tls.ciphers_origin, "tls.ciphers",
-                        list_unknown(unknown) + "; OpenSSL would skip unknown entries silently (`openssl ciphers -v ALL` lists "
-                                                "this OpenSSL's ciphers)");
+                        list_unknown(unknown) +
+                            "; OpenSSL would skip unknown entries silently (`openssl ciphers -v ALL` lists this "
+                            "OpenSSL's ciphers)");
   }
 
   for (const Entry& e : split(tls.ciphersuites, ":")) {
@@ -97,8 +98,9 @@ Status check_cipher_lists(const config::Tls& tls, std::vector<std::string>& warn
   }
   if (!unknown.empty()) {
     return config_error(tls.ciphersuites_origin, "tls.ciphersuites",
-                        list_unknown(unknown) + "; OpenSSL would skip unknown entries silently (names are case-sensitive, "
-                                                "e.g. \"TLS_AES_128_GCM_SHA256\")");
+                        list_unknown(unknown) +
+                            "; OpenSSL would skip unknown entries silently (names are case-sensitive, e.g. "
+                            "\"TLS_AES_128_GCM_SHA256\")");
   }
   return {};
 }

@@ -154,7 +154,8 @@ TEST_F(Metrics, TicketKeyAgeOfAKeyFileCountsFromItsModificationTime) {
 // OCSP series (parse_metrics fails on a duplicate).
 TEST_F(Metrics, EcdsaAndRsaCertificatesOfOneSubjectHaveDistinctOcspSeries) {
   ProxyOptions o;
-  const std::string ocsp = "[certificate.ocsp]\nresponder = \"http://127.0.0.1:" + std::to_string(free_port()) + "/\"\n";
+  const std::string ocsp =
+      "[certificate.ocsp]\nresponder = \"http://127.0.0.1:" + std::to_string(free_port()) + "/\"\n";
   o.certificates = "[[certificate]]\ncert = \"" + pki("localhost.chain.pem") + "\"\nkey = \"" + pki("localhost.key") +
                    "\"\n" + ocsp + "[[certificate]]\ncert = \"" + pki("rsa.chain.pem") + "\"\nkey = \"" +
                    pki("rsa.key") + "\"\n" + ocsp;
