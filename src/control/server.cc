@@ -185,10 +185,11 @@ Status Server::test(config::Config cfg) {
   if (!gen) return gen.take_error();
   for (const auto& line : (*gen)->tls->report_lines()) std::fprintf(stderr, "tlsfront: %s\n", line.c_str());
   for (const auto* s : (*gen)->ocsp.staplers()) std::fprintf(stderr, "tlsfront: %s\n", s->describe().c_str());
-  for (const auto& w : (*gen)->tls->warnings()) std::fprintf(stderr, "tlsfront: warning: %s\n", w.c_str());
+  std::vector<std::string> warnings = (*gen)->tls->warnings();
   for (const auto* s : (*gen)->ocsp.staplers()) {
-    if (auto st = s->check_response_file(); !st) return st;
+    if (auto st = s->check_response_file(warnings); !st) return st;
   }
+  for (const auto& w : warnings) std::fprintf(stderr, "tlsfront: warning: %s\n", w.c_str());
   const std::string& access_log = (*gen)->config.log.access_log;
   if (!access_log.empty()) return log::LogWriter::check_writable(access_log);
   return {};

@@ -185,7 +185,9 @@ Result<OcspStaple> verify_ocsp_response(std::span<const uint8_t> der, X509* leaf
     return protocol("thisUpdate " + ocsp_time_string(*this_update) + " is in the future");
   }
   if (*next_update <= *this_update) return protocol("nextUpdate is not after thisUpdate");
-  if (*next_update <= now) return protocol("expired: nextUpdate " + ocsp_time_string(*next_update));
+  if (*next_update <= now) {
+    return make_error(Errc::Timeout, "expired: nextUpdate " + ocsp_time_string(*next_update));
+  }
   out.this_update = *this_update;
   out.next_update = *next_update;
   out.produced_at = to_time(OCSP_resp_get0_produced_at(basic.get())).value_or(*this_update);

@@ -87,8 +87,9 @@ struct OcspStaple {
 // The certificate status (good, revoked, unknown) is returned, not judged:
 // the caller staples only Good.
 // Errors: Errc::Protocol (malformed, not successful, no matching CertID, bad
-// times), Errc::Tls (signature or signer checks failed; OpenSSL's reason in
-// the detail). Never throws; `der` may be any bytes.
+// times), Errc::Timeout (a response that was valid, expired: nextUpdate <=
+// now), Errc::Tls (signature or signer checks failed; OpenSSL's reason in the
+// detail). Never throws; `der` may be any bytes.
 [[nodiscard]] Result<OcspStaple> verify_ocsp_response(std::span<const uint8_t> der, X509* leaf, X509* issuer,
                                                        OcspTime now);
 

@@ -228,13 +228,17 @@ Result<std::shared_ptr<const OcspStaple>> OcspStapler::read_and_verify(const std
   return std::make_shared<const OcspStaple>(std::move(v).value());
 }
 
-Status OcspStapler::check_response_file() const {
+Status OcspStapler::check_response_file(std::vector<std::string>& warnings) const {
   if (ocsp_.response_file.empty()) return {};
   auto r = read_and_verify(ocsp_.response_file);
   if (r) return {};
-  return make_error(Errc::Config, fmt::format("{}: {}: \"{}\" would not be stapled: {}", ocsp_.response_file_origin,
-                                              ocsp_.response_file_setting, ocsp_.response_file,
-                                              r.error().message()));
+  std::string why = fmt::format("{}: {}: \"{}\" would not be stapled: {}", ocsp_.response_file_origin,
+                                ocsp_.response_file_setting, ocsp_.response_file, r.error().message());
+  if (r.error().code == Errc::Timeout) {
+    warnings.push_back(std::move(why) + " (replace it and send SIGHUP)");
+    return {};
+  }
+  return make_error(Errc::Config, std::move(why));
 }
 
 Status OcspStapler::load_initial() {

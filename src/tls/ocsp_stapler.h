@@ -100,12 +100,14 @@ class OcspStapler {
   // response that does not verify is only logged: it may have expired).
   [[nodiscard]] Status load_initial();
   // `tlsfront --test`: whether the response_file (if any) would be stapled
-  // now. load_initial() only logs a response that does not verify (it may
-  // just have expired, and the server still serves); a test says why.
-  // Errors: Errc::Config "<origin>: <setting>: "<path>" would not be stapled:
-  // <reason>" (unreadable, malformed, another certificate's, signed by
-  // another key, expired, revoked, unknown). Any thread; reads the file.
-  [[nodiscard]] Status check_response_file() const;
+  // now. load_initial() only logs a response that does not verify (the server
+  // serves without it); a test says why. Errors: Errc::Config "<origin>:
+  // <setting>: "<path>" would not be stapled: <reason>" (unreadable,
+  // malformed, another certificate's, signed by another key, revoked,
+  // unknown). An expired response is a mistake of time, not of
+  // configuration: the same text goes to `warnings` instead (a failing test
+  // would also stop a systemd start, ExecStartPre). Any thread; reads the file.
+  [[nodiscard]] Status check_response_file(std::vector<std::string>& warnings) const;
   // Arms the refresh/expiry timers on `loop`; fetches with `fetcher` (both
   // borrowed, must outlive stop()). Control loop only.
   void start(uv_loop_t* loop, OcspFetcher* fetcher);
