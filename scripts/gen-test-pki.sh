@@ -28,6 +28,10 @@
 #   aia.pem/.key (+ aia.chain.pem)               localhost leaf with AIA OCSP URL http://ocsp.tlsfront.invalid/
 #   ocsp-index.txt                the intermediate's certificate database for `openssl ocsp -index`:
 #                                 every leaf above valid, revoked.pem revoked
+#   root-issued.pem/.key          localhost leaf issued directly by the root (no intermediate);
+#                                 root-issued.chain.pem = the leaf alone (what is sent),
+#                                 root-issued.with-root.pem = leaf + root
+#   root-ocsp-index.txt           the root's certificate database: root-issued.pem valid
 # Keys are ECDSA P-256 unless stated; every *.key is mode 0600.
 #
 # --dev: keep an existing root.pem/root.key in DIR (so a dev root you chose to
@@ -275,7 +279,17 @@ index_line() {
   index_line R "$dir/revoked.pem" 240101000000Z,keyCompromise
 } >"$dir/ocsp-index.txt"
 echo "unique_subject = no" >"$dir/ocsp-index.txt.attr"  # several leaves share CN=localhost
-chmod 0644 "$dir/ocsp-index.txt" "$dir/ocsp-index.txt.attr"
+# A private PKI's leaf issued by the root itself: its OCSP issuer is the trust anchor, which is never sent.
+ec_key "$dir/root-issued.key"
+openssl req -new -config "$cnf" -key "$dir/root-issued.key" -subj "/CN=localhost" -out "$work/root-issued.csr"
+openssl x509 -req -in "$work/root-issued.csr" -CA "$dir/root.pem" -CAkey "$dir/root.key" \
+  -set_serial "$(serial)" -days 825 -sha256 -extfile "$cnf" -extensions v3_leaf_localhost \
+  -out "$dir/root-issued.pem" 2>/dev/null
+cp "$dir/root-issued.pem" "$dir/root-issued.chain.pem"
+cat "$dir/root-issued.pem" "$dir/root.pem" >"$dir/root-issued.with-root.pem"
+index_line V "$dir/root-issued.pem" >"$dir/root-ocsp-index.txt"
+cp "$dir/ocsp-index.txt.attr" "$dir/root-ocsp-index.txt.attr"
+chmod 0644 "$dir/ocsp-index.txt" "$dir/ocsp-index.txt.attr" "$dir/root-ocsp-index.txt" "$dir/root-ocsp-index.txt.attr"
 
 chmod 0600 "$dir"/*.key
 chmod 0644 "$dir"/*.pem
@@ -293,6 +307,7 @@ if openssl verify -CAfile "$dir/root.pem" "$dir/leaf-only.pem" >/dev/null 2>&1; 
   echo "gen-test-pki: leaf-only.pem unexpectedly verifies without the intermediate" >&2; exit 1
 fi
 openssl verify -CAfile "$dir/root.pem" -untrusted "$dir/intermediate.pem" -purpose ocsphelper "$dir/ocsp-signer.pem" >/dev/null
+openssl verify -CAfile "$dir/root.pem" "$dir/root-issued.pem" >/dev/null
 openssl x509 -in "$dir/must-staple.pem" -noout -ext tlsfeature | grep -q status_request \
   || { echo "gen-test-pki: must-staple.pem lacks TLS Feature status_request" >&2; exit 1; }
 [[ $(openssl x509 -in "$dir/aia.pem" -noout -ocsp_uri) == http://ocsp.tlsfront.invalid/ ]] \

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # run.sh: build tlsfront (Release) and run it in front of the demo backend.
 #
-#   installs missing Debian packages, builds into build/, makes a dev PKI in
+#   installs missing Debian packages, builds the binary and the demo backend
+#   (not the test suites: scripts/test.sh builds those) into build/, makes a dev PKI in
 #   build/dev-pki (once), starts tlsfront_test_backend on 127.0.0.1:9080 and
 #   then tlsfront with conf/tlsfront.toml. Ctrl-C (or tlsfront exiting) stops both.
 set -euo pipefail
@@ -9,7 +10,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 scripts/install-deps.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
-cmake --build build
+cmake --build build --target tlsfront tlsfront_test_backend
 
 if [[ ! -s build/dev-pki/localhost.chain.pem || ! -s build/dev-pki/root.pem ]]; then
   scripts/gen-test-pki.sh build/dev-pki --dev

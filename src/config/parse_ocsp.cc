@@ -47,6 +47,8 @@ Status parse_ocsp(const TableReader& parent, Ocsp& out) {
     if (Status s = check_responder_url(t, out.responder); !s.ok()) return s;
   }
   if (Status s = t.get_path("response_file", out.response_file, Presence::Optional, false); !s.ok()) return s;
+  out.response_file_setting = t.path_of("response_file");
+  out.response_file_origin = t.find("response_file") ? t.position_of("response_file") : out.origin;
   if (!out.response_file.empty() && !out.responder.empty()) {
     return t.error_at("responder", "not used with response_file (the response is not fetched)");
   }

@@ -28,7 +28,13 @@ Status parse_servers(const TableReader& t, std::vector<Endpoint>& out) {
     const auto* text = element.as_string();
     if (text == nullptr) return type_error(t.context(), element, path, "a string");
     Result<Endpoint> endpoint = parse_endpoint(text->get(), /*allow_localhost=*/true);
-    if (!endpoint.ok()) return t.context().error(element.source(), path, endpoint.error().detail);
+    if (!endpoint.ok()) {
+      std::string detail = endpoint.error().detail;
+      if (text->get().starts_with("https://")) {
+        detail += "; tlsfront speaks plain HTTP/1.1 to upstream servers: TLS to them is not supported yet";
+      }
+      return t.context().error(element.source(), path, detail);
+    }
     out.push_back(std::move(*endpoint));
   }
   return {};

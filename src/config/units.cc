@@ -205,6 +205,10 @@ Result<Endpoint> parse_endpoint(std::string_view text, bool allow_localhost, boo
   std::string_view host;
   std::string_view port_text;
   bool bracketed = false;
+  if (text.find("://") != std::string_view::npos) {
+    return invalid(kWhat, text,
+                   R"(a URL is not an address: expected "host:port" without a scheme, e.g. "127.0.0.1:8080")");
+  }
   if (!text.empty() && text[0] == '[') {
     size_t close = text.find(']');
     if (close == std::string_view::npos) return invalid(kWhat, text, "missing \"]\"");

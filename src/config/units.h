@@ -48,7 +48,8 @@ std::string format_size(uint64_t bytes);
 // resolved. Port: 1..65535; with `allow_port_zero` also 0, an address to
 // bind: the kernel picks a free port (the message for a bad port still says
 // 1..65535: 0 is no port number but "any").
-// Errc::InvalidArgument: any other shape, with the reason.
+// Errc::InvalidArgument: any other shape, with the reason (a URL,
+// "scheme://...", is named as such rather than read as host and port).
 [[nodiscard]] Result<Endpoint> parse_endpoint(std::string_view text, bool allow_localhost,
                                               bool allow_port_zero = false);
 

@@ -34,8 +34,8 @@ Status OcspManager::prepare(const tls::CertIndex& index, const std::string& cach
     auto it = std::find_if(entries_.begin(), entries_.end(),
                            [&](const Entry& e) { return !e.retired && e.key == key; });
     if (it == entries_.end()) {
-      auto stapler = tls::OcspStapler::create(cert.chain.leaf(), cert.chain.intermediates(), cert.config->ocsp,
-                                              cache_dir, clock_);
+      auto stapler = tls::OcspStapler::create(cert.chain.leaf(), cert.chain.intermediates(), cert.chain.anchor(),
+                                              cert.config->ocsp, cache_dir, clock_);
       if (!stapler) return stapler.take_error();
       if (!*stapler) continue;  // not stapled
       if (auto st = (*stapler)->load_initial(); !st) return st.take_error();
@@ -87,16 +87,22 @@ void OcspManager::stop() {
 }
 
 std::string OcspManager::metrics() const {
+  // Labels: the subject alone repeats for an ECDSA + RSA pair (and for two
+  // certificates of one subject), which would make duplicate series.
   std::vector<std::pair<std::string, tls::OcspStatus>> rows;
   for (const Entry& e : entries_) {
-    if (e.started && !e.retired) rows.emplace_back(e.stapler->name(), e.stapler->status());
+    if (!e.started || e.retired) continue;
+    const tls::OcspStapler& s = *e.stapler;
+    rows.emplace_back(fmt::format("certificate=\"{}\",key_type=\"{}\",sha256=\"{}\"",
+                                  metrics::escape_label_value(s.name()), s.key_type(), s.fingerprint()),
+                      s.status());
   }
   if (rows.empty()) return {};
   std::string out;
   auto block = [&](std::string_view name, std::string_view type, std::string_view help, auto value) {
     fmt::format_to(std::back_inserter(out), "# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
-    for (const auto& [cert, st] : rows) {
-      fmt::format_to(std::back_inserter(out), "{}{{certificate=\"{}\"}} {}\n", name, metrics::escape_label_value(cert), value(st));
+    for (const auto& [labels, st] : rows) {
+      fmt::format_to(std::back_inserter(out), "{}{{{}}} {}\n", name, labels, value(st));
     }
   };
   block("tlsfront_ocsp_staple_present", "gauge", "1 when a verified, unexpired OCSP staple is served.",

@@ -46,7 +46,8 @@ class OcspManager {
   void stop();
 
   // Prometheus exposition of the running staplers (metrics/prometheus.h
-  // ProcessMetrics::extra).
+  // ProcessMetrics::extra), one series per stapler and metric, labelled
+  // certificate (leaf subject), key_type and sha256 (OcspStapler::fingerprint).
   std::string metrics() const;
 
  private:

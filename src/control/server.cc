@@ -139,7 +139,13 @@ std::string Server::scrape() const {
     m.ticket_keys = ring->size();
     const auto now = tickets_->now();
     if (const tls::TicketKey* key = ring->encryption_key(now)) {
-      m.ticket_key_age_seconds = std::chrono::duration<double>(now - key->activates_at).count();
+      // A file key is active "always": its age is that of the file's content
+      // (what a rotation job renews). A clock behind the file's mtime reads 0.
+      const tls::TimePoint since =
+          key->activates_at != tls::TimePoint::min() ? key->activates_at : key->file_modified_at;
+      if (since != tls::TimePoint::min()) {
+        m.ticket_key_age_seconds = std::max(0.0, std::chrono::duration<double>(now - since).count());
+      }
     }
   }
   if (log_writer_) {
@@ -186,7 +192,11 @@ Status Server::test(config::Config cfg) {
   if (!gen) return gen.take_error();
   for (const auto& line : (*gen)->tls->report_lines()) std::fprintf(stderr, "tlsfront: %s\n", line.c_str());
   for (const auto* s : (*gen)->ocsp.staplers()) std::fprintf(stderr, "tlsfront: %s\n", s->describe().c_str());
-  for (const auto& w : (*gen)->tls->warnings()) std::fprintf(stderr, "tlsfront: warning: %s\n", w.c_str());
+  std::vector<std::string> warnings = (*gen)->tls->warnings();
+  for (const auto* s : (*gen)->ocsp.staplers()) {
+    if (auto st = s->check_response_file(warnings); !st) return st;
+  }
+  for (const auto& w : warnings) std::fprintf(stderr, "tlsfront: warning: %s\n", w.c_str());
   const std::string& access_log = (*gen)->config.log.access_log;
   if (!access_log.empty()) return log::LogWriter::check_writable(access_log);
   return {};

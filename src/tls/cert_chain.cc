@@ -335,6 +335,8 @@ Result<CertChain> CertChain::build(const config::Certificate& cert, const config
         if (!is_root[i] || !drop[i].empty() || !issued_by(bundle[i].get(), cur)) continue;
         anchored = true;
         anchor_root = i;
+        X509_up_ref(bundle[i].get());
+        chain.anchor_.reset(bundle[i].get());
         const bool trusted = store_anchor(store, cur) != nullptr;
         bundle_root_untrusted = !trusted;
         report.anchor = in_quotes(subject_of(bundle[i].get())) + " (self-signed root in the certificate file; " +
@@ -344,6 +346,7 @@ Result<CertChain> CertChain::build(const config::Certificate& cert, const config
         if (X509Ptr a = store_anchor(store, cur)) {
           anchored = true;
           report.anchor = in_quotes(subject_of(a.get())) + " (" + store_name + ")";
+          chain.anchor_ = std::move(a);
         }
       }
     }

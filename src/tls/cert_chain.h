@@ -92,12 +92,19 @@ class CertChain {
   X509* leaf() const { return leaf_.get(); }
   // The intermediates in sending order (may be empty); borrowed.
   STACK_OF(X509) * intermediates() const { return intermediates_.get(); }
+  // The self-signed root the path ends at (from the certificate file or the
+  // trust store), never sent; borrowed. It is the issuer an OCSP response for
+  // a leaf issued directly by a root is checked against (RFC 6960 §4.1.1
+  // CertID: the issuer's name and key). Null when the leaf itself is
+  // self-signed.
+  X509* anchor() const { return anchor_.get(); }
   const ChainReport& report() const { return report_; }
 
  private:
   CertChain() = default;
   X509Ptr leaf_;
   X509StackPtr intermediates_;
+  X509Ptr anchor_;
   ChainReport report_;
 };
 

@@ -7,6 +7,7 @@
 
 #include <fmt/core.h>
 
+#include "tls/cipher_list.h"
 #include "tls/openssl_error.h"
 #include "tls/session_cache.h"
 
@@ -95,6 +96,7 @@ Result<std::unique_ptr<CertIndex>> CertIndex::create(const config::Tls& tls, Ses
 
 Status CertIndex::build(const config::Tls& tls, SessionCache* session_cache, TicketKeyStore* tickets) {
   if (certs_.empty()) return make_error(Errc::Config, "tls: no certificate configured");
+  if (auto st = check_cipher_lists(tls, cipher_warnings_); !st) return st;
   // Name set -> its entries, in file order of the set's first entry.
   std::map<std::string, size_t> set_of_key;
   std::vector<std::vector<const ServerCertificate*>> sets;
@@ -166,6 +168,7 @@ std::vector<std::string> CertIndex::report_lines() const {
 
 std::vector<std::string> CertIndex::warnings() const {
   std::vector<std::string> out = shadowed_;
+  out.insert(out.end(), cipher_warnings_.begin(), cipher_warnings_.end());
   for (const auto& c : certs_) out.insert(out.end(), c.warnings.begin(), c.warnings.end());
   return out;
 }

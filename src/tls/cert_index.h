@@ -46,7 +46,8 @@ class CertIndex {
   // Loads every entry of tls.certificates (ServerCertificate::load at `now`)
   // and builds one TlsContext per name set (TlsContext::create with
   // `session_cache` and `tickets`, borrowed, outliving the index).
-  // Errors: those of ServerCertificate::load and TlsContext::create.
+  // Errors: those of ServerCertificate::load, check_cipher_lists
+  // (tls/cipher_list.h) and TlsContext::create.
   [[nodiscard]] static Result<std::unique_ptr<CertIndex>> create(
       const config::Tls& tls, SessionCache* session_cache, TicketKeyStore* tickets,
       std::chrono::system_clock::time_point now = std::chrono::system_clock::now());
@@ -86,6 +87,7 @@ class CertIndex {
   const TlsContext* default_ = nullptr;
   bool strict_sni_ = false;
   std::vector<std::string> shadowed_;  // warnings: names an earlier entry serves
+  std::vector<std::string> cipher_warnings_;  // check_cipher_lists: exclusions of nothing
 };
 
 }  // namespace tlsfront::tls

@@ -71,12 +71,17 @@ bool has_must_staple(X509* leaf) {
   return false;
 }
 
+bool is_issuer(X509* candidate, X509* leaf) {
+  const bool ok =
+      X509_check_issued(candidate, leaf) == X509_V_OK && X509_verify(leaf, X509_get0_pubkey(candidate)) == 1;
+  ERR_clear_error();
+  return ok;
+}
+
 X509* find_issuer(X509* leaf, STACK_OF(X509) * candidates) {
   for (int i = 0; candidates && i < sk_X509_num(candidates); ++i) {
     X509* c = sk_X509_value(candidates, i);
-    const bool ok = X509_check_issued(c, leaf) == X509_V_OK && X509_verify(leaf, X509_get0_pubkey(c)) == 1;
-    ERR_clear_error();
-    if (ok) return c;
+    if (is_issuer(c, leaf)) return c;
   }
   return nullptr;
 }
@@ -180,7 +185,9 @@ Result<OcspStaple> verify_ocsp_response(std::span<const uint8_t> der, X509* leaf
     return protocol("thisUpdate " + ocsp_time_string(*this_update) + " is in the future");
   }
   if (*next_update <= *this_update) return protocol("nextUpdate is not after thisUpdate");
-  if (*next_update <= now) return protocol("expired: nextUpdate " + ocsp_time_string(*next_update));
+  if (*next_update <= now) {
+    return make_error(Errc::Timeout, "expired: nextUpdate " + ocsp_time_string(*next_update));
+  }
   out.this_update = *this_update;
   out.next_update = *next_update;
   out.produced_at = to_time(OCSP_resp_get0_produced_at(basic.get())).value_or(*this_update);

@@ -34,9 +34,12 @@ std::string ocsp_responder_url(X509* leaf);
 // status_request (5): "OCSP must-staple".
 bool has_must_staple(X509* leaf);
 
-// The certificate in `candidates` (borrowed; may be null) that issued `leaf`
-// (X509_check_issued: name, AKID/SKID, keyUsage; then the signature). Borrowed;
-// null when none did.
+// True when `candidate` issued `leaf` (both borrowed; X509_check_issued:
+// name, AKID/SKID, keyUsage; then the signature).
+bool is_issuer(X509* candidate, X509* leaf);
+
+// The first certificate in `candidates` (borrowed; may be null) that issued
+// `leaf` (is_issuer). Borrowed; null when none did.
 X509* find_issuer(X509* leaf, STACK_OF(X509) * candidates);
 
 // DER of an OCSPRequest for `leaf` issued by `issuer` (both borrowed): one
@@ -84,8 +87,9 @@ struct OcspStaple {
 // The certificate status (good, revoked, unknown) is returned, not judged:
 // the caller staples only Good.
 // Errors: Errc::Protocol (malformed, not successful, no matching CertID, bad
-// times), Errc::Tls (signature or signer checks failed; OpenSSL's reason in
-// the detail). Never throws; `der` may be any bytes.
+// times), Errc::Timeout (a response that was valid, expired: nextUpdate <=
+// now), Errc::Tls (signature or signer checks failed; OpenSSL's reason in the
+// detail). Never throws; `der` may be any bytes.
 [[nodiscard]] Result<OcspStaple> verify_ocsp_response(std::span<const uint8_t> der, X509* leaf, X509* issuer,
                                                        OcspTime now);
 

@@ -8,6 +8,7 @@
 #include <openssl/evp.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 
@@ -15,6 +16,7 @@
 
 #include "log/log.h"
 #include "tls/openssl_error.h"
+#include "tls/server_certificate.h"
 #include "util/unique_fd.h"
 
 namespace tlsfront::tls {
@@ -26,6 +28,7 @@ using std::chrono::seconds;
 constexpr milliseconds kFirstRetry{2'000};
 constexpr milliseconds kMaxRetry{600'000};
 constexpr milliseconds kMinRefresh{1'000};
+constexpr size_t kFingerprintHexDigits = 8;  // of the SHA-256 of the leaf DER: 32 bits tell a few certificates apart
 
 std::string subject_of(X509* x) {
   BioPtr bio(BIO_new(BIO_s_mem()));
@@ -33,6 +36,13 @@ std::string subject_of(X509* x) {
   char* data = nullptr;
   long n = BIO_get_mem_data(bio.get(), &data);
   return std::string(data, static_cast<size_t>(n));
+}
+
+// "ecdsa", "rsa", "rsa-pss", "ed25519", "ed448": the leaf key's algorithm, lowercase.
+std::string key_type_label(X509* x) {
+  std::string out = key_type_of(X509_get0_pubkey(x));
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
 }
 
 std::string sha256_hex(X509* x) {
@@ -107,27 +117,33 @@ int status_cb(SSL* ssl, void* arg) noexcept {
 
 }  // namespace
 
-Result<std::unique_ptr<OcspStapler>> OcspStapler::create(X509* leaf, STACK_OF(X509) * chain, const config::Ocsp& ocsp,
-                                                         const std::string& cache_dir, const Clock* clock) {
+Result<std::unique_ptr<OcspStapler>> OcspStapler::create(X509* leaf, STACK_OF(X509) * chain, X509* anchor,
+                                                         const config::Ocsp& ocsp, const std::string& cache_dir,
+                                                         const Clock* clock) {
   const bool must_staple = has_must_staple(leaf);
   const std::string name = subject_of(leaf);
+  const std::string key_type = key_type_label(leaf);
+  const std::string fingerprint = sha256_hex(leaf).substr(0, kFingerprintHexDigits);
+  const std::string prefix = fmt::format("ocsp \"{}\" ({} {})", name, key_type, fingerprint);
   if (!ocsp.stapling) {
-    if (must_staple) log::warn("ocsp \"{}\": stapling is off but the leaf is must-staple: clients will refuse it", name);
+    if (must_staple) log::warn("{}: stapling is off but the leaf is must-staple: clients will refuse it", prefix);
     return std::unique_ptr<OcspStapler>();
   }
   const std::string url = !ocsp.responder.empty() ? ocsp.responder : ocsp_responder_url(leaf);
   if (url.empty() && ocsp.response_file.empty()) {
     if (must_staple) {
-      log::warn("ocsp \"{}\": the leaf is must-staple but has no OCSP responder URL: clients will refuse it "
-                "(set [tls.ocsp] responder or response_file)", name);
+      log::warn("{}: the leaf is must-staple but has no OCSP responder URL: clients will refuse it "
+                "(set [tls.ocsp] responder or response_file)",
+                prefix);
     } else {
-      log::debug("ocsp \"{}\": no OCSP responder URL in the leaf: not stapled", name);
+      log::debug("{}: no OCSP responder URL in the leaf: not stapled", prefix);
     }
     return std::unique_ptr<OcspStapler>();
   }
   X509* issuer = find_issuer(leaf, chain);
+  if (!issuer && anchor && is_issuer(anchor, leaf)) issuer = anchor;
   if (!issuer) {
-    log::warn("ocsp \"{}\": the issuer is not among the intermediates sent: not stapled", name);
+    log::warn("{}: the issuer is neither among the intermediates sent nor the trust anchor: not stapled", prefix);
     return std::unique_ptr<OcspStapler>();
   }
   X509_up_ref(leaf);
@@ -136,6 +152,9 @@ Result<std::unique_ptr<OcspStapler>> OcspStapler::create(X509* leaf, STACK_OF(X5
   X509Ptr issuer_ref(issuer);
   std::unique_ptr<OcspStapler> s(new OcspStapler(std::move(leaf_ref), std::move(issuer_ref), ocsp, cache_dir, clock));
   s->name_ = name;
+  s->key_type_ = key_type;
+  s->fingerprint_ = fingerprint;
+  s->prefix_ = prefix;
   if (ocsp.response_file.empty()) {
     s->responder_ = url;
     auto req = make_ocsp_request(leaf, issuer);
@@ -181,7 +200,7 @@ OcspStatus OcspStapler::status() const {
 std::string OcspStapler::describe() const {
   std::string source = ocsp_.response_file.empty() ? "responder " + responder_
                                                    : "response_file \"" + ocsp_.response_file + "\"";
-  std::string out = fmt::format("ocsp \"{}\": stapling from {}, staple_policy {}", name_, source, policy_name(policy_));
+  std::string out = fmt::format("{}: stapling from {}, staple_policy {}", prefix_, source, policy_name(policy_));
   if (policy_ == config::StaplePolicy::MustStaple && ocsp_.staple_policy != policy_) out += " (the leaf is must-staple)";
   if (ocsp_.response_file.empty()) out += cache_dir_.empty() ? ", no cache dir" : ", cache \"" + cache_path() + "\"";
   if (auto s = staple()) {
@@ -199,20 +218,38 @@ Result<std::shared_ptr<const OcspStaple>> OcspStapler::read_and_verify(const std
   if (!bytes) return bytes.take_error();
   auto v = verify_ocsp_response(*bytes, leaf_.get(), issuer_.get(), clock_->now());
   if (!v) return v.take_error();
+  if (v->status == OcspCertStatus::Revoked) {
+    return make_error(Errc::Protocol, fmt::format("the certificate is REVOKED (revoked at {}, reason {})",
+                                                  ocsp_time_string(v->revoked_at), v->revocation_reason));
+  }
   if (v->status != OcspCertStatus::Good) {
     return make_error(Errc::Protocol, std::string("certificate status is ") + to_string(v->status));
   }
   return std::make_shared<const OcspStaple>(std::move(v).value());
 }
 
+Status OcspStapler::check_response_file(std::vector<std::string>& warnings) const {
+  if (ocsp_.response_file.empty()) return {};
+  auto r = read_and_verify(ocsp_.response_file);
+  if (r) return {};
+  std::string why = fmt::format("{}: {}: \"{}\" would not be stapled: {}", ocsp_.response_file_origin,
+                                ocsp_.response_file_setting, ocsp_.response_file, r.error().message());
+  if (r.error().code == Errc::Timeout) {
+    warnings.push_back(std::move(why) + " (replace it and send SIGHUP)");
+    return {};
+  }
+  return make_error(Errc::Config, std::move(why));
+}
+
 Status OcspStapler::load_initial() {
   if (!ocsp_.response_file.empty()) {
     auto r = read_and_verify(ocsp_.response_file);
     if (!r && (r.error().code == Errc::Io || r.error().code == Errc::ResourceExhausted)) {
-      return make_error(Errc::Config, ocsp_.origin + ": tls.ocsp.response_file: " + r.error().message());
+      return make_error(Errc::Config,
+                        ocsp_.response_file_origin + ": " + ocsp_.response_file_setting + ": " + r.error().message());
     }
     if (!r) {
-      log::error("ocsp \"{}\": response_file \"{}\" not stapled: {}", name_, ocsp_.response_file, r.error().message());
+      log::error("{}: response_file \"{}\" not stapled: {}", prefix_, ocsp_.response_file, r.error().message());
       return {};
     }
     publish(std::move(r).value(), "loaded from response_file");
@@ -227,7 +264,7 @@ Status OcspStapler::load_initial() {
   if (::stat(cache_path().c_str(), &st) != 0) return {};  // nothing cached yet
   auto r = read_and_verify(cache_path());
   if (!r) {
-    log::info("ocsp \"{}\": cached response not used: {}", name_, r.error().message());
+    log::info("{}: cached response not used: {}", prefix_, r.error().message());
     return {};
   }
   publish(std::move(r).value(), "loaded from the cache");
@@ -260,7 +297,7 @@ void OcspStapler::reload() {
   if (ocsp_.response_file.empty()) return;
   auto r = read_and_verify(ocsp_.response_file);
   if (!r) {
-    log::error("ocsp \"{}\": SIGHUP: response_file \"{}\" not stapled, keeping the current staple: {}", name_,
+    log::error("{}: SIGHUP: response_file \"{}\" not stapled, keeping the current staple: {}", prefix_,
                ocsp_.response_file, r.error().message());
     return;
   }
@@ -322,16 +359,16 @@ void OcspStapler::on_failure(const std::string& why) {
   milliseconds delay = kFirstRetry * (1LL << std::min(failures_ - 1, 20));
   delay = std::min(delay, kMaxRetry);
   delay += milliseconds(std::uniform_int_distribution<int64_t>(0, delay.count() / 10)(rng_));
-  log::warn("ocsp \"{}\": fetch from {} failed: {}; {}; retry in {} s", name_, responder_, why, fallback_note(),
+  log::warn("{}: fetch from {} failed: {}; {}; retry in {} s", prefix_, responder_, why, fallback_note(),
             (delay.count() + 999) / 1000);
   arm_fetch(delay);
 }
 
 void OcspStapler::on_revoked(const OcspStaple& r) {
   revoked_.fetch_add(1, std::memory_order_relaxed);
-  log::error("ocsp \"{}\": THE CERTIFICATE IS REVOKED according to {} (revoked at {}, reason {}): not stapling; "
+  log::error("{}: THE CERTIFICATE IS REVOKED according to {} (revoked at {}, reason {}): not stapling; "
              "replace the certificate",
-             name_, responder_, ocsp_time_string(r.revoked_at), r.revocation_reason);
+             prefix_, responder_, ocsp_time_string(r.revoked_at), r.revocation_reason);
   drop("the certificate is revoked");
   if (!cache_dir_.empty()) ::unlink(cache_path().c_str());
   failures_ = 0;
@@ -341,9 +378,9 @@ void OcspStapler::on_revoked(const OcspStaple& r) {
 
 void OcspStapler::publish(std::shared_ptr<const OcspStaple> staple, const char* how) {
   const auto now = clock_->now();
-  log::info("ocsp \"{}\": stapling response {} (status good, thisUpdate {}, nextUpdate {}: age {} s, {} s left, {} "
+  log::info("{}: stapling response {} (status good, thisUpdate {}, nextUpdate {}: age {} s, {} s left, {} "
             "bytes)",
-            name_, how, ocsp_time_string(staple->this_update), ocsp_time_string(staple->next_update),
+            prefix_, how, ocsp_time_string(staple->this_update), ocsp_time_string(staple->next_update),
             secs(now - staple->this_update), secs(staple->next_update - now), staple->der.size());
   current_.store(std::move(staple));
 }
@@ -351,7 +388,7 @@ void OcspStapler::publish(std::shared_ptr<const OcspStaple> staple, const char* 
 void OcspStapler::drop(const char* why) {
   if (!current_.load()) return;
   current_.store(nullptr);
-  log::error("ocsp \"{}\": no longer stapling: {}; {}", name_, why, fallback_note());
+  log::error("{}: no longer stapling: {}; {}", prefix_, why, fallback_note());
 }
 
 void OcspStapler::schedule_refresh(OcspTime at) {
@@ -377,7 +414,7 @@ void OcspStapler::schedule_refresh(OcspTime at) {
   }
   auto delay = std::chrono::duration_cast<milliseconds>(at - now);
   delay = std::max(delay, kMinRefresh);
-  log::info("ocsp \"{}\": next fetch in {} s", name_, (delay.count() + 999) / 1000);
+  log::info("{}: next fetch in {} s", prefix_, (delay.count() + 999) / 1000);
   arm_fetch(delay);
 }
 
@@ -438,7 +475,7 @@ void OcspStapler::write_cache(const OcspStaple& s) {
   fd.reset();
   if (ok && ::rename(tmp.c_str(), path.c_str()) != 0) ok = false;
   if (!ok) {
-    log::warn("ocsp \"{}\": cannot write the cache file \"{}\": {}", name_, path, std::strerror(errno));
+    log::warn("{}: cannot write the cache file \"{}\": {}", prefix_, path, std::strerror(errno));
     ::unlink(tmp.c_str());
   }
 }

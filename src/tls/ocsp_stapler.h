@@ -1,6 +1,7 @@
 // OCSP stapling of one certificate (RFC 6066 §8 status_request; RFC 6960).
 //
-// An OcspStapler belongs to one leaf (and its issuer, from the built chain).
+// An OcspStapler belongs to one leaf (and its issuer: an intermediate of the
+// built chain, or its trust anchor when a root issued the leaf directly).
 // It is owned by the Server and driven on the control loop: it fetches the
 // response from the responder (the [tls.ocsp] responder override, else the
 // leaf's AIA URL) with an OcspFetcher, verifies it (ocsp_response.h), and
@@ -75,15 +76,19 @@ struct OcspStatus {
 class OcspStapler {
  public:
   // For `leaf` (borrowed, up-ref'ed) whose issuer is found in `chain`
-  // (borrowed; the intermediates sent with it). Returns null (not an error)
-  // when the certificate is not stapled: ocsp.stapling = false, no responder
-  // (AIA nor override) and no response_file, or the issuer is not in `chain`
-  // (logged at warn when a staple was expected). `cache_dir` "" = no cache.
+  // (borrowed; the intermediates sent with it) or is `anchor` (borrowed, may
+  // be null; the trust anchor the chain ends at, CertChain::anchor(): a leaf
+  // issued directly by a root is sent without its issuer, yet the response
+  // names and is signed by, or on behalf of, that root). Returns null (not an
+  // error) when the certificate is not stapled: ocsp.stapling = false, no
+  // responder (AIA nor override) and no response_file, or neither `chain` nor
+  // `anchor` issued the leaf (logged at warn when a staple was expected).
+  // `cache_dir` "" = no cache.
   // `clock` is borrowed and must outlive the stapler. Errors: Errc::Tls
   // (the request cannot be built).
   // Thread affinity: control thread.
   [[nodiscard]] static Result<std::unique_ptr<OcspStapler>> create(X509* leaf, STACK_OF(X509) * chain,
-                                                                    const config::Ocsp& ocsp,
+                                                                    X509* anchor, const config::Ocsp& ocsp,
                                                                     const std::string& cache_dir, const Clock* clock);
   ~OcspStapler();
   OcspStapler(const OcspStapler&) = delete;
@@ -94,6 +99,15 @@ class OcspStapler {
   // if needed. Errors: Errc::Config when response_file cannot be read (a
   // response that does not verify is only logged: it may have expired).
   [[nodiscard]] Status load_initial();
+  // `tlsfront --test`: whether the response_file (if any) would be stapled
+  // now. load_initial() only logs a response that does not verify (the server
+  // serves without it); a test says why. Errors: Errc::Config "<origin>:
+  // <setting>: "<path>" would not be stapled: <reason>" (unreadable,
+  // malformed, another certificate's, signed by another key, revoked,
+  // unknown). An expired response is a mistake of time, not of
+  // configuration: the same text goes to `warnings` instead (a failing test
+  // would also stop a systemd start, ExecStartPre). Any thread; reads the file.
+  [[nodiscard]] Status check_response_file(std::vector<std::string>& warnings) const;
   // Arms the refresh/expiry timers on `loop`; fetches with `fetcher` (both
   // borrowed, must outlive stop()). Control loop only.
   void start(uv_loop_t* loop, OcspFetcher* fetcher);
@@ -108,13 +122,21 @@ class OcspStapler {
   std::shared_ptr<const OcspStaple> staple() const;
   // lenient, strict or must_staple (must_staple also when the leaf demands it).
   config::StaplePolicy policy() const { return policy_; }
-  // "CN=localhost" (the leaf subject), for log lines.
+  // "CN=localhost" (the leaf subject, RFC 2253).
   const std::string& name() const { return name_; }
+  // The leaf key's algorithm: "ecdsa", "rsa", "rsa-pss", "ed25519", "ed448".
+  const std::string& key_type() const { return key_type_; }
+  // The first 8 hex digits of the SHA-256 of the leaf DER (lowercase; what
+  // `openssl x509 -noout -fingerprint -sha256` starts with). With name and
+  // key type it tells apart an ECDSA/RSA pair and renewals of one subject.
+  const std::string& fingerprint() const { return fingerprint_; }
   X509* leaf() const { return leaf_.get(); }
   // The URL fetched ("" with response_file).
   const std::string& responder() const { return responder_; }
   OcspStatus status() const;
   // One line for the start-up log and --test: source, policy, cache, staple.
+  // Every log line of a stapler starts `ocsp "<subject>" (<key type>
+  // <fingerprint>): `.
   std::string describe() const;
 
   // When the next fetch is due (control loop; epoch when none is scheduled).
@@ -148,7 +170,8 @@ class OcspStapler {
   config::StaplePolicy policy_;
   std::string cache_dir_;
   const Clock* clock_;
-  std::string name_;
+  std::string name_, key_type_, fingerprint_;
+  std::string prefix_;  // log lines: ocsp "CN=localhost" (ecdsa 3f9a1c2b)
   std::string responder_;
   std::vector<uint8_t> request_der_;
   std::string leaf_id_;  // hex SHA-256 of the leaf DER

@@ -27,17 +27,6 @@ std::string lowercase(std::string_view s) {
   return out;
 }
 
-std::string key_type_of(EVP_PKEY* key) {
-  switch (EVP_PKEY_get_base_id(key)) {
-    case EVP_PKEY_RSA: return "RSA";
-    case EVP_PKEY_RSA_PSS: return "RSA-PSS";
-    case EVP_PKEY_EC: return "ECDSA";
-    case EVP_PKEY_ED25519: return "Ed25519";
-    case EVP_PKEY_ED448: return "Ed448";
-    default: return EVP_PKEY_get0_type_name(key) ? EVP_PKEY_get0_type_name(key) : "unknown";
-  }
-}
-
 Result<EvpPkeyPtr> load_key(const config::Certificate& cert) {
   ERR_clear_error();
   if (FILE* f = std::fopen(cert.key.c_str(), "rb")) {
@@ -62,6 +51,17 @@ std::string joined(const std::vector<std::string>& names) {
 }
 
 }  // namespace
+
+std::string key_type_of(const EVP_PKEY* key) {
+  switch (key ? EVP_PKEY_get_base_id(key) : EVP_PKEY_NONE) {
+    case EVP_PKEY_RSA: return "RSA";
+    case EVP_PKEY_RSA_PSS: return "RSA-PSS";
+    case EVP_PKEY_EC: return "ECDSA";
+    case EVP_PKEY_ED25519: return "Ed25519";
+    case EVP_PKEY_ED448: return "Ed448";
+    default: return key && EVP_PKEY_get0_type_name(key) ? EVP_PKEY_get0_type_name(key) : "unknown";
+  }
+}
 
 bool name_matches(std::string_view pattern, std::string_view host) {
   if (!pattern.starts_with("*.")) return pattern == host;

@@ -28,6 +28,10 @@ namespace tlsfront::tls {
 // lowercase) matches `host` (lowercase, no trailing dot) per the rules above.
 bool name_matches(std::string_view pattern, std::string_view host);
 
+// "ECDSA" | "RSA" | "RSA-PSS" | "Ed25519" | "Ed448" (else OpenSSL's name, or
+// "unknown" for null): the algorithm of `key` (borrowed).
+std::string key_type_of(const EVP_PKEY* key);
+
 // The lowercase SAN dNSName entries of `leaf`, in certificate order.
 std::vector<std::string> san_dns_names(X509* leaf);
 

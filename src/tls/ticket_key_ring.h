@@ -55,6 +55,10 @@ struct TicketKey {
   // (exclusive). time_point::min()/max() mean "always"/"never".
   TimePoint activates_at = TimePoint::min();
   TimePoint expires_at = TimePoint::max();
+  // Key files only: the file's modification time when it was read, the
+  // nearest thing to an activation time a file key has (its activates_at is
+  // "always"); tlsfront_ticket_key_age_seconds counts from it. min() otherwise.
+  TimePoint file_modified_at = TimePoint::min();
 
   TicketKey() = default;
   TicketKey(const TicketKey&) = default;

@@ -69,6 +69,8 @@ Result<TicketKey> load_one(const config::TicketKeys& keys, size_t index, std::ve
   }
   auto key = parse_nginx_ticket_key(std::span<const uint8_t>(buf.bytes.data(), got));
   if (!key.ok()) return file_error(keys, index, key.error().message());
+  key->file_modified_at = TimePoint(std::chrono::duration_cast<TimePoint::duration>(
+      std::chrono::seconds(st.st_mtim.tv_sec) + std::chrono::nanoseconds(st.st_mtim.tv_nsec)));
   return key;
 }
 

@@ -38,7 +38,8 @@ struct LoadedTicketKeys {
 // key never expires. Errors: Errc::InvalidArgument for any other length.
 [[nodiscard]] Result<TicketKey> parse_nginx_ticket_key(std::span<const uint8_t> bytes);
 
-// Loads every file in `keys.files`, in order (the first encrypts).
+// Loads every file in `keys.files`, in order (the first encrypts); each key
+// carries its file's modification time (TicketKey::file_modified_at).
 // Errors: Errc::Config naming `keys.files_origin`, the index and the path:
 // unreadable file (strerror), not a regular file, wrong size, empty list.
 [[nodiscard]] Result<LoadedTicketKeys> load_ticket_key_files(const config::TicketKeys& keys);

@@ -117,6 +117,39 @@ TEST_F(Cli, TestBadDurationNamesKey) {
   EXPECT_NE(r.err.find("5x"), std::string::npos) << r.err;
 }
 
+// OpenSSL accepts a cipher list as long as one entry is usable; --test names
+// the misspelled one with the key's position.
+TEST_F(Cli, TestUnknownCipherNamesTheEntryAndTheKey) {
+  ProxyOptions o = good_options();
+  o.tls_extra = "ciphers = \"ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA348\"\n";
+  const std::string text = config_text(o);
+  const size_t at = text.find("ciphers = ");
+  const int line = static_cast<int>(std::count(text.begin(), text.begin() + static_cast<long>(at), '\n')) + 1;
+  std::string path = write_config(text);
+  RunResult r = run_test(path);
+  EXPECT_EQ(r.status.code, 1);
+  const std::string expected = path + ":" + std::to_string(line) +
+                               ":1: tls.ciphers: unknown cipher \"ECDHE-ECDSA-AES256-GCM-SHA348\" (entry 2)";
+  EXPECT_NE(r.err.find(expected), std::string::npos) << "expected \"" << expected << "\" in:\n" << r.err;
+  EXPECT_NE(r.err.find("test failed"), std::string::npos) << r.err;
+}
+
+// A URL where an upstream address belongs is named as one (not "IPv6
+// addresses must be in brackets").
+TEST_F(Cli, TestUpstreamUrlIsNotAnAddress) {
+  ProxyOptions o = good_options();
+  o.upstream_servers = {"https://10.0.0.1:8443"};
+  std::string path = write_config(config_text(o));
+  RunResult r = run_test(path);
+  EXPECT_EQ(r.status.code, 1);
+  EXPECT_NE(r.err.find("upstream[0].servers[0]: invalid address \"https://10.0.0.1:8443\" (a URL is not an address: "
+                       "expected \"host:port\" without a scheme"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("TLS to them is not supported yet"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("brackets"), std::string::npos) << r.err;
+}
+
 TEST_F(Cli, TestCertKeyMismatch) {
   ProxyOptions o = good_options();
   o.key = pki("mismatch.key");

@@ -6,11 +6,14 @@
 #include <netinet/in.h>
 #include <curl/curl.h>
 #include <openssl/ssl.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <map>
+#include <ctime>
 #include <sstream>
 #include <thread>
 
@@ -19,7 +22,9 @@
 namespace tlsfront::itest {
 namespace {
 
-// name{labels} -> value, from an exposition body.
+// name{labels} -> value, from an exposition body. A series that appears twice
+// (the same name and labels) makes the whole exposition invalid for
+// Prometheus, and fails the test whatever it scraped for.
 std::map<std::string, double> parse_metrics(const std::string& text) {
   std::map<std::string, double> out;
   std::istringstream in(text);
@@ -28,15 +33,15 @@ std::map<std::string, double> parse_metrics(const std::string& text) {
     if (line.empty() || line[0] == '#') continue;
     const size_t sp = line.rfind(' ');
     if (sp == std::string::npos) continue;
-    out[line.substr(0, sp)] = std::stod(line.substr(sp + 1));
+    const bool fresh = out.emplace(line.substr(0, sp), std::stod(line.substr(sp + 1))).second;
+    EXPECT_TRUE(fresh) << "duplicate series " << line.substr(0, sp);
   }
   return out;
 }
 
 class Metrics : public ProxyTest {
  protected:
-  bool start() {
-    ProxyOptions o;  // [admin] on port 0: the proxy logs the port it got
+  bool start(ProxyOptions o = {}) {  // [admin] on port 0: the proxy logs the port it got
     if (!start_proxy(o)) return false;
     admin_port_ = proxy_.admin_port();
     return admin_port_ > 0;
@@ -126,6 +131,45 @@ TEST_F(Metrics, ExactCountersAfterAKnownSequence) {
   EXPECT_TRUE(wait_until([&] {
     return scrape()["tlsfront_access_log_bytes_total"] > before["tlsfront_access_log_bytes_total"];
   }));
+}
+
+// A key file's key is active "always"; its age is that of the file (its
+// modification time), not of the beginning of time.
+TEST_F(Metrics, TicketKeyAgeOfAKeyFileCountsFromItsModificationTime) {
+  const std::string key = dir_.file("ticket.key");
+  write_file(key, read_file(pki("ticket-key-80.key")));
+  ASSERT_EQ(::chmod(key.c_str(), 0600), 0);
+  const timespec hour_ago[2] = {{::time(nullptr) - 3600, 0}, {::time(nullptr) - 3600, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, key.c_str(), hour_ago, 0), 0);
+  ProxyOptions o;
+  o.tls_extra = "[tls.ticket_keys]\nsource = \"files\"\nfiles = [\"" + key + "\"]\n";
+  ASSERT_TRUE(start(o));
+  auto m = scrape();
+  ASSERT_EQ(m.count("tlsfront_ticket_key_age_seconds"), 1u);
+  EXPECT_GE(m["tlsfront_ticket_key_age_seconds"], 3600);
+  EXPECT_LT(m["tlsfront_ticket_key_age_seconds"], 3600 + 600);  // not the epoch, nor time_point::min()
+}
+
+// An ECDSA and an RSA certificate with the same subject each get their own
+// OCSP series (parse_metrics fails on a duplicate).
+TEST_F(Metrics, EcdsaAndRsaCertificatesOfOneSubjectHaveDistinctOcspSeries) {
+  ProxyOptions o;
+  const std::string ocsp =
+      "[certificate.ocsp]\nresponder = \"http://127.0.0.1:" + std::to_string(free_port()) + "/\"\n";
+  o.certificates = "[[certificate]]\ncert = \"" + pki("localhost.chain.pem") + "\"\nkey = \"" + pki("localhost.key") +
+                   "\"\n" + ocsp + "[[certificate]]\ncert = \"" + pki("rsa.chain.pem") + "\"\nkey = \"" +
+                   pki("rsa.key") + "\"\n" + ocsp;
+  ASSERT_TRUE(start(o));
+  auto m = scrape();
+  std::vector<std::string> present;
+  for (const auto& [series, value] : m) {
+    if (series.rfind("tlsfront_ocsp_staple_present{", 0) == 0) present.push_back(series);
+  }
+  ASSERT_EQ(present.size(), 2u);
+  EXPECT_NE(present[0].find("certificate=\"CN=localhost\",key_type=\"ecdsa\",sha256=\""), std::string::npos)
+      << present[0];
+  EXPECT_NE(present[1].find("certificate=\"CN=localhost\",key_type=\"rsa\",sha256=\""), std::string::npos)
+      << present[1];
 }
 
 TEST_F(Metrics, Http2ConnectionsAndStreamsAreCounted) {

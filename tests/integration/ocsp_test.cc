@@ -9,6 +9,8 @@
 #include <openssl/pem.h>
 #include <signal.h>
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <regex>
 #include <string>
@@ -20,14 +22,16 @@ namespace {
 
 const std::string kOpenssl = "/usr/bin/openssl";
 
-// `openssl ocsp` as a responder for the intermediate. OpenSSL 3.0's -port
-// binds the wildcard address (it takes no host); clients use 127.0.0.1.
+// `openssl ocsp` as a responder for the intermediate (or for `ca`). OpenSSL
+// 3.0's -port binds the wildcard address (it takes no host); clients use
+// 127.0.0.1.
 class OcspResponder {
  public:
   struct Options {
     std::string index = pki("ocsp-index.txt");
     std::string signer = pki("ocsp-signer.pem");
     std::string key = pki("ocsp-signer.key");
+    std::string ca = pki("intermediate.pem");  // the issuer of the certificates in `index`
     int nmin = 60;  // validity (nextUpdate - thisUpdate) in minutes
     int port = 0;   // 0: the responder picks one
   };
@@ -37,7 +41,7 @@ class OcspResponder {
   bool start(const Options& o) {
     const std::string out = dir_.file("ocsp-responder" + std::to_string(++starts_) + ".out");
     if (!process_.start({kOpenssl, "ocsp", "-index", o.index, "-port", std::to_string(o.port), "-rsigner", o.signer,
-                         "-rkey", o.key, "-CA", pki("intermediate.pem"), "-nmin", std::to_string(o.nmin),
+                         "-rkey", o.key, "-CA", o.ca, "-nmin", std::to_string(o.nmin),
                          "-ignore_err"},
                         out, out + ".err")) {
       return false;
@@ -113,6 +117,17 @@ int curl_verify_status(int port) {
   return rc;
 }
 
+// The first 8 hex digits (lowercase) of the SHA-256 fingerprint of the test
+// PKI's certificate `pem`, as openssl prints it.
+std::string fingerprint(const TempDir& dir, const std::string& pem) {
+  RunResult r = run_command(dir, {kOpenssl, "x509", "-in", pki(pem), "-noout", "-fingerprint", "-sha256"});
+  std::string hex;
+  for (size_t i = r.out.find('=') + 1; i < r.out.size() && hex.size() < 8; ++i) {
+    if (std::isxdigit(static_cast<unsigned char>(r.out[i]))) hex += static_cast<char>(std::tolower(r.out[i]));
+  }
+  return hex;
+}
+
 size_t count(const std::string& s, const std::string& what) {
   size_t n = 0;
   for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
@@ -182,6 +197,27 @@ TEST_F(Ocsp, H1_StapledOnFirstHandshakeAfterRestartFromCacheWithResponderDown) {
   EXPECT_NE(log().find("stapling response loaded from the cache"), std::string::npos) << log();
 }
 
+// A private PKI's leaf issued by the root itself: only the leaf is sent (the
+// root is trusted_ca), and the responder answers for, and signs as, the root.
+TEST_F(Ocsp, H1_LeafIssuedByTheRootIsStapled) {
+  OcspResponder::Options ro;
+  ro.index = pki("root-ocsp-index.txt");
+  ro.signer = pki("root.pem");
+  ro.key = pki("root.key");
+  ro.ca = pki("root.pem");
+  ASSERT_TRUE(responder_.start(ro));
+  ProxyOptions o = options(responder_key(), false);
+  o.certificate = pki("root-issued.chain.pem");
+  o.key = pki("root-issued.key");
+  ASSERT_TRUE(start_proxy(o));
+  StatusResult s = wait_stapled();
+  EXPECT_TRUE(s.good) << s.out << "\n" << log();
+  EXPECT_TRUE(s.handshake_ok);
+  EXPECT_EQ(log().find("not stapled"), std::string::npos) << log();
+  // (Not curl_verify_status: libcurl looks for the leaf's issuer only among
+  // the certificates the server sent, so it cannot check this staple.)
+}
+
 TEST_F(Ocsp, H1_ResponderDownKeepsTheLastGoodStaple) {
   OcspResponder::Options ro;
   ro.nmin = 5;
@@ -199,8 +235,9 @@ TEST_F(Ocsp, H1_ResponderDownKeepsTheLastGoodStaple) {
 }
 
 // An OCSP response for `leaf_file` signed by the delegated responder, valid
-// from now+`from` to now+`to`.
-std::vector<uint8_t> response_for(const std::string& leaf_file, std::chrono::seconds from, std::chrono::seconds to) {
+// from now+`from` to now+`to`, saying `status` (V_OCSP_CERTSTATUS_*).
+std::vector<uint8_t> response_for(const std::string& leaf_file, std::chrono::seconds from, std::chrono::seconds to,
+                                  int status = V_OCSP_CERTSTATUS_GOOD) {
   auto load = [](const std::string& f) {
     BIO* b = BIO_new_file(pki(f).c_str(), "r");
     X509* x = PEM_read_bio_X509(b, nullptr, nullptr, nullptr);
@@ -218,7 +255,9 @@ std::vector<uint8_t> response_for(const std::string& leaf_file, std::chrono::sec
   OCSP_CERTID* id = OCSP_cert_to_id(nullptr, leaf, issuer);
   ASN1_GENERALIZEDTIME* tu = ASN1_GENERALIZEDTIME_set(nullptr, now + from.count());
   ASN1_GENERALIZEDTIME* nu = ASN1_GENERALIZEDTIME_set(nullptr, now + to.count());
-  OCSP_basic_add1_status(bs, id, V_OCSP_CERTSTATUS_GOOD, 0, nullptr, tu, nu);
+  const bool revoked = status == V_OCSP_CERTSTATUS_REVOKED;
+  OCSP_basic_add1_status(bs, id, status, revoked ? OCSP_REVOKED_STATUS_KEYCOMPROMISE : 0, revoked ? tu : nullptr, tu,
+                         nu);
   OCSP_basic_sign(bs, signer, key, EVP_sha256(), nullptr, 0);
   OCSP_RESPONSE* r = OCSP_response_create(OCSP_RESPONSE_STATUS_SUCCESSFUL, bs);
   std::vector<uint8_t> der(static_cast<size_t>(i2d_OCSP_RESPONSE(r, nullptr)));
@@ -371,9 +410,51 @@ TEST_F(Ocsp, TestPrintsTheStaplingLine) {
   write_file(path, make_config(o, kAnyPort, dir_.file("access.log")));
   RunResult r = run_command(dir_, {TLSFRONT_BINARY, "--test", "--config", path});
   EXPECT_EQ(r.status.code, 0) << r.err;
-  EXPECT_NE(r.err.find("ocsp \"CN=localhost\": stapling from responder http://127.0.0.1:9/, staple_policy lenient"),
+  EXPECT_NE(r.err.find("ocsp \"CN=localhost\" (ecdsa " + fingerprint(dir_, "localhost.pem") +
+                       "): stapling from responder http://127.0.0.1:9/, staple_policy lenient"),
             std::string::npos)
       << r.err;
+}
+
+// --test fails, naming the key and the reason, for a response_file that
+// would not be stapled; the server itself only logs it. An expired one is a
+// warning: a failing test would also stop `systemctl start` (ExecStartPre).
+TEST_F(Ocsp, TestFailsForAResponseFileThatWouldNotBeStapled) {
+  using namespace std::chrono_literals;
+  const std::string file = dir_.file("response.der");
+  const std::string path = dir_.file("t.toml");
+  ProxyOptions o = options("response_file = \"" + file + "\"\n", false);
+  o.upstream_servers = {"127.0.0.1:9"};
+  const std::string text = make_config(o, kAnyPort, dir_.file("access.log"));
+  write_file(path, text);
+  const size_t at = text.find("response_file");
+  const std::string position = path + ":" + std::to_string(std::count(text.begin(), text.begin() + at, '\n') + 1) +
+                               ":1: tls.ocsp.response_file: \"" + file + "\" would not be stapled: ";
+  const struct {
+    std::vector<uint8_t> der;
+    std::string reason;
+  } cases[] = {
+      {response_for("localhost.pem", -1h, 1h, V_OCSP_CERTSTATUS_REVOKED), "the certificate is REVOKED"},
+      {response_for("rsa.pem", -1h, 1h), "no SingleResponse matches the certificate"},
+      {{0x30, 0x03, 0x0a, 0x01, 0x06}, "responder answered \"unauthorized\""},  // OCSPResponse, status 6
+  };
+  for (const auto& c : cases) {
+    write_file(file, std::string(c.der.begin(), c.der.end()));
+    RunResult r = run_command(dir_, {TLSFRONT_BINARY, "--test", "--config", path});
+    EXPECT_EQ(r.status.code, 1) << c.reason << ": " << r.err;
+    EXPECT_NE(r.err.find(position + c.reason), std::string::npos) << "expected \"" << position << c.reason << "\" in\n"
+                                                                   << r.err;
+  }
+  auto expired = response_for("localhost.pem", -2h, -1h);
+  write_file(file, std::string(expired.begin(), expired.end()));
+  RunResult r = run_command(dir_, {TLSFRONT_BINARY, "--test", "--config", path});
+  EXPECT_EQ(r.status.code, 0) << r.err;
+  EXPECT_NE(r.err.find("tlsfront: warning: " + position + "expired: nextUpdate "), std::string::npos) << r.err;
+  auto good = response_for("localhost.pem", -1h, 1h);
+  write_file(file, std::string(good.begin(), good.end()));
+  r = run_command(dir_, {TLSFRONT_BINARY, "--test", "--config", path});
+  EXPECT_EQ(r.status.code, 0) << r.err;
+  EXPECT_EQ(r.err.find("would not be stapled"), std::string::npos) << r.err;
 }
 
 // Several certificates: an ECDSA and an RSA leaf for the same names share
@@ -388,6 +469,13 @@ TEST_F(Ocsp, H1_EachCertificateGetsItsOwnStapleAndReloadKeepsThem) {
                    pki("rsa.key") + "\"\n" + ocsp_table;
   ASSERT_TRUE(start_proxy(o));
   ASSERT_TRUE(wait_log("stapling response fetched", 2)) << log();
+  // The two leaves share their subject: the log prefix tells them apart.
+  for (const auto& [type, pem] : {std::pair{"ecdsa", "localhost.pem"}, std::pair{"rsa", "rsa.pem"}}) {
+    EXPECT_EQ(count(log(), std::string("ocsp \"CN=localhost\" (") + type + " " + fingerprint(dir_, pem) +
+                               "): stapling response fetched"),
+              1u)
+        << log();
+  }
   auto serial_of = [&](const std::string& pem) {
     RunResult r = run_command(dir_, {kOpenssl, "x509", "-in", pki(pem), "-noout", "-serial"});
     return r.out.substr(r.out.find('=') + 1, r.out.find('\n') - r.out.find('=') - 1);

@@ -256,6 +256,19 @@ aaa = 1
 )"),
             R"(t.toml:11:1: upstream[1].weight: unknown key "weight")");
   EXPECT_EQ(load_error(with("hosts = [\"a\"]\n")), R"(t.toml:14:1: route[0].hosts: unknown key "hosts")");
+  // An https:// URL where an address belongs: said to be a URL, and that TLS upstreams are not supported yet.
+  EXPECT_EQ(load_error(R"([[listen]]
+address = "127.0.0.1:8443"
+[tls]
+certificate = "c"
+key = "k"
+[[upstream]]
+name = "a"
+servers = ["127.0.0.1:1", "https://api.internal:443/"]
+)"),
+            R"(t.toml:8:27: upstream[0].servers[1]: invalid address "https://api.internal:443/" (a URL is not an address: )"
+            R"(expected "host:port" without a scheme, e.g. "127.0.0.1:8080"); tlsfront speaks plain HTTP/1.1 to )"
+            R"(upstream servers: TLS to them is not supported yet)");
   EXPECT_EQ(load_error(with("[log]\nformat = \"json\"\n")),
             R"(t.toml:15:1: log.format: unknown key "format")");
   EXPECT_EQ(load_error(with("[limits]\nmax_headers = 10\n")),

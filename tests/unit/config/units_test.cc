@@ -203,6 +203,9 @@ TEST(ParseEndpoint, RejectsBadShapes) {
   EXPECT_EQ(endpoint_error("[::1:8443"), R"(invalid address "[::1:8443" (missing "]"))");
   EXPECT_EQ(endpoint_error("::1:8443"),
             R"(invalid address "::1:8443" (IPv6 addresses must be in brackets, e.g. "[::1]:8443"))");
+  // A URL is named as one, not taken for an IPv6 address without brackets.
+  EXPECT_EQ(endpoint_error("http://10.0.0.1:8080"),
+            R"(invalid address "http://10.0.0.1:8080" (a URL is not an address: expected "host:port" without a scheme, e.g. "127.0.0.1:8080"))");
   EXPECT_EQ(endpoint_error(":8443"), R"(invalid address ":8443" (missing host))");
   EXPECT_EQ(endpoint_error("[]:8443"), R"(invalid address "[]:8443" (missing host))");
   EXPECT_EQ(endpoint_error("1.2.3.4:"), R"(invalid address "1.2.3.4:" (missing port))");

@@ -50,6 +50,23 @@ class CertChainTest : public ::testing::Test {
   EvpPkeyPtr key_;
 };
 
+// A leaf issued by the root itself: nothing but the leaf is sent, and the
+// anchor (from the file or from trusted_ca) is kept as an X509 for OCSP.
+TEST_F(CertChainTest, RootIssuedLeafKeepsItsAnchorWhetherFromTheFileOrTheStore) {
+  X509Ptr root = load_cert("root.pem");
+  for (const char* file : {"root-issued.chain.pem", "root-issued.with-root.pem"}) {
+    auto chain = build(tls(file, "root-issued.key"), "root-issued.key");
+    ASSERT_TRUE(chain.ok()) << file << ": " << chain.error().message();
+    EXPECT_EQ(sk_X509_num(chain->intermediates()), 0) << file;
+    ASSERT_NE(chain->anchor(), nullptr) << file;
+    EXPECT_EQ(X509_cmp(chain->anchor(), root.get()), 0) << file;
+  }
+  auto via_intermediate = build(tls("localhost.chain.pem"));
+  ASSERT_TRUE(via_intermediate.ok()) << via_intermediate.error().message();
+  ASSERT_NE(via_intermediate->anchor(), nullptr);
+  EXPECT_EQ(X509_cmp(via_intermediate->anchor(), root.get()), 0);
+}
+
 TEST_F(CertChainTest, ShuffledBundleSendsLeafThenIntermediateOnly) {
   auto chain = build(tls("localhost.shuffled.pem"));
   ASSERT_TRUE(chain.ok()) << chain.error().message();

@@ -80,10 +80,12 @@ class OcspStaplerTest : public ::testing::Test {
     return path;
   }
 
-  std::unique_ptr<OcspStapler> stapler(TlsContext& ctx, const config::Ocsp& ocsp, const std::string& cache_dir = "") {
+  // `anchor`: the trust anchor CertChain found (null: none passed).
+  std::unique_ptr<OcspStapler> stapler(TlsContext& ctx, const config::Ocsp& ocsp, const std::string& cache_dir = "",
+                                       X509* anchor = nullptr) {
     STACK_OF(X509)* chain = nullptr;
     SSL_CTX_get0_chain_certs(ctx.get(), &chain);
-    auto s = OcspStapler::create(ctx.leaf(), chain, ocsp, cache_dir, &clock_);
+    auto s = OcspStapler::create(ctx.leaf(), chain, anchor, ocsp, cache_dir, &clock_);
     EXPECT_TRUE(s.ok()) << s.error().message();
     return s.ok() ? std::move(s).value() : nullptr;
   }
@@ -162,6 +164,37 @@ TEST_F(OcspStaplerTest, StaplesTheResponseFileToClientsThatAsk) {
   EXPECT_TRUE(late.handshake_ok);  // lenient
   EXPECT_TRUE(late.staple.empty());
   EXPECT_EQ(s->status().counters.unstapled, 1u);
+}
+
+// A leaf issued directly by the root: no intermediate is sent, the response
+// names the root as issuer and is signed by it; the anchor is what lets the
+// stapler build the CertID and verify the response.
+TEST_F(OcspStaplerTest, LeafIssuedByTheRootIsStapledWithTheTrustAnchorAsIssuer) {
+  auto ctx = server("root-issued");
+  ASSERT_TRUE(ctx);
+  X509Ptr root = load_cert("root.pem");
+  EvpPkeyPtr root_key = load_key("root.key");
+  ResponseSpec spec;
+  spec.leaf = ctx->leaf();
+  spec.issuer = root.get();
+  spec.signer = root.get();
+  spec.signer_key = root_key.get();
+  spec.this_update = clock_.now() - 1h;
+  spec.next_update = clock_.now() + 1h;
+  const auto der = make_response(spec);
+  config::Ocsp ocsp;
+  ocsp.response_file = write("root-issued.der", der);
+  EXPECT_EQ(stapler(*ctx, ocsp), nullptr);  // without the anchor its issuer is unknown
+  auto s = stapler(*ctx, ocsp, "", root.get());
+  ASSERT_TRUE(s);
+  ASSERT_TRUE(s->load_initial().ok());
+  ASSERT_NE(s->staple(), nullptr);
+  OcspRegistry registry;
+  registry.add(s.get());
+  attach_ocsp(ctx->get(), &registry);
+  Outcome asked = connect(ctx->get(), true);
+  EXPECT_TRUE(asked.handshake_ok);
+  EXPECT_EQ(asked.staple, der);
 }
 
 TEST_F(OcspStaplerTest, StrictRefusesClientsThatAskWhileThereIsNoStaple) {

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <openssl/err.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -247,6 +248,20 @@ TEST(TicketKeyFile, WarnsWhenReadableByOthers) {
   auto quiet = load_ticket_key_files(files_config({path}));
   ASSERT_TRUE(quiet.ok());
   EXPECT_TRUE(quiet->warnings.empty());
+}
+
+// A file key is active "always"; its file's mtime is what its age counts from.
+TEST(TicketKeyFile, CarriesTheFilesModificationTime) {
+  const TempDir dir("tlsfront-tk");
+  const std::string path = dir.file("k.key");
+  std::filesystem::copy_file(kPki + "/ticket-key-80.key", path, std::filesystem::copy_options::overwrite_existing);
+  const timespec times[2] = {{1'700'000'000, 0}, {1'700'000'000, 250'000'000}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), times, 0), 0);
+  auto loaded = load_ticket_key_files(files_config({path}));
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message();
+  const TicketKey& k = loaded->ring.keys()[0];
+  EXPECT_EQ(k.activates_at, TimePoint::min());
+  EXPECT_EQ(k.file_modified_at, TimePoint(std::chrono::seconds(1'700'000'000) + 250ms));
 }
 
 TEST(TicketKeyFile, ParseRejectsOtherSizes) {
