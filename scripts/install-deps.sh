@@ -8,7 +8,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libssl-dev openssl libuv1-dev node-llhttp libnghttp2-dev
   libtomlplusplus-dev libfmt-dev libhiredis-dev libsystemd-dev
-  libgtest-dev libcurl4-openssl-dev
+  libgtest-dev libcurl4-openssl-dev libsimdjson-dev zlib1g-dev
   curl nghttp2-client redis-server wrk logrotate systemd
   nginx haproxy iproute2 procps
 )
