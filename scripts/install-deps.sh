@@ -8,8 +8,8 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libssl-dev openssl libuv1-dev node-llhttp libnghttp2-dev
   libtomlplusplus-dev libfmt-dev libhiredis-dev libsystemd-dev
-  libgtest-dev libcurl4-openssl-dev
-  clang libclang-rt-14-dev libsimdjson-dev
+  libgtest-dev libcurl4-openssl-dev libsimdjson-dev zlib1g-dev
+  clang libclang-rt-14-dev
   curl nghttp2-client redis-server wrk logrotate systemd
   nginx haproxy iproute2 procps
 )

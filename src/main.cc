@@ -6,11 +6,13 @@
 #include "config/loader.h"
 #include "log/log.h"
 #include "control/server.h"
+#include "tools/logstats_command.h"
 
 namespace {
 
 constexpr const char* kUsage =
     "Usage: tlsfront --config FILE [--test]\n"
+    "       tlsfront logstats [--by sni|alpn|upstream|hour] [--json] [FILE...]\n"
     "       tlsfront --version | --help\n"
     "\n"
     "  -c, --config FILE  configuration file (TOML)\n"
@@ -22,6 +24,7 @@ constexpr const char* kUsage =
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && !std::strcmp(argv[1], "logstats")) return tlsfront::tools::logstats_main(argc - 1, argv + 1);
   std::string config_path;
   bool test = false;
   for (int i = 1; i < argc; ++i) {
