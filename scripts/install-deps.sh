@@ -5,7 +5,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build pkg-config
+  build-essential cmake ninja-build pkg-config ccache
   libssl-dev openssl libuv1-dev node-llhttp libnghttp2-dev
   libtomlplusplus-dev libfmt-dev libhiredis-dev libsystemd-dev
   libgtest-dev libcurl4-openssl-dev libsimdjson-dev zlib1g-dev

@@ -23,6 +23,12 @@ for arg in "$@"; do
 done
 
 scripts/install-deps.sh
+# ccache (installed by install-deps) keeps rebuilds of unchanged files cheap,
+# also across clones: paths below the checkout are hashed relative to it.
+if command -v ccache >/dev/null; then
+  export CCACHE_BASEDIR="$PWD"
+  cmake_args+=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
 cmake -S . -B "$dir" -G Ninja "${cmake_args[@]}"
 cmake --build "$dir"
 
