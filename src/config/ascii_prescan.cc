@@ -30,23 +30,31 @@ size_t closing_run(std::string_view s, size_t i, char q) {
 // Whether a quote after `prev` (the last structural byte: '\n' at a line
 // start) can start a string in TOML: a key (line start, after '[', '.', '{'
 // or ',') or a value (after '=', '[' or ','). Inside a bare token (a number,
-// date, boolean or bare key: `a = 1Y'x'`, `w = 4"a["é`) a quote is just
-// another byte of the token for toml++, which reads on to the next value
-// terminator, so it starts no string here either.
+// date, boolean or bare key: `a = 1Y'x'`, `w = 4"a["é`, `a = 0T="é"`) a quote
+// is just another byte of the token for toml++, which reads on to the next
+// value terminator, so it starts no string here either. Where this is
+// unsure, a string is not assumed: the byte is refused rather than risked.
 bool opens_string_after(unsigned char prev) {
   return prev == '\n' || prev == '=' || prev == '[' || prev == ',' || prev == '{' || prev == '.';
 }
 
 bool is_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\r'; }
 
+bool is_bare_key_byte(unsigned char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+}
+
 }  // namespace
 
 std::optional<TextPosition> first_non_ascii_outside_strings(std::string_view s) {
   Lexeme state = Lexeme::Bare;
   TextPosition pos;
-  // Bare only: the last structural byte, and the bare token being read.
+  // Bare only: the last structural byte; whether a bare token is being
+  // read; whether this is a value (after '=', or on a line of a multi-line
+  // array) rather than a key; how deep in arrays the value is.
   unsigned char prev = '\n';
-  enum class Token { None, Number, Other } token = Token::None;
+  bool in_token = false, in_value = false;
+  int array_depth = 0;
   for (size_t i = 0; i < s.size(); ++i) {
     const auto c = static_cast<unsigned char>(s[i]);
     if (c == '\n') {
@@ -54,7 +62,8 @@ std::optional<TextPosition> first_non_ascii_outside_strings(std::string_view s) 
       pos.column = 1;
       if (state == Lexeme::Comment || state == Lexeme::Basic || state == Lexeme::Literal) state = Lexeme::Bare;
       prev = '\n';
-      token = Token::None;
+      in_token = false;
+      in_value = array_depth > 0;
       continue;
     }
     switch (state) {
@@ -63,11 +72,19 @@ std::optional<TextPosition> first_non_ascii_outside_strings(std::string_view s) 
           pos.byte = c;
           return pos;
         }
-        if (is_space(c)) {
-          token = Token::None;
-        } else if (c == '#') {
+        if (in_token) {
+          // toml++ reads a bare key up to the first byte that cannot be in
+          // one, and a bare value (number, date, boolean) up to a value
+          // terminator; until then quotes, '=' and brackets are token bytes.
+          const bool ends = is_space(c) || c == '#' ||
+                            (in_value ? c == ',' || c == ']' || c == '}' : !is_bare_key_byte(c));
+          if (!ends) break;
+          in_token = false;
+        }
+        if (is_space(c)) break;
+        if (c == '#') {
           state = Lexeme::Comment;
-        } else if ((c == '"' || c == '\'') && token == Token::None && opens_string_after(prev)) {
+        } else if ((c == '"' || c == '\'') && opens_string_after(prev)) {
           const bool multi = starts_with(s, i, c == '"' ? "\"\"\"" : "\'\'\'");
           state = c == '"' ? (multi ? Lexeme::MultiBasic : Lexeme::Basic)
                            : (multi ? Lexeme::MultiLiteral : Lexeme::Literal);
@@ -76,13 +93,14 @@ std::optional<TextPosition> first_non_ascii_outside_strings(std::string_view s) 
             i += 2;
             pos.column += 2;
           }
-        } else if (c == ',' || c == ']' || c == '}' || c == '=' ||
-                   (c == '.' && token != Token::Number) ||  // a dotted key's separator, not 1.5's
-                   ((c == '[' || c == '{') && token == Token::None)) {
-          token = Token::None;
+        } else if (c == '=' || c == ',' || c == '{' || c == '}' || c == '[' || c == ']' ||
+                   (c == '.' && !in_value)) {  // '.': a dotted key's separator
+          if (c == '=') in_value = true;
+          if (in_value && c == '[') ++array_depth;
+          if (in_value && c == ']' && array_depth > 0) --array_depth;
           prev = c;
-        } else if (token == Token::None) {
-          token = (c >= '0' && c <= '9') || c == '+' || c == '-' ? Token::Number : Token::Other;
+        } else {
+          in_token = true;
           prev = c;
         }
         break;
