@@ -34,6 +34,35 @@ bool get_optional_bool(dom::element v, std::optional<bool>& out) {
   return true;
 }
 
+template <typename Member>
+struct Field {
+  std::string_view key;
+  Member LogRecord::*member;
+};
+constexpr Field<std::string_view> kStringFields[] = {
+    {"time", &LogRecord::time},
+    {"sni", &LogRecord::sni},
+    {"alpn", &LogRecord::alpn},
+    {"ssl_protocol", &LogRecord::ssl_protocol},
+    {"ssl_cipher", &LogRecord::ssl_cipher},
+    {"ssl_resumption", &LogRecord::ssl_resumption},
+    {"upstream_addr", &LogRecord::upstream_addr},
+};
+constexpr Field<std::optional<double>> kDurationFields[] = {
+    {"request_time_ms", &LogRecord::request_time_ms},
+    {"tls_handshake_ms", &LogRecord::tls_handshake_ms},
+    {"upstream_response_ms", &LogRecord::upstream_response_ms},
+};
+
+// The member `key` names in `fields`, or null.
+template <typename Member, size_t N>
+Member LogRecord::*find_field(const Field<Member> (&fields)[N], std::string_view key) {
+  for (const auto& f : fields) {
+    if (f.key == key) return f.member;
+  }
+  return nullptr;
+}
+
 // The entry of `m` for `key`, made if missing; once `m` holds `max_keys`
 // entries, new keys share "(other)" (bounded memory for untrusted keys).
 template <typename Map>
@@ -76,28 +105,12 @@ bool LineParser::parse(std::string_view line, LogRecord& out) {
       ok = !v.get_int64().get(s) && s >= 0 && s < 1000;
       out.status = static_cast<int>(s);
       has_status = ok;
-    } else if (key == "time") {
-      ok = get_string(v, out.time);
-    } else if (key == "sni") {
-      ok = get_string(v, out.sni);
-    } else if (key == "alpn") {
-      ok = get_string(v, out.alpn);
-    } else if (key == "request_time_ms") {
-      ok = get_optional_double(v, out.request_time_ms);
-    } else if (key == "ssl_protocol") {
-      ok = get_string(v, out.ssl_protocol);
-    } else if (key == "ssl_cipher") {
-      ok = get_string(v, out.ssl_cipher);
-    } else if (key == "ssl_resumption") {
-      ok = get_string(v, out.ssl_resumption);
-    } else if (key == "tls_handshake_ms") {
-      ok = get_optional_double(v, out.tls_handshake_ms);
-    } else if (key == "upstream_addr") {
-      ok = get_string(v, out.upstream_addr);
-    } else if (key == "upstream_response_ms") {
-      ok = get_optional_double(v, out.upstream_response_ms);
     } else if (key == "upstream_connection_reused") {
       ok = get_optional_bool(v, out.upstream_connection_reused);
+    } else if (auto str = find_field(kStringFields, key)) {
+      ok = get_string(v, out.*str);
+    } else if (auto ms = find_field(kDurationFields, key)) {
+      ok = get_optional_double(v, out.*ms);
     }
     if (!ok) return false;
   }
