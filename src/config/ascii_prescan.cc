@@ -88,7 +88,6 @@ std::optional<TextPosition> first_non_ascii_outside_strings(std::string_view s) 
           const bool multi = starts_with(s, i, c == '"' ? "\"\"\"" : "\'\'\'");
           state = c == '"' ? (multi ? Lexeme::MultiBasic : Lexeme::Basic)
                            : (multi ? Lexeme::MultiLiteral : Lexeme::Literal);
-          prev = c;  // a quote right after the string starts none
           if (multi) {
             i += 2;
             pos.column += 2;
@@ -134,19 +133,25 @@ std::optional<TextPosition> first_non_ascii_outside_strings(std::string_view s) 
         } else if (c == '"') {
           if (state == Lexeme::Basic) {
             state = Lexeme::Bare;
+            prev = c;  // no string starts right after one (a newline inside may have reset prev)
           } else if (const size_t run = closing_run(s, i, '"')) {
             state = Lexeme::Bare;
+            prev = c;
             i += run - 1;
             pos.column += run - 1;
           }
         }
         break;
       case Lexeme::Literal:
-        if (c == '\'') state = Lexeme::Bare;
+        if (c == '\'') {
+          state = Lexeme::Bare;
+          prev = c;
+        }
         break;
       case Lexeme::MultiLiteral:
         if (const size_t run = closing_run(s, i, '\'')) {
           state = Lexeme::Bare;
+          prev = c;
           i += run - 1;
           pos.column += run - 1;
         }

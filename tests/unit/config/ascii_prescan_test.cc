@@ -58,6 +58,7 @@ TEST(AsciiPrescan, QuoteInsideBareTextStartsNoString) {
   EXPECT_EQ(where("w= 4\"aut[\"[!ioCM-SHA25\xca\xbe"), "1:23:202");  // '[' inside the token opens nothing
   EXPECT_EQ(where("a = 1.\"\xc3\xa9\""), "1:8:195");                 // nor does 1.5's '.'
   EXPECT_EQ(where("a = \"x\"\"\xc3\xa9\""), "1:9:195");               // a quote right after a string
+  EXPECT_EQ(where("a = \"\"\"x\ny\"\"\" \"\xc3\xa9\""), "2:7:195");       // also after a multi-line one
   EXPECT_EQ(where("a = 0TT\\T\"/1\"V=\"\"\"=\xc3\xa9\"\""), "1:20:195");  // '=' inside a value token
   EXPECT_EQ(where("a = [\n  1.\"\xc3\xa9\"\n]"), "2:6:195");         // a multi-line array's line is a value
   EXPECT_EQ(where("a = [\n  1,\n]\nb = 2 \xc3\xa9"), "4:7:195");       // ... until its ']'
