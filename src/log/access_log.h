@@ -97,7 +97,6 @@ class AccessLog {
   // flush(). Call before the loop is torn down.
   void close();
 
-  size_t buffered_bytes() const { return buffer_.size(); }
   size_t buffered_bytes_for_test() const { return buffer_.size(); }
 
  private:
