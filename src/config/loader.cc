@@ -12,7 +12,6 @@
 
 #include <fmt/format.h>
 
-#include "config/ascii_prescan.h"
 #include "config/parse_context.h"
 #include "config/units.h"
 #include "util/unique_fd.h"
@@ -46,16 +45,6 @@ Status parse_workers(const TableReader& root, int& out) {
 }
 
 Result<Config> parse_document(std::string_view toml, const ParseContext& ctx) {
-  if (const auto at = first_non_ascii_outside_strings(toml)) {
-    const bool in_string = at->where == TextPosition::Where::AfterBackslash;
-    return make_error(Errc::Config,
-                      fmt::format("{}:{}:{}: syntax error: byte 0x{:02X} {}", ctx.source_name(), at->line, at->column,
-                                  at->byte,
-                                  in_string ? "right after a backslash in a multi-line string (not supported: "
-                                              "put an ASCII character first)"
-                                            : "outside a string or comment (only strings and comments may hold "
-                                              "non-ASCII text: quote the key or value)"));
-  }
   toml::parse_result parsed = toml::parse(toml, std::string_view(ctx.source_name()));
   if (!parsed) {
     return ctx.error(parsed.error().source(), "syntax error", parsed.error().description());

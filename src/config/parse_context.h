@@ -21,7 +21,7 @@
 #include <string_view>
 #include <vector>
 
-#include <toml++/toml.h>
+#include "config/toml_fixed.h"
 
 #include "config/config.h"
 #include "util/result.h"
