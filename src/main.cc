@@ -1,6 +1,8 @@
 // tlsfront entry point: turns argv into Server::run() or a configuration test.
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <optional>
 #include <string>
 
 #include "config/loader.h"
@@ -11,13 +13,15 @@
 namespace {
 
 constexpr const char* kUsage =
-    "Usage: tlsfront --config FILE [--test]\n"
+    "Usage: tlsfront --config FILE [--test] [--pid-file FILE]\n"
     "       tlsfront logstats [--by sni|alpn|upstream|hour] [--json] [FILE...]\n"
     "       tlsfront --version | --help\n"
     "\n"
     "  -c, --config FILE  configuration file (TOML)\n"
     "  -t, --test         check the configuration, certificates and keys, then exit\n"
     "                     (0 when valid, 1 otherwise), like nginx -t\n"
+    "      --pid-file FILE  write the PID there while running (overrides pid_file;\n"
+    "                     \"\" for none)\n"
     "  -v, --version      print the version and exit\n"
     "  -h, --help         print this help and exit\n";
 
@@ -26,6 +30,7 @@ constexpr const char* kUsage =
 int main(int argc, char** argv) {
   if (argc > 1 && !std::strcmp(argv[1], "logstats")) return tlsfront::tools::logstats_main(argc - 1, argv + 1);
   std::string config_path;
+  std::optional<std::string> pid_file;  // --pid-file: overrides the config's pid_file
   bool test = false;
   for (int i = 1; i < argc; ++i) {
     const char* a = argv[i];
@@ -37,6 +42,14 @@ int main(int argc, char** argv) {
       config_path = argv[++i];
     } else if (!std::strncmp(a, "--config=", 9)) {
       config_path = a + 9;
+    } else if (!std::strcmp(a, "--pid-file")) {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "tlsfront: %s needs a file name\n%s", a, kUsage);
+        return 1;
+      }
+      pid_file = argv[++i];
+    } else if (!std::strncmp(a, "--pid-file=", 11)) {
+      pid_file = a + 11;
     } else if (!std::strcmp(a, "--test") || !std::strcmp(a, "-t")) {
       test = true;
     } else if (!std::strcmp(a, "--version") || !std::strcmp(a, "-v")) {
@@ -61,7 +74,9 @@ int main(int argc, char** argv) {
     if (test) std::fprintf(stderr, "tlsfront: configuration file %s test failed\n", config_path.c_str());
     return 1;
   }
+  if (pid_file && !pid_file->empty()) pid_file = std::filesystem::absolute(*pid_file).lexically_normal().string();
   if (test) {
+    if (pid_file) cfg->pid_file = *pid_file;
     if (auto st = tlsfront::control::Server::test(std::move(cfg).value()); !st) {
       std::fprintf(stderr, "tlsfront: %s\n", st.error().message().c_str());
       std::fprintf(stderr, "tlsfront: configuration file %s test failed\n", config_path.c_str());
@@ -71,7 +86,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   tlsfront::control::Server server;
-  auto rc = server.run(std::move(cfg).value());
+  auto rc = server.run(std::move(cfg).value(), pid_file);
   if (!rc) {
     tlsfront::log::error("{}", rc.error().message());
     return 1;

@@ -208,6 +208,9 @@ struct Config {
   // On SIGTERM/SIGQUIT/SIGINT: in-flight requests get this long to finish
   // before the remaining connections are closed (nginx worker_shutdown_timeout).
   Millis shutdown_timeout{30'000};
+  // pid_file = "/run/tlsfront/tlsfront.pid" (nginx `pid`; control/pid_file.h):
+  // absolute after loading; "" (the default) writes none. --pid-file overrides.
+  std::string pid_file;
   std::vector<Listener> listeners;
   Tls tls;
   std::vector<Upstream> upstreams;

@@ -51,7 +51,7 @@ Result<Config> parse_document(std::string_view toml, const ParseContext& ctx) {
   }
   TableReader root(ctx, parsed.table(), "");
   if (Status s = root.check_keys(
-          {"workers", "shutdown_timeout", "listen", "tls", "certificate", "upstream", "route", "log", "limits", "timeouts", "admin", "http2"});
+          {"workers", "shutdown_timeout", "pid_file", "listen", "tls", "certificate", "upstream", "route", "log", "limits", "timeouts", "admin", "http2"});
       !s.ok()) {
     return s.take_error();
   }
@@ -59,6 +59,9 @@ Result<Config> parse_document(std::string_view toml, const ParseContext& ctx) {
   Config config;
   if (Status s = parse_workers(root, config.workers); !s.ok()) return s.take_error();
   if (Status s = root.get_duration("shutdown_timeout", Millis{0}, config.shutdown_timeout); !s.ok()) {
+    return s.take_error();
+  }
+  if (Status s = root.get_path("pid_file", config.pid_file, detail::Presence::Optional, false); !s.ok()) {
     return s.take_error();
   }
   if (Status s = detail::parse_listen(root, config.listeners); !s.ok()) return s.take_error();

@@ -10,6 +10,7 @@ std::vector<std::string> keep_restart_only_settings(const config::Config& now, c
     setting = running;
   };
   keep("workers", next.workers, now.workers);
+  keep("pid_file", next.pid_file, now.pid_file);
   for (auto& l : next.listeners) {
     for (const auto& o : now.listeners) {
       if (o.address == l.address) keep("backlog of " + l.address.to_string(), l.backlog, o.backlog);

@@ -21,6 +21,7 @@
 #include "control/fd_limit.h"
 #include "metrics/prometheus.h"
 #include "control/listener.h"
+#include "control/pid_file.h"
 #include "control/restart_only.h"
 #include "tls/ticket_key_source_file.h"
 #include "tls/ticket_key_source_redis.h"
@@ -71,6 +72,7 @@ void Server::reload() {
   };
   auto cfg = config::load_file(config_path_);
   if (!cfg) return fail(cfg.error().message());
+  if (pid_file_override_) cfg->pid_file = *pid_file_override_;
   const std::shared_ptr<const data::Generation> old = current_.load();
   const std::vector<std::string> kept = keep_restart_only_settings(old->config, *cfg);
   // New addresses are bound (one socket per worker) before anything is
@@ -197,6 +199,7 @@ Status Server::test(config::Config cfg) {
     if (auto st = s->check_response_file(warnings); !st) return st;
   }
   for (const auto& w : warnings) std::fprintf(stderr, "tlsfront: warning: %s\n", w.c_str());
+  if (auto st = check_pid_file_directory((*gen)->config.pid_file); !st) return st;
   const std::string& access_log = (*gen)->config.log.access_log;
   if (!access_log.empty()) return log::LogWriter::check_writable(access_log);
   return {};
@@ -250,8 +253,10 @@ void Server::on_signal(uv_signal_t* h, int signum) {
 Server::Server() = default;
 Server::~Server() = default;
 
-Result<int> Server::run(config::Config cfg) {
+Result<int> Server::run(config::Config cfg, std::optional<std::string> pid_file_override) {
   ::signal(SIGPIPE, SIG_IGN);
+  pid_file_override_ = std::move(pid_file_override);
+  if (pid_file_override_) cfg.pid_file = *pid_file_override_;
   if (auto lvl = log::parse_level(cfg.log.level); lvl) log::set_level(*lvl);
   config_path_ = cfg.path;
   const int nworkers = resolve_workers(cfg.workers);
@@ -262,6 +267,8 @@ Result<int> Server::run(config::Config cfg) {
   if (auto st = open_access_log(c); !st) return st.take_error();
   auto sockets = open_listeners(c, nworkers);
   if (!sockets) return sockets.take_error();
+  auto pid_file = PidFile::create(c.pid_file);  // removed when run() returns
+  if (!pid_file) return pid_file.take_error();
   current_.store(*gen);
 
   ControlLoop ctl;

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,7 +40,9 @@ class Server {
   // Runs until stopped by a signal. Logs the certificate chain report at info
   // (its warnings at warn). Errors (bad certificate, address in use)
   // are returned before any worker starts. Returns the process exit status.
-  [[nodiscard]] Result<int> run(config::Config cfg);
+  // `pid_file_override` (--pid-file) replaces cfg.pid_file, also in every
+  // reloaded config.
+  [[nodiscard]] Result<int> run(config::Config cfg, std::optional<std::string> pid_file_override = {});
 
   // `--test`: builds the generation (certificates, keys, TLS settings) and
   // checks the access log can be opened, binding nothing. Prints the
@@ -77,6 +80,7 @@ class Server {
   void shut_down(ControlLoop& ctl);
 
   std::string config_path_;
+  std::optional<std::string> pid_file_override_;
   uint64_t generation_number_ = 1;
   // Declared before current_ so they outlive every generation's SSL_CTX.
   SystemClock clock_;

@@ -188,6 +188,13 @@ TEST(Loader, ShutdownTimeout) {
             0u);
 }
 
+TEST(Loader, PidFile) {
+  EXPECT_EQ(load_ok(kMinimal).pid_file, "");
+  EXPECT_EQ(load_ok("pid_file = \"/run/tlsfront/t.pid\"\n" + std::string(kMinimal)).pid_file, "/run/tlsfront/t.pid");
+  EXPECT_EQ(load_ok("pid_file = \"run/../t.pid\"\n" + std::string(kMinimal)).pid_file, "/etc/tlsfront/t.pid");
+  EXPECT_EQ(load_error("pid_file = 1\n" + std::string(kMinimal)).rfind("t.toml:1:1: pid_file: ", 0), 0u);
+}
+
 TEST(Loader, RelativePathsResolveAgainstConfigDirectory) {
   std::string toml = R"([[listen]]
 address = "127.0.0.1:8443"

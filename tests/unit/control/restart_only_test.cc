@@ -37,6 +37,7 @@ TEST(RestartOnly, EachChangedSettingIsNamedAndGetsItsRunningValueBack) {
   const config::Config now = running();
   config::Config next = running();
   next.workers = 4;
+  next.pid_file = "/run/elsewhere.pid";
   next.listeners[1].backlog = 4096;
   config::Listener added;
   added.address = config::Endpoint{"127.0.0.1", 9443};
@@ -49,9 +50,10 @@ TEST(RestartOnly, EachChangedSettingIsNamedAndGetsItsRunningValueBack) {
   next.shutdown_timeout = std::chrono::milliseconds(1);  // reloadable
 
   EXPECT_EQ(keep_restart_only_settings(now, next),
-            (std::vector<std::string>{"workers", "backlog of 127.0.0.1:8444", "log.access_log", "[admin]",
+            (std::vector<std::string>{"workers", "pid_file", "backlog of 127.0.0.1:8444", "log.access_log", "[admin]",
                                       "[tls.session_cache]", "[tls.ticket_keys]"}));
   EXPECT_EQ(next.workers, now.workers);
+  EXPECT_EQ(next.pid_file, now.pid_file);
   EXPECT_EQ(next.listeners[1].backlog, now.listeners[1].backlog);
   EXPECT_EQ(next.listeners[2].backlog, 100);
   EXPECT_EQ(next.log.access_log, now.log.access_log);
