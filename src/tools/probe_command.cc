@@ -1,5 +1,6 @@
 #include "tools/probe_command.h"
 
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -182,6 +183,9 @@ TargetReport probe_one(const ProbeTarget& t, const ProbeOptions& o, const Contex
 }  // namespace
 
 int probe_main(int argc, char** argv) {
+  // A server that resets the connection must not kill the probe: a write to
+  // it fails with EPIPE instead (OpenSSL's socket BIO uses write()).
+  std::signal(SIGPIPE, SIG_IGN);
   ProbeOptions o;
   std::vector<ProbeTarget> targets;
   for (int i = 1; i < argc; ++i) {

@@ -337,7 +337,7 @@ ExchangeResult run_exchange(const ExchangeSpec& spec) {
   if (try_early) {
     const auto t_req = ProbeClock::now();
     size_t written = 0;
-    if (!drive(ssl.get(), fd.get(), d, r, ProbeStage::Tls, "TLS handshake (early data)",
+    if (!drive(ssl.get(), fd.get(), d, r, ProbeStage::Tls, "TLS handshake failed (early data)",
                [&] { return SSL_write_early_data(ssl.get(), request.data(), request.size(), &written); })) {
       SSL_set_app_data(ssl.get(), nullptr);
       return r;
@@ -346,7 +346,7 @@ ExchangeResult run_exchange(const ExchangeSpec& spec) {
     r.early_data_sent = true;
   }
   const auto t_tls = ProbeClock::now();
-  if (!drive(ssl.get(), fd.get(), d, r, ProbeStage::Tls, "TLS handshake", [&] { return SSL_connect(ssl.get()); })) {
+  if (!drive(ssl.get(), fd.get(), d, r, ProbeStage::Tls, "TLS handshake failed", [&] { return SSL_connect(ssl.get()); })) {
     SSL_set_app_data(ssl.get(), nullptr);
     return r;
   }

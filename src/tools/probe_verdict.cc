@@ -106,9 +106,10 @@ void evaluate(TargetReport& r, const VerdictOptions& o) {
   r.alarms.clear();
   r.notes.clear();
   if (!r.failure.empty()) {
+    // The failure's own text names a failed handshake ("TLS handshake failed: ...").
     const bool unreachable = r.failed_at == ProbeStage::Dns || r.failed_at == ProbeStage::Connect;
-    const char* what = unreachable ? "unreachable" : r.failed_at == ProbeStage::Tls ? "TLS handshake failed" : "no HTTP response";
-    alarm(r, Severity::Critical, fmt::format("{}: {}", what, r.failure));
+    if (r.failed_at == ProbeStage::Tls) alarm(r, Severity::Critical, r.failure);
+    else alarm(r, Severity::Critical, fmt::format("{}: {}", unreachable ? "unreachable" : "no HTTP response", r.failure));
   }
   if (r.facts) {
     const TlsFacts& f = *r.facts;
