@@ -94,13 +94,15 @@ class Probe : public ProxyTest {
     argv.push_back("https://localhost:" + p + path);
     return run_command(dir_, argv, milliseconds(60'000));
   }
-  // The first probe of a --json run, strictly parsed.
-  simdjson::dom::element json(const RunResult& r) {
+  // The first probe of a --json run, strictly parsed into `p`; false (with a
+  // failure naming the output) when the output is not such JSON.
+  bool parse_probe(const RunResult& r, simdjson::dom::element& p) {
     simdjson::dom::element doc;
-    EXPECT_EQ(parser_.parse(r.out).get(doc), simdjson::SUCCESS) << r.out;
-    simdjson::dom::element p;
-    EXPECT_EQ(doc["probes"].at(0).get(p), simdjson::SUCCESS) << r.out;
-    return p;
+    if (parser_.parse(r.out).get(doc) != simdjson::SUCCESS || doc["probes"].at(0).get(p) != simdjson::SUCCESS) {
+      ADD_FAILURE() << "not a probe JSON object: " << r.out << r.err;
+      return false;
+    }
+    return true;
   }
   std::string ca_with_intermediate() {
     const std::string f = dir_.file("root+intermediate.pem");
@@ -119,7 +121,8 @@ TEST_F(Probe, TlsfrontStapledAndResumedEveryWay) {
   RunResult r = probe(port(), {"--json", "--count", "2", "--ca", pki("root.pem")}, "/probe");
   EXPECT_EQ(r.status.code, 0) << r.err << r.out;
   EXPECT_EQ(r.err, "");
-  simdjson::dom::element p = json(r);
+  simdjson::dom::element p;
+  ASSERT_TRUE(parse_probe(r, p));
   EXPECT_EQ(std::string_view(p["status"]), "ok");
   EXPECT_EQ(std::string_view(p["peer"]), "127.0.0.1:" + std::to_string(port()));
   EXPECT_EQ(int64_t(p["http"]["status"]), 200);
@@ -201,7 +204,8 @@ TEST_F(ProbeNginx, StapleResumptionAndEarlyData) {
                                ";\n    ssl_early_data on;\n    ssl_session_cache shared:probe:1m;\n"));
   RunResult r = probe(nginx_.port(), {"--json", "--count", "2", "--ca", pki("root.pem")});
   EXPECT_EQ(r.status.code, 0) << r.err << r.out;
-  simdjson::dom::element p = json(r);
+  simdjson::dom::element p;
+  ASSERT_TRUE(parse_probe(r, p));
   EXPECT_EQ(int64_t(p["http"]["status"]), 200);
   EXPECT_EQ(std::string_view(p["ocsp_staple"]["status"]), "good");
   EXPECT_EQ(int64_t(p["resumption"]["rounds_resumed"]), 2);
@@ -212,7 +216,8 @@ TEST_F(ProbeNginx, StapleResumptionAndEarlyData) {
   EXPECT_EQ(int64_t(p["early_data"]["accepted"]), 2);
 
   r = probe(nginx_.port(), {"--json", "--count", "1", "--no-early-data", "--ca", pki("root.pem")});
-  EXPECT_EQ(int64_t(json(r)["early_data"]["sent"]), 0) << r.out;
+  ASSERT_TRUE(parse_probe(r, p));
+  EXPECT_EQ(int64_t(p["early_data"]["sent"]), 0) << r.out;
 }
 
 TEST_F(ProbeNginx, ExpiredCertificateIsCritical) {
@@ -231,7 +236,9 @@ TEST_F(ProbeNginx, LeafOnlyChainWarns) {
   EXPECT_NE(r.err.find(": warning: the server sends the leaf only: its issuer \"CN=tlsfront test intermediate\""),
             std::string::npos)
       << r.err;
-  EXPECT_EQ(int64_t(json(r)["chain"]["count"]), 1);
+  simdjson::dom::element p;
+  ASSERT_TRUE(parse_probe(r, p));
+  EXPECT_EQ(int64_t(p["chain"]["count"]), 1);
   // A client that trusts only the root cannot build the path at all.
   r = probe(nginx_.port(), {"--count", "1", "--no-staple-ok", "--ca", pki("root.pem")});
   EXPECT_EQ(r.status.code, 2) << r.err;
@@ -253,7 +260,9 @@ TEST_F(Probe, UnreachableAndSilentServersAreCriticalWithinTheTimeout) {
   EXPECT_NE(r.err.find(": critical: unreachable: 127.0.0.1:" + std::to_string(silent_port) + ": Connection refused"),
             std::string::npos)
       << r.err;
-  EXPECT_EQ(std::string_view(json(r)["failure"]["stage"]), "connect");
+  simdjson::dom::element p;
+  ASSERT_TRUE(parse_probe(r, p));
+  EXPECT_EQ(std::string_view(p["failure"]["stage"]), "connect");
 }
 
 TEST_F(Probe, UsageErrorsExit3) {
