@@ -3,7 +3,8 @@
 // `openssl ocsp`, and without one) and Debian's nginx (started here on a
 // loopback port with a temp prefix and config, stopped by PID): a staple
 // present, resumptions detected (and confirmed by tlsfront's own access log),
-// 0-RTT accepted by nginx, an expired certificate → exit 2, a leaf-only
+// 0-RTT accepted by nginx, TCP Fast Open (nginx in a private network
+// namespace), an expired certificate → exit 2, a leaf-only
 // chain → exit 1, unreachable and silent servers → exit 2 within --timeout,
 // usage errors → exit 3. JSON is read with a strict parser (simdjson).
 #include <sys/stat.h>
@@ -243,6 +244,44 @@ TEST_F(ProbeNginx, LeafOnlyChainWarns) {
   r = probe(nginx_.port(), {"--count", "1", "--no-staple-ok", "--ca", pki("root.pem")});
   EXPECT_EQ(r.status.code, 2) << r.err;
   EXPECT_NE(r.err.find("(the server sends the leaf only, without its intermediate)"), std::string::npos) << r.err;
+}
+
+// TCP Fast Open needs the server side of net.ipv4.tcp_fastopen (bit 2),
+// which this machine's network namespace does not set and a test must not
+// change: so nginx (`listen ... fastopen=16`) and the probe run in a private
+// network and PID namespace (root only), whose own sysctl is set to 3. The
+// first connection fetches the cookie; later ones carry the ClientHello in
+// the SYN. Everything in the PID namespace dies with its shell, and the
+// shell stops nginx by PID.
+TEST_F(ProbeNginx, TcpFastOpenInAPrivateNamespace) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root (unshare --net --pid)";
+  RunResult check = run_command(dir_, {"/usr/bin/unshare", "--net", "--pid", "--fork", "--kill-child", "/bin/true"});
+  if (check.status.code != 0) GTEST_SKIP() << "unshare --net --pid failed: " << check.err;
+  // The config only: started inside the namespace below.
+  ASSERT_TRUE(nginx_.start(pki("localhost.chain.pem"), pki("localhost.key")));
+  nginx_.stop();
+  const std::string prefix = dir_.file("nginx");
+  std::string conf = read_file(prefix + "/nginx.conf");
+  const std::string listen = "listen 127.0.0.1:" + std::to_string(nginx_.port()) + " ssl";
+  ASSERT_NE(conf.find(listen), std::string::npos);
+  conf.replace(conf.find(listen), listen.size(), listen + " fastopen=16");
+  write_file(prefix + "/tfo.conf", conf);
+  const std::string p = std::to_string(nginx_.port());
+  const std::string script =
+      "set -e; ip link set lo up; sysctl -qw net.ipv4.tcp_fastopen=3; " + kNginx + " -p " + prefix + " -c " + prefix +
+      "/tfo.conf 2>" + dir_.file("nginx-tfo.err") + " & pid=$!; trap 'kill $pid' EXIT; " +
+      "i=0; until (exec 3<>/dev/tcp/127.0.0.1/" + p + ") 2>/dev/null; do i=$((i+1)); [ $i -lt 100 ]; sleep 0.05; done; " +
+      TLSFRONT_BINARY + " probe --json --count 2 --no-staple-ok --timeout 5s --ca " + pki("root.pem") +
+      " --resolve localhost:" + p + ":127.0.0.1 https://localhost:" + p + "/ || true";
+  RunResult r = run_command(dir_, {"/usr/bin/unshare", "--net", "--pid", "--fork", "--kill-child", "/bin/bash", "-c", script},
+                            milliseconds(30'000));
+  EXPECT_EQ(r.status.code, 0) << r.err << read_file(dir_.file("nginx-tfo.err"));
+  simdjson::dom::element j;
+  ASSERT_TRUE(parse_probe(r, j));
+  EXPECT_EQ(std::string_view(j["status"]), "ok") << r.out;
+  EXPECT_EQ(int64_t(j["tcp_fastopen"]["connections"]), 8);
+  EXPECT_EQ(int64_t(j["tcp_fastopen"]["requested"]), 8);
+  EXPECT_GE(int64_t(j["tcp_fastopen"]["used"]), 1) << r.out;
 }
 
 TEST_F(Probe, UnreachableAndSilentServersAreCriticalWithinTheTimeout) {
