@@ -129,9 +129,9 @@ TargetReport probe_one(const ProbeTarget& t, const ProbeOptions& o, const Contex
     spec.session = nullptr;
     ExchangeResult full = run_exchange(spec);
     count_connection(r, full);
+    if (r.peer.empty()) r.peer = full.peer;
     if (!r.facts && full.ssl) {
       r.facts = gather_facts(full.ssl.get(), full.session.get(), t.host, t.host_is_ip, std::chrono::system_clock::now());
-      r.peer = full.peer;
       r.http_status = full.http_status;
       r.http_version = full.http_version;
       r.body_bytes = full.body_bytes;
