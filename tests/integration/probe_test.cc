@@ -182,6 +182,14 @@ TEST_F(Probe, TlsfrontWithoutStapleWarns) {
   r = probe(port(), {"--count", "1", "--no-staple-ok", "--warn-days", "3000", "--ca", pki("root.pem")});
   EXPECT_EQ(r.status.code, 1) << r.err;
   EXPECT_NE(r.err.find("warning: the certificate expires in "), std::string::npos) << r.err;
+  // An IP address: no SNI is sent (RFC 6066), the leaf's IP SAN covers it.
+  r = run_command(dir_, {TLSFRONT_BINARY, "probe", "--count", "1", "--no-staple-ok", "--json", "--ca", pki("root.pem"),
+                         "https://127.0.0.1:" + std::to_string(port()) + "/"});
+  EXPECT_EQ(r.status.code, 0) << r.err;
+  simdjson::dom::element p;
+  ASSERT_TRUE(parse_probe(r, p));
+  EXPECT_TRUE(bool(p["certificate"]["covers_host"]));
+  EXPECT_TRUE(p["times_ms"]["full"]["dns"].is_null());  // nothing was looked up
   // Without --ca the test root is unknown: verification fails.
   r = probe(port(), {"--count", "1", "--no-staple-ok"});
   EXPECT_EQ(r.status.code, 2) << r.err;
@@ -227,6 +235,15 @@ TEST_F(ProbeNginx, ExpiredCertificateIsCritical) {
   EXPECT_EQ(r.status.code, 2) << r.err << r.out;
   EXPECT_NE(r.err.find(": critical: the certificate expired on 2021-01-01T00:00:00Z"), std::string::npos) << r.err;
   EXPECT_NE(r.out.find("verified: NO (certificate has expired)"), std::string::npos) << r.out;
+}
+
+TEST_F(ProbeNginx, CertificateForAnotherNameIsCritical) {
+  ASSERT_TRUE(nginx_.start(pki("other-name.chain.pem"), pki("other-name.key")));
+  RunResult r = probe(nginx_.port(), {"--count", "1", "--no-staple-ok", "--ca", pki("root.pem")});
+  EXPECT_EQ(r.status.code, 2) << r.err << r.out;
+  EXPECT_NE(r.err.find(": critical: the certificate does not cover \"localhost\" (SNI mismatch)"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.out.find("covers \"localhost\": NO, verified: yes"), std::string::npos) << r.out;
 }
 
 TEST_F(ProbeNginx, LeafOnlyChainWarns) {
