@@ -133,9 +133,13 @@ bool resolve(const std::string& host, int port, bool numeric, Deadline d, std::v
 }
 
 // Connects to one of `addrs` in order; the time of the attempt that worked.
+// Each attempt gets an equal share of the time left, so an address that
+// drops SYNs leaves time for the next one.
 UniqueFd connect_any(const std::vector<Address>& addrs, const ExchangeSpec& spec, Deadline d, ExchangeResult& r) {
   std::string errors;
-  for (const Address& a : addrs) {
+  for (size_t i = 0; i < addrs.size(); ++i) {
+    const Address& a = addrs[i];
+    const Deadline attempt = ProbeClock::now() + (d - ProbeClock::now()) / static_cast<long>(addrs.size() - i);
     UniqueFd fd(::socket(a.addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
     if (!fd.valid()) {
       fail(r, ProbeStage::Connect, std::string("socket: ") + std::strerror(errno));
@@ -149,9 +153,11 @@ UniqueFd connect_any(const std::vector<Address>& addrs, const ExchangeSpec& spec
     if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&a.addr), a.len) != 0) {
       err = errno;
       if (err == EINPROGRESS) {
-        const int w = wait_fd(fd.get(), POLLOUT, d);
+        const int w = wait_fd(fd.get(), POLLOUT, attempt);
         if (w == 0) {
-          fail(r, ProbeStage::Connect, "connect to " + address_string(a) + " timed out", true);
+          errors += (errors.empty() ? "" : "; ") + address_string(a) + ": timed out";
+          if (i + 1 < addrs.size()) continue;
+          fail(r, ProbeStage::Connect, "connect: " + errors, true);
           return {};
         }
         socklen_t len = sizeof err;

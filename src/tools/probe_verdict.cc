@@ -29,7 +29,8 @@ void judge_certificate(TargetReport& r, const TlsFacts& f, const VerdictOptions&
     alarm(r, Severity::Critical, why);
   }
   if (!f.leaf_covers_host) {
-    alarm(r, Severity::Critical, fmt::format("the certificate does not cover \"{}\" (SNI mismatch)", r.target.host));
+    alarm(r, Severity::Critical, fmt::format("the certificate does not cover \"{}\"{}", r.target.host,
+                                             r.target.host_is_ip ? " (no such IP address in its SAN)" : " (SNI mismatch)"));
   }
   // A leaf-only chain that verifies only because the local trust store holds
   // the intermediate: clients that do not hold it fail.
