@@ -113,6 +113,9 @@ struct Certificate {
 
 
 // [tls]
+// [tls] session_id_context (both derivations: tls/tls_context.cc).
+enum class SessionIdContext { Tlsfront, Nginx };
+
 struct Tls {
   std::vector<TlsVersion> protocols{TlsVersion::Tls12, TlsVersion::Tls13};  // ["TLSv1.2","TLSv1.3"]
   // OpenSSL cipher list for TLS 1.2: ECDHE + AEAD only.
@@ -136,6 +139,11 @@ struct Tls {
   std::string ciphersuites_origin;
   std::string groups_origin;
   bool session_tickets = true;  // nginx ssl_session_tickets; false: no tickets at all
+  // How the session ID context is derived from the certificates (OpenSSL
+  // resumes a session, from the cache or a ticket, only in the context it
+  // was made in): tlsfront's own, or nginx's, so that nodes of a fleet
+  // sharing ticket keys with nginx resume each other's sessions.
+  SessionIdContext session_id_context = SessionIdContext::Tlsfront;
   // TLS 1.3 NewSessionTickets after a full handshake. 1, as Go's crypto/tls:
   // each costs a session encoding, encryption and MAC; a client resuming one
   // connection at a time gets a fresh one with every resumption that renews.

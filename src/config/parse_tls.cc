@@ -193,7 +193,7 @@ Status parse_tls(const TableReader& root, Tls& out) {
   TableReader t(root.context(), **table, "tls");
   if (Status s = t.check_keys({"protocols", "ciphers", "ciphersuites", "groups", "prefer_server_ciphers",
                                "certificate", "key", "strict_sni", "trusted_ca", "issuers_dir", "session_tickets",
-                               "session_ticket_count",
+                               "session_ticket_count", "session_id_context",
                                "session_cache", "ticket_keys", "ocsp", "ocsp_cache_dir"});
       !s.ok()) {
     return s;
@@ -216,6 +216,16 @@ Status parse_tls(const TableReader& root, Tls& out) {
   out.groups_origin = t.position_of("groups");
   if (Status s = t.get_bool("session_tickets", out.session_tickets); !s.ok()) return s;
   if (Status s = t.get_integer("session_ticket_count", 0, 10, out.session_ticket_count); !s.ok()) return s;
+  std::string sid_ctx = "tlsfront";
+  if (Status s = t.get_string("session_id_context", sid_ctx); !s.ok()) return s;
+  if (sid_ctx == "tlsfront") {
+    out.session_id_context = SessionIdContext::Tlsfront;
+  } else if (sid_ctx == "nginx") {
+    out.session_id_context = SessionIdContext::Nginx;
+  } else {
+    return t.error_at("session_id_context",
+                      "unknown value " + quote(sid_ctx) + " (expected \"tlsfront\" or \"nginx\")");
+  }
   if (Status s = parse_session_cache(t, out.session_cache); !s.ok()) return s;
   if (Status s = parse_ticket_keys(t, out.ticket_keys); !s.ok()) return s;
   if (Status s = parse_ocsp_cache_dir(t, out.ocsp_cache_dir); !s.ok()) return s;

@@ -61,8 +61,32 @@ Error config_error_with_queue(const std::string& origin, std::string_view key, s
   return config_error(origin, key, std::move(message));
 }
 
-// SHA-256 over the sorted SHA-256 digests of the leaves, then the sorted names.
-Result<std::string> session_id_context(std::span<const ServerCertificate* const> certs) {
+// nginx's (1.x, http module): SHA-1 over "HTTP" and the SHA-1 digest of each
+// leaf, the last configured ssl_certificate first (nginx keeps them in a list
+// it prepends to), then (with ssl_verify_client, which tlsfront does not
+// have) the client CA names. `certs` is in file order, as the
+// ssl_certificate directives of the server block must be.
+Result<std::string> nginx_session_id_context(std::span<const ServerCertificate* const> certs) {
+  std::string input = "HTTP";
+  for (auto it = certs.rbegin(); it != certs.rend(); ++it) {
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int md_len = 0;
+    if (!X509_digest((*it)->chain.leaf(), EVP_sha1(), md, &md_len)) return openssl_error(Errc::Tls, "X509_digest");
+    input.append(reinterpret_cast<const char*>(md), md_len);
+  }
+  unsigned char out[EVP_MAX_MD_SIZE];
+  unsigned int out_len = 0;
+  if (EVP_Digest(input.data(), input.size(), out, &out_len, EVP_sha1(), nullptr) != 1) {
+    return openssl_error(Errc::Tls, "SHA-1");
+  }
+  return std::string(reinterpret_cast<const char*>(out), out_len);
+}
+
+// tlsfront's: SHA-256 over the sorted SHA-256 digests of the leaves, then the
+// sorted names (independent of the order in the file).
+Result<std::string> session_id_context(std::span<const ServerCertificate* const> certs,
+                                       config::SessionIdContext derivation) {
+  if (derivation == config::SessionIdContext::Nginx) return nginx_session_id_context(certs);
   std::vector<std::string> parts;
   for (const ServerCertificate* c : certs) {
     unsigned char md[EVP_MAX_MD_SIZE];
@@ -145,7 +169,7 @@ Result<std::unique_ptr<TlsContext>> TlsContext::create(const config::Tls& tls,
     }
   }
 
-  auto sid_ctx = session_id_context(certs);
+  auto sid_ctx = session_id_context(certs, tls.session_id_context);
   if (!sid_ctx) return sid_ctx.take_error();
   if (session_cache && tls.session_cache.enabled) {
     if (auto st = session_cache->attach(ctx.get(), *sid_ctx); !st) return st.take_error();

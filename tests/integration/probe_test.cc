@@ -17,11 +17,11 @@
 #include <simdjson.h>
 
 #include "harness.h"
+#include "nginx_peer.h"
 
 namespace tlsfront::itest {
 namespace {
 
-const std::string kNginx = "/usr/sbin/nginx";
 const std::string kOpenssl = "/usr/bin/openssl";
 
 // A DER OCSP response for the test PKI's localhost.pem, status good, valid
@@ -38,52 +38,6 @@ std::string make_staple(const TempDir& dir) {
   EXPECT_EQ(r.status.code, 0) << r.err;
   return resp;
 }
-
-// nginx in the foreground (daemon off, master_process off), everything under `dir`.
-class Nginx {
- public:
-  explicit Nginx(const TempDir& dir) : dir_(dir) {}
-  ~Nginx() { stop(); }
-  // `server_extra`: more lines in the server block (ssl_stapling ..., ssl_early_data ...).
-  bool start(const std::string& cert, const std::string& key, const std::string& server_extra = "") {
-    port_ = free_port();
-    const std::string prefix = dir_.file("nginx");
-    ::mkdir(prefix.c_str(), 0755);
-    ::mkdir((prefix + "/logs").c_str(), 0755);
-    std::string conf = "daemon off;\nmaster_process off;\nworker_processes 1;\npid " + prefix + "/nginx.pid;\n" +
-                       "error_log stderr notice;\nevents { worker_connections 64; }\nhttp {\n  access_log off;\n";
-    for (const char* t : {"client_body", "proxy", "fastcgi", "uwsgi", "scgi"}) {
-      conf += std::string("  ") + t + "_temp_path " + prefix + "/" + t + ";\n";
-    }
-    conf += "  server {\n    listen 127.0.0.1:" + std::to_string(port_) + " ssl;\n    ssl_certificate " + cert +
-            ";\n    ssl_certificate_key " + key + ";\n    ssl_protocols TLSv1.2 TLSv1.3;\n" + server_extra +
-            "    location / { return 200 \"nginx\\n\"; }\n  }\n}\n";
-    write_file(prefix + "/nginx.conf", conf);
-    if (!process_.start({kNginx, "-p", prefix, "-c", prefix + "/nginx.conf"}, dir_.file("nginx.out"),
-                        dir_.file("nginx.err"))) {
-      return false;
-    }
-    const bool up = wait_until([&] {
-      if (!process_.running()) return true;
-      const int fd = tcp_connect(port_);
-      if (fd < 0) return false;
-      ::close(fd);
-      return true;
-    });
-    if (!up || !process_.running()) {
-      ADD_FAILURE() << "nginx did not start: " << process_.err();
-      return false;
-    }
-    return true;
-  }
-  void stop() { process_.stop(); }
-  int port() const { return port_; }
-
- private:
-  const TempDir& dir_;
-  Process process_;
-  int port_ = 0;
-};
 
 class Probe : public ProxyTest {
  protected:

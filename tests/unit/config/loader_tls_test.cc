@@ -43,6 +43,18 @@ TEST(Loader, SessionCacheAndTicketKeyErrors) {
             "t.toml:15:1: tls.ticket_keys.bogus: unknown key \"bogus\"");
 }
 
+TEST(Loader, SessionIdContext) {
+  EXPECT_EQ(load_ok(kMinimal).tls.session_id_context, SessionIdContext::Tlsfront);
+  const auto with_tls_key = [](const std::string& line) {
+    std::string text(kMinimal);
+    text.insert(text.find("certificate"), line + "\n");
+    return text;
+  };
+  EXPECT_EQ(load_ok(with_tls_key("session_id_context = \"nginx\"")).tls.session_id_context, SessionIdContext::Nginx);
+  EXPECT_EQ(load_error(with_tls_key("session_id_context = \"apache\"")),
+            "t.toml:5:1: tls.session_id_context: unknown value \"apache\" (expected \"tlsfront\" or \"nginx\")");
+}
+
 TEST(Loader, Ocsp) {
   auto d = load_string(kMinimal, "t.toml");
   ASSERT_TRUE(d.ok());
