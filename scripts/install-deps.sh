@@ -12,6 +12,7 @@ packages=(
   clang libclang-rt-14-dev
   curl nghttp2-client redis-server wrk logrotate systemd
   nginx haproxy iproute2 procps
+  prometheus  # promtool: tests the shipped alert rules (conf/prometheus)
 )
 
 missing=()

@@ -179,7 +179,9 @@ void Connection::on_handshake_done() {
                     : ticket                 ? metrics::HandshakeKind::ResumedTicket
                                              : metrics::HandshakeKind::ResumedCache;
   counters.handshakes[static_cast<size_t>(kind)].add();
-  counters.handshake_duration.observe(handshake_time);
+  counters.handshake_duration[static_cast<size_t>(kind)].observe(handshake_time);
+  counters.negotiated.add(SSL_get_version(ssl), SSL_CIPHER_get_name(SSL_get_current_cipher(ssl)));
+  count_client_hello();
   if (info.alpn == "h2") {
     counters.connections_h2.add();
     session_ = std::make_unique<http::Http2Session>(worker_.session_env(*generation_), this, std::move(info),
@@ -336,8 +338,25 @@ void Connection::abort() { finish_close(); }
 
 bool Connection::close_if_idle() { return state_ == State::Open && session_ && session_->close_if_idle(); }
 
+static_assert(static_cast<int>(tls::HandshakeRefusal::ProtocolVersion) - 1 ==
+                  static_cast<int>(metrics::Refusal::ProtocolVersion) &&
+              static_cast<int>(tls::HandshakeRefusal::SniRefused) - 1 == static_cast<int>(metrics::Refusal::SniRefused));
+
 void Connection::count_handshake_failure(metrics::HandshakeFailure reason) {
-  worker_.counters().handshake_failures[static_cast<size_t>(reason)].add();
+  metrics::WorkerCounters& counters = worker_.counters();
+  counters.handshake_failures[static_cast<size_t>(reason)].add();
+  if (reason == metrics::HandshakeFailure::Error && tls_->refusal() != tls::HandshakeRefusal::None) {
+    counters.handshakes_refused[static_cast<size_t>(tls_->refusal()) - 1].add();
+  }
+  count_client_hello();
+}
+
+// Once per connection, when its handshake ended (either way), if a
+// ClientHello arrived.
+void Connection::count_client_hello() {
+  if (const uint16_t v = tls::client_max_version(tls_->ssl())) {
+    worker_.counters().client_hello_versions[static_cast<size_t>(metrics::offered_version(v))].add();
+  }
 }
 
 void Connection::release_buffers() {

@@ -92,6 +92,7 @@ class Connection final : public Deletable, public Flushable, public http::Client
   void finish_close();
   bool closing() const { return state_ == State::Closing || state_ == State::Lingering || state_ == State::Closed; }
   void count_handshake_failure(metrics::HandshakeFailure reason);
+  void count_client_hello();
 
   Worker& worker_;
   // Before session_: the upstream groups the session's exchanges use outlive it.

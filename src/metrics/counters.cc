@@ -20,6 +20,35 @@ void WorkerCounters::count_request(std::string_view protocol, int status, std::c
   request_duration.observe(duration);
 }
 
+void LabelPairCounters::add(const char* first, const char* second) {
+  const size_t n = used_.load(std::memory_order_relaxed);  // this thread is the only writer
+  for (size_t i = 0; i < n; ++i) {
+    if (first_[i] == first && second_[i] == second) {
+      counts_[i].add();
+      return;
+    }
+  }
+  if (n == kSlots) {
+    other_.add();
+    return;
+  }
+  first_[n] = first;
+  second_[n] = second;
+  counts_[n].add();
+  used_.store(n + 1, std::memory_order_release);
+}
+
+OfferedVersion offered_version(uint16_t v) {
+  switch (v) {
+    case 0x0304: return OfferedVersion::Tls13;
+    case 0x0303: return OfferedVersion::Tls12;
+    case 0x0302: return OfferedVersion::Tls11;
+    case 0x0301: return OfferedVersion::Tls10;
+    case 0x0300: return OfferedVersion::Ssl3;
+    default: return OfferedVersion::Other;
+  }
+}
+
 AcceptError accept_error(int err) {
   switch (err) {
     case EMFILE: return AcceptError::Emfile;

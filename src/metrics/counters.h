@@ -47,6 +47,32 @@ class Histogram {
   Counter count_, sum_ns_;
 };
 
+// Counters for a small set of label pairs found at run time (the negotiated
+// TLS version and cipher): the owning worker adds, a scrape reads the slots
+// published so far (a slot's labels are written before `used_` is released).
+// A pair is told apart by its pointers, so two equal strings from different
+// places may take two slots; the scrape merges by value. Pairs beyond kSlots
+// are counted in other().
+class LabelPairCounters {
+ public:
+  static constexpr size_t kSlots = 32;
+  // `first` and `second` must have static storage (OpenSSL's version and
+  // cipher names do).
+  void add(const char* first, const char* second);
+  template <typename Fn>
+  void for_each(Fn&& fn) const {  // fn(first, second, count)
+    const size_t n = used_.load(std::memory_order_acquire);
+    for (size_t i = 0; i < n; ++i) fn(first_[i], second_[i], counts_[i].get());
+  }
+  uint64_t other() const { return other_.get(); }
+
+ private:
+  std::array<const char*, kSlots> first_{}, second_{};
+  std::array<Counter, kSlots> counts_;
+  std::atomic<size_t> used_{0};
+  Counter other_;
+};
+
 // One upstream server in one worker (upstream::UpstreamPool).
 struct UpstreamServerCounters {
   Counter connections_created;  // new TCP connections opened
@@ -63,6 +89,15 @@ enum class AcceptError { Emfile, Enfile, Enobufs, Enomem, Other };
 inline constexpr const char* kAcceptErrorNames[] = {"EMFILE", "ENFILE", "ENOBUFS", "ENOMEM", "other"};
 AcceptError accept_error(int err);  // `err`: an errno value
 enum class HandshakeFailure { Timeout, Error, Closed };
+// The highest TLS version a ClientHello offered, as /metrics labels it
+// (tls/handshake_facts.h gives the wire value).
+enum class OfferedVersion { Tls13, Tls12, Tls11, Tls10, Ssl3, Other };
+inline constexpr const char* kOfferedVersionNames[] = {"TLSv1.3", "TLSv1.2", "TLSv1.1", "TLSv1.0", "SSLv3", "other"};
+OfferedVersion offered_version(uint16_t wire_version);  // 0x0304 -> Tls13 ...
+// Handshakes tlsfront refused, by reason (tls::HandshakeRefusal without None).
+enum class Refusal { ProtocolVersion, NoSharedCipher, NoAlpnOverlap, SniRefused };
+inline constexpr const char* kRefusalNames[] = {"protocol_version", "no_shared_cipher", "no_alpn_overlap",
+                                                "sni_refused"};
 
 struct WorkerCounters {
   Counter connections_accepted;
@@ -70,7 +105,10 @@ struct WorkerCounters {
   Counter connections_http1, connections_h2;  // by protocol after the handshake (ALPN)
   std::array<Counter, 3> handshakes;          // by HandshakeKind
   std::array<Counter, 3> handshake_failures;  // by HandshakeFailure
-  Histogram handshake_duration;               // accept -> handshake done
+  std::array<Histogram, 3> handshake_duration;  // accept -> handshake done, by HandshakeKind
+  LabelPairCounters negotiated;                 // (version, cipher) of completed handshakes
+  std::array<Counter, 6> client_hello_versions;  // by OfferedVersion, once per ClientHello seen
+  std::array<Counter, 4> handshakes_refused;     // by Refusal (also counted as failures "error")
   // Requests by protocol (HTTP/1.0, HTTP/1.1, HTTP/2.0) and status class
   // (1xx..5xx, then "none": no response was sent, e.g. the client left).
   std::array<std::array<Counter, 6>, 3> requests;

@@ -1,5 +1,7 @@
 #include "metrics/prometheus.h"
 
+#include <map>
+
 #include <fmt/format.h>
 
 namespace tlsfront::metrics {
@@ -21,21 +23,31 @@ uint64_t sum(const ProcessMetrics& m, Get get) {
   return total;
 }
 
+// The series of one histogram; `labels` ("kind=\"full\"" or "") go before `le`.
 template <typename Get>
-void histogram(std::string& out, const ProcessMetrics& m, std::string_view name, std::string_view help, Get get) {
-  header(out, name, "histogram", help);
+void histogram_series(std::string& out, const ProcessMetrics& m, std::string_view name, std::string_view labels,
+                      Get get) {
+  const std::string_view sep = labels.empty() ? "" : ",";
   uint64_t cumulative = 0;
   for (size_t i = 0; i <= kDurationBuckets.size(); ++i) {
     cumulative += sum(m, [&](const WorkerCounters& w) { return get(w).bucket(i); });
     if (i < kDurationBuckets.size()) {
-      fmt::format_to(std::back_inserter(out), "{}_bucket{{le=\"{}\"}} {}\n", name, kDurationBuckets[i], cumulative);
+      fmt::format_to(std::back_inserter(out), "{}_bucket{{{}{}le=\"{}\"}} {}\n", name, labels, sep,
+                     kDurationBuckets[i], cumulative);
     } else {
-      fmt::format_to(std::back_inserter(out), "{}_bucket{{le=\"+Inf\"}} {}\n", name, cumulative);
+      fmt::format_to(std::back_inserter(out), "{}_bucket{{{}{}le=\"+Inf\"}} {}\n", name, labels, sep, cumulative);
     }
   }
   const uint64_t ns = sum(m, [&](const WorkerCounters& w) { return get(w).sum_ns(); });
-  fmt::format_to(std::back_inserter(out), "{}_sum {:.9f}\n{}_count {}\n", name, static_cast<double>(ns) / 1e9, name,
-                 cumulative);
+  const std::string braced = labels.empty() ? "" : fmt::format("{{{}}}", labels);
+  fmt::format_to(std::back_inserter(out), "{}_sum{} {:.9f}\n{}_count{} {}\n", name, braced,
+                 static_cast<double>(ns) / 1e9, name, braced, cumulative);
+}
+
+template <typename Get>
+void histogram(std::string& out, const ProcessMetrics& m, std::string_view name, std::string_view help, Get get) {
+  header(out, name, "histogram", help);
+  histogram_series(out, m, name, "", get);
 }
 
 }  // namespace
@@ -102,8 +114,42 @@ std::string render_prometheus(const ProcessMetrics& m) {
     fmt::format_to(std::back_inserter(out), "tlsfront_tls_handshake_failures_total{{reason=\"{}\"}} {}\n", kReasons[r],
                    sum(m, [r](const WorkerCounters& w) { return w.handshake_failures[r].get(); }));
   }
-  histogram(out, m, "tlsfront_tls_handshake_duration_seconds", "TCP accept to TLS handshake done.",
-            [](const WorkerCounters& w) -> const Histogram& { return w.handshake_duration; });
+  header(out, "tlsfront_tls_handshake_duration_seconds", "histogram",
+         "TCP accept to TLS handshake done, by kind (as tlsfront_tls_handshakes_total).");
+  for (size_t k = 0; k < 3; ++k) {
+    histogram_series(out, m, "tlsfront_tls_handshake_duration_seconds", fmt::format("kind=\"{}\"", kKinds[k]),
+                     [k](const WorkerCounters& w) -> const Histogram& { return w.handshake_duration[k]; });
+  }
+  header(out, "tlsfront_tls_handshakes_refused_total", "counter",
+         "Handshakes tlsfront refused (also in failures{reason=\"error\"}): no TLS version, no cipher suite, group "
+         "or signature algorithm, no ALPN protocol in common, or the server name refused (strict_sni).");
+  for (size_t r = 0; r < std::size(kRefusalNames); ++r) {
+    fmt::format_to(std::back_inserter(out), "tlsfront_tls_handshakes_refused_total{{reason=\"{}\"}} {}\n",
+                   kRefusalNames[r], sum(m, [r](const WorkerCounters& w) { return w.handshakes_refused[r].get(); }));
+  }
+  header(out, "tlsfront_tls_client_hello_versions_total", "counter",
+         "ClientHellos by the highest TLS version they offered (supported_versions, else legacy_version), counted "
+         "when the handshake ended, refused ones included: clients that offer at most TLS 1.1 are the downgrade "
+         "alarm.");
+  for (size_t v = 0; v < std::size(kOfferedVersionNames); ++v) {
+    fmt::format_to(std::back_inserter(out), "tlsfront_tls_client_hello_versions_total{{max_version=\"{}\"}} {}\n",
+                   kOfferedVersionNames[v],
+                   sum(m, [v](const WorkerCounters& w) { return w.client_hello_versions[v].get(); }));
+  }
+  header(out, "tlsfront_tls_negotiated_total", "counter", "Completed TLS handshakes by negotiated version and cipher.");
+  std::map<std::pair<std::string, std::string>, uint64_t> negotiated;
+  uint64_t negotiated_other = 0;
+  for (const WorkerCounters* w : m.workers) {
+    w->negotiated.for_each([&](const char* version, const char* cipher, uint64_t n) {
+      negotiated[{version ? version : "", cipher ? cipher : ""}] += n;
+    });
+    negotiated_other += w->negotiated.other();
+  }
+  if (negotiated_other) negotiated[{"other", "other"}] += negotiated_other;
+  for (const auto& [key, n] : negotiated) {
+    fmt::format_to(std::back_inserter(out), "tlsfront_tls_negotiated_total{{version=\"{}\",cipher=\"{}\"}} {}\n",
+                   escape_label_value(key.first), escape_label_value(key.second), n);
+  }
 
   header(out, "tlsfront_requests_total", "counter", "Requests by protocol and response status class.");
   static constexpr const char* kProtocols[] = {"HTTP/1.0", "HTTP/1.1", "HTTP/2.0"};

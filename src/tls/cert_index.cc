@@ -8,6 +8,7 @@
 #include <fmt/core.h>
 
 #include "tls/cipher_list.h"
+#include "tls/handshake_facts.h"
 #include "tls/openssl_error.h"
 #include "tls/session_cache.h"
 
@@ -54,6 +55,7 @@ int client_hello_cb(SSL* ssl, int* alert, void* /*arg*/) noexcept {
   const auto* index = static_cast<const CertIndex*>(SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), index_slot()));
   if (index != nullptr) {
     const TlsContext* ctx = index->find(client_server_name(ssl));
+    record_client_hello(ssl, ctx == nullptr);
     if (ctx == nullptr) {
       *alert = SSL_AD_UNRECOGNIZED_NAME;
       return SSL_CLIENT_HELLO_ERROR;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "tls/handshake_facts.h"
 #include "tls/openssl_error.h"
 
 namespace tlsfront::tls {
@@ -123,6 +124,7 @@ Result<bool> TlsStream::handshake() {
     return false;
   }
   transition(phase_, Phase::Failed);
+  refusal_ = classify_handshake_failure(ssl_.get());  // before the error queue is drained
   return openssl_error(Errc::Tls, "TLS handshake failed");
 }
 

@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "tls/handshake_facts.h"
 #include "util/openssl_ptr.h"
 #include "util/result.h"
 #include "util/state.h"
@@ -56,6 +57,8 @@ class TlsStream {
   // handshake() again once it ends.
   bool handshake_paused() const { return phase_ == Phase::Paused; }
   Phase phase() const { return phase_; }
+  // Why the handshake was refused, once handshake() failed (handshake_facts.h).
+  HandshakeRefusal refusal() const { return refusal_; }
 
   // Reads up to `len` plaintext bytes into `buf`. Returns the count, or 0 when
   // more ciphertext is needed. Errors: Errc::Closed on close_notify,
@@ -107,6 +110,7 @@ class TlsStream {
   std::unique_ptr<Io> io_;  // declared before ssl_: outlives the SSL and its BIO
   SslPtr ssl_;
   Phase phase_ = Phase::Handshaking;
+  HandshakeRefusal refusal_ = HandshakeRefusal::None;
 };
 
 // The transition table (util/state.h).

@@ -95,11 +95,11 @@ TEST_F(Metrics, ExactCountersAfterAKnownSequence) {
   EXPECT_TRUE(reused);
   SSL_SESSION_free(s12);
 
-  {  // a handshake that fails: not TLS at all
+  {  // a handshake that fails: no cipher in common (RSA key exchange; tlsfront offers ECDHE + AEAD only)
     TlsClient junk;
     TlsOptions plain;
     plain.max_version = TLS1_2_VERSION;
-    plain.cipher_list = "ECDHE-ECDSA-NULL-SHA";  // no cipher in common with the server
+    plain.cipher_list = "AES128-SHA";
     EXPECT_FALSE(junk.connect(port(), plain));
   }
   ASSERT_TRUE(wait_until([&] { return scrape()["tlsfront_connections_active"] == 0; }));
@@ -112,7 +112,21 @@ TEST_F(Metrics, ExactCountersAfterAKnownSequence) {
   EXPECT_EQ(delta("tlsfront_tls_handshakes_total{kind=\"resumed_ticket\"}"), 1);
   EXPECT_EQ(delta("tlsfront_tls_handshakes_total{kind=\"resumed_cache\"}"), 1);
   EXPECT_EQ(delta("tlsfront_tls_handshake_failures_total{reason=\"error\"}"), 1);
-  EXPECT_EQ(delta("tlsfront_tls_handshake_duration_seconds_count"), 4);
+  EXPECT_EQ(delta("tlsfront_tls_handshake_duration_seconds_count{kind=\"full\"}"), 2);
+  EXPECT_EQ(delta("tlsfront_tls_handshake_duration_seconds_count{kind=\"resumed_ticket\"}"), 1);
+  EXPECT_EQ(delta("tlsfront_tls_handshake_duration_seconds_count{kind=\"resumed_cache\"}"), 1);
+  EXPECT_EQ(delta("tlsfront_tls_handshake_duration_seconds_bucket{kind=\"full\",le=\"+Inf\"}"), 2);
+  // The junk handshake had no cipher in common: refused, and counted by what it offered.
+  EXPECT_EQ(delta("tlsfront_tls_handshakes_refused_total{reason=\"no_shared_cipher\"}"), 1);
+  EXPECT_EQ(delta("tlsfront_tls_client_hello_versions_total{max_version=\"TLSv1.3\"}"), 2);
+  EXPECT_EQ(delta("tlsfront_tls_client_hello_versions_total{max_version=\"TLSv1.2\"}"), 3);
+  double v13 = 0, v12 = 0;
+  for (const auto& [series, value] : after) {
+    if (series.rfind("tlsfront_tls_negotiated_total{version=\"TLSv1.3\",cipher=\"TLS_", 0) == 0) v13 += value - before[series];
+    if (series.rfind("tlsfront_tls_negotiated_total{version=\"TLSv1.2\",cipher=\"ECDHE-ECDSA-", 0) == 0) v12 += value - before[series];
+  }
+  EXPECT_EQ(v13, 2);
+  EXPECT_EQ(v12, 2);
   EXPECT_EQ(delta("tlsfront_requests_total{protocol=\"HTTP/1.1\",code=\"2xx\"}"), 5);
   EXPECT_EQ(delta("tlsfront_requests_total{protocol=\"HTTP/1.1\",code=\"4xx\"}"), 1);
   EXPECT_EQ(delta("tlsfront_request_duration_seconds_count"), 6);
@@ -131,6 +145,46 @@ TEST_F(Metrics, ExactCountersAfterAKnownSequence) {
   EXPECT_TRUE(wait_until([&] {
     return scrape()["tlsfront_access_log_bytes_total"] > before["tlsfront_access_log_bytes_total"];
   }));
+}
+
+// The downgrade alarm's inputs: handshakes tlsfront refuses are counted by
+// reason and by the highest version their ClientHello offered.
+TEST_F(Metrics, RefusedHandshakesByReasonAndOfferedVersion) {
+  ProxyOptions o;
+  o.listen_extra = "alpn = [\"h2\", \"http/1.1\"]\n";
+  o.tls_extra = "strict_sni = true\n";
+  ASSERT_TRUE(start(o));
+  auto before = scrape();
+  TlsOptions tls11;  // a TLS 1.1 client (OpenSSL needs security level 0 to offer it)
+  tls11.min_version = tls11.max_version = TLS1_1_VERSION;
+  tls11.cipher_list = "DEFAULT:@SECLEVEL=0";
+  tls11.alpn = {"h2"};
+  TlsOptions unknown_name;
+  unknown_name.sni = "unknown.example";
+  unknown_name.alpn = {"h2"};
+  TlsOptions other_alpn;  // a protocol the listener does not speak
+  other_alpn.alpn = {"spdy/3.1"};
+  for (const TlsOptions& t : {tls11, unknown_name, other_alpn}) {
+    TlsClient c;
+    EXPECT_FALSE(c.connect(port(), t)) << t.sni;
+  }
+  TlsOptions h2;
+  h2.alpn = {"h2"};
+  TlsClient ok;
+  EXPECT_TRUE(ok.connect(port(), h2)) << ok.error();
+  ASSERT_TRUE(wait_until([&] {
+    auto m = scrape();
+    return m["tlsfront_tls_handshake_failures_total{reason=\"error\"}"] -
+               before["tlsfront_tls_handshake_failures_total{reason=\"error\"}"] == 3;
+  }));
+  auto after = scrape();
+  auto delta = [&](const std::string& name) { return after[name] - before[name]; };
+  EXPECT_EQ(delta("tlsfront_tls_handshakes_refused_total{reason=\"protocol_version\"}"), 1);
+  EXPECT_EQ(delta("tlsfront_tls_handshakes_refused_total{reason=\"sni_refused\"}"), 1);
+  EXPECT_EQ(delta("tlsfront_tls_handshakes_refused_total{reason=\"no_alpn_overlap\"}"), 1);
+  EXPECT_EQ(delta("tlsfront_tls_handshakes_refused_total{reason=\"no_shared_cipher\"}"), 0);
+  EXPECT_EQ(delta("tlsfront_tls_client_hello_versions_total{max_version=\"TLSv1.1\"}"), 1);
+  EXPECT_EQ(delta("tlsfront_tls_client_hello_versions_total{max_version=\"TLSv1.3\"}"), 3);
 }
 
 // A key file's key is active "always"; its age is that of the file (its
