@@ -184,6 +184,10 @@ struct Log {
 struct Limits {
   size_t max_header_bytes = 16 * 1024;                 // request line + headers; over it: 431
   uint64_t max_body_bytes = 1024 * 1024;  // request body; over it: 413 ("1m" as nginx client_max_body_size; 0 = unlimited)
+  // Requests per client connection (nginx keepalive_requests; the upstream
+  // side's is [[upstream]] keepalive_requests): HTTP/1.1 answers the last one
+  // with Connection: close; HTTP/2 sends GOAWAY naming the last stream.
+  uint64_t keepalive_requests = 1000;
 };
 
 // [timeouts] (client side)

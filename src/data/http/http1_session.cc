@@ -270,7 +270,10 @@ int Http1Session::on_headers_complete() {
   req.chunked = (parser_.flags & F_CHUNKED) != 0;
   if (parser_.flags & F_CONTENT_LENGTH) req.content_length = parser_.content_length;
   if (timer_ == TimerPurpose::Header) arm(TimerPurpose::None);
-  if (!req.keep_alive || (env_.shutting_down && *env_.shutting_down)) close_after_response();
+  if (!req.keep_alive || (env_.shutting_down && *env_.shutting_down) ||
+      info_.requests >= env_.config->limits.keepalive_requests) {
+    close_after_response();
+  }
 
   // Upgrade is not proxied (the header is hop-by-hop and dropped): keep
   // llhttp parsing HTTP after this message instead of handing over the rest.

@@ -383,7 +383,23 @@ int Http2Session::on_begin_headers(const nghttp2_frame* frame) {
   if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
   if (input_stopped_) return NGHTTP2_ERR_CALLBACK_FAILURE;
   last_stream_id_ = std::max(last_stream_id_, frame->hd.stream_id);
+  const uint64_t limit = env_.config->limits.keepalive_requests;
+  if (info_.requests >= limit) {
+    // Past [limits] keepalive_requests, sent before our GOAWAY reached the
+    // client: refused, never started nor logged; the client retries it on a
+    // new connection (REFUSED_STREAM, RFC 9113 §8.7).
+    nghttp2_submit_rst_stream(session_.get(), NGHTTP2_FLAG_NONE, frame->hd.stream_id, NGHTTP2_REFUSED_STREAM);
+    schedule_send();
+    return 0;
+  }
   ++info_.requests;
+  if (info_.requests == limit && !goaway_sent_) {
+    // RFC 9113 §6.8: this stream is the last one served; the connection
+    // closes once it is done.
+    goaway_sent_ = true;
+    nghttp2_submit_goaway(session_.get(), NGHTTP2_FLAG_NONE, frame->hd.stream_id, NGHTTP2_NO_ERROR, nullptr, 0);
+    schedule_send();
+  }
   streams_[frame->hd.stream_id] = std::make_unique<Http2Stream>(this, frame->hd.stream_id);
   update_timer();
   return 0;

@@ -64,6 +64,7 @@ level = "debug"
 [limits]
 max_header_bytes = "32k"
 max_body_bytes = 0
+keepalive_requests = 5
 
 [timeouts]
 handshake = "5s"
@@ -121,6 +122,7 @@ body = "45s"
   EXPECT_EQ(c.log.level, "debug");
   EXPECT_EQ(c.limits.max_header_bytes, 32u * 1024);
   EXPECT_EQ(c.limits.max_body_bytes, 0u);
+  EXPECT_EQ(c.limits.keepalive_requests, 5u);
   EXPECT_EQ(c.timeouts.handshake, 5s);
   EXPECT_EQ(c.timeouts.header, 20s);
   EXPECT_EQ(c.timeouts.keepalive, 2min);
@@ -160,6 +162,8 @@ TEST(Loader, DefaultsMatchConfigStructs) {
   EXPECT_EQ(c.log.level, "info");
   EXPECT_EQ(c.limits.max_header_bytes, 16u * 1024);
   EXPECT_EQ(c.limits.max_body_bytes, 1024u * 1024);
+  EXPECT_EQ(c.limits.keepalive_requests, 1000u);
+  EXPECT_EQ(load_error(with("[limits]\nkeepalive_requests = 0\n")).rfind("t.toml:15:1: limits.keepalive_requests: ", 0), 0u);
   EXPECT_EQ(c.timeouts.handshake, 10s);
   EXPECT_EQ(c.timeouts.header, 30s);
   EXPECT_EQ(c.timeouts.keepalive, 75s);
