@@ -188,6 +188,10 @@ struct Limits {
   // side's is [[upstream]] keepalive_requests): HTTP/1.1 answers the last one
   // with Connection: close; HTTP/2 sends GOAWAY naming the last stream.
   uint64_t keepalive_requests = 1000;
+  // Client connections per worker; at it the worker stops accepting until
+  // one closes (new clients wait in the listen backlog). 0 = no limit but
+  // the open-files limit.
+  uint64_t max_connections = 0;
 };
 
 // [timeouts] (client side)

@@ -88,7 +88,7 @@ void Worker::listen_on(ListenSocket socket) {
   if (rc != 0) {
     log::error("worker {}: cannot listen on {}: {}", index_, address.to_string(), uv_strerror(rc));
   }
-  if (uv_is_active(accept_backoff_.handle())) acceptor->pause();  // resumed with the others
+  if (!accepting_allowed()) acceptor->pause();  // resumed with the others
   listeners_.push_back(Listening{address, std::move(acceptor)});
 }
 
@@ -173,7 +173,8 @@ void Worker::run(std::vector<ListenSocket> sockets) {
 
 void Worker::on_accepted(const config::Endpoint& address, UniqueFd fd) {
   uint64_t id = next_connection_id_->fetch_add(1, std::memory_order_relaxed);
-  auto conn = std::make_unique<Connection>(*this, current_generation(), id);
+  std::shared_ptr<const WorkerGeneration> wgen = current_generation();
+  auto conn = std::make_unique<Connection>(*this, wgen, id);
   // The generation's settings for the listener this came from (ALPN).
   if (auto st = conn->accept(std::move(fd), &address); !st) {
     log::warn("worker {}: {}", index_, st.error().message());
@@ -183,6 +184,25 @@ void Worker::on_accepted(const config::Endpoint& address, UniqueFd fd) {
   }
   Connection* raw = conn.get();
   connections_.emplace(raw, std::move(conn));
+  // A reload's [limits] max_connections applies from its first connection.
+  max_connections_ = wgen->gen->config.limits.max_connections;
+  if (max_connections_ != 0 && connections_.size() == max_connections_) {
+    counters_->connection_limit_pauses.add();
+    update_accepting();
+  }
+}
+
+// Listeners are watched unless the worker is stopping, in an accept
+// backoff, or at [limits] max_connections: the one place that decides.
+bool Worker::accepting_allowed() const {
+  if (shutting_down_ || uv_is_active(accept_backoff_.handle())) return false;
+  return max_connections_ == 0 || connections_.size() < max_connections_;
+}
+
+void Worker::update_accepting() {
+  const bool allowed = accepting_allowed();
+  for (auto& l : listeners_) allowed ? l.acceptor->resume() : l.acceptor->pause();
+  counters_->accept_paused.set(allowed || shutting_down_ ? 0 : 1);
 }
 
 void Worker::on_accept_failed(int err) {
@@ -190,16 +210,15 @@ void Worker::on_accept_failed(int err) {
   const size_t reclaimed = limit ? close_idle_connections(kIdleReclaim) : 0;
   counters_->accept_errors[static_cast<size_t>(metrics::accept_error(err))].add();
   counters_->accept_pauses.add();
-  counters_->accept_paused.set(1);
-  for (auto& l : listeners_) l.acceptor->pause();
   if (!uv_is_active(accept_backoff_.handle())) {
     uv_timer_start(
         accept_backoff_.get(),
         [](uv_timer_t* t) {
-          if (t->data) static_cast<Worker*>(t->data)->resume_accepting();
+          if (t->data) static_cast<Worker*>(t->data)->update_accepting();
         },
         static_cast<uint64_t>(kAcceptBackoff.count()), 0);
   }
+  update_accepting();
   const uint64_t failures = accept_report_.count(std::chrono::steady_clock::now());
   if (failures == 0) return;
   rlimit rl{};
@@ -211,12 +230,6 @@ void Worker::on_accept_failed(int err) {
       "per {} s)",
       index_, uv_strerror(-err), uv_err_name(-err), fd_limit, connections_.size(), reclaimed, kAcceptBackoff.count(),
       failures, failures == 1 ? "" : "s", kAcceptReportInterval.count());
-}
-
-void Worker::resume_accepting() {
-  counters_->accept_paused.set(0);
-  if (shutting_down_) return;
-  for (auto& l : listeners_) l.acceptor->resume();
 }
 
 // Idle connections first: they cost the fewest clients anything (a client
@@ -238,6 +251,7 @@ void Worker::remove(Connection* conn) {
   if (it == connections_.end()) return;
   loop_ctx_->defer_delete(std::move(it->second));
   connections_.erase(it);
+  if (max_connections_ != 0 && connections_.size() + 1 == max_connections_) update_accepting();
   if (shutting_down_ && connections_.empty()) {
     // Not from here: remove() runs inside a connection's callbacks, which may
     // themselves run inside an upstream connection's (a response completed,

@@ -15,7 +15,10 @@
 // nginx would reuse first. One warning per kAcceptReportInterval says why,
 // the open-files limit and how many accepts failed; /metrics counts each
 // failure by errno, each pause, the paused workers and the reclaimed idle
-// connections (metrics/counters.h).
+// connections (metrics/counters.h). At [limits] max_connections client
+// connections the worker stops accepting the same way until one closes
+// (accepting_allowed() is the one rule for all three: stopping, backoff,
+// limit).
 // Thread affinity: constructed and started/stopped/joined from the control
 // thread; everything else runs on the worker's own thread.
 #pragma once
@@ -113,7 +116,8 @@ class Worker {
   // Pauses every listener for kAcceptBackoff, reclaims idle connections at
   // a resource limit, counts and (throttled) logs `err` (an errno value).
   void on_accept_failed(int err);
-  void resume_accepting();
+  bool accepting_allowed() const;
+  void update_accepting();  // pauses or resumes every listener per accepting_allowed()
   size_t close_idle_connections(size_t max);
   void on_inbox();
   // The WorkerGeneration of the Server's current Generation (built on first
@@ -135,6 +139,7 @@ class Worker {
   UvHandle<uv_async_t> inbox_;
   UvHandle<uv_timer_t> drain_timer_;
   UvHandle<uv_timer_t> accept_backoff_;  // active while accepting is paused
+  uint64_t max_connections_ = 0;         // [limits] of the newest connection's generation
   log::LogThrottle accept_report_{kAcceptReportInterval};
   struct Listening {
     config::Endpoint address;

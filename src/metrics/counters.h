@@ -122,7 +122,8 @@ struct WorkerCounters {
   // idle connections closed to make room.
   std::array<Counter, 5> accept_errors;
   Counter accept_pauses;
-  Counter accept_paused;
+  Counter accept_paused;            // gauge: 1 while not accepting (backoff or max_connections)
+  Counter connection_limit_pauses;  // times [limits] max_connections was reached
   Counter idle_reclaimed;
 
   void count_request(std::string_view protocol, int status, std::chrono::nanoseconds duration);

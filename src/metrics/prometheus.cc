@@ -90,7 +90,11 @@ std::string render_prometheus(const ProcessMetrics& m) {
   single(out, "tlsfront_accept_paused_total", "counter",
          "Times a worker stopped accepting for a backoff (500 ms) after a failed accept.",
          sum(m, [](const WorkerCounters& w) { return w.accept_pauses.get(); }));
-  single(out, "tlsfront_accept_paused_workers", "gauge", "Workers not accepting now (in a backoff).",
+  single(out, "tlsfront_connection_limit_reached_total", "counter",
+         "Times a worker reached [limits] max_connections and stopped accepting until a connection closed.",
+         sum(m, [](const WorkerCounters& w) { return w.connection_limit_pauses.get(); }));
+  single(out, "tlsfront_accept_paused_workers", "gauge",
+         "Workers not accepting now (in a backoff, or at max_connections).",
          sum(m, [](const WorkerCounters& w) { return w.accept_paused.get(); }));
   single(out, "tlsfront_idle_connections_reclaimed_total", "counter",
          "Idle client connections (keepalive between requests, HTTP/2 without streams) closed to make room after an "

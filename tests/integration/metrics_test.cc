@@ -154,6 +154,8 @@ TEST_F(Metrics, RefusedHandshakesByReasonAndOfferedVersion) {
   o.listen_extra = "alpn = [\"h2\", \"http/1.1\"]\n";
   o.tls_extra = "strict_sni = true\n";
   ASSERT_TRUE(start(o));
+  // The readiness probe's connection must be closed and counted first.
+  ASSERT_TRUE(wait_until([&] { return scrape()["tlsfront_connections_active"] == 0; }));
   auto before = scrape();
   TlsOptions tls11;  // a TLS 1.1 client (OpenSSL needs security level 0 to offer it)
   tls11.min_version = tls11.max_version = TLS1_1_VERSION;
@@ -168,14 +170,17 @@ TEST_F(Metrics, RefusedHandshakesByReasonAndOfferedVersion) {
     TlsClient c;
     EXPECT_FALSE(c.connect(port(), t)) << t.sni;
   }
-  TlsOptions h2;
-  h2.alpn = {"h2"};
-  TlsClient ok;
-  EXPECT_TRUE(ok.connect(port(), h2)) << ok.error();
+  {
+    TlsOptions h2;
+    h2.alpn = {"h2"};
+    TlsClient ok;
+    EXPECT_TRUE(ok.connect(port(), h2)) << ok.error();
+  }
+  // Every connection closed: each handshake has been counted, either way.
   ASSERT_TRUE(wait_until([&] {
     auto m = scrape();
-    return m["tlsfront_tls_handshake_failures_total{reason=\"error\"}"] -
-               before["tlsfront_tls_handshake_failures_total{reason=\"error\"}"] == 3;
+    return m["tlsfront_connections_active"] == 0 &&
+           m["tlsfront_connections_accepted_total"] - before["tlsfront_connections_accepted_total"] == 4;
   }));
   auto after = scrape();
   auto delta = [&](const std::string& name) { return after[name] - before[name]; };
@@ -185,6 +190,44 @@ TEST_F(Metrics, RefusedHandshakesByReasonAndOfferedVersion) {
   EXPECT_EQ(delta("tlsfront_tls_handshakes_refused_total{reason=\"no_shared_cipher\"}"), 0);
   EXPECT_EQ(delta("tlsfront_tls_client_hello_versions_total{max_version=\"TLSv1.1\"}"), 1);
   EXPECT_EQ(delta("tlsfront_tls_client_hello_versions_total{max_version=\"TLSv1.3\"}"), 3);
+}
+
+// [limits] max_connections: at the limit the worker stops accepting (the
+// next client waits in the backlog, its handshake pending) until a
+// connection closes; then that client is served.
+TEST_F(Metrics, MaxConnectionsPausesAcceptingUntilOneCloses) {
+  ProxyOptions o;
+  o.workers = 1;
+  o.extra = "[limits]\nmax_connections = 2\n";
+  ASSERT_TRUE(start(o));
+  ASSERT_TRUE(wait_until([&] { return scrape()["tlsfront_connections_active"] == 0; }));
+  auto first = std::make_unique<TlsClient>();
+  TlsClient second;
+  ASSERT_TRUE(first->connect(port())) << first->error();
+  ASSERT_TRUE(second.connect(port())) << second.error();
+  ASSERT_TRUE(wait_until([&] { return scrape()["tlsfront_accept_paused_workers"] == 1; }));
+  EXPECT_EQ(scrape()["tlsfront_connection_limit_reached_total"], 1);
+
+  std::atomic<bool> third_done{false};
+  bool third_ok = false;
+  std::thread third([&] {
+    TlsClient c;
+    third_ok = c.connect(port(), {}, milliseconds(20'000));
+    if (third_ok) {
+      c.write("GET /third HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+      auto r = c.read_response();
+      third_ok = r && r->status == 200;
+    }
+    third_done = true;
+  });
+  // It waits in the backlog: not accepted while the two are open.
+  ASSERT_TRUE(wait_until([&] { return scrape()["tlsfront_connections_accepted_total"] >= 2; }));
+  EXPECT_FALSE(third_done.load());
+  EXPECT_EQ(scrape()["tlsfront_connections_active"], 2);
+  first.reset();  // one closes: accepting resumes
+  third.join();
+  EXPECT_TRUE(third_ok);
+  ASSERT_TRUE(wait_until([&] { return scrape()["tlsfront_accept_paused_workers"] == 0; }));
 }
 
 // A key file's key is active "always"; its age is that of the file (its
