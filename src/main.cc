@@ -6,6 +6,7 @@
 #include "config/loader.h"
 #include "log/log.h"
 #include "control/server.h"
+#include "tools/import_nginx_command.h"
 #include "tools/logstats_command.h"
 
 namespace {
@@ -13,6 +14,7 @@ namespace {
 constexpr const char* kUsage =
     "Usage: tlsfront --config FILE [--test]\n"
     "       tlsfront logstats [--by sni|alpn|upstream|hour] [--json] [FILE...]\n"
+    "       tlsfront import-nginx [-o FILE] NGINX.CONF\n"
     "       tlsfront --version | --help\n"
     "\n"
     "  -c, --config FILE  configuration file (TOML)\n"
@@ -25,6 +27,7 @@ constexpr const char* kUsage =
 
 int main(int argc, char** argv) {
   if (argc > 1 && !std::strcmp(argv[1], "logstats")) return tlsfront::tools::logstats_main(argc - 1, argv + 1);
+  if (argc > 1 && !std::strcmp(argv[1], "import-nginx")) return tlsfront::tools::import_nginx_main(argc - 1, argv + 1);
   std::string config_path;
   bool test = false;
   for (int i = 1; i < argc; ++i) {
