@@ -159,7 +159,6 @@ Status Reader::read_file(const std::string& path, const std::string& canonical, 
 }
 
 Status Reader::include(const Directive& d, std::vector<Directive>& out) {
-  if (d.block) return make_error(Errc::InvalidArgument, place(d) + ": include: takes no block");
   if (d.args.size() != 1) return make_error(Errc::InvalidArgument, place(d) + ": include: takes exactly one file or pattern");
   if (static_cast<int>(stack.size()) > kMaxIncludeDepth) {
     return make_error(Errc::InvalidArgument, place(d) + ": include: nested more than " + std::to_string(kMaxIncludeDepth) + " deep");
@@ -227,6 +226,7 @@ Status Reader::parse(const std::string& text, const std::string& file, std::vect
       case Token::Open:
         if (!in_directive) return lex.error(t.line, t.column, "unexpected \"{\"");
         in_directive = false;
+        if (current.name == "include") return lex.error(current.line, current.column, "include: takes no block");
         if (open.size() > 64) return lex.error(t.line, t.column, "blocks nested more than 64 deep");
         current.block = true;
         open.back()->push_back(std::move(current));

@@ -31,7 +31,7 @@ Result<std::string> server_address(const std::string& text) {
   bool has_port = bracketed ? close != std::string::npos && close + 1 < a.size() : a.find(':') != std::string::npos;
   if (!has_port) a += ":80";
   auto ep = config::parse_endpoint(a, /*allow_localhost=*/true);
-  if (!ep.ok()) return make_error(Errc::InvalidArgument, ep.error().detail + " (tlsfront never resolves names: IP addresses or localhost)");
+  if (!ep.ok()) return make_error(Errc::InvalidArgument, ep.error().detail);
   return ep->to_string();
 }
 
@@ -299,14 +299,17 @@ void ProxyImporter::locations(const Server& s, const Directive& block, const Cha
     l_.examined(d);
     Chain chain{&d};
     chain.insert(chain.end(), outer.begin(), outer.end());
+    bool routed = false;
     for (const Directive& c : d.children) {
       if (c.name == "proxy_pass") {
         std::string up = route_upstream(c, chain, path);
         if (!up.empty()) out.push_back({"", path, up, origin(d)});
+        routed = routed || !up.empty();
       } else if (is_location_setting(c.name)) {
         l_.note(c, "not carried over: tlsfront has this setting once for all servers and paths, not per location");
       }
     }
+    if (!routed) l_.note(d, "no route: no usable proxy_pass in it (what it does instead is listed)");
     locations(s, d, chain, out);
   }
 }
