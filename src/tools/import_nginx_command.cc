@@ -65,7 +65,7 @@ int import_nginx_main(int argc, char** argv) {
   auto imported = nginx::import(*tree, dir.empty() ? "." : dir.string(), input, &notes);
   if (!imported.ok()) {
     report(notes);
-    std::fprintf(stderr, "tlsfront import-nginx: %s: %s; %zu directive(s) or parameter(s) not carried over\n",
+    std::fprintf(stderr, "tlsfront import-nginx: %s: %s; %zu report line(s) above\n",
                  input.c_str(), imported.error().message().c_str(), notes.size());
     return 1;
   }
@@ -88,7 +88,7 @@ int import_nginx_main(int argc, char** argv) {
       return 1;
     }
   }
-  std::fprintf(stderr, "tlsfront import-nginx: %s: written%s%s; %zu directive(s) or parameter(s) not carried over (above)\n",
+  std::fprintf(stderr, "tlsfront import-nginx: %s: written%s%s; %zu report line(s) above (not carried over, or carried over with a difference)\n",
                input.c_str(), output.empty() ? "" : " to ", output.c_str(), imported->notes.size());
   return 0;
 }

@@ -58,18 +58,7 @@ class Lexer {
           break;
         }
         if (d == '\\' && pos_ + 1 < s_.size()) {
-          char e = s_[pos_ + 1];
-          advance();
-          advance();
-          switch (e) {
-            case '"': t.text += '"'; break;
-            case '\'': t.text += '\''; break;
-            case '\\': t.text += '\\'; break;
-            case 't': t.text += '\t'; break;
-            case 'r': t.text += '\r'; break;
-            case 'n': t.text += '\n'; break;
-            default: t.text += '\\'; t.text += e;
-          }
+          escape(t.text);
           continue;
         }
         t.text += d;
@@ -91,10 +80,8 @@ class Lexer {
       }
       variable = false;
       if (is_space(d) || d == ';' || d == '{') break;
-      if (d == '\\' && pos_ + 1 < s_.size()) {
-        advance();
-        t.text += s_[pos_];
-        advance();
+      if (d == '\\' && pos_ + 1 < s_.size()) {  // the next byte ends nothing
+        escape(t.text);
         continue;
       }
       if (d == '$') variable = true;
@@ -102,6 +89,23 @@ class Lexer {
       advance();
     }
     return t;
+  }
+
+  // A backslash and the byte after it, as nginx unescapes every word, quoted
+  // or not: \" \' \\ \t \r \n, any other pair kept as it is.
+  void escape(std::string& out) {
+    char e = s_[pos_ + 1];
+    advance();
+    advance();
+    switch (e) {
+      case '"': out += '"'; break;
+      case '\'': out += '\''; break;
+      case '\\': out += '\\'; break;
+      case 't': out += '\t'; break;
+      case 'r': out += '\r'; break;
+      case 'n': out += '\n'; break;
+      default: out += '\\'; out += e;
+    }
   }
 
   Error error(int line, int column, const std::string& message) const {

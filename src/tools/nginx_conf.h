@@ -3,9 +3,10 @@
 // here, as nginx's own reader does it (ngx_conf_read_token): words separated
 // by whitespace; a directive ends with ";" or opens a block with "{" that "}"
 // closes; "#" at the start of a word comments to the end of the line; "..."
-// and '...' quote a word, in which \" \' \\ \t \r \n are escapes (any other
-// backslash is kept with the byte after it); outside quotes a backslash
-// takes the next byte literally; "${" inside a word does not open a block.
+// and '...' quote a word; in every word \" \' \\ \t \r \n are escapes and
+// any other backslash is kept with the byte after it (so the regex `\.` stays
+// `\.`), and outside quotes the byte after a backslash ends nothing (`a\;b`
+// is one word, backslash kept); "${" inside a word does not open a block.
 // No directive is interpreted except `include`, which is replaced by the
 // directives of the files it names.
 //

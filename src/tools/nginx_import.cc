@@ -174,6 +174,7 @@ void Importer::names(Server& s) {
     for (const std::string& raw : d->args) {
       std::string n = raw;
       std::transform(n.begin(), n.end(), n.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      if (!n.empty() && n.back() == '.') n.pop_back();  // an absolute name
       if (n == "_" || n.empty()) continue;
       if (n[0] == '~') {
         l_.note(*d, "name " + raw + " not carried over: no regex server names");
@@ -200,15 +201,15 @@ void Importer::servers_of(const Directive& http) {
     Server s;
     s.block = &d;
     s.chain = {&d, &http};
+    // `ssl on` (nginx before 1.25.1) and `http2 on` (1.25.1 and later), in the server or inherited.
     bool ssl_on = false, http2_on = false;
-    for (const Directive& c : d.children) {
-      if (c.name == "ssl" && c.args.size() == 1) {
-        ssl_on = c.args[0] == "on";
-        l_.note(c, ssl_on ? "not needed: every listener is TLS (ssl on is read as listen ... ssl)" : "not needed");
-      } else if (c.name == "http2" && c.args.size() == 1) {
-        http2_on = c.args[0] == "on";
-        l_.carry(c);
-      }
+    if (const Directive* c = effective_one(s.chain, "ssl"); c && c->args.size() == 1) {
+      ssl_on = c->args[0] == "on";
+      l_.note(*c, ssl_on ? "not needed: every listener is TLS (ssl on is read as listen ... ssl)" : "not needed");
+    }
+    if (const Directive* c = effective_one(s.chain, "http2"); c && c->args.size() == 1) {
+      http2_on = c->args[0] == "on";
+      l_.carry(*c);
     }
     bool any_listen = false;
     for (const Directive& c : d.children) {
@@ -320,6 +321,9 @@ void Importer::globals() {
     tls.push_back({"session_tickets", d.args == std::vector<std::string>{"off"} ? "false" : "true", origin(d)});
     l_.carry(d);
   });
+  if (effective(servers_[def_].chain, "ssl_session_cache").empty()) {
+    m_.session_cache.push_back({"enabled", "false", "nginx's default (no ssl_session_cache: none, nothing kept)"});
+  }
   global("ssl_session_cache", [&](const auto& v) {
     const Directive& d = *v.back();
     bool carried = false;
@@ -416,6 +420,9 @@ void Importer::globals() {
       }
       l_.carry(d);
     });
+  }
+  if (effective_one(servers_[def_].chain, "client_header_timeout") == nullptr) {
+    m_.timeouts.insert(m_.timeouts.begin(), {"header", "\"1m\"", "nginx's default (no client_header_timeout)"});
   }
   global("http2_max_concurrent_streams", [&](const auto& v) {
     const Directive& d = *v.back();

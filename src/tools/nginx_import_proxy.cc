@@ -2,6 +2,7 @@
 // proxy_pass → [[route]] (tools/nginx_import.h has the rules).
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -60,6 +61,9 @@ class ProxyImporter {
   Ledger& l_;
   std::map<std::string, UpstreamBlock> blocks_;
   std::map<std::string, std::string> variants_;  // "name connect read send" → [[upstream]] name
+
+ public:
+  std::set<std::string> used_;  // upstream blocks some route uses
 };
 
 void ProxyImporter::upstream(const Directive& d) {
@@ -252,6 +256,15 @@ std::string ProxyImporter::route_upstream(const Directive& pass, const Chain& ch
     u = &(blocks_[hostport] = std::move(implicit));
   }
   l_.carry(pass);
+  bool host_set = false;
+  for (const Directive* h : effective(chain, "proxy_set_header")) {
+    if (h->args.size() == 2 && (h->args[0] == "Host" || h->args[0] == "host")) host_set = true;
+  }
+  if (!host_set) {
+    l_.note(pass, "carried over, but nginx sends the backend Host: " + hostport +
+                      " (its default, $proxy_host) and tlsfront the client's Host");
+  }
+  used_.insert(hostport);
   return variant(*u, chain);
 }
 
@@ -352,6 +365,11 @@ void import_proxy(const Directive& http, const std::vector<Server>& servers, siz
     }
   }
   for (auto& r : any_host) m.routes.push_back(std::move(r));
+  for (const Directive& d : http.children) {
+    if (d.name == "upstream" && d.block && d.args.size() == 1 && !p.used_.count(d.args[0])) {
+      l.note(d, fmt::format("not carried over: no imported location proxies to it (its {} directive(s) neither)", count_all(d.children)));
+    }
+  }
   (void)base_dir;
 }
 

@@ -17,7 +17,9 @@ void keys(std::string& out, const Keys& ks) {
     if (!k.origin.empty()) {
       std::string comment = k.origin;
       for (char& c : comment) {
-        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+        auto u = static_cast<unsigned char>(c);
+        if (u < 0x20 || u == 0x7f) c = ' ';
+        if (u >= 0x80) c = '?';  // a comment must be UTF-8; nginx files need not be
       }
       line += std::string(line.size() < 40 ? 40 - line.size() : 1, ' ') + "# " + comment;
     }
@@ -43,7 +45,7 @@ std::string render(const Model& m, const std::string& source, size_t not_carried
   std::string out;
   Out o(out);
   fmt::format_to(o, "# Imported from {} by tlsfront import-nginx.\n", source);
-  fmt::format_to(o, "# {} directive(s) or parameter(s) not carried over: see its report (stderr).\n", not_carried);
+  fmt::format_to(o, "# {} report line(s) on stderr: directives or parameters not carried over, or carried over with a difference.\n", not_carried);
   fmt::format_to(o, "# Check it: tlsfront --test --config FILE\n");
   if (!m.root.empty()) out += "\n";
   keys(out, m.root);

@@ -73,7 +73,7 @@ std::optional<uint64_t> parse_size(std::string_view text) {
 }
 
 std::string_view known_reason(std::string_view d) {
-  static constexpr std::array<std::pair<std::string_view, std::string_view>, 62> kReasons{{
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 74> kReasons{{
       {"user", "not needed: the systemd unit runs tlsfront as its own user (User=)"},
       {"pid", "no equivalent yet: tlsfront writes no pid file"},
       {"worker_rlimit_nofile", "no equivalent: set the open-files limit outside (the systemd unit has LimitNOFILE=65536)"},
@@ -136,6 +136,18 @@ std::string_view known_reason(std::string_view d) {
       {"limit_conn", "no equivalent yet: no connection limits"},
       {"allow", "no equivalent: no access rules"},
       {"deny", "no equivalent: no access rules"},
+      {"satisfy", "no equivalent: no access rules"},
+      {"auth_basic", "no equivalent: no authentication"},
+      {"auth_basic_user_file", "no equivalent: no authentication"},
+      {"auth_request", "no equivalent: no authentication"},
+      {"if", "no equivalent: no conditions"},
+      {"set", "no equivalent: no variables"},
+      {"map", "no equivalent: no variables"},
+      {"geo", "no equivalent: no variables"},
+      {"split_clients", "no equivalent: no variables"},
+      {"limit_except", "no equivalent: no per-method rules"},
+      {"internal", "no equivalent: no internal locations"},
+      {"large_client_header_buffers", "not carried over: [limits] max_header_bytes bounds the whole request head (default 16k)"},
   }};
   for (const auto& [name, why] : kReasons) {
     if (name == d) return why;

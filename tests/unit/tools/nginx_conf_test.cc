@@ -32,12 +32,12 @@ std::string parse_error(const std::string& text) {
 TEST(NginxConf, WordsQuotesEscapesAndComments) {
   auto v = parse_ok(
       "# a comment\n"
-      "a b \"c d\" 'e\\'f' g\\;h x#y;  # trailing comment\n"
+      "a b \"c d\" 'e\\'f' g\\;h x#y a\\\"b \\.php$;  # trailing comment\n"
       "q \"\\t\\n\\\\\\\"\\x\" '';\n"
       "return 200 ${host}x;\n");
   ASSERT_EQ(v.size(), 3u);
   EXPECT_EQ(v[0].name, "a");
-  EXPECT_EQ(v[0].args, (std::vector<std::string>{"b", "c d", "e'f", "g;h", "x#y"}));
+  EXPECT_EQ(v[0].args, (std::vector<std::string>{"b", "c d", "e'f", "g\\;h", "x#y", "a\"b", "\\.php$"}));
   EXPECT_EQ(v[0].line, 2);
   EXPECT_EQ(v[0].column, 1);
   EXPECT_EQ(v[1].args, (std::vector<std::string>{"\t\n\\\"\\x", ""}));

@@ -270,6 +270,50 @@ TEST(NginxImport, ClientSideSettings) {
   EXPECT_REPORTS(r, "keepalive_timeout: not carried over: 0 turns client keepalive off");
 }
 
+TEST(NginxImport, NginxsDefaultsWhereTlsfrontsDiffer) {
+  Outcome r = run(server(""));
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_FALSE(r.cfg.tls.session_cache.enabled);                   // ssl_session_cache none
+  EXPECT_EQ(r.cfg.tls.session_cache.timeout, Millis{300'000});     // ssl_session_timeout 5m
+  EXPECT_FALSE(r.cfg.tls.certificates[0].ocsp.stapling);           // ssl_stapling off
+  EXPECT_EQ(r.cfg.timeouts.header, Millis{60'000});                // client_header_timeout 60s
+  ASSERT_EQ(r.cfg.upstreams.size(), 1u);
+  EXPECT_EQ(r.cfg.upstreams[0].keepalive, 0u);                     // no upstream keepalive
+  EXPECT_EQ(r.cfg.upstreams[0].connect_timeout, Millis{60'000});   // proxy_connect_timeout 60s
+  EXPECT_EQ(r.cfg.listeners[0].alpn, std::vector<std::string>{"http/1.1"});  // no http2
+  EXPECT_REPORTS(r, "n.conf:8: proxy_pass: carried over, but nginx sends the backend Host: 127.0.0.1:9000 (its default, $proxy_host)");
+}
+
+TEST(NginxImport, ServerNamesUnusedUpstreamsAndInheritedHttp2) {
+  Outcome r = run(
+      "http { http2 on; upstream spare { server 127.0.0.1:1; }\n"
+      "server { listen 443 ssl default_server; server_name Default.Example.; ssl_certificate a.pem; ssl_certificate_key a.key;\n"
+      "location / { proxy_pass http://127.0.0.1:9000; proxy_set_header Host $host; } }\n"
+      "server { listen 443 ssl; server_name b.example ~^(?<x>.+)\\.c\\.example$ www.b.*; ssl_certificate b.pem; ssl_certificate_key b.key;\n"
+      "location /b/ { proxy_pass http://127.0.0.1:9000; proxy_set_header Host $host; } } }\n");
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.cfg.listeners[0].alpn, (std::vector<std::string>{"h2", "http/1.1"}));
+  ASSERT_EQ(r.cfg.tls.certificates.size(), 2u);
+  EXPECT_EQ(r.cfg.tls.certificates[0].names, std::vector<std::string>{"default.example"});
+  EXPECT_TRUE(r.cfg.tls.certificates[0].is_default);
+  EXPECT_EQ(r.cfg.tls.certificates[1].names, std::vector<std::string>{"b.example"});
+  ASSERT_EQ(r.cfg.routes.size(), 2u);
+  EXPECT_EQ(r.cfg.routes[0].host, "b.example");
+  EXPECT_EQ(r.cfg.routes[1].host, "");
+  EXPECT_REPORTS(r, "n.conf:1: upstream: not carried over: no imported location proxies to it (its 1 directive(s) neither)\n");
+  EXPECT_REPORTS(r, "n.conf:4: server_name: name ~^(?<x>.+)\\.c\\.example$ not carried over: no regex server names\n");
+  EXPECT_REPORTS(r, "n.conf:4: server_name: name www.b.* not carried over: only a leading \"*.\" wildcard is supported\n");
+  EXPECT_EQ(r.report.find("proxy_pass: carried over, but"), std::string::npos) << r.report;
+}
+
+TEST(NginxImport, LocationLevelCopiesOfGlobalSettingsAreListed) {
+  Outcome r = run(server("location /l/ { proxy_pass http://127.0.0.1:9000; access_log /var/log/l.log; client_max_body_size 1g; }"));
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_REPORTS(r, "n.conf:7: access_log: not carried over: tlsfront has this setting once for all servers and paths, not per location\n");
+  EXPECT_REPORTS(r, "n.conf:7: client_max_body_size: not carried over: tlsfront has this setting once");
+  EXPECT_EQ(r.cfg.limits.max_body_bytes, 1u << 20);
+}
+
 TEST(NginxImport, NothingUsable) {
   Outcome r = run("events { }\n");
   EXPECT_EQ(r.error, "nothing to import: no http block");
