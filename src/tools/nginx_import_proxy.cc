@@ -72,6 +72,7 @@ void ProxyImporter::upstream(const Directive& d) {
   l_.examined(d);
   UpstreamBlock u{d.args[0], &d, {}, {}, false};
   std::vector<std::string> fail_timeouts;
+  const Directive* first_fail_timeout = nullptr;
   bool keepalive = false;
   for (const Directive& c : d.children) {
     if (c.name == "server" && !c.args.empty()) {
@@ -85,11 +86,12 @@ void ProxyImporter::upstream(const Directive& d) {
         continue;
       }
       bool skip = false;
+      std::string fail_timeout;
       for (size_t i = 1; i < c.args.size(); ++i) {
         const std::string& p = c.args[i];
         if (p.starts_with("fail_timeout=")) {
           auto t = parse_time(p.substr(13));
-          if (t) fail_timeouts.push_back(config::format_duration(*t));
+          if (t) fail_timeout = config::format_duration(*t);
           else l_.note(c, "parameter " + p + " not carried over: invalid time");
         } else if (p == "weight=1") {
         } else if (p.starts_with("weight=")) {
@@ -107,6 +109,10 @@ void ProxyImporter::upstream(const Directive& d) {
         }
       }
       if (skip) continue;
+      if (!fail_timeout.empty()) {
+        fail_timeouts.push_back(fail_timeout);
+        if (first_fail_timeout == nullptr) first_fail_timeout = &c;
+      }
       l_.carry(c);
       u.servers.push_back(*addr);
     } else if ((c.name == "keepalive" || c.name == "keepalive_requests") && c.args.size() == 1 &&
@@ -134,11 +140,20 @@ void ProxyImporter::upstream(const Directive& d) {
       l_.note(c, "no equivalent: connections are closed by idle time and request count only");
     }
   }
+  if (keepalive && u.servers.size() > 1) {
+    for (const Directive& c : d.children) {
+      if (c.name == "keepalive" && l_.carried(c)) {
+        l_.note(c, fmt::format("carried over, but nginx keeps at most {} idle connections per worker for the whole group, "
+                               "tlsfront {} per worker for each of its {} servers",
+                               c.args[0], c.args[0], u.servers.size()));
+      }
+    }
+  }
   if (!keepalive) u.keys.insert(u.keys.begin(), {"keepalive", "0", "nginx keeps no idle connections without `keepalive`"});
   if (!fail_timeouts.empty()) {
     bool all_same = std::all_of(fail_timeouts.begin(), fail_timeouts.end(), [&](const auto& t) { return t == fail_timeouts[0]; });
     if (all_same && fail_timeouts.size() == u.servers.size()) {
-      u.keys.push_back({"fail_timeout", toml_string(fail_timeouts[0]), "server ... fail_timeout="});
+      u.keys.push_back({"fail_timeout", toml_string(fail_timeouts[0]), origin(*first_fail_timeout)});
     } else {
       l_.note(d, "fail_timeout not carried over: it differs between servers; tlsfront has one per upstream");
     }

@@ -455,6 +455,8 @@ TEST(NginxImport, SeveralServersInIncludedFiles) {
   EXPECT_EQ(c.upstreams[2].servers[0].to_string(), "127.0.0.1:80");
   EXPECT_REPORTS(r, "multi/conf.d/upstreams.conf:8: server: not carried over: invalid address \"backend.internal:8080\"");
   EXPECT_REPORTS(r, "multi/nginx.conf:7: ssl_protocols: TLSv1 not carried over: TLS 1.2 and 1.3 only\n");
+  EXPECT_REPORTS(r, "multi/conf.d/upstreams.conf:4: keepalive: carried over, but nginx keeps at most 16 idle connections per "
+                    "worker for the whole group, tlsfront 16 per worker for each of its 2 servers\n");
   EXPECT_REPORTS(r, "multi/nginx.conf:9: ssl_session_cache: builtin:1000 not carried over");
   EXPECT_REPORTS(r, "multi/sites/10-api.conf:16: proxy_set_header: no equivalent yet: request header rules (the value uses variables: $request_id)\n");
   EXPECT_REPORTS(r, "multi/sites/10-api.conf:18: location: not carried over: exact-match location (=)");
