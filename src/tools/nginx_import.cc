@@ -19,6 +19,25 @@ using namespace detail;
 
 std::string quoted_duration(config::Millis ms) { return toml_string(config::format_duration(ms)); }
 
+// One non-empty file name without variables.
+bool one_path(const Directive& d) { return d.args.size() == 1 && !d.args[0].empty() && !has_variable(d.args[0]); }
+
+// A TOML file is UTF-8: a carried-over directive whose words are not is an
+// error at its place (nginx takes any bytes).
+Status check_utf8(const std::vector<Directive>& v, const Ledger& l) {
+  for (const Directive& d : v) {
+    if (l.carried(d)) {
+      for (const std::string& a : d.args) {
+        if (!valid_utf8(a)) {
+          return make_error(Errc::InvalidArgument, d.where() + ": " + d.name + ": not valid UTF-8, which a tlsfront configuration must be");
+        }
+      }
+    }
+    if (Status s = check_utf8(d.children, l); !s.ok()) return s;
+  }
+  return {};
+}
+
 bool same_args(const std::vector<const Directive*>& a, const std::vector<const Directive*>& b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i) {
@@ -73,7 +92,7 @@ void Importer::main_context(const std::vector<Directive>& tree) {
       const std::string& v = d.args[0];
       bool digits = !v.empty() && v.size() < 4 && std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
       if (v == "auto" || (digits && std::stoi(v) >= 1 && std::stoi(v) <= 256)) {
-        m_.root.push_back({"workers", v == "auto" ? "\"auto\"" : v, origin(d)});
+        m_.root.push_back({"workers", v == "auto" ? "\"auto\"" : std::to_string(std::stoi(v)), origin(d)});
         l_.carry(d);
       } else {
         l_.note(d, "not carried over: workers is \"auto\" or 1..256");
@@ -176,19 +195,28 @@ void Importer::names(Server& s) {
       std::transform(n.begin(), n.end(), n.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
       if (!n.empty() && n.back() == '.') n.pop_back();  // an absolute name
       if (n == "_" || n.empty()) continue;
+      // Kept when tlsfront takes it as a DNS name (config::check_dns_name), once.
+      auto add = [&](std::vector<std::string>& into, std::string name) {
+        if (std::string why = config::check_dns_name(name); !why.empty()) {
+          l_.note(*d, "name " + raw + " not carried over: " + name + " " + why);
+          all = false;
+        } else if (std::find(into.begin(), into.end(), name) == into.end()) {
+          into.push_back(std::move(name));
+        }
+      };
       if (n[0] == '~') {
         l_.note(*d, "name " + raw + " not carried over: no regex server names");
         all = false;
       } else if (n[0] == '.') {
-        s.exact_names.push_back(n.substr(1));
-        s.wildcard_names.push_back("*" + n);
+        add(s.exact_names, n.substr(1));
+        add(s.wildcard_names, "*" + n);
       } else if (n.starts_with("*.")) {
-        s.wildcard_names.push_back(n);
+        add(s.wildcard_names, n);
       } else if (n.find('*') != std::string::npos || has_variable(n)) {
         l_.note(*d, "name " + raw + " not carried over: only a leading \"*.\" wildcard is supported");
         all = false;
       } else {
-        s.exact_names.push_back(n);
+        add(s.exact_names, n);
       }
     }
     if (all) l_.carry(*d);
@@ -282,17 +310,19 @@ void Importer::globals() {
     l_.carry(d);
   });
   global("ssl_ciphers", [&](const auto& v) {
-    tls.push_back({"ciphers", toml_string(v.back()->args.empty() ? "" : v.back()->args[0]), origin(*v.back())});
-    l_.carry(*v.back());
+    const Directive& d = *v.back();
+    if (d.args.size() != 1 || d.args[0].empty()) return l_.note(d, "not carried over: one non-empty cipher list");
+    tls.push_back({"ciphers", toml_string(d.args[0]), origin(d)});
+    l_.carry(d);
   });
   global("ssl_conf_command", [&](const auto& v) {
     for (const Directive* d : v) {
-      if (d->args.size() == 2 && d->args[0] == "Ciphersuites") {
-        tls.push_back({"ciphersuites", toml_string(d->args[1]), origin(*d)});
-        l_.carry(*d);
+      if (d->args.size() == 2 && d->args[1].empty()) {
+        l_.note(*d, "not carried over: an empty value");
+      } else if (d->args.size() == 2 && d->args[0] == "Ciphersuites") {
+        if (put(tls, {"ciphersuites", toml_string(d->args[1]), origin(*d)}, *d, l_)) l_.carry(*d);
       } else if (d->args.size() == 2 && (d->args[0] == "Groups" || d->args[0] == "Curves")) {
-        tls.push_back({"groups", toml_string(d->args[1]), origin(*d)});
-        l_.carry(*d);
+        if (put(tls, {"groups", toml_string(d->args[1]), origin(*d)}, *d, l_)) l_.carry(*d);
       } else {
         l_.note(*d, "not carried over: only Ciphersuites and Groups have an equivalent (ciphersuites, groups)");
       }
@@ -300,10 +330,9 @@ void Importer::globals() {
   });
   global("ssl_ecdh_curve", [&](const auto& v) {
     const Directive& d = *v.back();
-    if (d.args.size() != 1) return;
+    if (d.args.size() != 1 || d.args[0].empty()) return l_.note(d, "not carried over: one non-empty list of curves");
     if (d.args[0] == "auto") return l_.note(d, "not carried over: \"auto\" is OpenSSL's list; tlsfront's default groups are X25519:P-256");
-    tls.push_back({"groups", toml_string(d.args[0]), origin(d)});
-    l_.carry(d);
+    if (put(tls, {"groups", toml_string(d.args[0]), origin(d)}, d, l_)) l_.carry(d);
   });
   global("ssl_prefer_server_ciphers", [&](const auto& v) {
     const Directive& d = *v.back();
@@ -312,7 +341,7 @@ void Importer::globals() {
   });
   global("ssl_trusted_certificate", [&](const auto& v) {
     const Directive& d = *v.back();
-    if (d.args.size() != 1 || has_variable(d.args[0])) return l_.note(d, "not carried over: one file name without variables");
+    if (!one_path(d)) return l_.note(d, "not carried over: one file name without variables");
     tls.push_back({"trusted_ca", toml_string(absolute(base_, d.args[0])), origin(d)});
     l_.carry(d);
   });
@@ -329,8 +358,7 @@ void Importer::globals() {
     bool carried = false;
     for (const std::string& a : d.args) {
       if (a == "off" || a == "none") {
-        m_.session_cache.push_back({"enabled", "false", origin(d)});
-        carried = true;
+        carried = put(m_.session_cache, {"enabled", "false", origin(d)}, d, l_) || carried;
       } else if (a.starts_with("builtin")) {
         l_.note(d, a + " not carried over: OpenSSL's per-worker cache; tlsfront's is shared by all workers, sized in bytes");
       } else if (a.starts_with("shared:") && a.rfind(':') > 6) {
@@ -343,9 +371,11 @@ void Importer::globals() {
         if (bytes < 64 * 1024) {
           l_.note(d, a + ": raised to tlsfront's minimum, 64k");
           bytes = 64 * 1024;
+        } else if (bytes > uint64_t{1} << 36) {
+          l_.note(d, a + ": lowered to tlsfront's maximum, 64g");
+          bytes = uint64_t{1} << 36;
         }
-        m_.session_cache.push_back({"size", toml_string(config::format_size(bytes)), origin(d)});
-        carried = true;
+        carried = put(m_.session_cache, {"size", toml_string(config::format_size(bytes)), origin(d)}, d, l_) || carried;
       } else {
         l_.note(d, a + " not carried over: unknown");
       }
@@ -368,7 +398,7 @@ void Importer::globals() {
     std::string files = "[";
     size_t n = 0;
     for (const Directive* d : v) {
-      if (d->args.size() != 1 || has_variable(d->args[0])) {
+      if (!one_path(*d)) {
         l_.note(*d, "not carried over: one file name without variables");
         continue;
       }
@@ -453,7 +483,7 @@ void Importer::access_log(const std::vector<const Directive*>& v) {
       kept = true;
       continue;
     }
-    if (path.starts_with("syslog:") || has_variable(path)) {
+    if (path.starts_with("syslog:") || has_variable(path) || path.empty()) {
       l_.note(*d, "not carried over: the access log is a file path without variables");
       continue;
     }
@@ -520,12 +550,14 @@ void Importer::ocsp(const Server& s, Keys& out) {
     }
     return;
   }
-  if (file && file->args.size() == 1) {
+  if (file && one_path(*file)) {
     out.push_back({"response_file", toml_string(absolute(base_, file->args[0])), origin(*file)});
     l_.carry(*file);
     if (responder) l_.note(*responder, "not needed: ssl_stapling_file is used instead, never fetched");
   } else if (responder && responder->args.size() == 1) {
-    if (!responder->args[0].starts_with("http://")) {
+    const std::string& url = responder->args[0];
+    if (!url.starts_with("http://") || url.size() == 7 ||
+        std::any_of(url.begin(), url.end(), [](char c) { return static_cast<unsigned char>(c) <= 0x20 || c == 0x7f; })) {
       l_.note(*responder, "not carried over: an http:// URL");
     } else {
       out.push_back({"responder", toml_string(responder->args[0]), origin(*responder)});
@@ -560,7 +592,7 @@ void Importer::certificates() {
         continue;
       }
       const Directive& k = *keys[i];
-      if (c.args.size() != 1 || k.args.size() != 1 || has_variable(c.args[0]) || has_variable(k.args[0])) {
+      if (!one_path(c) || !one_path(k)) {
         l_.note(c, "not carried over: one file name without variables");
         continue;
       }
@@ -615,6 +647,9 @@ Result<Imported> import(const std::vector<Directive>& tree, const std::string& b
       else if (m.certs.empty()) missing = "no usable certificate (ssl_certificate + ssl_certificate_key)";
       else if (m.routes.empty()) missing = "no location with a usable proxy_pass in a TLS server";
     }
+  }
+  if (missing.empty()) {
+    if (Status s = check_utf8(tree, ledger); !s.ok()) return s.take_error();
   }
   std::vector<Note> notes = ledger.list(tree);
   if (!missing.empty()) {

@@ -87,6 +87,10 @@ class Ledger {
   std::map<const Directive*, std::vector<std::string>> why_;
 };
 
+// Adds `k` to `ks` unless its key is there already (a repeated directive,
+// or two that set one key): then `d` gets a note and it is false.
+bool put(Keys& ks, Key k, const Directive& d, Ledger& l);
+
 // The block chain of a context, innermost first: {location, server, http}.
 using Chain = std::vector<const Directive*>;
 

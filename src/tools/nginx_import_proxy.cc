@@ -121,7 +121,8 @@ void ProxyImporter::upstream(const Directive& d) {
         l_.note(c, "not carried over: keepalive_requests is >= 1");
         continue;
       }
-      u.keys.push_back({c.name, c.args[0], origin(c)});
+      // A TOML integer: no leading zeros.
+      if (!put(u.keys, {c.name, std::to_string(std::stoull(c.args[0])), origin(c)}, c, l_)) continue;
       keepalive = keepalive || c.name == "keepalive";
       l_.carry(c);
     } else if (c.name == "keepalive_timeout" && c.args.size() == 1) {
@@ -130,8 +131,7 @@ void ProxyImporter::upstream(const Directive& d) {
         l_.note(c, "not carried over: invalid or zero time");
         continue;
       }
-      u.keys.push_back({"keepalive_timeout", toml_string(config::format_duration(*t)), origin(c)});
-      l_.carry(c);
+      if (put(u.keys, {"keepalive_timeout", toml_string(config::format_duration(*t)), origin(c)}, c, l_)) l_.carry(c);
     } else if (c.name == "zone") {
       l_.note(c, "not needed: pools are per worker, nothing is shared");
     } else if (c.name == "least_conn" || c.name == "ip_hash" || c.name == "hash" || c.name == "random") {

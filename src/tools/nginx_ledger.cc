@@ -48,6 +48,17 @@ std::vector<Note> Ledger::list(const std::vector<Directive>& tree) const {
   return out;
 }
 
+bool put(Keys& ks, Key k, const Directive& d, Ledger& l) {
+  for (const Key& have : ks) {
+    if (have.key == k.key) {
+      l.note(d, "not carried over: " + k.key + " is set already (" + have.origin + ")");
+      return false;
+    }
+  }
+  ks.push_back(std::move(k));
+  return true;
+}
+
 std::vector<const Directive*> effective(const Chain& chain, const std::string& name) {
   for (const Directive* block : chain) {
     std::vector<const Directive*> found;

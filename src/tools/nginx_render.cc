@@ -1,6 +1,8 @@
 // The TOML text of an import-nginx Model (tools/nginx_import_detail.h), in
 // the order of conf/tlsfront.toml; each key carries the nginx directive it
 // came from as a comment.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "tools/nginx_import_detail.h"
@@ -12,7 +14,10 @@ namespace {
 using Out = std::back_insert_iterator<std::string>;
 
 void keys(std::string& out, const Keys& ks) {
+  std::vector<std::string> seen;  // a key once (the importer adds each once: put())
   for (const Key& k : ks) {
+    if (std::find(seen.begin(), seen.end(), k.key) != seen.end()) continue;
+    seen.push_back(k.key);
     std::string line = k.key + " = " + k.value;
     if (!k.origin.empty()) {
       std::string comment = k.origin;

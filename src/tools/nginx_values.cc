@@ -69,6 +69,7 @@ std::optional<uint64_t> parse_size(std::string_view text) {
     if (c < '0' || c > '9') return std::nullopt;
     n = n * 10 + static_cast<uint64_t>(c - '0');
   }
+  if (n > UINT64_MAX / mult) return std::nullopt;
   return n * mult;
 }
 
@@ -195,6 +196,25 @@ std::string_view log_field_of(std::string_view v) {
     if (name == v) return field;
   }
   return {};
+}
+
+bool valid_utf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    auto c = static_cast<unsigned char>(s[i]);
+    size_t n = c < 0x80 ? 0 : (c >> 5) == 0x6 ? 1 : (c >> 4) == 0xe ? 2 : (c >> 3) == 0x1e ? 3 : 4;
+    if (n == 4 || i + n >= s.size()) return false;  // not a lead byte, or cut short
+    uint32_t cp = n == 0 ? c : n == 1 ? (c & 0x1f) : n == 2 ? (c & 0x0f) : (c & 0x07);
+    for (size_t k = 1; k <= n; ++k) {
+      auto d = static_cast<unsigned char>(s[i + k]);
+      if ((d & 0xc0) != 0x80) return false;
+      cp = (cp << 6) | (d & 0x3f);
+    }
+    constexpr uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
+    i += n + 1;
+  }
+  return true;
 }
 
 std::string toml_string(std::string_view text) {

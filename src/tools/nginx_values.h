@@ -35,6 +35,9 @@ std::string_view known_reason(std::string_view directive);
 // variable `name` (without "$") logs, or "" when there is none.
 std::string_view log_field_of(std::string_view name);
 
+// True when `text` is well-formed UTF-8 (what a TOML file must be).
+bool valid_utf8(std::string_view text);
+
 // `text` as a TOML basic string ("...", with \" \\ and control bytes escaped).
 std::string toml_string(std::string_view text);
 

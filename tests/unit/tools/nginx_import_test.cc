@@ -314,6 +314,52 @@ TEST(NginxImport, LocationLevelCopiesOfGlobalSettingsAreListed) {
   EXPECT_EQ(r.cfg.limits.max_body_bytes, 1u << 20);
 }
 
+TEST(NginxImport, WhatTlsfrontWouldRefuseIsListedOrAnError) {
+  Outcome r = run(
+      "http { server { listen 443 ssl default_server; server_name a.example; ssl_certificate a.pem; ssl_certificate_key a.key;\n"
+      "ssl_ciphers \"\"; ssl_session_cache shared:S:100g; ssl_trusted_certificate \"\";\n"
+      "location / { proxy_pass http://127.0.0.1:9000; } }\n"
+      "server { listen 443 ssl; server_name b_c.example *.example \"x y\" B.Example; ssl_certificate b.pem; ssl_certificate_key b.key;\n"
+      "ssl_stapling on; ssl_stapling_responder \"http://a b/\";\n"
+      "location / { proxy_pass http://127.0.0.1:9000; } } }\n");
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.cfg.tls.session_cache.size_bytes, uint64_t{1} << 36);
+  ASSERT_EQ(r.cfg.tls.certificates.size(), 2u);
+  EXPECT_EQ(r.cfg.tls.certificates[1].names, std::vector<std::string>{"b.example"});
+  EXPECT_EQ(r.cfg.tls.certificates[1].ocsp.responder, "");
+  EXPECT_REPORTS(r, "n.conf:2: ssl_ciphers: not carried over: one non-empty cipher list\n");
+  EXPECT_REPORTS(r, "n.conf:2: ssl_session_cache: shared:S:100g: lowered to tlsfront's maximum, 64g\n");
+  EXPECT_REPORTS(r, "n.conf:2: ssl_trusted_certificate: not carried over: one file name without variables\n");
+  EXPECT_REPORTS(r, "n.conf:4: server_name: name b_c.example not carried over: b_c.example is not a DNS name");
+  EXPECT_REPORTS(r, "n.conf:4: server_name: name *.example not carried over: *.example a wildcard needs at least two labels");
+  EXPECT_REPORTS(r, "n.conf:4: server_name: name x y not carried over: x y is not a DNS name");
+  EXPECT_REPORTS(r, "n.conf:5: ssl_stapling_responder: not carried over: an http:// URL\n");
+
+  // nginx takes any bytes; a TOML file is UTF-8.
+  r = run(server("", "access_log /var/log/\xff.log;"));
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.error, "n.conf:2: access_log: not valid UTF-8, which a tlsfront configuration must be");
+  r = run(server("", "log_format x '\xff';"));  // not carried over: listed, no harm
+  EXPECT_TRUE(r.ok) << r.error;
+  EXPECT_FALSE(parse_size("999999999999999g"));
+
+  // The nginx_import fuzz target's first find: "032" is no TOML integer.
+  r = run(server("location /k/ { proxy_pass http://k; }", "upstream k { server 127.0.0.1:1; keepalive 032; keepalive_requests 007; }"));
+  ASSERT_TRUE(r.ok) << r.error;
+  for (const auto& u : r.cfg.upstreams) {
+    if (u.name == "k") EXPECT_EQ(u.keepalive, 32u);
+    if (u.name == "k") EXPECT_EQ(u.keepalive_requests, 7u);
+  }
+
+  // Its second: a directive repeated, or two setting one key.
+  r = run(server("location /k/ { proxy_pass http://k; }\nssl_conf_command Groups X25519;\nssl_ecdh_curve P-256;",
+                 "upstream k { server 127.0.0.1:1; keepalive 8; keepalive 9; }"));
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.cfg.tls.groups, "X25519");
+  EXPECT_REPORTS(r, "n.conf:2: keepalive: not carried over: keepalive is set already (n.conf:2: keepalive 8)\n");
+  EXPECT_REPORTS(r, "n.conf:9: ssl_ecdh_curve: not carried over: groups is set already (n.conf:8: ssl_conf_command Groups X25519)\n");
+}
+
 TEST(NginxImport, NothingUsable) {
   Outcome r = run("events { }\n");
   EXPECT_EQ(r.error, "nothing to import: no http block");
