@@ -92,8 +92,7 @@ void Importer::main_context(const std::vector<Directive>& tree) {
       const std::string& v = d.args[0];
       bool digits = !v.empty() && v.size() < 4 && std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
       if (v == "auto" || (digits && std::stoi(v) >= 1 && std::stoi(v) <= 256)) {
-        m_.root.push_back({"workers", v == "auto" ? "\"auto\"" : std::to_string(std::stoi(v)), origin(d)});
-        l_.carry(d);
+        if (put(m_.root, {"workers", v == "auto" ? "\"auto\"" : std::to_string(std::stoi(v)), origin(d)}, d, l_)) l_.carry(d);
       } else {
         l_.note(d, "not carried over: workers is \"auto\" or 1..256");
       }
@@ -278,6 +277,11 @@ void Importer::global(const std::string& name, F apply) {
   for (const Server& s : servers_) {
     if (!s.tls || &s == &def) continue;
     auto mine = effective(s.chain, name);
+    if (mine.empty() && !ref.empty()) {
+      l_.note(*s.block, name + " not carried over for this server: nginx's default here; tlsfront applies the default server's (" +
+                            ref[0]->where() + ") to all");
+      continue;
+    }
     if (same_args(mine, ref)) {
       for (size_t i = 0; i < mine.size(); ++i) l_.same_as(*mine[i], *ref[i]);
       continue;
@@ -642,7 +646,7 @@ Result<Imported> import(const std::vector<Directive>& tree, const std::string& b
     } else {
       im.globals();
       im.certificates();
-      import_proxy(*im.http(), im.servers(), im.default_server(), base_dir, m, ledger);
+      import_proxy(*im.http(), im.servers(), im.default_server(), m, ledger);
       if (m.listens.empty()) missing = "no usable TLS listen address";
       else if (m.certs.empty()) missing = "no usable certificate (ssl_certificate + ssl_certificate_key)";
       else if (m.routes.empty()) missing = "no location with a usable proxy_pass in a TLS server";

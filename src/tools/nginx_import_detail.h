@@ -73,6 +73,7 @@ class Ledger {
   }
   bool carried(const Directive& d) const { return carried_.count(&d) != 0; }
   bool noted(const Directive& d) const { return why_.count(&d) != 0; }
+  bool was_examined(const Directive& d) const { return examined_.count(&d) != 0; }
 
   // Names import-nginx maps when a server it imports uses them (the fallback reason differs).
   void handled(std::set<std::string> names) { handled_ = std::move(names); }
@@ -117,8 +118,7 @@ struct Server {
 
 // Upstreams and routes (nginx_import_proxy.cc): the upstream blocks of
 // `http`, the proxy_pass locations of `servers`. `def` is the default server.
-void import_proxy(const Directive& http, const std::vector<Server>& servers, size_t def, const std::string& base_dir,
-                  Model& m, Ledger& ledger);
+void import_proxy(const Directive& http, const std::vector<Server>& servers, size_t def, Model& m, Ledger& ledger);
 
 // The TOML text of `m` (nginx_render.cc).
 std::string render(const Model& m, const std::string& source, size_t not_carried);

@@ -46,7 +46,7 @@ struct UpstreamBlock {
 
 class ProxyImporter {
  public:
-  ProxyImporter(const std::string& base, Model& m, Ledger& l) : base_(base), m_(m), l_(l) {}
+  ProxyImporter(Model& m, Ledger& l) : m_(m), l_(l) {}
 
   void upstream(const Directive& d);
   void headers(const Directive& block);
@@ -56,7 +56,6 @@ class ProxyImporter {
   std::string route_upstream(const Directive& pass, const Chain& chain, const std::string& prefix);
   std::string variant(const UpstreamBlock& u, const Chain& chain);
 
-  std::string base_;
   Model& m_;
   Ledger& l_;
   std::map<std::string, UpstreamBlock> blocks_;
@@ -164,6 +163,7 @@ void ProxyImporter::upstream(const Directive& d) {
 
 void ProxyImporter::headers(const Directive& block) {
   for (const Directive& d : block.children) {
+    if (d.block && (d.name == "server" || d.name == "location") && !l_.was_examined(d)) continue;  // not imported: listed as a whole
     if (d.block) headers(d);
     if (d.name == "proxy_http_version") {
       l_.note(d, d.args == std::vector<std::string>{"1.1"} ? "not needed: HTTP/1.1 is the only mode to upstreams"
@@ -344,13 +344,11 @@ void ProxyImporter::locations(const Server& s, const Directive& block, const Cha
 
 }  // namespace
 
-void import_proxy(const Directive& http, const std::vector<Server>& servers, size_t def, const std::string& base_dir,
-                  Model& m, Ledger& l) {
-  ProxyImporter p(base_dir, m, l);
+void import_proxy(const Directive& http, const std::vector<Server>& servers, size_t def, Model& m, Ledger& l) {
+  ProxyImporter p(m, l);
   for (const Directive& d : http.children) {
     if (d.name == "upstream" && d.block) p.upstream(d);
   }
-  p.headers(http);
   std::vector<Model::Route> any_host;
   for (size_t i = 0; i < servers.size(); ++i) {
     const Server& s = servers[i];
@@ -380,12 +378,12 @@ void import_proxy(const Directive& http, const std::vector<Server>& servers, siz
     }
   }
   for (auto& r : any_host) m.routes.push_back(std::move(r));
+  p.headers(http);  // after the locations: those imported are examined
   for (const Directive& d : http.children) {
     if (d.name == "upstream" && d.block && d.args.size() == 1 && !p.used_.count(d.args[0])) {
       l.note(d, fmt::format("not carried over: no imported location proxies to it (its {} directive(s) neither)", count_all(d.children)));
     }
   }
-  (void)base_dir;
 }
 
 }  // namespace tlsfront::tools::nginx::detail

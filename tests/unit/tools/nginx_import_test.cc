@@ -306,6 +306,23 @@ TEST(NginxImport, ServerNamesUnusedUpstreamsAndInheritedHttp2) {
   EXPECT_EQ(r.report.find("proxy_pass: carried over, but"), std::string::npos) << r.report;
 }
 
+TEST(NginxImport, AnotherServersDifferentSettingsAreListed) {
+  Outcome r = run(
+      "http { server { listen 443 ssl; ssl_certificate a.pem; ssl_certificate_key a.key; ssl_session_timeout 1h; keepalive_timeout 10s;\n"
+      "location / { proxy_pass http://127.0.0.1:9000; } }\n"
+      "server { listen 443 ssl; server_name b.example; ssl_certificate b.pem; ssl_certificate_key b.key; keepalive_timeout 20s;\n"
+      "location = /x { proxy_set_header X-A b; }\n"
+      "location / { proxy_pass http://127.0.0.1:9000; } } }\n");
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.cfg.timeouts.keepalive, Millis{10'000});
+  EXPECT_EQ(r.cfg.tls.session_cache.timeout, Millis{3'600'000});
+  EXPECT_REPORTS(r, "n.conf:3: keepalive_timeout: not carried over: differs from the default server's (n.conf:1), which tlsfront applies to all servers\n");
+  EXPECT_REPORTS(r, "n.conf:3: server: ssl_session_timeout not carried over for this server: nginx's default here; tlsfront applies "
+                    "the default server's (n.conf:1) to all\n");
+  // Inside a location that is not imported, only the location is listed.
+  EXPECT_EQ(r.report.find("proxy_set_header"), std::string::npos) << r.report;
+}
+
 TEST(NginxImport, LocationLevelCopiesOfGlobalSettingsAreListed) {
   Outcome r = run(server("location /l/ { proxy_pass http://127.0.0.1:9000; access_log /var/log/l.log; client_max_body_size 1g; }"));
   ASSERT_TRUE(r.ok) << r.error;
