@@ -88,7 +88,9 @@ int import_nginx_main(int argc, char** argv) {
       return 1;
     }
   }
-  std::fprintf(stderr, "tlsfront import-nginx: %s: written%s%s; %zu report line(s) above (not carried over, or carried over with a difference)\n",
+  std::fprintf(stderr,
+               "tlsfront import-nginx: %s: written%s%s; %zu report line(s) above (not carried over, or carried over "
+               "with a difference)\n",
                input.c_str(), output.empty() ? "" : " to ", output.c_str(), imported->notes.size());
   return 0;
 }

@@ -1,6 +1,7 @@
 // import-nginx: upstream blocks → [[upstream]], prefix locations with
 // proxy_pass → [[route]] (tools/nginx_import.h has the rules).
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <set>
 
@@ -183,7 +184,8 @@ void ProxyImporter::headers(const Directive& block) {
       } else if (h == "x-forwarded-proto" && (v == "$scheme" || v == "https")) {
         l_.note(d, "not needed: tlsfront adds X-Forwarded-Proto: https");
       } else {
-        l_.note(d, "no equivalent yet: request header rules" + std::string(has_variable(v) ? " (the value uses variables: " + v + ")" : ""));
+        std::string uses = has_variable(v) ? " (the value uses variables: " + v + ")" : "";
+        l_.note(d, "no equivalent yet: request header rules" + uses);
       }
     } else if (d.name == "add_header") {
       bool hsts = !d.args.empty() && (d.args[0] == "Strict-Transport-Security" || d.args[0] == "strict-transport-security");
@@ -267,7 +269,9 @@ std::string ProxyImporter::route_upstream(const Directive& pass, const Chain& ch
       l_.note(pass, "not carried over: " + addr.error().detail + " (no route)");
       return {};
     }
-    UpstreamBlock implicit{*addr, nullptr, {*addr}, {{"keepalive", "0", "nginx keeps no idle connections without an upstream block's `keepalive`"}}, true};
+    UpstreamBlock implicit{*addr, nullptr, {*addr},
+                           {{"keepalive", "0", "nginx keeps no idle connections without an upstream block's `keepalive`"}},
+                           true};
     u = &(blocks_[hostport] = std::move(implicit));
   }
   l_.carry(pass);
@@ -308,7 +312,9 @@ void ProxyImporter::locations(const Server& s, const Directive& block, const Cha
     }
     size_t inside = count_all(d.children);
     if (mod == "=") {
-      l_.note(d, fmt::format("not carried over: exact-match location (=): routes match path prefixes only (its {} directive(s) neither)", inside));
+      l_.note(d, fmt::format("not carried over: exact-match location (=): routes match path prefixes only "
+                             "(its {} directive(s) neither)",
+                             inside));
       continue;
     }
     if (mod == "~" || mod == "~*") {
@@ -362,12 +368,16 @@ void import_proxy(const Directive& http, const std::vector<Server>& servers, siz
       continue;
     }
     if (s.exact_names.empty() && !routes.empty()) {
-      l.note(*s.block, "locations not carried over: routes match exact host names, and this server has none (its requests go to the default server's routes)");
+      l.note(*s.block,
+             "locations not carried over: routes match exact host names, and this server has none "
+             "(its requests go to the default server's routes)");
       continue;
     }
     if (!s.wildcard_names.empty()) {
       for (const Directive* n : effective({s.block}, "server_name")) {
-        l.note(*n, "wildcard names: routes match exact hosts, so requests for them go to the default server's routes (certificates still follow them)");
+        l.note(*n,
+               "wildcard names: routes match exact hosts, so requests for them go to the default server's routes "
+               "(certificates still follow them)");
       }
     }
     for (const std::string& host : s.exact_names) {

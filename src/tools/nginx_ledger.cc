@@ -23,7 +23,9 @@ void Ledger::list_into(const std::vector<Directive>& v, std::vector<Note>& out) 
       for (const std::string& why : it->second) out.push_back({d.file, d.line, d.name, why});
     } else if (!carried(d)) {
       std::string why(known_reason(d.name));
-      if (why.empty() && handled_.count(d.name)) why = "not carried over: no imported server uses it (a TLS server overrides it, or there is none)";
+      if (why.empty() && handled_.count(d.name)) {
+        why = "not carried over: no imported server uses it (a TLS server overrides it, or there is none)";
+      }
       if (why.empty()) why = "unsupported: no tlsfront equivalent";
       if (d.block && !d.children.empty()) why += fmt::format(" (a block: its {} directive(s) neither)", count_all(d.children));
       out.push_back({d.file, d.line, d.name, why});

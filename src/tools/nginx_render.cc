@@ -50,7 +50,10 @@ std::string render(const Model& m, const std::string& source, size_t not_carried
   std::string out;
   Out o(out);
   fmt::format_to(o, "# Imported from {} by tlsfront import-nginx.\n", source);
-  fmt::format_to(o, "# {} report line(s) on stderr: directives or parameters not carried over, or carried over with a difference.\n", not_carried);
+  fmt::format_to(o,
+                 "# {} report line(s) on stderr: directives or parameters not carried over, or carried over with a "
+                 "difference.\n",
+                 not_carried);
   fmt::format_to(o, "# Check it: tlsfront --test --config FILE\n");
   if (!m.root.empty()) out += "\n";
   keys(out, m.root);
