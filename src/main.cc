@@ -8,6 +8,7 @@
 #include "config/loader.h"
 #include "log/log.h"
 #include "control/server.h"
+#include "tools/import_nginx_command.h"
 #include "tools/logstats_command.h"
 #include "tools/probe_command.h"
 
@@ -18,6 +19,7 @@ constexpr const char* kUsage =
     "       tlsfront logstats [--by sni|alpn|upstream|hour] [--json] [FILE...]\n"
     "       tlsfront probe [--count N] [--ca FILE] [--resolve HOST:PORT:ADDR] [--timeout DURATION]\n"
     "                      [--warn-days N] [--json | --prom] URL...   (tlsfront probe --help)\n"
+    "       tlsfront import-nginx [-o FILE] NGINX.CONF\n"
     "       tlsfront --version | --help\n"
     "\n"
     "  -c, --config FILE  configuration file (TOML)\n"
@@ -33,6 +35,7 @@ constexpr const char* kUsage =
 int main(int argc, char** argv) {
   if (argc > 1 && !std::strcmp(argv[1], "logstats")) return tlsfront::tools::logstats_main(argc - 1, argv + 1);
   if (argc > 1 && !std::strcmp(argv[1], "probe")) return tlsfront::tools::probe_main(argc - 1, argv + 1);
+  if (argc > 1 && !std::strcmp(argv[1], "import-nginx")) return tlsfront::tools::import_nginx_main(argc - 1, argv + 1);
   std::string config_path;
   std::optional<std::string> pid_file;  // --pid-file: overrides the config's pid_file
   bool test = false;

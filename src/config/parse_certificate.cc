@@ -10,41 +10,6 @@
 namespace tlsfront::config::detail {
 namespace {
 
-// A DNS name for SNI matching: lowercase LDH labels of 1..63 bytes, at most
-// 253 bytes, no trailing dot (RFC 6066 §3: SNI carries none); "*" only as the
-// whole left-most label with at least two labels after it (RFC 6125 §6.4.3,
-// §7.2: no "*.com"). Uppercase is folded. Returns "" when valid, else why not.
-std::string check_name(std::string& name) {
-  for (char& c : name) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  if (name.empty()) return "must not be empty";
-  if (name.size() > 253) return "longer than 253 bytes";
-  if (name.back() == '.') return "must not end with a dot";
-  std::string_view rest = name;
-  if (rest.starts_with("*.")) {
-    rest.remove_prefix(2);
-    if (rest.find('.') == std::string_view::npos) return "a wildcard needs at least two labels after \"*.\"";
-  }
-  size_t label = 0;
-  for (size_t i = 0; i <= rest.size(); ++i) {
-    if (i == rest.size() || rest[i] == '.') {
-      if (label == 0) return "has an empty label";
-      if (label > 63) return "has a label longer than 63 bytes";
-      if (rest[i - 1] == '-' || rest[i - label] == '-') return "has a label starting or ending with '-'";
-      label = 0;
-      continue;
-    }
-    const char c = rest[i];
-    if (c == '*') return "\"*\" is only allowed as the whole left-most label (\"*.example.com\")";
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) {
-      return "is not a DNS name (letters, digits, '-' and '.' only; IDNs in A-label form \"xn--...\")";
-    }
-    ++label;
-  }
-  return "";
-}
-
 Status parse_names(const TableReader& t, std::vector<std::string>& out) {
   auto array = t.get_array("names", Presence::Optional);
   if (!array.ok()) return array.take_error();
@@ -56,7 +21,7 @@ Status parse_names(const TableReader& t, std::vector<std::string>& out) {
     const auto* value = element.as_string();
     if (value == nullptr) return type_error(t.context(), element, path, "a string");
     std::string name = value->get();
-    if (std::string why = check_name(name); !why.empty()) {
+    if (std::string why = check_dns_name(name); !why.empty()) {
       return t.context().error(element.source(), path, quote(value->get()) + " " + why);
     }
     for (const auto& seen : out) {

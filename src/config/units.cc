@@ -275,4 +275,36 @@ Result<Endpoint> parse_endpoint(std::string_view text, bool allow_localhost, boo
                      : "host must be an IP literal; names are not resolved");
 }
 
+std::string check_dns_name(std::string& name) {
+  for (char& c : name) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  if (name.empty()) return "must not be empty";
+  if (name.size() > 253) return "longer than 253 bytes";
+  if (name.back() == '.') return "must not end with a dot";
+  std::string_view rest = name;
+  if (rest.starts_with("*.")) {
+    rest.remove_prefix(2);
+    if (rest.find('.') == std::string_view::npos) return "a wildcard needs at least two labels after \"*.\"";
+  }
+  size_t label = 0;
+  for (size_t i = 0; i <= rest.size(); ++i) {
+    if (i == rest.size() || rest[i] == '.') {
+      if (label == 0) return "has an empty label";
+      if (label > 63) return "has a label longer than 63 bytes";
+      if (rest[i - 1] == '-' || rest[i - label] == '-') return "has a label starting or ending with '-'";
+      label = 0;
+      continue;
+    }
+    const char c = rest[i];
+    if (c == '*') return "\"*\" is only allowed as the whole left-most label (\"*.example.com\")";
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) {
+      return "is not a DNS name (letters, digits, '-' and '.' only; IDNs in A-label form \"xn--...\")";
+    }
+    ++label;
+  }
+  return "";
+}
+
+
 }  // namespace tlsfront::config

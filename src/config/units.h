@@ -53,6 +53,13 @@ std::string format_size(uint64_t bytes);
 [[nodiscard]] Result<Endpoint> parse_endpoint(std::string_view text, bool allow_localhost,
                                               bool allow_port_zero = false);
 
+// A DNS name for SNI matching ([[certificate]] names): lowercase LDH labels
+// of 1..63 bytes, at most 253 bytes, no trailing dot (RFC 6066 §3: SNI
+// carries none); "*" only as the whole left-most label with at least two
+// labels after it (RFC 6125 §6.4.3, §7.2: no "*.com"). Uppercase is folded
+// in place. Returns "" when valid, else why not ("has an empty label").
+std::string check_dns_name(std::string& name);
+
 // `text` in double quotes, with '"', '\' and control bytes escaped, for
 // error messages.
 std::string quote(std::string_view text);

@@ -1,0 +1,64 @@
+// `tlsfront import-nginx`: the server blocks of an nginx configuration
+// (tools/nginx_conf.h, includes resolved) turned into a tlsfront TOML file,
+// with every directive that is not carried over listed with its place and
+// why. The README's "Importing an nginx configuration" section has the
+// directive-by-directive table; in short:
+//
+//   - servers with a TLS listen (`listen ... ssl`, or `ssl on`) are
+//     imported; their listen addresses become [[listen]] tables (`http2` →
+//     alpn h2), their certificates [tls] certificate/key (one pair in all) or
+//     [[certificate]] tables (several: names from server_name, the default
+//     server's first certificate `default`), stapling settings their OCSP
+//     tables. Plain-HTTP servers and listens are listed (no plain-HTTP
+//     listener yet).
+//   - settings tlsfront has once (protocols, ciphers, session cache, tickets,
+//     client keepalive_timeout, access_log, ...) are taken from the default
+//     server (the first with `default_server`, else the first TLS server), as
+//     nginx applies them there (http-level values inherited); another
+//     server's different value is listed.
+//   - `location` (prefix or `^~`) with `proxy_pass` becomes a [[route]]:
+//     nginx picks the longest matching prefix, tlsfront the first in file
+//     order, so routes are written longest prefix first; the default server's
+//     routes match any host and come last, another server's match each of its
+//     exact server names. Exact (`=`) and regex locations are listed.
+//   - proxy_pass names an `upstream` block (servers, keepalive,
+//     keepalive_timeout, keepalive_requests, fail_timeout) or an address; the
+//     location's proxy_connect/read/send_timeout (nginx defaults when unset:
+//     60s each) go into the [[upstream]], one per distinct combination
+//     ("name", "name-2", ...). An upstream block without `keepalive` keeps no
+//     idle connections in nginx, hence keepalive = 0.
+//
+// Relative paths resolve against the main file's directory (nginx: its
+// configuration prefix for certificates and includes, which is that directory
+// in the usual layouts; its prefix for access_log) and are written absolute.
+// Thread affinity: none (one owner).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tools/nginx_conf.h"
+#include "util/result.h"
+
+namespace tlsfront::tools::nginx {
+
+// A directive (or one of its parameters) not carried over.
+struct Note {
+  std::string file;
+  int line = 0;
+  std::string directive;
+  std::string why;
+};
+
+struct Imported {
+  std::string toml;
+  std::vector<Note> notes;  // in file order, includes where they are included
+};
+
+// `base_dir` resolves relative paths; `source` names the main file in the
+// TOML's header comment. Errc::NotFound when no TLS server with a usable
+// certificate and proxy_pass location exists (the notes say why: `notes`).
+[[nodiscard]] Result<Imported> import(const std::vector<Directive>& tree, const std::string& base_dir,
+                                      const std::string& source, std::vector<Note>* notes_on_failure = nullptr);
+
+}  // namespace tlsfront::tools::nginx

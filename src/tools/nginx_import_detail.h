@@ -1,0 +1,126 @@
+// Shared by the parts of import-nginx (tools/nginx_import.h): the tlsfront
+// configuration being built, the record of what became of each directive,
+// and nginx's inheritance of directives from outer blocks.
+// Thread affinity: none (one owner).
+#pragma once
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tools/nginx_import.h"
+
+namespace tlsfront::tools::nginx::detail {
+
+// key = value  # origin
+struct Key {
+  std::string key, value, origin;  // value is TOML ("\"10m\"", "true", "[...]"); origin "file:line" or a comment
+};
+using Keys = std::vector<Key>;
+
+struct Model {
+  Keys root;  // workers
+  struct Listen {
+    std::string address;
+    bool h2 = false;
+    int backlog = 0;  // 0: not set
+    std::string origin;
+  };
+  std::vector<Listen> listens;
+  Keys tls, session_cache, ticket_keys;
+  struct Cert {
+    std::string cert, key;
+    std::vector<std::string> names;
+    bool is_default = false;
+    Keys ocsp;
+    std::string origin;
+  };
+  std::vector<Cert> certs;
+  struct Upstream {
+    std::string name;
+    Keys keys;
+    std::string origin;
+  };
+  std::vector<Upstream> upstreams;
+  struct Route {
+    std::string host, prefix, upstream, origin;
+  };
+  std::vector<Route> routes;
+  Keys log, limits, timeouts, http2;
+};
+
+// What became of each directive: carried over, and/or the reasons it (or a
+// parameter of it) is not.
+class Ledger {
+ public:
+  void carry(const Directive& d) { carried_.insert(&d); }
+  // The same reason twice (an http-level directive inherited by several servers) is kept once.
+  void note(const Directive& d, std::string why) {
+    auto& v = why_[&d];
+    if (std::find(v.begin(), v.end(), why) == v.end()) v.push_back(std::move(why));
+  }
+  // `d` is a block whose children were looked at one by one (so each is listed).
+  void examined(const Directive& d) { examined_.insert(&d); }
+  // `d` has the same value as `ref`, already handled: it gets the same record.
+  void same_as(const Directive& d, const Directive& ref) {
+    if (carried(ref)) carry(d);
+    if (auto it = why_.find(&ref); it != why_.end()) {
+      auto copy = it->second;
+      for (auto& w : copy) note(d, w);
+    }
+  }
+  bool carried(const Directive& d) const { return carried_.count(&d) != 0; }
+  bool noted(const Directive& d) const { return why_.count(&d) != 0; }
+  bool was_examined(const Directive& d) const { return examined_.count(&d) != 0; }
+
+  // Names import-nginx maps when a server it imports uses them (the fallback reason differs).
+  void handled(std::set<std::string> names) { handled_ = std::move(names); }
+
+  // Every directive of `tree` not carried over, or carried with notes, in order.
+  std::vector<Note> list(const std::vector<Directive>& tree) const;
+
+ private:
+  void list_into(const std::vector<Directive>& v, std::vector<Note>& out) const;
+  std::set<const Directive*> carried_, examined_;
+  std::set<std::string> handled_;
+  std::map<const Directive*, std::vector<std::string>> why_;
+};
+
+// Adds `k` to `ks` unless its key is there already (a repeated directive,
+// or two that set one key): then `d` gets a note and it is false.
+bool put(Keys& ks, Key k, const Directive& d, Ledger& l);
+
+// The block chain of a context, innermost first: {location, server, http}.
+using Chain = std::vector<const Directive*>;
+
+// The directives named `name` that apply in `chain`: those of the innermost
+// block that has any (nginx's inheritance of array and scalar directives).
+std::vector<const Directive*> effective(const Chain& chain, const std::string& name);
+const Directive* effective_one(const Chain& chain, const std::string& name);  // the last of those, or null
+
+std::string join_args(const Directive& d);
+size_t count_all(const std::vector<Directive>& v);  // directives in `v`, nested ones included
+// "a.conf:12: ssl_protocols TLSv1 ..." for TOML comments.
+std::string origin(const Directive& d);
+// `path` absolute: relative ones against `base_dir`, normalized.
+std::string absolute(const std::string& base_dir, const std::string& path);
+bool has_variable(const std::string& s);
+
+struct Server {
+  const Directive* block = nullptr;
+  Chain chain;  // {server, http}
+  bool tls = false;
+  bool is_default = false;
+  std::vector<std::string> exact_names, wildcard_names;  // for routes and [[certificate]] names
+};
+
+// Upstreams and routes (nginx_import_proxy.cc): the upstream blocks of
+// `http`, the proxy_pass locations of `servers`. `def` is the default server.
+void import_proxy(const Directive& http, const std::vector<Server>& servers, size_t def, Model& m, Ledger& ledger);
+
+// The TOML text of `m` (nginx_render.cc).
+std::string render(const Model& m, const std::string& source, size_t not_carried);
+
+}  // namespace tlsfront::tools::nginx::detail

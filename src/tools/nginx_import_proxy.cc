@@ -1,0 +1,399 @@
+// import-nginx: upstream blocks → [[upstream]], prefix locations with
+// proxy_pass → [[route]] (tools/nginx_import.h has the rules).
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "config/units.h"
+#include "tools/nginx_import_detail.h"
+#include "tools/nginx_values.h"
+
+namespace tlsfront::tools::nginx::detail {
+namespace {
+
+const std::vector<std::string> kOn{"on"};
+
+// Upstream names: letters, digits, "_", "." and "-".
+std::string sanitize(const std::string& name) {
+  std::string out = name;
+  for (char& c : out) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' && c != '-') c = '_';
+  }
+  return out.empty() ? "upstream" : out;
+}
+
+// "host[:port]" (port 80 when absent) → "ip:port", or the reason it is not one.
+Result<std::string> server_address(const std::string& text) {
+  std::string a = text;
+  bool bracketed = a.starts_with("[");
+  size_t close = bracketed ? a.find(']') : std::string::npos;
+  bool has_port = bracketed ? close != std::string::npos && close + 1 < a.size() : a.find(':') != std::string::npos;
+  if (!has_port) a += ":80";
+  auto ep = config::parse_endpoint(a, /*allow_localhost=*/true);
+  if (!ep.ok()) return make_error(Errc::InvalidArgument, ep.error().detail);
+  return ep->to_string();
+}
+
+struct UpstreamBlock {
+  std::string name;
+  const Directive* block = nullptr;
+  std::vector<std::string> servers;
+  Keys keys;              // keepalive, keepalive_timeout, keepalive_requests, fail_timeout
+  bool implicit = false;  // from a proxy_pass address
+};
+
+class ProxyImporter {
+ public:
+  ProxyImporter(Model& m, Ledger& l) : m_(m), l_(l) {}
+
+  void upstream(const Directive& d);
+  void headers(const Directive& block);
+  void locations(const Server& s, const Directive& block, const Chain& outer, std::vector<Model::Route>& out);
+
+ private:
+  std::string route_upstream(const Directive& pass, const Chain& chain, const std::string& prefix);
+  std::string variant(const UpstreamBlock& u, const Chain& chain);
+
+  Model& m_;
+  Ledger& l_;
+  std::map<std::string, UpstreamBlock> blocks_;
+  std::map<std::string, std::string> variants_;  // "name connect read send" → [[upstream]] name
+
+ public:
+  std::set<std::string> used_;  // upstream blocks some route uses
+};
+
+void ProxyImporter::upstream(const Directive& d) {
+  if (d.args.size() != 1) return;
+  l_.carry(d);
+  l_.examined(d);
+  UpstreamBlock u{d.args[0], &d, {}, {}, false};
+  std::vector<std::string> fail_timeouts;
+  const Directive* first_fail_timeout = nullptr;
+  bool keepalive = false;
+  for (const Directive& c : d.children) {
+    if (c.name == "server" && !c.args.empty()) {
+      auto addr = server_address(c.args[0]);
+      if (c.args[0].starts_with("unix:")) {
+        l_.note(c, "not carried over: no UNIX-domain upstreams");
+        continue;
+      }
+      if (!addr.ok()) {
+        l_.note(c, "not carried over: " + addr.error().detail);
+        continue;
+      }
+      bool skip = false;
+      std::string fail_timeout;
+      for (size_t i = 1; i < c.args.size(); ++i) {
+        const std::string& p = c.args[i];
+        if (p.starts_with("fail_timeout=")) {
+          auto t = parse_time(p.substr(13));
+          if (t) fail_timeout = config::format_duration(*t);
+          else l_.note(c, "parameter " + p + " not carried over: invalid time");
+        } else if (p == "weight=1") {
+        } else if (p.starts_with("weight=")) {
+          l_.note(c, "parameter " + p + " not carried over: plain round-robin, no weights");
+        } else if (p.starts_with("max_fails=")) {
+          l_.note(c, "parameter " + p + " not carried over: a server that refuses a connection is skipped for fail_timeout");
+        } else if (p == "backup") {
+          l_.note(c, "not carried over: no backup servers");
+          skip = true;
+        } else if (p == "down") {
+          l_.note(c, "not carried over: marked down");
+          skip = true;
+        } else {
+          l_.note(c, "parameter " + p + " not carried over: no equivalent");
+        }
+      }
+      if (skip) continue;
+      if (!fail_timeout.empty()) {
+        fail_timeouts.push_back(fail_timeout);
+        if (first_fail_timeout == nullptr) first_fail_timeout = &c;
+      }
+      l_.carry(c);
+      u.servers.push_back(*addr);
+    } else if ((c.name == "keepalive" || c.name == "keepalive_requests") && c.args.size() == 1 &&
+               !c.args[0].empty() && c.args[0].find_first_not_of("0123456789") == std::string::npos && c.args[0].size() < 10) {
+      if (c.name == "keepalive_requests" && c.args[0] == "0") {
+        l_.note(c, "not carried over: keepalive_requests is >= 1");
+        continue;
+      }
+      // A TOML integer: no leading zeros.
+      if (!put(u.keys, {c.name, std::to_string(std::stoull(c.args[0])), origin(c)}, c, l_)) continue;
+      keepalive = keepalive || c.name == "keepalive";
+      l_.carry(c);
+    } else if (c.name == "keepalive_timeout" && c.args.size() == 1) {
+      auto t = parse_time(c.args[0]);
+      if (!t || t->count() == 0) {
+        l_.note(c, "not carried over: invalid or zero time");
+        continue;
+      }
+      if (put(u.keys, {"keepalive_timeout", toml_string(config::format_duration(*t)), origin(c)}, c, l_)) l_.carry(c);
+    } else if (c.name == "zone") {
+      l_.note(c, "not needed: pools are per worker, nothing is shared");
+    } else if (c.name == "least_conn" || c.name == "ip_hash" || c.name == "hash" || c.name == "random") {
+      l_.note(c, "no equivalent: round-robin only");
+    } else if (c.name == "keepalive_time") {
+      l_.note(c, "no equivalent: connections are closed by idle time and request count only");
+    }
+  }
+  if (keepalive && u.servers.size() > 1) {
+    for (const Directive& c : d.children) {
+      if (c.name == "keepalive" && l_.carried(c)) {
+        l_.note(c, fmt::format("carried over, but nginx keeps at most {} idle connections per worker for the whole group, "
+                               "tlsfront {} per worker for each of its {} servers",
+                               c.args[0], c.args[0], u.servers.size()));
+      }
+    }
+  }
+  if (!keepalive) u.keys.insert(u.keys.begin(), {"keepalive", "0", "nginx keeps no idle connections without `keepalive`"});
+  if (!fail_timeouts.empty()) {
+    bool all_same = std::all_of(fail_timeouts.begin(), fail_timeouts.end(), [&](const auto& t) { return t == fail_timeouts[0]; });
+    if (all_same && fail_timeouts.size() == u.servers.size()) {
+      u.keys.push_back({"fail_timeout", toml_string(fail_timeouts[0]), origin(*first_fail_timeout)});
+    } else {
+      l_.note(d, "fail_timeout not carried over: it differs between servers; tlsfront has one per upstream");
+    }
+  }
+  if (u.servers.empty()) l_.note(d, "not carried over: no usable server");
+  blocks_[u.name] = std::move(u);
+}
+
+void ProxyImporter::headers(const Directive& block) {
+  for (const Directive& d : block.children) {
+    if (d.block && (d.name == "server" || d.name == "location") && !l_.was_examined(d)) continue;  // not imported: listed as a whole
+    if (d.block) headers(d);
+    if (d.name == "proxy_http_version") {
+      l_.note(d, d.args == std::vector<std::string>{"1.1"} ? "not needed: HTTP/1.1 is the only mode to upstreams"
+                                                         : "no equivalent: tlsfront speaks HTTP/1.1 to upstreams");
+    } else if (d.name == "proxy_set_header" && d.args.size() == 2) {
+      std::string h = d.args[0];
+      std::transform(h.begin(), h.end(), h.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      const std::string& v = d.args[1];
+      if (h == "connection" && (v.empty() || v == "keep-alive")) {
+        l_.note(d, "not needed: tlsfront removes the client's Connection and keeps upstream connections alive");
+      } else if (h == "host" && (v == "$host" || v == "$http_host")) {
+        l_.note(d, "not needed: Host is forwarded as the client sent it");
+      } else if (h == "x-forwarded-for" && v == "$proxy_add_x_forwarded_for") {
+        l_.note(d, "not needed: tlsfront appends the client address to X-Forwarded-For");
+      } else if (h == "x-real-ip" && v == "$remote_addr") {
+        l_.note(d, "not needed: tlsfront adds X-Real-IP");
+      } else if (h == "x-forwarded-proto" && (v == "$scheme" || v == "https")) {
+        l_.note(d, "not needed: tlsfront adds X-Forwarded-Proto: https");
+      } else {
+        std::string uses = has_variable(v) ? " (the value uses variables: " + v + ")" : "";
+        l_.note(d, "no equivalent yet: request header rules" + uses);
+      }
+    } else if (d.name == "add_header") {
+      bool hsts = !d.args.empty() && (d.args[0] == "Strict-Transport-Security" || d.args[0] == "strict-transport-security");
+      l_.note(d, std::string("no equivalent yet: response header rules") + (hsts ? " (HSTS)" : ""));
+    }
+  }
+}
+
+std::string ProxyImporter::variant(const UpstreamBlock& u, const Chain& chain) {
+  struct T {
+    const char* directive;
+    const char* key;
+  };
+  Keys timeouts;
+  std::string id = u.name;
+  for (const T& t : {T{"proxy_connect_timeout", "connect_timeout"}, T{"proxy_read_timeout", "read_timeout"},
+                     T{"proxy_send_timeout", "send_timeout"}}) {
+    const Directive* d = effective_one(chain, t.directive);
+    config::Millis ms{60'000};
+    std::string from = std::string("nginx's default (no ") + t.directive + ")";
+    if (d) {
+      auto v = d->args.size() == 1 ? parse_time(d->args[0]) : std::nullopt;
+      if (v && v->count() > 0) {
+        ms = *v;
+        from = origin(*d);
+        l_.carry(*d);
+      } else {
+        l_.note(*d, "not carried over: invalid or zero time (nginx's default, 60s, kept)");
+      }
+    }
+    timeouts.push_back({t.key, toml_string(config::format_duration(ms)), from});
+    id += " " + config::format_duration(ms);
+  }
+  if (auto it = variants_.find(id); it != variants_.end()) return it->second;
+  std::string name = sanitize(u.name);
+  for (int n = 2; std::any_of(m_.upstreams.begin(), m_.upstreams.end(), [&](const auto& x) { return x.name == name; }); ++n) {
+    name = sanitize(u.name) + "-" + std::to_string(n);
+  }
+  std::string servers = "[";
+  for (size_t i = 0; i < u.servers.size(); ++i) servers += (i ? ", " : "") + toml_string(u.servers[i]);
+  Keys keys{{"servers", servers + "]", u.block ? origin(*u.block) : "proxy_pass address"}};
+  keys.insert(keys.end(), u.keys.begin(), u.keys.end());
+  keys.insert(keys.end(), timeouts.begin(), timeouts.end());
+  m_.upstreams.push_back({name, std::move(keys), u.implicit ? "" : "upstream " + u.name});
+  variants_[id] = name;
+  return name;
+}
+
+std::string ProxyImporter::route_upstream(const Directive& pass, const Chain& chain, const std::string& prefix) {
+  if (pass.args.size() != 1 || has_variable(pass.args[0])) {
+    l_.note(pass, "not carried over: proxy_pass with variables (no route)");
+    return {};
+  }
+  const std::string& url = pass.args[0];
+  if (url.starts_with("https://")) {
+    l_.note(pass, "no equivalent yet: TLS to upstreams (no route)");
+    return {};
+  }
+  if (!url.starts_with("http://")) {
+    l_.note(pass, "not carried over: not an http:// URL (no route)");
+    return {};
+  }
+  std::string rest = url.substr(7);
+  size_t slash = rest.find('/');
+  std::string hostport = rest.substr(0, slash), uri = slash == std::string::npos ? "" : rest.substr(slash);
+  if (!uri.empty() && uri != prefix) {
+    l_.note(pass, "not carried over: with the URI " + uri + " nginx replaces the location's prefix " + prefix +
+                      " by it; tlsfront forwards the path unchanged (no route)");
+    return {};
+  }
+  const UpstreamBlock* u = nullptr;
+  if (auto it = blocks_.find(hostport); it != blocks_.end()) {
+    u = &it->second;
+    if (u->servers.empty()) {
+      l_.note(pass, "not carried over: upstream " + hostport + " has no usable server (no route)");
+      return {};
+    }
+  } else {
+    auto addr = server_address(hostport);
+    if (!addr.ok()) {
+      l_.note(pass, "not carried over: " + addr.error().detail + " (no route)");
+      return {};
+    }
+    UpstreamBlock implicit{*addr, nullptr, {*addr},
+                           {{"keepalive", "0", "nginx keeps no idle connections without an upstream block's `keepalive`"}},
+                           true};
+    u = &(blocks_[hostport] = std::move(implicit));
+  }
+  l_.carry(pass);
+  bool host_set = false;
+  for (const Directive* h : effective(chain, "proxy_set_header")) {
+    if (h->args.size() == 2 && (h->args[0] == "Host" || h->args[0] == "host")) host_set = true;
+  }
+  if (!host_set) {
+    l_.note(pass, "carried over, but nginx sends the backend Host: " + hostport +
+                      " (its default, $proxy_host) and tlsfront the client's Host");
+  }
+  used_.insert(hostport);
+  return variant(*u, chain);
+}
+
+bool is_location_setting(const std::string& name) {
+  static const char* kGlobal[] = {"access_log", "keepalive_timeout", "keepalive_requests", "client_max_body_size",
+                                  "client_body_timeout", "send_timeout"};
+  return std::any_of(std::begin(kGlobal), std::end(kGlobal), [&](const char* g) { return name == g; });
+}
+
+void ProxyImporter::locations(const Server& s, const Directive& block, const Chain& outer, std::vector<Model::Route>& out) {
+  for (const Directive& d : block.children) {
+    if (d.name != "location" || !d.block) continue;
+    std::string mod, path;
+    if (d.args.size() == 2) {
+      mod = d.args[0];
+      path = d.args[1];
+    } else if (d.args.size() == 1) {
+      path = d.args[0];
+      for (const char* m : {"^~", "~*", "~", "="}) {
+        if (path.size() > std::strlen(m) && path.starts_with(m) && path[0] != '/') {
+          mod = m;
+          path = path.substr(mod.size());
+          break;
+        }
+      }
+    }
+    size_t inside = count_all(d.children);
+    if (mod == "=") {
+      l_.note(d, fmt::format("not carried over: exact-match location (=): routes match path prefixes only "
+                             "(its {} directive(s) neither)",
+                             inside));
+      continue;
+    }
+    if (mod == "~" || mod == "~*") {
+      l_.note(d, fmt::format("not carried over: regex location: routes match path prefixes only (its {} directive(s) neither)", inside));
+      continue;
+    }
+    if (path.starts_with("@")) {
+      l_.note(d, fmt::format("not carried over: named location: no try_files or error_page (its {} directive(s) neither)", inside));
+      continue;
+    }
+    if ((!mod.empty() && mod != "^~") || path.empty() || path[0] != '/') {
+      l_.note(d, "not carried over: a prefix location starts with \"/\"");
+      continue;
+    }
+    l_.carry(d);
+    l_.examined(d);
+    Chain chain{&d};
+    chain.insert(chain.end(), outer.begin(), outer.end());
+    bool routed = false;
+    for (const Directive& c : d.children) {
+      if (c.name == "proxy_pass") {
+        std::string up = route_upstream(c, chain, path);
+        if (!up.empty()) out.push_back({"", path, up, origin(d)});
+        routed = routed || !up.empty();
+      } else if (is_location_setting(c.name)) {
+        l_.note(c, "not carried over: tlsfront has this setting once for all servers and paths, not per location");
+      }
+    }
+    if (!routed) l_.note(d, "no route: no usable proxy_pass in it (what it does instead is listed)");
+    locations(s, d, chain, out);
+  }
+}
+
+}  // namespace
+
+void import_proxy(const Directive& http, const std::vector<Server>& servers, size_t def, Model& m, Ledger& l) {
+  ProxyImporter p(m, l);
+  for (const Directive& d : http.children) {
+    if (d.name == "upstream" && d.block) p.upstream(d);
+  }
+  std::vector<Model::Route> any_host;
+  for (size_t i = 0; i < servers.size(); ++i) {
+    const Server& s = servers[i];
+    if (!s.tls) continue;
+    std::vector<Model::Route> routes;
+    p.locations(s, *s.block, s.chain, routes);
+    // nginx: the longest matching prefix; tlsfront: the first match.
+    std::stable_sort(routes.begin(), routes.end(), [](const auto& a, const auto& b) { return a.prefix.size() > b.prefix.size(); });
+    if (i == def) {
+      any_host = std::move(routes);
+      continue;
+    }
+    if (s.exact_names.empty() && !routes.empty()) {
+      l.note(*s.block,
+             "locations not carried over: routes match exact host names, and this server has none "
+             "(its requests go to the default server's routes)");
+      continue;
+    }
+    if (!s.wildcard_names.empty()) {
+      for (const Directive* n : effective({s.block}, "server_name")) {
+        l.note(*n,
+               "wildcard names: routes match exact hosts, so requests for them go to the default server's routes "
+               "(certificates still follow them)");
+      }
+    }
+    for (const std::string& host : s.exact_names) {
+      for (auto r : routes) {
+        r.host = host;
+        m.routes.push_back(std::move(r));
+      }
+    }
+  }
+  for (auto& r : any_host) m.routes.push_back(std::move(r));
+  p.headers(http);  // after the locations: those imported are examined
+  for (const Directive& d : http.children) {
+    if (d.name == "upstream" && d.block && d.args.size() == 1 && !p.used_.count(d.args[0])) {
+      l.note(d, fmt::format("not carried over: no imported location proxies to it (its {} directive(s) neither)", count_all(d.children)));
+    }
+  }
+}
+
+}  // namespace tlsfront::tools::nginx::detail

@@ -1,0 +1,239 @@
+#include "tools/nginx_values.h"
+
+#include <array>
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace tlsfront::tools::nginx {
+
+std::optional<config::Millis> parse_time(std::string_view text) {
+  constexpr int64_t kMax = INT64_MAX / 1000 / 365 / 86400;  // years that fit in int64 milliseconds, with room
+  int64_t total = 0;
+  size_t i = 0;
+  bool any = false;
+  while (i < text.size()) {
+    if (text[i] == ' ') {
+      ++i;
+      continue;
+    }
+    int64_t n = 0;
+    size_t start = i;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
+      n = n * 10 + (text[i] - '0');
+      if (n > kMax * 365 * 86400) return std::nullopt;
+      ++i;
+    }
+    if (i == start) return std::nullopt;
+    int64_t unit = 1000;  // bare digits: seconds
+    if (i < text.size() && text[i] != ' ') {
+      char u = text[i++];
+      switch (u) {
+        case 'm':
+          if (i < text.size() && text[i] == 's') {
+            ++i;
+            unit = 1;
+          } else {
+            unit = 60'000;
+          }
+          break;
+        case 's': unit = 1000; break;
+        case 'h': unit = 3'600'000; break;
+        case 'd': unit = 86'400'000; break;
+        case 'w': unit = 7 * 86'400'000LL; break;
+        case 'M': unit = 30 * 86'400'000LL; break;
+        case 'y': unit = 365 * 86'400'000LL; break;
+        default: return std::nullopt;
+      }
+      if (i < text.size() && text[i] != ' ' && (text[i] < '0' || text[i] > '9')) return std::nullopt;
+    }
+    if (n > (INT64_MAX - total) / unit) return std::nullopt;
+    total += n * unit;
+    any = true;
+  }
+  if (!any) return std::nullopt;
+  return config::Millis{total};
+}
+
+std::optional<uint64_t> parse_size(std::string_view text) {
+  if (text.empty()) return std::nullopt;
+  uint64_t mult = 1;
+  char last = text.back();
+  if (last == 'k' || last == 'K') mult = 1024;
+  if (last == 'm' || last == 'M') mult = 1024 * 1024;
+  if (last == 'g' || last == 'G') mult = 1024 * 1024 * 1024;
+  if (mult != 1) text.remove_suffix(1);
+  if (text.empty() || text.size() > 15) return std::nullopt;
+  uint64_t n = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    n = n * 10 + static_cast<uint64_t>(c - '0');
+  }
+  if (n > UINT64_MAX / mult) return std::nullopt;
+  return n * mult;
+}
+
+std::string_view known_reason(std::string_view d) {
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 73> kReasons{{
+      {"user", "not needed: the systemd unit runs tlsfront as its own user (User=)"},
+      {"worker_rlimit_nofile", "no equivalent: set the open-files limit outside (the systemd unit has LimitNOFILE=65536)"},
+      {"worker_connections",
+       "not carried over: it counts upstream connections too; tlsfront's [limits] max_connections (client "
+       "connections per worker) is off by default: set it to about half of this if wanted"},
+      {"use", "not needed: libuv picks the event mechanism (epoll)"},
+      {"multi_accept", "not needed: each worker accepts on its own SO_REUSEPORT socket"},
+      {"accept_mutex", "not needed: each worker accepts on its own SO_REUSEPORT socket"},
+      {"load_module", "not needed: tlsfront has no modules"},
+      {"error_log", "not carried over: errors and events go to stderr (the journal under systemd)"},
+      {"sendfile", "not needed: no static files"},
+      {"tcp_nopush", "not needed: no static files"},
+      {"tcp_nodelay", "not needed: TCP_NODELAY is always set"},
+      {"types_hash_max_size", "not needed: no static files"},
+      {"types_hash_bucket_size", "not needed: no static files"},
+      {"server_names_hash_bucket_size", "not needed"},
+      {"server_names_hash_max_size", "not needed"},
+      {"types", "not needed: no static files"},
+      {"default_type", "not needed: no static files"},
+      {"root", "no equivalent: no static files"},
+      {"alias", "no equivalent: no static files"},
+      {"index", "no equivalent: no static files"},
+      {"autoindex", "no equivalent: no static files"},
+      {"try_files", "no equivalent: no static files"},
+      {"charset", "no equivalent: no static files"},
+      {"expires", "no equivalent yet: response header rules"},
+      {"etag", "no equivalent: no static files"},
+      {"gzip", "no equivalent yet: no compression"},
+      {"gzip_vary", "no equivalent yet: no compression"},
+      {"gzip_proxied", "no equivalent yet: no compression"},
+      {"gzip_comp_level", "no equivalent yet: no compression"},
+      {"gzip_buffers", "no equivalent yet: no compression"},
+      {"gzip_http_version", "no equivalent yet: no compression"},
+      {"gzip_types", "no equivalent yet: no compression"},
+      {"gzip_min_length", "no equivalent yet: no compression"},
+      {"return", "no equivalent yet: no return"},
+      {"rewrite", "no equivalent: no rewriting"},
+      {"error_page", "no equivalent: tlsfront's error answers are its own"},
+      {"server_tokens", "not needed: tlsfront sends no version"},
+      {"add_header", "no equivalent yet: response header rules"},
+      {"proxy_hide_header", "no equivalent yet: response header rules"},
+      {"proxy_redirect", "no equivalent: Location headers are passed as the backend sends them"},
+      {"proxy_buffering", "not needed: bodies are streamed both ways with backpressure"},
+      {"proxy_buffers", "not needed: bodies are streamed both ways with backpressure"},
+      {"proxy_buffer_size", "not needed: bodies are streamed both ways with backpressure"},
+      {"proxy_busy_buffers_size", "not needed: bodies are streamed both ways with backpressure"},
+      {"proxy_request_buffering", "not needed: request bodies are streamed with backpressure"},
+      {"proxy_next_upstream",
+       "no equivalent: a request failing on a reused connection before any response byte is retried once (README: Upstreams)"},
+      {"proxy_intercept_errors", "no equivalent: backend responses are passed through"},
+      {"proxy_ssl_server_name", "no equivalent yet: no TLS to upstreams"},
+      {"proxy_ssl_verify", "no equivalent yet: no TLS to upstreams"},
+      {"ssl_dhparam", "not needed: ECDHE key exchange only"},
+      {"ssl_client_certificate", "no equivalent: no client certificates"},
+      {"ssl_verify_client", "no equivalent: no client certificates"},
+      {"ssl_verify_depth", "no equivalent: no client certificates"},
+      {"ssl_buffer_size", "no equivalent: tlsfront sets no TLS record size (OpenSSL's records, up to 16k)"},
+      {"ssl_reject_handshake", "no equivalent per server: [tls] strict_sni = true refuses unknown names for all"},
+      {"resolver", "not needed: OCSP responder names are resolved with the system resolver; upstream servers are IP addresses"},
+      {"resolver_timeout", "not needed: OCSP responder names are resolved with the system resolver"},
+      {"limit_req", "no equivalent yet: no rate limits"},
+      {"limit_conn", "no equivalent yet: no connection limits"},
+      {"allow", "no equivalent: no access rules"},
+      {"deny", "no equivalent: no access rules"},
+      {"satisfy", "no equivalent: no access rules"},
+      {"auth_basic", "no equivalent: no authentication"},
+      {"auth_basic_user_file", "no equivalent: no authentication"},
+      {"auth_request", "no equivalent: no authentication"},
+      {"if", "no equivalent: no conditions"},
+      {"set", "no equivalent: no variables"},
+      {"map", "no equivalent: no variables"},
+      {"geo", "no equivalent: no variables"},
+      {"split_clients", "no equivalent: no variables"},
+      {"limit_except", "no equivalent: no per-method rules"},
+      {"internal", "no equivalent: no internal locations"},
+      {"large_client_header_buffers", "not carried over: [limits] max_header_bytes bounds the whole request head (default 16k)"},
+  }};
+  for (const auto& [name, why] : kReasons) {
+    if (name == d) return why;
+  }
+  if (d.starts_with("gzip_")) return "no equivalent yet: no compression";
+  if (d.starts_with("fastcgi_") || d.starts_with("uwsgi_") || d.starts_with("scgi_") || d.starts_with("grpc_")) {
+    return "no equivalent: HTTP/1.1 upstreams only";
+  }
+  if (d.starts_with("proxy_cache")) return "no equivalent: no cache";
+  if (d.starts_with("limit_")) return "no equivalent yet: no rate or connection limits";
+  return {};
+}
+
+std::string_view log_field_of(std::string_view v) {
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 27> kFields{{
+      {"remote_addr", "remote_addr"},
+      {"remote_port", "remote_port"},
+      {"time_local", "time"},
+      {"time_iso8601", "time"},
+      {"msec", "time"},
+      {"request", "method, path, protocol"},
+      {"request_method", "method"},
+      {"request_uri", "path"},
+      {"server_protocol", "protocol"},
+      {"status", "status"},
+      {"body_bytes_sent", "bytes_sent (head + body)"},
+      {"bytes_sent", "bytes_sent"},
+      {"request_length", "bytes_received"},
+      {"request_time", "request_time_ms"},
+      {"ssl_protocol", "ssl_protocol"},
+      {"ssl_cipher", "ssl_cipher"},
+      {"ssl_session_reused", "ssl_session_reused"},
+      {"ssl_server_name", "sni"},
+      {"ssl_alpn_protocol", "alpn"},
+      {"upstream_addr", "upstream_addr"},
+      {"upstream_status", "upstream_status"},
+      {"upstream_connect_time", "upstream_connect_ms"},
+      {"upstream_response_time", "upstream_response_ms"},
+      {"http_user_agent", "user_agent"},
+      {"connection", "connection_id"},
+      {"connection_requests", "connection_requests"},
+      {"http2", "protocol, alpn"},
+  }};
+  for (const auto& [name, field] : kFields) {
+    if (name == v) return field;
+  }
+  return {};
+}
+
+bool valid_utf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    auto c = static_cast<unsigned char>(s[i]);
+    size_t n = c < 0x80 ? 0 : (c >> 5) == 0x6 ? 1 : (c >> 4) == 0xe ? 2 : (c >> 3) == 0x1e ? 3 : 4;
+    if (n == 4 || i + n >= s.size()) return false;  // not a lead byte, or cut short
+    uint32_t cp = n == 0 ? c : n == 1 ? (c & 0x1f) : n == 2 ? (c & 0x0f) : (c & 0x07);
+    for (size_t k = 1; k <= n; ++k) {
+      auto d = static_cast<unsigned char>(s[i + k]);
+      if ((d & 0xc0) != 0x80) return false;
+      cp = (cp << 6) | (d & 0x3f);
+    }
+    constexpr uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
+    i += n + 1;
+  }
+  return true;
+}
+
+std::string toml_string(std::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (u < 0x20 || u == 0x7f) {
+      out += fmt::format("\\u{:04X}", u);
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+  return out;
+}
+
+}  // namespace tlsfront::tools::nginx
