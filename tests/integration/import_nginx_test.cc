@@ -42,7 +42,7 @@ TEST(ImportNginx, TheWriteupsServerBlockImportsAndPassesTest) {
   EXPECT_NE(r.err.find(conf + ":54: proxy_http_version: not needed: HTTP/1.1 is the only mode to upstreams\n"), std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("tlsfront import-nginx: " + conf + ": written to " + dir.file("out.toml") +
-                       "; 13 report line(s) above (not carried over, or carried over with a difference)\n"),
+                       "; 12 report line(s) above (not carried over, or carried over with a difference)\n"),
             std::string::npos)
       << r.err;
   std::string toml = read_file(dir.file("out.toml"));
@@ -81,7 +81,7 @@ TEST(ImportNginx, DebiansDefaultSiteHasNothingToImport) {
             std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("tlsfront import-nginx: " + dir.file("nginx.conf") +
-                       ": nothing to import: no server with a TLS listen (listen ... ssl); 16 report line(s) above\n"),
+                       ": nothing to import: no server with a TLS listen (listen ... ssl); 15 report line(s) above\n"),
             std::string::npos)
       << r.err;
 }
