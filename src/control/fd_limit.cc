@@ -11,9 +11,15 @@ namespace {
 constexpr uint64_t kLoopDescriptors = 3;
 }  // namespace
 
+// [limits] max_connections, when lower, is what a worker can hold.
+uint64_t budget_connections(const config::Config& c) {
+  const uint64_t cap = c.limits.max_connections;
+  return cap != 0 && cap < kBudgetConnectionsPerWorker ? cap : kBudgetConnectionsPerWorker;
+}
+
 FdBudget fd_budget(const config::Config& c, int workers) {
   FdBudget b;
-  b.per_worker = kLoopDescriptors + c.listeners.size() + 2 * kBudgetConnectionsPerWorker;
+  b.per_worker = kLoopDescriptors + c.listeners.size() + 2 * budget_connections(c);
   for (const auto& u : c.upstreams) b.per_worker += u.keepalive * u.servers.size();
   if (c.tls.session_cache.enabled && c.tls.session_cache.store == config::SessionStore::Redis) ++b.per_worker;
   b.total = static_cast<uint64_t>(workers) * b.per_worker + kBudgetProcessMargin;
@@ -28,7 +34,7 @@ std::optional<std::string> fd_limit_warning(const config::Config& c, int workers
       "(room for {} client connections each at 2 descriptors, client and upstream, plus its listeners, idle upstream "
       "keepalive connections and event loop) + {} for the process; at the limit a worker stops accepting for 500 ms "
       "at a time and closes idle connections. Raise it (ulimit -n, systemd LimitNOFILE=)",
-      soft_limit, b.total, workers, workers == 1 ? "" : "s", b.per_worker, kBudgetConnectionsPerWorker,
+      soft_limit, b.total, workers, workers == 1 ? "" : "s", b.per_worker, budget_connections(c),
       kBudgetProcessMargin);
 }
 

@@ -19,7 +19,8 @@
 namespace tlsfront::control {
 
 // Client connections per worker the budget makes room for (2 descriptors
-// each while proxied: the client's and the upstream's).
+// each while proxied: the client's and the upstream's); [limits]
+// max_connections instead when it is lower.
 inline constexpr uint64_t kBudgetConnectionsPerWorker = 256;
 // The process's own descriptors: stdio, the control loop, the admin listener,
 // the access log, Redis and OCSP fetches, libuv's per-loop descriptors.

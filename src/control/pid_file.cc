@@ -57,13 +57,18 @@ Status check_pid_file_directory(const std::string& path) {
 Result<PidFile> PidFile::create(const std::string& path) {
   if (path.empty()) return PidFile();
   const pid_t self = ::getpid();
-  if (const pid_t old = read_pid_file(path); old > 0 && old != self) {
-    if (is_running(old) && command_name(old) == command_name(self)) {
-      return make_error(Errc::Io, "pid_file \"" + path + "\" names PID " + std::to_string(old) + ", a running " +
-                                      command_name(self) +
-                                      ": another instance uses this pid file (stop it, or give this one its own)");
-    }
-    log::info("pid_file \"{}\": replacing the stale PID {} (no such {} is running)", path, old, command_name(self));
+  const pid_t old = read_pid_file(path);
+  if (old > 0 && old != self && is_running(old)) {
+    const std::string name = command_name(old);
+    return make_error(Errc::Io, "pid_file \"" + path + "\" names PID " + std::to_string(old) + ", a running process" +
+                                    (name.empty() ? "" : " (" + name + ")") +
+                                    ": another instance, or another program's pid file (stop it, or give this one "
+                                    "its own pid_file; delete the file if that PID is not what wrote it)");
+  }
+  if (old > 0 && old != self) {
+    log::info("pid_file \"{}\": replacing the stale PID {} (no such process)", path, old);
+  } else if (old < 0 && ::access(path.c_str(), F_OK) == 0) {
+    log::info("pid_file \"{}\": replacing a file that names no PID", path);
   }
   const std::string tmp = path + ".tmp." + std::to_string(self);
   UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644));

@@ -11,12 +11,15 @@
 // reloads never touch it; a reload that changes `pid_file` keeps the running
 // one (restart-only).
 //
-// Safer than nginx, which overwrites any existing file: when the file names a
-// live process with the same command name as this one (another tlsfront using
-// the same path), create() refuses, so two instances cannot fight over one
-// file and `kill $(cat …)` cannot end up at the wrong one. A file left by a
-// crash (no such process, or one of another name: its PID was reused) is
-// replaced, with a note in the log.
+// Safer than nginx, which overwrites any existing file: when the file names
+// any live process but this one (another tlsfront using the same path, or
+// another program's pid file, e.g. nginx's during a migration), create()
+// refuses, so no two processes fight over one file and `kill $(cat …)` never
+// ends up at the wrong one. A file left by a crash (no such process) is
+// replaced, with a note in the log; in the rare case that its PID was reused
+// meanwhile, the start fails and says which process holds it (under systemd
+// RuntimeDirectory= makes a fresh directory at each start, so a stale file
+// cannot be there).
 // Thread affinity: the control thread.
 #pragma once
 

@@ -96,12 +96,6 @@ void Importer::main_context(const std::vector<Directive>& tree) {
       } else {
         l_.note(d, "not carried over: workers is \"auto\" or 1..256");
       }
-    } else if (d.name == "pid" && d.args.size() == 1) {
-      if (d.args[0] == "off" || d.args[0].find('$') != std::string::npos) {
-        l_.note(d, "not carried over: one file name without variables");
-      } else if (put(m_.root, {"pid_file", toml_string(absolute(base_, d.args[0])), origin(d)}, d, l_)) {
-        l_.carry(d);
-      }
     } else if (d.name == "events" && d.block) {
       l_.carry(d);
       l_.examined(d);
@@ -418,6 +412,10 @@ void Importer::globals() {
     if (n == 0) return;
     m_.ticket_keys.push_back({"source", "\"files\"", "ssl_session_ticket_key: the first encrypts, all decrypt"});
     m_.ticket_keys.push_back({"files", files + "]", origin(*v.front())});
+    // Key files shared with nginx nodes: resume their sessions too (a
+    // migration node by node); "tlsfront" once no nginx node is left.
+    m_.tls.push_back({"session_id_context", "\"nginx\"",
+                      "nginx's derivation, so nodes sharing these key files resume each other's sessions"});
   });
   global("ssl_early_data", [&](const auto& v) {
     const Directive& d = *v.back();

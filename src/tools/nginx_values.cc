@@ -74,8 +74,10 @@ std::optional<uint64_t> parse_size(std::string_view text) {
 }
 
 std::string_view known_reason(std::string_view d) {
-  static constexpr std::array<std::pair<std::string_view, std::string_view>, 73> kReasons{{
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 74> kReasons{{
       {"user", "not needed: the systemd unit runs tlsfront as its own user (User=)"},
+      {"pid", "not carried over: nginx's own pid file; tlsfront's is pid_file or --pid-file (the systemd unit passes "
+              "/run/tlsfront/tlsfront.pid), and it never takes over a file a running process holds"},
       {"worker_rlimit_nofile", "no equivalent: set the open-files limit outside (the systemd unit has LimitNOFILE=65536)"},
       {"worker_connections",
        "not carried over: it counts upstream connections too; tlsfront's [limits] max_connections (client "

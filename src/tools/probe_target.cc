@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "config/units.h"
+
 namespace tlsfront::tools {
 namespace {
 
@@ -127,21 +129,14 @@ Result<ResolveOverride> parse_resolve(std::string_view spec) {
   return r;
 }
 
+// The configuration's duration syntax (config/units.h: "10", "10s", "500ms",
+// "1m30s"), more than 0 and at most an hour.
 Result<std::chrono::milliseconds> parse_probe_duration(std::string_view text) {
-  std::string_view digits = text;
-  long scale = 1000;
-  if (digits.size() > 2 && digits.substr(digits.size() - 2) == "ms") {
-    digits.remove_suffix(2);
-    scale = 1;
-  } else if (!digits.empty() && digits.back() == 's') {
-    digits.remove_suffix(1);
+  auto d = config::parse_duration(text);
+  if (!d || d->count() <= 0 || *d > std::chrono::hours(1)) {
+    return bad("duration \"" + std::string(text) + "\"", "expected e.g. 10, 10s, 500ms or 1m (more than 0, at most 1h)");
   }
-  long v = 0;
-  auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
-  if (digits.empty() || ec != std::errc() || p != digits.data() + digits.size() || v <= 0 || v > 3'600'000 / scale) {
-    return bad("duration \"" + std::string(text) + "\"", "expected e.g. 10, 10s or 500ms (at most 1 hour)");
-  }
-  return std::chrono::milliseconds(v * scale);
+  return std::chrono::milliseconds(d->count());
 }
 
 }  // namespace tlsfront::tools

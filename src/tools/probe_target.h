@@ -39,7 +39,8 @@ struct ResolveOverride {
 };
 [[nodiscard]] Result<ResolveOverride> parse_resolve(std::string_view spec);
 
-// "10" (seconds), "10s", "500ms": a positive duration of at most an hour.
+// "10" (seconds), "10s", "500ms", "1m": the configuration's duration syntax
+// (config/units.h), more than 0 and at most an hour.
 [[nodiscard]] Result<std::chrono::milliseconds> parse_probe_duration(std::string_view text);
 
 }  // namespace tlsfront::tools

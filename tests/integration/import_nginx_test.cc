@@ -81,7 +81,7 @@ TEST(ImportNginx, DebiansDefaultSiteHasNothingToImport) {
             std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("tlsfront import-nginx: " + dir.file("nginx.conf") +
-                       ": nothing to import: no server with a TLS listen (listen ... ssl); 15 report line(s) above\n"),
+                       ": nothing to import: no server with a TLS listen (listen ... ssl); 16 report line(s) above\n"),
             std::string::npos)
       << r.err;
 }

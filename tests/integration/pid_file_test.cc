@@ -39,7 +39,7 @@ TEST_F(PidFile, NamesTheServingProcessAndIsRemovedOnStop) {
   write_file(other, make_config(o, kAnyPort, dir_.path() + "/other.log"));
   RunResult second = run_command(dir_, {TLSFRONT_BINARY, "--config", other});
   EXPECT_EQ(second.status.code, 1) << second.err;
-  EXPECT_NE(second.err.find("names PID " + std::to_string(proxy_.process().pid()) + ", a running tlsfront"),
+  EXPECT_NE(second.err.find("names PID " + std::to_string(proxy_.process().pid()) + ", a running process (tlsfront)"),
             std::string::npos)
       << second.err;
   EXPECT_EQ(file_pid(), proxy_.process().pid());  // untouched

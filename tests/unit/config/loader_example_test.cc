@@ -90,6 +90,11 @@ TEST(ExampleConfig, DocumentedDefaultsAreTheDefaults) {
   EXPECT_EQ(a.log.level, b.log.level);
   EXPECT_EQ(a.limits.max_header_bytes, b.limits.max_header_bytes);
   EXPECT_EQ(a.limits.max_body_bytes, b.limits.max_body_bytes);
+  EXPECT_EQ(a.limits.keepalive_requests, b.limits.keepalive_requests);
+  EXPECT_EQ(a.limits.max_connections, b.limits.max_connections);
+  EXPECT_EQ(a.tls.session_id_context, b.tls.session_id_context);
+  EXPECT_EQ(a.tls.session_ticket_count, b.tls.session_ticket_count);
+  EXPECT_EQ(a.pid_file, b.pid_file);
   EXPECT_EQ(a.timeouts.handshake, b.timeouts.handshake);
   EXPECT_EQ(a.timeouts.header, b.timeouts.header);
   EXPECT_EQ(a.timeouts.keepalive, b.timeouts.keepalive);

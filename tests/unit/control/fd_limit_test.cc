@@ -23,6 +23,12 @@ TEST(FdBudget, BudgetCountsConnectionsPoolsListenersPerWorker) {
   // 3 (loop) + 2 listeners + 2 x 256 connections + 32 x 2 idle upstream.
   EXPECT_EQ(b.per_worker, 3u + 2 + 512 + 64);
   EXPECT_EQ(b.total, 4 * b.per_worker + kBudgetProcessMargin);
+  // A lower [limits] max_connections is what a worker can hold.
+  config::Config capped = two_servers();
+  capped.limits.max_connections = 10;
+  EXPECT_EQ(fd_budget(capped, 4).per_worker, 3u + 2 + 20 + 64);
+  capped.limits.max_connections = 10'000;
+  EXPECT_EQ(fd_budget(capped, 4).per_worker, b.per_worker);
 }
 
 TEST(FdBudget, WarningNamesBothFiguresOnlyBelowTheBudget) {

@@ -260,7 +260,8 @@ TEST(NginxImport, ClientSideSettings) {
   r = run("pid run/nginx.pid;\n" + server("keepalive_requests 007;"));
   ASSERT_TRUE(r.ok) << r.error;
   EXPECT_EQ(r.cfg.limits.keepalive_requests, 7u);
-  EXPECT_EQ(r.cfg.pid_file, "/etc/nginx/run/nginx.pid");  // relative: against the main file's directory
+  EXPECT_EQ(r.cfg.pid_file, "");  // nginx's file stays nginx's
+  EXPECT_REPORTS(r, "n.conf:1: pid: not carried over: nginx's own pid file");
   r = run(server("keepalive_requests 0;"));
   EXPECT_REPORTS(r, "keepalive_requests: not carried over: [limits] keepalive_requests is 1..1000000000");
   r = run(server("keepalive_timeout 65 60;\nkeepalive_requests 1000;\nclient_max_body_size 0;\n"
@@ -428,6 +429,7 @@ TEST(NginxImport, TheWriteupsApiEdge) {
   EXPECT_EQ(c.tls.session_cache.timeout, Millis{86'400'000});
   EXPECT_TRUE(c.tls.session_tickets);
   EXPECT_EQ(c.tls.ticket_keys.source, config::TicketKeySource::Files);
+  EXPECT_EQ(c.tls.session_id_context, config::SessionIdContext::Nginx);  // resumes the nginx nodes' sessions
   EXPECT_EQ(c.tls.ticket_keys.files, std::vector<std::string>{dir + "pki/ticket.key"});
   ASSERT_EQ(c.upstreams.size(), 1u);
   const config::Upstream& u = c.upstreams[0];
@@ -472,6 +474,8 @@ TEST(NginxImport, DebiansDefaultSiteHasNothingToCarryOver) {
   EXPECT_EQ(r.error, "nothing to import: no server with a TLS listen (listen ... ssl)");
   EXPECT_EQ(r.report,
             "debian/nginx.conf:1: user: not needed: the systemd unit runs tlsfront as its own user (User=)\n"
+            "debian/nginx.conf:3: pid: not carried over: nginx's own pid file; tlsfront's is pid_file or --pid-file (the "
+            "systemd unit passes /run/tlsfront/tlsfront.pid), and it never takes over a file a running process holds\n"
             "debian/nginx.conf:4: error_log: not carried over: errors and events go to stderr (the journal under systemd)\n"
             "debian/nginx.conf:8: worker_connections: not carried over: it counts upstream connections too; tlsfront's "
             "[limits] max_connections (client connections per worker) is off by default: set it to about half of this if "

@@ -78,7 +78,9 @@ TEST(ProbeDuration, SecondsOrMilliseconds) {
   EXPECT_EQ(*parse_probe_duration("10"), std::chrono::milliseconds(10'000));
   EXPECT_EQ(*parse_probe_duration("3s"), std::chrono::milliseconds(3'000));
   EXPECT_EQ(*parse_probe_duration("250ms"), std::chrono::milliseconds(250));
-  for (const char* bad : {"", "0", "-1", "1h", "ms", "s", "3601", "1.5"}) EXPECT_FALSE(parse_probe_duration(bad)) << bad;
+  EXPECT_EQ(*parse_probe_duration("1m"), std::chrono::milliseconds(60'000));  // the config's syntax
+  EXPECT_EQ(*parse_probe_duration("1h"), std::chrono::milliseconds(3'600'000));
+  for (const char* bad : {"", "0", "-1", "1h1s", "ms", "s", "3601", "1.5"}) EXPECT_FALSE(parse_probe_duration(bad)) << bad;
 }
 
 TEST(ProbeSummary, MinMedianMaxAreMeasuredSamples) {
