@@ -81,7 +81,13 @@ for t in "${targets[@]}"; do
   cov=$(sed -nE 's/.* cov: ([0-9]+).*/\1/p' <<<"$stats")
   ft=$(sed -nE 's/.* ft: ([0-9]+).*/\1/p' <<<"$stats")
   eps=$(sed -nE 's/^stat::average_exec_per_sec: *([0-9]+).*/\1/p' "$log" | tail -1)
-  artifacts=$(find "$work/$t/artifacts" -type f 2>/dev/null | sort)
+  # Findings: crash-, leak-, timeout-, oom- files. A slow-unit- file (a unit
+  # over 10 s of wall time) is reported, not failed: on a loaded machine (a
+  # niced run, CI beside other work) it is the scheduler's, not the code's;
+  # replay it to tell (-timeout=10 still fails a unit that is really stuck).
+  artifacts=$(find "$work/$t/artifacts" -type f ! -name 'slow-unit-*' 2>/dev/null | sort)
+  slow=$(find "$work/$t/artifacts" -type f -name 'slow-unit-*' 2>/dev/null | sort)
+  for a in $slow; do echo "fuzz: $t: a unit took over 10 s of wall time (replay to check it is not the machine's load): $a"; done
   if ((rc != 0)) || [[ -n "$artifacts" ]]; then
     status=1
     echo "fuzz: $t FAILED (exit $rc) after ${execs:-?} executions; log: $log"
