@@ -93,6 +93,7 @@ void Server::reload() {
   for (const auto& line : (*gen)->tls->report_lines()) log::info("{}", line);
   for (const auto* s : (*gen)->ocsp.staplers()) log::info("{}", s->describe());
   for (const auto& w : (*gen)->tls->warnings()) log::warn("{}", w);
+  for (const auto& w : (*gen)->router.warnings()) log::warn("{}", w);
   for (const auto& name : kept) log::warn("reload: {} changed; it takes effect only after a restart", name);
   if (auto lvl = log::parse_level((*gen)->config.log.level); lvl) log::set_level(*lvl);
   current_.store(*gen);
@@ -194,7 +195,9 @@ Status Server::test(config::Config cfg) {
   if (!gen) return gen.take_error();
   for (const auto& line : (*gen)->tls->report_lines()) std::fprintf(stderr, "tlsfront: %s\n", line.c_str());
   for (const auto* s : (*gen)->ocsp.staplers()) std::fprintf(stderr, "tlsfront: %s\n", s->describe().c_str());
+  for (const auto& line : (*gen)->router.table()) std::fprintf(stderr, "tlsfront: %s\n", line.c_str());
   std::vector<std::string> warnings = (*gen)->tls->warnings();
+  for (const auto& w : (*gen)->router.warnings()) warnings.push_back(w);
   for (const auto* s : (*gen)->ocsp.staplers()) {
     if (auto st = s->check_response_file(warnings); !st) return st;
   }
@@ -293,6 +296,7 @@ Result<std::shared_ptr<const data::Generation>> Server::build_first_generation(c
   for (const auto& line : (*gen)->tls->report_lines()) log::info("{}", line);
   for (const auto* s : (*gen)->ocsp.staplers()) log::info("{}", s->describe());
   for (const auto& w : (*gen)->tls->warnings()) log::warn("{}", w);
+  for (const auto& w : (*gen)->router.warnings()) log::warn("{}", w);
   return gen;
 }
 
