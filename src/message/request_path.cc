@@ -190,8 +190,8 @@ PathError normalize_target(std::string_view target, std::string& scratch, Normal
   }
   if (utf8.need > 0) return PathError::BadUtf8;
   if (!remove_dot_segments(scratch)) return PathError::AboveRoot;
-  out.path = scratch;
-  out.changed = out.path != path;
+  out.changed = scratch != path;
+  out.path = out.changed ? std::string_view(scratch) : path;  // unchanged: always the target's own bytes
   return PathError::None;
 }
 

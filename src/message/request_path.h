@@ -50,7 +50,7 @@ enum class PathError {
 const char* describe(PathError error);
 
 struct NormalizedTarget {
-  std::string_view path;   // normalized path (into the target or the scratch string)
+  std::string_view path;   // normalized path: into the target when unchanged, else into the scratch string
   std::string_view query;  // "" or "?..." exactly as sent
   bool changed = false;    // path differs from the target's path as sent
 };

@@ -102,6 +102,18 @@ TEST(RequestPath, NormalPathNeedsNoScratch) {
   EXPECT_FALSE(n.changed);
 }
 
+// Found by the request_path fuzz target: a path already normal but with a
+// "%" goes the slow way; unchanged, it must still be the target's own bytes.
+TEST(RequestPath, UnchangedSlowPathIsTheTargetsBytes) {
+  std::string scratch;
+  NormalizedTarget n;
+  const std::string target = "/a%2Afpb70a1c/?q";
+  ASSERT_EQ(normalize_target(target, scratch, n), PathError::None);
+  EXPECT_FALSE(n.changed);
+  EXPECT_EQ(n.path, "/a%2Afpb70a1c/");
+  EXPECT_EQ(n.path.data(), target.data());
+}
+
 TEST(RequestPath, HostileInputs) {
   std::string scratch;
   NormalizedTarget n;
