@@ -135,9 +135,8 @@ PathError normalize_target(std::string_view target, std::string& scratch, Normal
     if (p == stop) break;
     const uint8_t k = kClass[*p];
     if (k == kSlash) {
-      if (p + 1 < stop && (p[1] == '/' || (p[1] == '.' && dot_segment_at(target, static_cast<size_t>(p + 1 - begin))))) {
-        normal = false;
-      }
+      const size_t next = static_cast<size_t>(p + 1 - begin);
+      if (p + 1 < stop && (p[1] == '/' || (p[1] == '.' && dot_segment_at(target, next)))) normal = false;
       ++p;
       continue;
     }
