@@ -44,6 +44,22 @@ bool path_covers(const config::Route& outer, const config::Route& inner) {
   return inner.path.starts_with(outer.path);
 }
 
+// A "%XY" no normalized path holds: lowercase hex, or an unreserved
+// character encoded (decoded by normalization).
+bool has_unnormal_escape(std::string_view s) {
+  auto hex = [](char c) { return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'F') || (c >= 'a' && c <= 'f'); };
+  for (size_t i = 0; i + 2 < s.size(); ++i) {
+    if (s[i] != '%' || !hex(s[i + 1]) || !hex(s[i + 2])) continue;
+    if ((s[i + 1] >= 'a' && s[i + 1] <= 'f') || (s[i + 2] >= 'a' && s[i + 2] <= 'f')) return true;
+    const int v = std::stoi(std::string(s.substr(i + 1, 2)), nullptr, 16);
+    if ((v >= 'a' && v <= 'z') || (v >= 'A' && v <= 'Z') || (v >= '0' && v <= '9') || v == '-' || v == '.' ||
+        v == '_' || v == '~') {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 bool host_matches(std::string_view pattern, std::string_view host) {
@@ -122,6 +138,8 @@ std::vector<std::string> Router::warnings() const {
         why = std::string("requests with ") + describe(err) + " are refused with 400";
       } else if (n.changed) {
         why = "it normalizes to \"" + std::string(n.path) + std::string(r.path.substr(judged.size())) + "\"";
+      } else if (has_unnormal_escape(r.path)) {
+        why = "percent-encoding is matched decoded when unreserved, else with uppercase hex";
       }
       if (!why.empty()) {
         out.push_back(name_of(j, r) + ": " + key_of(r.path_match) + " \"" + r.path +

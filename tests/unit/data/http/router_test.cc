@@ -126,6 +126,9 @@ TEST(Router, WarnsAboutRoutesThatCanNeverMatch) {
       prefix("a.example.com", "/x/y", "b"),     // 10: shadowed by 9
       prefix("a.b.example.com", "/x/y", "b"),   // 11: fine (the wildcard is one label)
       exact("/q?x", "b"),                       // 12: the query is never matched
+      prefix("", "/t/%7e", "b"),                // 13: "~" is matched decoded
+      prefix("", "/t/%c3", "b"),                // 14: hex is matched uppercase
+      prefix("", "/t/%C3", "b"),                // 15: fine
   };
   Router r(cfg);
   auto w = r.warnings();
@@ -133,8 +136,8 @@ TEST(Router, WarnsAboutRoutesThatCanNeverMatch) {
   for (const auto& line : w) all += line + "\n";
   auto warned = [&](int i) { return all.find("route[" + std::to_string(i) + "]") == 0 ||
                                     all.find("\nroute[" + std::to_string(i) + "]") != std::string::npos; };
-  for (int i : {1, 2, 3, 4, 6, 7, 10, 12}) EXPECT_TRUE(warned(i)) << i << "\n" << all;
-  for (int i : {0, 5, 8, 9, 11}) EXPECT_FALSE(warned(i)) << i << "\n" << all;
+  for (int i : {1, 2, 3, 4, 6, 7, 10, 12, 13, 14}) EXPECT_TRUE(warned(i)) << i << "\n" << all;
+  for (int i : {0, 5, 8, 9, 11, 15}) EXPECT_FALSE(warned(i)) << i << "\n" << all;
   EXPECT_NE(all.find("route[1] can never match: route[0] (path_prefix \"/api/\") comes first"), std::string::npos)
       << all;
   EXPECT_NE(all.find("route[6]: path_exact \"/a//b\" can never match: paths are matched after normalization (it "
