@@ -9,6 +9,7 @@ packages=(
   libssl-dev openssl libuv1-dev node-llhttp libnghttp2-dev
   libtomlplusplus-dev libfmt-dev libhiredis-dev libsystemd-dev
   libgtest-dev libcurl4-openssl-dev libsimdjson-dev zlib1g-dev
+  libre2-dev  # [[route]] path_regex
   clang libclang-rt-14-dev
   curl nghttp2-client redis-server wrk logrotate systemd
   nginx haproxy iproute2 procps

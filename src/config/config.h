@@ -7,9 +7,14 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+
+namespace re2 {
+class RE2;
+}
 
 namespace tlsfront::config {
 
@@ -168,10 +173,25 @@ struct Upstream {
 };
 
 // [[route]]: first match wins, in file order.
+// How a route's `path` is compared with the normalized request path
+// (message/request_path.h): a byte prefix, the whole path, or an RE2
+// regular expression that must match the whole path (RE2::FullMatch).
+enum class PathMatch { Prefix, Exact, Regex };
+
 struct Route {
-  std::string host;         // exact host (case-insensitive, port ignored) or "" for any
-  std::string path_prefix = "/";
+  // "" for any host; an exact host (lowercase, port ignored); or "*.example.com",
+  // which covers exactly one more label ("a.example.com", not "example.com"
+  // nor "a.b.example.com"), as certificate names do (RFC 6125 §6.4.3).
+  std::string host;
+  std::string path = "/";   // path_prefix, path_exact or path_regex, as `path_match` says
   std::string upstream;     // name of an [[upstream]] (must exist)
+  PathMatch path_match = PathMatch::Prefix;
+  std::shared_ptr<const re2::RE2> regex;  // path_regex compiled at load (null otherwise)
+  std::vector<std::string> methods;       // methods = [...]: case-sensitive tokens; empty = any
+  // The upstream gets the normalized path (and the query as sent) instead of
+  // the request-target exactly as the client sent it.
+  bool pass_normalized = false;
+  std::string position;  // "file:line:col" of the [[route]] header (for warnings)
 };
 
 // [log]

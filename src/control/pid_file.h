@@ -3,8 +3,9 @@
 // `kill -HUP "$(cat /run/tlsfront/tlsfront.pid)"` signals the right process
 // on a machine with several instances, and systemd's PIDFile= can name it.
 //
-// Lifecycle: written once at start-up, after the listeners are bound (a start
-// that fails leaves no file), by writing a temporary file in the same
+// Lifecycle: written once at start-up, after the listeners are bound and the
+// signal handlers installed (a start that fails leaves no file; a SIGHUP sent
+// as soon as the file exists reloads, never kills), by writing a temporary file in the same
 // directory and renaming it over the path, so a reader never sees a partial
 // PID. Removed when the process exits normally, only if it still holds this
 // process's PID (a newer instance may have taken the path over). `--test` and

@@ -93,6 +93,7 @@ void Server::reload() {
   for (const auto& line : (*gen)->tls->report_lines()) log::info("{}", line);
   for (const auto* s : (*gen)->ocsp.staplers()) log::info("{}", s->describe());
   for (const auto& w : (*gen)->tls->warnings()) log::warn("{}", w);
+  for (const auto& w : (*gen)->router.warnings()) log::warn("{}", w);
   for (const auto& name : kept) log::warn("reload: {} changed; it takes effect only after a restart", name);
   if (auto lvl = log::parse_level((*gen)->config.log.level); lvl) log::set_level(*lvl);
   current_.store(*gen);
@@ -194,7 +195,9 @@ Status Server::test(config::Config cfg) {
   if (!gen) return gen.take_error();
   for (const auto& line : (*gen)->tls->report_lines()) std::fprintf(stderr, "tlsfront: %s\n", line.c_str());
   for (const auto* s : (*gen)->ocsp.staplers()) std::fprintf(stderr, "tlsfront: %s\n", s->describe().c_str());
+  for (const auto& line : (*gen)->router.table()) std::fprintf(stderr, "tlsfront: %s\n", line.c_str());
   std::vector<std::string> warnings = (*gen)->tls->warnings();
+  for (const auto& w : (*gen)->router.warnings()) warnings.push_back(w);
   for (const auto* s : (*gen)->ocsp.staplers()) {
     if (auto st = s->check_response_file(warnings); !st) return st;
   }
@@ -267,12 +270,18 @@ Result<int> Server::run(config::Config cfg, std::optional<std::string> pid_file_
   if (auto st = open_access_log(c); !st) return st.take_error();
   auto sockets = open_listeners(c, nworkers);
   if (!sockets) return sockets.take_error();
-  auto pid_file = PidFile::create(c.pid_file);  // removed when run() returns
-  if (!pid_file) return pid_file.take_error();
   current_.store(*gen);
 
   ControlLoop ctl;
   start_control_loop(ctl);
+  // Once the signal handlers are installed: a `kill -HUP $(cat pid_file)`
+  // right after the file appears reloads instead of killing the process
+  // (SIGHUP's default action). Removed when run() returns.
+  auto pid_file = PidFile::create(c.pid_file);
+  if (!pid_file) {
+    shut_down(ctl);
+    return pid_file.take_error();
+  }
   start_workers(ctl, std::move(sockets).value());
   run_until_stopped(ctl);
   shut_down(ctl);
@@ -293,6 +302,7 @@ Result<std::shared_ptr<const data::Generation>> Server::build_first_generation(c
   for (const auto& line : (*gen)->tls->report_lines()) log::info("{}", line);
   for (const auto* s : (*gen)->ocsp.staplers()) log::info("{}", s->describe());
   for (const auto& w : (*gen)->tls->warnings()) log::warn("{}", w);
+  for (const auto& w : (*gen)->router.warnings()) log::warn("{}", w);
   return gen;
 }
 

@@ -26,12 +26,13 @@ void append_header(std::string& out, std::string_view name, std::string_view val
 }  // namespace
 
 void append_upstream_request_head(std::string& out, const RequestHead& head, const UpstreamRequestOptions& opts) {
-  size_t size = head.method.size() + head.target.size() + 256;  // + request line, Host, X-Forwarded-* and Via
+  const std::string& target = head.upstream_target.empty() ? head.target : head.upstream_target;
+  size_t size = head.method.size() + target.size() + 256;  // + request line, Host, X-Forwarded-* and Via
   for (const auto& h : head.headers) size += h.name.size() + h.value.size() + 4;
   out.reserve(out.size() + size);
   out.append(head.method);
   out.push_back(' ');
-  out.append(head.target);
+  out.append(target);
   out.append(" HTTP/1.1\r\n");
 
   std::vector<std::string_view> options;

@@ -35,6 +35,10 @@ struct RequestHead {
   bool keep_alive = true;        // llhttp_should_keep_alive at headers-complete
   bool expect_continue = false;  // "Expect: 100-continue"
   std::string host;              // Host value lowercased, port stripped (routing key)
+  // What the upstream request line carries instead of `target` when the
+  // route says pass_normalized and normalization changed the path: the
+  // normalized path and the query as sent. "" = `target` as received.
+  std::string upstream_target;
 
   bool has_body() const { return chunked || (content_length && *content_length > 0); }
   // RFC 9110 §9.2.2.

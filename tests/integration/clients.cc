@@ -156,6 +156,7 @@ namespace {
 void setup_easy(CURL* c, const HttpRequest& req, const std::string& url, curl_slist* resolve, HttpResponse& resp,
                 char* errbuf) {
   curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(c, CURLOPT_PATH_AS_IS, 1L);  // the target exactly as the test wrote it (no dot removal)
   curl_easy_setopt(c, CURLOPT_RESOLVE, resolve);
   curl_easy_setopt(c, CURLOPT_CAINFO, pki("root.pem").c_str());
   curl_easy_setopt(c, CURLOPT_HTTP_VERSION,

@@ -20,12 +20,16 @@ namespace tlsfront::http {
 int refused_method(const RequestHead& head);
 
 // The exchange for `head`, not yet started, or the status to answer locally:
-// 413 when its Content-Length exceeds limits.max_body_bytes, 404 when no
-// route matches its host and target. `sink` is borrowed by the exchange.
+// 413 when its Content-Length exceeds limits.max_body_bytes; 400 when its
+// target is refused by normalization (message/request_path.h: ".." above
+// "/", %2F, %5C, %00, bad percent-encoding or UTF-8); 404 when no route
+// matches its host, method and normalized path (the asterisk-form "*" of
+// OPTIONS never does). Sets head.upstream_target when the route passes the
+// normalized target on. `sink` is borrowed by the exchange.
 struct Admission {
   std::unique_ptr<ProxyExchange> exchange;
   int status = 0;  // set when exchange is null
 };
-Admission admit(const SessionEnv& env, ExchangeSink* sink, const RequestHead& head);
+Admission admit(const SessionEnv& env, ExchangeSink* sink, RequestHead& head);
 
 }  // namespace tlsfront::http

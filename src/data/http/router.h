@@ -1,10 +1,20 @@
-// Router: maps (Host, path) to an upstream by the [[route]] table, first match
-// in file order. Built once per Generation; read-only afterwards.
+// Router: maps (Host, method, normalized path) to an upstream by the
+// [[route]] table, first match in file order. Built once per Generation;
+// read-only afterwards.
+//
+// A route matches when all of its keys do:
+//   host      "" (any), the exact host, or "*.example.com" (one more label);
+//   methods   empty (any) or contains the method (case-sensitive);
+//   path      path_prefix: the normalized path starts with it (bytes);
+//             path_exact: equals it; path_regex: RE2::FullMatch (the whole
+//             path, anchored at both ends), linear in the path's length.
+// The path is the normalized one (message/request_path.h), never the query.
 // Thread affinity: any thread (immutable).
 #pragma once
 
 #include <cstddef>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -18,17 +28,32 @@ class Router {
   // loader rejects them first).
   explicit Router(const config::Config& cfg);
 
-  // Index into Config::upstreams for `host` (lowercase, no port) and the
-  // request-target `path`; nullopt when no route matches (404).
-  std::optional<size_t> match(std::string_view host, std::string_view path) const;
+  struct Match {
+    size_t upstream = 0;           // index into Config::upstreams
+    bool pass_normalized = false;  // the route's pass_normalized
+  };
+  // `host` lowercase without port; `path` normalized (no query). nullopt
+  // when no route matches (404).
+  std::optional<Match> match(std::string_view host, std::string_view method, std::string_view path) const;
+
+  // One line per route for `tlsfront --test`: "route[0] (file:line:col):
+  // host *.example.com, methods GET HEAD, path_prefix "/api/" -> upstream "api"".
+  std::vector<std::string> table() const;
+  // Routes that can never match: a path_prefix/path_exact no normalized path
+  // has (".." segments, "//", %2e ...), or one an earlier route with the same
+  // or a wider host and methods already takes (a path_prefix that its path
+  // starts with; the same path_exact). Regular expressions are not judged.
+  std::vector<std::string> warnings() const;
 
  private:
   struct Entry {
-    std::string host;
-    std::string path_prefix;
+    config::Route route;  // a copy (the compiled regex is shared)
     size_t upstream = 0;
   };
   std::vector<Entry> entries_;
 };
+
+// Whether the route host `pattern` ("", exact, "*.example.com") covers `host`.
+bool host_matches(std::string_view pattern, std::string_view host);
 
 }  // namespace tlsfront::http

@@ -112,10 +112,10 @@ body = "45s"
 
   ASSERT_EQ(c.routes.size(), 2u);
   EXPECT_EQ(c.routes[0].host, "api.example.com");
-  EXPECT_EQ(c.routes[0].path_prefix, "/v1/");
+  EXPECT_EQ(c.routes[0].path, "/v1/");
   EXPECT_EQ(c.routes[0].upstream, "api-v1.internal_2");
   EXPECT_EQ(c.routes[1].host, "");
-  EXPECT_EQ(c.routes[1].path_prefix, "/");
+  EXPECT_EQ(c.routes[1].path, "/");
   EXPECT_EQ(c.routes[1].upstream, "static");
 
   EXPECT_EQ(c.log.access_log, "/var/log/tlsfront/access.log");
@@ -157,7 +157,7 @@ TEST(Loader, DefaultsMatchConfigStructs) {
   EXPECT_EQ(u.fail_timeout, 10s);
   ASSERT_EQ(c.routes.size(), 1u);
   EXPECT_EQ(c.routes[0].host, "");
-  EXPECT_EQ(c.routes[0].path_prefix, "/");
+  EXPECT_EQ(c.routes[0].path, "/");
   EXPECT_EQ(c.log.access_log, "");
   EXPECT_EQ(c.log.level, "info");
   EXPECT_EQ(c.limits.max_header_bytes, 16u * 1024);

@@ -171,9 +171,9 @@ TEST(NginxImport, LocationsBecomeRoutesLongestPrefixFirst) {
       "} }\n");
   ASSERT_TRUE(r.ok) << r.error;
   ASSERT_EQ(r.cfg.routes.size(), 3u);
-  EXPECT_EQ(r.cfg.routes[0].path_prefix, "/a/b/");
-  EXPECT_EQ(r.cfg.routes[1].path_prefix, "/a/");
-  EXPECT_EQ(r.cfg.routes[2].path_prefix, "/");
+  EXPECT_EQ(r.cfg.routes[0].path, "/a/b/");
+  EXPECT_EQ(r.cfg.routes[1].path, "/a/");
+  EXPECT_EQ(r.cfg.routes[2].path, "/");
   for (const auto& route : r.cfg.routes) EXPECT_EQ(route.host, "");
   // Two timeout combinations of one upstream block: two [[upstream]]s.
   ASSERT_EQ(r.cfg.upstreams.size(), 2u);
@@ -445,7 +445,7 @@ TEST(NginxImport, TheWriteupsApiEdge) {
   EXPECT_EQ(u.send_timeout, Millis{60'000});
   ASSERT_EQ(c.routes.size(), 1u);
   EXPECT_EQ(c.routes[0].host, "");
-  EXPECT_EQ(c.routes[0].path_prefix, "/api/");
+  EXPECT_EQ(c.routes[0].path, "/api/");
   EXPECT_EQ(c.routes[0].upstream, "backend");
   EXPECT_EQ(c.log.access_log, dir + "logs/api_access.log");
   EXPECT_EQ(c.timeouts.keepalive, Millis{65'000});
@@ -524,7 +524,7 @@ TEST(NginxImport, SeveralServersInIncludedFiles) {
   EXPECT_EQ(c.tls.certificates[3].names, (std::vector<std::string>{"wild.example", "*.wild.example"}));
   // Other servers' routes by exact host first, then the default server's for any host, longest prefix first.
   std::vector<std::string> routes;
-  for (const auto& route : c.routes) routes.push_back(route.host + " " + route.path_prefix + " " + route.upstream);
+  for (const auto& route : c.routes) routes.push_back(route.host + " " + route.path + " " + route.upstream);
   EXPECT_EQ(routes, (std::vector<std::string>{"other.example / shop", "wild.example / 127.0.0.1_9003", " /v2/ api-2", " / api"}));
   ASSERT_EQ(c.upstreams.size(), 4u);
   EXPECT_EQ(c.upstreams[0].servers.size(), 2u);  // localhost:9002 is 127.0.0.1:9002

@@ -1,0 +1,321 @@
+// Routing through the real binary: the request target normalized before
+// matching (message/request_path.h), what each backend then received (the
+// target as sent, or normalized under pass_normalized), and the matching keys
+// (path_prefix, path_exact, path_regex, methods, host wildcards), over
+// HTTP/1.1 and HTTP/2 from curl and from a raw TLS client.
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "harness.h"
+
+namespace tlsfront::itest {
+namespace {
+
+// Upstream names, one recording backend each.
+const char* const kUpstreams[] = {"slow", "api", "exact", "regex", "writes", "norm", "wild", "rest"};
+
+constexpr const char* kRoutes = R"(
+[[route]]
+path_prefix = "/api/slow/"
+upstream = "slow"
+
+[[route]]
+path_prefix = "/api/"
+upstream = "api"
+
+[[route]]
+path_exact = "/health"
+upstream = "exact"
+
+[[route]]
+path_regex = '/users/[0-9]+'
+methods = ["GET", "HEAD"]
+upstream = "regex"
+
+[[route]]
+path_prefix = "/users/"
+methods = ["POST"]
+upstream = "writes"
+
+[[route]]
+path_prefix = "/norm/"
+pass_normalized = true
+upstream = "norm"
+
+[[route]]
+host = "*.example.test"
+upstream = "wild"
+
+[[route]]
+upstream = "rest"
+)";
+
+struct Row {
+  std::string target;
+  std::string route;     // upstream expected, or "400" / "404"
+  std::string received;  // the backend's request-target ("" = as sent)
+};
+
+// The normalization table (README "Routing").
+const std::vector<Row>& table() {
+  static const std::vector<Row> rows = {
+      {"/api/x", "api", ""},
+      {"/api/slow/x", "slow", ""},
+      {"/api/slow/../../x", "rest", ""},  // was routed to slow
+      {"/api/slow/../x", "api", ""},
+      {"//api/x", "api", ""},  // missed /api/
+      {"/api//slow/x", "slow", ""},
+      {"/api/./slow/x", "slow", ""},
+      {"/api/slow/.", "slow", ""},
+      {"/api/slow/..", "api", ""},
+      {"///", "rest", ""},
+      {"/api/%2e%2e/x", "rest", ""},
+      {"/api/.%2E/api/slow/y", "slow", ""},
+      {"/api/slow/%2E%2e/%2e%2E/x", "rest", ""},
+      {"/%61pi/x", "api", ""},
+      {"/%61%70%69%2f", "400", ""},
+      {"/API/x", "rest", ""},
+      {"/api%2Fslow/x", "400", ""},
+      {"/api%2fx", "400", ""},
+      {"/api/%5Cx", "400", ""},
+      {"/api/%5cx", "400", ""},
+      {"/api/%00", "400", ""},
+      {"/api/%zz", "400", ""},
+      {"/api/%", "400", ""},
+      {"/api/%4", "400", ""},
+      {"/api/%C0%AE%C0%AE/x", "400", ""},  // overlong "."
+      {"/api/%c0%af", "400", ""},          // overlong "/"
+      {"/api/%ED%A0%80", "400", ""},       // surrogate
+      {"/api/%c3%a9", "api", ""},
+      {"/api/caf%C3%A9", "api", ""},
+      {"/../x", "400", ""},
+      {"/api/../../x", "400", ""},
+      {"/api/%2e%2e/%2E%2E/x", "400", ""},
+      {"/api/x?next=/../../etc&q=%2F", "api", ""},
+      {"/?to=/api/", "rest", ""},
+      {"/health", "exact", ""},
+      {"/health/", "rest", ""},
+      {"/./health", "exact", ""},
+      {"/health?full=1", "exact", ""},
+      {"/users/42", "regex", ""},
+      {"/users/42/", "rest", ""},
+      {"/users/%34%32", "regex", ""},
+      {"/x/users/42", "rest", ""},
+      {"/norm/a/../b//c", "norm", "/norm/b/c"},
+      {"/norm/%7e%2a?q=/../", "norm", "/norm/~%2A?q=/../"},
+      {"/norm/plain?x=1", "norm", "/norm/plain?x=1"},
+      {"/norm/../api/x", "api", ""},
+  };
+  return rows;
+}
+
+class Routing : public ProxyTest {
+ protected:
+  void SetUp() override {
+    ProxyTest::SetUp();
+    for (const char* name : kUpstreams) {
+      dirs_.push_back(std::make_unique<TempDir>());
+      backends_.push_back(std::make_unique<Backend>(*dirs_.back()));
+      ASSERT_TRUE(backends_.back()->start()) << name;
+    }
+  }
+  void TearDown() override {
+    ProxyTest::TearDown();
+    for (auto& b : backends_) b->stop();
+  }
+  bool start() {
+    ProxyOptions o;
+    o.routes = kRoutes;
+    for (size_t i = 0; i < backends_.size(); ++i) {
+      o.routes += std::string("\n[[upstream]]\nname = \"") + kUpstreams[i] + "\"\nservers = [\"" +
+                  backends_[i]->address() + "\"]\n";
+    }
+    return start_proxy(o);
+  }
+  std::vector<size_t> counts() const {
+    std::vector<size_t> out;
+    for (const auto& b : backends_) out.push_back(b->count("req"));
+    return out;
+  }
+  // Which backend got one more request than in `before` (and its request
+  // line's target), or "" when none did.
+  std::pair<std::string, std::string> routed_since(const std::vector<size_t>& before) const {
+    for (size_t i = 0; i < backends_.size(); ++i) {
+      auto names = backends_[i]->records("req");
+      if (names.size() == before[i]) continue;
+      std::string raw = backends_[i]->read_record(names.back());
+      std::string line = raw.substr(0, raw.find("\r\n"));
+      size_t sp1 = line.find(' '), sp2 = line.rfind(' ');
+      return {kUpstreams[i], line.substr(sp1 + 1, sp2 - sp1 - 1)};
+    }
+    return {"", ""};
+  }
+  void check_table(bool http2) {
+    for (const Row& row : table()) {
+      auto before = counts();
+      HttpRequest req;
+      req.path = row.target;
+      req.http2 = http2;
+      HttpResponse r = http(port(), req);
+      ASSERT_EQ(r.curl_code, CURLE_OK) << row.target << ": " << r.error;
+      EXPECT_EQ(r.http_version, http2 ? CURL_HTTP_VERSION_2_0 : CURL_HTTP_VERSION_1_1);
+      auto [routed, received] = routed_since(before);
+      if (row.route == "400" || row.route == "404") {
+        EXPECT_EQ(std::to_string(r.status), row.route) << row.target;
+        EXPECT_EQ(routed, "") << row.target << " reached a backend as " << received;
+        continue;
+      }
+      EXPECT_EQ(r.status, 200) << row.target;
+      EXPECT_EQ(routed, row.route) << row.target;
+      EXPECT_EQ(received, row.received.empty() ? row.target : row.received) << row.target;
+    }
+  }
+
+  std::vector<std::unique_ptr<TempDir>> dirs_;
+  std::vector<std::unique_ptr<Backend>> backends_;
+};
+
+TEST_F(Routing, NormalizationTableHttp1) {
+  ASSERT_TRUE(start());
+  check_table(false);
+}
+
+TEST_F(Routing, NormalizationTableHttp2) {
+  ASSERT_TRUE(start());
+  check_table(true);
+}
+
+TEST_F(Routing, MethodsSelectTheRoute) {
+  ASSERT_TRUE(start());
+  for (bool http2 : {false, true}) {
+    auto before = counts();
+    HttpRequest post;
+    post.method = "POST";
+    post.path = "/users/42";
+    post.body = "x";
+    post.http2 = http2;
+    HttpResponse r = http(port(), post);
+    ASSERT_EQ(r.curl_code, CURLE_OK) << r.error;
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(routed_since(before).first, "writes");  // the regex route is GET and HEAD only
+
+    before = counts();
+    HttpRequest del;
+    del.method = "DELETE";
+    del.path = "/users/42";
+    del.http2 = http2;
+    r = http(port(), del);
+    ASSERT_EQ(r.curl_code, CURLE_OK) << r.error;
+    EXPECT_EQ(routed_since(before).first, "rest");
+
+    before = counts();
+    HttpRequest head;
+    head.method = "HEAD";
+    head.no_body = true;
+    head.path = "/users/7";
+    head.http2 = http2;
+    r = http(port(), head);
+    ASSERT_EQ(r.curl_code, CURLE_OK) << r.error;
+    EXPECT_EQ(routed_since(before).first, "regex");
+  }
+}
+
+// What curl will not send: a fragment, a raw backslash or non-ASCII byte,
+// the asterisk-form, absolute-form, other hosts.
+TEST_F(Routing, RawTargets) {
+  ASSERT_TRUE(start());
+  struct RawRow {
+    std::string request_line;
+    std::string host;
+    int status;
+    std::string route;
+    std::string received;
+  };
+  const RawRow rows[] = {
+      {"GET /api/x#frag HTTP/1.1", "localhost", 400, "", ""},
+      {"GET /api\\x HTTP/1.1", "localhost", 400, "", ""},
+      {"GET /api/caf\xc3\xa9 HTTP/1.1", "localhost", 400, "", ""},
+      {"OPTIONS * HTTP/1.1", "localhost", 404, "", ""},
+      {"GET https://localhost//api/./x?y=1 HTTP/1.1", "other", 200, "api", "//api/./x?y=1"},
+      {"GET https://localhost/api/../../x HTTP/1.1", "other", 400, "", ""},
+      {"GET /x HTTP/1.1", "a.example.test", 200, "wild", "/x"},
+      {"GET /x HTTP/1.1", "A.Example.Test:8443", 200, "wild", "/x"},
+      {"GET /x HTTP/1.1", "a.b.example.test", 200, "rest", "/x"},
+      {"GET /x HTTP/1.1", "example.test", 200, "rest", "/x"},
+  };
+  for (const RawRow& row : rows) {
+    auto before = counts();
+    TlsClient c;
+    ASSERT_TRUE(c.connect(port())) << c.error();
+    ASSERT_TRUE(c.write(row.request_line + "\r\nHost: " + row.host + "\r\nConnection: close\r\n\r\n"));
+    auto r = c.read_response();
+    ASSERT_TRUE(r.has_value()) << row.request_line;
+    EXPECT_EQ(r->status, row.status) << row.request_line;
+    auto [routed, received] = routed_since(before);
+    EXPECT_EQ(routed, row.route) << row.request_line;
+    EXPECT_EQ(received, row.received) << row.request_line;
+  }
+}
+
+TEST_F(Routing, TestPrintsTheRouteTableAndWarnsAboutDeadRoutes) {
+  ProxyOptions o;
+  o.upstream_servers = {backend_.address()};
+  o.routes = R"(
+[[route]]
+path_prefix = "/api/"
+upstream = "backend"
+
+[[route]]
+path_exact = "/api/health"
+methods = ["GET"]
+upstream = "backend"
+
+[[route]]
+path_prefix = "/static//"
+upstream = "backend"
+)";
+  write_file(dir_.file("t.toml"), make_config(o, kAnyPort, dir_.file("access.log")));
+  RunResult r = run_command(dir_, {TLSFRONT_BINARY, "--test", "--config", dir_.file("t.toml")});
+  ASSERT_TRUE(r.status.exited);
+  EXPECT_EQ(r.status.code, 0) << r.err;
+  const std::string& err = r.err;
+  const std::string conf = dir_.file("t.toml");
+  EXPECT_NE(err.find("tlsfront: route[0] (" + conf + ":"), std::string::npos) << err;
+  EXPECT_NE(err.find("): host any, methods any, path_prefix \"/api/\" -> upstream \"backend\"\n"), std::string::npos)
+      << err;
+  EXPECT_NE(err.find("): host any, methods GET, path_exact \"/api/health\" -> upstream \"backend\"\n"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("tlsfront: warning: route[1] (" + conf + ":"), std::string::npos) << err;
+  EXPECT_NE(err.find(") can never match: route[0] (" + conf + ":"), std::string::npos) << err;
+  EXPECT_NE(err.find("tlsfront: warning: route[2] (" + conf + ":"), std::string::npos) << err;
+  EXPECT_NE(err.find("path_prefix \"/static//\" can never match: paths are matched after normalization (it "
+                     "normalizes to \"/static/\")"),
+            std::string::npos)
+      << err;
+}
+
+TEST_F(Routing, BadPatternRefusedAtLoad) {
+  ProxyOptions o;
+  o.upstream_servers = {backend_.address()};
+  o.routes = "[[route]]\npath_regex = \"/a[b\"\nupstream = \"backend\"\n";
+  const std::string config = make_config(o, kAnyPort, dir_.file("access.log"));
+  write_file(dir_.file("t.toml"), config);
+  // The line of path_regex in the generated file.
+  size_t line = 1 + std::count(config.begin(), config.begin() + config.find("path_regex"), '\n');
+  RunResult r = run_command(dir_, {TLSFRONT_BINARY, "--test", "--config", dir_.file("t.toml")});
+  ASSERT_TRUE(r.status.exited);
+  EXPECT_NE(r.status.code, 0);
+  EXPECT_NE(r.err.find(dir_.file("t.toml") + ":" + std::to_string(line) +
+                         ":1: route[0].path_regex: invalid regular expression \"/a[b\" at character 3 of the "
+                         "pattern: missing ]: [b (RE2 syntax)"),
+            std::string::npos)
+      << r.err;
+}
+
+}  // namespace
+}  // namespace tlsfront::itest

@@ -1,0 +1,69 @@
+// [[route]]: the matching keys (path_prefix, path_exact, path_regex,
+// methods, host wildcards, pass_normalized) and their errors.
+#include <re2/re2.h>
+
+#include "config/loader_test_support.h"
+
+namespace tlsfront::config {
+namespace {
+
+TEST(LoaderRoute, MatchingKeys) {
+  Config c = load_ok(with(R"(host = "*.Example.com"
+path_regex = '/api/v[0-9]+/.*'
+methods = ["GET", "HEAD"]
+pass_normalized = true
+
+[[route]]
+path_exact = "/health"
+upstream = "demo"
+)"));
+  ASSERT_EQ(c.routes.size(), 2u);
+  EXPECT_EQ(c.routes[0].host, "*.example.com");
+  EXPECT_EQ(c.routes[0].path_match, PathMatch::Regex);
+  EXPECT_EQ(c.routes[0].path, "/api/v[0-9]+/.*");
+  ASSERT_NE(c.routes[0].regex, nullptr);
+  EXPECT_TRUE(RE2::FullMatch("/api/v2/x", *c.routes[0].regex));
+  EXPECT_EQ(c.routes[0].methods, (std::vector<std::string>{"GET", "HEAD"}));
+  EXPECT_TRUE(c.routes[0].pass_normalized);
+  EXPECT_EQ(c.routes[0].position, "/etc/tlsfront/t.toml:12:1");
+  EXPECT_EQ(c.routes[1].path_match, PathMatch::Exact);
+  EXPECT_EQ(c.routes[1].path, "/health");
+  EXPECT_FALSE(c.routes[1].pass_normalized);
+}
+
+TEST(LoaderRoute, BadPatternIsRefusedWithItsPosition) {
+  EXPECT_EQ(load_error(with("path_regex = \"/api/(v1\"\n")),
+            R"(t.toml:14:1: route[0].path_regex: invalid regular expression "/api/(v1": missing ): /api/(v1 (RE2 syntax))");
+  EXPECT_EQ(load_error(with("path_regex = '/a/[z-a]'\n")),
+            R"(t.toml:14:1: route[0].path_regex: invalid regular expression "/a/[z-a]" at character 5 of the pattern: invalid character class range: z-a (RE2 syntax))");
+  // Backreferences would need backtracking: RE2 has none.
+  EXPECT_EQ(load_error(with("path_regex = '/(a)\\1'\n")),
+            R"(t.toml:14:1: route[0].path_regex: invalid regular expression "/(a)\\1" at character 5 of the pattern: invalid escape sequence: \1 (RE2 syntax))");
+  EXPECT_EQ(load_error(with("path_regex = ''\n")), R"(t.toml:14:1: route[0].path_regex: must not be empty)");
+}
+
+TEST(LoaderRoute, Errors) {
+  EXPECT_EQ(load_error(with("path_prefix = \"/a/\"\npath_exact = \"/a\"\n")),
+            R"(t.toml:15:1: route[0].path_exact: only one of path_prefix, path_exact and path_regex per route (path_prefix is set too))");
+  EXPECT_EQ(load_error(with("path_exact = \"a\"\n")),
+            R"(t.toml:14:1: route[0].path_exact: must start with "/", got "a")");
+  EXPECT_EQ(load_error(with("methods = []\n")),
+            R"(t.toml:14:1: route[0].methods: must not be empty (omit it to match every method))");
+  EXPECT_EQ(load_error(with("methods = [\"GET\", \"get\"]\n")),
+            R"(t.toml:14:19: route[0].methods[1]: "get": methods are case-sensitive (RFC 9110 §9.1); clients send "GET")");
+  EXPECT_EQ(load_error(with("methods = [\"GET\", \"GET\"]\n")),
+            R"(t.toml:14:19: route[0].methods[1]: duplicate method "GET")");
+  EXPECT_EQ(load_error(with("methods = [\"GE T\"]\n")),
+            R"(t.toml:14:12: route[0].methods[0]: "GE T" is not a method name (RFC 9110 token))");
+  EXPECT_EQ(load_error(with("methods = [1]\n")),
+            R"(t.toml:14:12: route[0].methods[0]: expected a string, got integer)");
+  EXPECT_EQ(load_error(with("host = \"api.*.com\"\n")),
+            R"(t.toml:14:1: route[0].host: invalid host "api.*.com" (a wildcard is "*." followed by a name, as in "*.example.com": one label))");
+  EXPECT_EQ(load_error(with("host = \"*\"\n")),
+            R"(t.toml:14:1: route[0].host: invalid host "*" (a wildcard is "*." followed by a name, as in "*.example.com": one label))");
+  EXPECT_EQ(load_error(with("pass_normalized = \"yes\"\n")),
+            R"(t.toml:14:1: route[0].pass_normalized: expected a boolean, got string)");
+}
+
+}  // namespace
+}  // namespace tlsfront::config
