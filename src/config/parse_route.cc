@@ -22,6 +22,15 @@ Status parse_host(const TableReader& t, std::string& out) {
   return {};
 }
 
+// The route's header rules (parse_headers.cc).
+Status parse_route_headers(const TableReader& t, Route& route) {
+  if (Status s = parse_header_rules(t, "response_headers", HeaderDirection::Response, true, route.response_headers);
+      !s.ok()) {
+    return s;
+  }
+  return parse_header_rules(t, "request_headers", HeaderDirection::Request, true, route.request_headers);
+}
+
 }  // namespace
 
 Status parse_route(const TableReader& root, const std::vector<Upstream>& upstreams,
@@ -32,7 +41,7 @@ Status parse_route(const TableReader& root, const std::vector<Upstream>& upstrea
 
   for (size_t i = 0; i < tables->size(); ++i) {
     TableReader t(root.context(), *(*tables)[i], "route[" + std::to_string(i) + "]");
-    if (Status s = t.check_keys({"host", "path_prefix", "upstream"}); !s.ok()) return s;
+    if (Status s = t.check_keys({"host", "path_prefix", "upstream", "response_headers", "request_headers"}); !s.ok()) return s;
 
     Route route;
     if (Status s = parse_host(t, route.host); !s.ok()) return s;
@@ -47,6 +56,7 @@ Status parse_route(const TableReader& root, const std::vector<Upstream>& upstrea
       return t.error_at("upstream", "unknown upstream " + quote(route.upstream) +
                                         " (no [[upstream]] has this name)");
     }
+    if (Status s = parse_route_headers(t, route); !s.ok()) return s;
     out.push_back(std::move(route));
   }
   return {};

@@ -109,7 +109,7 @@ bool Http2Stream::on_request_head(bool end_stream) {
       req.content_length = 0;
     }
   }
-  Admission admission = admit(session_->env(), this, req);
+  Admission admission = admit(session_->env(), this, record_);
   if (!admission.exchange) {
     respond_local(admission.status);
     return false;
@@ -323,8 +323,10 @@ void Http2Stream::respond_local(int status) {
   }
   ResponseHead head;
   head.status = status;
-  head.headers.push_back(Header{"server", "tlsfront", HeaderToken::Other});
-  head.headers.push_back(Header{"content-type", "text/plain", HeaderToken::Other});
+  append_error_headers(head.headers);
+  if (const HeaderEdit* edit = local_answer_edit(session_->env(), record_)) {
+    apply_edit(head.headers, *edit, header_vars(session_->info(), record_));
+  }
   std::string body = make_error_body(status);
   head.content_length = body.size();
   const bool has_body = record_.head.method != "HEAD";

@@ -22,11 +22,20 @@ class Router {
   // request-target `path`; nullopt when no route matches (404).
   std::optional<size_t> match(std::string_view host, std::string_view path) const;
 
+  // The same match, with the index of the route that took it (into
+  // Config::routes: its header rules, data/http/header_plan.h).
+  struct Match {
+    size_t route = 0;
+    size_t upstream = 0;
+  };
+  std::optional<Match> match_route(std::string_view host, std::string_view path) const;
+
  private:
   struct Entry {
     std::string host;
     std::string path_prefix;
     size_t upstream = 0;
+    size_t route = 0;
   };
   std::vector<Entry> entries_;
 };
