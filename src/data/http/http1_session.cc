@@ -132,7 +132,8 @@ void Http1Session::respond_local(int status) {
   const HeaderEdit* edit = local_answer_edit(env_, record_);
   HeaderVars vars{};
   if (edit != nullptr) vars = header_vars(info_, record_);
-  std::string resp = make_error_response(status, close_ != CloseMode::KeepAlive, record_.head.method == "HEAD", edit, &vars);
+  std::string resp =
+      make_error_response(status, close_ != CloseMode::KeepAlive, record_.head.method == "HEAD", edit, &vars);
   record_.bytes_sent += resp.size();
   transport_->send(resp);
   finish_request();
