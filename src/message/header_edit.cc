@@ -48,6 +48,7 @@ void apply_edit(std::vector<Header>& headers, const HeaderEdit& edit, const Head
   for (const auto& f : edit.append) {
     Header& h = headers.emplace_back();
     h.name = f.name;
+    h.no_index = !f.constant;
     f.append_value(h.value, vars);
   }
 }

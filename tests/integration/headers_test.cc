@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "h2_frames.h"
 #include "harness.h"
 
 namespace tlsfront::itest {
@@ -315,6 +316,27 @@ TEST_F(Headers, HstsOnEveryTlsResponse) {
           << path << "\n" << r.headers;
     }
   }
+}
+
+// HTTP/2: a configured field whose value has a variable changes with every
+// response, so it goes never indexed (no HPACK dynamic-table churn on either
+// side); constant ones stay indexable.
+TEST_F(Headers, Http2VariableValuesAreNeverIndexed) {
+  ProxyOptions o;
+  o.extra = "[response_headers]\nset = { \"X-Id\" = \"$request_id\", \"X-Const\" = \"same\" }\n";
+  ASSERT_TRUE(start_proxy(o));
+  h2::Client c;
+  ASSERT_TRUE(c.connect(port()));
+  ASSERT_TRUE(c.send_headers(1, h2::get_request("/"), true));
+  auto head = c.wait_for([](const h2::Frame& f) { return f.stream == 1 && f.type == h2::kHeaders; });
+  ASSERT_TRUE(head.has_value());
+  bool id = false, constant = false;
+  for (const auto& [name, value] : head->fields) {
+    id = id || (name == "x-id" && is_hex32(value));
+    constant = constant || (name == "x-const" && value == "same");
+  }
+  EXPECT_TRUE(id && constant);
+  EXPECT_EQ(head->never_indexed, std::vector<std::string>{"x-id"});
 }
 
 }  // namespace
