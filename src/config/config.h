@@ -36,6 +36,9 @@ struct Listener {
   // ALPN protocols offered, in server preference order (RFC 7301 §3.2):
   // "h2" and/or "http/1.1". A client sending no ALPN gets HTTP/1.1.
   std::vector<std::string> alpn{"h2", "http/1.1"};
+  // trust_request_id = true: a client's own request ID header (Config::
+  // request_id_header), when valid, becomes the request's $request_id.
+  bool trust_request_id = false;
   bool operator==(const Listener&) const = default;
 };
 
@@ -156,6 +159,10 @@ struct Tls {
   SessionCache session_cache;
   TicketKeys ticket_keys;
   std::string ocsp_cache_dir;  // global: last good OCSP responses kept here ("" = not kept)
+  // hsts = "max-age=31536000; includeSubDomains": Strict-Transport-Security
+  // on every response, tlsfront's own answers included (RFC 6797 §6.1);
+  // "" (the default) sends none.
+  std::string hsts;
 };
 
 // [[upstream]]
@@ -170,6 +177,44 @@ struct Upstream {
   Millis send_timeout{60'000};       // between two writes of the request
   Millis fail_timeout{10'000};       // a server that refused a connection is skipped this long
   bool operator==(const Upstream&) const = default;
+};
+
+// The variables a header rule's value may use, in this order (the data
+// path's http::HeaderVar mirrors it): $host (lowercased, port stripped),
+// $remote_addr, $scheme, $request_id, $ssl_protocol, $ssl_cipher,
+// $ssl_session_reused ("r" or ".", as nginx's), $server_port.
+inline constexpr const char* kHeaderVariables[] = {"host",       "remote_addr", "scheme",
+                                                   "request_id", "ssl_protocol", "ssl_cipher",
+                                                   "ssl_session_reused", "server_port"};
+inline constexpr int kHeaderVariableCount = 8;
+
+// One piece of a header value, split once at load: a literal, or a variable
+// (index into kHeaderVariables).
+struct HeaderValuePart {
+  std::string literal;  // when variable < 0
+  int variable = -1;
+  bool operator==(const HeaderValuePart&) const = default;
+};
+
+// One field of a set/add rule: the name as written (a valid token, never a
+// hop-by-hop or framing name) and its value's parts (no CR, LF, NUL or other
+// control byte but HTAB).
+struct HeaderField {
+  std::string name;
+  std::vector<HeaderValuePart> value;
+  bool operator==(const HeaderField&) const = default;
+};
+
+// response_headers / request_headers = { set = {...}, add = {...}, remove = [...] }
+// (README "Headers" gives the semantics): applied remove, then set, then add;
+// a route's after the defaults'.
+struct HeaderRules {
+  std::vector<HeaderField> set;
+  std::vector<HeaderField> add;
+  std::vector<std::string> remove;  // names, lowercased
+  bool always = false;   // response_headers only: also on tlsfront's own answers (404, 502, ...)
+  bool inherit = true;   // in a [[route]]: the defaults apply first (false: only this route's)
+  bool operator==(const HeaderRules&) const = default;
 };
 
 // [[route]]: first match wins, in file order.
@@ -192,6 +237,8 @@ struct Route {
   // the request-target exactly as the client sent it.
   bool pass_normalized = false;
   std::string position;  // "file:line:col" of the [[route]] header (for warnings)
+  HeaderRules response_headers;  // to the client, after the defaults (unless inherit = false)
+  HeaderRules request_headers;   // to the upstream, after the defaults (unless inherit = false)
 };
 
 // [log]
@@ -251,6 +298,13 @@ struct Config {
   Tls tls;
   std::vector<Upstream> upstreams;
   std::vector<Route> routes;
+  // Top-level [response_headers] / [request_headers]: the defaults every
+  // route starts from (HeaderRules::inherit).
+  HeaderRules response_headers;
+  HeaderRules request_headers;
+  // request_id_header = "X-Request-ID": the header $request_id is sent
+  // upstream in (and read from a trusted client); "" sends none.
+  std::string request_id_header = "X-Request-ID";
   Log log;
   Limits limits;
   Timeouts timeouts;

@@ -51,7 +51,8 @@ Result<Config> parse_document(std::string_view toml, const ParseContext& ctx) {
   }
   TableReader root(ctx, parsed.table(), "");
   if (Status s = root.check_keys(
-          {"workers", "shutdown_timeout", "pid_file", "listen", "tls", "certificate", "upstream", "route", "log", "limits", "timeouts", "admin", "http2"});
+          {"workers", "shutdown_timeout", "pid_file", "listen", "tls", "certificate", "upstream", "route", "log", "limits", "timeouts", "admin", "http2",
+           "response_headers", "request_headers", "request_id_header"});
       !s.ok()) {
     return s.take_error();
   }
@@ -70,6 +71,17 @@ Result<Config> parse_document(std::string_view toml, const ParseContext& ctx) {
   if (Status s = detail::parse_route(root, config.upstreams, config.routes); !s.ok()) {
     return s.take_error();
   }
+  if (Status s = detail::parse_header_rules(root, "response_headers", detail::HeaderDirection::Response, false,
+                                            config.response_headers);
+      !s.ok()) {
+    return s.take_error();
+  }
+  if (Status s = detail::parse_header_rules(root, "request_headers", detail::HeaderDirection::Request, false,
+                                            config.request_headers);
+      !s.ok()) {
+    return s.take_error();
+  }
+  if (Status s = detail::parse_request_id_header(root, config.request_id_header); !s.ok()) return s.take_error();
   if (Status s = detail::parse_log(root, config.log); !s.ok()) return s.take_error();
   if (Status s = detail::parse_limits(root, config.limits); !s.ok()) return s.take_error();
   if (Status s = detail::parse_timeouts(root, config.timeouts); !s.ok()) return s.take_error();

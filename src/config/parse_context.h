@@ -152,5 +152,13 @@ Error missing_table(const ParseContext& ctx, std::string_view key, bool array_of
 [[nodiscard]] Status parse_limits(const TableReader& root, Limits& out);
 [[nodiscard]] Status parse_timeouts(const TableReader& root, Timeouts& out);
 [[nodiscard]] Status parse_http2(const TableReader& root, Http2& out);
+// parse_headers.cc: the table `key` of `parent` (response_headers or
+// request_headers; `in_route`: a [[route]]'s, which may say inherit), its
+// tls.hsts value, and the top-level request_id_header.
+enum class HeaderDirection { Request, Response };
+[[nodiscard]] Status parse_header_rules(const TableReader& parent, std::string_view key, HeaderDirection direction,
+                                        bool in_route, HeaderRules& out);
+[[nodiscard]] Status parse_hsts(const TableReader& tls, std::string& out);
+[[nodiscard]] Status parse_request_id_header(const TableReader& root, std::string& out);
 
 }  // namespace tlsfront::config::detail

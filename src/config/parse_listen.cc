@@ -42,7 +42,7 @@ Status parse_listen(const TableReader& root, std::vector<Listener>& out) {
   std::vector<std::string> positions;  // of each address key, for duplicate reports
   for (size_t i = 0; i < tables->size(); ++i) {
     TableReader t(root.context(), *(*tables)[i], "listen[" + std::to_string(i) + "]");
-    if (Status s = t.check_keys({"address", "backlog", "alpn"}); !s.ok()) return s;
+    if (Status s = t.check_keys({"address", "backlog", "alpn", "trust_request_id"}); !s.ok()) return s;
 
     Listener listener;
     std::string address;
@@ -63,6 +63,7 @@ Status parse_listen(const TableReader& root, std::vector<Listener>& out) {
     }
     if (Status s = t.get_integer("backlog", 1, 65535, listener.backlog); !s.ok()) return s;
     if (Status s = parse_alpn(t, listener.alpn); !s.ok()) return s;
+    if (Status s = t.get_bool("trust_request_id", listener.trust_request_id); !s.ok()) return s;
     positions.push_back(t.position_of("address"));
     out.push_back(std::move(listener));
   }

@@ -110,6 +110,15 @@ Status parse_path(const TableReader& t, Route& route) {
   return {};
 }
 
+// The route's header rules (parse_headers.cc).
+Status parse_route_headers(const TableReader& t, Route& route) {
+  if (Status s = parse_header_rules(t, "response_headers", HeaderDirection::Response, true, route.response_headers);
+      !s.ok()) {
+    return s;
+  }
+  return parse_header_rules(t, "request_headers", HeaderDirection::Request, true, route.request_headers);
+}
+
 }  // namespace
 
 Status parse_route(const TableReader& root, const std::vector<Upstream>& upstreams,
@@ -121,7 +130,7 @@ Status parse_route(const TableReader& root, const std::vector<Upstream>& upstrea
   for (size_t i = 0; i < tables->size(); ++i) {
     TableReader t(root.context(), *(*tables)[i], "route[" + std::to_string(i) + "]");
     if (Status s = t.check_keys({"host", "path_prefix", "path_exact", "path_regex", "methods", "pass_normalized",
-                                 "upstream"});
+                                 "upstream", "response_headers", "request_headers"});
         !s.ok()) {
       return s;
     }
@@ -139,6 +148,7 @@ Status parse_route(const TableReader& root, const std::vector<Upstream>& upstrea
       return t.error_at("upstream", "unknown upstream " + quote(route.upstream) +
                                         " (no [[upstream]] has this name)");
     }
+    if (Status s = parse_route_headers(t, route); !s.ok()) return s;
     out.push_back(std::move(route));
   }
   return {};

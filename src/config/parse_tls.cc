@@ -194,7 +194,7 @@ Status parse_tls(const TableReader& root, Tls& out) {
   if (Status s = t.check_keys({"protocols", "ciphers", "ciphersuites", "groups", "prefer_server_ciphers",
                                "certificate", "key", "strict_sni", "trusted_ca", "issuers_dir", "session_tickets",
                                "session_ticket_count", "session_id_context",
-                               "session_cache", "ticket_keys", "ocsp", "ocsp_cache_dir"});
+                               "session_cache", "ticket_keys", "ocsp", "ocsp_cache_dir", "hsts"});
       !s.ok()) {
     return s;
   }
@@ -215,6 +215,7 @@ Status parse_tls(const TableReader& root, Tls& out) {
   out.ciphersuites_origin = t.position_of("ciphersuites");
   out.groups_origin = t.position_of("groups");
   if (Status s = t.get_bool("session_tickets", out.session_tickets); !s.ok()) return s;
+  if (Status s = parse_hsts(t, out.hsts); !s.ok()) return s;
   if (Status s = t.get_integer("session_ticket_count", 0, 10, out.session_ticket_count); !s.ok()) return s;
   std::string sid_ctx = "tlsfront";
   if (Status s = t.get_string("session_id_context", sid_ctx); !s.ok()) return s;

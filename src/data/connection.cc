@@ -36,6 +36,15 @@ void peer_address(uv_tcp_t* tcp, std::string& addr, uint16_t& port) {
   addr = buf;
 }
 
+// The local port the client connected to ($server_port).
+uint16_t local_port(uv_tcp_t* tcp) {
+  sockaddr_storage ss{};
+  int len = sizeof(ss);
+  if (uv_tcp_getsockname(tcp, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return 0;
+  if (ss.ss_family == AF_INET6) return ntohs(reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
+  return ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+}
+
 }  // namespace
 
 Connection::Connection(Worker& worker, std::shared_ptr<const WorkerGeneration> generation, uint64_t id)
@@ -64,7 +73,10 @@ Status Connection::accept(UniqueFd fd, const config::Endpoint* address) {
   tls_.emplace(std::move(tls).value());
   for (const auto& l : generation_->gen->config.listeners) {
     // The generation outlives the SSL, so the list may be borrowed.
-    if (address && l.address == *address) tls::set_alpn_protocols(tls_->ssl(), &l.alpn);
+    if (address && l.address == *address) {
+      tls::set_alpn_protocols(tls_->ssl(), &l.alpn);
+      trust_request_id_ = l.trust_request_id;
+    }
   }
   if (tls::RemoteSessionStore* store = worker_.session_store()) {
     lookup_ = std::make_shared<tls::SessionLookup>(store, [this] { on_session_lookup_done(); });
@@ -162,6 +174,8 @@ void Connection::on_handshake_done() {
   info.id = id_;
   info.remote_addr = remote_addr_;
   info.remote_port = remote_port_;
+  info.server_port = std::to_string(local_port(tcp_.get()));
+  info.trust_request_id = trust_request_id_;
   if (const char* sni = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name)) info.sni = sni;
   const unsigned char* alpn = nullptr;
   unsigned int alpn_len = 0;

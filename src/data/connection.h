@@ -114,6 +114,7 @@ class Connection final : public Deletable, public Flushable, public http::Client
   bool notify_on_close_ = false;
   std::string remote_addr_;
   uint16_t remote_port_ = 0;
+  bool trust_request_id_ = false;  // its listener's trust_request_id
   std::chrono::steady_clock::time_point accepted_at_;
 };
 

@@ -1,6 +1,6 @@
 // Generation: one immutable, validated configuration with everything built
 // from it that is shared by the workers: the certificates with their TLS
-// contexts (chosen by SNI) and the router.
+// contexts (chosen by SNI), the router and the compiled header rules.
 // Built off-loop by the control thread (control/generation_builder.h),
 // published through an atomic shared_ptr; each connection holds the
 // generation it was accepted under until it closes.
@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "config/config.h"
+#include "data/http/header_plan.h"
 #include "data/http/router.h"
 #include "tls/cert_index.h"
 #include "tls/ocsp_stapler.h"
@@ -24,10 +25,11 @@ struct Generation {
   // OcspManager), attached to every SSL_CTX of `tls`.
   tls::OcspRegistry ocsp;
   http::Router router;
+  http::HeaderPlan headers;  // response_headers / request_headers, compiled
 
   // `tls` is set by the builder right after construction (the index
   // borrows this copy of the config's certificate entries).
-  explicit Generation(config::Config cfg) : config(std::move(cfg)), router(config) {}
+  explicit Generation(config::Config cfg) : config(std::move(cfg)), router(config), headers(config) {}
 };
 
 }  // namespace tlsfront::data

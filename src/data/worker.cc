@@ -109,6 +109,7 @@ http::SessionEnv Worker::session_env(const WorkerGeneration& wgen) {
   http::SessionEnv env = env_;
   env.config = &wgen.gen->config;
   env.router = &wgen.gen->router;
+  env.headers = &wgen.gen->headers;
   env.upstreams = &wgen.upstreams;
   env.counters = counters_;
   return env;

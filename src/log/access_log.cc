@@ -175,7 +175,7 @@ void append_json_line(std::string& out, const AccessLogEntry& e) {
   // an escaped string at most 6 bytes per input byte.
   const size_t strings = e.remote_addr.size() + e.sni.size() + e.alpn.size() + e.protocol.size() + e.method.size() +
                          e.path.size() + e.ssl_protocol.size() + e.ssl_cipher.size() + e.ssl_resumption.size() +
-                         e.upstream_addr.size() + e.upstream_error.size() + e.user_agent.size();
+                         e.upstream_addr.size() + e.upstream_error.size() + e.user_agent.size() + e.request_id.size();
   out.reserve(out.size() + 700 + 6 * strings);
   out.append("{\"time\":\""sv);
   append_timestamp(out, e.time);
@@ -236,6 +236,8 @@ void append_json_line(std::string& out, const AccessLogEntry& e) {
   else out.append("null"sv);
   out.append(",\"user_agent\":"sv);
   append_string_or_null(out, e.user_agent);
+  out.append(",\"request_id\":"sv);
+  append_string_or_null(out, e.request_id);
   out.append("}\n"sv);
 }
 

@@ -48,6 +48,7 @@ struct AccessLogEntry {
   std::optional<double> upstream_connect_ms, upstream_response_ms;  // nullopt -> null
   std::optional<bool> upstream_connection_reused;                   // nullopt -> null
   std::string_view user_agent;                                      // "" -> null
+  std::string_view request_id;  // $request_id (32 hex, or a trusted client's); "" -> null
 };
 
 // Appends one JSON object for `entry` plus '\n' to `out`. Keys appear in the

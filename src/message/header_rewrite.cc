@@ -35,10 +35,14 @@ void append_upstream_request_head(std::string& out, const RequestHead& head, con
   out.append(target);
   out.append(" HTTP/1.1\r\n");
 
+  // What the configured rules delete applies to tlsfront's own fields too.
+  const HeaderEdit* edit = opts.edit != nullptr && !opts.edit->empty() ? opts.edit : nullptr;
+  const bool erasing = edit != nullptr && !edit->erase.empty();
+  auto erased = [erasing, edit](std::string_view name) { return erasing && edit->erases(name); };
   std::vector<std::string_view> options;
   connection_options(head.headers, options);
   std::string xff;
-  bool have_host = false;
+  bool have_host = erased("host");
   for (const auto& h : head.headers) {
     if (is_hop_by_hop(h.token)) continue;
     switch (h.token) {
@@ -53,19 +57,35 @@ void append_upstream_request_head(std::string& out, const RequestHead& head, con
         continue;
       case HeaderToken::Host:
         have_host = true;
+        if (erasing && erased(h.name)) continue;
         break;
       default:
         if (!options.empty() && named_by(options, h.name)) continue;
+        if (!opts.request_id_header.empty() && iequals(h.name, opts.request_id_header)) continue;
+        if (erasing && erased(h.name)) continue;
         break;
     }
     append_header(out, h.name, h.value);
   }
   if (!have_host) append_header(out, "Host", opts.default_host);
-  if (!xff.empty()) xff.append(", ");
-  xff.append(opts.client_addr);
-  append_header(out, "X-Forwarded-For", xff);
-  append_header(out, "X-Real-IP", opts.client_addr);
-  append_header(out, "X-Forwarded-Proto", "https");
+  if (!erased("x-forwarded-for")) {
+    if (!xff.empty()) xff.append(", ");
+    xff.append(opts.client_addr);
+    append_header(out, "X-Forwarded-For", xff);
+  }
+  if (!erased("x-real-ip")) append_header(out, "X-Real-IP", opts.client_addr);
+  if (!erased("x-forwarded-proto")) append_header(out, "X-Forwarded-Proto", "https");
+  if (!opts.request_id_header.empty() && !erased(opts.request_id_header)) {
+    append_header(out, opts.request_id_header, opts.request_id);
+  }
+  if (edit != nullptr) {
+    for (const auto& f : edit->append) {
+      out.append(f.name);
+      out.append(": ");
+      f.append_value(out, *opts.vars);
+      out.append("\r\n");
+    }
+  }
   if (head.chunked) {
     append_header(out, "Transfer-Encoding", "chunked");
   } else if (head.content_length) {

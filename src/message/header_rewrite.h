@@ -2,7 +2,9 @@
 // and those named by Connection are removed in both directions; the request
 // gains X-Forwarded-For (appended, as nginx's $proxy_add_x_forwarded_for),
 // X-Real-IP and X-Forwarded-Proto; framing headers are re-emitted by us from
-// the parsed framing, never copied.
+// the parsed framing, never copied. The configured request_headers rules
+// (HeaderEdit) apply last, to the client's fields and tlsfront's own alike,
+// and the request ID goes in its own header.
 // Thread affinity: any thread (pure functions).
 #pragma once
 
@@ -10,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "message/header_edit.h"
 #include "message/request.h"
 
 namespace tlsfront::http {
@@ -18,6 +21,13 @@ struct UpstreamRequestOptions {
   std::string_view client_addr;    // X-Forwarded-For / X-Real-IP value
   std::string_view default_host;   // Host to send when the client sent none (HTTP/1.0)
   bool close = false;              // send "Connection: close" (no keepalive pool)
+  // The request's ID, sent as `request_id_header` ("": not sent; a client's
+  // field of that name is never forwarded, since tlsfront's replaces it).
+  std::string_view request_id_header;
+  std::string_view request_id;
+  // The request_headers rules and the values of their variables; null: none.
+  const HeaderEdit* edit = nullptr;
+  const HeaderVars* vars = nullptr;
 };
 
 // Appends the HTTP/1.1 request head to send upstream for `head` to `out`.

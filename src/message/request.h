@@ -22,6 +22,10 @@ struct Header {
   std::string name;   // as received
   std::string value;  // as received, surrounding whitespace trimmed by the parser
   HeaderToken token = HeaderToken::Other;
+  // A value that changes with every message (a configured field with a
+  // variable): HTTP/2 sends it never indexed (RFC 7541 §6.2.3), so it does
+  // not churn the HPACK dynamic tables of both peers.
+  bool no_index = false;
 };
 
 struct RequestHead {

@@ -104,7 +104,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   };
   std::string remote_addr = str(), sni = str(), alpn = str(), protocol = str(), method = str(), path = str(),
               ssl_protocol = str(), ssl_cipher = str(), ssl_resumption = str(), upstream_addr = str(),
-              user_agent = str();
+              user_agent = str(), request_id = str();
   AccessLogEntry e;
   // 1970 to 2255 (system_clock counts nanoseconds in 64 bits: up to 2262).
   e.time = std::chrono::system_clock::time_point(
@@ -134,6 +134,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   e.upstream_response_ms = opt_ms();
   if (in.ConsumeBool()) e.upstream_connection_reused = in.ConsumeBool();
   e.user_agent = user_agent;
+  e.request_id = request_id;
   // The rest: one more string, encoded alone.
   const std::string rest = in.ConsumeRemainingBytesAsString();
 
@@ -175,6 +176,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (e.upstream_connection_reused) c.boolean("upstream_connection_reused", *e.upstream_connection_reused);
   else c.null("upstream_connection_reused");
   c.string_or_null("user_agent", e.user_agent);
+  c.string_or_null("request_id", e.request_id);
 
   std::string alone;
   tlsfront::log::append_json_string(alone, rest);

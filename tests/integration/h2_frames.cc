@@ -157,7 +157,7 @@ bool Client::wait_closed(milliseconds timeout) {
   return false;
 }
 
-Fields Client::decode(const Frame& f) {
+Fields Client::decode(Frame& f) {
   Fields out;
   std::string_view block = f.payload;
   size_t pad = 0;
@@ -178,6 +178,7 @@ Fields Client::decode(const Frame& f) {
     in += rv;
     left -= static_cast<size_t>(rv);
     if (flags & NGHTTP2_HD_INFLATE_EMIT) {
+      if (nv.flags & NGHTTP2_NV_FLAG_NO_INDEX) f.never_indexed.emplace_back(reinterpret_cast<char*>(nv.name), nv.namelen);
       out.emplace_back(std::string(reinterpret_cast<char*>(nv.name), nv.namelen),
                        std::string(reinterpret_cast<char*>(nv.value), nv.valuelen));
     }

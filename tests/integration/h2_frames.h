@@ -45,6 +45,7 @@ struct Frame {
   uint32_t stream = 0;
   std::string payload;
   Fields fields;  // HEADERS from the server, decoded (in arrival order, so HPACK state holds)
+  std::vector<std::string> never_indexed;  // names of `fields` sent never indexed (RFC 7541 §6.2.3)
   // RST_STREAM / GOAWAY error code; GOAWAY last stream id.
   uint32_t error_code() const;
   uint32_t last_stream_id() const;
@@ -91,7 +92,7 @@ class Client {
 
  private:
   // The header block of a HEADERS frame (the server sends no CONTINUATION here).
-  Fields decode(const Frame& headers);
+  Fields decode(Frame& headers);
   TlsClient tls_;
   std::string buf_;
   std::vector<Frame> seen_;

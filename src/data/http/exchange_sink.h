@@ -19,6 +19,8 @@ struct ConnectionInfo {
   uint64_t id = 0;
   std::string remote_addr;
   uint16_t remote_port = 0;
+  std::string server_port;         // the local port, in decimal ($server_port)
+  bool trust_request_id = false;   // the listener's trust_request_id
   std::string sni;
   std::string alpn;
   std::string ssl_protocol;

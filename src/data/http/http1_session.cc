@@ -129,7 +129,11 @@ void Http1Session::respond_local(int status) {
   record_.status = status;
   // A request whose body we did not read leaves the connection unusable.
   if (in_request()) close_after_response();
-  std::string resp = make_error_response(status, close_ != CloseMode::KeepAlive, record_.head.method == "HEAD");
+  const HeaderEdit* edit = local_answer_edit(env_, record_);
+  HeaderVars vars{};
+  if (edit != nullptr) vars = header_vars(info_, record_);
+  std::string resp =
+      make_error_response(status, close_ != CloseMode::KeepAlive, record_.head.method == "HEAD", edit, &vars);
   record_.bytes_sent += resp.size();
   transport_->send(resp);
   finish_request();
@@ -281,7 +285,7 @@ int Http1Session::on_headers_complete() {
   if (req.version_major != 1) return reject(505);
   if (int status = refused_method(req); status != 0) return reject(status);
   if (int status = validate_head(); status != 0) return reject(status);
-  Admission admission = admit(env_, this, req);
+  Admission admission = admit(env_, this, record_);
   if (admission.status == 413) return reject(413);
   transition(request_, RequestPhase::Body);
   if (!admission.exchange) {

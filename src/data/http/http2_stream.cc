@@ -16,10 +16,9 @@ ssize_t response_read_cb(nghttp2_session*, int32_t, uint8_t* buf, size_t length,
   return static_cast<Http2Stream*>(source->ptr)->read_response(buf, length, data_flags);
 }
 
-nghttp2_nv make_nv(const std::string& name, const std::string& value) {
+nghttp2_nv make_nv(const std::string& name, const std::string& value, uint8_t flags = NGHTTP2_NV_FLAG_NONE) {
   return nghttp2_nv{reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
-                    reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())), name.size(), value.size(),
-                    NGHTTP2_NV_FLAG_NONE};
+                    reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())), name.size(), value.size(), flags};
 }
 
 std::string lowercase(std::string_view s) {
@@ -109,7 +108,7 @@ bool Http2Stream::on_request_head(bool end_stream) {
       req.content_length = 0;
     }
   }
-  Admission admission = admit(session_->env(), this, req);
+  Admission admission = admit(session_->env(), this, record_);
   if (!admission.exchange) {
     respond_local(admission.status);
     return false;
@@ -199,7 +198,12 @@ void Http2Stream::submit_head(const ResponseHead& head, bool has_body, bool info
     storage.push_back("content-length");
     storage.push_back(std::to_string(*head.content_length));
   }
-  for (size_t i = 0; i + 1 < storage.size(); i += 2) nva.push_back(make_nv(storage[i], storage[i + 1]));
+  for (size_t i = 0; i + 1 < storage.size(); i += 2) {
+    // Pair 0 is :status, pairs 1..n are head.headers.
+    const size_t field = i / 2;
+    const bool no_index = field >= 1 && field <= head.headers.size() && head.headers[field - 1].no_index;
+    nva.push_back(make_nv(storage[i], storage[i + 1], no_index ? NGHTTP2_NV_FLAG_NO_INDEX : NGHTTP2_NV_FLAG_NONE));
+  }
   uint64_t bytes = 0;
   for (const auto& nv : nva) bytes += nv.namelen + nv.valuelen + 4;
   record_.bytes_sent += bytes;
@@ -323,8 +327,10 @@ void Http2Stream::respond_local(int status) {
   }
   ResponseHead head;
   head.status = status;
-  head.headers.push_back(Header{"server", "tlsfront", HeaderToken::Other});
-  head.headers.push_back(Header{"content-type", "text/plain", HeaderToken::Other});
+  append_error_headers(head.headers);
+  if (const HeaderEdit* edit = local_answer_edit(session_->env(), record_)) {
+    apply_edit(head.headers, *edit, header_vars(session_->info(), record_));
+  }
   std::string body = make_error_body(status);
   head.content_length = body.size();
   const bool has_body = record_.head.method != "HEAD";

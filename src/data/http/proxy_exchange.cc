@@ -1,5 +1,6 @@
 #include "data/http/proxy_exchange.h"
 
+#include "data/http/header_plan.h"
 #include "log/log.h"
 #include "message/chunked.h"
 #include "message/header_rewrite.h"
@@ -12,10 +13,11 @@ constexpr int kMaxInformational = 8;
 }  // namespace
 
 ProxyExchange::ProxyExchange(uv_loop_t* loop, ExchangeSink* sink, upstream::UpstreamGroup* group,
-                             const RequestHead& head)
+                             const RequestHead& head, const ExchangeHeaders& headers)
     : loop_(loop),
       sink_(sink),
       group_(group),
+      vars_(headers.vars),
       method_(head.method),
       chunked_request_(head.chunked),
       idempotent_(head.idempotent()),
@@ -25,6 +27,15 @@ ProxyExchange::ProxyExchange(uv_loop_t* loop, ExchangeSink* sink, upstream::Upst
   opts.client_addr = info.remote_addr;
   opts.default_host = group->config().name;
   opts.close = group->config().keepalive == 0;
+  opts.request_id_header = headers.request_id_header;
+  opts.request_id = headers.request_id;
+  if (headers.rules != nullptr) {
+    if (!headers.rules->request.empty()) {
+      opts.edit = &headers.rules->request;
+      opts.vars = &vars_;
+    }
+    if (!headers.rules->response.empty()) response_edit_ = &headers.rules->response;
+  }
   append_upstream_request_head(replay_, head, opts);
   if (!head.chunked && replay_.size() + head.content_length.value_or(0) <= kMaxReplayBytes) replay_state_ = Replay::Whole;
 }
@@ -188,6 +199,7 @@ void ProxyExchange::on_upstream_head(ResponseHead&& head, bool informational) {
   transition(phase_, Phase::Streaming);
   if (replay_state_ != Replay::Lost) lose_replay();
   stats_.status = head.status;
+  if (response_edit_ != nullptr) apply_edit(head.headers, *response_edit_, vars_);
   bool has_body = !response_has_no_body(method_, head.status);
   sink_->send_response_head(head, has_body);
 }

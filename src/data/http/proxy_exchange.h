@@ -17,11 +17,24 @@
 #include "data/http/exchange_sink.h"
 #include "data/http/request_record.h"
 #include "data/upstream/upstream_pool.h"
+#include "message/header_edit.h"
 #include "message/request.h"
 #include "util/loop_context.h"
 #include "util/state.h"
 
 namespace tlsfront::http {
+
+struct RouteHeaders;
+
+// The header rules an exchange applies (data/http/header_plan.h) and what
+// they need; the views are borrowed from the request's record and
+// connection, which outlive the exchange. Default: no rules, no request ID.
+struct ExchangeHeaders {
+  const RouteHeaders* rules = nullptr;
+  HeaderVars vars{};
+  std::string_view request_id_header;
+  std::string_view request_id;
+};
 
 class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Handler {
  public:
@@ -45,7 +58,10 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
 
   // `sink` and `group` are borrowed and outlive the exchange (the session
   // retires the exchange before it goes; groups live as long as the worker).
-  ProxyExchange(uv_loop_t* loop, ExchangeSink* sink, upstream::UpstreamGroup* group, const RequestHead& head);
+  // `headers`: the route's request_headers rules shape the head sent up, its
+  // response_headers rules the response head passed to the sink.
+  ProxyExchange(uv_loop_t* loop, ExchangeSink* sink, upstream::UpstreamGroup* group, const RequestHead& head,
+                const ExchangeHeaders& headers = {});
   ~ProxyExchange() override;
 
   // Cancels `exchange` (when set) and hands it to the loop's deferred
@@ -93,6 +109,8 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   uv_loop_t* loop_;
   ExchangeSink* sink_;
   upstream::UpstreamGroup* group_;
+  const HeaderEdit* response_edit_ = nullptr;  // null: none
+  HeaderVars vars_{};
   const std::string method_;
   const bool chunked_request_;
   const bool idempotent_;

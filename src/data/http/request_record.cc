@@ -44,6 +44,8 @@ void RequestRecord::begin() {
   bytes_received = 0;
   body_bytes = 0;
   user_agent.clear();
+  request_id.generate();
+  route_headers = nullptr;
   upstream.reset();
 }
 
@@ -77,6 +79,7 @@ void RequestRecord::log_completed(const SessionEnv& env, const ConnectionInfo& i
   if (with_handshake_time) e.tls_handshake_ms = info.tls_handshake_ms;
   e.stream_id = stream_id;
   e.user_agent = user_agent;
+  e.request_id = request_id.view();
   env.access_log->log(e);
 }
 

@@ -71,10 +71,11 @@ bool host_matches(std::string_view pattern, std::string_view host) {
 }
 
 Router::Router(const config::Config& cfg) {
-  for (const auto& r : cfg.routes) {
+  for (size_t route = 0; route < cfg.routes.size(); ++route) {
+    const auto& r = cfg.routes[route];
     for (size_t i = 0; i < cfg.upstreams.size(); ++i) {
       if (cfg.upstreams[i].name == r.upstream) {
-        entries_.push_back(Entry{r, i});
+        entries_.push_back(Entry{r, i, route});
         break;
       }
     }
@@ -98,7 +99,7 @@ std::optional<Router::Match> Router::match(std::string_view host, std::string_vi
         if (!RE2::FullMatch(re2::StringPiece(path.data(), path.size()), *r.regex)) continue;
         break;
     }
-    return Match{e.upstream, r.pass_normalized};
+    return Match{e.index, e.upstream, r.pass_normalized};
   }
   return std::nullopt;
 }

@@ -29,6 +29,7 @@ class Router {
   explicit Router(const config::Config& cfg);
 
   struct Match {
+    size_t route = 0;              // index into Config::routes (its header rules: data/http/header_plan.h)
     size_t upstream = 0;           // index into Config::upstreams
     bool pass_normalized = false;  // the route's pass_normalized
   };
@@ -49,6 +50,7 @@ class Router {
   struct Entry {
     config::Route route;  // a copy (the compiled regex is shared)
     size_t upstream = 0;
+    size_t index = 0;     // of the route in Config::routes
   };
   std::vector<Entry> entries_;
 };

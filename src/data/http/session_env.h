@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "data/http/header_plan.h"
 #include "data/http/router.h"
 #include "data/upstream/upstream_pool.h"
 
@@ -28,6 +29,7 @@ struct SessionEnv {
   uv_loop_t* loop = nullptr;
   const config::Config* config = nullptr;
   const Router* router = nullptr;
+  const HeaderPlan* headers = nullptr;  // null: no header rules (unit tests)
   // Indexed like Config::upstreams.
   const std::vector<std::shared_ptr<upstream::UpstreamGroup>>* upstreams = nullptr;
   log::AccessLog* access_log = nullptr;  // null: access log off

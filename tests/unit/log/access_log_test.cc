@@ -35,7 +35,7 @@ const std::vector<std::string> kKeyOrder = {
     "status", "response_complete", "bytes_sent", "bytes_received", "request_time_ms", "ssl_protocol", "ssl_cipher",
     "ssl_session_reused", "ssl_resumption", "tls_handshake_ms", "connection_id", "connection_requests",
     "stream_id", "upstream_addr", "upstream_error", "upstream_status", "upstream_connect_ms", "upstream_response_ms",
-    "upstream_connection_reused", "user_agent"};
+    "upstream_connection_reused", "user_agent", "request_id"};
 
 std::string json_string(std::string_view s) {
   std::string out;
@@ -83,6 +83,7 @@ AccessLogEntry full_entry() {
   e.upstream_response_ms = 11.0;
   e.upstream_connection_reused = false;
   e.user_agent = "curl/8.0";
+  e.request_id = "0123456789abcdef0123456789abcdef";
   return e;
 }
 
@@ -108,7 +109,8 @@ TEST(AccessLogJsonLine, AllFieldsSet) {
             R"("connection_requests":1,"stream_id":3,"upstream_addr":"10.0.0.5:8080, 10.0.0.6:8080",)"
             R"("upstream_error":"refused","upstream_status":502,)"
             R"("upstream_connect_ms":0.250,"upstream_response_ms":11.000,)"
-            R"("upstream_connection_reused":false,"user_agent":"curl/8.0"})"
+            R"("upstream_connection_reused":false,"user_agent":"curl/8.0",)"
+            R"("request_id":"0123456789abcdef0123456789abcdef"})"
             "\n");
   expect_valid_json_line(json_line(full_entry()));
 }
@@ -122,7 +124,7 @@ TEST(AccessLogJsonLine, DefaultsGiveNulls) {
             R"("ssl_cipher":"","ssl_session_reused":false,"ssl_resumption":"none","tls_handshake_ms":null,)"
             R"("connection_id":0,"connection_requests":0,"stream_id":null,"upstream_addr":null,"upstream_error":null,)"
             R"("upstream_status":null,"upstream_connect_ms":null,"upstream_response_ms":null,)"
-            R"("upstream_connection_reused":null,"user_agent":null})"
+            R"("upstream_connection_reused":null,"user_agent":null,"request_id":null})"
             "\n");
   expect_valid_json_line(json_line(e));
 }
@@ -208,7 +210,7 @@ TEST(AccessLogJsonLine, HostileFieldsStayValidJson) {
       << line;
   EXPECT_NE(line.find(R"("sni":"\ufffd\ufffd.example",)"), std::string::npos) << line;
   EXPECT_NE(line.find(R"("alpn":"h2\u0000x",)"), std::string::npos) << line;
-  EXPECT_NE(line.find(R"("user_agent":"Mozilla\"}\n{\"injected\":1"})"), std::string::npos) << line;
+  EXPECT_NE(line.find(R"("user_agent":"Mozilla\"}\n{\"injected\":1",)"), std::string::npos) << line;
   EXPECT_NE(line.find(R"("upstream_addr":"\ufffd\ufffd\ufffd",)"), std::string::npos) << line;
 }
 
@@ -392,7 +394,7 @@ TEST(AccessLogJsonLine, PythonJsonParsesLines) {
          "assert a['response_complete'] is True and d['response_complete'] is False\n"
          "assert all(d[k] is None for k in ['sni','alpn','tls_handshake_ms','upstream_addr','upstream_error',"
          "'upstream_status','upstream_connect_ms','upstream_response_ms',"
-         "'upstream_connection_reused','user_agent'])\n"
+         "'upstream_connection_reused','user_agent','request_id'])\n"
          "assert h['path'] == '/a\"b\\\\c\\n\\x01\\u00e9\\u20ac\\U0001d11e\\ufffd\\ufffd\\ufffd\\ufffd', "
          "repr(h['path'])\n"
          "assert h['user_agent'] == '\\x00\\x1f\\x7f\\ufffd\\ufffd', repr(h['user_agent'])\n";

@@ -1,0 +1,55 @@
+// HeaderPlan: the response_headers / request_headers rules of one
+// configuration (config::HeaderRules; tls.hsts), compiled at load into one
+// HeaderEdit per route and direction (message/header_edit.h), so a request
+// pays for no lookup and no parsing. Per route, in the order applied:
+// tls.hsts (a set of Strict-Transport-Security), the defaults (unless the
+// route says inherit = false), then the route's own rules; each set of rules
+// as remove, then set, then add. tlsfront's own answers (404, 502, ...) get
+// only the rules marked always = true, and HSTS.
+// Built once per Generation; read-only afterwards.
+// Thread affinity: any thread (immutable).
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/config.h"
+#include "message/header_edit.h"
+
+namespace tlsfront::http {
+
+struct ConnectionInfo;
+struct RequestRecord;
+
+struct RouteHeaders {
+  HeaderEdit response;         // on responses from the upstream
+  HeaderEdit response_always;  // on tlsfront's own answers
+  HeaderEdit request;          // on the request sent upstream
+};
+
+class HeaderPlan {
+ public:
+  HeaderPlan() = default;  // no rules at all
+  explicit HeaderPlan(const config::Config& cfg);
+
+  // The rules of route `index` (into Config::routes); `unrouted()` for a
+  // request no route took (404, or refused before routing: 400, 431, ...).
+  const RouteHeaders& route(size_t index) const { return routes_[index]; }
+  const RouteHeaders& unrouted() const { return unrouted_; }
+  // Where $request_id goes upstream; "" for nowhere.
+  std::string_view request_id_header() const { return request_id_header_; }
+
+ private:
+  std::vector<RouteHeaders> routes_;
+  RouteHeaders unrouted_;
+  std::string request_id_header_;
+};
+
+// The variables' values for one request: borrowed from `info` and `record`,
+// which must outlive the result and stay unchanged while it is used.
+HeaderVars header_vars(const ConnectionInfo& info, const RequestRecord& record);
+
+}  // namespace tlsfront::http

@@ -1,0 +1,43 @@
+#include "data/http/request_id.h"
+
+#include <openssl/rand.h>
+
+#include <cstring>
+#include <random>
+
+namespace tlsfront::http {
+
+void RequestId::generate() {
+  unsigned char raw[16];
+  if (RAND_bytes(raw, sizeof raw) != 1) {
+    // The DRBG failed (it does not on a healthy system): still unique enough
+    // to correlate log lines, never a reason to refuse a request.
+    thread_local std::mt19937_64 fallback{std::random_device{}()};
+    uint64_t a = fallback(), b = fallback();
+    std::memcpy(raw, &a, 8);
+    std::memcpy(raw + 8, &b, 8);
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  for (size_t i = 0; i < sizeof raw; ++i) {
+    bytes_[2 * i] = kHex[raw[i] >> 4];
+    bytes_[2 * i + 1] = kHex[raw[i] & 0x0f];
+  }
+  length_ = 32;
+}
+
+bool RequestId::valid(std::string_view value) {
+  if (value.empty() || value.size() > kMaxLength) return false;
+  for (unsigned char c : value) {
+    if (c < 0x21 || c > 0x7e) return false;
+  }
+  return true;
+}
+
+bool RequestId::adopt(std::string_view value) {
+  if (!valid(value)) return false;
+  std::memcpy(bytes_.data(), value.data(), value.size());
+  length_ = static_cast<uint8_t>(value.size());
+  return true;
+}
+
+}  // namespace tlsfront::http
