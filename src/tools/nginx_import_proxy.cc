@@ -185,11 +185,12 @@ void ProxyImporter::headers(const Directive& block) {
         l_.note(d, "not needed: tlsfront adds X-Forwarded-Proto: https");
       } else {
         std::string uses = has_variable(v) ? " (the value uses variables: " + v + ")" : "";
-        l_.note(d, "no equivalent yet: request header rules" + uses);
+        l_.note(d, "not carried over by import-nginx yet: write it as request_headers (README Headers)" + uses);
       }
     } else if (d.name == "add_header") {
       bool hsts = !d.args.empty() && (d.args[0] == "Strict-Transport-Security" || d.args[0] == "strict-transport-security");
-      l_.note(d, std::string("no equivalent yet: response header rules") + (hsts ? " (HSTS)" : ""));
+      l_.note(d, std::string("not carried over by import-nginx yet: write it as ") +
+                     (hsts ? "[tls] hsts" : "response_headers (always = true for nginx's always)") + " (README Headers)");
     }
   }
 }
@@ -312,13 +313,16 @@ void ProxyImporter::locations(const Server& s, const Directive& block, const Cha
     }
     size_t inside = count_all(d.children);
     if (mod == "=") {
-      l_.note(d, fmt::format("not carried over: exact-match location (=): routes match path prefixes only "
-                             "(its {} directive(s) neither)",
+      l_.note(d, fmt::format("not carried over by import-nginx yet: exact-match location (=): write it as a "
+                             "[[route]] with path_exact (its {} directive(s) neither)",
                              inside));
       continue;
     }
     if (mod == "~" || mod == "~*") {
-      l_.note(d, fmt::format("not carried over: regex location: routes match path prefixes only (its {} directive(s) neither)", inside));
+      l_.note(d, fmt::format("not carried over by import-nginx yet: regex location (nginx: PCRE, searched, tried "
+                             "after prefixes; tlsfront: path_regex, RE2 over the whole path, first match in file "
+                             "order): write it by hand (its {} directive(s) neither)",
+                             inside));
       continue;
     }
     if (path.starts_with("@")) {

@@ -185,8 +185,8 @@ TEST(NginxImport, LocationsBecomeRoutesLongestPrefixFirst) {
   EXPECT_EQ(r.cfg.upstreams[1].read_timeout, Millis{3'600'000});
   EXPECT_EQ(r.cfg.routes[1].upstream, "app-2");
   EXPECT_EQ(r.cfg.routes[0].upstream, "app");
-  EXPECT_REPORTS(r, "n.conf:7: location: not carried over: exact-match location (=)");
-  EXPECT_REPORTS(r, "n.conf:8: location: not carried over: regex location");
+  EXPECT_REPORTS(r, "n.conf:7: location: not carried over by import-nginx yet: exact-match location (=)");
+  EXPECT_REPORTS(r, "n.conf:8: location: not carried over by import-nginx yet: regex location");
   EXPECT_REPORTS(r, "n.conf:9: proxy_pass: no equivalent yet: TLS to upstreams (no route)\n");
   EXPECT_REPORTS(r, "n.conf:10: proxy_pass: not carried over: proxy_pass with variables (no route)\n");
   EXPECT_REPORTS(r, "n.conf:11: proxy_pass: not carried over: invalid address \"app.internal:80\"");
@@ -228,9 +228,9 @@ TEST(NginxImport, HeadersAndHttpVersionAreListedWithWhy) {
   EXPECT_REPORTS(r, "n.conf:8: proxy_set_header: not needed: tlsfront removes the client's Connection");
   EXPECT_REPORTS(r, "n.conf:9: proxy_set_header: not needed: tlsfront adds X-Real-IP\n");
   EXPECT_REPORTS(r, "n.conf:10: proxy_set_header: not needed: tlsfront adds X-Forwarded-Proto: https\n");
-  EXPECT_REPORTS(r, "n.conf:11: proxy_set_header: no equivalent yet: request header rules (the value uses variables: $http_x_tenant)\n");
-  EXPECT_REPORTS(r, "n.conf:12: add_header: no equivalent yet: response header rules\n");
-  EXPECT_REPORTS(r, "n.conf:13: add_header: no equivalent yet: response header rules (HSTS)\n");
+  EXPECT_REPORTS(r, "n.conf:11: proxy_set_header: not carried over by import-nginx yet: write it as request_headers (README Headers) (the value uses variables: $http_x_tenant)\n");
+  EXPECT_REPORTS(r, "n.conf:12: add_header: not carried over by import-nginx yet: write it as response_headers (always = true for nginx's always) (README Headers)\n");
+  EXPECT_REPORTS(r, "n.conf:13: add_header: not carried over by import-nginx yet: write it as [tls] hsts (README Headers)\n");
 }
 
 TEST(NginxImport, StaplingFileResponderAndDefaults) {
@@ -461,7 +461,7 @@ TEST(NginxImport, TheWriteupsApiEdge) {
             "writeup.conf:41: resolver: not needed: OCSP responder names are resolved with the system resolver; upstream servers are IP addresses\n"
             "writeup.conf:43: ssl_buffer_size: no equivalent: tlsfront sets no TLS record size (OpenSSL's records, up to 16k)\n"
             "writeup.conf:44: ssl_early_data: no equivalent yet: TLS 1.3 early data (0-RTT)\n"
-            "writeup.conf:49: add_header: no equivalent yet: response header rules (HSTS)\n"
+            "writeup.conf:49: add_header: not carried over by import-nginx yet: write it as [tls] hsts (README Headers)\n"
             "writeup.conf:50: access_log: format tls not carried over: tlsfront writes one JSON object per request, its own fields\n"
             "writeup.conf:54: proxy_http_version: not needed: HTTP/1.1 is the only mode to upstreams\n"
             "writeup.conf:55: proxy_set_header: not needed: tlsfront removes the client's Connection and keeps upstream connections alive\n"
@@ -536,9 +536,9 @@ TEST(NginxImport, SeveralServersInIncludedFiles) {
   EXPECT_REPORTS(r, "multi/conf.d/upstreams.conf:4: keepalive: carried over, but nginx keeps at most 16 idle connections per "
                     "worker for the whole group, tlsfront 16 per worker for each of its 2 servers\n");
   EXPECT_REPORTS(r, "multi/nginx.conf:9: ssl_session_cache: builtin:1000 not carried over");
-  EXPECT_REPORTS(r, "multi/sites/10-api.conf:16: proxy_set_header: no equivalent yet: request header rules (the value uses variables: $request_id)\n");
-  EXPECT_REPORTS(r, "multi/sites/10-api.conf:18: location: not carried over: exact-match location (=)");
-  EXPECT_REPORTS(r, "multi/sites/10-api.conf:21: location: not carried over: regex location");
+  EXPECT_REPORTS(r, "multi/sites/10-api.conf:16: proxy_set_header: not carried over by import-nginx yet: write it as request_headers (README Headers) (the value uses variables: $request_id)\n");
+  EXPECT_REPORTS(r, "multi/sites/10-api.conf:18: location: not carried over by import-nginx yet: exact-match location (=)");
+  EXPECT_REPORTS(r, "multi/sites/10-api.conf:21: location: not carried over by import-nginx yet: regex location");
   EXPECT_REPORTS(r, "multi/sites/20-shop.conf:11: root: no equivalent: no static files\n");
   EXPECT_REPORTS(r, "multi/sites/20-shop.conf:14: proxy_pass: not carried over: with the URI /v2/");
   EXPECT_REPORTS(r, "multi/sites/30-wild.conf:3: server_name: wildcard names: routes match exact hosts");
