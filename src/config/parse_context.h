@@ -156,6 +156,9 @@ Error missing_table(const ParseContext& ctx, std::string_view key, bool array_of
 // request_headers; `in_route`: a [[route]]'s, which may say inherit), its
 // tls.hsts value, and the top-level request_id_header.
 enum class HeaderDirection { Request, Response };
+// RFC 9110 §5.6.2 tchar (header names, methods).
+bool is_tchar(unsigned char c);
+
 [[nodiscard]] Status parse_header_rules(const TableReader& parent, std::string_view key, HeaderDirection direction,
                                         bool in_route, HeaderRules& out);
 [[nodiscard]] Status parse_hsts(const TableReader& tls, std::string& out);

@@ -7,15 +7,6 @@
 #include "config/units.h"
 
 namespace tlsfront::config::detail {
-namespace {
-
-char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
-
-std::string lowercase(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = lower(c);
-  return out;
-}
 
 // RFC 9110 §5.6.2: tchar = "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" /
 // "-" / "." / "^" / "_" / "`" / "|" / "~" / DIGIT / ALPHA.
@@ -28,6 +19,16 @@ bool is_tchar(unsigned char c) {
     default:
       return false;
   }
+}
+
+namespace {
+
+char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
+
+std::string lowercase(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = lower(c);
+  return out;
 }
 
 // Why `name` (lowercased) may not be set, added or removed; "" when it may.

@@ -33,12 +33,6 @@ Status parse_host(const TableReader& t, std::string& out) {
   return {};
 }
 
-// RFC 9110 §5.6.2 tchar.
-bool token_char(char c) {
-  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
-  return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-}
-
 Status parse_methods(const TableReader& t, std::vector<std::string>& out) {
   auto array = t.get_array("methods", Presence::Optional);
   if (!array.ok()) return array.take_error();
@@ -51,7 +45,7 @@ Status parse_methods(const TableReader& t, std::vector<std::string>& out) {
     if (value == nullptr) return type_error(t.context(), element, path, "a string");
     const std::string& m = value->get();
     bool token = !m.empty();
-    for (char c : m) token = token && token_char(c);
+    for (char c : m) token = token && is_tchar(static_cast<unsigned char>(c));
     if (!token) return t.context().error(element.source(), path, quote(m) + " is not a method name (RFC 9110 token)");
     std::string upper = m;
     for (char& c : upper) c = (c >= 'a' && c <= 'z') ? static_cast<char>(c - 32) : c;
