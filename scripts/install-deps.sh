@@ -10,6 +10,7 @@ packages=(
   libtomlplusplus-dev libfmt-dev libhiredis-dev libsystemd-dev
   libgtest-dev libcurl4-openssl-dev libsimdjson-dev zlib1g-dev
   libre2-dev  # [[route]] path_regex
+  libbrotli-dev  # [[route]] compress = ["br"] (zlib1g-dev: "gzip"); the tests decode with libbrotlidec
   clang libclang-rt-14-dev
   curl nghttp2-client redis-server wrk logrotate systemd
   nginx haproxy iproute2 procps

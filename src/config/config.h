@@ -217,6 +217,25 @@ struct HeaderRules {
   bool operator==(const HeaderRules&) const = default;
 };
 
+// Response compression (README "Compression"): top-level [compression] is
+// the default of every route; a [[route]]'s compress, compress_types,
+// compress_min_bytes and compress_level replace its parts.
+struct Compression {
+  // compress = ["br", "gzip"]: content codings tlsfront applies, the
+  // server's preference first (a client's q-values come first); empty = off.
+  std::vector<std::string> encodings;
+  // compress_types: media types ("type/subtype" or "type/*", lowercase)
+  // whose responses are compressed; matched without parameters.
+  std::vector<std::string> types = {"application/json", "text/*", "application/javascript", "image/svg+xml"};
+  // compress_min_bytes: a response whose Content-Length is below it is not
+  // compressed (one of unknown length is).
+  uint64_t min_bytes = 1024;
+  // compress_level = { gzip = 1, br = 4 }: zlib 1..9, brotli quality 0..11.
+  int gzip_level = 1;
+  int brotli_level = 4;
+  bool operator==(const Compression&) const = default;
+};
+
 // [[route]]: first match wins, in file order.
 // How a route's `path` is compared with the normalized request path
 // (message/request_path.h): a byte prefix, the whole path, or an RE2
@@ -239,6 +258,7 @@ struct Route {
   std::string position;  // "file:line:col" of the [[route]] header (for warnings)
   HeaderRules response_headers;  // to the client, after the defaults (unless inherit = false)
   HeaderRules request_headers;   // to the upstream, after the defaults (unless inherit = false)
+  Compression compression;       // [compression] with this route's compress* keys applied
 };
 
 // [log]
@@ -305,6 +325,8 @@ struct Config {
   // request_id_header = "X-Request-ID": the header $request_id is sent
   // upstream in (and read from a trusted client); "" sends none.
   std::string request_id_header = "X-Request-ID";
+  // Top-level [compression]: the default of every route (Route::compression).
+  Compression compression;
   Log log;
   Limits limits;
   Timeouts timeouts;

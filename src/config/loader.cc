@@ -52,7 +52,7 @@ Result<Config> parse_document(std::string_view toml, const ParseContext& ctx) {
   TableReader root(ctx, parsed.table(), "");
   if (Status s = root.check_keys(
           {"workers", "shutdown_timeout", "pid_file", "listen", "tls", "certificate", "upstream", "route", "log", "limits", "timeouts", "admin", "http2",
-           "response_headers", "request_headers", "request_id_header"});
+           "response_headers", "request_headers", "request_id_header", "compression"});
       !s.ok()) {
     return s.take_error();
   }
@@ -71,6 +71,7 @@ Result<Config> parse_document(std::string_view toml, const ParseContext& ctx) {
   if (Status s = detail::parse_route(root, config.upstreams, config.routes); !s.ok()) {
     return s.take_error();
   }
+  if (Status s = detail::parse_compression(root, config.compression, config.routes); !s.ok()) return s.take_error();
   if (Status s = detail::parse_header_rules(root, "response_headers", detail::HeaderDirection::Response, false,
                                             config.response_headers);
       !s.ok()) {

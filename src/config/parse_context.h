@@ -147,6 +147,10 @@ Error missing_table(const ParseContext& ctx, std::string_view key, bool array_of
 [[nodiscard]] Status parse_upstream(const TableReader& root, std::vector<Upstream>& out);
 [[nodiscard]] Status parse_route(const TableReader& root, const std::vector<Upstream>& upstreams,
                                  std::vector<Route>& out);
+// parse_compression.cc: top-level [compression] into `defaults`, then each
+// [[route]]'s compress* keys over a copy of them into routes[i].compression
+// (`routes` as parse_route filled them, one per [[route]] table).
+[[nodiscard]] Status parse_compression(const TableReader& root, Compression& defaults, std::vector<Route>& routes);
 [[nodiscard]] Status parse_log(const TableReader& root, Log& out);
 [[nodiscard]] Status parse_admin(const TableReader& root, const std::vector<Listener>& listeners, Admin& out);
 [[nodiscard]] Status parse_limits(const TableReader& root, Limits& out);

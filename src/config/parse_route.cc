@@ -124,7 +124,9 @@ Status parse_route(const TableReader& root, const std::vector<Upstream>& upstrea
   for (size_t i = 0; i < tables->size(); ++i) {
     TableReader t(root.context(), *(*tables)[i], "route[" + std::to_string(i) + "]");
     if (Status s = t.check_keys({"host", "path_prefix", "path_exact", "path_regex", "methods", "pass_normalized",
-                                 "upstream", "response_headers", "request_headers"});
+                                 "upstream", "response_headers", "request_headers",
+                                 // parse_compression.cc reads these
+                                 "compress", "compress_types", "compress_min_bytes", "compress_level"});
         !s.ok()) {
       return s;
     }

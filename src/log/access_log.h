@@ -49,6 +49,7 @@ struct AccessLogEntry {
   std::optional<bool> upstream_connection_reused;                   // nullopt -> null
   std::string_view user_agent;                                      // "" -> null
   std::string_view request_id;  // $request_id (32 hex, or a trusted client's); "" -> null
+  std::string_view content_encoding;  // the coding tlsfront compressed the body with ("gzip", "br"); "" -> null
 };
 
 // Appends one JSON object for `entry` plus '\n' to `out`. Keys appear in the

@@ -19,8 +19,9 @@
 // --idle-timeout-ms  close a keep-alive connection idle this long (default: never).
 //
 // Every response has X-Backend-Conn (1-based connection number), X-Backend-Req
-// (n-th request on that connection) and Content-Type: text/plain. The routes
-// are listed in route() below. SIGTERM/SIGINT exit 0 at once.
+// (n-th request on that connection) and Content-Type: text/plain (the /json
+// routes: application/json, or the request's X-Backend-Content-Type). The
+// routes are listed in route() below. SIGTERM/SIGINT exit 0 at once.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -40,11 +41,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <strings.h>
 #include <string>
 #include <string_view>
 #include <thread>
 
 #include "http_reader.h"
+#include "shared/json_body.h"
 
 namespace tlsfront::backend {
 namespace {
@@ -205,12 +208,12 @@ class Responder {
 
   // Status line and the common headers, plus `extra` (complete header lines).
   // `close` adds Connection: close and makes the connection end after this response.
-  std::string head(int status, std::string_view extra, bool close) {
+  std::string head(int status, std::string_view extra, bool close, std::string_view content_type = "text/plain") {
     if (close) keep_alive_ = false;
     std::string h = "HTTP/1.1 " + std::to_string(status) + " " + reason(status) + "\r\n";
     h += "X-Backend-Conn: " + std::to_string(conn_) + "\r\n";
     h += "X-Backend-Req: " + std::to_string(req_no_) + "\r\n";
-    h += "Content-Type: text/plain\r\n";
+    if (!content_type.empty()) h += "Content-Type: " + std::string(content_type) + "\r\n";
     h.append(extra);
     if (!keep_alive_) {
       h += "Connection: close\r\n";
@@ -251,6 +254,7 @@ class Responder {
 
   bool keep_alive() const { return keep_alive_; }
   bool head_only() const { return head_only_; }
+  void set_head_only() { head_only_ = true; }
   int fd() const { return fd_; }
 
  private:
@@ -270,6 +274,48 @@ After finish(bool ok, const Responder& r) {
 }
 
 bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+
+// /json/N: N bytes of tests/shared/json_body.h with Content-Length;
+// /json-chunked/N: the same, chunked; /json-pause/N/MS: chunked, N bytes,
+// then a pause of MS milliseconds, then N more (a streamed answer). The
+// request may say X-Backend-Status (default 200; 204 and 304 send no body),
+// X-Backend-Content-Type (default application/json, "" for none) and
+// X-Backend-Header: "Name: value" (repeatable) for more response fields.
+After json(const Request& req, Responder& r, std::string_view kind, std::string_view arg) {
+  std::uint64_t n = 0, pause_ms = 0;
+  const bool pause = kind == "/json-pause/";
+  const std::size_t slash = arg.find('/');
+  if (!parse_number(arg.substr(0, pause ? slash : arg.size()), n) || n > (64u << 20) ||
+      (pause && (slash == std::string_view::npos || !parse_number(arg.substr(slash + 1), pause_ms)))) {
+    return finish(r.simple(400, "bad /json arguments\n"), r);
+  }
+  std::uint64_t status = 200;
+  if (const std::string* s = req.header("X-Backend-Status"); s && (!parse_number(*s, status) || status < 200 || status > 599)) {
+    return finish(r.simple(400, "bad X-Backend-Status\n"), r);
+  }
+  const std::string* type = req.header("X-Backend-Content-Type");
+  std::string extra;
+  for (const auto& [name, value] : req.headers) {
+    if (strcasecmp(name.c_str(), "X-Backend-Header") == 0) extra += value + "\r\n";
+  }
+  const bool no_body = status == 204 || status == 304;
+  if (no_body) r.set_head_only();
+  const bool chunked = kind != "/json/";
+  if (!chunked && status != 204) extra += "Content-Length: " + std::to_string(n) + "\r\n";
+  if (chunked && !no_body) extra += "Transfer-Encoding: chunked\r\n";
+  const std::string body = tlsfront::testdata::json_body(n);
+  bool ok = send_all(r.fd(), r.head(static_cast<int>(status), extra, false, type ? *type : "application/json"));
+  if (!ok || r.head_only()) return finish(ok, r);
+  if (!chunked) return finish(send_all(r.fd(), body), r);
+  for (std::size_t off = 0; ok && off < body.size(); off += kResponseChunkBytes) {
+    ok = send_all(r.fd(), chunk(std::string_view(body).substr(off, kResponseChunkBytes)));
+  }
+  if (ok && pause) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
+    ok = send_all(r.fd(), chunk(body));
+  }
+  return finish(ok && send_all(r.fd(), "0\r\n\r\n"), r);
+}
 
 // Answers `req` and says what to do with the connection afterwards.
 After route(const Request& req, Responder& r) {
@@ -334,6 +380,10 @@ After route(const Request& req, Responder& r) {
     return finish(r.simple(200, "hints\n"), r);
   }
   if (path == "/reset") return After::Reset;
+  for (std::string_view prefix : {"/json/", "/json-chunked/", "/json-pause/"}) {
+    if (!starts_with(path, prefix)) continue;
+    return json(req, r, prefix, path.substr(prefix.size()));
+  }
 
   return finish(r.simple(200, "ok " + req.method + " " + req.path + "\n"), r);
 }

@@ -48,7 +48,10 @@ Admission admit(const SessionEnv& env, ExchangeSink* sink, RequestRecord& record
     headers.request_id_header = env.headers->request_id_header();
     headers.request_id = record.request_id.view();
   }
-  return {std::make_unique<ProxyExchange>(env.loop, sink, (*env.upstreams)[route->upstream].get(), head, headers), 0};
+  const config::Compression& compression = env.config->routes[route->route].compression;
+  return {std::make_unique<ProxyExchange>(env.loop, sink, (*env.upstreams)[route->upstream].get(), head, headers,
+                                          compression.encodings.empty() ? nullptr : &compression),
+          0};
 }
 
 const HeaderEdit* local_answer_edit(const SessionEnv& env, const RequestRecord& record) {

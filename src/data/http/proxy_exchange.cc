@@ -1,6 +1,7 @@
 #include "data/http/proxy_exchange.h"
 
 #include "data/http/header_plan.h"
+#include "data/http/response_compression.h"
 #include "log/log.h"
 #include "message/chunked.h"
 #include "message/header_rewrite.h"
@@ -13,7 +14,8 @@ constexpr int kMaxInformational = 8;
 }  // namespace
 
 ProxyExchange::ProxyExchange(uv_loop_t* loop, ExchangeSink* sink, upstream::UpstreamGroup* group,
-                             const RequestHead& head, const ExchangeHeaders& headers)
+                             const RequestHead& head, const ExchangeHeaders& headers,
+                             const config::Compression* compression)
     : loop_(loop),
       sink_(sink),
       group_(group),
@@ -35,6 +37,10 @@ ProxyExchange::ProxyExchange(uv_loop_t* loop, ExchangeSink* sink, upstream::Upst
       opts.vars = &vars_;
     }
     if (!headers.rules->response.empty()) response_edit_ = &headers.rules->response;
+  }
+  if (compression != nullptr && !compression->encodings.empty()) {
+    compression_ = compression;
+    accepted_ = accepted_coding(*compression, head);
   }
   append_upstream_request_head(replay_, head, opts);
   if (!head.chunked && replay_.size() + head.content_length.value_or(0) <= kMaxReplayBytes) replay_state_ = Replay::Whole;
@@ -132,6 +138,7 @@ void ProxyExchange::on_output_drained() {
 
 void ProxyExchange::cancel() {
   if (phase_ != Phase::Done) transition(phase_, Phase::Done);
+  encoder_.reset();  // the codec state goes now, not with the deferred delete
   drop_connection();
 }
 
@@ -201,12 +208,64 @@ void ProxyExchange::on_upstream_head(ResponseHead&& head, bool informational) {
   stats_.status = head.status;
   if (response_edit_ != nullptr) apply_edit(head.headers, *response_edit_, vars_);
   bool has_body = !response_has_no_body(method_, head.status);
+  if (compression_ != nullptr) {
+    switch (judge_response(*compression_, method_, head, has_body && accepted_.has_value())) {
+      case CompressionVerdict::Untouched: break;
+      case CompressionVerdict::VaryOnly: add_vary_accept_encoding(head.headers); break;
+      case CompressionVerdict::Compress:
+        encoder_ = make_content_encoder(*accepted_, compression_level(*compression_, *accepted_), head.content_length);
+        if (encoder_) {
+          mark_compressed(head, *accepted_);
+          stats_.content_encoding = coding_name(*accepted_);
+        } else {
+          add_vary_accept_encoding(head.headers);  // no memory for a codec: the identity body
+        }
+        break;
+    }
+  }
   sink_->send_response_head(head, has_body);
+}
+
+namespace {
+// The encoders' output, handed to the sink (which copies it) at once: one
+// buffer per worker thread, not one per response.
+std::string& encoded_scratch() {
+  thread_local std::string scratch;
+  scratch.clear();
+  return scratch;
+}
+}  // namespace
+
+bool ProxyExchange::send_encoded(bool ok, const std::string& out) {
+  if (!ok) {
+    encoder_.reset();
+    const ConnectionInfo& info = sink_->connection_info();
+    log::warn("conn={} client={}:{}: response compression failed (out of memory): response cut short", info.id,
+              info.remote_addr, info.remote_port);
+    fail(0, "response compression failed");
+    return false;
+  }
+  if (!out.empty()) sink_->send_response_body(out);
+  return true;
 }
 
 void ProxyExchange::on_upstream_body(std::string_view data) {
   if (phase_ == Phase::Done) return;
-  sink_->send_response_body(data);
+  if (encoder_) {
+    std::string& out = encoded_scratch();
+    if (!send_encoded(encoder_->write(data, out), out)) return;
+  } else {
+    sink_->send_response_body(data);
+  }
+  if (conn_ && sink_->output_congested()) conn_->pause_reading();
+}
+
+void ProxyExchange::on_upstream_read_end() {
+  if (phase_ != Phase::Streaming || !encoder_) return;
+  // The read is used up: what the codec holds goes out now, so a streamed
+  // response (events, progress) reaches the client as the upstream sends it.
+  std::string& out = encoded_scratch();
+  if (!send_encoded(encoder_->flush(out), out)) return;
   if (conn_ && sink_->output_congested()) conn_->pause_reading();
 }
 
@@ -227,6 +286,11 @@ void ProxyExchange::on_upstream_trailers(std::vector<Header>&& trailers) {
 
 void ProxyExchange::on_upstream_complete() {
   if (phase_ == Phase::Done) return;
+  if (encoder_) {
+    std::string& out = encoded_scratch();
+    if (!send_encoded(encoder_->finish(out), out)) return;
+    encoder_.reset();
+  }
   transition(phase_, Phase::Done);
   stats_.response_ms = ms_since(attempt_start_);
   if (conn_) {

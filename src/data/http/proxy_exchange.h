@@ -3,7 +3,11 @@
 // up and the response body down with backpressure on both sides, retries once
 // on a stale keepalive connection, and records what the access log reports.
 // One per HTTP/1.1 request or HTTP/2 stream; talks to its session
-// only through ExchangeSink.
+// only through ExchangeSink. With its route's compression on, it compresses
+// the response body on the way (data/http/response_compression.h): each
+// upstream body chunk is encoded as it arrives and the output flushed when
+// a read from the backend is parsed, so memory stays the codec's state and
+// backpressure acts on the compressed bytes as on any body.
 // Thread affinity: owning worker only.
 #pragma once
 
@@ -17,6 +21,7 @@
 #include "data/http/exchange_sink.h"
 #include "data/http/request_record.h"
 #include "data/upstream/upstream_pool.h"
+#include "message/content_encoder.h"
 #include "message/header_edit.h"
 #include "message/request.h"
 #include "util/loop_context.h"
@@ -60,8 +65,10 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   // retires the exchange before it goes; groups live as long as the worker).
   // `headers`: the route's request_headers rules shape the head sent up, its
   // response_headers rules the response head passed to the sink.
+  // `compression`: the route's (borrowed from the Generation's config,
+  // which outlives the exchange); null or no encodings: never compressed.
   ProxyExchange(uv_loop_t* loop, ExchangeSink* sink, upstream::UpstreamGroup* group, const RequestHead& head,
-                const ExchangeHeaders& headers = {});
+                const ExchangeHeaders& headers = {}, const config::Compression* compression = nullptr);
   ~ProxyExchange() override;
 
   // Cancels `exchange` (when set) and hands it to the loop's deferred
@@ -95,6 +102,10 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   void lose_replay();
   void fail(int status, std::string_view reason);
   void drop_connection();
+  // Passes the encoder's output `out` (if any) to the sink; `ok`: what the
+  // encoder call returned. False after a codec failure, which has cut the
+  // response short.
+  bool send_encoded(bool ok, const std::string& out);
   double ms_since(std::chrono::steady_clock::time_point t) const;
 
   // UpstreamConnection::Handler
@@ -103,6 +114,7 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   void on_upstream_body(std::string_view data) override;
   void on_upstream_trailers(std::vector<Header>&& trailers) override;
   void on_upstream_complete() override;
+  void on_upstream_read_end() override;
   void on_upstream_error(upstream::UpstreamFailure failure, Error error) override;
   void on_upstream_writable() override;
 
@@ -111,6 +123,9 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   upstream::UpstreamGroup* group_;
   const HeaderEdit* response_edit_ = nullptr;  // null: none
   HeaderVars vars_{};
+  const config::Compression* compression_ = nullptr;  // null: the route does not compress
+  std::optional<ContentCoding> accepted_;            // the coding the request accepts, if any
+  std::unique_ptr<ContentEncoder> encoder_;          // while compressing the response body
   const std::string method_;
   const bool chunked_request_;
   const bool idempotent_;

@@ -36,6 +36,9 @@ struct UpstreamStats {
   std::optional<double> connect_ms;
   std::optional<double> response_ms;
   std::optional<bool> connection_reused;
+  // The content coding tlsfront applied to the response body ("gzip",
+  // "br"; a static string), "" when the body went out as the upstream sent it.
+  std::string_view content_encoding;
 };
 
 struct RequestRecord {

@@ -234,7 +234,11 @@ void UpstreamConnection::on_read(ssize_t nread, const uv_buf_t* buf) {
     }
     return;
   }
-  if (err != HPE_OK) {
+  if (err == HPE_OK) {
+    if (handler_ && state_ != State::Closed && response_ == ResponsePhase::Reading) handler_->on_upstream_read_end();
+    return;
+  }
+  {
     if (state_ == State::Closed) return;  // a handler closed us from a callback
     fail(UpstreamFailure::InvalidResponse,
          make_error(Errc::Protocol, std::string("upstream sent an invalid response: ") + llhttp_errno_name(err) + " " +

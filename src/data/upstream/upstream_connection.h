@@ -47,6 +47,10 @@ class UpstreamConnection : public Deletable, public Flushable {
     // received (not yet validated); just before on_upstream_complete.
     virtual void on_upstream_trailers(std::vector<http::Header>&& trailers) {}
     virtual void on_upstream_complete() = 0;
+    // The bytes of one read from the backend are parsed and the response
+    // goes on (more of it is to come): what was held back for batching may
+    // go out now (a response compressor flushes here).
+    virtual void on_upstream_read_end() {}
     // `failure` says which; `error` carries the message: Errc::Timeout
     // (connect/read/send timeout), Errc::Upstream (refused, reset, closed
     // early), Errc::Protocol (malformed response).

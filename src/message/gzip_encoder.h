@@ -1,0 +1,51 @@
+// GzipEncoder: the gzip content coding (RFC 9110 §8.4.1.3, RFC 1952) with
+// zlib's deflate and its gzip wrapper, streamed (message/content_encoder.h
+// has the shape). flush() is Z_SYNC_FLUSH: the output so far ends on a byte
+// boundary and decodes completely (4-5 bytes of empty stored block each).
+//
+// Memory: deflate's state is (1 << (window_bits + 2)) + (1 << (mem_level +
+// 9)) bytes plus ~6 KiB — 256 KiB at zlib's defaults (15, 8). tlsfront
+// defaults to kWindowBits 15 and kMemLevel 8 as nginx's gzip_window /
+// gzip_hash do, and, also as nginx does, shrinks both for a body whose
+// length is known to be smaller than the window (a 4 KB JSON answer gets
+// an 8 KiB window and 70 KiB of state instead of 262 KiB): the window
+// cannot reach further back than the body anyway, so the output is the same. A
+// chunked body of unknown length gets the full 262 KiB; with HTTP/2's 128
+// streams per connection that is up to 33 MiB for one connection's
+// compressed responses in flight at once, freed as each response ends.
+// Thread affinity: one thread at a time.
+#pragma once
+
+#include <zlib.h>
+
+#include <memory>
+#include <optional>
+
+#include "message/content_encoder.h"
+
+namespace tlsfront::http {
+
+class GzipEncoder final : public ContentEncoder {
+ public:
+  static constexpr int kWindowBits = 15;  // 32 KiB window: deflate's largest
+  static constexpr int kMemLevel = 8;     // 128 KiB of hash chains: zlib's default
+
+  // `level` 1..9 (zlib's; 1 is nginx's gzip_comp_level default). Null when
+  // deflateInit2 fails (no memory).
+  static std::unique_ptr<GzipEncoder> create(int level, std::optional<uint64_t> size_hint,
+                                             int window_bits = kWindowBits, int mem_level = kMemLevel);
+  ~GzipEncoder() override;
+
+  bool write(std::string_view in, std::string& out) override;
+  bool flush(std::string& out) override;
+  bool finish(std::string& out) override;
+
+ private:
+  GzipEncoder() = default;
+  bool deflate_into(std::string_view in, int mode, std::string& out);
+
+  z_stream z_{};
+  bool initialized_ = false;
+};
+
+}  // namespace tlsfront::http
