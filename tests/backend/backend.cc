@@ -276,17 +276,17 @@ After finish(bool ok, const Responder& r) {
 bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 
 // /json/N: N bytes of tests/shared/json_body.h with Content-Length;
-// /json-chunked/N: the same, chunked; /json-pause/N/MS: chunked, N bytes,
-// then a pause of MS milliseconds, then N more (a streamed answer). The
-// request may say X-Backend-Status (default 200; 204 and 304 send no body),
-// X-Backend-Content-Type (default application/json, "" for none) and
+// /json-chunked/N: the same, chunked; /json-wait/N: chunked, N bytes, then,
+// once the file the request's X-Backend-Wait-File names exists (polled for
+// up to 10 s), N more (a streamed answer the test releases). The request
+// may say X-Backend-Status (default 200; 204 and 304 send no body),
+// X-Backend-Content-Type (default application/json, "none" for none) and
 // X-Backend-Header: "Name: value" (repeatable) for more response fields.
 After json(const Request& req, Responder& r, std::string_view kind, std::string_view arg) {
-  std::uint64_t n = 0, pause_ms = 0;
-  const bool pause = kind == "/json-pause/";
-  const std::size_t slash = arg.find('/');
-  if (!parse_number(arg.substr(0, pause ? slash : arg.size()), n) || n > (64u << 20) ||
-      (pause && (slash == std::string_view::npos || !parse_number(arg.substr(slash + 1), pause_ms)))) {
+  std::uint64_t n = 0;
+  const bool wait = kind == "/json-wait/";
+  const std::string* wait_file = req.header("X-Backend-Wait-File");
+  if (!parse_number(arg, n) || n > (64u << 20) || (wait && wait_file == nullptr)) {
     return finish(r.simple(400, "bad /json arguments\n"), r);
   }
   std::uint64_t status = 200;
@@ -304,14 +304,18 @@ After json(const Request& req, Responder& r, std::string_view kind, std::string_
   if (!chunked && status != 204) extra += "Content-Length: " + std::to_string(n) + "\r\n";
   if (chunked && !no_body) extra += "Transfer-Encoding: chunked\r\n";
   const std::string body = tlsfront::testdata::json_body(n);
-  bool ok = send_all(r.fd(), r.head(static_cast<int>(status), extra, false, type ? *type : "application/json"));
+  bool ok = send_all(r.fd(), r.head(static_cast<int>(status), extra, false,
+                                  !type ? "application/json" : *type == "none" ? "" : std::string_view(*type)));
   if (!ok || r.head_only()) return finish(ok, r);
   if (!chunked) return finish(send_all(r.fd(), body), r);
   for (std::size_t off = 0; ok && off < body.size(); off += kResponseChunkBytes) {
     ok = send_all(r.fd(), chunk(std::string_view(body).substr(off, kResponseChunkBytes)));
   }
-  if (ok && pause) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
+  if (ok && wait) {
+    struct stat st {};
+    for (int i = 0; i < 1000 && ::stat(wait_file->c_str(), &st) != 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
     ok = send_all(r.fd(), chunk(body));
   }
   return finish(ok && send_all(r.fd(), "0\r\n\r\n"), r);
@@ -380,7 +384,7 @@ After route(const Request& req, Responder& r) {
     return finish(r.simple(200, "hints\n"), r);
   }
   if (path == "/reset") return After::Reset;
-  for (std::string_view prefix : {"/json/", "/json-chunked/", "/json-pause/"}) {
+  for (std::string_view prefix : {"/json/", "/json-chunked/", "/json-wait/"}) {
     if (!starts_with(path, prefix)) continue;
     return json(req, r, prefix, path.substr(prefix.size()));
   }

@@ -168,6 +168,7 @@ void setup_easy(CURL* c, const HttpRequest& req, const std::string& url, curl_sl
   curl_easy_setopt(c, CURLOPT_HEADERDATA, &resp.headers);
   curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
   curl_easy_setopt(c, CURLOPT_USERAGENT, "tlsfront-itest/1");
+  curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, req.accept_encoding ? req.accept_encoding->c_str() : nullptr);
 }
 
 }  // namespace

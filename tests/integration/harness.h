@@ -133,6 +133,10 @@ struct HttpRequest {
   long expect_100_timeout_ms = 0;          // 0: curl's default
   bool no_body = false;                    // HEAD
   bool http2 = false;                      // ALPN h2 (CURL_HTTP_VERSION_2TLS), else HTTP/1.1 only
+  // CURLOPT_ACCEPT_ENCODING: libcurl sends it ("" = every coding it
+  // decodes) and decodes the body; nullopt: neither (an Accept-Encoding in
+  // `headers` then gets the body as sent).
+  std::optional<std::string> accept_encoding;
   milliseconds timeout{20'000};
 };
 

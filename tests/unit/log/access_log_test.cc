@@ -35,7 +35,7 @@ const std::vector<std::string> kKeyOrder = {
     "status", "response_complete", "bytes_sent", "bytes_received", "request_time_ms", "ssl_protocol", "ssl_cipher",
     "ssl_session_reused", "ssl_resumption", "tls_handshake_ms", "connection_id", "connection_requests",
     "stream_id", "upstream_addr", "upstream_error", "upstream_status", "upstream_connect_ms", "upstream_response_ms",
-    "upstream_connection_reused", "user_agent", "request_id"};
+    "upstream_connection_reused", "user_agent", "request_id", "content_encoding"};
 
 std::string json_string(std::string_view s) {
   std::string out;
@@ -84,6 +84,7 @@ AccessLogEntry full_entry() {
   e.upstream_connection_reused = false;
   e.user_agent = "curl/8.0";
   e.request_id = "0123456789abcdef0123456789abcdef";
+  e.content_encoding = "gzip";
   return e;
 }
 
@@ -110,7 +111,7 @@ TEST(AccessLogJsonLine, AllFieldsSet) {
             R"("upstream_error":"refused","upstream_status":502,)"
             R"("upstream_connect_ms":0.250,"upstream_response_ms":11.000,)"
             R"("upstream_connection_reused":false,"user_agent":"curl/8.0",)"
-            R"("request_id":"0123456789abcdef0123456789abcdef"})"
+            R"("request_id":"0123456789abcdef0123456789abcdef","content_encoding":"gzip"})"
             "\n");
   expect_valid_json_line(json_line(full_entry()));
 }
@@ -124,7 +125,7 @@ TEST(AccessLogJsonLine, DefaultsGiveNulls) {
             R"("ssl_cipher":"","ssl_session_reused":false,"ssl_resumption":"none","tls_handshake_ms":null,)"
             R"("connection_id":0,"connection_requests":0,"stream_id":null,"upstream_addr":null,"upstream_error":null,)"
             R"("upstream_status":null,"upstream_connect_ms":null,"upstream_response_ms":null,)"
-            R"("upstream_connection_reused":null,"user_agent":null,"request_id":null})"
+            R"("upstream_connection_reused":null,"user_agent":null,"request_id":null,"content_encoding":null})"
             "\n");
   expect_valid_json_line(json_line(e));
 }
@@ -394,7 +395,7 @@ TEST(AccessLogJsonLine, PythonJsonParsesLines) {
          "assert a['response_complete'] is True and d['response_complete'] is False\n"
          "assert all(d[k] is None for k in ['sni','alpn','tls_handshake_ms','upstream_addr','upstream_error',"
          "'upstream_status','upstream_connect_ms','upstream_response_ms',"
-         "'upstream_connection_reused','user_agent','request_id'])\n"
+         "'upstream_connection_reused','user_agent','request_id','content_encoding'])\n"
          "assert h['path'] == '/a\"b\\\\c\\n\\x01\\u00e9\\u20ac\\U0001d11e\\ufffd\\ufffd\\ufffd\\ufffd', "
          "repr(h['path'])\n"
          "assert h['user_agent'] == '\\x00\\x1f\\x7f\\ufffd\\ufffd', repr(h['user_agent'])\n";

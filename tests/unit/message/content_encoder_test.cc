@@ -4,57 +4,21 @@
 // through bounded state.
 #include "message/content_encoder.h"
 
-#include <brotli/decode.h>
 #include <gtest/gtest.h>
-#include <zlib.h>
 
 #include "message/brotli_encoder.h"
 #include "message/gzip_encoder.h"
+#include "shared/content_decoding.h"
 #include "shared/json_body.h"
 
 namespace tlsfront::http {
 namespace {
 
-// Decodes as much of `in` as it can: a truncated stream yields its decodable prefix.
-std::string gunzip(std::string_view in, bool* complete = nullptr) {
-  z_stream z{};
-  EXPECT_EQ(inflateInit2(&z, 16 + MAX_WBITS), Z_OK);
-  std::string out;
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
-  z.avail_in = static_cast<uInt>(in.size());
-  int rc = Z_OK;
-  char buf[16384];
-  do {
-    z.next_out = reinterpret_cast<Bytef*>(buf);
-    z.avail_out = sizeof buf;
-    rc = inflate(&z, Z_SYNC_FLUSH);
-    out.append(buf, sizeof buf - z.avail_out);
-  } while (rc == Z_OK && (z.avail_in > 0 || z.avail_out == 0));
-  if (complete) *complete = rc == Z_STREAM_END;
-  inflateEnd(&z);
-  return out;
-}
-
-std::string unbrotli(std::string_view in, bool* complete = nullptr) {
-  BrotliDecoderState* d = BrotliDecoderCreateInstance(nullptr, nullptr, nullptr);
-  std::string out;
-  size_t avail_in = in.size();
-  const auto* next_in = reinterpret_cast<const uint8_t*>(in.data());
-  BrotliDecoderResult rc;
-  do {
-    uint8_t buf[16384];
-    size_t avail_out = sizeof buf;
-    uint8_t* next_out = buf;
-    rc = BrotliDecoderDecompressStream(d, &avail_in, &next_in, &avail_out, &next_out, nullptr);
-    out.append(reinterpret_cast<char*>(buf), sizeof buf - avail_out);
-  } while (rc == BROTLI_DECODER_RESULT_NEEDS_MORE_OUTPUT);
-  if (complete) *complete = rc == BROTLI_DECODER_RESULT_SUCCESS;
-  BrotliDecoderDestroyInstance(d);
-  return out;
-}
+using testdata::gunzip;
+using testdata::unbrotli;
 
 std::string decode(ContentCoding c, std::string_view in, bool* complete = nullptr) {
-  return c == ContentCoding::Gzip ? gunzip(in, complete) : unbrotli(in, complete);
+  return testdata::decode_body(coding_name(c), in, complete);
 }
 
 class ContentEncoderTest : public ::testing::TestWithParam<ContentCoding> {};
