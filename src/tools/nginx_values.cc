@@ -104,14 +104,14 @@ std::string_view known_reason(std::string_view d) {
       {"charset", "no equivalent: no static files"},
       {"expires", "not carried over by import-nginx yet: write Cache-Control as response_headers (README Headers)"},
       {"etag", "no equivalent: no static files"},
-      {"gzip", "no equivalent yet: no compression"},
-      {"gzip_vary", "no equivalent yet: no compression"},
-      {"gzip_proxied", "no equivalent yet: no compression"},
-      {"gzip_comp_level", "no equivalent yet: no compression"},
-      {"gzip_buffers", "no equivalent yet: no compression"},
-      {"gzip_http_version", "no equivalent yet: no compression"},
-      {"gzip_types", "no equivalent yet: no compression"},
-      {"gzip_min_length", "no equivalent yet: no compression"},
+      {"gzip", "not carried over by import-nginx yet: write it as [compression] or a route's compress keys (README Compression)"},
+      {"gzip_vary", "not carried over by import-nginx yet: write it as [compression] or a route's compress keys (README Compression)"},
+      {"gzip_proxied", "not carried over: tlsfront compresses proxied requests too (nginx's gzip_proxied any)"},
+      {"gzip_comp_level", "not carried over by import-nginx yet: write it as [compression] or a route's compress keys (README Compression)"},
+      {"gzip_buffers", "not needed: compression streams; each response holds only its codec state"},
+      {"gzip_http_version", "not needed: tlsfront compresses for HTTP/1.0, 1.1 and 2 alike"},
+      {"gzip_types", "not carried over by import-nginx yet: write it as [compression] or a route's compress keys (README Compression)"},
+      {"gzip_min_length", "not carried over by import-nginx yet: write it as [compression] or a route's compress keys (README Compression)"},
       {"return", "no equivalent yet: no return"},
       {"rewrite", "no equivalent: no rewriting"},
       {"error_page", "no equivalent: tlsfront's error answers are its own"},
@@ -157,7 +157,7 @@ std::string_view known_reason(std::string_view d) {
   for (const auto& [name, why] : kReasons) {
     if (name == d) return why;
   }
-  if (d.starts_with("gzip_")) return "no equivalent yet: no compression";
+  if (d.starts_with("gzip_")) return "no equivalent: other gzip_ settings";
   if (d.starts_with("fastcgi_") || d.starts_with("uwsgi_") || d.starts_with("scgi_") || d.starts_with("grpc_")) {
     return "no equivalent: HTTP/1.1 upstreams only";
   }

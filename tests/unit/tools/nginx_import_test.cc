@@ -488,7 +488,7 @@ TEST(NginxImport, DebiansDefaultSiteHasNothingToCarryOver) {
             "debian/nginx.conf:33: ssl_protocols: not carried over: no imported server uses it (a TLS server overrides it, or there is none)\n"
             "debian/nginx.conf:34: ssl_prefer_server_ciphers: not carried over: no imported server uses it (a TLS server overrides it, or there is none)\n"
             "debian/nginx.conf:40: access_log: not carried over: no imported server uses it (a TLS server overrides it, or there is none)\n"
-            "debian/nginx.conf:46: gzip: no equivalent yet: no compression\n"
+            "debian/nginx.conf:46: gzip: not carried over by import-nginx yet: write it as [compression] or a route's compress keys (README Compression)\n"
             "debian/sites-enabled/default:21: server: not carried over: no TLS listen (listen ... ssl), and tlsfront has no "
             "plain-HTTP listener yet (its 7 directive(s) neither)\n"
             "debian/sites-enabled/default:22: listen: not carried over: plain HTTP (no ssl): tlsfront has no plain-HTTP listener yet\n"
