@@ -107,6 +107,8 @@ TEST(ExampleConfig, DocumentedDefaultsAreTheDefaults) {
   EXPECT_EQ(a.http2.max_header_list_size, b.http2.max_header_list_size);
   EXPECT_EQ(a.tls.hsts, b.tls.hsts);
   EXPECT_EQ(a.request_id_header, b.request_id_header);
+  EXPECT_EQ(a.compression, b.compression);
+  EXPECT_EQ(a.routes.at(0).compression, b.routes.at(0).compression);
   EXPECT_EQ(a.listeners[0].trust_request_id, b.listeners[0].trust_request_id);
   EXPECT_EQ(a.response_headers, b.response_headers);
   EXPECT_EQ(a.request_headers, b.request_headers);
