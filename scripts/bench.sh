@@ -29,6 +29,14 @@
 #                  new connection, full handshake, HTTP/1.1, unloaded (curl,
 #                  sequential, BENCH_TTFB_SAMPLES connections)
 #   h1_rps         HTTP/1.1 keepalive requests/s, 50 connections (wrk), p50/p99
+#   h1_gzip_rps    the same for a 20 KB JSON answer (tests/shared/json_body.h,
+#                  a static file of the backend) that the proxy compresses
+#                  with gzip level 1 for a client sending Accept-Encoding:
+#                  gzip: tlsfront's compress = ["gzip"]; nginx's gzip on,
+#                  gzip_comp_level 1, gzip_types application/json,
+#                  gzip_min_length 1024; HAProxy's compression algo gzip
+#                  (Debian's build has libslz, not zlib: no levels). Each
+#                  proxy's answer is checked to decode to the file first
 #   h2_rps         h2load -c 20 -m 10; n/a when the proxy does not negotiate h2
 #   full_hs        TLS 1.3 full handshakes/s: new connection + handshake + one
 #                  request + close (h2load --h1 -c B -n B batches: no session
@@ -45,7 +53,7 @@
 #
 # Output: tables on stdout, one JSON object per line in the results file
 # (build/bench/bench-<UTC time>.jsonl unless --out), and a last line
-#   ratios: h1_rps=… h2_rps=… full_hs=… resumed_hs=… ttfb_new_conn=… rss_idle=…
+#   ratios: h1_rps=… h1_gzip_rps=… h2_rps=… full_hs=… resumed_hs=… ttfb_new_conn=… rss_idle=…
 # = tlsfront / the best peer (per-core medians for rates; p50 medians for
 # ttfb; medians for rss; lower is better for the last two).
 #
@@ -69,11 +77,12 @@ idle_conns=${BENCH_IDLE_CONNS:-2000}
 ttfb_samples=${BENCH_TTFB_SAMPLES:-200}
 proxies=(tlsfront nginx haproxy)
 out=""
-tests=(rss_idle ttfb_new_conn h1_rps h2_rps full_hs resumed_hs)
+tests=(rss_idle ttfb_new_conn h1_rps h1_gzip_rps h2_rps full_hs resumed_hs)
 
 proxy_cpu=0
 load_cpu=1
 body_bytes=64
+json_bytes=20480      # h1_gzip_rps: the JSON answer's size
 upstream_keepalive=1024
 ciphers="ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305"
 ciphersuites="TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
@@ -166,10 +175,12 @@ check_tools() {
 
 build_tlsfront() {
   tlsfront_bin=${TLSFRONT_BIN:-$repo/build/tlsfront}
-  if [[ -z ${TLSFRONT_BIN:-} ]]; then
+  # tlsfront_compress_bench writes h1_gzip_rps's JSON body.
+  json_tool=$repo/build/tests/tlsfront_compress_bench
+  if [[ -z ${TLSFRONT_BIN:-} || ! -x $json_tool ]]; then
     say "bench: building tlsfront (Release) in build/"
     cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-    cmake --build build --target tlsfront >/dev/null
+    cmake --build build --target tlsfront tlsfront_compress_bench >/dev/null
   fi
   [[ -x $tlsfront_bin ]] || die "$tlsfront_bin is not executable"
   tlsfront_b_bin=${TLSFRONT_B_BIN:-}
@@ -199,6 +210,7 @@ write_backend_conf() {
   local body
   body=$(printf 'tlsfront bench backend %*s' $((body_bytes - 24)) '' | tr ' ' '.')
   mkdir -p "$tmp/backend"
+  "$json_tool" --write "$tmp/backend/bench.json" --bytes "$json_bytes" || die "cannot write the JSON body"
   cat >"$tmp/backend/nginx.conf" <<EOF
 $(nginx_common_main "$tmp/backend")
 events { worker_connections 8192; }
@@ -210,6 +222,7 @@ $(nginx_temp_paths "$tmp/backend")
   server {
     listen 127.0.0.1:$backend_port backlog=4096;
     location / { default_type text/plain; return 200 "$body"; }
+    location = /bench.json { root $tmp/backend; default_type application/json; }
     location = /bench-status { stub_status; }
   }
 }
@@ -263,6 +276,11 @@ keepalive = $upstream_keepalive
 keepalive_timeout = "60s"
 keepalive_requests = 1000000000
 [[route]]
+path_exact = "/bench.json"
+upstream = "backend"
+compress = ["gzip"]
+compress_level = { gzip = 1 }
+[[route]]
 path_prefix = "/"
 upstream = "backend"
 [log]
@@ -272,6 +290,18 @@ level = "warn"
 keepalive = "75s"
 [admin]
 enabled = false  # two tlsfront builds side by side (tlsfront_b) would race for 127.0.0.1:9901
+EOF
+}
+
+nginx_proxy_pass() {
+  cat <<EOF
+      proxy_pass http://backend;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host \$host;
+      proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;
+      proxy_set_header X-Real-IP \$remote_addr;
+      proxy_set_header X-Forwarded-Proto https;
 EOF
 }
 
@@ -308,13 +338,15 @@ $(nginx_temp_paths "$dir")
     keepalive_requests 1000000000;
     access_log $dir/access.log bench buffer=64k flush=1s;
     location / {
-      proxy_pass http://backend;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_set_header Host \$host;
-      proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;
-      proxy_set_header X-Real-IP \$remote_addr;
-      proxy_set_header X-Forwarded-Proto https;
+$(nginx_proxy_pass)
+    }
+    location = /bench.json {
+$(nginx_proxy_pass)
+      gzip on;
+      gzip_comp_level 1;
+      gzip_types application/json;
+      gzip_min_length 1024;
+      gzip_vary on;
     }
   }
 }
@@ -353,8 +385,13 @@ frontend fe
   option forwardfor
   http-request set-header X-Real-IP %[src]
   http-request set-header X-Forwarded-Proto https
+  use_backend be_json if { path /bench.json }
   default_backend be
 backend be
+  server b1 127.0.0.1:$backend_port pool-max-conn $upstream_keepalive pool-purge-delay 60s
+backend be_json
+  compression algo gzip
+  compression type application/json
   server b1 127.0.0.1:$backend_port pool-max-conn $upstream_keepalive pool-purge-delay 60s
 EOF
 }
@@ -538,9 +575,11 @@ per_core() { awk -v n="$1" -v c="${m[cpu_s]}" 'BEGIN { if (c > 0) printf "%.0f",
 
 url_of() { echo "https://127.0.0.1:${port[$1]}/"; }
 
-run_h1_rps() {
-  local name=$1 o=$tmp/out.wrk
-  with_cpu "$name" on_load_cpu $((duration + 20)) wrk -t1 -c50 -d"${duration}s" --timeout 5s --latency "$(url_of "$name")" >"$o" 2>&1 \
+# wrk_test NAME URL [WRK ARGS...]: HTTP/1.1 keepalive requests/s to URL.
+wrk_test() {
+  local name=$1 url=$2 o=$tmp/out.wrk
+  shift 2
+  with_cpu "$name" on_load_cpu $((duration + 20)) wrk -t1 -c50 -d"${duration}s" --timeout 5s --latency "$@" "$url" >"$o" 2>&1 \
     || { m[error]="wrk failed: $(tail -n 2 "$o" | tr '\n' ' ')"; return; }
   m[rate]=$(awk '/^Requests\/sec:/ {printf "%.0f", $2}' "$o")
   m[p50_ms]=$(to_ms "$(awk '$1 == "50%" {print $2}' "$o")")
@@ -548,6 +587,20 @@ run_h1_rps() {
   m[count]=$(awk '/requests in/ {print $1}' "$o")
   m[errors]=$(awk '/Non-2xx/ {n += $NF} /Socket errors/ {gsub(",", ""); n += $4 + $6 + $8 + $10} END {print n + 0}' "$o")
   m[per_core]=$(per_core "${m[count]}")
+}
+
+run_h1_rps() { wrk_test "$1" "$(url_of "$1")"; }
+
+run_h1_gzip_rps() {
+  local name=$1 url head
+  url="$(url_of "$name")bench.json"
+  # The proxy must compress, and the answer decode to the backend's file.
+  head=$(curl -sk --http1.1 -H 'Accept-Encoding: gzip' -D - -o "$tmp/out.gz" -m 5 "$url") \
+    || { m[error]="curl failed"; return; }
+  grep -qi '^content-encoding: gzip' <<<"$head" || { m[error]="not compressed: $(head -n 1 <<<"$head")"; return; }
+  gzip -dc "$tmp/out.gz" | cmp -s - "$tmp/backend/bench.json" || { m[error]="the gzip answer does not decode to the file"; return; }
+  m[compressed_bytes]=$(stat -c %s "$tmp/out.gz")
+  wrk_test "$name" "$url" -H 'Accept-Encoding: gzip'
 }
 
 # negotiates_h2 NAME: true when the proxy picks h2 by ALPN.
@@ -866,6 +919,6 @@ printf 'handshake costs the server 1 sign + 2 X25519 => %s handshakes/s per core
 printf 'results: %s; benchmark %ss, whole script %ss\n' "$out" \
   "$(awk -v a="$t_start" -v b="$(now)" 'BEGIN { printf "%.0f", b - a }')" "$SECONDS"
 line="ratios:"
-for t in h1_rps h2_rps full_hs resumed_hs ttfb_new_conn rss_idle; do line+=" $t=$(ratio "$t")"; done
+for t in h1_rps h1_gzip_rps h2_rps full_hs resumed_hs ttfb_new_conn rss_idle; do line+=" $t=$(ratio "$t")"; done
 printf '{"kind":"ratios","line":"%s"}\n' "$line" >>"$out"
 echo "$line"

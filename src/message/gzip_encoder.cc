@@ -1,12 +1,21 @@
 #include "message/gzip_encoder.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 namespace tlsfront::http {
 namespace {
 // zlib's smallest window for the gzip wrapper (windowBits 8 becomes 9).
 constexpr int kMinWindowBits = 9;
 constexpr size_t kMinOutputStep = 4096;
+constexpr size_t kAlign = 16;
+// deflate's blocks for window_bits and mem_level (zlib's deflate.c: the
+// window and prev, 2 << window_bits each; head, 2 << (mem_level + 7); the
+// pending buffer, 4 << (mem_level + 6)) plus its state struct (under 6 KiB
+// in zlib 1.2.13; 8 KiB here, as nginx reserves) and their alignment.
+size_t deflate_bytes(int window_bits, int mem_level) {
+  return (size_t{1} << (window_bits + 2)) + (size_t{1} << (mem_level + 9)) + 8192 + 5 * kAlign;
+}
 }  // namespace
 
 std::unique_ptr<GzipEncoder> GzipEncoder::create(int level, std::optional<uint64_t> size_hint, int window_bits,
@@ -21,11 +30,15 @@ std::unique_ptr<GzipEncoder> GzipEncoder::create(int level, std::optional<uint64
     }
   }
   std::unique_ptr<GzipEncoder> e(new GzipEncoder());
+  e->arena_size_ = deflate_bytes(window_bits, mem_level);
+  e->arena_ = static_cast<unsigned char*>(std::malloc(e->arena_size_));
+  if (e->arena_ == nullptr) return nullptr;
+  e->state_bytes_ = e->arena_size_;
   e->z_.opaque = e.get();
   e->z_.zalloc = [](voidpf opaque, uInt items, uInt size) -> voidpf {
-    return counted_alloc(static_cast<GzipEncoder*>(opaque)->state_bytes_, size_t{items} * size);
+    return static_cast<GzipEncoder*>(opaque)->zalloc(size_t{items} * size);
   };
-  e->z_.zfree = [](voidpf opaque, voidpf p) { counted_free(static_cast<GzipEncoder*>(opaque)->state_bytes_, p); };
+  e->z_.zfree = [](voidpf opaque, voidpf p) { static_cast<GzipEncoder*>(opaque)->zfree(p); };
   // 16 + window bits: the gzip wrapper (header and CRC-32 trailer), not zlib's.
   if (deflateInit2(&e->z_, level, Z_DEFLATED, 16 + window_bits, mem_level, Z_DEFAULT_STRATEGY) != Z_OK) {
     return nullptr;
@@ -36,6 +49,23 @@ std::unique_ptr<GzipEncoder> GzipEncoder::create(int level, std::optional<uint64
 
 GzipEncoder::~GzipEncoder() {
   if (initialized_) deflateEnd(&z_);
+  std::free(arena_);
+}
+
+void* GzipEncoder::zalloc(size_t bytes) {
+  const size_t rounded = (bytes + kAlign - 1) / kAlign * kAlign;
+  if (arena_size_ - arena_used_ >= rounded) {
+    void* p = arena_ + arena_used_;
+    arena_used_ += rounded;
+    return p;
+  }
+  return counted_alloc(state_bytes_, bytes);
+}
+
+void GzipEncoder::zfree(void* p) {
+  // Blocks of the arena go with it.
+  if (p >= arena_ && p < arena_ + arena_size_) return;
+  counted_free(state_bytes_, p);
 }
 
 bool GzipEncoder::deflate_into(std::string_view in, int mode, std::string& out) {

@@ -7,6 +7,7 @@
 // (thread CPU time, best of --rounds), and the codec state's peak bytes.
 //
 //   tlsfront_compress_bench [--bytes N] [--iterations N] [--rounds N]
+//   tlsfront_compress_bench --write FILE [--bytes N]   writes the body to FILE (scripts/bench.sh)
 #include <time.h>
 
 #include <cstdio>
@@ -62,12 +63,20 @@ void measure(const char* label, const std::string& body, int iterations, int rou
 int main(int argc, char** argv) {
   size_t bytes = 20 * 1024;
   int iterations = 2000, rounds = 5;
+  const char* write_to = nullptr;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--bytes")) bytes = std::strtoull(argv[i + 1], nullptr, 10);
+    else if (!std::strcmp(argv[i], "--write")) write_to = argv[i + 1];
     else if (!std::strcmp(argv[i], "--iterations")) iterations = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--rounds")) rounds = std::atoi(argv[i + 1]);
   }
   const std::string body = tlsfront::testdata::json_body(bytes);
+  if (write_to != nullptr) {
+    std::FILE* f = std::fopen(write_to, "wb");
+    const bool ok = f != nullptr && std::fwrite(body.data(), 1, body.size(), f) == body.size();
+    if (f != nullptr && std::fclose(f) != 0) return 1;
+    return ok ? 0 : 1;
+  }
   std::printf("body: %zu bytes of JSON; %d bodies per round, best of %d rounds\n", body.size(), iterations, rounds);
   using tlsfront::http::BrotliEncoder;
   using tlsfront::http::GzipEncoder;
