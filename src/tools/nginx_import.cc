@@ -657,6 +657,7 @@ Result<Imported> import(const std::vector<Directive>& tree, const std::string& b
       im.globals();
       im.certificates();
       import_proxy(*im.http(), im.servers(), im.default_server(), m, ledger);
+      import_headers(*im.http(), im.servers()[im.default_server()], m, ledger);
       if (m.listens.empty()) missing = "no usable TLS listen address";
       else if (m.certs.empty()) missing = "no usable certificate (ssl_certificate + ssl_certificate_key)";
       else if (m.routes.empty()) missing = "no location with a usable proxy_pass in a TLS server";
