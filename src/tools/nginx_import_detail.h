@@ -115,6 +115,7 @@ std::string origin(const Directive& d);
 // `path` absolute: relative ones against `base_dir`, normalized.
 std::string absolute(const std::string& base_dir, const std::string& path);
 bool has_variable(const std::string& s);
+bool one_path(const Directive& d);  // one non-empty file name without variables
 
 struct Server {
   const Directive* block = nullptr;
@@ -123,6 +124,12 @@ struct Server {
   bool is_default = false;
   std::vector<std::string> exact_names, wildcard_names;  // for routes and [[certificate]] names
 };
+
+// Certificates (nginx_import_certificates.cc): the ssl_certificate and
+// ssl_certificate_key pairs of the TLS `servers`, one Model::Cert per
+// distinct pair (the names of every server using it), relative paths against
+// `base_dir`, with each server's ssl_stapling* settings.
+void import_certificates(const std::vector<Server>& servers, const std::string& base_dir, Model& m, Ledger& ledger);
 
 // Upstreams and routes (nginx_import_proxy.cc): the upstream blocks of
 // `http`, the proxy_pass locations of `servers`. `def` is the default server.
