@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace re2 {
@@ -216,6 +217,17 @@ struct HeaderRules {
   bool inherit = true;   // in a [[route]]: the defaults apply first (false: only this route's)
   bool operator==(const HeaderRules&) const = default;
 };
+
+// Which message a header rule edits: the request to the upstream or the
+// response to the client.
+enum class HeaderDirection { Request, Response };
+
+// Why a set/add/remove rule may not name `name` (any case), or "" when it
+// may: not a token (RFC 9110 §5.6.2), an HTTP/2 pseudo-header, a hop-by-hop
+// or framing header, Host in a response, Expect in a request. The check
+// response_headers and request_headers get at load (config/parse_headers.cc),
+// for code that writes rules (import-nginx).
+std::string header_name_problem(std::string_view name, HeaderDirection direction);
 
 // Response compression (README "Compression"): top-level [compression] is
 // the default of every route; a [[route]]'s compress, compress_types,

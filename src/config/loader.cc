@@ -72,12 +72,12 @@ Result<Config> parse_document(std::string_view toml, const ParseContext& ctx) {
     return s.take_error();
   }
   if (Status s = detail::parse_compression(root, config.compression, config.routes); !s.ok()) return s.take_error();
-  if (Status s = detail::parse_header_rules(root, "response_headers", detail::HeaderDirection::Response, false,
+  if (Status s = detail::parse_header_rules(root, "response_headers", HeaderDirection::Response, false,
                                             config.response_headers);
       !s.ok()) {
     return s.take_error();
   }
-  if (Status s = detail::parse_header_rules(root, "request_headers", detail::HeaderDirection::Request, false,
+  if (Status s = detail::parse_header_rules(root, "request_headers", HeaderDirection::Request, false,
                                             config.request_headers);
       !s.ok()) {
     return s.take_error();

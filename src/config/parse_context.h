@@ -159,7 +159,6 @@ Error missing_table(const ParseContext& ctx, std::string_view key, bool array_of
 // parse_headers.cc: the table `key` of `parent` (response_headers or
 // request_headers; `in_route`: a [[route]]'s, which may say inherit), its
 // tls.hsts value, and the top-level request_id_header.
-enum class HeaderDirection { Request, Response };
 // RFC 9110 §5.6.2 tchar (header names, methods).
 bool is_tchar(unsigned char c);
 

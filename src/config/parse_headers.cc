@@ -55,17 +55,7 @@ std::string_view forbidden_reason(std::string_view name, HeaderDirection directi
 // A field name as a config key: a token, and one tlsfront lets a rule touch.
 Status check_name(const ParseContext& ctx, const toml::source_region& where, const std::string& path,
                   std::string_view name, HeaderDirection direction) {
-  if (name.empty()) return ctx.error(where, path, "empty header name");
-  std::string lower_name = lowercase(name);
-  if (std::string_view why = forbidden_reason(lower_name, direction); !why.empty()) {
-    return ctx.error(where, path, "header " + quote(name) + " cannot be set, added or removed: " + std::string(why));
-  }
-  for (unsigned char c : name) {
-    if (!is_tchar(c)) {
-      return ctx.error(where, path, "invalid header name " + quote(name) +
-                                        " (a token: letters, digits and !#$%&'*+-.^_`|~ only, RFC 9110 §5.6.2)");
-    }
-  }
+  if (std::string why = header_name_problem(name, direction); !why.empty()) return ctx.error(where, path, why);
   return {};
 }
 
@@ -198,6 +188,28 @@ Status parse_remove(const TableReader& rules, HeaderDirection direction, std::ve
 }
 
 }  // namespace
+
+}  // namespace tlsfront::config::detail
+
+namespace tlsfront::config {
+
+std::string header_name_problem(std::string_view name, HeaderDirection direction) {
+  if (name.empty()) return "empty header name";
+  if (std::string_view why = detail::forbidden_reason(detail::lowercase(name), direction); !why.empty()) {
+    return "header " + quote(name) + " cannot be set, added or removed: " + std::string(why);
+  }
+  for (unsigned char c : name) {
+    if (!detail::is_tchar(c)) {
+      return "invalid header name " + quote(name) +
+             " (a token: letters, digits and !#$%&'*+-.^_`|~ only, RFC 9110 §5.6.2)";
+    }
+  }
+  return {};
+}
+
+}  // namespace tlsfront::config
+
+namespace tlsfront::config::detail {
 
 Status parse_header_rules(const TableReader& parent, std::string_view key, HeaderDirection direction, bool in_route,
                           HeaderRules& out) {

@@ -19,9 +19,6 @@ using namespace detail;
 
 std::string quoted_duration(config::Millis ms) { return toml_string(config::format_duration(ms)); }
 
-// One non-empty file name without variables.
-bool one_path(const Directive& d) { return d.args.size() == 1 && !d.args[0].empty() && !has_variable(d.args[0]); }
-
 // A TOML file is UTF-8: a carried-over directive whose words are not is an
 // error at its place (nginx takes any bytes).
 Status check_utf8(const std::vector<Directive>& v, const Ledger& l) {
@@ -57,7 +54,6 @@ class Importer {
   bool any_tls() const { return def_ != SIZE_MAX; }
   void servers_of(const Directive& http);
   void globals();
-  void certificates();
 
  private:
   void listen(Server& s, const Directive& d, bool ssl_on, bool http2_on);
@@ -66,7 +62,6 @@ class Importer {
   // servers' different values are listed.
   template <typename F>
   void global(const std::string& name, F apply);
-  void ocsp(const Server& s, Keys& out);
   void access_log(const std::vector<const Directive*>& v);
   void log_format(const std::string& name);
 
@@ -545,92 +540,6 @@ void Importer::log_format(const std::string& name) {
   }
 }
 
-void Importer::ocsp(const Server& s, Keys& out) {
-  const Directive* st = effective_one(s.chain, "ssl_stapling");
-  bool on = st && st->args == std::vector<std::string>{"on"};
-  if (st) l_.carry(*st);
-  out.push_back({"stapling", on ? "true" : "false", st ? origin(*st) : "nginx's default (ssl_stapling off)"});
-  const Directive* file = effective_one(s.chain, "ssl_stapling_file");
-  const Directive* responder = effective_one(s.chain, "ssl_stapling_responder");
-  const Directive* verify = effective_one(s.chain, "ssl_stapling_verify");
-  if (verify) {
-    l_.note(*verify, verify->args == std::vector<std::string>{"on"}
-                         ? "not needed: tlsfront always verifies a response before stapling it"
-                         : "no equivalent: tlsfront always verifies a response before stapling it");
-  }
-  if (!on) {
-    for (const Directive* d : {file, responder}) {
-      if (d) l_.note(*d, "not needed: ssl_stapling is off");
-    }
-    return;
-  }
-  if (file && one_path(*file)) {
-    out.push_back({"response_file", toml_string(absolute(base_, file->args[0])), origin(*file)});
-    l_.carry(*file);
-    if (responder) l_.note(*responder, "not needed: ssl_stapling_file is used instead, never fetched");
-  } else if (responder && responder->args.size() == 1) {
-    const std::string& url = responder->args[0];
-    if (!url.starts_with("http://") || url.size() == 7 ||
-        std::any_of(url.begin(), url.end(), [](char c) { return static_cast<unsigned char>(c) <= 0x20 || c == 0x7f; })) {
-      l_.note(*responder, "not carried over: an http:// URL");
-    } else {
-      out.push_back({"responder", toml_string(responder->args[0]), origin(*responder)});
-      l_.carry(*responder);
-    }
-  }
-}
-
-void Importer::certificates() {
-  for (const Server& s : servers_) {
-    if (!s.tls) continue;
-    auto certs = effective(s.chain, "ssl_certificate");
-    auto keys = effective(s.chain, "ssl_certificate_key");
-    if (certs.empty()) {
-      l_.note(*s.block, "not carried over: a TLS server without ssl_certificate (nginx refuses its handshakes)");
-      continue;
-    }
-    Keys ocsp;
-    this->ocsp(s, ocsp);
-    std::vector<std::string> names = s.exact_names;
-    for (const auto& w : s.wildcard_names) names.push_back(w);
-    // [[certificate]] names are DNS names: no IP addresses.
-    names.erase(std::remove_if(names.begin(), names.end(),
-                               [](const std::string& n) {
-                                 return n.find_first_not_of("0123456789.") == std::string::npos || n.find(':') != std::string::npos;
-                               }),
-                names.end());
-    for (size_t i = 0; i < certs.size(); ++i) {
-      const Directive& c = *certs[i];
-      if (i >= keys.size()) {
-        l_.note(c, "not carried over: no ssl_certificate_key for it");
-        continue;
-      }
-      const Directive& k = *keys[i];
-      if (!one_path(c) || !one_path(k)) {
-        l_.note(c, "not carried over: one file name without variables");
-        continue;
-      }
-      if (c.args[0].starts_with("data:") || k.args[0].starts_with("data:") || k.args[0].starts_with("engine:")) {
-        l_.note(c, "not carried over: data: and engine: values have no equivalent (PEM files only)");
-        continue;
-      }
-      l_.carry(c);
-      l_.carry(k);
-      std::string cert = absolute(base_, c.args[0]), key = absolute(base_, k.args[0]);
-      auto same = std::find_if(m_.certs.begin(), m_.certs.end(), [&](const auto& x) { return x.cert == cert && x.key == key; });
-      if (same != m_.certs.end()) {  // one certificate for several servers: one table with all their names
-        for (const auto& n : names) {
-          if (std::find(same->names.begin(), same->names.end(), n) == same->names.end()) same->names.push_back(n);
-        }
-        same->is_default = same->is_default || (s.is_default && i == 0);
-        continue;
-      }
-      m_.certs.push_back({cert, key, names, s.is_default && i == 0, ocsp, origin(k)});
-    }
-    for (size_t i = certs.size(); i < keys.size(); ++i) l_.note(*keys[i], "not carried over: no ssl_certificate for it");
-  }
-}
-
 }  // namespace
 
 Result<Imported> import(const std::vector<Directive>& tree, const std::string& base_dir, const std::string& source,
@@ -655,8 +564,9 @@ Result<Imported> import(const std::vector<Directive>& tree, const std::string& b
       missing = "no server with a TLS listen (listen ... ssl)";
     } else {
       im.globals();
-      im.certificates();
+      import_certificates(im.servers(), base_dir, m, ledger);
       import_proxy(*im.http(), im.servers(), im.default_server(), m, ledger);
+      import_headers(*im.http(), im.servers()[im.default_server()], m, ledger);
       if (m.listens.empty()) missing = "no usable TLS listen address";
       else if (m.certs.empty()) missing = "no usable certificate (ssl_certificate + ssl_certificate_key)";
       else if (m.routes.empty()) missing = "no location with a usable proxy_pass in a TLS server";

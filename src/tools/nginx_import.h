@@ -16,11 +16,20 @@
 //     server (the first with `default_server`, else the first TLS server), as
 //     nginx applies them there (http-level values inherited); another
 //     server's different value is listed.
-//   - `location` (prefix or `^~`) with `proxy_pass` becomes a [[route]]:
-//     nginx picks the longest matching prefix, tlsfront the first in file
-//     order, so routes are written longest prefix first; the default server's
-//     routes match any host and come last, another server's match each of its
-//     exact server names. Exact (`=`) and regex locations are listed.
+//   - `location` with `proxy_pass` becomes a [[route]]: `=` path_exact,
+//     prefix and `^~` path_prefix, `~` / `~*` path_regex (RE2 over the whole
+//     path: ".*" added where the PCRE pattern is not anchored, "(?i)" for
+//     `~*`; what RE2 cannot compile is listed). nginx tries exact, then the
+//     longest prefix, then regexes unless that prefix is `^~`; tlsfront the
+//     first in file order, so routes are written exact, `^~` (longest first),
+//     regex (file order), other prefixes (longest first), and a prefix that a
+//     shorter `^~` one now takes is listed. The default server's routes match
+//     any host and come last, another server's match each of its exact
+//     server names.
+//   - add_header, proxy_hide_header and proxy_set_header become header rules
+//     (import_headers in tools/nginx_import_detail.h), with nginx's
+//     inheritance reproduced and its trap (a block with its own drops the
+//     outer ones) reported where it bites.
 //   - proxy_pass names an `upstream` block (servers, keepalive,
 //     keepalive_timeout, keepalive_requests, fail_timeout) or an address; the
 //     location's proxy_connect/read/send_timeout (nginx defaults when unset:

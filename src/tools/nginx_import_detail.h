@@ -20,6 +20,9 @@ struct Key {
 };
 using Keys = std::vector<Key>;
 
+// The block chain of a context, innermost first: {location, server, http}.
+using Chain = std::vector<const Directive*>;
+
 struct Model {
   Keys root;  // workers
   struct Listen {
@@ -44,10 +47,18 @@ struct Model {
     std::string origin;
   };
   std::vector<Upstream> upstreams;
+  // How a route's path is matched (path_prefix, path_exact, path_regex), in
+  // the order nginx tries location kinds: exact, then a `^~` prefix, then
+  // regular expressions, then the other prefixes.
+  enum class Match { Exact, StopPrefix, Regex, Prefix };
   struct Route {
-    std::string host, prefix, upstream, origin;
+    std::string host, path, upstream, origin;
+    Match match = Match::Prefix;
+    Chain chain;    // the location's blocks (for the header directives that apply)
+    Keys headers;   // response_headers = {...}, request_headers = {...}: inline tables
   };
   std::vector<Route> routes;
+  Keys response_headers, request_headers;  // [response_headers], [request_headers]: the defaults
   Keys log, limits, timeouts, http2;
 };
 
@@ -92,9 +103,6 @@ class Ledger {
 // or two that set one key): then `d` gets a note and it is false.
 bool put(Keys& ks, Key k, const Directive& d, Ledger& l);
 
-// The block chain of a context, innermost first: {location, server, http}.
-using Chain = std::vector<const Directive*>;
-
 // The directives named `name` that apply in `chain`: those of the innermost
 // block that has any (nginx's inheritance of array and scalar directives).
 std::vector<const Directive*> effective(const Chain& chain, const std::string& name);
@@ -107,6 +115,7 @@ std::string origin(const Directive& d);
 // `path` absolute: relative ones against `base_dir`, normalized.
 std::string absolute(const std::string& base_dir, const std::string& path);
 bool has_variable(const std::string& s);
+bool one_path(const Directive& d);  // one non-empty file name without variables
 
 struct Server {
   const Directive* block = nullptr;
@@ -116,9 +125,26 @@ struct Server {
   std::vector<std::string> exact_names, wildcard_names;  // for routes and [[certificate]] names
 };
 
+// Certificates (nginx_import_certificates.cc): the ssl_certificate and
+// ssl_certificate_key pairs of the TLS `servers`, one Model::Cert per
+// distinct pair (the names of every server using it), relative paths against
+// `base_dir`, with each server's ssl_stapling* settings.
+void import_certificates(const std::vector<Server>& servers, const std::string& base_dir, Model& m, Ledger& ledger);
+
 // Upstreams and routes (nginx_import_proxy.cc): the upstream blocks of
 // `http`, the proxy_pass locations of `servers`. `def` is the default server.
 void import_proxy(const Directive& http, const std::vector<Server>& servers, size_t def, Model& m, Ledger& ledger);
+
+// Header rules (nginx_import_headers.cc): add_header, proxy_hide_header and
+// proxy_set_header as nginx applies them to each imported route (per
+// directive name, those of the innermost block that has any), written as the
+// defaults ([response_headers], [request_headers]: what the default server's
+// own level applies, which also reaches tlsfront's own answers) and, on a
+// route where nginx applies others, as that route's rules with
+// inherit = false. An `add_header Strict-Transport-Security ... always`
+// that every route gets becomes [tls] hsts. Runs after import_proxy; then
+// lists the header directives of `http` that no route gets.
+void import_headers(const Directive& http, const Server& default_server, Model& m, Ledger& ledger);
 
 // The TOML text of `m` (nginx_render.cc).
 std::string render(const Model& m, const std::string& source, size_t not_carried);

@@ -1,11 +1,12 @@
-// import-nginx: upstream blocks → [[upstream]], prefix locations with
-// proxy_pass → [[route]] (tools/nginx_import.h has the rules).
+// import-nginx: upstream blocks → [[upstream]], locations with proxy_pass →
+// [[route]] (tools/nginx_import.h has the rules).
 #include <algorithm>
 #include <cstring>
 #include <map>
 #include <set>
 
 #include <fmt/format.h>
+#include <re2/re2.h>
 
 #include "config/units.h"
 #include "tools/nginx_import_detail.h"
@@ -50,7 +51,6 @@ class ProxyImporter {
   ProxyImporter(Model& m, Ledger& l) : m_(m), l_(l) {}
 
   void upstream(const Directive& d);
-  void headers(const Directive& block);
   void locations(const Server& s, const Directive& block, const Chain& outer, std::vector<Model::Route>& out);
 
  private:
@@ -162,39 +162,6 @@ void ProxyImporter::upstream(const Directive& d) {
   blocks_[u.name] = std::move(u);
 }
 
-void ProxyImporter::headers(const Directive& block) {
-  for (const Directive& d : block.children) {
-    if (d.block && (d.name == "server" || d.name == "location") && !l_.was_examined(d)) continue;  // not imported: listed as a whole
-    if (d.block) headers(d);
-    if (d.name == "proxy_http_version") {
-      l_.note(d, d.args == std::vector<std::string>{"1.1"} ? "not needed: HTTP/1.1 is the only mode to upstreams"
-                                                         : "no equivalent: tlsfront speaks HTTP/1.1 to upstreams");
-    } else if (d.name == "proxy_set_header" && d.args.size() == 2) {
-      std::string h = d.args[0];
-      std::transform(h.begin(), h.end(), h.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-      const std::string& v = d.args[1];
-      if (h == "connection" && (v.empty() || v == "keep-alive")) {
-        l_.note(d, "not needed: tlsfront removes the client's Connection and keeps upstream connections alive");
-      } else if (h == "host" && (v == "$host" || v == "$http_host")) {
-        l_.note(d, "not needed: Host is forwarded as the client sent it");
-      } else if (h == "x-forwarded-for" && v == "$proxy_add_x_forwarded_for") {
-        l_.note(d, "not needed: tlsfront appends the client address to X-Forwarded-For");
-      } else if (h == "x-real-ip" && v == "$remote_addr") {
-        l_.note(d, "not needed: tlsfront adds X-Real-IP");
-      } else if (h == "x-forwarded-proto" && (v == "$scheme" || v == "https")) {
-        l_.note(d, "not needed: tlsfront adds X-Forwarded-Proto: https");
-      } else {
-        std::string uses = has_variable(v) ? " (the value uses variables: " + v + ")" : "";
-        l_.note(d, "not carried over by import-nginx yet: write it as request_headers (README Headers)" + uses);
-      }
-    } else if (d.name == "add_header") {
-      bool hsts = !d.args.empty() && (d.args[0] == "Strict-Transport-Security" || d.args[0] == "strict-transport-security");
-      l_.note(d, std::string("not carried over by import-nginx yet: write it as ") +
-                     (hsts ? "[tls] hsts" : "response_headers (always = true for nginx's always)") + " (README Headers)");
-    }
-  }
-}
-
 std::string ProxyImporter::variant(const UpstreamBlock& u, const Chain& chain) {
   struct T {
     const char* directive;
@@ -288,6 +255,28 @@ std::string ProxyImporter::route_upstream(const Directive& pass, const Chain& ch
   return variant(*u, chain);
 }
 
+// An nginx regex location (PCRE, searched anywhere in the path) as a
+// path_regex (RE2, matching the whole path): ".*" on each side the pattern
+// does not anchor with ^ / $, "(?i)" for ~*. Empty and the reason when RE2
+// cannot compile it (backreferences, lookaround, possessive quantifiers).
+std::string regex_of(const std::string& pcre, bool caseless, std::string& why) {
+  bool alternation = pcre.find('|') != std::string::npos;
+  bool start = !alternation && pcre.starts_with("^");
+  bool end = !alternation && pcre.ends_with("$") && !pcre.ends_with("\\$");
+  std::string body = pcre.substr(start ? 1 : 0, pcre.size() - (start ? 1 : 0) - (end ? 1 : 0));
+  if (alternation) body = "(?:" + body + ")";
+  std::string re = std::string(caseless ? "(?i)" : "") + (start ? "" : ".*") + body + (end ? "" : ".*");
+  re2::RE2::Options options;
+  options.set_log_errors(false);
+  re2::RE2 compiled(re, options);
+  if (!compiled.ok()) {
+    why = "regex location: RE2 cannot compile " + toml_string(re) + " (" + compiled.error() +
+          "; no backreferences or lookaround)";
+    return {};
+  }
+  return re;
+}
+
 bool is_location_setting(const std::string& name) {
   static const char* kGlobal[] = {"access_log", "keepalive_timeout", "keepalive_requests", "client_max_body_size",
                                   "client_body_timeout", "send_timeout"};
@@ -312,25 +301,26 @@ void ProxyImporter::locations(const Server& s, const Directive& block, const Cha
       }
     }
     size_t inside = count_all(d.children);
-    if (mod == "=") {
-      l_.note(d, fmt::format("not carried over by import-nginx yet: exact-match location (=): write it as a "
-                             "[[route]] with path_exact (its {} directive(s) neither)",
-                             inside));
-      continue;
-    }
-    if (mod == "~" || mod == "~*") {
-      l_.note(d, fmt::format("not carried over by import-nginx yet: regex location (nginx: PCRE, searched, tried "
-                             "after prefixes; tlsfront: path_regex, RE2 over the whole path, first match in file "
-                             "order): write it by hand (its {} directive(s) neither)",
-                             inside));
-      continue;
-    }
     if (path.starts_with("@")) {
       l_.note(d, fmt::format("not carried over: named location: no try_files or error_page (its {} directive(s) neither)", inside));
       continue;
     }
-    if ((!mod.empty() && mod != "^~") || path.empty() || path[0] != '/') {
-      l_.note(d, "not carried over: a prefix location starts with \"/\"");
+    Model::Match match = Model::Match::Prefix;
+    if (mod == "=") {
+      match = Model::Match::Exact;
+    } else if (mod == "~" || mod == "~*") {
+      std::string why;
+      path = regex_of(path, mod == "~*", why);
+      if (path.empty()) {
+        l_.note(d, fmt::format("not carried over: {} (its {} directive(s) neither)", why, inside));
+        continue;
+      }
+      match = Model::Match::Regex;
+    } else if (mod == "^~") {
+      match = Model::Match::StopPrefix;
+    }
+    if ((!mod.empty() && match == Model::Match::Prefix) || path.empty() || (match != Model::Match::Regex && path[0] != '/')) {
+      l_.note(d, "not carried over: a prefix or exact location starts with \"/\"");
       continue;
     }
     l_.carry(d);
@@ -341,14 +331,35 @@ void ProxyImporter::locations(const Server& s, const Directive& block, const Cha
     for (const Directive& c : d.children) {
       if (c.name == "proxy_pass") {
         std::string up = route_upstream(c, chain, path);
-        if (!up.empty()) out.push_back({"", path, up, origin(d)});
+        if (!up.empty()) out.push_back({"", path, up, origin(d), match, chain, {}});
         routed = routed || !up.empty();
       } else if (is_location_setting(c.name)) {
         l_.note(c, "not carried over: tlsfront has this setting once for all servers and paths, not per location");
       }
     }
-    if (!routed) l_.note(d, "no route: no usable proxy_pass in it (what it does instead is listed)");
+    if (!routed) {
+      l_.note(d, "no route: no usable proxy_pass in it (what it does instead is listed)");
+    } else if (match == Model::Match::Regex) {
+      l_.note(d, "carried over as path_regex " + toml_string(path) +
+                     ": RE2, tried in file order after exact and ^~ routes, against tlsfront's normalized path "
+                     "(README Routing), which keeps %XX of reserved characters encoded where nginx decodes them");
+    }
     locations(s, d, chain, out);
+  }
+}
+
+// A prefix location inside a shorter ^~ one (`^~ /a/` and `/a/b/`): nginx
+// takes the longer for /a/b/x (then tries regexes), tlsfront's earlier ^~
+// route takes it.
+void note_shadowed_prefixes(const std::vector<Model::Route>& routes, Ledger& l) {
+  for (const auto& p : routes) {
+    if (p.match != Model::Match::Prefix) continue;
+    for (const auto& stop : routes) {
+      if (stop.match == Model::Match::StopPrefix && p.path.size() > stop.path.size() && p.path.starts_with(stop.path)) {
+        l.note(*p.chain.front(), "carried over, but its requests go to the route of ^~ " + stop.path +
+                                     " (tried first); nginx takes the longer prefix");
+      }
+    }
   }
 }
 
@@ -365,8 +376,14 @@ void import_proxy(const Directive& http, const std::vector<Server>& servers, siz
     if (!s.tls) continue;
     std::vector<Model::Route> routes;
     p.locations(s, *s.block, s.chain, routes);
-    // nginx: the longest matching prefix; tlsfront: the first match.
-    std::stable_sort(routes.begin(), routes.end(), [](const auto& a, const auto& b) { return a.prefix.size() > b.prefix.size(); });
+    // nginx: an exact location, else the longest matching prefix unless it
+    // is ^~ and a regex matches; tlsfront: the first match. Hence: exact,
+    // ^~ prefixes, regexes (in file order), other prefixes; longest first.
+    std::stable_sort(routes.begin(), routes.end(), [](const auto& a, const auto& b) {
+      if (a.match != b.match) return a.match < b.match;
+      return a.match != Model::Match::Regex && a.path.size() > b.path.size();
+    });
+    note_shadowed_prefixes(routes, l);
     if (i == def) {
       any_host = std::move(routes);
       continue;
@@ -392,7 +409,6 @@ void import_proxy(const Directive& http, const std::vector<Server>& servers, siz
     }
   }
   for (auto& r : any_host) m.routes.push_back(std::move(r));
-  p.headers(http);  // after the locations: those imported are examined
   for (const Directive& d : http.children) {
     if (d.name == "upstream" && d.block && d.args.size() == 1 && !p.used_.count(d.args[0])) {
       l.note(d, fmt::format("not carried over: no imported location proxies to it (its {} directive(s) neither)", count_all(d.children)));

@@ -86,11 +86,17 @@ std::string render(const Model& m, const std::string& source, size_t not_carried
     ks.insert(ks.end(), u.keys.begin(), u.keys.end());
     table(out, "[[upstream]]", ks);
   }
+  table(out, "[response_headers]", m.response_headers);
+  table(out, "[request_headers]", m.request_headers);
   for (const auto& r : m.routes) {
-    table(out, "[[route]]",
-          {{"host", toml_string(r.host), r.host.empty() ? "any host (the default server)" : "server_name"},
-           {"path_prefix", toml_string(r.prefix), r.origin},
-           {"upstream", toml_string(r.upstream), ""}});
+    const char* path_key = r.match == Model::Match::Exact   ? "path_exact"
+                           : r.match == Model::Match::Regex ? "path_regex"
+                                                            : "path_prefix";
+    Keys ks{{"host", toml_string(r.host), r.host.empty() ? "any host (the default server)" : "server_name"},
+            {path_key, toml_string(r.path), r.origin},
+            {"upstream", toml_string(r.upstream), ""}};
+    ks.insert(ks.end(), r.headers.begin(), r.headers.end());
+    table(out, "[[route]]", ks);
   }
   table(out, "[log]", m.log);
   table(out, "[limits]", m.limits);

@@ -116,8 +116,6 @@ std::string_view known_reason(std::string_view d) {
       {"rewrite", "no equivalent: no rewriting"},
       {"error_page", "no equivalent: tlsfront's error answers are its own"},
       {"server_tokens", "not needed: tlsfront sends no version"},
-      {"add_header", "not carried over by import-nginx yet: write it as response_headers (README Headers)"},
-      {"proxy_hide_header", "not carried over by import-nginx yet: write it as response_headers remove (README Headers)"},
       {"proxy_redirect", "no equivalent: Location headers are passed as the backend sends them"},
       {"proxy_buffering", "not needed: bodies are streamed both ways with backpressure"},
       {"proxy_buffers", "not needed: bodies are streamed both ways with backpressure"},

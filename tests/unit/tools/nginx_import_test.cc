@@ -10,6 +10,7 @@
 #include <string>
 
 #include <gtest/gtest.h>
+#include <re2/re2.h>
 
 #include "config/loader.h"
 #include "shared/temp_dir.h"
@@ -154,7 +155,7 @@ TEST(NginxImport, ListenAddressesAndParameters) {
   EXPECT_EQ(r.cfg.listeners[0].address.to_string(), "0.0.0.0:8443");
 }
 
-TEST(NginxImport, LocationsBecomeRoutesLongestPrefixFirst) {
+TEST(NginxImport, LocationsBecomeRoutesInNginxsOrder) {
   Outcome r = run(
       "http { upstream app { server 127.0.0.1:9001; keepalive 8; }\n"
       "server { listen 443 ssl; ssl_certificate c.pem; ssl_certificate_key c.key;\n"
@@ -168,12 +169,26 @@ TEST(NginxImport, LocationsBecomeRoutesLongestPrefixFirst) {
       "location /v/ { proxy_pass http://$host; }\n"
       "location /n/ { proxy_pass http://app.internal:80; }\n"
       "location /u/ { proxy_pass http://app/other/; }\n"
+      "location ~ ^/(v[0-9]+)/x/\\1$ { proxy_pass http://app; }\n"
+      "location ~ ^/img/|^/css/ { proxy_pass http://app; }\n"
+      "location /a/b/c/ { proxy_pass http://app; }\n"
       "} }\n");
   ASSERT_TRUE(r.ok) << r.error;
-  ASSERT_EQ(r.cfg.routes.size(), 3u);
-  EXPECT_EQ(r.cfg.routes[0].path, "/a/b/");
-  EXPECT_EQ(r.cfg.routes[1].path, "/a/");
-  EXPECT_EQ(r.cfg.routes[2].path, "/");
+  // Exact, then ^~, then regexes in file order, then the other prefixes, longest first.
+  ASSERT_EQ(r.cfg.routes.size(), 7u) << r.toml;
+  EXPECT_EQ(r.cfg.routes[0].path_match, config::PathMatch::Exact);
+  EXPECT_EQ(r.cfg.routes[0].path, "/x");
+  EXPECT_EQ(r.cfg.routes[1].path, "/a/b/");
+  EXPECT_EQ(r.cfg.routes[2].path_match, config::PathMatch::Regex);
+  EXPECT_EQ(r.cfg.routes[2].path, "(?i).*\\.jpg");  // searched: .* before; $: nothing after
+  EXPECT_TRUE(re2::RE2::FullMatch("/p/A.JPG", *r.cfg.routes[2].regex));
+  EXPECT_FALSE(re2::RE2::FullMatch("/p/a.jpgx", *r.cfg.routes[2].regex));
+  EXPECT_EQ(r.cfg.routes[3].path, ".*(?:^/img/|^/css/).*");  // an alternation keeps its anchors
+  EXPECT_TRUE(re2::RE2::FullMatch("/css/a.css", *r.cfg.routes[3].regex));
+  EXPECT_FALSE(re2::RE2::FullMatch("/x/css/a.css", *r.cfg.routes[3].regex));
+  EXPECT_EQ(r.cfg.routes[4].path, "/a/b/c/");
+  EXPECT_EQ(r.cfg.routes[5].path, "/a/");
+  EXPECT_EQ(r.cfg.routes[6].path, "/");
   for (const auto& route : r.cfg.routes) EXPECT_EQ(route.host, "");
   // Two timeout combinations of one upstream block: two [[upstream]]s.
   ASSERT_EQ(r.cfg.upstreams.size(), 2u);
@@ -183,15 +198,16 @@ TEST(NginxImport, LocationsBecomeRoutesLongestPrefixFirst) {
   EXPECT_EQ(r.cfg.upstreams[0].read_timeout, Millis{60'000});  // nginx's default
   EXPECT_EQ(r.cfg.upstreams[1].name, "app-2");
   EXPECT_EQ(r.cfg.upstreams[1].read_timeout, Millis{3'600'000});
-  EXPECT_EQ(r.cfg.routes[1].upstream, "app-2");
-  EXPECT_EQ(r.cfg.routes[0].upstream, "app");
-  EXPECT_REPORTS(r, "n.conf:7: location: not carried over by import-nginx yet: exact-match location (=)");
-  EXPECT_REPORTS(r, "n.conf:8: location: not carried over by import-nginx yet: regex location");
+  EXPECT_EQ(r.cfg.routes[5].upstream, "app-2");
+  EXPECT_EQ(r.cfg.routes[1].upstream, "app");
+  EXPECT_REPORTS(r, "n.conf:8: location: carried over as path_regex \"(?i).*\\\\.jpg\": RE2, tried in file order after exact and ^~ routes");
   EXPECT_REPORTS(r, "n.conf:9: proxy_pass: no equivalent yet: TLS to upstreams (no route)\n");
   EXPECT_REPORTS(r, "n.conf:10: proxy_pass: not carried over: proxy_pass with variables (no route)\n");
   EXPECT_REPORTS(r, "n.conf:11: proxy_pass: not carried over: invalid address \"app.internal:80\"");
   EXPECT_REPORTS(r, "n.conf:12: proxy_pass: not carried over: with the URI /other/ nginx replaces the location's prefix /u/");
   EXPECT_REPORTS(r, "n.conf:12: location: no route: no usable proxy_pass in it");
+  EXPECT_REPORTS(r, "n.conf:13: location: not carried over: regex location: RE2 cannot compile \"/(v[0-9]+)/x/\\\\1\" (");
+  EXPECT_REPORTS(r, "n.conf:15: location: carried over, but its requests go to the route of ^~ /a/b/ (tried first); nginx takes the longer prefix\n");
 }
 
 TEST(NginxImport, UpstreamBlocks) {
@@ -218,19 +234,94 @@ TEST(NginxImport, UpstreamBlocks) {
   EXPECT_REPORTS(r, "n.conf:4: ip_hash: no equivalent: round-robin only\n");
 }
 
-TEST(NginxImport, HeadersAndHttpVersionAreListedWithWhy) {
+TEST(NginxImport, ProxySetHeaderBecomesRequestHeaders) {
   Outcome r = run(server(
       "proxy_http_version 1.0;\nproxy_set_header Connection \"\";\nproxy_set_header X-Real-IP $remote_addr;\n"
       "proxy_set_header X-Forwarded-Proto $scheme;\nproxy_set_header X-Tenant $http_x_tenant;\n"
-      "add_header X-Frame-Options DENY;\nadd_header Strict-Transport-Security max-age=63072000;"));
+      "proxy_set_header X-Edge \"tls ${ssl_protocol}/$ssl_cipher $\";\nproxy_set_header Accept-Encoding \"\";\n"
+      "proxy_set_header Upgrade $http_upgrade;\nproxy_set_header X-Edge again;\nproxy_set_header Host \"\";\n"
+      "proxy_set_header Host api.internal;"));
   ASSERT_TRUE(r.ok) << r.error;
   EXPECT_REPORTS(r, "n.conf:7: proxy_http_version: no equivalent: tlsfront speaks HTTP/1.1 to upstreams\n");
   EXPECT_REPORTS(r, "n.conf:8: proxy_set_header: not needed: tlsfront removes the client's Connection");
   EXPECT_REPORTS(r, "n.conf:9: proxy_set_header: not needed: tlsfront adds X-Real-IP\n");
-  EXPECT_REPORTS(r, "n.conf:10: proxy_set_header: not needed: tlsfront adds X-Forwarded-Proto: https\n");
-  EXPECT_REPORTS(r, "n.conf:11: proxy_set_header: not carried over by import-nginx yet: write it as request_headers (README Headers) (the value uses variables: $http_x_tenant)\n");
-  EXPECT_REPORTS(r, "n.conf:12: add_header: not carried over by import-nginx yet: write it as response_headers (always = true for nginx's always) (README Headers)\n");
-  EXPECT_REPORTS(r, "n.conf:13: add_header: not carried over by import-nginx yet: write it as [tls] hsts (README Headers)\n");
+  EXPECT_REPORTS(r, "n.conf:10: proxy_set_header: not needed: tlsfront adds X-Forwarded-Proto\n");
+  EXPECT_REPORTS(r, "n.conf:11: proxy_set_header: not carried over: tlsfront has no $http_x_tenant (its variables: README Headers)\n");
+  EXPECT_REPORTS(r, "n.conf:14: proxy_set_header: not carried over: header \"Upgrade\" cannot be set, added or removed: a hop-by-hop header");
+  EXPECT_REPORTS(r, "n.conf:15: proxy_set_header: not carried over: a second proxy_set_header for X-Edge (tlsfront's set sends one field)\n");
+  EXPECT_REPORTS(r, "n.conf:16: proxy_set_header: not carried over: an HTTP/1.1 request needs a Host\n");
+  const config::HeaderRules& h = r.cfg.request_headers;  // the server's: the defaults
+  EXPECT_EQ(h.remove, std::vector<std::string>{"accept-encoding"});  // nginx passes no field for ""
+  ASSERT_EQ(h.set.size(), 2u) << r.toml;
+  EXPECT_EQ(h.set[0].name, "Host");  // the TOML table's order
+  ASSERT_EQ(h.set[0].value.size(), 1u);
+  EXPECT_EQ(h.set[0].value[0].literal, "api.internal");
+  EXPECT_EQ(h.set[1].name, "X-Edge");
+  ASSERT_EQ(h.set[1].value.size(), 5u);  // "tls ", $ssl_protocol, "/", $ssl_cipher, " $"
+  EXPECT_EQ(h.set[1].value[1].variable, 4);
+  EXPECT_EQ(h.set[1].value[4].literal, " $");
+  EXPECT_TRUE(r.cfg.routes[0].request_headers == config::HeaderRules{});  // the location inherits the server's
+}
+
+TEST(NginxImport, AddHeaderBecomesResponseHeadersWithNginxsInheritance) {
+  Outcome r = run(
+      "http { add_header X-Frame-Options DENY always;\n"
+      "add_header Strict-Transport-Security \"max-age=63072000\" always;\n"
+      "server { listen 443 ssl; ssl_certificate c.pem; ssl_certificate_key c.key;\n"
+      "proxy_hide_header X-Powered-By;\n"
+      "location /api/ { proxy_pass http://127.0.0.1:9000; }\n"
+      "location /cfg/ { proxy_pass http://127.0.0.1:9000; add_header Cache-Control \"public, max-age=60\";\n"
+      "add_header Link \"</a>; rel=preload\"; add_header Link \"</b>; rel=preload\";\n"
+      "add_header X-Id $request_id always; add_header X-Up $upstream_addr; add_header X-E \"\"; add_header Connection close; }\n"
+      "} }\n");
+  ASSERT_TRUE(r.ok) << r.error;
+  // Every route gets the same HSTS add_header ... always: [tls] hsts. Not
+  // here: /cfg/ has add_header of its own, so nginx sends it no HSTS.
+  EXPECT_EQ(r.cfg.tls.hsts, "");
+  const config::HeaderRules& d = r.cfg.response_headers;
+  EXPECT_TRUE(d.always);
+  ASSERT_EQ(d.add.size(), 2u) << r.toml;
+  EXPECT_EQ(d.add[0].name, "Strict-Transport-Security");  // the TOML table's order
+  EXPECT_EQ(d.add[1].name, "X-Frame-Options");
+  EXPECT_EQ(d.remove, std::vector<std::string>{"x-powered-by"});
+  ASSERT_EQ(r.cfg.routes.size(), 2u);
+  const config::Route& cfg = r.cfg.routes[1];  // same length as /api/: file order
+  EXPECT_EQ(cfg.path, "/cfg/");
+  EXPECT_FALSE(cfg.response_headers.inherit);
+  EXPECT_FALSE(cfg.response_headers.always);  // mixed: nginx's always for X-Id only
+  ASSERT_EQ(cfg.response_headers.add.size(), 4u) << r.toml;
+  EXPECT_EQ(cfg.response_headers.add[0].name, "Cache-Control");
+  EXPECT_EQ(cfg.response_headers.add[1].name, "Link");
+  EXPECT_EQ(cfg.response_headers.add[2].name, "Link");
+  EXPECT_EQ(cfg.response_headers.add[3].name, "X-Id");
+  EXPECT_EQ(cfg.response_headers.remove, std::vector<std::string>{"x-powered-by"});
+  EXPECT_TRUE(r.cfg.routes[0].response_headers == config::HeaderRules{}) << r.toml;  // /api/: the defaults
+  EXPECT_REPORTS(r, "n.conf:6: add_header: carried over; nginx adds it only to 200, 201, 204, 206, 301, 302, 303, 304, 307 and 308 responses");
+  EXPECT_REPORTS(r, "n.conf:6: add_header: nginx applies none of the 2 add_header of the enclosing block(s) here");
+  EXPECT_REPORTS(r, "n.conf:8: add_header: carried over without always: tlsfront's always applies to a table as a whole");
+  EXPECT_REPORTS(r, "n.conf:8: add_header: not carried over: tlsfront has no $upstream_addr");
+  EXPECT_REPORTS(r, "n.conf:8: add_header: not carried over: nginx adds nothing for an empty value\n");
+  EXPECT_REPORTS(r, "n.conf:8: add_header: not carried over: header \"Connection\" cannot be set, added or removed");
+}
+
+TEST(NginxImport, HstsEveryRouteGetsBecomesTlsHsts) {
+  Outcome r = run(server("add_header Strict-Transport-Security \"max-age=300; includeSubDomains\" always;\n"
+                         "location /a/ { proxy_pass http://127.0.0.1:9000; add_header X-A 1;\n"
+                         "add_header Strict-Transport-Security \"max-age=300; includeSubDomains\" always; }"));
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.cfg.tls.hsts, "max-age=300; includeSubDomains");
+  EXPECT_TRUE(r.cfg.response_headers == config::HeaderRules{}) << r.toml;
+  ASSERT_EQ(r.cfg.routes.size(), 2u);
+  ASSERT_EQ(r.cfg.routes[0].response_headers.add.size(), 1u) << r.toml;  // X-A; HSTS comes from [tls] hsts
+  EXPECT_EQ(r.cfg.routes[0].response_headers.add[0].name, "X-A");
+  EXPECT_EQ(r.report.find("Strict-Transport-Security"), std::string::npos) << r.report;
+
+  // Without always nginx skips its own error answers: a header rule, not [tls] hsts.
+  r = run(server("add_header Strict-Transport-Security max-age=300;"));
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.cfg.tls.hsts, "");
+  ASSERT_EQ(r.cfg.response_headers.add.size(), 1u);
+  EXPECT_FALSE(r.cfg.response_headers.always);
 }
 
 TEST(NginxImport, StaplingFileResponderAndDefaults) {
@@ -330,8 +421,8 @@ TEST(NginxImport, AnotherServersDifferentSettingsAreListed) {
   EXPECT_REPORTS(r, "n.conf:3: keepalive_timeout: not carried over: differs from the default server's (n.conf:1), which tlsfront applies to all servers\n");
   EXPECT_REPORTS(r, "n.conf:3: server: ssl_session_timeout not carried over for this server: nginx's default here; tlsfront applies "
                     "the default server's (n.conf:1) to all\n");
-  // Inside a location that is not imported, only the location is listed.
-  EXPECT_EQ(r.report.find("proxy_set_header"), std::string::npos) << r.report;
+  EXPECT_REPORTS(r, "n.conf:4: location: no route: no usable proxy_pass in it (what it does instead is listed)\n");
+  EXPECT_REPORTS(r, "n.conf:4: proxy_set_header: not carried over: it applies to no imported route\n");
 }
 
 TEST(NginxImport, LocationLevelCopiesOfGlobalSettingsAreListed) {
@@ -448,6 +539,7 @@ TEST(NginxImport, TheWriteupsApiEdge) {
   EXPECT_EQ(c.routes[0].path, "/api/");
   EXPECT_EQ(c.routes[0].upstream, "backend");
   EXPECT_EQ(c.log.access_log, dir + "logs/api_access.log");
+  EXPECT_EQ(c.tls.hsts, "max-age=31536000");
   EXPECT_EQ(c.timeouts.keepalive, Millis{65'000});
   EXPECT_EQ(r.report,
             "writeup.conf:8: worker_connections: not carried over: it counts upstream connections too; tlsfront's [limits] "
@@ -461,7 +553,6 @@ TEST(NginxImport, TheWriteupsApiEdge) {
             "writeup.conf:41: resolver: not needed: OCSP responder names are resolved with the system resolver; upstream servers are IP addresses\n"
             "writeup.conf:43: ssl_buffer_size: no equivalent: tlsfront sets no TLS record size (OpenSSL's records, up to 16k)\n"
             "writeup.conf:44: ssl_early_data: no equivalent yet: TLS 1.3 early data (0-RTT)\n"
-            "writeup.conf:49: add_header: not carried over by import-nginx yet: write it as [tls] hsts (README Headers)\n"
             "writeup.conf:50: access_log: format tls not carried over: tlsfront writes one JSON object per request, its own fields\n"
             "writeup.conf:54: proxy_http_version: not needed: HTTP/1.1 is the only mode to upstreams\n"
             "writeup.conf:55: proxy_set_header: not needed: tlsfront removes the client's Connection and keeps upstream connections alive\n"
@@ -536,9 +627,10 @@ TEST(NginxImport, SeveralServersInIncludedFiles) {
   EXPECT_REPORTS(r, "multi/conf.d/upstreams.conf:4: keepalive: carried over, but nginx keeps at most 16 idle connections per "
                     "worker for the whole group, tlsfront 16 per worker for each of its 2 servers\n");
   EXPECT_REPORTS(r, "multi/nginx.conf:9: ssl_session_cache: builtin:1000 not carried over");
-  EXPECT_REPORTS(r, "multi/sites/10-api.conf:16: proxy_set_header: not carried over by import-nginx yet: write it as request_headers (README Headers) (the value uses variables: $request_id)\n");
-  EXPECT_REPORTS(r, "multi/sites/10-api.conf:18: location: not carried over by import-nginx yet: exact-match location (=)");
-  EXPECT_REPORTS(r, "multi/sites/10-api.conf:21: location: not carried over by import-nginx yet: regex location");
+  EXPECT_EQ(r.report.find("multi/sites/10-api.conf:16:"), std::string::npos) << r.report;  // carried over
+  EXPECT_REPORTS(r, "multi/sites/10-api.conf:18: location: no route: no usable proxy_pass in it");
+  EXPECT_REPORTS(r, "multi/sites/10-api.conf:21: location: no route: no usable proxy_pass in it");
+  EXPECT_REPORTS(r, "multi/sites/10-api.conf:22: fastcgi_pass: ");
   EXPECT_REPORTS(r, "multi/sites/20-shop.conf:11: root: no equivalent: no static files\n");
   EXPECT_REPORTS(r, "multi/sites/20-shop.conf:14: proxy_pass: not carried over: with the URI /v2/");
   EXPECT_REPORTS(r, "multi/sites/30-wild.conf:3: server_name: wildcard names: routes match exact hosts");
