@@ -50,9 +50,9 @@ Result<Config> parse_document(std::string_view toml, const ParseContext& ctx) {
     return ctx.error(parsed.error().source(), "syntax error", parsed.error().description());
   }
   TableReader root(ctx, parsed.table(), "");
-  if (Status s = root.check_keys(
-          {"workers", "shutdown_timeout", "pid_file", "listen", "tls", "certificate", "upstream", "route", "log", "limits", "timeouts", "admin", "http2",
-           "response_headers", "request_headers", "request_id_header", "compression"});
+  if (Status s = root.check_keys({"workers", "shutdown_timeout", "pid_file", "listen", "tls", "certificate", "upstream",
+                                  "route", "log", "limits", "timeouts", "admin", "http2", "response_headers",
+                                  "request_headers", "request_id_header", "compression"});
       !s.ok()) {
     return s.take_error();
   }

@@ -23,7 +23,7 @@ struct Keys {
 constexpr Keys kDefaultKeys{"encodings", "types", "min_bytes", "level"};
 constexpr Keys kRouteKeys{"compress", "compress_types", "compress_min_bytes", "compress_level"};
 
-constexpr int kGzipMin = 1, kGzipMax = 9;    // zlib levels (0 would store, not compress)
+constexpr int kGzipMin = 1, kGzipMax = 9;       // zlib levels (0 would store, not compress)
 constexpr int kBrotliMin = 0, kBrotliMax = 11;  // BROTLI_PARAM_QUALITY
 constexpr uint64_t kMaxMinBytes = uint64_t{1} << 30;
 
@@ -45,21 +45,23 @@ Status parse_encodings(const TableReader& t, std::string_view key, std::vector<s
   if (!array.ok()) return array.take_error();
   if (*array == nullptr) return {};
   std::vector<std::string> encodings;
-  Status s = for_each_string(t, key, [&](const std::string& name, const toml::node& node, const std::string& path) -> Status {
-    if (name != "gzip" && name != "br") {
-      std::string hint = name == "deflate" ? " (deflate is not offered: clients disagree on its framing, RFC 9110 §8.4.1.2)"
-                         : name == "identity" ? " (identity is no compression: leave it out)"
-                                              : "";
-      return t.context().error(node.source(), path,
-                               "unknown content coding " + quote(name) + ": tlsfront compresses with \"br\" and \"gzip\"" +
-                                   hint);
-    }
-    for (const auto& seen : encodings) {
-      if (seen == name) return t.context().error(node.source(), path, "duplicate content coding " + quote(name));
-    }
-    encodings.push_back(name);
-    return {};
-  });
+  Status s =
+      for_each_string(t, key, [&](const std::string& name, const toml::node& node, const std::string& path) -> Status {
+        if (name != "gzip" && name != "br") {
+          std::string hint = name == "deflate"
+                                 ? " (deflate is not offered: clients disagree on its framing, RFC 9110 §8.4.1.2)"
+                             : name == "identity" ? " (identity is no compression: leave it out)"
+                                                  : "";
+          return t.context().error(
+              node.source(), path,
+              "unknown content coding " + quote(name) + ": tlsfront compresses with \"br\" and \"gzip\"" + hint);
+        }
+        for (const auto& seen : encodings) {
+          if (seen == name) return t.context().error(node.source(), path, "duplicate content coding " + quote(name));
+        }
+        encodings.push_back(name);
+        return {};
+      });
   if (!s.ok()) return s;
   out = std::move(encodings);  // [] turns compression off
   return {};
@@ -81,20 +83,22 @@ Status parse_types(const TableReader& t, std::string_view key, std::vector<std::
     return t.error_at(key, "must not be empty (to turn compression off, leave the encodings empty)");
   }
   std::vector<std::string> types;
-  Status s = for_each_string(t, key, [&](const std::string& type, const toml::node& node, const std::string& path) -> Status {
-    const size_t slash = type.find('/');
-    const bool valid = slash != std::string::npos && token(type.substr(0, slash)) &&
-                       (type.substr(slash + 1) == "*" || token(type.substr(slash + 1))) && type.substr(0, slash) != "*";
-    if (!valid) {
-      return t.context().error(node.source(), path,
-                               "invalid media type " + quote(type) +
-                                   " (\"type/subtype\" or \"type/*\", no parameters, RFC 9110 §8.3.1)");
-    }
-    std::string lower = type;
-    for (char& c : lower) c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c;
-    types.push_back(std::move(lower));
-    return {};
-  });
+  Status s =
+      for_each_string(t, key, [&](const std::string& type, const toml::node& node, const std::string& path) -> Status {
+        const size_t slash = type.find('/');
+        const bool valid = slash != std::string::npos && token(type.substr(0, slash)) &&
+                           (type.substr(slash + 1) == "*" || token(type.substr(slash + 1))) &&
+                           type.substr(0, slash) != "*";
+        if (!valid) {
+          return t.context().error(node.source(), path,
+                                   "invalid media type " + quote(type) +
+                                       " (\"type/subtype\" or \"type/*\", no parameters, RFC 9110 §8.3.1)");
+        }
+        std::string lower = type;
+        for (char& c : lower) c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c;
+        types.push_back(std::move(lower));
+        return {};
+      });
   if (!s.ok()) return s;
   out = std::move(types);
   return {};

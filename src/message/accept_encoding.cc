@@ -113,7 +113,8 @@ std::optional<size_t> negotiate_encoding(std::string_view accept, std::span<cons
   return choose(offered, [accept](std::string_view coding, Weights& w) { collect(accept, coding, w); });
 }
 
-std::optional<size_t> negotiate_encoding(const std::vector<Header>& headers, std::span<const std::string_view> offered) {
+std::optional<size_t> negotiate_encoding(const std::vector<Header>& headers,
+                                         std::span<const std::string_view> offered) {
   bool any = false;
   for (const auto& h : headers) any = any || iequals(h.name, "accept-encoding");
   if (!any) return std::nullopt;

@@ -4,14 +4,15 @@
 
 namespace tlsfront::http {
 
-std::unique_ptr<BrotliEncoder> BrotliEncoder::create(int level, std::optional<uint64_t> size_hint,
-                                                     int window_bits) {
+std::unique_ptr<BrotliEncoder> BrotliEncoder::create(int level, std::optional<uint64_t> size_hint, int window_bits) {
   if (size_hint) {
     while (window_bits > BROTLI_MIN_WINDOW_BITS && *size_hint <= (uint64_t{1} << (window_bits - 1))) --window_bits;
   }
   std::unique_ptr<BrotliEncoder> e(new BrotliEncoder());
   e->state_ = BrotliEncoderCreateInstance(
-      [](void* opaque, size_t bytes) { return counted_alloc(static_cast<BrotliEncoder*>(opaque)->state_bytes_, bytes); },
+      [](void* opaque, size_t bytes) {
+        return counted_alloc(static_cast<BrotliEncoder*>(opaque)->state_bytes_, bytes);
+      },
       [](void* opaque, void* p) { counted_free(static_cast<BrotliEncoder*>(opaque)->state_bytes_, p); }, e.get());
   if (e->state_ == nullptr) return nullptr;
   BrotliEncoderSetParameter(e->state_, BROTLI_PARAM_QUALITY, static_cast<uint32_t>(level));

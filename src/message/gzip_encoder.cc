@@ -23,8 +23,7 @@ std::unique_ptr<GzipEncoder> GzipEncoder::create(int level, std::optional<uint64
   if (size_hint) {
     // nginx's rule (ngx_http_gzip_filter_module): halve the window (and the
     // hash) while the body fits in half of it, less deflate's lookahead.
-    while (window_bits > kMinWindowBits && mem_level > 1 &&
-           *size_hint < (uint64_t{1} << (window_bits - 1)) - 262) {
+    while (window_bits > kMinWindowBits && mem_level > 1 && *size_hint < (uint64_t{1} << (window_bits - 1)) - 262) {
       --window_bits;
       --mem_level;
     }

@@ -73,6 +73,10 @@ std::optional<uint64_t> parse_size(std::string_view text) {
   return n * mult;
 }
 
+// gzip directives tlsfront has a key for, which the import does not write yet.
+constexpr std::string_view kCompressionByHand =
+    "not carried over by import-nginx yet: write it as [compression] or a route's compress keys (README Compression)";
+
 std::string_view known_reason(std::string_view d) {
   static constexpr std::array<std::pair<std::string_view, std::string_view>, 74> kReasons{{
       {"user", "not needed: the systemd unit runs tlsfront as its own user (User=)"},
@@ -104,14 +108,14 @@ std::string_view known_reason(std::string_view d) {
       {"charset", "no equivalent: no static files"},
       {"expires", "not carried over by import-nginx yet: write Cache-Control as response_headers (README Headers)"},
       {"etag", "no equivalent: no static files"},
-      {"gzip", "not carried over by import-nginx yet: write it as [compression] or a route's compress keys (README Compression)"},
-      {"gzip_vary", "not carried over by import-nginx yet: write it as [compression] or a route's compress keys (README Compression)"},
+      {"gzip", kCompressionByHand},
+      {"gzip_vary", kCompressionByHand},
       {"gzip_proxied", "not carried over: tlsfront compresses proxied requests too (nginx's gzip_proxied any)"},
-      {"gzip_comp_level", "not carried over by import-nginx yet: write it as [compression] or a route's compress keys (README Compression)"},
+      {"gzip_comp_level", kCompressionByHand},
       {"gzip_buffers", "not needed: compression streams; each response holds only its codec state"},
       {"gzip_http_version", "not needed: tlsfront compresses for HTTP/1.0, 1.1 and 2 alike"},
-      {"gzip_types", "not carried over by import-nginx yet: write it as [compression] or a route's compress keys (README Compression)"},
-      {"gzip_min_length", "not carried over by import-nginx yet: write it as [compression] or a route's compress keys (README Compression)"},
+      {"gzip_types", kCompressionByHand},
+      {"gzip_min_length", kCompressionByHand},
       {"return", "no equivalent yet: no return"},
       {"rewrite", "no equivalent: no rewriting"},
       {"error_page", "no equivalent: tlsfront's error answers are its own"},

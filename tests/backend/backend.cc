@@ -29,6 +29,7 @@
 #include <netinet/tcp.h>
 #include <pthread.h>
 #include <signal.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -41,7 +42,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <strings.h>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -290,7 +290,8 @@ After json(const Request& req, Responder& r, std::string_view kind, std::string_
     return finish(r.simple(400, "bad /json arguments\n"), r);
   }
   std::uint64_t status = 200;
-  if (const std::string* s = req.header("X-Backend-Status"); s && (!parse_number(*s, status) || status < 200 || status > 599)) {
+  if (const std::string* s = req.header("X-Backend-Status");
+      s && (!parse_number(*s, status) || status < 200 || status > 599)) {
     return finish(r.simple(400, "bad X-Backend-Status\n"), r);
   }
   const std::string* type = req.header("X-Backend-Content-Type");
@@ -305,7 +306,9 @@ After json(const Request& req, Responder& r, std::string_view kind, std::string_
   if (chunked && !no_body) extra += "Transfer-Encoding: chunked\r\n";
   const std::string body = tlsfront::testdata::json_body(n);
   bool ok = send_all(r.fd(), r.head(static_cast<int>(status), extra, false,
-                                  !type ? "application/json" : *type == "none" ? "" : std::string_view(*type)));
+                                    !type             ? "application/json"
+                                    : *type == "none" ? ""
+                                                      : std::string_view(*type)));
   if (!ok || r.head_only()) return finish(ok, r);
   if (!chunked) return finish(send_all(r.fd(), body), r);
   for (std::size_t off = 0; ok && off < body.size(); off += kResponseChunkBytes) {

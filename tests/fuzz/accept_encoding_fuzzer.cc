@@ -18,8 +18,8 @@
 
 namespace {
 
-using tlsfront::http::Header;
 using tlsfront::http::accept_weight;
+using tlsfront::http::Header;
 using tlsfront::http::negotiate_encoding;
 
 [[noreturn]] void fail(const char* what, std::string_view accept) {

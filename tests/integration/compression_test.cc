@@ -150,9 +150,11 @@ TEST_F(Compression, NotCompressedWhenTheRulesSayNo) {
       {"q=0 for both", "/json/5000", {"Accept-Encoding: gzip;q=0, br;q=0"}, "GET", true},
       {"identity only", "/json/5000", {"Accept-Encoding: identity"}, "GET", true},
       {"no Accept-Encoding", "/json/5000", {}, "GET", true},
-      {"Cache-Control: no-transform", "/json/5000",
+      {"Cache-Control: no-transform",
+       "/json/5000",
        {"Accept-Encoding: gzip", "X-Backend-Header: Cache-Control: public, no-transform"}},
-      {"a 206 range response", "/json/5000",
+      {"a 206 range response",
+       "/json/5000",
        {"Accept-Encoding: gzip", "Range: bytes=0-4999", "X-Backend-Status: 206",
         "X-Backend-Header: Content-Range: bytes 0-4999/9000"}},
       {"a route without compress", "/json/4000", {"Accept-Encoding: gzip, br"}},
@@ -222,8 +224,10 @@ TEST_F(Compression, StreamedBodyIsFlushedAsItArrives) {
   const std::string half = json_body(3000);
   TlsClient c;
   ASSERT_TRUE(c.connect(port())) << c.error();
-  ASSERT_TRUE(c.write("GET /json-wait/3000 HTTP/1.1\r\nHost: localhost\r\nAccept-Encoding: gzip\r\n"
-                      "X-Backend-Wait-File: " + release + "\r\n\r\n"));
+  ASSERT_TRUE(
+      c.write("GET /json-wait/3000 HTTP/1.1\r\nHost: localhost\r\nAccept-Encoding: gzip\r\n"
+              "X-Backend-Wait-File: " +
+              release + "\r\n\r\n"));
   std::string received;
   std::string decoded;
   const auto deadline = Clock::now() + std::chrono::seconds(10);

@@ -15,8 +15,8 @@ namespace tlsfront::testdata {
 // Exactly `bytes` bytes (at least 2): "[{...},{...},...]", padded inside a
 // last record's "note" so the length is exact. Valid JSON for bytes >= 64.
 inline std::string json_body(size_t bytes) {
-  static const char* const kNames[] = {"alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi",
-                                       "ivan", "judy", "mallory", "niaj", "olivia", "peggy", "rupert", "sybil"};
+  static const char* const kNames[] = {"alice", "bob",  "carol",   "dave", "erin",   "frank", "grace",  "heidi",
+                                       "ivan",  "judy", "mallory", "niaj", "olivia", "peggy", "rupert", "sybil"};
   static const char* const kRoles[] = {"admin", "editor", "viewer", "owner"};
   uint64_t x = 0x9e3779b97f4a7c15ULL;
   auto next = [&x]() {
@@ -30,21 +30,18 @@ inline std::string json_body(size_t bytes) {
   for (uint64_t id = 1;; ++id) {
     const uint64_t r = next();
     const char* name = kNames[r % 16];
-    int n = std::snprintf(rec, sizeof rec,
-                          "%s{\"id\":%llu,\"name\":\"%s\",\"email\":\"%s.%llu@example.com\",\"role\":\"%s\","
-                          "\"score\":%llu.%02llu,\"active\":%s,\"created_at\":\"2026-%02llu-%02lluT%02llu:%02llu:%02lluZ\","
-                          "\"tags\":[\"t%llu\",\"t%llu\"]}",
-                          id == 1 ? "" : ",", static_cast<unsigned long long>(id), name, name,
-                          static_cast<unsigned long long>(r % 100000), kRoles[(r >> 8) % 4],
-                          static_cast<unsigned long long>((r >> 12) % 1000),
-                          static_cast<unsigned long long>((r >> 22) % 100), ((r >> 30) & 1) ? "true" : "false",
-                          static_cast<unsigned long long>(1 + (r >> 31) % 12),
-                          static_cast<unsigned long long>(1 + (r >> 35) % 28),
-                          static_cast<unsigned long long>((r >> 40) % 24),
-                          static_cast<unsigned long long>((r >> 45) % 60),
-                          static_cast<unsigned long long>((r >> 51) % 60),
-                          static_cast<unsigned long long>((r >> 57) % 20),
-                          static_cast<unsigned long long>((r >> 3) % 50));
+    int n = std::snprintf(
+        rec, sizeof rec,
+        "%s{\"id\":%llu,\"name\":\"%s\",\"email\":\"%s.%llu@example.com\",\"role\":\"%s\","
+        "\"score\":%llu.%02llu,\"active\":%s,\"created_at\":\"2026-%02llu-%02lluT%02llu:%02llu:%02lluZ\","
+        "\"tags\":[\"t%llu\",\"t%llu\"]}",
+        id == 1 ? "" : ",", static_cast<unsigned long long>(id), name, name,
+        static_cast<unsigned long long>(r % 100000), kRoles[(r >> 8) % 4],
+        static_cast<unsigned long long>((r >> 12) % 1000), static_cast<unsigned long long>((r >> 22) % 100),
+        ((r >> 30) & 1) ? "true" : "false", static_cast<unsigned long long>(1 + (r >> 31) % 12),
+        static_cast<unsigned long long>(1 + (r >> 35) % 28), static_cast<unsigned long long>((r >> 40) % 24),
+        static_cast<unsigned long long>((r >> 45) % 60), static_cast<unsigned long long>((r >> 51) % 60),
+        static_cast<unsigned long long>((r >> 57) % 20), static_cast<unsigned long long>((r >> 3) % 50));
     // Room for this record, the closing "]" and a padding record.
     if (out.size() + static_cast<size_t>(n) + 1 + 16 > bytes) break;
     out.append(rec, static_cast<size_t>(n));

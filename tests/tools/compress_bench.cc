@@ -65,10 +65,14 @@ int main(int argc, char** argv) {
   int iterations = 2000, rounds = 5;
   const char* write_to = nullptr;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--bytes")) bytes = std::strtoull(argv[i + 1], nullptr, 10);
-    else if (!std::strcmp(argv[i], "--write")) write_to = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--iterations")) iterations = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--rounds")) rounds = std::atoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--bytes"))
+      bytes = std::strtoull(argv[i + 1], nullptr, 10);
+    else if (!std::strcmp(argv[i], "--write"))
+      write_to = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--iterations"))
+      iterations = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--rounds"))
+      rounds = std::atoi(argv[i + 1]);
   }
   const std::string body = tlsfront::testdata::json_body(bytes);
   if (write_to != nullptr) {
@@ -91,8 +95,7 @@ int main(int argc, char** argv) {
   }
   for (int wbits : {13, 15}) {
     std::snprintf(label, sizeof label, "gzip 1 window %d", wbits);
-    measure(label, body, iterations, rounds,
-            [&] { return GzipEncoder::create(1, std::nullopt, wbits, wbits - 7); });
+    measure(label, body, iterations, rounds, [&] { return GzipEncoder::create(1, std::nullopt, wbits, wbits - 7); });
   }
   for (int level = 0; level <= 6; ++level) {
     std::snprintf(label, sizeof label, "br %d", level);

@@ -210,8 +210,11 @@ void ProxyExchange::on_upstream_head(ResponseHead&& head, bool informational) {
   bool has_body = !response_has_no_body(method_, head.status);
   if (compression_ != nullptr) {
     switch (judge_response(*compression_, method_, head, has_body && accepted_.has_value())) {
-      case CompressionVerdict::Untouched: break;
-      case CompressionVerdict::VaryOnly: add_vary_accept_encoding(head.headers); break;
+      case CompressionVerdict::Untouched:
+        break;
+      case CompressionVerdict::VaryOnly:
+        add_vary_accept_encoding(head.headers);
+        break;
       case CompressionVerdict::Compress:
         encoder_ = make_content_encoder(*accepted_, compression_level(*compression_, *accepted_), head.content_length);
         if (encoder_) {

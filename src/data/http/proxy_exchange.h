@@ -124,8 +124,8 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   const HeaderEdit* response_edit_ = nullptr;  // null: none
   HeaderVars vars_{};
   const config::Compression* compression_ = nullptr;  // null: the route does not compress
-  std::optional<ContentCoding> accepted_;            // the coding the request accepts, if any
-  std::unique_ptr<ContentEncoder> encoder_;          // while compressing the response body
+  std::optional<ContentCoding> accepted_;             // the coding the request accepts, if any
+  std::unique_ptr<ContentEncoder> encoder_;           // while compressing the response body
   const std::string method_;
   const bool chunked_request_;
   const bool idempotent_;

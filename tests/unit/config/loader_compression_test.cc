@@ -11,7 +11,8 @@ TEST(LoaderCompression, OffByDefaultWithNginxLikeDefaults) {
   ASSERT_EQ(c.routes.size(), 1u);
   const Compression& r = c.routes[0].compression;
   EXPECT_TRUE(r.encodings.empty());
-  EXPECT_EQ(r.types, (std::vector<std::string>{"application/json", "text/*", "application/javascript", "image/svg+xml"}));
+  EXPECT_EQ(r.types,
+            (std::vector<std::string>{"application/json", "text/*", "application/javascript", "image/svg+xml"}));
   EXPECT_EQ(r.min_bytes, 1024u);
   EXPECT_EQ(r.gzip_level, 1);
   EXPECT_EQ(r.brotli_level, 4);
@@ -41,8 +42,8 @@ level = { gzip = 5 }
   const Compression& a = c.routes[0].compression;
   EXPECT_EQ(a.encodings, (std::vector<std::string>{"br", "gzip"}));
   EXPECT_EQ(a.min_bytes, 2048u);
-  EXPECT_EQ(a.gzip_level, 5);   // the default's
-  EXPECT_EQ(a.brotli_level, 6);  // the route's
+  EXPECT_EQ(a.gzip_level, 5);                              // the default's
+  EXPECT_EQ(a.brotli_level, 6);                            // the route's
   EXPECT_TRUE(c.routes[1].compression.encodings.empty());  // compress = [] turns it off here
   const Compression& b = c.routes[2].compression;
   EXPECT_EQ(b.encodings, (std::vector<std::string>{"gzip"}));
@@ -53,25 +54,31 @@ level = { gzip = 5 }
 }
 
 TEST(LoaderCompression, ErrorsNameThePlace) {
-  EXPECT_EQ(load_error(with("compress = [\"gzip\", \"zstd\"]\n")),
-            R"(t.toml:14:21: route[0].compress[1]: unknown content coding "zstd": tlsfront compresses with "br" and "gzip")");
-  EXPECT_EQ(load_error(with("compress = [\"deflate\"]\n")),
-            R"(t.toml:14:13: route[0].compress[0]: unknown content coding "deflate": tlsfront compresses with "br" and "gzip" (deflate is not offered: clients disagree on its framing, RFC 9110 §8.4.1.2))");
+  EXPECT_EQ(
+      load_error(with("compress = [\"gzip\", \"zstd\"]\n")),
+      R"(t.toml:14:21: route[0].compress[1]: unknown content coding "zstd": tlsfront compresses with "br" and "gzip")");
+  EXPECT_EQ(
+      load_error(with("compress = [\"deflate\"]\n")),
+      R"(t.toml:14:13: route[0].compress[0]: unknown content coding "deflate": tlsfront compresses with "br" and "gzip" (deflate is not offered: clients disagree on its framing, RFC 9110 §8.4.1.2))");
   EXPECT_EQ(load_error(with("compress = [\"gzip\", \"gzip\"]\n")),
             R"(t.toml:14:21: route[0].compress[1]: duplicate content coding "gzip")");
-  EXPECT_EQ(load_error(with("compress = \"gzip\"\n")), R"(t.toml:14:1: route[0].compress: expected an array, got string)");
+  EXPECT_EQ(load_error(with("compress = \"gzip\"\n")),
+            R"(t.toml:14:1: route[0].compress: expected an array, got string)");
   EXPECT_EQ(load_error(with("compress_level = { gzip = 0 }\n")),
             R"(t.toml:14:20: route[0].compress_level.gzip: must be between 1 and 9, got 0)");
   EXPECT_EQ(load_error(with("compress_level = { br = 12 }\n")),
             R"(t.toml:14:20: route[0].compress_level.br: must be between 0 and 11, got 12)");
   EXPECT_EQ(load_error(with("compress_level = { zstd = 3 }\n")),
             R"(t.toml:14:20: route[0].compress_level.zstd: unknown key "zstd")");
-  EXPECT_EQ(load_error(with("compress_types = [\"json\"]\n")),
-            R"(t.toml:14:19: route[0].compress_types[0]: invalid media type "json" ("type/subtype" or "type/*", no parameters, RFC 9110 §8.3.1))");
-  EXPECT_EQ(load_error(with("compress_types = [\"text/html; charset=utf-8\"]\n")),
-            R"(t.toml:14:19: route[0].compress_types[0]: invalid media type "text/html; charset=utf-8" ("type/subtype" or "type/*", no parameters, RFC 9110 §8.3.1))");
-  EXPECT_EQ(load_error(with("compress_types = []\n")),
-            R"(t.toml:14:1: route[0].compress_types: must not be empty (to turn compression off, leave the encodings empty))");
+  EXPECT_EQ(
+      load_error(with("compress_types = [\"json\"]\n")),
+      R"(t.toml:14:19: route[0].compress_types[0]: invalid media type "json" ("type/subtype" or "type/*", no parameters, RFC 9110 §8.3.1))");
+  EXPECT_EQ(
+      load_error(with("compress_types = [\"text/html; charset=utf-8\"]\n")),
+      R"(t.toml:14:19: route[0].compress_types[0]: invalid media type "text/html; charset=utf-8" ("type/subtype" or "type/*", no parameters, RFC 9110 §8.3.1))");
+  EXPECT_EQ(
+      load_error(with("compress_types = []\n")),
+      R"(t.toml:14:1: route[0].compress_types: must not be empty (to turn compression off, leave the encodings empty))");
   EXPECT_EQ(load_error(with("compress_min_bytes = \"1x\"\n")).substr(0, 38), "t.toml:14:1: route[0].compress_min_byt");
   EXPECT_EQ(load_error(with("\n[compression]\nencodings = [\"gzip\"]\nlevels = 3\n")),
             R"(t.toml:17:1: compression.levels: unknown key "levels")");

@@ -33,13 +33,13 @@ TEST(AcceptEncoding, Weights) {
     EXPECT_EQ(accept_weight(bad, "gzip"), 0) << bad;
   }
   EXPECT_EQ(accept_weight("gzip;level=9", "gzip"), 1000);  // other parameters are ignored
-  EXPECT_EQ(accept_weight(",, gzip ,", "gzip"), 1000);      // empty list elements
+  EXPECT_EQ(accept_weight(",, gzip ,", "gzip"), 1000);     // empty list elements
 }
 
 TEST(AcceptEncoding, Negotiation) {
   EXPECT_EQ(chosen("gzip, deflate, br"), "br");  // a tie: the server's order
   EXPECT_EQ(chosen("gzip, deflate"), "gzip");
-  EXPECT_EQ(chosen("br;q=0.5, gzip"), "gzip");   // the client's weights first
+  EXPECT_EQ(chosen("br;q=0.5, gzip"), "gzip");  // the client's weights first
   EXPECT_EQ(chosen("br;q=0, gzip;q=0"), "identity");
   EXPECT_EQ(chosen("gzip;q=0"), "identity");
   EXPECT_EQ(chosen("*"), "br");
@@ -56,8 +56,8 @@ TEST(AcceptEncoding, Negotiation) {
 }
 
 TEST(AcceptEncoding, SeveralFieldsAndNone) {
-  std::vector<Header> headers = {{"Host", "a", HeaderToken::Host}, {"accept-encoding", "br;q=0.1"},
-                                 {"Accept-Encoding", "gzip"}};
+  std::vector<Header> headers = {
+      {"Host", "a", HeaderToken::Host}, {"accept-encoding", "br;q=0.1"}, {"Accept-Encoding", "gzip"}};
   auto i = negotiate_encoding(headers, kBrGzip);
   ASSERT_TRUE(i);
   EXPECT_EQ(kBrGzip[*i], "gzip");

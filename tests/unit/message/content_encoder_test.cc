@@ -86,7 +86,9 @@ TEST_P(ContentEncoderTest, StateIsBoundedAndFreed) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Codecs, ContentEncoderTest, ::testing::Values(ContentCoding::Gzip, ContentCoding::Brotli),
-                         [](const auto& info) { return std::string(coding_name(info.param) == "gzip" ? "gzip" : "br"); });
+                         [](const auto& info) {
+                           return std::string(coding_name(info.param) == "gzip" ? "gzip" : "br");
+                         });
 
 TEST(GzipEncoder, StateFollowsTheKnownLength) {
   auto big = GzipEncoder::create(1, std::nullopt);
