@@ -13,7 +13,7 @@
 // "Compression"): quality 0-1 30-175 KiB; 2-3 320-640 KiB; 4 (tlsfront's
 // default) 580-820 KiB, hash tables of a fixed size whatever the body;
 // 5-6 the same with the window shrunk to a known body, up to 2.4 MiB
-// without. More than gzip's 262 KiB: for memory, prefer gzip alone.
+// without. More than gzip's 136 KiB: for memory, prefer gzip alone.
 // Thread affinity: one thread at a time.
 #pragma once
 

@@ -12,7 +12,7 @@
 // allows 128 per connection: 17 MiB rather than 33 MiB at worst); window
 // 13 would cost 1.8 % there. As nginx does, both shrink further for a body
 // whose length is known to be smaller than the window (a 4 KB JSON answer
-// gets an 8 KiB window and 70 KiB of state): the window cannot reach
+// gets an 8 KiB window and 72 KiB of state): the window cannot reach
 // further back than the body anyway, so the output is the same.
 // The state is one allocation (zlib's five blocks carved from it, as
 // nginx's gzip filter does): with glibc, zlib's separate blocks freed at
