@@ -114,7 +114,9 @@ void Http1Session::execute(std::string_view data) {
     return;
   }
   if (close_ == CloseMode::Closed) return;
-  const int status = rejection_.value_or(400);
+  // The HTTP/2 connection preface ("PRI * HTTP/2.0", prior knowledge) on
+  // an HTTP/1.1 connection: tlsfront has no h2c, so 505, then the close.
+  const int status = err == HPE_PAUSED_H2_UPGRADE ? 505 : rejection_.value_or(400);
   if (exchange_ && response_ != ResponsePhase::Waiting) {
     close(false);  // the client has the response's head: its status stays the logged one
     return;
