@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -400,6 +401,54 @@ upstream = "backend"
   EXPECT_EQ(json_raw(lines[0], "status"), "200");
   EXPECT_EQ(json_raw(lines[2], "status"), "308");
   EXPECT_EQ(backend_.count("req"), 0u);
+}
+
+}  // namespace
+}  // namespace tlsfront::itest
+
+namespace tlsfront::itest {
+namespace {
+
+// --test: the route table shows the fixed answers; a config naming an
+// unknown acme_upstream, or a route with two actions, is refused with the
+// position.
+TEST(FixedAnswersCli, TestShowsTheTableAndRefusesBadConfigs) {
+  TempDir dir;
+  ProxyOptions o;
+  o.upstream_servers = {"127.0.0.1:" + std::to_string(free_port())};
+  o.cleartext = "";
+  o.routes = "[[route]]\npath_exact = \"/health\"\nreturn = { status = 200, body = \"ok\" }\n"
+             "[[route]]\nredirect = { status = 302, location = \"https://example.com$request_uri\" }\n";
+  const std::string path = dir.file("tlsfront.toml");
+  write_file(path, make_config(o, kAnyPort, dir.file("access.log")));
+  RunResult ok = run_command(dir, {TLSFRONT_BINARY, "--test", "--config", path});
+  EXPECT_EQ(ok.status.code, 0) << ok.err;
+  EXPECT_NE(ok.err.find("path_exact \"/health\" -> return 200, text/plain, 2 bytes\n"), std::string::npos) << ok.err;
+  EXPECT_NE(ok.err.find("path_prefix \"/\" -> redirect 302 \"https://example.com${request_uri}\"\n"), std::string::npos)
+      << ok.err;
+
+  o.cleartext = "acme_upstream = \"certbot\"\n";
+  std::string text = make_config(o, kAnyPort, dir.file("access.log"));
+  write_file(path, text);
+  RunResult acme = run_command(dir, {TLSFRONT_BINARY, "--test", "--config", path});
+  EXPECT_EQ(acme.status.code, 1);
+  const size_t line = std::count(text.begin(), text.begin() + text.find("acme_upstream"), '\n') + 1;
+  EXPECT_NE(acme.err.find(path + ":" + std::to_string(line) +
+                          ":1: listen[1].acme_upstream: unknown upstream \"certbot\" (no [[upstream]] has this name)"),
+            std::string::npos)
+      << acme.err;
+
+  o.cleartext = "";
+  o.routes = "[[route]]\nupstream = \"backend\"\nreturn = { status = 200 }\n";
+  text = make_config(o, kAnyPort, dir.file("access.log"));
+  write_file(path, text);
+  RunResult two = run_command(dir, {TLSFRONT_BINARY, "--test", "--config", path});
+  EXPECT_EQ(two.status.code, 1);
+  const size_t at = std::count(text.begin(), text.begin() + text.find("return ="), '\n') + 1;
+  EXPECT_NE(two.err.find(path + ":" + std::to_string(at) +
+                         ":1: route[0].return: only one of upstream, return and redirect per route (upstream is set too)"),
+            std::string::npos)
+      << two.err;
 }
 
 }  // namespace
