@@ -146,7 +146,7 @@ TEST(NginxImport, ListenAddressesAndParameters) {
   EXPECT_REPORTS(r, "n.conf:3: listen: parameter reuseport not needed");
   EXPECT_REPORTS(r, "n.conf:4: listen: not carried over: no equivalent yet for the PROXY protocol");
   EXPECT_REPORTS(r, "n.conf:5: listen: not carried over: invalid address \"localhost:9443\"");
-  EXPECT_REPORTS(r, "n.conf:6: listen: not carried over: plain HTTP (no ssl): tlsfront has no plain-HTTP listener yet\n");
+  EXPECT_REPORTS(r, "n.conf:6: listen: not carried over: plain HTTP (no ssl): import-nginx does not write cleartext listeners yet (tls = false, README Plain HTTP)\n");
 
   // `ssl on` (before nginx 1.25) makes every listen of its server TLS.
   r = run("http { server { listen 8443; ssl on; ssl_certificate c.pem; ssl_certificate_key c.key;\n"
@@ -580,10 +580,10 @@ TEST(NginxImport, DebiansDefaultSiteHasNothingToCarryOver) {
             "debian/nginx.conf:34: ssl_prefer_server_ciphers: not carried over: no imported server uses it (a TLS server overrides it, or there is none)\n"
             "debian/nginx.conf:40: access_log: not carried over: no imported server uses it (a TLS server overrides it, or there is none)\n"
             "debian/nginx.conf:46: gzip: no equivalent yet: no compression\n"
-            "debian/sites-enabled/default:21: server: not carried over: no TLS listen (listen ... ssl), and tlsfront has no "
-            "plain-HTTP listener yet (its 7 directive(s) neither)\n"
-            "debian/sites-enabled/default:22: listen: not carried over: plain HTTP (no ssl): tlsfront has no plain-HTTP listener yet\n"
-            "debian/sites-enabled/default:23: listen: not carried over: plain HTTP (no ssl): tlsfront has no plain-HTTP listener yet\n");
+            "debian/sites-enabled/default:21: server: not carried over: no TLS listen (listen ... ssl), and import-nginx does not "
+            "write cleartext listeners yet (its 7 directive(s) neither)\n"
+            "debian/sites-enabled/default:22: listen: not carried over: plain HTTP (no ssl): import-nginx does not write cleartext listeners yet (tls = false, README Plain HTTP)\n"
+            "debian/sites-enabled/default:23: listen: not carried over: plain HTTP (no ssl): import-nginx does not write cleartext listeners yet (tls = false, README Plain HTTP)\n");
 }
 
 TEST(NginxImport, SeveralServersInIncludedFiles) {
