@@ -197,9 +197,9 @@ struct Upstream {
 // $ssl_session_reused ("r" or ".", as nginx's), $server_port.
 // A redirect's location may also use the last, $request_uri (the
 // request-target as received: path and query).
-inline constexpr const char* kHeaderVariables[] = {"host",       "remote_addr", "scheme",
-                                                   "request_id", "ssl_protocol", "ssl_cipher",
-                                                   "ssl_session_reused", "server_port", "request_uri"};
+inline constexpr const char* kHeaderVariables[] = {
+    "host",       "remote_addr",        "scheme",      "request_id", "ssl_protocol",
+    "ssl_cipher", "ssl_session_reused", "server_port", "request_uri"};
 inline constexpr int kHeaderVariableCount = 8;    // in header values
 inline constexpr int kLocationVariableCount = 9;  // in a redirect's location
 
@@ -255,10 +255,10 @@ enum class RouteAction { Proxy, Return, Redirect };
 
 // A route's own answer (RouteAction::Return or Redirect).
 struct FixedAnswer {
-  int status = 0;                // return: 200..599; redirect: 301, 302, 303, 307 or 308
-  std::string body;              // return only (none for 204 and 304)
+  int status = 0;                           // return: 200..599; redirect: 301, 302, 303, 307 or 308
+  std::string body;                         // return only (none for 204 and 304)
   std::string content_type = "text/plain";  // return only
-  std::vector<HeaderValuePart> location;  // redirect only: with variables (kLocationVariableCount)
+  std::vector<HeaderValuePart> location;    // redirect only: with variables (kLocationVariableCount)
 };
 
 struct Route {
@@ -269,7 +269,7 @@ struct Route {
   std::string path = "/";   // path_prefix, path_exact or path_regex, as `path_match` says
   std::string upstream;     // name of an [[upstream]] (must exist); "" for a fixed answer
   RouteAction action = RouteAction::Proxy;
-  FixedAnswer answer;       // action Return or Redirect
+  FixedAnswer answer;  // action Return or Redirect
   PathMatch path_match = PathMatch::Prefix;
   std::shared_ptr<const re2::RE2> regex;  // path_regex compiled at load (null otherwise)
   std::vector<std::string> methods;       // methods = [...]: case-sensitive tokens; empty = any

@@ -65,8 +65,10 @@ Status parse_listen(const TableReader& root, std::vector<Listener>& out) {
   std::vector<std::string> positions;  // of each address key, for duplicate reports
   for (size_t i = 0; i < tables->size(); ++i) {
     TableReader t(root.context(), *(*tables)[i], "listen[" + std::to_string(i) + "]");
-    if (Status s = t.check_keys({"address", "backlog", "alpn", "trust_request_id", "tls", "redirect_https", "https_port",
-                                 "acme_upstream"}); !s.ok()) return s;
+    if (Status s = t.check_keys(
+            {"address", "backlog", "alpn", "trust_request_id", "tls", "redirect_https", "https_port", "acme_upstream"});
+        !s.ok())
+      return s;
 
     Listener listener;
     std::string address;

@@ -125,8 +125,8 @@ Status parse_redirect(const TableReader& route, const toml::table& table, FixedA
   }
   const toml::node* location = t.find("location");
   if (location == nullptr) return t.missing("location");
-  if (Status s = parse_header_value(t.context(), *location, t.path_of("location"), kLocationVariableCount,
-                                    out.location);
+  if (Status s =
+          parse_header_value(t.context(), *location, t.path_of("location"), kLocationVariableCount, out.location);
       !s.ok()) {
     return s;
   }
@@ -167,8 +167,7 @@ Status parse_action(const TableReader& t, const std::vector<Upstream>& upstreams
   for (const char* k : {"upstream", "return", "redirect"}) {
     if (t.find(k) == nullptr) continue;
     if (key != nullptr) {
-      return t.error_at(k, std::string("only one of upstream, return and redirect per route (") + key +
-                               " is set too)");
+      return t.error_at(k, std::string("only one of upstream, return and redirect per route (") + key + " is set too)");
     }
     key = k;
   }

@@ -67,7 +67,8 @@ Status Connection::accept(UniqueFd fd, const config::Endpoint* address) {
   }
   fd.release();  // the handle owns it now
   peer_address(tcp_.get(), remote_addr_, remote_port_);
-  timer_.init(loop, [](void* self) { static_cast<Connection*>(self)->on_timer(); }, this);
+  timer_.init(
+      loop, [](void* self) { static_cast<Connection*>(self)->on_timer(); }, this);
   for (const auto& l : generation_->gen->config.listeners) {
     // The generation outlives the connection, so the entry may be borrowed.
     if (address && l.address == *address) listener_ = &l;

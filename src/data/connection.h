@@ -16,11 +16,11 @@
 #include <optional>
 #include <string>
 
-#include "data/http/client_session.h"
-#include "metrics/counters.h"
-#include "data/http/client_transport.h"
-#include "data/generation.h"
 #include "data/client_stream.h"
+#include "data/generation.h"
+#include "data/http/client_session.h"
+#include "data/http/client_transport.h"
+#include "metrics/counters.h"
 #include "tls/session_lookup.h"
 #include "util/lazy_timer.h"
 #include "util/loop_context.h"

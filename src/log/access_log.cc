@@ -173,9 +173,10 @@ void append_json_string(std::string& out, std::string_view s) {
 void append_json_line(std::string& out, const AccessLogEntry& e) {
   // One reservation for the line: keys and numbers take under 700 bytes, and
   // an escaped string at most 6 bytes per input byte.
-  const size_t strings = e.remote_addr.size() + e.sni.size() + e.alpn.size() + e.scheme.size() + e.protocol.size() + e.method.size() +
-                         e.path.size() + e.ssl_protocol.size() + e.ssl_cipher.size() + e.ssl_resumption.size() +
-                         e.upstream_addr.size() + e.upstream_error.size() + e.user_agent.size() + e.request_id.size();
+  const size_t strings = e.remote_addr.size() + e.sni.size() + e.alpn.size() + e.scheme.size() + e.protocol.size() +
+                         e.method.size() + e.path.size() + e.ssl_protocol.size() + e.ssl_cipher.size() +
+                         e.ssl_resumption.size() + e.upstream_addr.size() + e.upstream_error.size() +
+                         e.user_agent.size() + e.request_id.size();
   out.reserve(out.size() + 700 + 6 * strings);
   out.append("{\"time\":\""sv);
   append_timestamp(out, e.time);

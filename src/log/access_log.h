@@ -39,7 +39,7 @@ struct AccessLogEntry {
   double request_time_ms = 0;
   std::string_view ssl_protocol, ssl_cipher;  // "TLSv1.3", "TLS_AES_128_GCM_SHA256"; "" (http) -> null
   bool ssl_session_reused = false;
-  std::string_view ssl_resumption = "none";     // "none" | "cache" (session ID / stateful) | "ticket"; "" -> null
+  std::string_view ssl_resumption = "none";  // "none" | "cache" (session ID / stateful) | "ticket"; "" -> null
   std::optional<double> tls_handshake_ms;  // first request of a connection only, else null
   uint64_t connection_id = 0, connection_requests = 0;
   uint32_t stream_id = 0;          // HTTP/2 stream identifier (RFC 9113 §5.1.1); 0 (HTTP/1.x) -> null

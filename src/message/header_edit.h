@@ -24,7 +24,15 @@ namespace tlsfront::http {
 // The variables a value can use; mirrors config::kHeaderVariables (RequestUri:
 // a redirect's location only).
 enum class HeaderVar : uint8_t {
-  Host, RemoteAddr, Scheme, RequestId, SslProtocol, SslCipher, SslSessionReused, ServerPort, RequestUri
+  Host,
+  RemoteAddr,
+  Scheme,
+  RequestId,
+  SslProtocol,
+  SslCipher,
+  SslSessionReused,
+  ServerPort,
+  RequestUri
 };
 inline constexpr size_t kHeaderVarCount = 9;
 

@@ -112,7 +112,7 @@ std::string_view known_reason(std::string_view d) {
       {"gzip_http_version", "no equivalent yet: no compression"},
       {"gzip_types", "no equivalent yet: no compression"},
       {"gzip_min_length", "no equivalent yet: no compression"},
-      {"return", "no equivalent yet: no return"},
+      {"return", "not carried over by import-nginx yet: write it as [[route]] return / redirect (README Plain HTTP and fixed answers)"},
       {"rewrite", "no equivalent: no rewriting"},
       {"error_page", "no equivalent: tlsfront's error answers are its own"},
       {"server_tokens", "not needed: tlsfront sends no version"},

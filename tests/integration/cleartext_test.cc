@@ -22,8 +22,8 @@ using Cleartext = ProxyTest;
 using FixedAnswers = ProxyTest;
 using Values = std::vector<std::string>;
 
-HttpResponse plain(int port, const std::string& method, const std::string& path,
-                   std::vector<std::string> headers = {}, std::optional<std::string> body = std::nullopt) {
+HttpResponse plain(int port, const std::string& method, const std::string& path, std::vector<std::string> headers = {},
+                   std::optional<std::string> body = std::nullopt) {
   HttpRequest req;
   req.cleartext = true;
   req.method = method;
@@ -223,8 +223,8 @@ redirect_https = false
   const std::string err = proxy_.process().err();
   const auto routed = logged_port(err, "listening on 127.0.0.3:", " (");
   ASSERT_TRUE(routed) << err;
-  const std::string resp = plain_request(*routed, "GET /fake HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", milliseconds(5'000),
-                       "127.0.0.3");
+  const std::string resp = plain_request(*routed, "GET /fake HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
+                                         milliseconds(5'000), "127.0.0.3");
   EXPECT_EQ(resp.rfind("HTTP/1.1 200", 0), 0u) << resp;
   EXPECT_EQ(resp.find("Strict-Transport-Security"), std::string::npos) << resp;
   EXPECT_NE(resp.find("X-Always: yes"), std::string::npos) << resp;
@@ -246,8 +246,8 @@ TEST_F(Cleartext, AcmeChallengeReachesItsUpstream) {
   ASSERT_EQ(r.curl_code, CURLE_OK) << r.error;
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(r.body, "ok GET /.well-known/acme-challenge/tok-123_X\n");
-  for (const char* path : {"/.well-known/acme-challenge/../../admin", "/.well-known/acme-challenge",
-                           "/.well-known/other/x"}) {
+  for (const char* path :
+       {"/.well-known/acme-challenge/../../admin", "/.well-known/acme-challenge", "/.well-known/other/x"}) {
     SCOPED_TRACE(path);
     HttpResponse red = plain(cp, "GET", path);
     EXPECT_EQ(red.status, 301);
@@ -417,8 +417,9 @@ TEST(FixedAnswersCli, TestShowsTheTableAndRefusesBadConfigs) {
   ProxyOptions o;
   o.upstream_servers = {"127.0.0.1:" + std::to_string(free_port())};
   o.cleartext = "";
-  o.routes = "[[route]]\npath_exact = \"/health\"\nreturn = { status = 200, body = \"ok\" }\n"
-             "[[route]]\nredirect = { status = 302, location = \"https://example.com$request_uri\" }\n";
+  o.routes =
+      "[[route]]\npath_exact = \"/health\"\nreturn = { status = 200, body = \"ok\" }\n"
+      "[[route]]\nredirect = { status = 302, location = \"https://example.com$request_uri\" }\n";
   const std::string path = dir.file("tlsfront.toml");
   write_file(path, make_config(o, kAnyPort, dir.file("access.log")));
   RunResult ok = run_command(dir, {TLSFRONT_BINARY, "--test", "--config", path});
@@ -445,9 +446,10 @@ TEST(FixedAnswersCli, TestShowsTheTableAndRefusesBadConfigs) {
   RunResult two = run_command(dir, {TLSFRONT_BINARY, "--test", "--config", path});
   EXPECT_EQ(two.status.code, 1);
   const size_t at = std::count(text.begin(), text.begin() + text.find("return ="), '\n') + 1;
-  EXPECT_NE(two.err.find(path + ":" + std::to_string(at) +
-                         ":1: route[0].return: only one of upstream, return and redirect per route (upstream is set too)"),
-            std::string::npos)
+  EXPECT_NE(
+      two.err.find(path + ":" + std::to_string(at) +
+                   ":1: route[0].return: only one of upstream, return and redirect per route (upstream is set too)"),
+      std::string::npos)
       << two.err;
 }
 

@@ -159,7 +159,7 @@ void setup_easy(CURL* c, const HttpRequest& req, const std::string& url, curl_sl
   curl_easy_setopt(c, CURLOPT_PATH_AS_IS, 1L);  // the target exactly as the test wrote it (no dot removal)
   curl_easy_setopt(c, CURLOPT_RESOLVE, resolve);
   curl_easy_setopt(c, CURLOPT_CAINFO, pki("root.pem").c_str());
-  const long version = !req.http2       ? CURL_HTTP_VERSION_1_1
+  const long version = !req.http2      ? CURL_HTTP_VERSION_1_1
                        : req.cleartext ? CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE
                                        : CURL_HTTP_VERSION_2TLS;
   curl_easy_setopt(c, CURLOPT_HTTP_VERSION, version);

@@ -115,7 +115,8 @@ std::string make_config(const ProxyOptions& o, int port, const std::string& acce
   std::string c;
   c += "workers = " + std::to_string(o.workers) + "\n" + o.top_level + "\n";
   c += "[[listen]]\naddress = \"127.0.0.1:" + std::to_string(port) + "\"\n" + o.listen_extra + "\n";
-  if (o.cleartext) c += "[[listen]]\naddress = \"" + std::string(kCleartextIp) + ":0\"\ntls = false\n" + *o.cleartext + "\n";
+  if (o.cleartext)
+    c += "[[listen]]\naddress = \"" + std::string(kCleartextIp) + ":0\"\ntls = false\n" + *o.cleartext + "\n";
   // The test root is not in the system store: it is the chain's trust anchor.
   c += "[tls]\n";
   if (o.certificates.empty()) c += "certificate = \"" + o.certificate + "\"\nkey = \"" + o.key + "\"\n";

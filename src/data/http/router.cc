@@ -87,7 +87,8 @@ std::string location_text(const std::vector<config::HeaderValuePart>& parts) {
 
 std::string action_text(const config::Route& r) {
   switch (r.action) {
-    case config::RouteAction::Proxy: return "upstream \"" + r.upstream + "\"";
+    case config::RouteAction::Proxy:
+      return "upstream \"" + r.upstream + "\"";
     case config::RouteAction::Return:
       return "return " + std::to_string(r.answer.status) + ", " + r.answer.content_type + ", " +
              std::to_string(r.answer.body.size()) + " bytes";

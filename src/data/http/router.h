@@ -1,6 +1,6 @@
 // Router: maps (Host, method, normalized path) to a route — an upstream or
-// the route's fixed answer (return, redirect) — by the [[route]] table, first match in file order. Built once per Generation;
-// read-only afterwards.
+// the route's fixed answer (return, redirect) — by the [[route]] table, first match in file order. Built once per
+// Generation; read-only afterwards.
 //
 // A route matches when all of its keys do:
 //   host      "" (any), the exact host, or "*.example.com" (one more label);

@@ -33,8 +33,9 @@ TEST(LoaderCleartext, Errors) {
             R"(t.toml:17:1: listen[1].acme_upstream: unknown upstream "certbot" (no [[upstream]] has this name))");
   EXPECT_EQ(load_error(cleartext("acme_upstream = \"\"\n")),
             "t.toml:17:1: listen[1].acme_upstream: must not be empty (omit it for none)");
-  EXPECT_EQ(load_error(cleartext("alpn = [\"h2\"]\n")),
-            "t.toml:17:1: listen[1].alpn: a cleartext listener (tls = false) speaks HTTP/1.1 only (no h2c): remove alpn");
+  EXPECT_EQ(
+      load_error(cleartext("alpn = [\"h2\"]\n")),
+      "t.toml:17:1: listen[1].alpn: a cleartext listener (tls = false) speaks HTTP/1.1 only (no h2c): remove alpn");
   EXPECT_EQ(load_error(cleartext("https_port = 0\n")),
             "t.toml:17:1: listen[1].https_port: must be between 1 and 65535, got 0");
   EXPECT_EQ(load_error(with("[[listen]]\naddress = \"127.0.0.1:8080\"\ntls = \"no\"\n")),
@@ -89,7 +90,8 @@ TEST(LoaderFixedAnswer, StatusRangesAndValues) {
             "t.toml:15:12: route[1].return.status: must be 200..599 (a final status, RFC 9110 §15), got 101");
   EXPECT_EQ(load_error(route("return = { status = 600 }")),
             "t.toml:15:12: route[1].return.status: must be 200..599 (a final status, RFC 9110 §15), got 600");
-  EXPECT_EQ(load_error(route("return = { body = \"x\" }")), "t.toml:15:10: route[1].return.status: missing required key");
+  EXPECT_EQ(load_error(route("return = { body = \"x\" }")),
+            "t.toml:15:10: route[1].return.status: missing required key");
   EXPECT_EQ(load_error(route("return = { status = 204, body = \"x\" }")),
             "t.toml:15:26: route[1].return.body: a 204 response has no body (RFC 9110 §15)");
   EXPECT_EQ(load_error(route("return = { status = 200, type = \"x\" }")),
@@ -98,11 +100,12 @@ TEST(LoaderFixedAnswer, StatusRangesAndValues) {
             "t.toml:15:26: route[1].return.content_type: contains a control character");
   for (int status : {300, 304, 200, 399}) {
     SCOPED_TRACE(status);
-    EXPECT_EQ(load_error(route("redirect = { status = " + std::to_string(status) + ", location = \"/\" }")),
-              "t.toml:15:14: route[1].redirect.status: must be 301, 302, 303, 307 or 308, got " +
-                  std::to_string(status));
+    EXPECT_EQ(
+        load_error(route("redirect = { status = " + std::to_string(status) + ", location = \"/\" }")),
+        "t.toml:15:14: route[1].redirect.status: must be 301, 302, 303, 307 or 308, got " + std::to_string(status));
   }
-  EXPECT_EQ(load_error(route("redirect = { status = 302 }")), "t.toml:15:12: route[1].redirect.location: missing required key");
+  EXPECT_EQ(load_error(route("redirect = { status = 302 }")),
+            "t.toml:15:12: route[1].redirect.location: missing required key");
   EXPECT_EQ(load_error(route("redirect = { status = 302, location = \"\" }")),
             "t.toml:15:28: route[1].redirect.location: must not be empty");
   EXPECT_EQ(load_error(route("redirect = { status = 302, location = \"/a b\" }")),
@@ -111,11 +114,14 @@ TEST(LoaderFixedAnswer, StatusRangesAndValues) {
             "t.toml:15:39: route[1].redirect.location: value \"/\\x0d\\x0aX: y\" contains a control character (CR, LF, "
             "NUL, ...): a header value is one line");
   // $request_uri is a location's variable, not a header value's.
-  EXPECT_NE(load_error(route("redirect = { status = 302, location = \"$nope\" }")).find(
-                "unknown variable \"$nope\" at offset 0 of \"$nope\" (known: $host, $remote_addr, $scheme, $request_id, "
-                "$ssl_protocol, $ssl_cipher, $ssl_session_reused, $server_port, $request_uri)"),
-            std::string::npos);
-  EXPECT_NE(load_error(with("response_headers = { set = { X = \"$request_uri\" } }\n")).find("unknown variable \"$request_uri\""),
+  EXPECT_NE(
+      load_error(route("redirect = { status = 302, location = \"$nope\" }"))
+          .find(
+              "unknown variable \"$nope\" at offset 0 of \"$nope\" (known: $host, $remote_addr, $scheme, $request_id, "
+              "$ssl_protocol, $ssl_cipher, $ssl_session_reused, $server_port, $request_uri)"),
+      std::string::npos);
+  EXPECT_NE(load_error(with("response_headers = { set = { X = \"$request_uri\" } }\n"))
+                .find("unknown variable \"$request_uri\""),
             std::string::npos);
 }
 

@@ -30,12 +30,36 @@ using namespace std::string_view_literals;
 using testing::JsonChecker;
 using testing::reference_json_string;
 
-const std::vector<std::string> kKeyOrder = {
-    "time", "remote_addr", "remote_port", "sni", "alpn", "scheme", "protocol", "method", "path",
-    "status", "response_complete", "bytes_sent", "bytes_received", "request_time_ms", "ssl_protocol", "ssl_cipher",
-    "ssl_session_reused", "ssl_resumption", "tls_handshake_ms", "connection_id", "connection_requests",
-    "stream_id", "upstream_addr", "upstream_error", "upstream_status", "upstream_connect_ms", "upstream_response_ms",
-    "upstream_connection_reused", "user_agent", "request_id"};
+const std::vector<std::string> kKeyOrder = {"time",
+                                            "remote_addr",
+                                            "remote_port",
+                                            "sni",
+                                            "alpn",
+                                            "scheme",
+                                            "protocol",
+                                            "method",
+                                            "path",
+                                            "status",
+                                            "response_complete",
+                                            "bytes_sent",
+                                            "bytes_received",
+                                            "request_time_ms",
+                                            "ssl_protocol",
+                                            "ssl_cipher",
+                                            "ssl_session_reused",
+                                            "ssl_resumption",
+                                            "tls_handshake_ms",
+                                            "connection_id",
+                                            "connection_requests",
+                                            "stream_id",
+                                            "upstream_addr",
+                                            "upstream_error",
+                                            "upstream_status",
+                                            "upstream_connect_ms",
+                                            "upstream_response_ms",
+                                            "upstream_connection_reused",
+                                            "user_agent",
+                                            "request_id"};
 
 std::string json_string(std::string_view s) {
   std::string out;
@@ -117,15 +141,16 @@ TEST(AccessLogJsonLine, AllFieldsSet) {
 
 TEST(AccessLogJsonLine, DefaultsGiveNulls) {
   AccessLogEntry e;  // time = epoch, every optional/empty field unset
-  EXPECT_EQ(json_line(e),
-            R"({"time":"1970-01-01T00:00:00.000Z","remote_addr":"","remote_port":0,)"
-            R"("sni":null,"alpn":null,"scheme":"https","protocol":"","method":"","path":"","status":0,)"
-            R"("response_complete":false,"bytes_sent":0,"bytes_received":0,"request_time_ms":0.000,"ssl_protocol":null,)"
-            R"("ssl_cipher":null,"ssl_session_reused":false,"ssl_resumption":"none","tls_handshake_ms":null,)"
-            R"("connection_id":0,"connection_requests":0,"stream_id":null,"upstream_addr":null,"upstream_error":null,)"
-            R"("upstream_status":null,"upstream_connect_ms":null,"upstream_response_ms":null,)"
-            R"("upstream_connection_reused":null,"user_agent":null,"request_id":null})"
-            "\n");
+  EXPECT_EQ(
+      json_line(e),
+      R"({"time":"1970-01-01T00:00:00.000Z","remote_addr":"","remote_port":0,)"
+      R"("sni":null,"alpn":null,"scheme":"https","protocol":"","method":"","path":"","status":0,)"
+      R"("response_complete":false,"bytes_sent":0,"bytes_received":0,"request_time_ms":0.000,"ssl_protocol":null,)"
+      R"("ssl_cipher":null,"ssl_session_reused":false,"ssl_resumption":"none","tls_handshake_ms":null,)"
+      R"("connection_id":0,"connection_requests":0,"stream_id":null,"upstream_addr":null,"upstream_error":null,)"
+      R"("upstream_status":null,"upstream_connect_ms":null,"upstream_response_ms":null,)"
+      R"("upstream_connection_reused":null,"user_agent":null,"request_id":null})"
+      "\n");
   expect_valid_json_line(json_line(e));
 }
 

@@ -16,12 +16,12 @@ TEST(LocalAnswer, RedirectableHosts) {
   const std::string long_label(64, 'a');
   const std::string long_name = std::string(63, 'a') + "." + std::string(63, 'b') + "." + std::string(63, 'c') + "." +
                                 std::string(63, 'd');  // 255 bytes
-  for (const std::string bad : {std::string(), std::string("a_b.example"), std::string("%65vil.example"),
-                                std::string("-a.example"), std::string("a-.example"), std::string("a..example"),
-                                std::string("example."), std::string(".example"), std::string("a~b"),
-                                std::string("user@example.com"), std::string("EXAMPLE.com"), std::string("[fe80::1%25eth0]"),
-                                std::string("[::g]"), std::string("[]"), std::string("::1"), std::string("[::1"),
-                                std::string("a/b"), long_label + ".example", long_name}) {
+  for (const std::string bad :
+       {std::string(), std::string("a_b.example"), std::string("%65vil.example"), std::string("-a.example"),
+        std::string("a-.example"), std::string("a..example"), std::string("example."), std::string(".example"),
+        std::string("a~b"), std::string("user@example.com"), std::string("EXAMPLE.com"),
+        std::string("[fe80::1%25eth0]"), std::string("[::g]"), std::string("[]"), std::string("::1"),
+        std::string("[::1"), std::string("a/b"), long_label + ".example", long_name}) {
     EXPECT_FALSE(redirectable_host(bad)) << bad;
   }
 }

@@ -183,8 +183,9 @@ TEST(Router, FixedAnswerRoutes) {
   EXPECT_EQ(m->answer, nullptr);
   ASSERT_EQ(r.table().size(), 3u);
   EXPECT_EQ(r.table()[0], "route[0]: host any, methods any, path_exact \"/health\" -> return 200, text/plain, 2 bytes");
-  EXPECT_EQ(r.table()[1],
-            "route[1]: host any, methods any, path_prefix \"/old/\" -> redirect 301 \"https://${host}/$$${request_uri}\"");
+  EXPECT_EQ(
+      r.table()[1],
+      "route[1]: host any, methods any, path_prefix \"/old/\" -> redirect 301 \"https://${host}/$$${request_uri}\"");
 }
 
 }  // namespace
