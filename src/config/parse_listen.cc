@@ -67,8 +67,9 @@ Status parse_listen(const TableReader& root, std::vector<Listener>& out) {
     TableReader t(root.context(), *(*tables)[i], "listen[" + std::to_string(i) + "]");
     if (Status s = t.check_keys(
             {"address", "backlog", "alpn", "trust_request_id", "tls", "redirect_https", "https_port", "acme_upstream"});
-        !s.ok())
+        !s.ok()) {
       return s;
+    }
 
     Listener listener;
     std::string address;

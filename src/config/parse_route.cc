@@ -1,7 +1,8 @@
 // [[route]]: (host, methods, path) -> upstream, or a fixed answer (return,
-// redirect), first match in file order wins. The path keys (path_prefix, path_exact, path_regex; at most one) are
-// compared with the normalized request path (message/request_path.h);
-// path_regex is compiled here, so a bad pattern is a load error.
+// redirect; exactly one of the three), first match in file order wins. The
+// path keys (path_prefix, path_exact, path_regex; at most one) are compared
+// with the normalized request path (message/request_path.h); path_regex is
+// compiled here, so a bad pattern is a load error.
 #include <re2/re2.h>
 
 #include <string>

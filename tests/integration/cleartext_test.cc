@@ -79,6 +79,9 @@ TEST_F(Cleartext, RedirectsWith301ForGetAndHeadAnd308Otherwise) {
   ASSERT_TRUE(start_proxy(o));
   const int cp = proxy_.cleartext_port();
   ASSERT_GT(cp, 0);
+  EXPECT_NE(proxy_.process().err().find(":" + std::to_string(cp) + " (1 worker, cleartext HTTP: redirects to https)"),
+            std::string::npos)
+      << proxy_.process().err();
   const std::string target = "/a/b%20c?q=a%2Fb&x=../y";
 
   HttpResponse get = plain(cp, "GET", target);

@@ -18,12 +18,6 @@ void adopt_request_id(const SessionEnv& env, const ConnectionInfo& info, Request
   }
 }
 
-}  // namespace
-
-int refused_method(const RequestHead& head) { return head.method == "CONNECT" ? 405 : 0; }
-
-namespace {
-
 constexpr std::string_view kAcmeChallenge = "/.well-known/acme-challenge/";
 
 const config::Listener* cleartext_listener(const ConnectionInfo& info) {
@@ -61,6 +55,8 @@ Admission redirect_to_https(const config::Listener& listener, const RequestRecor
 }
 
 }  // namespace
+
+int refused_method(const RequestHead& head) { return head.method == "CONNECT" ? 405 : 0; }
 
 Admission admit(const SessionEnv& env, ExchangeSink* sink, RequestRecord& record) {
   RequestHead& head = record.head;
