@@ -40,6 +40,17 @@ struct Listener {
   // trust_request_id = true: a client's own request ID header (Config::
   // request_id_header), when valid, becomes the request's $request_id.
   bool trust_request_id = false;
+  // tls = false: a cleartext HTTP/1.1 listener (port 80; no h2c). The keys
+  // below apply to it only (README "Plain HTTP").
+  bool tls = true;
+  // Every request answered 301 (GET, HEAD) or 308 with Location
+  // https://$host[:https_port]$request_uri; false: routed like a TLS
+  // listener's requests (a private network).
+  bool redirect_https = true;
+  uint16_t https_port = 443;  // the port the redirect names (left out when 443)
+  // Requests under /.well-known/acme-challenge/ (normalized path) go to this
+  // [[upstream]] (must exist), even when redirecting; "" = none.
+  std::string acme_upstream;
   bool operator==(const Listener&) const = default;
 };
 
@@ -184,10 +195,13 @@ struct Upstream {
 // path's http::HeaderVar mirrors it): $host (lowercased, port stripped),
 // $remote_addr, $scheme, $request_id, $ssl_protocol, $ssl_cipher,
 // $ssl_session_reused ("r" or ".", as nginx's), $server_port.
-inline constexpr const char* kHeaderVariables[] = {"host",       "remote_addr", "scheme",
-                                                   "request_id", "ssl_protocol", "ssl_cipher",
-                                                   "ssl_session_reused", "server_port"};
-inline constexpr int kHeaderVariableCount = 8;
+// A redirect's location may also use the last, $request_uri (the
+// request-target as received: path and query).
+inline constexpr const char* kHeaderVariables[] = {
+    "host",       "remote_addr",        "scheme",      "request_id", "ssl_protocol",
+    "ssl_cipher", "ssl_session_reused", "server_port", "request_uri"};
+inline constexpr int kHeaderVariableCount = 8;    // in header values
+inline constexpr int kLocationVariableCount = 9;  // in a redirect's location
 
 // One piece of a header value, split once at load: a literal, or a variable
 // (index into kHeaderVariables).
@@ -254,13 +268,27 @@ struct Compression {
 // regular expression that must match the whole path (RE2::FullMatch).
 enum class PathMatch { Prefix, Exact, Regex };
 
+// What a route does with a request: forward it to its upstream, or answer
+// it itself (return = {...}, redirect = {...}); exactly one per route.
+enum class RouteAction { Proxy, Return, Redirect };
+
+// A route's own answer (RouteAction::Return or Redirect).
+struct FixedAnswer {
+  int status = 0;                           // return: 200..599; redirect: 301, 302, 303, 307 or 308
+  std::string body;                         // return only (none for 204 and 304)
+  std::string content_type = "text/plain";  // return only
+  std::vector<HeaderValuePart> location;    // redirect only: with variables (kLocationVariableCount)
+};
+
 struct Route {
   // "" for any host; an exact host (lowercase, port ignored); or "*.example.com",
   // which covers exactly one more label ("a.example.com", not "example.com"
   // nor "a.b.example.com"), as certificate names do (RFC 6125 §6.4.3).
   std::string host;
   std::string path = "/";   // path_prefix, path_exact or path_regex, as `path_match` says
-  std::string upstream;     // name of an [[upstream]] (must exist)
+  std::string upstream;     // name of an [[upstream]] (must exist); "" for a fixed answer
+  RouteAction action = RouteAction::Proxy;
+  FixedAnswer answer;  // action Return or Redirect
   PathMatch path_match = PathMatch::Prefix;
   std::shared_ptr<const re2::RE2> regex;  // path_regex compiled at load (null otherwise)
   std::vector<std::string> methods;       // methods = [...]: case-sensitive tokens; empty = any

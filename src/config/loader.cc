@@ -68,6 +68,9 @@ Result<Config> parse_document(std::string_view toml, const ParseContext& ctx) {
   if (Status s = detail::parse_listen(root, config.listeners); !s.ok()) return s.take_error();
   if (Status s = detail::parse_tls(root, config.tls); !s.ok()) return s.take_error();
   if (Status s = detail::parse_upstream(root, config.upstreams); !s.ok()) return s.take_error();
+  if (Status s = detail::check_acme_upstreams(root, config.listeners, config.upstreams); !s.ok()) {
+    return s.take_error();
+  }
   if (Status s = detail::parse_route(root, config.upstreams, config.routes); !s.ok()) {
     return s.take_error();
   }

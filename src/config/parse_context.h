@@ -135,6 +135,9 @@ Error missing_table(const ParseContext& ctx, std::string_view key, bool array_of
 // The section parsers, one per parse_<section>.cc. Each reads its table(s)
 // from `root` and fills `out`; absent optional tables keep the defaults.
 [[nodiscard]] Status parse_listen(const TableReader& root, std::vector<Listener>& out);
+// Once [[upstream]] is parsed: every acme_upstream of `listeners` names one.
+[[nodiscard]] Status check_acme_upstreams(const TableReader& root, const std::vector<Listener>& listeners,
+                                          const std::vector<Upstream>& upstreams);
 [[nodiscard]] Status parse_tls(const TableReader& root, Tls& out);
 // [[certificate]] entries or the [tls] certificate/key shorthand (`tls` is the
 // [tls] table); called by parse_tls after tls.strict_sni is read.
@@ -165,6 +168,11 @@ bool is_tchar(unsigned char c);
 [[nodiscard]] Status parse_header_rules(const TableReader& parent, std::string_view key, HeaderDirection direction,
                                         bool in_route, HeaderRules& out);
 [[nodiscard]] Status parse_hsts(const TableReader& tls, std::string& out);
+// A header value (or a redirect's location) at `node`: a string split into
+// literal and variable parts, the variables being the first `variables` of
+// kHeaderVariables (kHeaderVariableCount, or kLocationVariableCount).
+[[nodiscard]] Status parse_header_value(const ParseContext& ctx, const toml::node& node, const std::string& path,
+                                        int variables, std::vector<HeaderValuePart>& out);
 [[nodiscard]] Status parse_request_id_header(const TableReader& root, std::string& out);
 
 }  // namespace tlsfront::config::detail

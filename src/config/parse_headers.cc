@@ -59,12 +59,15 @@ Status check_name(const ParseContext& ctx, const toml::source_region& where, con
   return {};
 }
 
+}  // namespace
+
 // Splits `text` into literal and variable parts: "$name" or "${name}" (name
-// one of kHeaderVariables), "$$" a literal "$". Literal bytes must be field
-// value bytes (RFC 9110 §5.5: no CR, LF, NUL or other control byte but HTAB)
-// and the value has no leading or trailing whitespace (it would be trimmed).
-Status parse_value(const ParseContext& ctx, const toml::node& node, const std::string& path,
-                   std::vector<HeaderValuePart>& out) {
+// one of the first `variables` of kHeaderVariables), "$$" a literal "$".
+// Literal bytes must be field value bytes (RFC 9110 §5.5: no CR, LF, NUL or
+// other control byte but HTAB) and the value has no leading or trailing
+// whitespace (it would be trimmed).
+Status parse_header_value(const ParseContext& ctx, const toml::node& node, const std::string& path, int variables,
+                          std::vector<HeaderValuePart>& out) {
   const auto* str = node.as_string();
   if (str == nullptr) return type_error(ctx, node, path, "a string");
   std::string_view text = str->get();
@@ -105,12 +108,12 @@ Status parse_value(const ParseContext& ctx, const toml::node& node, const std::s
                            std::to_string(i) + " (\"$name\" or \"${name}\"; \"$$\" is a literal \"$\")");
     }
     int index = -1;
-    for (int v = 0; v < kHeaderVariableCount; ++v) {
+    for (int v = 0; v < variables; ++v) {
       if (name == kHeaderVariables[v]) index = v;
     }
     if (index < 0) {
       std::string known;
-      for (int v = 0; v < kHeaderVariableCount; ++v) known += (v ? ", $" : "$") + std::string(kHeaderVariables[v]);
+      for (int v = 0; v < variables; ++v) known += (v ? ", $" : "$") + std::string(kHeaderVariables[v]);
       return ctx.error(node.source(), path,
                        "unknown variable \"$" + std::string(name) + "\" at offset " + std::to_string(i) +
                            " of " + quote(text) + " (known: " + known + ")");
@@ -121,6 +124,13 @@ Status parse_value(const ParseContext& ctx, const toml::node& node, const std::s
   }
   flush();
   return {};
+}
+
+namespace {
+
+Status parse_value(const ParseContext& ctx, const toml::node& node, const std::string& path,
+                   std::vector<HeaderValuePart>& out) {
+  return parse_header_value(ctx, node, path, kHeaderVariableCount, out);
 }
 
 // set = { Name = "value" } (add also takes Name = ["v1", "v2"]: one field each).

@@ -1,4 +1,5 @@
-// [[listen]]: the addresses tlsfront accepts TLS connections on.
+// [[listen]]: the addresses tlsfront accepts connections on: TLS, or
+// cleartext HTTP/1.1 (tls = false) with its redirect and ACME keys.
 #include <string>
 
 #include "config/parse_context.h"
@@ -32,6 +33,28 @@ Status parse_alpn(const TableReader& t, std::vector<std::string>& out) {
   return {};
 }
 
+// The keys of a tls = false listener; refused on a TLS one (they would do
+// nothing there) and alpn refused on a cleartext one (HTTP/1.1 only).
+Status parse_cleartext(const TableReader& t, Listener& listener) {
+  if (Status s = t.get_bool("tls", listener.tls); !s.ok()) return s;
+  if (listener.tls) {
+    for (const char* key : {"redirect_https", "https_port", "acme_upstream"}) {
+      if (t.find(key) != nullptr) return t.error_at(key, "only for a cleartext listener (tls = false)");
+    }
+    return {};
+  }
+  if (t.find("alpn") != nullptr) {
+    return t.error_at("alpn", "a cleartext listener (tls = false) speaks HTTP/1.1 only (no h2c): remove alpn");
+  }
+  if (Status s = t.get_bool("redirect_https", listener.redirect_https); !s.ok()) return s;
+  if (Status s = t.get_integer("https_port", 1, 65535, listener.https_port); !s.ok()) return s;
+  if (Status s = t.get_string("acme_upstream", listener.acme_upstream); !s.ok()) return s;
+  if (listener.acme_upstream.empty() && t.find("acme_upstream") != nullptr) {
+    return t.error_at("acme_upstream", "must not be empty (omit it for none)");
+  }
+  return {};
+}
+
 }  // namespace
 
 Status parse_listen(const TableReader& root, std::vector<Listener>& out) {
@@ -42,7 +65,11 @@ Status parse_listen(const TableReader& root, std::vector<Listener>& out) {
   std::vector<std::string> positions;  // of each address key, for duplicate reports
   for (size_t i = 0; i < tables->size(); ++i) {
     TableReader t(root.context(), *(*tables)[i], "listen[" + std::to_string(i) + "]");
-    if (Status s = t.check_keys({"address", "backlog", "alpn", "trust_request_id"}); !s.ok()) return s;
+    if (Status s = t.check_keys(
+            {"address", "backlog", "alpn", "trust_request_id", "tls", "redirect_https", "https_port", "acme_upstream"});
+        !s.ok()) {
+      return s;
+    }
 
     Listener listener;
     std::string address;
@@ -64,8 +91,25 @@ Status parse_listen(const TableReader& root, std::vector<Listener>& out) {
     if (Status s = t.get_integer("backlog", 1, 65535, listener.backlog); !s.ok()) return s;
     if (Status s = parse_alpn(t, listener.alpn); !s.ok()) return s;
     if (Status s = t.get_bool("trust_request_id", listener.trust_request_id); !s.ok()) return s;
+    if (Status s = parse_cleartext(t, listener); !s.ok()) return s;
     positions.push_back(t.position_of("address"));
     out.push_back(std::move(listener));
+  }
+  return {};
+}
+
+Status check_acme_upstreams(const TableReader& root, const std::vector<Listener>& listeners,
+                            const std::vector<Upstream>& upstreams) {
+  auto tables = tables_of(root, "listen");
+  if (!tables.ok()) return tables.take_error();
+  for (size_t i = 0; i < listeners.size() && i < tables->size(); ++i) {
+    const std::string& name = listeners[i].acme_upstream;
+    if (name.empty()) continue;
+    bool known = false;
+    for (const Upstream& u : upstreams) known = known || u.name == name;
+    if (known) continue;
+    TableReader t(root.context(), *(*tables)[i], "listen[" + std::to_string(i) + "]");
+    return t.error_at("acme_upstream", "unknown upstream " + quote(name) + " (no [[upstream]] has this name)");
   }
   return {};
 }

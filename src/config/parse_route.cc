@@ -1,7 +1,8 @@
-// [[route]]: (host, methods, path) -> upstream, first match in file order wins.
-// The path keys (path_prefix, path_exact, path_regex; at most one) are
-// compared with the normalized request path (message/request_path.h);
-// path_regex is compiled here, so a bad pattern is a load error.
+// [[route]]: (host, methods, path) -> upstream, or a fixed answer (return,
+// redirect; exactly one of the three), first match in file order wins. The
+// path keys (path_prefix, path_exact, path_regex; at most one) are compared
+// with the normalized request path (message/request_path.h); path_regex is
+// compiled here, so a bad pattern is a load error.
 #include <re2/re2.h>
 
 #include <string>
@@ -113,6 +114,88 @@ Status parse_route_headers(const TableReader& t, Route& route) {
   return parse_header_rules(t, "request_headers", HeaderDirection::Request, true, route.request_headers);
 }
 
+// redirect = { status = 301, location = "https://example.com$request_uri" }:
+// RFC 9110 §15.4's redirections with a Location (not 300 or 304).
+Status parse_redirect(const TableReader& route, const toml::table& table, FixedAnswer& out) {
+  TableReader t(route.context(), table, route.path_of("redirect"));
+  if (Status s = t.check_keys({"status", "location"}); !s.ok()) return s;
+  if (t.find("status") == nullptr) return t.missing("status");
+  if (Status s = t.get_integer("status", 0, 999, out.status); !s.ok()) return s;
+  if (out.status != 301 && out.status != 302 && out.status != 303 && out.status != 307 && out.status != 308) {
+    return t.error_at("status", "must be 301, 302, 303, 307 or 308, got " + std::to_string(out.status));
+  }
+  const toml::node* location = t.find("location");
+  if (location == nullptr) return t.missing("location");
+  if (Status s =
+          parse_header_value(t.context(), *location, t.path_of("location"), kLocationVariableCount, out.location);
+      !s.ok()) {
+    return s;
+  }
+  if (out.location.empty()) return t.error_at("location", "must not be empty");
+  for (const auto& part : out.location) {
+    if (part.variable < 0 && part.literal.find_first_of(" \t") != std::string::npos) {
+      return t.error_at("location", "a URI has no spaces (RFC 3986 §2): percent-encode them as %20");
+    }
+  }
+  return {};
+}
+
+// return = { status = 200, body = "ok", content_type = "text/plain" }.
+Status parse_return(const TableReader& route, const toml::table& table, FixedAnswer& out) {
+  TableReader t(route.context(), table, route.path_of("return"));
+  if (Status s = t.check_keys({"status", "body", "content_type"}); !s.ok()) return s;
+  if (t.find("status") == nullptr) return t.missing("status");
+  if (Status s = t.get_integer("status", 0, 999, out.status); !s.ok()) return s;
+  if (out.status < 200 || out.status > 599) {
+    return t.error_at("status", "must be 200..599 (a final status, RFC 9110 §15), got " + std::to_string(out.status));
+  }
+  if (Status s = t.get_string("body", out.body); !s.ok()) return s;
+  constexpr size_t kMaxBody = 64 * 1024;
+  if (out.body.size() > kMaxBody) return t.error_at("body", "longer than 64k: a fixed answer, not a file");
+  if ((out.status == 204 || out.status == 304) && !out.body.empty()) {
+    return t.error_at("body", "a " + std::to_string(out.status) + " response has no body (RFC 9110 §15)");
+  }
+  if (Status s = t.get_string("content_type", out.content_type, Presence::Optional, false); !s.ok()) return s;
+  for (unsigned char c : out.content_type) {
+    if (c < 0x20 || c == 0x7f) return t.error_at("content_type", "contains a control character");
+  }
+  return {};
+}
+
+// Exactly one of upstream, return and redirect.
+Status parse_action(const TableReader& t, const std::vector<Upstream>& upstreams, Route& route) {
+  const char* key = nullptr;
+  for (const char* k : {"upstream", "return", "redirect"}) {
+    if (t.find(k) == nullptr) continue;
+    if (key != nullptr) {
+      return t.error_at(k, std::string("only one of upstream, return and redirect per route (") + key + " is set too)");
+    }
+    key = k;
+  }
+  if (key == nullptr) {
+    return t.context().error(t.table().source(), t.path_of("upstream"),
+                             "missing required key (a route has one of upstream, return and redirect)");
+  }
+  const std::string_view k(key);
+  if (k == "upstream") {
+    if (Status s = t.get_string("upstream", route.upstream, Presence::Required); !s.ok()) return s;
+    for (const Upstream& u : upstreams) {
+      if (u.name == route.upstream) return {};
+    }
+    return t.error_at("upstream", "unknown upstream " + quote(route.upstream) + " (no [[upstream]] has this name)");
+  }
+  // Nothing goes upstream from a fixed answer: keys about that would do nothing.
+  for (const char* upstream_only : {"pass_normalized", "request_headers"}) {
+    if (t.find(upstream_only) != nullptr) {
+      return t.error_at(upstream_only, std::string("does nothing in a route with ") + key + " (nothing goes upstream)");
+    }
+  }
+  auto table = table_of(t, k);
+  if (!table.ok()) return table.take_error();
+  route.action = k == "return" ? RouteAction::Return : RouteAction::Redirect;
+  return k == "return" ? parse_return(t, **table, route.answer) : parse_redirect(t, **table, route.answer);
+}
+
 }  // namespace
 
 Status parse_route(const TableReader& root, const std::vector<Upstream>& upstreams,
@@ -124,7 +207,7 @@ Status parse_route(const TableReader& root, const std::vector<Upstream>& upstrea
   for (size_t i = 0; i < tables->size(); ++i) {
     TableReader t(root.context(), *(*tables)[i], "route[" + std::to_string(i) + "]");
     if (Status s = t.check_keys({"host", "path_prefix", "path_exact", "path_regex", "methods", "pass_normalized",
-                                 "upstream", "response_headers", "request_headers",
+                                 "upstream", "return", "redirect", "response_headers", "request_headers",
                                  // parse_compression.cc reads these
                                  "compress", "compress_types", "compress_min_bytes", "compress_level"});
         !s.ok()) {
@@ -137,13 +220,7 @@ Status parse_route(const TableReader& root, const std::vector<Upstream>& upstrea
     if (Status s = parse_path(t, route); !s.ok()) return s;
     if (Status s = parse_methods(t, route.methods); !s.ok()) return s;
     if (Status s = t.get_bool("pass_normalized", route.pass_normalized); !s.ok()) return s;
-    if (Status s = t.get_string("upstream", route.upstream, Presence::Required); !s.ok()) return s;
-    bool known = false;
-    for (const Upstream& u : upstreams) known = known || u.name == route.upstream;
-    if (!known) {
-      return t.error_at("upstream", "unknown upstream " + quote(route.upstream) +
-                                        " (no [[upstream]] has this name)");
-    }
+    if (Status s = parse_action(t, upstreams, route); !s.ok()) return s;
     if (Status s = parse_route_headers(t, route); !s.ok()) return s;
     out.push_back(std::move(route));
   }

@@ -400,7 +400,12 @@ void Server::start_workers(ControlLoop& ctl, std::vector<std::vector<data::Liste
     }
   }
   for (int w = 0; w < nworkers; ++w) workers_[w]->start(std::move(sockets[w]));
-  for (const auto& l : c.listeners) log::info("listening on {} ({} worker{})", bound(l.address), nworkers, nworkers == 1 ? "" : "s");
+  for (const auto& l : c.listeners) {
+    log::info("listening on {} ({} worker{}{})", bound(l.address), nworkers, nworkers == 1 ? "" : "s",
+              l.tls              ? ""
+              : l.redirect_https ? ", cleartext HTTP: redirects to https"
+                                 : ", cleartext HTTP");
+  }
   // Type=notify (systemd/tlsfront.service): the listening sockets are bound
   // and queue connections, and every worker loop is starting on them. A no-op
   // without $NOTIFY_SOCKET.

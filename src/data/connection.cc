@@ -67,22 +67,33 @@ Status Connection::accept(UniqueFd fd, const config::Endpoint* address) {
   }
   fd.release();  // the handle owns it now
   peer_address(tcp_.get(), remote_addr_, remote_port_);
-  timer_.init(loop, [](void* self) { static_cast<Connection*>(self)->on_timer(); }, this);
-  auto tls = tls::TlsStream::create(generation_->gen->tls->initial_context());
-  if (!tls) return tls.take_error();
-  tls_.emplace(std::move(tls).value());
+  timer_.init(
+      loop, [](void* self) { static_cast<Connection*>(self)->on_timer(); }, this);
   for (const auto& l : generation_->gen->config.listeners) {
-    // The generation outlives the SSL, so the list may be borrowed.
-    if (address && l.address == *address) {
-      tls::set_alpn_protocols(tls_->ssl(), &l.alpn);
-      trust_request_id_ = l.trust_request_id;
-    }
-  }
-  if (tls::RemoteSessionStore* store = worker_.session_store()) {
-    lookup_ = std::make_shared<tls::SessionLookup>(store, [this] { on_session_lookup_done(); });
-    if (!lookup_->attach(tls_->ssl())) lookup_.reset();  // sessions then stay local for this connection
+    // The generation outlives the connection, so the entry may be borrowed.
+    if (address && l.address == *address) listener_ = &l;
   }
   writer_.attach(tcp_.stream(), [this](int status, size_t) { on_write_done(status); });
+  if (listener_ != nullptr && !listener_->tls) {
+    stream_.emplace(ClientStream::cleartext());
+    state_ = State::Open;  // the first state of a cleartext connection (no handshake)
+    http::ConnectionInfo info = base_info();
+    info.scheme = http::Scheme::Http;
+    info.ssl_resumption = "";
+    open_session(std::move(info), false);
+    update_reading();
+    return {};
+  }
+  auto tls = ClientStream::tls(generation_->gen->tls->initial_context());
+  if (!tls) return tls.take_error();
+  stream_.emplace(std::move(tls).value());
+  SSL* ssl = stream_->tls_stream().ssl();
+  // The ALPN list is borrowed from the generation, which outlives the SSL.
+  if (listener_ != nullptr) tls::set_alpn_protocols(ssl, &listener_->alpn);
+  if (tls::RemoteSessionStore* store = worker_.session_store()) {
+    lookup_ = std::make_shared<tls::SessionLookup>(store, [this] { on_session_lookup_done(); });
+    if (!lookup_->attach(ssl)) lookup_.reset();  // sessions then stay local for this connection
+  }
   arm_timer(generation_->gen->config.timeouts.handshake);
   update_reading();
   return {};
@@ -100,7 +111,7 @@ void Connection::update_reading() {
   // client that closes early is noticed at once (499, as nginx).
   // The same bound holds during the handshake (a client hello paused for a
   // session lookup must not let a client pile up input).
-  const bool room = tls_->pending_input() < kMaxBufferedInput;
+  const bool room = stream_->pending_input() < kMaxBufferedInput;
   bool want = session_ ? (session_->wants_input() || room) : room;
   if (want && !reading_) {
     int rc = uv_read_start(tcp_.stream(), LoopContext::alloc_cb, [](uv_stream_t* s, ssize_t n, const uv_buf_t* b) {
@@ -125,7 +136,7 @@ void Connection::on_read(ssize_t nread, const uv_buf_t* buf) {
     }
     return;
   }
-  tls_->feed(std::string_view(buf->base, static_cast<size_t>(nread)));
+  stream_->feed(std::string_view(buf->base, static_cast<size_t>(nread)));
   if (state_ == State::Handshake) {
     // Paused for a session lookup: the input waits in the BIO until it ends.
     if (lookup_ && lookup_->state() == tls::SessionLookup::State::Pending) {
@@ -138,7 +149,7 @@ void Connection::on_read(ssize_t nread, const uv_buf_t* buf) {
 }
 
 bool Connection::advance_handshake() {
-  auto done = tls_->handshake();
+  auto done = stream_->tls_stream().handshake();
   if (!done) {
     count_handshake_failure(metrics::HandshakeFailure::Error);
     log::debug("conn={} {}:{} {}", id_, remote_addr_, remote_port_, done.error().message());
@@ -158,7 +169,7 @@ bool Connection::advance_handshake() {
 // Called from the store's reply or timeout callback on this worker's loop.
 // Never deletes `this`: close() only starts the deferred teardown.
 void Connection::on_session_lookup_done() {
-  if (state_ != State::Handshake || !tls_) return;
+  if (state_ != State::Handshake || !stream_) return;
   if (advance_handshake()) {
     pump();
   } else if (state_ == State::Handshake) {
@@ -166,16 +177,22 @@ void Connection::on_session_lookup_done() {
   }
 }
 
-void Connection::on_handshake_done() {
-  transition(state_, State::Open);
-  stop_timer();
-  SSL* ssl = tls_->ssl();
+http::ConnectionInfo Connection::base_info() const {
   http::ConnectionInfo info;
   info.id = id_;
+  info.listener = listener_;
   info.remote_addr = remote_addr_;
   info.remote_port = remote_port_;
   info.server_port = std::to_string(local_port(tcp_.get()));
-  info.trust_request_id = trust_request_id_;
+  info.trust_request_id = listener_ != nullptr && listener_->trust_request_id;
+  return info;
+}
+
+void Connection::on_handshake_done() {
+  transition(state_, State::Open);
+  stop_timer();
+  SSL* ssl = stream_->tls_stream().ssl();
+  http::ConnectionInfo info = base_info();
   if (const char* sni = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name)) info.sni = sni;
   const unsigned char* alpn = nullptr;
   unsigned int alpn_len = 0;
@@ -196,23 +213,29 @@ void Connection::on_handshake_done() {
   counters.handshake_duration[static_cast<size_t>(kind)].observe(handshake_time);
   counters.negotiated.add(SSL_get_version(ssl), SSL_CIPHER_get_name(SSL_get_current_cipher(ssl)));
   count_client_hello();
-  if (info.alpn == "h2") {
+  const bool h2 = info.alpn == "h2";
+  open_session(std::move(info), h2);
+  // TLS 1.3 NewSessionTicket messages go out with the handshake's last flight.
+  LoopContext::of(worker_.loop()).schedule_flush(this);
+}
+
+void Connection::open_session(http::ConnectionInfo info, bool h2) {
+  metrics::WorkerCounters& counters = worker_.counters();
+  if (h2) {
     counters.connections_h2.add();
     session_ = std::make_unique<http::Http2Session>(worker_.session_env(*generation_), this, std::move(info),
-                                                    SSL_get_certificate(ssl));
+                                                    SSL_get_certificate(stream_->tls_stream().ssl()));
   } else {
     counters.connections_http1.add();
     session_ = std::make_unique<http::Http1Session>(worker_.session_env(*generation_), this, std::move(info));
   }
-  // TLS 1.3 NewSessionTicket messages go out with the handshake's last flight.
-  LoopContext::of(worker_.loop()).schedule_flush(this);
 }
 
 void Connection::pump() {
   LoopContext& ctx = LoopContext::of(worker_.loop());
   char buf[kPlaintextChunk];
   while (session_ && state_ == State::Open && session_->wants_input()) {
-    auto n = tls_->read(buf, sizeof(buf));
+    auto n = stream_->read(buf, sizeof(buf));
     if (!n) {
       if (n.error().code == Errc::Closed) {
         client_done_ = true;  // close_notify: nothing follows it (RFC 8446 §6.1)
@@ -227,7 +250,7 @@ void Connection::pump() {
     session_->on_data(std::string_view(buf, *n));
   }
   // Reading may have produced output (alerts, key updates) as well as input.
-  if (tls_ && tls_->pending_output() > 0) ctx.schedule_flush(this);
+  if (stream_ && stream_->pending_output() > 0) ctx.schedule_flush(this);
   update_reading();
 }
 
@@ -245,13 +268,12 @@ void Connection::send(std::string_view plaintext) {
 }
 
 size_t Connection::buffered_output() const {
-  return plaintext_out_.size() + (tls_ ? tls_->pending_output() : 0) + writer_.buffered_bytes();
+  return plaintext_out_.size() + (stream_ ? stream_->pending_output() : 0) + writer_.buffered_bytes();
 }
 
 bool Connection::encrypt_pending() {
   if (plaintext_out_.empty()) return true;
-  auto st = tls_->write(plaintext_out_);
-  plaintext_out_.clear();
+  auto st = stream_->write(plaintext_out_);
   if (!st) {
     log::debug("conn={} {}", id_, st.error().message());
     finish_close();
@@ -261,16 +283,16 @@ bool Connection::encrypt_pending() {
 }
 
 void Connection::flush() {
-  if (state_ == State::Closed || !tls_) return;
+  if (state_ == State::Closed || !stream_) return;
   if (!encrypt_pending()) return;
-  if (int rc = writer_.send_from(tls_->output()); rc != 0) {
+  if (int rc = writer_.send_from(stream_->output()); rc != 0) {
     finish_close();
     return;
   }
   if (release_pending_ && state_ == State::Open) {
     release_pending_ = false;
     std::string().swap(plaintext_out_);
-    tls_->release_buffers();
+    stream_->release_buffers();
     writer_.release_buffer();
   }
   if (state_ == State::Closing && writer_.idle()) {
@@ -299,7 +321,7 @@ void Connection::close(bool notify) {
   transition(state_, State::Closing);
   update_reading();
   if (handshake_done && !encrypt_pending()) return;
-  if (notify && handshake_done) tls_->shutdown();
+  if (notify && handshake_done) stream_->shutdown();
   // Bound how long a client that does not read can hold us while we flush.
   arm_timer(generation_->gen->config.timeouts.send);
   flush();
@@ -311,7 +333,7 @@ void Connection::close(bool notify) {
 // (a 400, say) the client has not read yet.
 void Connection::start_linger() {
   if (state_ != State::Closing) return;
-  if (client_done_ && tls_ && tls_->pending_input() == 0) {
+  if (client_done_ && stream_ && stream_->pending_input() == 0) {
     finish_close();  // nothing unread and nothing more to come: close() sends FIN, not RST
     return;
   }
@@ -359,8 +381,9 @@ static_assert(static_cast<int>(tls::HandshakeRefusal::ProtocolVersion) - 1 ==
 void Connection::count_handshake_failure(metrics::HandshakeFailure reason) {
   metrics::WorkerCounters& counters = worker_.counters();
   counters.handshake_failures[static_cast<size_t>(reason)].add();
-  if (reason == metrics::HandshakeFailure::Error && tls_->refusal() != tls::HandshakeRefusal::None) {
-    counters.handshakes_refused[static_cast<size_t>(tls_->refusal()) - 1].add();
+  const tls::HandshakeRefusal refusal = stream_->tls_stream().refusal();
+  if (reason == metrics::HandshakeFailure::Error && refusal != tls::HandshakeRefusal::None) {
+    counters.handshakes_refused[static_cast<size_t>(refusal) - 1].add();
   }
   count_client_hello();
 }
@@ -368,7 +391,7 @@ void Connection::count_handshake_failure(metrics::HandshakeFailure reason) {
 // Once per connection, when its handshake ended (either way), if a
 // ClientHello arrived.
 void Connection::count_client_hello() {
-  if (const uint16_t v = tls::client_max_version(tls_->ssl())) {
+  if (const uint16_t v = tls::client_max_version(stream_->tls_stream().ssl())) {
     worker_.counters().client_hello_versions[static_cast<size_t>(metrics::offered_version(v))].add();
   }
 }

@@ -1,9 +1,11 @@
 // Connection: owns one accepted client TCP connection for its whole life:
-// the socket, the TLS stream, the HTTP session, one timer, and the Generation
+// the socket, its byte layer (ClientStream: TLS, or cleartext on a
+// `tls = false` listener), the HTTP session, one timer, and the Generation
 // it was accepted under. Lifecycle: Handshake -> Open -> Closing ->
-// [Lingering ->] Closed (State below; data/CONNECTION.md has the picture). Only its own libuv callbacks decide when it
-// ends; close() is idempotent and the object is freed by the worker's
-// deferred delete after the current callback returns.
+// [Lingering ->] Closed; a cleartext connection starts in Open (State
+// below; data/CONNECTION.md has the picture). Only its own libuv callbacks
+// decide when it ends; close() is idempotent and the object is freed by the
+// worker's deferred delete after the current callback returns.
 // Thread affinity: owning worker only.
 #pragma once
 
@@ -14,12 +16,12 @@
 #include <optional>
 #include <string>
 
-#include "data/http/client_session.h"
-#include "metrics/counters.h"
-#include "data/http/client_transport.h"
+#include "data/client_stream.h"
 #include "data/generation.h"
+#include "data/http/client_session.h"
+#include "data/http/client_transport.h"
+#include "metrics/counters.h"
 #include "tls/session_lookup.h"
-#include "tls/tls_stream.h"
 #include "util/lazy_timer.h"
 #include "util/loop_context.h"
 #include "util/state.h"
@@ -37,10 +39,11 @@ class Connection final : public Deletable, public Flushable, public http::Client
   Connection(Worker& worker, std::shared_ptr<const WorkerGeneration> generation, uint64_t id);
   ~Connection() override;
 
-  // Takes the accepted socket `fd` (non-blocking) and starts the handshake.
-  // `address` names the [[listen]] entry it came from, whose ALPN list (in
-  // this connection's generation) applies; null or unknown: the default list.
-  // Errors: Errc::Io, Errc::Tls.
+  // Takes the accepted socket `fd` (non-blocking) and starts the handshake,
+  // or on a cleartext listener the HTTP/1.1 session at once. `address` names
+  // the [[listen]] entry it came from, whose settings (in this connection's
+  // generation: tls, alpn, trust_request_id, ...) apply; null or unknown: a
+  // TLS listener's defaults. Errors: Errc::Io, Errc::Tls.
   [[nodiscard]] Status accept(UniqueFd fd, const config::Endpoint* address);
 
   // Worker shutdown: close when idle, else after the response in flight.
@@ -50,6 +53,8 @@ class Connection final : public Deletable, public Flushable, public http::Client
   // At a resource limit: closes if idle between requests
   // (ClientSession::close_if_idle); true if it did.
   bool close_if_idle();
+  // The first state: Handshake on a TLS listener; Open on a cleartext one,
+  // which has no handshake (the session starts in accept()).
   // Handshake -> Open (handshake done) | Closing (TLS error: the alert is
   //              flushed) | Closed (timeout, reset)
   // Open      -> Closing (close()) | Closed (write error, abort)
@@ -71,7 +76,7 @@ class Connection final : public Deletable, public Flushable, public http::Client
   void release_buffers() override;
   void client_done() override { client_done_ = true; }
 
-  // Flushable: encrypts queued plaintext and writes the ciphertext.
+  // Flushable: encrypts queued plaintext (TLS) and writes the result.
   void flush() override;
 
  private:
@@ -79,13 +84,18 @@ class Connection final : public Deletable, public Flushable, public http::Client
   void on_write_done(int status);
   void on_timer();
   void on_handshake_done();
+  // The facts every session gets, TLS or not.
+  http::ConnectionInfo base_info() const;
+  // Open: the session starts (HTTP/2 after ALPN h2, else HTTP/1.1).
+  void open_session(http::ConnectionInfo info, bool h2);
   // Advances the TLS handshake; true once it is done and the session open.
   // Closes the connection on a handshake error.
   bool advance_handshake();
   // The shared-store session lookup ended: go on with the paused handshake.
   void on_session_lookup_done();
   void pump();
-  // Encrypts queued plaintext into the TLS output; false if the connection died.
+  // Moves queued plaintext into the stream's output (encrypted over TLS);
+  // false if the connection died.
   bool encrypt_pending();
   void update_reading();
   void start_linger();
@@ -102,9 +112,9 @@ class Connection final : public Deletable, public Flushable, public http::Client
   UvHandle<uv_tcp_t> tcp_;
   LazyTimer timer_;
   StreamWriter writer_;
-  // Before tls_: the SSL borrows it through ex_data, so it must die after the SSL.
+  // Before stream_: the SSL borrows it through ex_data, so it must die after the SSL.
   std::shared_ptr<tls::SessionLookup> lookup_;
-  std::optional<tls::TlsStream> tls_;
+  std::optional<ClientStream> stream_;  // set by accept()
   std::unique_ptr<http::ClientSession> session_;
   std::string plaintext_out_;
   bool reading_ = false;
@@ -114,7 +124,7 @@ class Connection final : public Deletable, public Flushable, public http::Client
   bool notify_on_close_ = false;
   std::string remote_addr_;
   uint16_t remote_port_ = 0;
-  bool trust_request_id_ = false;  // its listener's trust_request_id
+  const config::Listener* listener_ = nullptr;  // its [[listen]] entry (in generation_); null: TLS defaults
   std::chrono::steady_clock::time_point accepted_at_;
 };
 

@@ -173,10 +173,10 @@ void append_json_string(std::string& out, std::string_view s) {
 void append_json_line(std::string& out, const AccessLogEntry& e) {
   // One reservation for the line: keys and numbers take under 730 bytes, and
   // an escaped string at most 6 bytes per input byte.
-  const size_t strings = e.remote_addr.size() + e.sni.size() + e.alpn.size() + e.protocol.size() + e.method.size() +
-                         e.path.size() + e.ssl_protocol.size() + e.ssl_cipher.size() + e.ssl_resumption.size() +
-                         e.upstream_addr.size() + e.upstream_error.size() + e.user_agent.size() + e.request_id.size() +
-                         e.content_encoding.size();
+  const size_t strings = e.remote_addr.size() + e.sni.size() + e.alpn.size() + e.scheme.size() + e.protocol.size() +
+                         e.method.size() + e.path.size() + e.ssl_protocol.size() + e.ssl_cipher.size() +
+                         e.ssl_resumption.size() + e.upstream_addr.size() + e.upstream_error.size() +
+                         e.user_agent.size() + e.request_id.size() + e.content_encoding.size();
   out.reserve(out.size() + 730 + 6 * strings);
   out.append("{\"time\":\""sv);
   append_timestamp(out, e.time);
@@ -188,6 +188,8 @@ void append_json_line(std::string& out, const AccessLogEntry& e) {
   append_string_or_null(out, e.sni);
   out.append(",\"alpn\":"sv);
   append_string_or_null(out, e.alpn);
+  out.append(",\"scheme\":"sv);
+  append_json_string(out, e.scheme);
   out.append(",\"protocol\":"sv);
   append_json_string(out, e.protocol);
   out.append(",\"method\":"sv);
@@ -205,13 +207,13 @@ void append_json_line(std::string& out, const AccessLogEntry& e) {
   out.append(",\"request_time_ms\":"sv);
   append_ms(out, e.request_time_ms);
   out.append(",\"ssl_protocol\":"sv);
-  append_json_string(out, e.ssl_protocol);
+  append_string_or_null(out, e.ssl_protocol);
   out.append(",\"ssl_cipher\":"sv);
-  append_json_string(out, e.ssl_cipher);
+  append_string_or_null(out, e.ssl_cipher);
   out.append(",\"ssl_session_reused\":"sv);
   append_bool(out, e.ssl_session_reused);
   out.append(",\"ssl_resumption\":"sv);
-  append_json_string(out, e.ssl_resumption);
+  append_string_or_null(out, e.ssl_resumption);
   out.append(",\"tls_handshake_ms\":"sv);
   append_optional_ms(out, e.tls_handshake_ms);
   out.append(",\"connection_id\":"sv);

@@ -30,15 +30,16 @@ struct AccessLogEntry {
   uint16_t remote_port = 0;
   std::string_view sni;       // "" -> null
   std::string_view alpn;      // "" -> null
+  std::string_view scheme = "https";  // the listener's: "https", or "http" (tls = false)
   std::string_view protocol;  // "HTTP/1.1", "HTTP/2.0"
   std::string_view method, path;  // path = request-target as received
   int status = 0;                  // as sent; see RequestRecord::status for a response that never started
   bool response_complete = false;  // the whole response reached the client transport (false: cut short)
   uint64_t bytes_sent = 0, bytes_received = 0;  // HTTP message bytes (head+body) to/from the client
   double request_time_ms = 0;
-  std::string_view ssl_protocol, ssl_cipher;  // "TLSv1.3", "TLS_AES_128_GCM_SHA256"
+  std::string_view ssl_protocol, ssl_cipher;  // "TLSv1.3", "TLS_AES_128_GCM_SHA256"; "" (http) -> null
   bool ssl_session_reused = false;
-  std::string_view ssl_resumption = "none";     // "none" | "cache" (session ID / stateful) | "ticket"
+  std::string_view ssl_resumption = "none";  // "none" | "cache" (session ID / stateful) | "ticket"; "" -> null
   std::optional<double> tls_handshake_ms;  // first request of a connection only, else null
   uint64_t connection_id = 0, connection_requests = 0;
   uint32_t stream_id = 0;          // HTTP/2 stream identifier (RFC 9113 §5.1.1); 0 (HTTP/1.x) -> null

@@ -50,36 +50,4 @@ std::string make_error_body(int status) {
   return body;
 }
 
-void append_error_headers(std::vector<Header>& out) {
-  out.push_back(Header{"Server", "tlsfront", HeaderToken::Other});
-  out.push_back(Header{"Content-Type", "text/plain", HeaderToken::Other});
-}
-
-std::string make_error_response(int status, bool close, bool head_only, const HeaderEdit* edit,
-                                const HeaderVars* vars) {
-  std::string body = make_error_body(status);
-  std::string out = "HTTP/1.1 ";
-  out += std::to_string(status);
-  out += ' ';
-  out += reason_phrase(status);
-  out += "\r\n";
-  if (edit == nullptr) {
-    out += "Server: tlsfront\r\nContent-Type: text/plain\r\n";
-  } else {
-    if (!edit->erases("server")) out += "Server: tlsfront\r\n";
-    if (!edit->erases("content-type")) out += "Content-Type: text/plain\r\n";
-    for (const auto& f : edit->append) {
-      out += f.name;
-      out += ": ";
-      f.append_value(out, *vars);
-      out += "\r\n";
-    }
-  }
-  out += "Content-Length: ";
-  out += std::to_string(body.size());
-  out += close ? "\r\nConnection: close\r\n\r\n" : "\r\n\r\n";
-  if (!head_only) out += body;
-  return out;
-}
-
 }  // namespace tlsfront::http

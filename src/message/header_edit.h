@@ -21,9 +21,20 @@
 
 namespace tlsfront::http {
 
-// The variables a value can use; mirrors config::kHeaderVariables.
-enum class HeaderVar : uint8_t { Host, RemoteAddr, Scheme, RequestId, SslProtocol, SslCipher, SslSessionReused, ServerPort };
-inline constexpr size_t kHeaderVarCount = 8;
+// The variables a value can use; mirrors config::kHeaderVariables (RequestUri:
+// a redirect's location only).
+enum class HeaderVar : uint8_t {
+  Host,
+  RemoteAddr,
+  Scheme,
+  RequestId,
+  SslProtocol,
+  SslCipher,
+  SslSessionReused,
+  ServerPort,
+  RequestUri
+};
+inline constexpr size_t kHeaderVarCount = 9;
 
 // The values of the variables for one request, indexed by HeaderVar; borrowed.
 using HeaderVars = std::array<std::string_view, kHeaderVarCount>;

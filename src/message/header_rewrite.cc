@@ -74,7 +74,7 @@ void append_upstream_request_head(std::string& out, const RequestHead& head, con
     append_header(out, "X-Forwarded-For", xff);
   }
   if (!erased("x-real-ip")) append_header(out, "X-Real-IP", opts.client_addr);
-  if (!erased("x-forwarded-proto")) append_header(out, "X-Forwarded-Proto", "https");
+  if (!erased("x-forwarded-proto")) append_header(out, "X-Forwarded-Proto", opts.scheme);
   if (!opts.request_id_header.empty() && !erased(opts.request_id_header)) {
     append_header(out, opts.request_id_header, opts.request_id);
   }

@@ -19,6 +19,7 @@ namespace tlsfront::http {
 
 struct UpstreamRequestOptions {
   std::string_view client_addr;    // X-Forwarded-For / X-Real-IP value
+  std::string_view scheme = "https";  // X-Forwarded-Proto value: the client's listener's
   std::string_view default_host;   // Host to send when the client sent none (HTTP/1.0)
   bool close = false;              // send "Connection: close" (no keepalive pool)
   // The request's ID, sent as `request_id_header` ("": not sent; a client's

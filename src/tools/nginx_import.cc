@@ -140,7 +140,9 @@ void Importer::listen(Server& s, const Directive& d, bool ssl_on, bool http2_on)
     }
   }
   if (!ssl) {
-    l_.note(d, "not carried over: plain HTTP (no ssl): tlsfront has no plain-HTTP listener yet");
+    l_.note(d,
+            "not carried over: plain HTTP (no ssl): import-nginx does not write cleartext listeners yet "
+            "(tls = false, README Plain HTTP)");
     return;
   }
   for (auto& w : why) l_.note(d, w);
@@ -241,7 +243,8 @@ void Importer::servers_of(const Directive& http) {
       }
     }
     if (!s.tls) {
-      l_.note(d, fmt::format("not carried over: {}, and tlsfront has no plain-HTTP listener yet (its {} directive(s) neither)",
+      l_.note(d, fmt::format("not carried over: {}, and import-nginx does not write cleartext listeners yet (its {} "
+                             "directive(s) neither)",
                              any_listen ? "no TLS listen (listen ... ssl)" : "no listen, so nginx's plain-HTTP *:80",
                              count_all(d.children)));
       servers_.push_back(std::move(s));

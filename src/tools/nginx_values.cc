@@ -116,7 +116,7 @@ std::string_view known_reason(std::string_view d) {
       {"gzip_http_version", "not needed: tlsfront compresses for HTTP/1.0, 1.1 and 2 alike"},
       {"gzip_types", kCompressionByHand},
       {"gzip_min_length", kCompressionByHand},
-      {"return", "no equivalent yet: no return"},
+      {"return", "not carried over by import-nginx yet: write it as [[route]] return / redirect (README Plain HTTP and fixed answers)"},
       {"rewrite", "no equivalent: no rewriting"},
       {"error_page", "no equivalent: tlsfront's error answers are its own"},
       {"server_tokens", "not needed: tlsfront sends no version"},

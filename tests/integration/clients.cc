@@ -159,8 +159,10 @@ void setup_easy(CURL* c, const HttpRequest& req, const std::string& url, curl_sl
   curl_easy_setopt(c, CURLOPT_PATH_AS_IS, 1L);  // the target exactly as the test wrote it (no dot removal)
   curl_easy_setopt(c, CURLOPT_RESOLVE, resolve);
   curl_easy_setopt(c, CURLOPT_CAINFO, pki("root.pem").c_str());
-  curl_easy_setopt(c, CURLOPT_HTTP_VERSION,
-                   static_cast<long>(req.http2 ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_1_1));
+  const long version = !req.http2      ? CURL_HTTP_VERSION_1_1
+                       : req.cleartext ? CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE
+                                       : CURL_HTTP_VERSION_2TLS;
+  curl_easy_setopt(c, CURLOPT_HTTP_VERSION, version);
   curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(req.timeout.count()));
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, write_cb);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &resp.body);
@@ -235,9 +237,14 @@ HttpResponse CurlClient::perform(const HttpRequest& req) {
   CURL* c = static_cast<CURL*>(curl_);
   curl_easy_reset(c);  // keeps the live connection
   HttpResponse resp;
-  std::string url = "https://localhost:" + std::to_string(port_) + req.path;
+  std::string url = (req.cleartext ? "http://localhost:" : "https://localhost:") + std::to_string(port_) + req.path;
   char errbuf[CURL_ERROR_SIZE] = "";
-  setup_easy(c, req, url, static_cast<curl_slist*>(resolve_), resp, errbuf);
+  curl_slist* cleartext_resolve = nullptr;
+  if (req.cleartext) {
+    const std::string entry = "localhost:" + std::to_string(port_) + ":" + kCleartextIp;
+    cleartext_resolve = curl_slist_append(nullptr, entry.c_str());
+  }
+  setup_easy(c, req, url, cleartext_resolve ? cleartext_resolve : static_cast<curl_slist*>(resolve_), resp, errbuf);
   if (req.ssl_version) curl_easy_setopt(c, CURLOPT_SSLVERSION, req.ssl_version);
   if (req.expect_100_timeout_ms) curl_easy_setopt(c, CURLOPT_EXPECT_100_TIMEOUT_MS, req.expect_100_timeout_ms);
 
@@ -267,6 +274,7 @@ HttpResponse CurlClient::perform(const HttpRequest& req) {
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp.status);
   curl_easy_getinfo(c, CURLINFO_HTTP_VERSION, &resp.http_version);
   curl_slist_free_all(headers);
+  curl_slist_free_all(cleartext_resolve);
   return resp;
 }
 
@@ -389,12 +397,15 @@ std::string recorded_body(const std::string& raw) {
 
 // ---- raw TLS client -------------------------------------------------------------
 
-int tcp_connect(int port) {
+int tcp_connect(int port, const char* ip) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
   sockaddr_in sa{};
   sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::inet_pton(AF_INET, ip, &sa.sin_addr) != 1) {
+    ::close(fd);
+    return -1;
+  }
   sa.sin_port = htons(static_cast<uint16_t>(port));
   if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
     ::close(fd);

@@ -115,6 +115,8 @@ std::string make_config(const ProxyOptions& o, int port, const std::string& acce
   std::string c;
   c += "workers = " + std::to_string(o.workers) + "\n" + o.top_level + "\n";
   c += "[[listen]]\naddress = \"127.0.0.1:" + std::to_string(port) + "\"\n" + o.listen_extra + "\n";
+  if (o.cleartext)
+    c += "[[listen]]\naddress = \"" + std::string(kCleartextIp) + ":0\"\ntls = false\n" + *o.cleartext + "\n";
   // The test root is not in the system store: it is the chain's trust anchor.
   c += "[tls]\n";
   if (o.certificates.empty()) c += "certificate = \"" + o.certificate + "\"\nkey = \"" + o.key + "\"\n";
@@ -169,6 +171,11 @@ bool Proxy::start(const ProxyOptions& o) {
       const auto admin = logged_port(err, "admin: http://127.0.0.1:", "/metrics");
       if (!admin) return false;
       admin_port_ = *admin;
+    }
+    if (o.cleartext) {
+      const auto cleartext = logged_port(err, "listening on " + std::string(kCleartextIp) + ":", " (");
+      if (!cleartext) return false;
+      cleartext_port_ = *cleartext;
     }
     port_ = *listening;
     TlsClient probe;
@@ -323,13 +330,16 @@ int listen_loopback(int backlog, int& port) {
   return fd;
 }
 
-std::string plain_request(int port, const std::string& request, milliseconds timeout) {
+std::string plain_request(int port, const std::string& request, milliseconds timeout, const char* ip) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return "";
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::inet_pton(AF_INET, ip, &a.sin_addr) != 1) {
+    ::close(fd);
+    return "";
+  }
   std::string out;
   if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
       ::send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size())) {

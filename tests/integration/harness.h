@@ -80,7 +80,14 @@ struct ProxyOptions {
   int admin_port = 0;                         // [admin] on 127.0.0.1:admin_port; 0 = any free port; -1 = off
   unsigned long open_files_limit = 0;         // RLIMIT_NOFILE soft limit of the tlsfront process; 0 = the test's
   std::string top_level;                      // top-level keys (shutdown_timeout = ...), before any table
+  // Set: a second [[listen]], cleartext (tls = false) on kCleartextIp, port
+  // 0, with these extra lines (redirect_https = false, ...).
+  std::optional<std::string> cleartext;
 };
+
+// The address of ProxyOptions::cleartext's listener (loopback; port 0 may be
+// listed once per host, and the TLS listener has 127.0.0.1).
+inline constexpr const char* kCleartextIp = "127.0.0.2";
 
 // The [[listen]] port of a config that lets tlsfront pick a free port: the
 // start-up log names it ("listening on 127.0.0.1:PORT (N workers)"), and a
@@ -101,6 +108,7 @@ class Proxy {
   ExitStatus stop(milliseconds timeout = milliseconds(5'000)) { return process_.stop(timeout); }
   Process& process() { return process_; }
   int port() const { return port_; }              // the [[listen]] port it got
+  int cleartext_port() const { return cleartext_port_; }  // ProxyOptions::cleartext's (0 when none)
   int admin_port() const { return admin_port_; }  // [admin]'s (0 when off)
   const std::string& config_path() const { return config_path_; }
   const std::string& access_log() const { return access_log_; }
@@ -111,6 +119,7 @@ class Proxy {
   const TempDir& dir_;
   Process process_;
   int port_ = 0;
+  int cleartext_port_ = 0;
   int admin_port_ = 0;
   std::string config_path_, access_log_;
 };
@@ -137,6 +146,9 @@ struct HttpRequest {
   // decodes) and decodes the body; nullopt: neither (an Accept-Encoding in
   // `headers` then gets the body as sent).
   std::optional<std::string> accept_encoding;
+  // http://localhost:PORT to kCleartextIp (no TLS); with http2: HTTP/2 with
+  // prior knowledge (CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE).
+  bool cleartext = false;
   milliseconds timeout{20'000};
 };
 
@@ -267,11 +279,13 @@ class FakeUpstream {
   int port_ = 0;
 };
 
-// A plain TCP connection to 127.0.0.1:`port` (-1 on failure).
-int tcp_connect(int port);
-// Sends `request` over plain TCP to 127.0.0.1:`port` (the admin listener);
-// returns what arrived until the peer closed or `timeout` passed.
-std::string plain_request(int port, const std::string& request, milliseconds timeout = milliseconds(5'000));
+// A plain TCP connection to `ip`:`port` (-1 on failure).
+int tcp_connect(int port, const char* ip = "127.0.0.1");
+// Sends `request` over plain TCP to `ip`:`port` (the admin listener, a
+// cleartext listener); returns what arrived until the peer closed or
+// `timeout` passed.
+std::string plain_request(int port, const std::string& request, milliseconds timeout = milliseconds(5'000),
+                          const char* ip = "127.0.0.1");
 // Waits for the peer to close `fd` (EOF or reset) up to `timeout`; true if it did.
 bool wait_for_close(int fd, milliseconds timeout);
 

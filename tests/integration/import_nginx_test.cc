@@ -76,8 +76,9 @@ TEST(ImportNginx, DebiansDefaultSiteHasNothingToImport) {
   EXPECT_EQ(r.status.code, 1);
   EXPECT_EQ(r.out, "");
   EXPECT_FALSE(file_exists(dir.file("out.toml")));
-  EXPECT_NE(r.err.find(dir.file("sites-enabled/default") + ":22: listen: not carried over: plain HTTP (no ssl): tlsfront has no "
-                                                           "plain-HTTP listener yet\n"),
+  EXPECT_NE(r.err.find(dir.file("sites-enabled/default") +
+                       ":22: listen: not carried over: plain HTTP (no ssl): import-nginx does not "
+                       "write cleartext listeners yet (tls = false, README Plain HTTP)\n"),
             std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("tlsfront import-nginx: " + dir.file("nginx.conf") +

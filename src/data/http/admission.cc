@@ -18,45 +18,92 @@ void adopt_request_id(const SessionEnv& env, const ConnectionInfo& info, Request
   }
 }
 
+constexpr std::string_view kAcmeChallenge = "/.well-known/acme-challenge/";
+
+const config::Listener* cleartext_listener(const ConnectionInfo& info) {
+  return info.scheme == Scheme::Http ? info.listener : nullptr;
+}
+
+// The exchange to upstream `upstream` (an index into Config::upstreams)
+// with `rules` applied.
+Admission forward(const SessionEnv& env, ExchangeSink* sink, RequestRecord& record, size_t upstream,
+                  const RouteHeaders* rules, const config::Compression* compression) {
+  ExchangeHeaders headers;
+  if (rules != nullptr) {
+    record.route_headers = rules;
+    headers.rules = rules;
+    headers.vars = header_vars(sink->connection_info(), record);
+    headers.request_id_header = env.headers->request_id_header();
+    headers.request_id = record.request_id.view();
+  }
+  return {std::make_unique<ProxyExchange>(env.loop, sink, (*env.upstreams)[upstream].get(), record.head, headers,
+                                          compression),
+          {}};
+}
+
+std::optional<size_t> upstream_index(const config::Config& cfg, std::string_view name) {
+  for (size_t i = 0; i < cfg.upstreams.size(); ++i) {
+    if (cfg.upstreams[i].name == name) return i;
+  }
+  return std::nullopt;
+}
+
+// A cleartext listener's answer for a request not under its ACME path.
+Admission redirect_to_https(const config::Listener& listener, const RequestRecord& record) {
+  const RequestHead& head = record.head;
+  if (!redirectable_host(head.host)) return {nullptr, {400}};
+  const int status = head.method == "GET" || head.method == "HEAD" ? 301 : 308;
+  return {nullptr, {status, nullptr, https_location(head.host, listener.https_port, head.target)}};
+}
+
 }  // namespace
 
 int refused_method(const RequestHead& head) { return head.method == "CONNECT" ? 405 : 0; }
 
 Admission admit(const SessionEnv& env, ExchangeSink* sink, RequestRecord& record) {
   RequestHead& head = record.head;
-  adopt_request_id(env, sink->connection_info(), record);
+  const ConnectionInfo& info = sink->connection_info();
+  adopt_request_id(env, info, record);
   const uint64_t max_body = env.config->limits.max_body_bytes;
-  if (max_body != 0 && head.content_length && *head.content_length > max_body) return {nullptr, 413};
+  if (max_body != 0 && head.content_length && *head.content_length > max_body) return {nullptr, {413}};
   // asterisk-form (OPTIONS *, RFC 9110 §9.3.7) asks about the server, not a
   // resource: no path route matches it.
-  if (head.target == "*") return {nullptr, 404};
+  if (head.target == "*") return {nullptr, {404}};
   std::string scratch;  // allocates only when the path is not already normal
   NormalizedTarget normalized;
-  if (normalize_target(head.target, scratch, normalized) != PathError::None) return {nullptr, 400};
+  if (normalize_target(head.target, scratch, normalized) != PathError::None) return {nullptr, {400}};
+  if (const config::Listener* cleartext = cleartext_listener(info)) {
+    if (!cleartext->acme_upstream.empty() && normalized.path.starts_with(kAcmeChallenge)) {
+      if (auto upstream = upstream_index(*env.config, cleartext->acme_upstream)) {
+        return forward(env, sink, record, *upstream, env.headers ? &env.headers->unrouted(info.scheme) : nullptr,
+                       nullptr);
+      }
+    }
+    if (cleartext->redirect_https) return redirect_to_https(*cleartext, record);
+  }
   auto route = env.router->match(head.host, head.method, normalized.path);
-  if (!route) return {nullptr, 404};
+  if (!route) return {nullptr, {404}};
+  const RouteHeaders* rules = env.headers ? &env.headers->route(route->route, info.scheme) : nullptr;
+  if (route->action != config::RouteAction::Proxy) {
+    record.route_headers = rules;
+    LocalAnswer answer{route->answer->status, route->answer};
+    if (route->action == config::RouteAction::Redirect) {
+      answer.location = expand_location(route->answer->location, header_vars(info, record));
+    }
+    return {nullptr, std::move(answer)};
+  }
   if (route->pass_normalized && normalized.changed) {
     head.upstream_target.reserve(normalized.path.size() + normalized.query.size());
     head.upstream_target.assign(normalized.path);
     head.upstream_target.append(normalized.query);
   }
-  ExchangeHeaders headers;
-  if (env.headers != nullptr) {
-    record.route_headers = &env.headers->route(route->route);
-    headers.rules = record.route_headers;
-    headers.vars = header_vars(sink->connection_info(), record);
-    headers.request_id_header = env.headers->request_id_header();
-    headers.request_id = record.request_id.view();
-  }
   const config::Compression& compression = env.config->routes[route->route].compression;
-  return {std::make_unique<ProxyExchange>(env.loop, sink, (*env.upstreams)[route->upstream].get(), head, headers,
-                                          compression.encodings.empty() ? nullptr : &compression),
-          0};
+  return forward(env, sink, record, route->upstream, rules, compression.encodings.empty() ? nullptr : &compression);
 }
 
-const HeaderEdit* local_answer_edit(const SessionEnv& env, const RequestRecord& record) {
+const HeaderEdit* local_answer_edit(const SessionEnv& env, const ConnectionInfo& info, const RequestRecord& record) {
   if (env.headers == nullptr) return nullptr;
-  const RouteHeaders& rules = record.route_headers ? *record.route_headers : env.headers->unrouted();
+  const RouteHeaders& rules = record.route_headers ? *record.route_headers : env.headers->unrouted(info.scheme);
   return rules.response_always.empty() ? nullptr : &rules.response_always;
 }
 

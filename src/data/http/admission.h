@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "data/http/exchange_sink.h"
+#include "data/http/local_answer.h"
 #include "data/http/proxy_exchange.h"
 #include "data/http/request_record.h"
 #include "data/http/session_env.h"
@@ -20,25 +21,34 @@ namespace tlsfront::http {
 // validation, as nginx answers it.
 int refused_method(const RequestHead& head);
 
-// The exchange for `record.head`, not yet started, or the status to answer
+// The exchange for `record.head`, not yet started, or the answer to give
 // locally: 413 when its Content-Length exceeds limits.max_body_bytes; 400
 // when its target is refused by normalization (message/request_path.h: ".."
 // above "/", %2F, %5C, %00, bad percent-encoding or UTF-8); 404 when no route
 // matches its host, method and normalized path (the asterisk-form "*" of
-// OPTIONS never does). Sets head.upstream_target when the route passes the
-// normalized target on. `sink` is borrowed by the exchange. First, a client
-// its listener trusts (trust_request_id) has its own valid request ID header
-// adopted as record.request_id; the route's header rules go into
-// record.route_headers. The exchange borrows `record` (its host and request
-// ID) for its life.
+// OPTIONS never does); the matching route's return or redirect. Sets
+// head.upstream_target when the route passes the normalized target on.
+// `sink` is borrowed by the exchange. First, a client its listener trusts
+// (trust_request_id) has its own valid request ID header adopted as
+// record.request_id; the route's header rules go into record.route_headers.
+// The exchange borrows `record` (its host and request ID) for its life.
+//
+// On a cleartext listener (ConnectionInfo::listener, tls = false): a
+// normalized path under /.well-known/acme-challenge/ goes to its
+// acme_upstream when it has one (with the rules of no route); otherwise,
+// with redirect_https, every request is answered 301 (GET, HEAD) or 308
+// (any other method: RFC 9110 §15.4.9, the method and body are kept) to
+// https://$host[:https_port]$request_uri, or 400 when the host is missing
+// or not redirectable_host() — never a redirect to a malformed host.
 struct Admission {
   std::unique_ptr<ProxyExchange> exchange;
-  int status = 0;  // set when exchange is null
+  LocalAnswer answer;  // when exchange is null
 };
 Admission admit(const SessionEnv& env, ExchangeSink* sink, RequestRecord& record);
 
 // The response_headers rules for tlsfront's own answer to `record`
-// (HeaderPlan: always = true ones and HSTS); null when there are none.
-const HeaderEdit* local_answer_edit(const SessionEnv& env, const RequestRecord& record);
+// (HeaderPlan: always = true ones and HSTS, none of it on a cleartext
+// listener); null when there are none.
+const HeaderEdit* local_answer_edit(const SessionEnv& env, const ConnectionInfo& info, const RequestRecord& record);
 
 }  // namespace tlsfront::http

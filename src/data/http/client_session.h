@@ -1,5 +1,6 @@
-// ClientSession: what a connection hosts once TLS is up — the HTTP/1.1
-// session (Http1Session) or, after ALPN "h2", the HTTP/2 session (Http2Session). The
+// ClientSession: what a connection hosts once TLS is up (at once on a
+// cleartext listener) — the HTTP/1.1 session (Http1Session) or, after ALPN
+// "h2", the HTTP/2 session (Http2Session). The
 // connection feeds it plaintext and events; the session answers through its
 // ClientTransport. Interface only.
 // Thread affinity: owning worker only.

@@ -1,5 +1,5 @@
 // ClientTransport: what a client-side HTTP session needs from its connection
-// (implemented by data::Connection over TLS): plaintext out, one timer,
+// (implemented by data::Connection, over TLS or cleartext): plaintext out, one timer,
 // input flow control, and close.
 // Thread affinity: owning worker only.
 #pragma once
@@ -13,8 +13,8 @@ namespace tlsfront::http {
 class ClientTransport {
  public:
   virtual ~ClientTransport() = default;
-  // Queues plaintext for the client; encrypted and written at the end of the
-  // current loop iteration, so one response becomes as few records as possible.
+  // Queues plaintext for the client; encrypted (TLS) and written at the end
+  // of the current loop iteration, so one response becomes as few records as possible.
   virtual void send(std::string_view plaintext) = 0;
   // Plaintext and ciphertext not yet written to the socket (bytes).
   virtual size_t buffered_output() const = 0;

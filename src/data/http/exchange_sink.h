@@ -11,22 +11,32 @@
 #include <string_view>
 #include <vector>
 
+#include "config/config.h"
 #include "message/request.h"
 
 namespace tlsfront::http {
 
+// The scheme of the listener a connection came in on ($scheme).
+enum class Scheme : uint8_t { Https, Http };
+constexpr std::string_view scheme_name(Scheme s) { return s == Scheme::Https ? "https" : "http"; }
+
 struct ConnectionInfo {
   uint64_t id = 0;
+  Scheme scheme = Scheme::Https;
+  // The [[listen]] entry it came from (in the connection's generation, which
+  // outlives the session); null in unit tests: a TLS listener's defaults.
+  const config::Listener* listener = nullptr;
   std::string remote_addr;
   uint16_t remote_port = 0;
   std::string server_port;         // the local port, in decimal ($server_port)
   bool trust_request_id = false;   // the listener's trust_request_id
+  // The TLS facts; "" (false) on a cleartext connection.
   std::string sni;
   std::string alpn;
   std::string ssl_protocol;
   std::string ssl_cipher;
   bool ssl_session_reused = false;
-  const char* ssl_resumption = "none";  // "none" | "cache" | "ticket"
+  const char* ssl_resumption = "none";  // "none" | "cache" | "ticket"; "" on cleartext
   double tls_handshake_ms = 0;
   uint64_t requests = 0;  // requests started on this connection so far
 };

@@ -6,7 +6,7 @@
 namespace tlsfront::http {
 namespace {
 
-static_assert(static_cast<size_t>(config::kHeaderVariableCount) == kHeaderVarCount);
+static_assert(static_cast<size_t>(config::kLocationVariableCount) == kHeaderVarCount);
 
 FieldTemplate make_template(const config::HeaderField& field) {
   FieldTemplate t;
@@ -32,9 +32,9 @@ void append_rules(std::vector<EditRule>& out, const config::HeaderRules& rules) 
   for (const auto& f : rules.add) out.push_back(EditRule{EditRule::Kind::Add, make_template(f)});
 }
 
-std::vector<EditRule> hsts_rules(const config::Config& cfg) {
+std::vector<EditRule> hsts_rules(const config::Config& cfg, Scheme scheme) {
   std::vector<EditRule> rules;
-  if (cfg.tls.hsts.empty()) return rules;
+  if (cfg.tls.hsts.empty() || scheme == Scheme::Http) return rules;
   FieldTemplate t;
   t.name = "Strict-Transport-Security";
   t.segments.push_back(ValueSegment{cfg.tls.hsts});
@@ -42,12 +42,17 @@ std::vector<EditRule> hsts_rules(const config::Config& cfg) {
   return rules;
 }
 
+// RFC 6797 §7.2: never over plain HTTP, whoever would send it.
+void drop_hsts(std::vector<EditRule>& rules) {
+  rules.push_back(EditRule{EditRule::Kind::Remove, FieldTemplate{"strict-transport-security", {}, true}});
+}
+
 // One route's edits; `route` null for the requests no route took.
-RouteHeaders compile(const config::Config& cfg, const config::Route* route) {
+RouteHeaders compile(const config::Config& cfg, const config::Route* route, Scheme scheme) {
   RouteHeaders out;
   const bool inherit = route == nullptr || route->response_headers.inherit;
   const bool inherit_request = route == nullptr || route->request_headers.inherit;
-  std::vector<EditRule> response = hsts_rules(cfg), always = hsts_rules(cfg), request;
+  std::vector<EditRule> response = hsts_rules(cfg, scheme), always = hsts_rules(cfg, scheme), request;
   if (inherit) {
     append_rules(response, cfg.response_headers);
     if (cfg.response_headers.always) append_rules(always, cfg.response_headers);
@@ -58,6 +63,10 @@ RouteHeaders compile(const config::Config& cfg, const config::Route* route) {
     if (route->response_headers.always) append_rules(always, route->response_headers);
     append_rules(request, route->request_headers);
   }
+  if (scheme == Scheme::Http) {
+    drop_hsts(response);
+    drop_hsts(always);
+  }
   compile_edit(out.response, response);
   compile_edit(out.response_always, always);
   compile_edit(out.request, request);
@@ -66,22 +75,28 @@ RouteHeaders compile(const config::Config& cfg, const config::Route* route) {
 
 }  // namespace
 
-HeaderPlan::HeaderPlan(const config::Config& cfg)
-    : unrouted_(compile(cfg, nullptr)), request_id_header_(cfg.request_id_header) {
-  routes_.reserve(cfg.routes.size());
-  for (const auto& r : cfg.routes) routes_.push_back(compile(cfg, &r));
+HeaderPlan::HeaderPlan(const config::Config& cfg) : request_id_header_(cfg.request_id_header) {
+  for (Scheme scheme : {Scheme::Https, Scheme::Http}) {
+    unrouted_[at(scheme)] = compile(cfg, nullptr, scheme);
+    routes_[at(scheme)].reserve(cfg.routes.size());
+    for (const auto& r : cfg.routes) routes_[at(scheme)].push_back(compile(cfg, &r, scheme));
+  }
 }
 
 HeaderVars header_vars(const ConnectionInfo& info, const RequestRecord& record) {
   HeaderVars v;
   v[static_cast<size_t>(HeaderVar::Host)] = record.head.host;
   v[static_cast<size_t>(HeaderVar::RemoteAddr)] = info.remote_addr;
-  v[static_cast<size_t>(HeaderVar::Scheme)] = "https";  // every listener is TLS
+  v[static_cast<size_t>(HeaderVar::Scheme)] = scheme_name(info.scheme);
   v[static_cast<size_t>(HeaderVar::RequestId)] = record.request_id.view();
   v[static_cast<size_t>(HeaderVar::SslProtocol)] = info.ssl_protocol;
   v[static_cast<size_t>(HeaderVar::SslCipher)] = info.ssl_cipher;
-  v[static_cast<size_t>(HeaderVar::SslSessionReused)] = info.ssl_session_reused ? "r" : ".";
+  // nginx's: "r" or "." over TLS, "" on plain HTTP (as the other $ssl_*).
+  v[static_cast<size_t>(HeaderVar::SslSessionReused)] = info.scheme == Scheme::Http ? ""
+                                                        : info.ssl_session_reused   ? "r"
+                                                                                    : ".";
   v[static_cast<size_t>(HeaderVar::ServerPort)] = info.server_port;
+  v[static_cast<size_t>(HeaderVar::RequestUri)] = record.head.target;
   return v;
 }
 

@@ -6,6 +6,9 @@
 // route says inherit = false), then the route's own rules; each set of rules
 // as remove, then set, then add. tlsfront's own answers (404, 502, ...) get
 // only the rules marked always = true, and HSTS.
+// Each route's rules exist twice, per scheme: on a cleartext listener
+// (Scheme::Http) no Strict-Transport-Security field is ever sent, neither
+// tls.hsts nor a configured rule's nor an upstream's (RFC 6797 §7.2).
 // Built once per Generation; read-only afterwards.
 // Thread affinity: any thread (immutable).
 #pragma once
@@ -17,11 +20,11 @@
 #include <vector>
 
 #include "config/config.h"
+#include "data/http/exchange_sink.h"
 #include "message/header_edit.h"
 
 namespace tlsfront::http {
 
-struct ConnectionInfo;
 struct RequestRecord;
 
 struct RouteHeaders {
@@ -35,16 +38,18 @@ class HeaderPlan {
   HeaderPlan() = default;  // no rules at all
   explicit HeaderPlan(const config::Config& cfg);
 
-  // The rules of route `index` (into Config::routes); `unrouted()` for a
-  // request no route took (404, or refused before routing: 400, 431, ...).
-  const RouteHeaders& route(size_t index) const { return routes_[index]; }
-  const RouteHeaders& unrouted() const { return unrouted_; }
+  // The rules of route `index` (into Config::routes) for a request that came
+  // with `scheme`; `unrouted()` for a request no route took (404, refused
+  // before routing: 400, 431, ..., or a cleartext listener's redirect).
+  const RouteHeaders& route(size_t index, Scheme scheme) const { return routes_[at(scheme)][index]; }
+  const RouteHeaders& unrouted(Scheme scheme) const { return unrouted_[at(scheme)]; }
   // Where $request_id goes upstream; "" for nowhere.
   std::string_view request_id_header() const { return request_id_header_; }
 
  private:
-  std::vector<RouteHeaders> routes_;
-  RouteHeaders unrouted_;
+  static size_t at(Scheme s) { return s == Scheme::Https ? 0 : 1; }
+  std::vector<RouteHeaders> routes_[2];  // by at(scheme)
+  RouteHeaders unrouted_[2];
   std::string request_id_header_;
 };
 

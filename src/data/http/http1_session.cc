@@ -110,11 +110,13 @@ void Http1Session::execute(std::string_view data) {
     size_t used = static_cast<size_t>(pos - data.data());
     record_.bytes_received -= data.size() - used;
     pending_input_.assign(pos, data.size() - used);
-    if (local_answer_) respond_local(*local_answer_);
+    if (local_answer_) respond_local(std::move(*local_answer_));
     return;
   }
   if (close_ == CloseMode::Closed) return;
-  const int status = rejection_.value_or(400);
+  // The HTTP/2 connection preface ("PRI * HTTP/2.0", prior knowledge) on
+  // an HTTP/1.1 connection: tlsfront has no h2c, so 505, then the close.
+  const int status = err == HPE_PAUSED_H2_UPGRADE ? 505 : rejection_.value_or(400);
   if (exchange_ && response_ != ResponsePhase::Waiting) {
     close(false);  // the client has the response's head: its status stays the logged one
     return;
@@ -123,20 +125,18 @@ void Http1Session::execute(std::string_view data) {
   respond_local(status);
 }
 
-void Http1Session::respond_local(int status) {
+void Http1Session::respond_local(LocalAnswer answer) {
   ProxyExchange::retire(exchange_, &record_);
   local_answer_.reset();
-  record_.status = status;
   // A request whose body we did not read leaves the connection unusable.
   if (in_request()) close_after_response();
-  const HeaderEdit* edit = local_answer_edit(env_, record_);
-  HeaderVars vars{};
-  if (edit != nullptr) vars = header_vars(info_, record_);
-  std::string resp =
-      make_error_response(status, close_ != CloseMode::KeepAlive, record_.head.method == "HEAD", edit, &vars);
-  record_.bytes_sent += resp.size();
-  transport_->send(resp);
-  finish_request();
+  ResponseHead head;
+  std::string body;
+  build_local_answer(env_, info_, record_, answer, head, body);
+  const bool head_only = record_.head.method == "HEAD";
+  send_response_head(head, !head_only && !body.empty());
+  if (!head_only) send_response_body(body);
+  end_response();
 }
 
 int Http1Session::reject(int status) {
@@ -286,17 +286,17 @@ int Http1Session::on_headers_complete() {
   if (int status = refused_method(req); status != 0) return reject(status);
   if (int status = validate_head(); status != 0) return reject(status);
   Admission admission = admit(env_, this, record_);
-  if (admission.status == 413) return reject(413);
+  if (admission.answer.status == 413) return reject(413);
   transition(request_, RequestPhase::Body);
   if (!admission.exchange) {
     if (req.expect_continue && req.has_body()) {
       // RFC 9110 §10.1.1: the client waits for a 100 before its body; a final
       // status instead tells it not to send one. Answer now and close
       // (lingering: the body may still come).
-      respond_local(admission.status);
+      respond_local(std::move(admission.answer));
       return -1;
     }
-    local_answer_ = admission.status;
+    local_answer_ = std::move(admission.answer);
     // Let llhttp read to the end of the message; the body (if any) is not
     // forwarded anywhere and the connection closes after the answer.
     if (req.has_body()) {

@@ -22,6 +22,7 @@
 #include "data/http/client_session.h"
 #include "data/http/client_transport.h"
 #include "data/http/exchange_sink.h"
+#include "data/http/local_answer.h"
 #include "data/http/proxy_exchange.h"
 #include "data/http/request_record.h"
 #include "data/http/session_env.h"
@@ -91,7 +92,10 @@ class Http1Session final : public ClientSession, public ExchangeSink {
 
   bool in_request() const { return request_ == RequestPhase::Head || request_ == RequestPhase::Body; }
   void execute(std::string_view data);
-  void respond_local(int status);
+  // tlsfront's own answer (an error, a route's return or redirect, the
+  // HTTPS redirect), framed as an upstream response; then finish_request().
+  void respond_local(LocalAnswer answer);
+  void respond_local(int status) { respond_local(LocalAnswer{status}); }
   void finish_request();
   // Retires the exchange (its stats go into the record) and logs the request.
   void log_request();
@@ -128,7 +132,7 @@ class Http1Session final : public ClientSession, public ExchangeSink {
   RequestRecord record_;
   std::unique_ptr<ProxyExchange> exchange_;
   std::optional<int> rejection_;    // the status a parser hook refused the request with
-  std::optional<int> local_answer_;  // answered without an upstream once the message is read (404)
+  std::optional<LocalAnswer> local_answer_;  // answered without an upstream once the message is read (404, 301)
   std::string pending_input_;        // pipelined bytes parsed after this response
 
   // Header-line scanning across llhttp spans (obs-fold detection, head size).

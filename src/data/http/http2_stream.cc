@@ -110,7 +110,7 @@ bool Http2Stream::on_request_head(bool end_stream) {
   }
   Admission admission = admit(session_->env(), this, record_);
   if (!admission.exchange) {
-    respond_local(admission.status);
+    respond_local(admission.answer);
     return false;
   }
   exchange_ = std::move(admission.exchange);
@@ -318,7 +318,7 @@ ssize_t Http2Stream::read_response(uint8_t* buf, size_t length, uint32_t* data_f
   return static_cast<ssize_t>(n);
 }
 
-void Http2Stream::respond_local(int status) {
+void Http2Stream::respond_local(const LocalAnswer& answer) {
   ProxyExchange::retire(exchange_, &record_);
   drop_held_body();  // the unread request body is discarded and acknowledged
   if (response_ != ResponsePhase::None) {
@@ -326,14 +326,9 @@ void Http2Stream::respond_local(int status) {
     return;
   }
   ResponseHead head;
-  head.status = status;
-  append_error_headers(head.headers);
-  if (const HeaderEdit* edit = local_answer_edit(session_->env(), record_)) {
-    apply_edit(head.headers, *edit, header_vars(session_->info(), record_));
-  }
-  std::string body = make_error_body(status);
-  head.content_length = body.size();
-  const bool has_body = record_.head.method != "HEAD";
+  std::string body;
+  build_local_answer(session_->env(), session_->info(), record_, answer, head, body);
+  const bool has_body = record_.head.method != "HEAD" && !body.empty();
   send_response_head(head, has_body);
   if (has_body) send_response_body(body);
   end_response();

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "data/http/exchange_sink.h"
+#include "data/http/local_answer.h"
 #include "data/http/proxy_exchange.h"
 #include "data/http/request_record.h"
 #include "message/request.h"
@@ -134,7 +135,10 @@ class Http2Stream final : public Deletable, public ExchangeSink {
   const ConnectionInfo& connection_info() const override;
 
  private:
-  void respond_local(int status);
+  // tlsfront's own answer (an error, a route's return or redirect), sent as
+  // an upstream response would be.
+  void respond_local(const LocalAnswer& answer);
+  void respond_local(int status) { respond_local(LocalAnswer{status}); }
   void submit_head(const ResponseHead& head, bool has_body, bool informational);
   void reset(uint32_t error_code);
   void consume(size_t n);

@@ -27,6 +27,7 @@ ProxyExchange::ProxyExchange(uv_loop_t* loop, ExchangeSink* sink, upstream::Upst
   const ConnectionInfo& info = sink->connection_info();
   UpstreamRequestOptions opts;
   opts.client_addr = info.remote_addr;
+  opts.scheme = scheme_name(info.scheme);
   opts.default_host = group->config().name;
   opts.close = group->config().keepalive == 0;
   opts.request_id_header = headers.request_id_header;

@@ -13,6 +13,7 @@ void fill_access_log_entry(log::AccessLogEntry& e, const ConnectionInfo& info, c
   e.remote_port = info.remote_port;
   e.sni = info.sni;
   e.alpn = info.alpn;
+  e.scheme = scheme_name(info.scheme);
   e.ssl_protocol = info.ssl_protocol;
   e.ssl_cipher = info.ssl_cipher;
   e.ssl_session_reused = info.ssl_session_reused;
@@ -77,7 +78,7 @@ void RequestRecord::log_completed(const SessionEnv& env, const ConnectionInfo& i
   e.bytes_sent = bytes_sent;
   e.bytes_received = bytes_received;
   e.request_time_ms = std::chrono::duration<double, std::milli>(elapsed).count();
-  if (with_handshake_time) e.tls_handshake_ms = info.tls_handshake_ms;
+  if (with_handshake_time && info.scheme == Scheme::Https) e.tls_handshake_ms = info.tls_handshake_ms;
   e.stream_id = stream_id;
   e.user_agent = user_agent;
   e.request_id = request_id.view();

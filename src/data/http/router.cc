@@ -70,9 +70,43 @@ bool host_matches(std::string_view pattern, std::string_view host) {
   return host.substr(0, host.size() - suffix.size()).find('.') == std::string_view::npos;
 }
 
+namespace {
+
+// "https://${host}${request_uri}": the location as configured.
+std::string location_text(const std::vector<config::HeaderValuePart>& parts) {
+  std::string out;
+  for (const auto& p : parts) {
+    if (p.variable >= 0) {
+      out += "${" + std::string(config::kHeaderVariables[p.variable]) + "}";
+    } else {
+      for (char c : p.literal) out += c == '$' ? std::string("$$") : std::string(1, c);
+    }
+  }
+  return out;
+}
+
+std::string action_text(const config::Route& r) {
+  switch (r.action) {
+    case config::RouteAction::Proxy:
+      return "upstream \"" + r.upstream + "\"";
+    case config::RouteAction::Return:
+      return "return " + std::to_string(r.answer.status) + ", " + r.answer.content_type + ", " +
+             std::to_string(r.answer.body.size()) + " bytes";
+    case config::RouteAction::Redirect:
+      return "redirect " + std::to_string(r.answer.status) + " \"" + location_text(r.answer.location) + "\"";
+  }
+  return "?";
+}
+
+}  // namespace
+
 Router::Router(const config::Config& cfg) {
   for (size_t route = 0; route < cfg.routes.size(); ++route) {
     const auto& r = cfg.routes[route];
+    if (r.action != config::RouteAction::Proxy) {
+      entries_.push_back(Entry{r, 0, route});
+      continue;
+    }
     for (size_t i = 0; i < cfg.upstreams.size(); ++i) {
       if (cfg.upstreams[i].name == r.upstream) {
         entries_.push_back(Entry{r, i, route});
@@ -99,7 +133,8 @@ std::optional<Router::Match> Router::match(std::string_view host, std::string_vi
         if (!RE2::FullMatch(re2::StringPiece(path.data(), path.size()), *r.regex)) continue;
         break;
     }
-    return Match{e.index, e.upstream, r.pass_normalized};
+    return Match{e.index, e.upstream, r.pass_normalized, r.action,
+                 r.action == config::RouteAction::Proxy ? nullptr : &r.answer};
   }
   return std::nullopt;
 }
@@ -113,7 +148,7 @@ std::vector<std::string> Router::table() const {
     for (size_t m = 0; m < r.methods.size(); ++m) line += (m ? " " : "") + r.methods[m];
     line += std::string(", ") + key_of(r.path_match) + " \"" + r.path + "\"";
     if (r.path_match == config::PathMatch::Regex) line += " (whole path)";
-    line += " -> upstream \"" + r.upstream + "\"";
+    line += " -> " + action_text(r);
     if (r.pass_normalized) line += " (normalized target)";
     out.push_back(std::move(line));
   }

@@ -1,6 +1,6 @@
-// Router: maps (Host, method, normalized path) to an upstream by the
-// [[route]] table, first match in file order. Built once per Generation;
-// read-only afterwards.
+// Router: maps (Host, method, normalized path) to a route — an upstream or
+// the route's fixed answer (return, redirect) — by the [[route]] table, first match in file order. Built once per
+// Generation; read-only afterwards.
 //
 // A route matches when all of its keys do:
 //   host      "" (any), the exact host, or "*.example.com" (one more label);
@@ -24,21 +24,24 @@ namespace tlsfront::http {
 
 class Router {
  public:
-  // Routes whose upstream is missing from `cfg.upstreams` are skipped (the
-  // loader rejects them first).
+  // Proxy routes whose upstream is missing from `cfg.upstreams` are skipped
+  // (the loader rejects them first).
   explicit Router(const config::Config& cfg);
 
   struct Match {
     size_t route = 0;              // index into Config::routes (its header rules: data/http/header_plan.h)
-    size_t upstream = 0;           // index into Config::upstreams
+    size_t upstream = 0;           // index into Config::upstreams (action Proxy only)
     bool pass_normalized = false;  // the route's pass_normalized
+    config::RouteAction action = config::RouteAction::Proxy;
+    const config::FixedAnswer* answer = nullptr;  // action Return or Redirect: the router's copy
   };
   // `host` lowercase without port; `path` normalized (no query). nullopt
   // when no route matches (404).
   std::optional<Match> match(std::string_view host, std::string_view method, std::string_view path) const;
 
   // One line per route for `tlsfront --test`: "route[0] (file:line:col):
-  // host *.example.com, methods GET HEAD, path_prefix "/api/" -> upstream "api"".
+  // host *.example.com, methods GET HEAD, path_prefix "/api/" -> upstream "api""
+  // (or "-> return 200, text/plain, 2 bytes", "-> redirect 301 "https://$host$request_uri"").
   std::vector<std::string> table() const;
   // Routes that can never match: a path_prefix/path_exact no normalized path
   // has (".." segments, "//", %2e ...), or one an earlier route with the same

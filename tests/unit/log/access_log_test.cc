@@ -31,7 +31,7 @@ using testing::JsonChecker;
 using testing::reference_json_string;
 
 const std::vector<std::string> kKeyOrder = {
-    "time", "remote_addr", "remote_port", "sni", "alpn", "protocol", "method", "path",
+    "time", "remote_addr", "remote_port", "sni", "alpn", "scheme", "protocol", "method", "path",
     "status", "response_complete", "bytes_sent", "bytes_received", "request_time_ms", "ssl_protocol", "ssl_cipher",
     "ssl_session_reused", "ssl_resumption", "tls_handshake_ms", "connection_id", "connection_requests",
     "stream_id", "upstream_addr", "upstream_error", "upstream_status", "upstream_connect_ms", "upstream_response_ms",
@@ -103,7 +103,7 @@ void expect_valid_json_line(const std::string& line) {
 TEST(AccessLogJsonLine, AllFieldsSet) {
   EXPECT_EQ(json_line(full_entry()),
             R"({"time":"2026-11-30T00:38:31.123Z","remote_addr":"192.0.2.10","remote_port":54321,)"
-            R"("sni":"api.example.com","alpn":"h2","protocol":"HTTP/2.0","method":"GET",)"
+            R"("sni":"api.example.com","alpn":"h2","scheme":"https","protocol":"HTTP/2.0","method":"GET",)"
             R"("path":"/v1/items?id=7","status":200,"response_complete":true,"bytes_sent":1234,"bytes_received":321,)"
             R"("request_time_ms":12.346,"ssl_protocol":"TLSv1.3","ssl_cipher":"TLS_AES_128_GCM_SHA256",)"
             R"("ssl_session_reused":true,"ssl_resumption":"ticket","tls_handshake_ms":3.500,"connection_id":42,)"
@@ -118,15 +118,16 @@ TEST(AccessLogJsonLine, AllFieldsSet) {
 
 TEST(AccessLogJsonLine, DefaultsGiveNulls) {
   AccessLogEntry e;  // time = epoch, every optional/empty field unset
-  EXPECT_EQ(json_line(e),
-            R"({"time":"1970-01-01T00:00:00.000Z","remote_addr":"","remote_port":0,)"
-            R"("sni":null,"alpn":null,"protocol":"","method":"","path":"","status":0,"response_complete":false,)"
-            R"("bytes_sent":0,"bytes_received":0,"request_time_ms":0.000,"ssl_protocol":"",)"
-            R"("ssl_cipher":"","ssl_session_reused":false,"ssl_resumption":"none","tls_handshake_ms":null,)"
-            R"("connection_id":0,"connection_requests":0,"stream_id":null,"upstream_addr":null,"upstream_error":null,)"
-            R"("upstream_status":null,"upstream_connect_ms":null,"upstream_response_ms":null,)"
-            R"("upstream_connection_reused":null,"user_agent":null,"request_id":null,"content_encoding":null})"
-            "\n");
+  EXPECT_EQ(
+      json_line(e),
+      R"({"time":"1970-01-01T00:00:00.000Z","remote_addr":"","remote_port":0,)"
+      R"("sni":null,"alpn":null,"scheme":"https","protocol":"","method":"","path":"","status":0,)"
+      R"("response_complete":false,"bytes_sent":0,"bytes_received":0,"request_time_ms":0.000,"ssl_protocol":null,)"
+      R"("ssl_cipher":null,"ssl_session_reused":false,"ssl_resumption":"none","tls_handshake_ms":null,)"
+      R"("connection_id":0,"connection_requests":0,"stream_id":null,"upstream_addr":null,"upstream_error":null,)"
+      R"("upstream_status":null,"upstream_connect_ms":null,"upstream_response_ms":null,)"
+      R"("upstream_connection_reused":null,"user_agent":null,"request_id":null,"content_encoding":null})"
+      "\n");
   expect_valid_json_line(json_line(e));
 }
 

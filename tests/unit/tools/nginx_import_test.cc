@@ -146,7 +146,9 @@ TEST(NginxImport, ListenAddressesAndParameters) {
   EXPECT_REPORTS(r, "n.conf:3: listen: parameter reuseport not needed");
   EXPECT_REPORTS(r, "n.conf:4: listen: not carried over: no equivalent yet for the PROXY protocol");
   EXPECT_REPORTS(r, "n.conf:5: listen: not carried over: invalid address \"localhost:9443\"");
-  EXPECT_REPORTS(r, "n.conf:6: listen: not carried over: plain HTTP (no ssl): tlsfront has no plain-HTTP listener yet\n");
+  EXPECT_REPORTS(r,
+                 "n.conf:6: listen: not carried over: plain HTTP (no ssl): import-nginx does not write cleartext "
+                 "listeners yet (tls = false, README Plain HTTP)\n");
 
   // `ssl on` (before nginx 1.25) makes every listen of its server TLS.
   r = run("http { server { listen 8443; ssl on; ssl_certificate c.pem; ssl_certificate_key c.key;\n"
@@ -563,27 +565,34 @@ TEST(NginxImport, DebiansDefaultSiteHasNothingToCarryOver) {
   Outcome r = fixture("debian/nginx.conf");
   EXPECT_FALSE(r.ok);
   EXPECT_EQ(r.error, "nothing to import: no server with a TLS listen (listen ... ssl)");
-  EXPECT_EQ(r.report,
-            "debian/nginx.conf:1: user: not needed: the systemd unit runs tlsfront as its own user (User=)\n"
-            "debian/nginx.conf:3: pid: not carried over: nginx's own pid file; tlsfront's is pid_file or --pid-file (the "
-            "systemd unit passes /run/tlsfront/tlsfront.pid), and it never takes over a file a running process holds\n"
-            "debian/nginx.conf:4: error_log: not carried over: errors and events go to stderr (the journal under systemd)\n"
-            "debian/nginx.conf:8: worker_connections: not carried over: it counts upstream connections too; tlsfront's "
-            "[limits] max_connections (client connections per worker) is off by default: set it to about half of this if "
-            "wanted\n"
-            "debian/nginx.conf:18: sendfile: not needed: no static files\n"
-            "debian/nginx.conf:19: tcp_nopush: not needed: no static files\n"
-            "debian/nginx.conf:20: types_hash_max_size: not needed: no static files\n"
-            "debian/mime.types:2: types: not needed: no static files (a block: its 86 directive(s) neither)\n"
-            "debian/nginx.conf:27: default_type: not needed: no static files\n"
-            "debian/nginx.conf:33: ssl_protocols: not carried over: no imported server uses it (a TLS server overrides it, or there is none)\n"
-            "debian/nginx.conf:34: ssl_prefer_server_ciphers: not carried over: no imported server uses it (a TLS server overrides it, or there is none)\n"
-            "debian/nginx.conf:40: access_log: not carried over: no imported server uses it (a TLS server overrides it, or there is none)\n"
-            "debian/nginx.conf:46: gzip: not carried over by import-nginx yet: write it as [compression] or a route's compress keys (README Compression)\n"
-            "debian/sites-enabled/default:21: server: not carried over: no TLS listen (listen ... ssl), and tlsfront has no "
-            "plain-HTTP listener yet (its 7 directive(s) neither)\n"
-            "debian/sites-enabled/default:22: listen: not carried over: plain HTTP (no ssl): tlsfront has no plain-HTTP listener yet\n"
-            "debian/sites-enabled/default:23: listen: not carried over: plain HTTP (no ssl): tlsfront has no plain-HTTP listener yet\n");
+  EXPECT_EQ(
+      r.report,
+      "debian/nginx.conf:1: user: not needed: the systemd unit runs tlsfront as its own user (User=)\n"
+      "debian/nginx.conf:3: pid: not carried over: nginx's own pid file; tlsfront's is pid_file or --pid-file (the "
+      "systemd unit passes /run/tlsfront/tlsfront.pid), and it never takes over a file a running process holds\n"
+      "debian/nginx.conf:4: error_log: not carried over: errors and events go to stderr (the journal under systemd)\n"
+      "debian/nginx.conf:8: worker_connections: not carried over: it counts upstream connections too; tlsfront's "
+      "[limits] max_connections (client connections per worker) is off by default: set it to about half of this if "
+      "wanted\n"
+      "debian/nginx.conf:18: sendfile: not needed: no static files\n"
+      "debian/nginx.conf:19: tcp_nopush: not needed: no static files\n"
+      "debian/nginx.conf:20: types_hash_max_size: not needed: no static files\n"
+      "debian/mime.types:2: types: not needed: no static files (a block: its 86 directive(s) neither)\n"
+      "debian/nginx.conf:27: default_type: not needed: no static files\n"
+      "debian/nginx.conf:33: ssl_protocols: not carried over: no imported server uses it (a TLS server overrides it, "
+      "or there is none)\n"
+      "debian/nginx.conf:34: ssl_prefer_server_ciphers: not carried over: no imported server uses it (a TLS server "
+      "overrides it, or there is none)\n"
+      "debian/nginx.conf:40: access_log: not carried over: no imported server uses it (a TLS server overrides it, or "
+      "there is none)\n"
+      "debian/nginx.conf:46: gzip: not carried over by import-nginx yet: write it as [compression] or a route's compress keys (README Compression)\n"
+      "debian/sites-enabled/default:21: server: not carried over: no TLS listen (listen ... ssl), and import-nginx "
+      "does not "
+      "write cleartext listeners yet (its 7 directive(s) neither)\n"
+      "debian/sites-enabled/default:22: listen: not carried over: plain HTTP (no ssl): import-nginx does not write "
+      "cleartext listeners yet (tls = false, README Plain HTTP)\n"
+      "debian/sites-enabled/default:23: listen: not carried over: plain HTTP (no ssl): import-nginx does not write "
+      "cleartext listeners yet (tls = false, README Plain HTTP)\n");
 }
 
 TEST(NginxImport, SeveralServersInIncludedFiles) {

@@ -150,3 +150,43 @@ TEST(Router, WarnsAboutRoutesThatCanNeverMatch) {
 
 }  // namespace
 }  // namespace tlsfront::http
+
+namespace tlsfront::http {
+namespace {
+
+// return and redirect routes match like any other (no upstream needed) and
+// say what they answer in the --test table.
+TEST(Router, FixedAnswerRoutes) {
+  config::Config cfg = with_upstreams({"a"});
+  config::Route health = exact("/health", "");
+  health.action = config::RouteAction::Return;
+  health.answer.status = 200;
+  health.answer.body = "ok";
+  config::Route moved = prefix("", "/old/", "");
+  moved.action = config::RouteAction::Redirect;
+  moved.answer.status = 301;
+  moved.answer.location = {{"https://", -1}, {"", 0}, {"/$", -1}, {"", 8}};
+  cfg.routes = {health, moved, prefix("", "/", "a")};
+  Router r(cfg);
+  auto m = r.match("h", "GET", "/health");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->action, config::RouteAction::Return);
+  ASSERT_NE(m->answer, nullptr);
+  EXPECT_EQ(m->answer->body, "ok");
+  m = r.match("h", "POST", "/old/x");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->route, 1u);
+  EXPECT_EQ(m->action, config::RouteAction::Redirect);
+  m = r.match("h", "GET", "/x");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->action, config::RouteAction::Proxy);
+  EXPECT_EQ(m->answer, nullptr);
+  ASSERT_EQ(r.table().size(), 3u);
+  EXPECT_EQ(r.table()[0], "route[0]: host any, methods any, path_exact \"/health\" -> return 200, text/plain, 2 bytes");
+  EXPECT_EQ(
+      r.table()[1],
+      "route[1]: host any, methods any, path_prefix \"/old/\" -> redirect 301 \"https://${host}/$$${request_uri}\"");
+}
+
+}  // namespace
+}  // namespace tlsfront::http
