@@ -4,6 +4,7 @@
 #include "tools/nginx_import.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -58,6 +59,13 @@ class Importer {
  private:
   void listen(Server& s, const Directive& d, bool ssl_on, bool http2_on);
   void names(Server& s);
+  // The cleartext listens of `s` as tls = false listeners: redirecting to
+  // https, or (`redirect` false: the server also has TLS listens, so nginx
+  // serves its locations on both) redirect_https = false.
+  void cleartext_listens(const Server& s, bool redirect);
+  // `s` (cleartext listens only) just redirects to https: its listens become
+  // redirecting tls = false listeners; false when it does anything else.
+  bool redirect_server(const Server& s);
   // The setting `name` of the default server, applied by `apply`; other
   // servers' different values are listed.
   template <typename F>
@@ -139,12 +147,6 @@ void Importer::listen(Server& s, const Directive& d, bool ssl_on, bool http2_on)
       why.push_back("parameter " + p + " not carried over: no equivalent");
     }
   }
-  if (!ssl) {
-    l_.note(d,
-            "not carried over: plain HTTP (no ssl): import-nginx does not write cleartext listeners yet "
-            "(tls = false, README Plain HTTP)");
-    return;
-  }
   for (auto& w : why) l_.note(d, w);
   if (skip) return;
   // Address: "443", "*:443", "1.2.3.4", "1.2.3.4:443", "[::]:443", "unix:/path", "name:443".
@@ -170,6 +172,10 @@ void Importer::listen(Server& s, const Directive& d, bool ssl_on, bool http2_on)
     return l_.note(d, "not carried over: " + ep.error().detail + " (listen addresses are IP literals)");
   }
   address = ep->to_string();
+  if (!ssl) {
+    s.cleartext.push_back({address, &d});  // servers_of decides
+    return;
+  }
   l_.carry(d);
   s.tls = true;
   s.is_default = s.is_default || is_default;
@@ -180,7 +186,60 @@ void Importer::listen(Server& s, const Directive& d, bool ssl_on, bool http2_on)
       return;
     }
   }
-  m_.listens.push_back({address, h2, backlog, origin(d)});
+  m_.listens.push_back({.address = address, .h2 = h2, .backlog = backlog, .origin = origin(d)});
+}
+
+void Importer::cleartext_listens(const Server& s, bool redirect) {
+  for (const auto& [address, d] : s.cleartext) {
+    auto same = std::find_if(m_.listens.begin(), m_.listens.end(), [&](const auto& l) { return l.address == address; });
+    if (same != m_.listens.end() && (same->tls || same->redirect_https != redirect)) {
+      l_.note(*d, "not carried over: " + address + " is already a listener of another kind");
+      continue;
+    }
+    l_.carry(*d);
+    if (!redirect) {
+      l_.note(*d, "carried over as a cleartext listener that routes like the TLS ones (redirect_https = false), as nginx "
+                  "serves this server on it; tlsfront's default (redirect_https) would redirect to https");
+    }
+    if (same == m_.listens.end()) {
+      m_.listens.push_back({.address = address, .tls = false, .redirect_https = redirect, .origin = origin(*d)});
+    }
+  }
+}
+
+bool Importer::redirect_server(const Server& s) {
+  if (s.cleartext.empty()) return false;
+  const Directive* ret = nullptr;
+  for (const Directive& c : s.block->children) {
+    if (c.name == "return") ret = &c;
+  }
+  if (ret == nullptr || ret->args.size() != 2) return false;
+  const std::string& code = ret->args[0];
+  const std::string& url = ret->args[1];
+  if ((code != "301" && code != "302" && code != "307" && code != "308") || !url.starts_with("https://") ||
+      !url.ends_with("$request_uri")) {
+    return false;
+  }
+  cleartext_listens(s, true);
+  l_.carry(*s.block);
+  l_.examined(*s.block);
+  l_.carry(*ret);
+  std::string host = url.substr(8, url.size() - 8 - std::strlen("$request_uri"));
+  std::vector<std::string> why;
+  if (code == "301" || code == "302") why.push_back("tlsfront answers 301 to GET and HEAD, 308 to other methods (a " + code + " turns a POST into a GET)");
+  if (code == "307" || code == "308") why.push_back("tlsfront answers 301 to GET and HEAD, 308 to other methods");
+  if (host != "$host") why.push_back("it redirects to the request's own host ($host), not " + host);
+  for (const auto& w : why) l_.note(*ret, "carried over as a cleartext listener's redirect_https: " + w);
+  for (const Directive& c : s.block->children) {
+    if (c.name == "server_name") {
+      l_.carry(c);
+      l_.note(c, "carried over: a redirecting cleartext listener redirects every valid host");
+    } else if (c.name == "location" && !c.args.empty() && c.args.back().find("acme-challenge") != std::string::npos) {
+      l_.note(c, "not carried over by import-nginx: an ACME client's upstream is the listener's acme_upstream "
+                 "(README Plain HTTP); static files (root) have no equivalent");
+    }
+  }
+  return true;
 }
 
 void Importer::names(Server& s) {
@@ -243,13 +302,17 @@ void Importer::servers_of(const Directive& http) {
       }
     }
     if (!s.tls) {
-      l_.note(d, fmt::format("not carried over: {}, and import-nginx does not write cleartext listeners yet (its {} "
-                             "directive(s) neither)",
-                             any_listen ? "no TLS listen (listen ... ssl)" : "no listen, so nginx's plain-HTTP *:80",
-                             count_all(d.children)));
+      if (!redirect_server(s)) {
+        l_.note(d, fmt::format("not carried over: {} (its {} directive(s) neither)",
+                               any_listen ? "no TLS listen (listen ... ssl), and not a redirect to https (return 301 "
+                                            "https://$host$request_uri): tlsfront's routes are those of every listener"
+                                          : "no listen, so nginx's plain-HTTP *:80",
+                               count_all(d.children)));
+      }
       servers_.push_back(std::move(s));
       continue;
     }
+    cleartext_listens(s, false);
     l_.carry(d);
     l_.examined(d);
     names(s);

@@ -27,6 +27,8 @@ struct Model {
   Keys root;  // workers
   struct Listen {
     std::string address;
+    bool tls = true;
+    bool redirect_https = true;  // tls = false only
     bool h2 = false;
     int backlog = 0;  // 0: not set
     std::string origin;
@@ -56,6 +58,7 @@ struct Model {
     Match match = Match::Prefix;
     Chain chain;    // the location's blocks (for the header directives that apply)
     Keys headers;   // response_headers = {...}, request_headers = {...}: inline tables
+    Keys answer;    // return = {...} or redirect = {...} (then upstream is "")
   };
   std::vector<Route> routes;
   Keys response_headers, request_headers;  // [response_headers], [request_headers]: the defaults
@@ -116,6 +119,12 @@ std::string origin(const Directive& d);
 std::string absolute(const std::string& base_dir, const std::string& path);
 bool has_variable(const std::string& s);
 bool one_path(const Directive& d);  // one non-empty file name without variables
+// An nginx value (add_header, proxy_set_header, return's URL) as a tlsfront
+// header or location value: the same `$name` / `${name}` syntax, limited to
+// the first `variables` of config::kHeaderVariables; a `$` that starts no
+// name is literal ("$$"). Empty, and the report line in `why`, when it
+// cannot be one (nginx_import_headers.cc).
+std::string tlsfront_value(const std::string& nginx_value, int variables, std::string& why);
 
 struct Server {
   const Directive* block = nullptr;
@@ -123,6 +132,7 @@ struct Server {
   bool tls = false;
   bool is_default = false;
   std::vector<std::string> exact_names, wildcard_names;  // for routes and [[certificate]] names
+  std::vector<std::pair<std::string, const Directive*>> cleartext;  // listens without ssl: address, directive
 };
 
 // Certificates (nginx_import_certificates.cc): the ssl_certificate and

@@ -10,6 +10,42 @@
 #include "tools/nginx_values.h"
 
 namespace tlsfront::tools::nginx::detail {
+
+std::string tlsfront_value(const std::string& v, int variables, std::string& why) {
+  if (!v.empty() && (v.front() == ' ' || v.front() == '\t' || v.back() == ' ' || v.back() == '\t')) {
+    why = "not carried over: the value has leading or trailing whitespace (a header value has none, RFC 9110 §5.5)";
+    return {};
+  }
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    auto c = static_cast<unsigned char>(v[i]);
+    if ((c < 0x20 && c != '\t') || c == 0x7f) {
+      why = "not carried over: the value contains a control byte";
+      return {};
+    }
+    if (c != '$') {
+      out += v[i];
+      continue;
+    }
+    bool braced = i + 1 < v.size() && v[i + 1] == '{';
+    size_t begin = i + (braced ? 2 : 1), end = begin;
+    while (end < v.size() && (std::isalnum(static_cast<unsigned char>(v[end])) || v[end] == '_')) ++end;
+    if (end == begin || (braced && (end >= v.size() || v[end] != '}'))) {
+      out += "$$";
+      continue;
+    }
+    std::string name = v.substr(begin, end - begin);
+    if (std::none_of(config::kHeaderVariables, config::kHeaderVariables + variables,
+                     [&](const char* k) { return name == k; })) {
+      why = "not carried over: tlsfront has no $" + name + " here (its variables: README Headers)";
+      return {};
+    }
+    out += "${" + name + "}";
+    i = braced ? end : end - 1;
+  }
+  return out;
+}
+
 namespace {
 
 std::string lower(std::string s) {
@@ -32,47 +68,6 @@ struct HeaderSet {
 
 HeaderSet header_set(const Chain& chain) {
   return {effective(chain, "add_header"), effective(chain, "proxy_hide_header"), effective(chain, "proxy_set_header")};
-}
-
-// An nginx value as a tlsfront header value: the same `$name` / `${name}`
-// syntax, limited to the variables both have (config::kHeaderVariables); a
-// `$` that starts no name is literal ("$$"). Empty and the reason when it
-// cannot be one.
-std::string value_of(const std::string& v, std::string& why) {
-  if (!v.empty() && (v.front() == ' ' || v.front() == '\t' || v.back() == ' ' || v.back() == '\t')) {
-    why =
-        "not carried over: the value has leading or trailing whitespace (a "
-        "header value has none, RFC 9110 §5.5)";
-    return {};
-  }
-  std::string out;
-  for (size_t i = 0; i < v.size(); ++i) {
-    auto c = static_cast<unsigned char>(v[i]);
-    if ((c < 0x20 && c != '\t') || c == 0x7f) {
-      why = "not carried over: the value contains a control byte";
-      return {};
-    }
-    if (c != '$') {
-      out += v[i];
-      continue;
-    }
-    bool braced = i + 1 < v.size() && v[i + 1] == '{';
-    size_t begin = i + (braced ? 2 : 1), end = begin;
-    while (end < v.size() && (std::isalnum(static_cast<unsigned char>(v[end])) || v[end] == '_')) ++end;
-    if (end == begin || (braced && (end >= v.size() || v[end] != '}'))) {
-      out += "$$";
-      continue;
-    }
-    std::string name = v.substr(begin, end - begin);
-    if (std::none_of(std::begin(config::kHeaderVariables), std::end(config::kHeaderVariables),
-                     [&](const char* k) { return name == k; })) {
-      why = "not carried over: tlsfront has no $" + name + " (its variables: README Headers)";
-      return {};
-    }
-    out += "${" + name + "}";
-    i = braced ? end : end - 1;
-  }
-  return out;
 }
 
 // A header name as a TOML key: bare when it can be.
@@ -147,7 +142,9 @@ void HeaderImporter::find_hsts(const HeaderSet& defaults) {
     std::string why;
     const std::string& v = d->args[1];
     // [tls] hsts must name max-age (RFC 6797 §6.1.1).
-    if (has_variable(v) || value_of(v, why).empty() || lower(v).find("max-age=") == std::string::npos) continue;
+    if (has_variable(v) || tlsfront_value(v, config::kHeaderVariableCount, why).empty() ||
+        lower(v).find("max-age=") == std::string::npos)
+      continue;
     hsts_ = d;
     break;
   }
@@ -200,7 +197,7 @@ Keys HeaderImporter::response(const HeaderSet& h) {
       continue;
     }
     std::string why;
-    std::string value = value_of(d->args[1], why);
+    std::string value = tlsfront_value(d->args[1], config::kHeaderVariableCount, why);
     if (value.empty()) {
       l_.note(*d, why);
       continue;
@@ -280,7 +277,7 @@ Keys HeaderImporter::request(const HeaderSet& h) {
       remove.push_back(name);  // nginx: an empty value is not passed
     } else {
       std::string why;
-      std::string value = value_of(v, why);
+      std::string value = tlsfront_value(v, config::kHeaderVariableCount, why);
       if (value.empty()) {
         l_.note(*d, why);
         continue;
@@ -298,20 +295,24 @@ Keys HeaderImporter::request(const HeaderSet& h) {
 
 void HeaderImporter::note_dropped(const Chain& chain, const std::string& name) {
   for (size_t i = 0; i < chain.size(); ++i) {
-    auto own = std::find_if(chain[i]->children.begin(), chain[i]->children.end(),
-                            [&](const Directive& d) { return d.name == name; });
-    if (own == chain[i]->children.end()) continue;
-    size_t outer = 0;
+    const auto& own = chain[i]->children;
+    auto first = std::find_if(own.begin(), own.end(), [&](const Directive& d) { return d.name == name; });
+    if (first == own.end()) continue;
+    // The outer ones this block does not repeat itself.
+    std::string dropped;
     for (size_t j = i + 1; j < chain.size(); ++j) {
-      outer += std::count_if(chain[j]->children.begin(), chain[j]->children.end(),
-                             [&](const Directive& d) { return d.name == name; });
+      for (const Directive& d : chain[j]->children) {
+        if (d.name != name || d.args.empty()) continue;
+        bool repeated =
+            std::any_of(own.begin(), own.end(), [&](const Directive& o) { return o.name == name && o.args == d.args; });
+        if (!repeated) dropped += (dropped.empty() ? "" : ", ") + d.args[0];
+      }
     }
-    if (outer > 0) {
-      l_.note(*own, fmt::format("nginx applies none of the {} {} of the "
-                                "enclosing block(s) here (a block with its own "
-                                "inherits none); carried over as nginx applies "
-                                "it: the route gets only its own",
-                                outer, name));
+    if (!dropped.empty()) {
+      l_.note(
+          *first,
+          "nginx applies none of the enclosing blocks' " + name + " here (" + dropped +
+              "): a block with its own inherits none; carried over as nginx applies it, the route gets only its own");
     }
     return;
   }

@@ -60,7 +60,12 @@ std::string render(const Model& m, const std::string& source, size_t not_carried
   for (const auto& l : m.listens) {
     Keys ks{{"address", toml_string(l.address), l.origin}};
     if (l.backlog) ks.push_back({"backlog", std::to_string(l.backlog), ""});
-    ks.push_back({"alpn", l.h2 ? R"(["h2", "http/1.1"])" : R"(["http/1.1"])", l.h2 ? "http2" : "no http2"});
+    if (!l.tls) {
+      ks.push_back({"tls", "false", "no ssl"});
+      if (!l.redirect_https) ks.push_back({"redirect_https", "false", "nginx serves this server's locations on it"});
+    } else {
+      ks.push_back({"alpn", l.h2 ? R"(["h2", "http/1.1"])" : R"(["http/1.1"])", l.h2 ? "http2" : "no http2"});
+    }
     table(out, "[[listen]]", ks);
   }
   Keys tls = m.tls;
@@ -93,8 +98,9 @@ std::string render(const Model& m, const std::string& source, size_t not_carried
                            : r.match == Model::Match::Regex ? "path_regex"
                                                             : "path_prefix";
     Keys ks{{"host", toml_string(r.host), r.host.empty() ? "any host (the default server)" : "server_name"},
-            {path_key, toml_string(r.path), r.origin},
-            {"upstream", toml_string(r.upstream), ""}};
+            {path_key, toml_string(r.path), r.origin}};
+    if (r.answer.empty()) ks.push_back({"upstream", toml_string(r.upstream), ""});
+    ks.insert(ks.end(), r.answer.begin(), r.answer.end());
     ks.insert(ks.end(), r.headers.begin(), r.headers.end());
     table(out, "[[route]]", ks);
   }

@@ -41,7 +41,7 @@ TEST(ImportNginx, TheWriteupsServerBlockImportsAndPassesTest) {
   EXPECT_NE(r.err.find(conf + ":54: proxy_http_version: not needed: HTTP/1.1 is the only mode to upstreams\n"), std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("tlsfront import-nginx: " + conf + ": written to " + dir.file("out.toml") +
-                       "; 11 report line(s) above (not carried over, or carried over with a difference)\n"),
+                       "; 17 report line(s) above (not carried over, or carried over with a difference)\n"),
             std::string::npos)
       << r.err;
   std::string toml = read_file(dir.file("out.toml"));
@@ -59,7 +59,7 @@ TEST(ImportNginx, SeveralServersFromIncludedFilesPassTest) {
   stage(dir, "multi");
   RunResult r = run_command(dir, {TLSFRONT_BINARY, "import-nginx", dir.file("nginx.conf")});  // TOML on stdout
   ASSERT_EQ(r.status.code, 0) << r.err;
-  EXPECT_NE(r.err.find(dir.file("sites/40-redirect.conf") + ":2: listen: not carried over: plain HTTP (no ssl)"), std::string::npos)
+  EXPECT_NE(r.err.find(dir.file("sites/40-redirect.conf") + ":4: return: carried over as a cleartext listener's redirect_https"), std::string::npos)
       << r.err;
   EXPECT_NE(r.out.find("names = [\"wild.example\", \"*.wild.example\"]"), std::string::npos) << r.out;
   write_file(dir.file("out.toml"), r.out);
@@ -77,12 +77,11 @@ TEST(ImportNginx, DebiansDefaultSiteHasNothingToImport) {
   EXPECT_EQ(r.out, "");
   EXPECT_FALSE(file_exists(dir.file("out.toml")));
   EXPECT_NE(r.err.find(dir.file("sites-enabled/default") +
-                       ":22: listen: not carried over: plain HTTP (no ssl): import-nginx does not "
-                       "write cleartext listeners yet (tls = false, README Plain HTTP)\n"),
+                       ":21: server: not carried over: no TLS listen (listen ... ssl), and not a redirect to https"),
             std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("tlsfront import-nginx: " + dir.file("nginx.conf") +
-                       ": nothing to import: no server with a TLS listen (listen ... ssl); 16 report line(s) above\n"),
+                       ": nothing to import: no server with a TLS listen (listen ... ssl); 14 report line(s) above\n"),
             std::string::npos)
       << r.err;
 }

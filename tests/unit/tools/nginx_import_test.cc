@@ -135,20 +135,24 @@ TEST(NginxImport, ListenAddressesAndParameters) {
       "location / { proxy_pass http://127.0.0.1:9000; }\n"
       "} }\n");
   ASSERT_TRUE(r.ok) << r.error;
-  ASSERT_EQ(r.cfg.listeners.size(), 3u);
+  ASSERT_EQ(r.cfg.listeners.size(), 4u);
   EXPECT_EQ(r.cfg.listeners[0].address.to_string(), "0.0.0.0:443");
   EXPECT_EQ(r.cfg.listeners[0].backlog, 1024);
   EXPECT_EQ(r.cfg.listeners[0].alpn, (std::vector<std::string>{"h2", "http/1.1"}));
   EXPECT_EQ(r.cfg.listeners[1].address.to_string(), "[::]:443");
   EXPECT_EQ(r.cfg.listeners[1].alpn, std::vector<std::string>{"http/1.1"});
   EXPECT_EQ(r.cfg.listeners[2].address.to_string(), "10.1.2.3:80");  // nginx's default port
+  // listen 80 in a TLS server: nginx serves its locations there too.
+  EXPECT_EQ(r.cfg.listeners[3].address.to_string(), "0.0.0.0:80");
+  EXPECT_FALSE(r.cfg.listeners[3].tls);
+  EXPECT_FALSE(r.cfg.listeners[3].redirect_https);
   EXPECT_REPORTS(r, "n.conf:2: listen: parameter deferred not carried over");
   EXPECT_REPORTS(r, "n.conf:3: listen: parameter reuseport not needed");
   EXPECT_REPORTS(r, "n.conf:4: listen: not carried over: no equivalent yet for the PROXY protocol");
   EXPECT_REPORTS(r, "n.conf:5: listen: not carried over: invalid address \"localhost:9443\"");
   EXPECT_REPORTS(r,
-                 "n.conf:6: listen: not carried over: plain HTTP (no ssl): import-nginx does not write cleartext "
-                 "listeners yet (tls = false, README Plain HTTP)\n");
+                 "n.conf:6: listen: carried over as a cleartext listener that routes like the TLS ones "
+                 "(redirect_https = false)");
 
   // `ssl on` (before nginx 1.25) makes every listen of its server TLS.
   r = run("http { server { listen 8443; ssl on; ssl_certificate c.pem; ssl_certificate_key c.key;\n"
@@ -207,9 +211,71 @@ TEST(NginxImport, LocationsBecomeRoutesInNginxsOrder) {
   EXPECT_REPORTS(r, "n.conf:10: proxy_pass: not carried over: proxy_pass with variables (no route)\n");
   EXPECT_REPORTS(r, "n.conf:11: proxy_pass: not carried over: invalid address \"app.internal:80\"");
   EXPECT_REPORTS(r, "n.conf:12: proxy_pass: not carried over: with the URI /other/ nginx replaces the location's prefix /u/");
-  EXPECT_REPORTS(r, "n.conf:12: location: no route: no usable proxy_pass in it");
+  EXPECT_REPORTS(r, "n.conf:12: location: no route: no usable proxy_pass or return in it");
   EXPECT_REPORTS(r, "n.conf:13: location: not carried over: regex location: RE2 cannot compile \"/(v[0-9]+)/x/\\\\1\" (");
   EXPECT_REPORTS(r, "n.conf:15: location: carried over, but its requests go to the route of ^~ /a/b/ (tried first); nginx takes the longer prefix\n");
+}
+
+TEST(NginxImport, ReturnBecomesAFixedAnswer) {
+  Outcome r = run(server(
+      "default_type application/json;\n"
+      "location = /health { return 200 '{\"ok\":true}'; }\n"
+      "location /old/ { return 301 https://$host/new$request_uri; proxy_pass http://127.0.0.1:9000; }\n"
+      "location = /gone { return 410; }\n"
+      "location = /x { return https://example.com/x; }\n"
+      "location = /drop { return 444; }\n"
+      "location = /v { return 200 $remote_addr; }\n"
+      "location = /u { return 302 https://$server_name/; }"));
+  ASSERT_TRUE(r.ok) << r.error;
+  auto route = [&](const std::string& path) -> const config::Route* {
+    for (const auto& x : r.cfg.routes) {
+      if (x.path == path) return &x;
+    }
+    return nullptr;
+  };
+  ASSERT_NE(route("/health"), nullptr) << r.toml;
+  EXPECT_EQ(route("/health")->action, config::RouteAction::Return);
+  EXPECT_EQ(route("/health")->answer.body, "{\"ok\":true}");
+  EXPECT_EQ(route("/health")->answer.content_type, "application/json");  // nginx's default_type
+  ASSERT_NE(route("/old/"), nullptr);
+  EXPECT_EQ(route("/old/")->action, config::RouteAction::Redirect);
+  EXPECT_EQ(route("/old/")->answer.status, 301);
+  ASSERT_EQ(route("/old/")->answer.location.size(), 4u);  // "https://", $host, "/new", $request_uri
+  EXPECT_EQ(route("/old/")->answer.location[3].variable, 8);
+  ASSERT_NE(route("/gone"), nullptr);
+  EXPECT_EQ(route("/gone")->answer.status, 410);
+  ASSERT_NE(route("/x"), nullptr);
+  EXPECT_EQ(route("/x")->answer.status, 302);  // a bare URL
+  EXPECT_EQ(route("/drop"), nullptr);
+  EXPECT_EQ(route("/v"), nullptr);
+  EXPECT_EQ(route("/u"), nullptr);
+  EXPECT_REPORTS(r, "n.conf:9: proxy_pass: not needed: nginx's return in this location answers before proxy_pass would\n");
+  EXPECT_REPORTS(r, "n.conf:10: return: carried over; nginx sends its own HTML page for the status, tlsfront an empty body\n");
+  EXPECT_REPORTS(r, "n.conf:12: return: no equivalent: 444 closes the connection without a response\n");
+  EXPECT_REPORTS(r, "n.conf:13: return: not carried over: the text has variables (tlsfront's body is literal)\n");
+  EXPECT_REPORTS(r, "n.conf:14: return: not carried over: tlsfront has no $server_name here");
+}
+
+TEST(NginxImport, CleartextServers) {
+  // A :80 server that redirects (to a fixed name, with 302): a redirecting
+  // cleartext listener; one that serves content: listed.
+  Outcome r = run(server("",
+                         "server { listen 80; listen [::]:80; server_name api.example;\n"
+                         "location /.well-known/acme-challenge/ { root /var/www/acme; }\n"
+                         "return 302 https://api.example$request_uri; }\n"
+                         "server { listen 8080; location / { proxy_pass http://127.0.0.1:9001; } }\n"));
+  ASSERT_TRUE(r.ok) << r.error;
+  ASSERT_EQ(r.cfg.listeners.size(), 3u) << r.toml;
+  EXPECT_FALSE(r.cfg.listeners[0].tls);
+  EXPECT_TRUE(r.cfg.listeners[0].redirect_https);
+  EXPECT_EQ(r.cfg.listeners[1].address.to_string(), "[::]:80");
+  EXPECT_TRUE(r.cfg.listeners[2].tls);
+  EXPECT_REPORTS(r, "n.conf:3: location: not carried over by import-nginx: an ACME client's upstream is the listener's acme_upstream");
+  EXPECT_REPORTS(r, "n.conf:4: return: carried over as a cleartext listener's redirect_https: tlsfront answers 301 to GET "
+                    "and HEAD, 308 to other methods (a 302 turns a POST into a GET)\n");
+  EXPECT_REPORTS(r, "n.conf:4: return: carried over as a cleartext listener's redirect_https: it redirects to the request's "
+                    "own host ($host), not api.example\n");
+  EXPECT_REPORTS(r, "n.conf:5: server: not carried over: no TLS listen (listen ... ssl), and not a redirect to https");
 }
 
 TEST(NginxImport, UpstreamBlocks) {
@@ -248,7 +314,7 @@ TEST(NginxImport, ProxySetHeaderBecomesRequestHeaders) {
   EXPECT_REPORTS(r, "n.conf:8: proxy_set_header: not needed: tlsfront removes the client's Connection");
   EXPECT_REPORTS(r, "n.conf:9: proxy_set_header: not needed: tlsfront adds X-Real-IP\n");
   EXPECT_REPORTS(r, "n.conf:10: proxy_set_header: not needed: tlsfront adds X-Forwarded-Proto\n");
-  EXPECT_REPORTS(r, "n.conf:11: proxy_set_header: not carried over: tlsfront has no $http_x_tenant (its variables: README Headers)\n");
+  EXPECT_REPORTS(r, "n.conf:11: proxy_set_header: not carried over: tlsfront has no $http_x_tenant here (its variables: README Headers)\n");
   EXPECT_REPORTS(r, "n.conf:14: proxy_set_header: not carried over: header \"Upgrade\" cannot be set, added or removed: a hop-by-hop header");
   EXPECT_REPORTS(r, "n.conf:15: proxy_set_header: not carried over: a second proxy_set_header for X-Edge (tlsfront's set sends one field)\n");
   EXPECT_REPORTS(r, "n.conf:16: proxy_set_header: not carried over: an HTTP/1.1 request needs a Host\n");
@@ -299,7 +365,8 @@ TEST(NginxImport, AddHeaderBecomesResponseHeadersWithNginxsInheritance) {
   EXPECT_EQ(cfg.response_headers.remove, std::vector<std::string>{"x-powered-by"});
   EXPECT_TRUE(r.cfg.routes[0].response_headers == config::HeaderRules{}) << r.toml;  // /api/: the defaults
   EXPECT_REPORTS(r, "n.conf:6: add_header: carried over; nginx adds it only to 200, 201, 204, 206, 301, 302, 303, 304, 307 and 308 responses");
-  EXPECT_REPORTS(r, "n.conf:6: add_header: nginx applies none of the 2 add_header of the enclosing block(s) here");
+  EXPECT_REPORTS(r, "n.conf:6: add_header: nginx applies none of the enclosing blocks' add_header here (X-Frame-Options, "
+                    "Strict-Transport-Security): a block with its own inherits none");
   EXPECT_REPORTS(r, "n.conf:8: add_header: carried over without always: tlsfront's always applies to a table as a whole");
   EXPECT_REPORTS(r, "n.conf:8: add_header: not carried over: tlsfront has no $upstream_addr");
   EXPECT_REPORTS(r, "n.conf:8: add_header: not carried over: nginx adds nothing for an empty value\n");
@@ -423,7 +490,7 @@ TEST(NginxImport, AnotherServersDifferentSettingsAreListed) {
   EXPECT_REPORTS(r, "n.conf:3: keepalive_timeout: not carried over: differs from the default server's (n.conf:1), which tlsfront applies to all servers\n");
   EXPECT_REPORTS(r, "n.conf:3: server: ssl_session_timeout not carried over for this server: nginx's default here; tlsfront applies "
                     "the default server's (n.conf:1) to all\n");
-  EXPECT_REPORTS(r, "n.conf:4: location: no route: no usable proxy_pass in it (what it does instead is listed)\n");
+  EXPECT_REPORTS(r, "n.conf:4: location: no route: no usable proxy_pass or return in it (what it does instead is listed)\n");
   EXPECT_REPORTS(r, "n.conf:4: proxy_set_header: not carried over: it applies to no imported route\n");
 }
 
@@ -507,9 +574,12 @@ TEST(NginxImport, TheWriteupsApiEdge) {
   const std::string dir = std::string(TLSFRONT_SOURCE_DIR) + "/tests/data/nginx/";
   const config::Config& c = r.cfg;
   EXPECT_EQ(c.workers, 0);  // auto
-  ASSERT_EQ(c.listeners.size(), 1u);
+  ASSERT_EQ(c.listeners.size(), 2u);
   EXPECT_EQ(c.listeners[0].address.to_string(), "0.0.0.0:443");
   EXPECT_EQ(c.listeners[0].alpn, (std::vector<std::string>{"h2", "http/1.1"}));
+  EXPECT_EQ(c.listeners[1].address.to_string(), "0.0.0.0:80");  // the redirect server
+  EXPECT_FALSE(c.listeners[1].tls);
+  EXPECT_TRUE(c.listeners[1].redirect_https);
   EXPECT_EQ(c.tls.protocols, (std::vector<config::TlsVersion>{config::TlsVersion::Tls12, config::TlsVersion::Tls13}));
   EXPECT_EQ(c.tls.ciphers, "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-ECDSA-AES256-GCM-SHA384");
   EXPECT_TRUE(c.tls.prefer_server_ciphers);
@@ -536,10 +606,15 @@ TEST(NginxImport, TheWriteupsApiEdge) {
   EXPECT_EQ(u.connect_timeout, Millis{3'000});
   EXPECT_EQ(u.read_timeout, Millis{10'000});
   EXPECT_EQ(u.send_timeout, Millis{60'000});
-  ASSERT_EQ(c.routes.size(), 1u);
+  ASSERT_EQ(c.routes.size(), 2u);
   EXPECT_EQ(c.routes[0].host, "");
-  EXPECT_EQ(c.routes[0].path, "/api/");
+  EXPECT_EQ(c.routes[0].path, "/api/config/");
   EXPECT_EQ(c.routes[0].upstream, "backend");
+  ASSERT_EQ(c.routes[0].response_headers.add.size(), 1u);  // HSTS: [tls] hsts
+  EXPECT_EQ(c.routes[0].response_headers.add[0].name, "Cache-Control");
+  EXPECT_EQ(c.routes[1].path, "/api/");
+  EXPECT_EQ(c.routes[1].upstream, "backend");
+  EXPECT_TRUE(c.routes[1].response_headers == config::HeaderRules{});
   EXPECT_EQ(c.log.access_log, dir + "logs/api_access.log");
   EXPECT_EQ(c.tls.hsts, "max-age=31536000");
   EXPECT_EQ(c.timeouts.keepalive, Millis{65'000});
@@ -558,7 +633,15 @@ TEST(NginxImport, TheWriteupsApiEdge) {
             "writeup.conf:50: access_log: format tls not carried over: tlsfront writes one JSON object per request, its own fields\n"
             "writeup.conf:54: proxy_http_version: not needed: HTTP/1.1 is the only mode to upstreams\n"
             "writeup.conf:55: proxy_set_header: not needed: tlsfront removes the client's Connection and keeps upstream connections alive\n"
-            "writeup.conf:56: proxy_set_header: not needed: Host is forwarded as the client sent it\n");
+            "writeup.conf:56: proxy_set_header: not needed: Host is forwarded as the client sent it\n"
+            "writeup.conf:64: proxy_http_version: not needed: HTTP/1.1 is the only mode to upstreams\n"
+            "writeup.conf:65: proxy_set_header: not needed: tlsfront removes the client's Connection and keeps upstream connections alive\n"
+            "writeup.conf:66: proxy_set_header: not needed: Host is forwarded as the client sent it\n"
+            "writeup.conf:69: add_header: carried over; nginx adds it only to 200, 201, 204, 206, 301, 302, 303, 304, 307 and "
+            "308 responses, tlsfront to every upstream response (not to its own error answers)\n"
+            "writeup.conf:76: server_name: carried over: a redirecting cleartext listener redirects every valid host\n"
+            "writeup.conf:77: return: carried over as a cleartext listener's redirect_https: tlsfront answers 301 to GET and "
+            "HEAD, 308 to other methods (a 301 turns a POST into a GET)\n");
 }
 
 TEST(NginxImport, DebiansDefaultSiteHasNothingToCarryOver) {
@@ -586,13 +669,9 @@ TEST(NginxImport, DebiansDefaultSiteHasNothingToCarryOver) {
       "debian/nginx.conf:40: access_log: not carried over: no imported server uses it (a TLS server overrides it, or "
       "there is none)\n"
       "debian/nginx.conf:46: gzip: not carried over by import-nginx yet: write it as [compression] or a route's compress keys (README Compression)\n"
-      "debian/sites-enabled/default:21: server: not carried over: no TLS listen (listen ... ssl), and import-nginx "
-      "does not "
-      "write cleartext listeners yet (its 7 directive(s) neither)\n"
-      "debian/sites-enabled/default:22: listen: not carried over: plain HTTP (no ssl): import-nginx does not write "
-      "cleartext listeners yet (tls = false, README Plain HTTP)\n"
-      "debian/sites-enabled/default:23: listen: not carried over: plain HTTP (no ssl): import-nginx does not write "
-      "cleartext listeners yet (tls = false, README Plain HTTP)\n");
+      "debian/sites-enabled/default:21: server: not carried over: no TLS listen (listen ... ssl), and not a redirect "
+      "to https (return 301 https://$host$request_uri): tlsfront's routes are those of every listener (its 7 "
+      "directive(s) neither)\n");
 }
 
 TEST(NginxImport, SeveralServersInIncludedFiles) {
@@ -601,11 +680,15 @@ TEST(NginxImport, SeveralServersInIncludedFiles) {
   const std::string pki = std::string(TLSFRONT_SOURCE_DIR) + "/tests/data/nginx/multi/pki/";
   const config::Config& c = r.cfg;
   EXPECT_EQ(c.workers, 2);
-  ASSERT_EQ(c.listeners.size(), 2u);
+  ASSERT_EQ(c.listeners.size(), 3u);
   EXPECT_EQ(c.listeners[0].address.to_string(), "0.0.0.0:8443");
   EXPECT_EQ(c.listeners[0].alpn, (std::vector<std::string>{"h2", "http/1.1"}));  // http2 on one listen of the address
   EXPECT_EQ(c.listeners[1].address.to_string(), "[::1]:8443");
   EXPECT_EQ(c.listeners[1].alpn, std::vector<std::string>{"http/1.1"});
+  // The :80 server that only redirects: a cleartext listener redirecting to https.
+  EXPECT_EQ(c.listeners[2].address.to_string(), "0.0.0.0:80");
+  EXPECT_FALSE(c.listeners[2].tls);
+  EXPECT_TRUE(c.listeners[2].redirect_https);
   EXPECT_EQ(c.tls.protocols, (std::vector<config::TlsVersion>{config::TlsVersion::Tls12, config::TlsVersion::Tls13}));
   EXPECT_EQ(c.tls.session_cache.size_bytes, 1u << 20);
   EXPECT_EQ(c.limits.max_body_bytes, 8u << 20);
@@ -625,7 +708,13 @@ TEST(NginxImport, SeveralServersInIncludedFiles) {
   // Other servers' routes by exact host first, then the default server's for any host, longest prefix first.
   std::vector<std::string> routes;
   for (const auto& route : c.routes) routes.push_back(route.host + " " + route.path + " " + route.upstream);
-  EXPECT_EQ(routes, (std::vector<std::string>{"other.example / shop", "wild.example / 127.0.0.1_9003", " /v2/ api-2", " / api"}));
+  EXPECT_EQ(routes, (std::vector<std::string>{"other.example / shop", "wild.example / 127.0.0.1_9003", " /health ",
+                                              " /v2/ api-2", " / api"}));
+  // location = /health { return 200 "ok"; }: an exact route with a fixed answer.
+  EXPECT_EQ(c.routes[2].path_match, config::PathMatch::Exact);
+  EXPECT_EQ(c.routes[2].action, config::RouteAction::Return);
+  EXPECT_EQ(c.routes[2].answer.status, 200);
+  EXPECT_EQ(c.routes[2].answer.body, "ok");
   ASSERT_EQ(c.upstreams.size(), 4u);
   EXPECT_EQ(c.upstreams[0].servers.size(), 2u);  // localhost:9002 is 127.0.0.1:9002
   EXPECT_EQ(c.upstreams[0].keepalive, 16u);
@@ -637,16 +726,16 @@ TEST(NginxImport, SeveralServersInIncludedFiles) {
                     "worker for the whole group, tlsfront 16 per worker for each of its 2 servers\n");
   EXPECT_REPORTS(r, "multi/nginx.conf:9: ssl_session_cache: builtin:1000 not carried over");
   EXPECT_EQ(r.report.find("multi/sites/10-api.conf:16:"), std::string::npos) << r.report;  // carried over
-  EXPECT_REPORTS(r, "multi/sites/10-api.conf:18: location: no route: no usable proxy_pass in it");
-  EXPECT_REPORTS(r, "multi/sites/10-api.conf:21: location: no route: no usable proxy_pass in it");
+  EXPECT_EQ(r.report.find("multi/sites/10-api.conf:19:"), std::string::npos) << r.report;  // return: carried over
+  EXPECT_REPORTS(r, "multi/sites/10-api.conf:21: location: no route: no usable proxy_pass or return in it");
   EXPECT_REPORTS(r, "multi/sites/10-api.conf:22: fastcgi_pass: ");
   EXPECT_REPORTS(r, "multi/sites/20-shop.conf:11: root: no equivalent: no static files\n");
   EXPECT_REPORTS(r, "multi/sites/20-shop.conf:14: proxy_pass: not carried over: with the URI /v2/");
   EXPECT_REPORTS(r, "multi/sites/30-wild.conf:3: server_name: wildcard names: routes match exact hosts");
   EXPECT_REPORTS(r, "multi/sites/30-wild.conf:6: ssl_protocols: not carried over: differs from the default server's "
                     "(multi/nginx.conf:7), which tlsfront applies to all servers\n");
-  EXPECT_REPORTS(r, "multi/sites/40-redirect.conf:1: server: not carried over: no TLS listen");
-  EXPECT_REPORTS(r, "multi/sites/40-redirect.conf:2: listen: not carried over: plain HTTP (no ssl)");
+  EXPECT_REPORTS(r, "multi/sites/40-redirect.conf:3: server_name: carried over: a redirecting cleartext listener redirects every valid host\n");
+  EXPECT_REPORTS(r, "multi/sites/40-redirect.conf:4: return: carried over as a cleartext listener's redirect_https: tlsfront answers 301 to GET and HEAD, 308 to other methods (a 301 turns a POST into a GET)\n");
 }
 
 TEST(NginxImport, DebiansDefaultSiteWithItsTlsLinesUncommentedStillNeedsAProxyPass) {
@@ -666,10 +755,10 @@ TEST(NginxImport, DebiansDefaultSiteWithItsTlsLinesUncommentedStillNeedsAProxyPa
   }
   Outcome r = run_tree(parse_file(dir.file("nginx.conf")), dir.path());
   EXPECT_EQ(r.error, "nothing to import: no location with a usable proxy_pass in a TLS server");
-  EXPECT_REPORTS(r, dir.file("default") + ":22: listen: not carried over: plain HTTP (no ssl)");
+  EXPECT_REPORTS(r, dir.file("default") + ":22: listen: carried over as a cleartext listener that routes like the TLS ones");
   EXPECT_REPORTS(r, dir.file("default") + ":41: root: no equivalent: no static files\n");
   EXPECT_REPORTS(r, dir.file("default") + ":51: try_files: no equivalent: no static files\n");
-  EXPECT_REPORTS(r, dir.file("default") + ":48: location: no route: no usable proxy_pass in it");
+  EXPECT_REPORTS(r, dir.file("default") + ":48: location: no route: no usable proxy_pass or return in it");
 }
 
 }  // namespace
