@@ -151,7 +151,7 @@ bool Proxy::start(const ProxyOptions& o) {
   // which (the admin line comes before the listening line).
   port_ = 0;
   admin_port_ = o.admin_port > 0 ? o.admin_port : 0;
-  write_file(config_path_, make_config(o, kAnyPort, access_log_));
+  write_file(config_path_, o.config_text ? *o.config_text : make_config(o, kAnyPort, access_log_));
   process_.set_open_files_limit(o.open_files_limit);
   if (!process_.start({TLSFRONT_BINARY, "--config", config_path_}, dir_.file("tlsfront.out"),
                       dir_.file("tlsfront.err"))) {

@@ -83,6 +83,10 @@ struct ProxyOptions {
   // Set: a second [[listen]], cleartext (tls = false) on kCleartextIp, port
   // 0, with these extra lines (redirect_https = false, ...).
   std::optional<std::string> cleartext;
+  // Set: written as tlsfront.toml instead of make_config's text (its
+  // [[listen]] on 127.0.0.1:0, and on kCleartextIp:0 when `cleartext` is
+  // set; admin_port -1 when it has no [admin]).
+  std::optional<std::string> config_text;
 };
 
 // The address of ProxyOptions::cleartext's listener (loopback; port 0 may be

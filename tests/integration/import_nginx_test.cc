@@ -54,6 +54,63 @@ TEST(ImportNginx, TheWriteupsServerBlockImportsAndPassesTest) {
   EXPECT_NE(r.err.find("test is successful"), std::string::npos) << r.err;
 }
 
+// `text` with every `from` replaced by `to`.
+std::string replace_all(std::string text, const std::string& from, const std::string& to) {
+  for (size_t p = 0; (p = text.find(from, p)) != std::string::npos; p += to.size()) text.replace(p, from.size(), to);
+  return text;
+}
+
+// The write-up's whole server block — both proxying locations, the cache
+// header, HSTS and the :80 redirect — imported and served by tlsfront alone
+// (addresses moved to test ports, the upstream to the recording backend).
+TEST(ImportNginx, TheWriteupsServerBlockRunsOnTlsfrontAlone) {
+  TempDir dir;
+  stage(dir, "writeup.conf");
+  Backend backend(dir);
+  ASSERT_TRUE(backend.start());
+  RunResult r = run_command(dir, {TLSFRONT_BINARY, "import-nginx", "-o", dir.file("out.toml"), dir.file("writeup.conf")});
+  ASSERT_EQ(r.status.code, 0) << r.err;
+  std::string toml = read_file(dir.file("out.toml"));
+  toml = replace_all(toml, "\"0.0.0.0:443\"", "\"127.0.0.1:0\"");
+  toml = replace_all(toml, "\"0.0.0.0:80\"", std::string("\"") + kCleartextIp + ":0\"");
+  toml = replace_all(toml, "\"127.0.0.1:9000\"", "\"" + backend.address() + "\"");
+  toml = replace_all(toml, "stapling = true", "stapling = false");  // the test PKI names no responder
+  Proxy proxy(dir);
+  ProxyOptions o;
+  o.config_text = toml;
+  o.cleartext = "";
+  o.admin_port = -1;
+  ASSERT_TRUE(proxy.start(o));
+
+  CurlClient tls(proxy.port());
+  HttpResponse config = tls.perform({.path = "/api/config/app.json", .http2 = true});
+  EXPECT_EQ(config.status, 200) << config.error;
+  EXPECT_EQ(config.header("cache-control"), "public, max-age=300");
+  EXPECT_EQ(config.header("strict-transport-security"), "max-age=31536000");
+  HttpResponse api = tls.perform({.path = "/api/v1/users/42?x=1", .http2 = true});
+  EXPECT_EQ(api.status, 200);
+  EXPECT_EQ(api.header("cache-control"), std::nullopt);
+  EXPECT_EQ(api.header("strict-transport-security"), "max-age=31536000");
+  HttpResponse none = tls.perform({.path = "/static/x"});  // no location: 404, HSTS still (always)
+  EXPECT_EQ(none.status, 404);
+  EXPECT_EQ(none.header("strict-transport-security"), "max-age=31536000");
+  auto seen = backend.wait_requests(2);
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_NE(seen[0].find("/api/config/app.json"), std::string::npos) << seen[0];
+  EXPECT_NE(seen[1].find("/api/v1/users/42?x=1"), std::string::npos) << seen[1];
+
+  CurlClient plain(proxy.cleartext_port());
+  HttpResponse redirect =
+      plain.perform({.path = "/api/v1/users/42?x=1", .headers = {"Host: api.example.com"}, .cleartext = true});
+  EXPECT_EQ(redirect.status, 301);
+  EXPECT_EQ(redirect.header("location"), "https://api.example.com/api/v1/users/42?x=1");
+  EXPECT_EQ(redirect.header("strict-transport-security"), std::nullopt);  // RFC 6797 §7.2
+  HttpResponse post = plain.perform(
+      {.method = "POST", .path = "/api/login", .headers = {"Host: api.example.com"}, .body = "x", .cleartext = true});
+  EXPECT_EQ(post.status, 308);
+  EXPECT_EQ(proxy.stop().code, 0);
+}
+
 TEST(ImportNginx, SeveralServersFromIncludedFilesPassTest) {
   TempDir dir;
   stage(dir, "multi");
