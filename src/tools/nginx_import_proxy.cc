@@ -118,7 +118,7 @@ void ProxyImporter::upstream(const Directive& d) {
       u.servers.push_back(*addr);
     } else if ((c.name == "keepalive" || c.name == "keepalive_requests") && c.args.size() == 1 &&
                !c.args[0].empty() && c.args[0].find_first_not_of("0123456789") == std::string::npos && c.args[0].size() < 10) {
-      if (c.name == "keepalive_requests" && c.args[0] == "0") {
+      if (c.name == "keepalive_requests" && std::stoull(c.args[0]) == 0) {  // "0", "000": nginx reads 0
         l_.note(c, "not carried over: keepalive_requests is >= 1");
         continue;
       }

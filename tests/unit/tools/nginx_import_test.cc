@@ -539,6 +539,11 @@ TEST(NginxImport, WhatTlsfrontWouldRefuseIsListedOrAnError) {
     if (u.name == "k") EXPECT_EQ(u.keepalive_requests, 7u);
   }
 
+  // Its third: "0000" is 0, which keepalive_requests cannot be.
+  r = run(server("location /k/ { proxy_pass http://k; }", "upstream k { server 127.0.0.1:1; keepalive_requests 0000; }"));
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_REPORTS(r, "n.conf:2: keepalive_requests: not carried over: keepalive_requests is >= 1\n");
+
   // Its second: a directive repeated, or two setting one key.
   r = run(server("location /k/ { proxy_pass http://k; }\nssl_conf_command Groups X25519;\nssl_ecdh_curve P-256;",
                  "upstream k { server 127.0.0.1:1; keepalive 8; keepalive 9; }"));
