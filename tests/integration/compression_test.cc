@@ -57,15 +57,6 @@ HttpResponse get(int port, const std::string& path, bool h2, std::vector<std::st
   return http(port, req);
 }
 
-long rss_kib(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::atol(line.c_str() + 6);
-  }
-  return -1;
-}
-
 // gzip and br decode to exactly the backend's body, over both protocols;
 // the head says so, without Content-Length, with Vary.
 TEST_F(Compression, GzipAndBrDecodeToTheExactBody) {

@@ -25,15 +25,6 @@ std::string be32(uint32_t v) {
   return s;
 }
 
-long rss_kib(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::atol(line.c_str() + 6);
-  }
-  return -1;
-}
-
 // Resident memory of the proxy grew by less than `limit_kib` since `before_kib`
 // (the attacks below send a few hundred kilobytes; unbounded buffering of
 // what they ask for would show as tens of megabytes).

@@ -36,6 +36,11 @@ bool file_exists(const std::string& path);
 // OCSP responder, an address nothing listens on). tlsfront and the backend
 // bind port 0 and report the port instead: no other test can hold it.
 int free_port();
+
+// The resident set of process `pid` in KiB (VmRSS of /proc/PID/status); -1
+// when it cannot be read.
+long rss_kib(pid_t pid);
+
 struct ExitStatus {
   bool exited = false;  // false: killed by a signal (or still unknown)
   int code = -1;        // exit code when `exited`
