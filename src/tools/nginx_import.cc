@@ -4,7 +4,6 @@
 #include "tools/nginx_import.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include <fmt/format.h>
 
@@ -59,13 +58,6 @@ class Importer {
  private:
   void listen(Server& s, const Directive& d, bool ssl_on, bool http2_on);
   void names(Server& s);
-  // The cleartext listens of `s` as tls = false listeners: redirecting to
-  // https, or (`redirect` false: the server also has TLS listens, so nginx
-  // serves its locations on both) redirect_https = false.
-  void cleartext_listens(const Server& s, bool redirect);
-  // `s` (cleartext listens only) just redirects to https: its listens become
-  // redirecting tls = false listeners; false when it does anything else.
-  bool redirect_server(const Server& s);
   // The setting `name` of the default server, applied by `apply`; other
   // servers' different values are listed.
   template <typename F>
@@ -189,59 +181,6 @@ void Importer::listen(Server& s, const Directive& d, bool ssl_on, bool http2_on)
   m_.listens.push_back({.address = address, .h2 = h2, .backlog = backlog, .origin = origin(d)});
 }
 
-void Importer::cleartext_listens(const Server& s, bool redirect) {
-  for (const auto& [address, d] : s.cleartext) {
-    auto same = std::find_if(m_.listens.begin(), m_.listens.end(), [&](const auto& l) { return l.address == address; });
-    if (same != m_.listens.end() && (same->tls || same->redirect_https != redirect)) {
-      l_.note(*d, "not carried over: " + address + " is already a listener of another kind");
-      continue;
-    }
-    l_.carry(*d);
-    if (!redirect) {
-      l_.note(*d, "carried over as a cleartext listener that routes like the TLS ones (redirect_https = false), as nginx "
-                  "serves this server on it; tlsfront's default (redirect_https) would redirect to https");
-    }
-    if (same == m_.listens.end()) {
-      m_.listens.push_back({.address = address, .tls = false, .redirect_https = redirect, .origin = origin(*d)});
-    }
-  }
-}
-
-bool Importer::redirect_server(const Server& s) {
-  if (s.cleartext.empty()) return false;
-  const Directive* ret = nullptr;
-  for (const Directive& c : s.block->children) {
-    if (c.name == "return") ret = &c;
-  }
-  if (ret == nullptr || ret->args.size() != 2) return false;
-  const std::string& code = ret->args[0];
-  const std::string& url = ret->args[1];
-  if ((code != "301" && code != "302" && code != "307" && code != "308") || !url.starts_with("https://") ||
-      !url.ends_with("$request_uri")) {
-    return false;
-  }
-  cleartext_listens(s, true);
-  l_.carry(*s.block);
-  l_.examined(*s.block);
-  l_.carry(*ret);
-  std::string host = url.substr(8, url.size() - 8 - std::strlen("$request_uri"));
-  std::vector<std::string> why;
-  if (code == "301" || code == "302") why.push_back("tlsfront answers 301 to GET and HEAD, 308 to other methods (a " + code + " turns a POST into a GET)");
-  if (code == "307" || code == "308") why.push_back("tlsfront answers 301 to GET and HEAD, 308 to other methods");
-  if (host != "$host") why.push_back("it redirects to the request's own host ($host), not " + host);
-  for (const auto& w : why) l_.note(*ret, "carried over as a cleartext listener's redirect_https: " + w);
-  for (const Directive& c : s.block->children) {
-    if (c.name == "server_name") {
-      l_.carry(c);
-      l_.note(c, "carried over: a redirecting cleartext listener redirects every valid host");
-    } else if (c.name == "location" && !c.args.empty() && c.args.back().find("acme-challenge") != std::string::npos) {
-      l_.note(c, "not carried over by import-nginx: an ACME client's upstream is the listener's acme_upstream "
-                 "(README Plain HTTP); static files (root) have no equivalent");
-    }
-  }
-  return true;
-}
-
 void Importer::names(Server& s) {
   for (const Directive* d : effective({s.block}, "server_name")) {
     bool all = true;
@@ -302,7 +241,7 @@ void Importer::servers_of(const Directive& http) {
       }
     }
     if (!s.tls) {
-      if (!redirect_server(s)) {
+      if (!redirect_server(s, m_, l_)) {
         l_.note(d, fmt::format("not carried over: {} (its {} directive(s) neither)",
                                any_listen ? "no TLS listen (listen ... ssl), and not a redirect to https (return 301 "
                                             "https://$host$request_uri): tlsfront's routes are those of every listener"
@@ -312,7 +251,7 @@ void Importer::servers_of(const Directive& http) {
       servers_.push_back(std::move(s));
       continue;
     }
-    cleartext_listens(s, false);
+    cleartext_listens(s, false, m_, l_);
     l_.carry(d);
     l_.examined(d);
     names(s);
@@ -633,6 +572,7 @@ Result<Imported> import(const std::vector<Directive>& tree, const std::string& b
       import_certificates(im.servers(), base_dir, m, ledger);
       import_proxy(*im.http(), im.servers(), im.default_server(), m, ledger);
       import_headers(*im.http(), im.servers()[im.default_server()], m, ledger);
+      import_compression(im.servers()[im.default_server()], m, ledger);
       if (m.listens.empty()) missing = "no usable TLS listen address";
       else if (m.certs.empty()) missing = "no usable certificate (ssl_certificate + ssl_certificate_key)";
       else if (m.routes.empty()) missing = "no location with a usable proxy_pass in a TLS server";

@@ -62,6 +62,7 @@ struct Model {
   };
   std::vector<Route> routes;
   Keys response_headers, request_headers;  // [response_headers], [request_headers]: the defaults
+  Keys compression;                        // [compression]
   Keys log, limits, timeouts, http2;
 };
 
@@ -134,6 +135,21 @@ struct Server {
   std::vector<std::string> exact_names, wildcard_names;  // for routes and [[certificate]] names
   std::vector<std::pair<std::string, const Directive*>> cleartext;  // listens without ssl: address, directive
 };
+
+// Cleartext listens (nginx_import_cleartext.cc). cleartext_listens: those
+// of `s` as tls = false listeners, redirecting to https, or (`redirect`
+// false: `s` also has TLS listens, so nginx serves its locations on both)
+// with redirect_https = false. redirect_server: `s` has cleartext listens
+// only and just redirects to https (`return 301|302|307|308
+// https://...$request_uri`): its listens become redirecting listeners, and
+// true; false (nothing written) when it does anything else.
+void cleartext_listens(const Server& s, bool redirect, Model& m, Ledger& ledger);
+bool redirect_server(const Server& s, Model& m, Ledger& ledger);
+
+// Compression (nginx_import_compression.cc): the default server's gzip,
+// gzip_types, gzip_min_length and gzip_comp_level as [compression]
+// (encodings = ["gzip"]).
+void import_compression(const Server& default_server, Model& m, Ledger& ledger);
 
 // Certificates (nginx_import_certificates.cc): the ssl_certificate and
 // ssl_certificate_key pairs of the TLS `servers`, one Model::Cert per

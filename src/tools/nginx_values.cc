@@ -73,9 +73,11 @@ std::optional<uint64_t> parse_size(std::string_view text) {
   return n * mult;
 }
 
-// gzip directives tlsfront has a key for, which the import does not write yet.
+// gzip directives the import writes from the default server only
+// (tools/nginx_import_compression.cc); elsewhere (a location, another server).
 constexpr std::string_view kCompressionByHand =
-    "not carried over by import-nginx yet: write it as [compression] or a route's compress keys (README Compression)";
+    "not carried over: [compression] is the default server's gzip settings; write a route's compress keys for this "
+    "one (README Compression)";
 
 std::string_view known_reason(std::string_view d) {
   static constexpr std::array<std::pair<std::string_view, std::string_view>, 74> kReasons{{
@@ -109,7 +111,7 @@ std::string_view known_reason(std::string_view d) {
       {"expires", "not carried over by import-nginx yet: write Cache-Control as response_headers (README Headers)"},
       {"etag", "no equivalent: no static files"},
       {"gzip", kCompressionByHand},
-      {"gzip_vary", kCompressionByHand},
+      {"gzip_vary", "not needed: tlsfront adds Vary: Accept-Encoding to every compressible response"},
       {"gzip_proxied", "not carried over: tlsfront compresses proxied requests too (nginx's gzip_proxied any)"},
       {"gzip_comp_level", kCompressionByHand},
       {"gzip_buffers", "not needed: compression streams; each response holds only its codec state"},

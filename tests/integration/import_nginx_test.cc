@@ -75,6 +75,7 @@ TEST(ImportNginx, TheWriteupsServerBlockRunsOnTlsfrontAlone) {
   toml = replace_all(toml, "\"0.0.0.0:80\"", std::string("\"") + kCleartextIp + ":0\"");
   toml = replace_all(toml, "\"127.0.0.1:9000\"", "\"" + backend.address() + "\"");
   toml = replace_all(toml, "stapling = true", "stapling = false");  // the test PKI names no responder
+  toml += "\n[admin]\nenabled = false\n";  // its default port, 9901, may be another test's
   Proxy proxy(dir);
   ProxyOptions o;
   o.config_text = toml;

@@ -278,6 +278,31 @@ TEST(NginxImport, CleartextServers) {
   EXPECT_REPORTS(r, "n.conf:5: server: not carried over: no TLS listen (listen ... ssl), and not a redirect to https");
 }
 
+TEST(NginxImport, GzipBecomesCompression) {
+  Outcome r = run(server("gzip on; gzip_types application/json text/css */* bad; gzip_min_length 1k; gzip_comp_level 5;\n"
+                         "gzip_vary on; gzip_proxied any;"));
+  ASSERT_TRUE(r.ok) << r.error;
+  const config::Compression& c = r.cfg.routes[0].compression;  // the defaults every route starts from
+  EXPECT_EQ(c.encodings, std::vector<std::string>{"gzip"});
+  EXPECT_EQ(c.types, (std::vector<std::string>{"text/html", "application/json", "text/css"}));  // nginx adds text/html
+  EXPECT_EQ(c.min_bytes, 1024u);
+  EXPECT_EQ(c.gzip_level, 5);
+  EXPECT_REPORTS(r, "n.conf:7: gzip_types: */* not carried over: not a type/subtype\n");
+  EXPECT_REPORTS(r, "n.conf:7: gzip_types: bad not carried over: not a type/subtype\n");
+  EXPECT_REPORTS(r, "n.conf:8: gzip_vary: not needed: tlsfront adds Vary: Accept-Encoding to every compressible response\n");
+
+  // Only gzip on: nginx's 20-byte minimum is not copied; its text/html-only default neither.
+  r = run(server("gzip on;"));
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.cfg.routes[0].compression.min_bytes, 1024u);
+  EXPECT_EQ(r.cfg.routes[0].compression.types, config::Compression{}.types);
+  EXPECT_REPORTS(r, "n.conf:7: gzip: carried over; without gzip_min_length nginx compresses answers from 20 bytes");
+  r = run(server("gzip off; gzip_comp_level 4;"));
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_TRUE(r.cfg.routes[0].compression.encodings.empty());
+  EXPECT_REPORTS(r, "n.conf:7: gzip_comp_level: not needed: gzip is off\n");
+}
+
 TEST(NginxImport, UpstreamBlocks) {
   Outcome r = run(server("location /b/ { proxy_pass http://b; }",
                      "upstream b { server 127.0.0.1:9001 fail_timeout=30s; server [::1]:9002 fail_timeout=30s;\n"
@@ -673,7 +698,7 @@ TEST(NginxImport, DebiansDefaultSiteHasNothingToCarryOver) {
       "overrides it, or there is none)\n"
       "debian/nginx.conf:40: access_log: not carried over: no imported server uses it (a TLS server overrides it, or "
       "there is none)\n"
-      "debian/nginx.conf:46: gzip: not carried over by import-nginx yet: write it as [compression] or a route's compress keys (README Compression)\n"
+      "debian/nginx.conf:46: gzip: not carried over: [compression] is the default server's gzip settings; write a route's compress keys for this one (README Compression)\n"
       "debian/sites-enabled/default:21: server: not carried over: no TLS listen (listen ... ssl), and not a redirect "
       "to https (return 301 https://$host$request_uri): tlsfront's routes are those of every listener (its 7 "
       "directive(s) neither)\n");
