@@ -9,8 +9,11 @@
 //     alpn h2), their certificates [tls] certificate/key (one pair in all) or
 //     [[certificate]] tables (several: names from server_name, the default
 //     server's first certificate `default`), stapling settings their OCSP
-//     tables. Plain-HTTP servers and listens are listed (tlsfront's
-//     cleartext listeners are not written by the import yet).
+//     tables. A plain listen in a TLS server becomes a tls = false listener
+//     with redirect_https = false; a plain-HTTP server that only redirects
+//     to https (return 301 https://...$request_uri) one that redirects; any
+//     other plain-HTTP server is listed.
+//   - the default server's gzip settings become [compression].
 //   - settings tlsfront has once (protocols, ciphers, session cache, tickets,
 //     client keepalive_timeout, access_log, ...) are taken from the default
 //     server (the first with `default_server`, else the first TLS server), as
