@@ -1,22 +1,44 @@
 #include "message/request.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 namespace tlsfront::http {
 
 bool valid_host(std::string_view h) {
   if (h.empty() || h.size() > 255) return false;
-  // Optional ":port" after a name or a bracketed IPv6 literal: 1-5 digits.
-  size_t colon = h.front() == '[' ? h.find("]:") : h.rfind(':');
-  if (colon != std::string_view::npos) {
-    std::string_view port = h.substr(colon + (h.front() == '[' ? 2 : 1));
-    if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string_view::npos) {
-      return false;
+  std::string_view name = h, port;
+  bool has_port = false;
+  if (h.front() == '[') {
+    // IP-literal: "[" IPv6address "]" (no zone ID, no IPvFuture), then only ":port".
+    size_t end = h.find(']');
+    if (end == std::string_view::npos || end + 1 > 47) return false;
+    name = h.substr(0, end + 1);
+    std::string_view rest = h.substr(end + 1);
+    if (!rest.empty() && rest.front() != ':') return false;
+    has_port = !rest.empty();
+    port = has_port ? rest.substr(1) : rest;
+    char inner[INET6_ADDRSTRLEN + 1] = {};
+    name.substr(1, name.size() - 2).copy(inner, INET6_ADDRSTRLEN);
+    in6_addr address;
+    if (inet_pton(AF_INET6, inner, &address) != 1) return false;
+  } else {
+    size_t colon = h.find(':');
+    has_port = colon != std::string_view::npos;
+    if (has_port) {
+      name = h.substr(0, colon);
+      port = h.substr(colon + 1);
+    }
+    // reg-name / IPv4address characters (unreserved, "%" of pct-encoded).
+    for (char c : name) {
+      bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
+                c == '_' || c == '~' || c == '%';
+      if (!ok) return false;
     }
   }
-  if (h.front() == '[' && h.find(']') == std::string_view::npos) return false;
-  for (char c : h) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
-              c == ':' || c == '[' || c == ']' || c == '_' || c == '~' || c == '%';
-    if (!ok) return false;
+  // Optional ":port": 1-5 digits.
+  if (has_port && (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string_view::npos)) {
+    return false;
   }
   return true;
 }

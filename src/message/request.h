@@ -66,7 +66,10 @@ struct ResponseHead {
 };
 
 // RFC 9110 §7.2 / RFC 3986 §3.2.2: a Host (or :authority) value is a
-// reg-name or IP literal with an optional 1-5 digit port.
+// reg-name (or IPv4 address) or a bracketed IPv6 address (checked with
+// inet_pton; no zone ID, nothing after "]" but the port), with an optional
+// 1-5 digit port. Anything else is 400: the route and the upstream must
+// never read two different hosts out of one value.
 bool valid_host(std::string_view host);
 
 // Lowercase host without port ("[::1]" keeps its brackets): the routing key.

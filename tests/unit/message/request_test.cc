@@ -1,0 +1,26 @@
+// valid_host: the Host / :authority forms routed, and those refused (400)
+// because a router and a backend could read different hosts out of them.
+#include "message/request.h"
+
+#include <gtest/gtest.h>
+
+namespace tlsfront::http {
+namespace {
+
+TEST(ValidHost, NamesAddressesAndPorts) {
+  for (const char* ok : {"api.example.com", "API.Example.com:8443", "127.0.0.1", "127.0.0.1:80", "[::1]", "[::1]:443",
+                         "[2001:db8::1]", "[::ffff:1.2.3.4]:8080", "a_b.local", "x%41.example"}) {
+    EXPECT_TRUE(valid_host(ok)) << ok;
+  }
+}
+
+TEST(ValidHost, MalformedLiteralsAndTrailingBytesAreRefused) {
+  for (const char* bad : {"", "[::1]evil.com", "[::1]]", "[:::1]", "[1::2::3]", "[1:2:3:4:5:6:7:8:9]", "[::1.2.3.4.5]",
+                          "[::1", "[fe80::1%25eth0]", "[v1.x]", "[::1]:", "[::1]:123456", "[::1]:8a", "a:b:c", "1::2",
+                          "a.com:", "a.com:80:80", "a@b", "a b", "a/b", "[::g]", "a[b]"}) {
+    EXPECT_FALSE(valid_host(bad)) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace tlsfront::http
