@@ -37,9 +37,11 @@ int element_weight(std::string_view params) {
     const size_t end = params.find(';');
     std::string_view param = trim(params.substr(0, end));
     params = end == std::string_view::npos ? std::string_view() : params.substr(end);
-    if (param.size() >= 2 && (param[0] == 'q' || param[0] == 'Q') && param[1] == '=') {
-      weight = parse_qvalue(param.substr(2));
-    }
+    // RFC 9110 §12.4.2 has no whitespace around "=", but "q =0" still means
+    // a weight: read it (as 0 when malformed), never as "no weight".
+    const size_t eq = param.find('=');
+    const std::string_view name = trim(param.substr(0, eq));
+    if (eq != std::string_view::npos && (name == "q" || name == "Q")) weight = parse_qvalue(param.substr(eq + 1));
   }
   return weight;
 }

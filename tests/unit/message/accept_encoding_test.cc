@@ -29,7 +29,7 @@ TEST(AcceptEncoding, Weights) {
   EXPECT_EQ(accept_weight("gzip;q=1.000", "gzip"), 1000);
   // Malformed weights count as q=0.
   for (std::string_view bad : {"gzip;q=", "gzip;q=2", "gzip;q=1.5", "gzip;q=0.5.1", "gzip;q=0.1234", "gzip;q=x",
-                               "gzip;q=1.001", "gzip;q=.5"}) {
+                               "gzip;q=1.001", "gzip;q=.5", "gzip; q =0", "gzip;q= 0"}) {
     EXPECT_EQ(accept_weight(bad, "gzip"), 0) << bad;
   }
   EXPECT_EQ(accept_weight("gzip;level=9", "gzip"), 1000);  // other parameters are ignored
