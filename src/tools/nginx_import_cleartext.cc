@@ -7,10 +7,10 @@
 
 namespace tlsfront::tools::nginx::detail {
 
-void cleartext_listens(const Server& s, bool redirect, Model& m, Ledger& l) {
+void cleartext_listens(const Server& s, bool redirect, Model& m, Ledger& l, int https_port) {
   for (const auto& [address, d] : s.cleartext) {
     auto same = std::find_if(m.listens.begin(), m.listens.end(), [&](const auto& l) { return l.address == address; });
-    if (same != m.listens.end() && (same->tls || same->redirect_https != redirect)) {
+    if (same != m.listens.end() && (same->tls || same->redirect_https != redirect || same->https_port != https_port)) {
       l.note(*d, "not carried over: " + address + " is already a listener of another kind");
       continue;
     }
@@ -21,7 +21,11 @@ void cleartext_listens(const Server& s, bool redirect, Model& m, Ledger& l) {
              "serves this server on it; tlsfront's default (redirect_https) would redirect to https");
     }
     if (same == m.listens.end()) {
-      m.listens.push_back({.address = address, .tls = false, .redirect_https = redirect, .origin = origin(*d)});
+      m.listens.push_back({.address = address,
+                           .tls = false,
+                           .redirect_https = redirect,
+                           .https_port = https_port,
+                           .origin = origin(*d)});
     }
   }
 }
@@ -39,11 +43,22 @@ bool redirect_server(const Server& s, Model& m, Ledger& l) {
       !url.ends_with("$request_uri")) {
     return false;
   }
-  cleartext_listens(s, true, m, l);
+  // "https://HOST[:PORT]$request_uri": the port becomes https_port.
+  std::string host = url.substr(8, url.size() - 8 - std::strlen("$request_uri"));
+  int port = 443;
+  if (size_t colon = host.rfind(':'); colon != std::string::npos && host.find(']', colon) == std::string::npos) {
+    const std::string digits = host.substr(colon + 1);
+    if (digits.empty() || digits.size() > 5 || digits.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoi(digits) < 1 || std::stoi(digits) > 65535) {
+      return false;
+    }
+    port = std::stoi(digits);
+    host = host.substr(0, colon);
+  }
+  cleartext_listens(s, true, m, l, port);
   l.carry(*s.block);
   l.examined(*s.block);
   l.carry(*ret);
-  std::string host = url.substr(8, url.size() - 8 - std::strlen("$request_uri"));
   std::vector<std::string> why;
   if (code == "301" || code == "302")
     why.push_back("tlsfront answers 301 to GET and HEAD, 308 to other methods (a " + code +

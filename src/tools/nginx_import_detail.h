@@ -29,6 +29,7 @@ struct Model {
     std::string address;
     bool tls = true;
     bool redirect_https = true;  // tls = false only
+    int https_port = 443;        // the port a redirecting one names
     bool h2 = false;
     int backlog = 0;  // 0: not set
     std::string origin;
@@ -143,7 +144,7 @@ struct Server {
 // only and just redirects to https (`return 301|302|307|308
 // https://...$request_uri`): its listens become redirecting listeners, and
 // true; false (nothing written) when it does anything else.
-void cleartext_listens(const Server& s, bool redirect, Model& m, Ledger& ledger);
+void cleartext_listens(const Server& s, bool redirect, Model& m, Ledger& ledger, int https_port = 443);
 bool redirect_server(const Server& s, Model& m, Ledger& ledger);
 
 // Compression (nginx_import_compression.cc): the default server's gzip,

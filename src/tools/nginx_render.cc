@@ -63,6 +63,7 @@ std::string render(const Model& m, const std::string& source, size_t not_carried
     if (!l.tls) {
       ks.push_back({"tls", "false", "no ssl"});
       if (!l.redirect_https) ks.push_back({"redirect_https", "false", "nginx serves this server's locations on it"});
+      if (l.redirect_https && l.https_port != 443) ks.push_back({"https_port", std::to_string(l.https_port), "return 30x https://...:PORT"});
     } else {
       ks.push_back({"alpn", l.h2 ? R"(["h2", "http/1.1"])" : R"(["http/1.1"])", l.h2 ? "http2" : "no http2"});
     }

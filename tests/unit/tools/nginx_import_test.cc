@@ -276,6 +276,14 @@ TEST(NginxImport, CleartextServers) {
   EXPECT_REPORTS(r, "n.conf:4: return: carried over as a cleartext listener's redirect_https: it redirects to the request's "
                     "own host ($host), not api.example\n");
   EXPECT_REPORTS(r, "n.conf:5: server: not carried over: no TLS listen (listen ... ssl), and not a redirect to https");
+
+  // The port of nginx's URL is the listener's https_port; $server_name is reported.
+  r = run(server("", "server { listen 8080; return 308 https://$server_name:8443$request_uri; }"));
+  ASSERT_TRUE(r.ok) << r.error;
+  ASSERT_EQ(r.cfg.listeners.size(), 2u) << r.toml;
+  EXPECT_EQ(r.cfg.listeners[0].https_port, 8443);
+  EXPECT_REPORTS(r, "n.conf:2: return: carried over as a cleartext listener's redirect_https: it redirects to the "
+                    "request's own host ($host), not $server_name\n");
 }
 
 TEST(NginxImport, GzipBecomesCompression) {
