@@ -8,8 +8,10 @@
 namespace tlsfront::tools::nginx::detail {
 
 void cleartext_listens(const Server& s, bool redirect, Model& m, Ledger& l, int https_port) {
-  for (const auto& [address, d] : s.cleartext) {
-    auto same = std::find_if(m.listens.begin(), m.listens.end(), [&](const auto& l) { return l.address == address; });
+  for (const auto& listen : s.cleartext) {
+    const std::string& address = listen.first;
+    const Directive* d = listen.second;
+    auto same = std::find_if(m.listens.begin(), m.listens.end(), [&](const auto& x) { return x.address == address; });
     if (same != m.listens.end() && (same->tls || same->redirect_https != redirect || same->https_port != https_port)) {
       l.note(*d, "not carried over: " + address + " is already a listener of another kind");
       continue;
