@@ -575,7 +575,8 @@ Result<Imported> import(const std::vector<Directive>& tree, const std::string& b
       import_compression(im.servers()[im.default_server()], m, ledger);
       if (m.listens.empty()) missing = "no usable TLS listen address";
       else if (m.certs.empty()) missing = "no usable certificate (ssl_certificate + ssl_certificate_key)";
-      else if (m.routes.empty()) missing = "no location with a usable proxy_pass in a TLS server";
+      // Fixed answers alone are no API edge (and tlsfront needs an [[upstream]]).
+      else if (m.routes.empty() || m.upstreams.empty()) missing = "no location with a usable proxy_pass in a TLS server";
     }
   }
   if (missing.empty()) {

@@ -357,7 +357,7 @@ void import_headers(const Directive& http, const Server& default_server, Model& 
       h.note_dropped(r.chain, "add_header");
       h.note_dropped(r.chain, "proxy_hide_header");
     }
-    if (!own.same_request(defaults)) {
+    if (!own.same_request(defaults) && r.answer.empty()) {  // a fixed answer sends nothing upstream
       Keys ks = h.request(own);
       if (!m.request_headers.empty()) ks.insert(ks.begin(), {"inherit", "false", ""});
       if (!ks.empty()) r.headers.push_back({"request_headers", inline_table(ks), "proxy_set_header"});

@@ -152,6 +152,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   c.uint("remote_port", e.remote_port);
   c.string_or_null("sni", e.sni);
   c.string_or_null("alpn", e.alpn);
+  c.string("scheme", e.scheme);
   c.string("protocol", e.protocol);
   c.string("method", e.method);
   c.string("path", e.path);
@@ -159,10 +160,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   c.uint("bytes_sent", e.bytes_sent);
   c.uint("bytes_received", e.bytes_received);
   c.ms("request_time_ms", e.request_time_ms);
-  c.string("ssl_protocol", e.ssl_protocol);
-  c.string("ssl_cipher", e.ssl_cipher);
+  c.string_or_null("ssl_protocol", e.ssl_protocol);
+  c.string_or_null("ssl_cipher", e.ssl_cipher);
   c.boolean("ssl_session_reused", e.ssl_session_reused);
-  c.string("ssl_resumption", e.ssl_resumption);
+  c.string_or_null("ssl_resumption", e.ssl_resumption);
   c.ms("tls_handshake_ms", e.tls_handshake_ms);
   c.uint("connection_id", e.connection_id);
   c.uint("connection_requests", e.connection_requests);
@@ -177,6 +178,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   else c.null("upstream_connection_reused");
   c.string_or_null("user_agent", e.user_agent);
   c.string_or_null("request_id", e.request_id);
+  c.string_or_null("content_encoding", e.content_encoding);
 
   std::string alone;
   tlsfront::log::append_json_string(alone, rest);

@@ -577,6 +577,15 @@ TEST(NginxImport, WhatTlsfrontWouldRefuseIsListedOrAnError) {
   ASSERT_TRUE(r.ok) << r.error;
   EXPECT_REPORTS(r, "n.conf:2: keepalive_requests: not carried over: keepalive_requests is >= 1\n");
 
+  // Its fourth: routes that are all fixed answers leave no [[upstream]], which tlsfront needs.
+  r = run("http { server { listen 443 ssl; ssl_certificate c.pem; ssl_certificate_key c.key;\n"
+          "location / { return 200 ok; } } }");
+  EXPECT_EQ(r.error, "nothing to import: no location with a usable proxy_pass in a TLS server");
+
+  // Its fifth: a location's own proxy_set_header beside its return (a route with return takes no request_headers).
+  r = run(server("location = /h { proxy_set_header X-A 1; return 204; }"));
+  ASSERT_TRUE(r.ok) << r.error;
+
   // Its second: a directive repeated, or two setting one key.
   r = run(server("location /k/ { proxy_pass http://k; }\nssl_conf_command Groups X25519;\nssl_ecdh_curve P-256;",
                  "upstream k { server 127.0.0.1:1; keepalive 8; keepalive 9; }"));
