@@ -242,6 +242,9 @@ TEST_F(Routing, RawTargets) {
       {"OPTIONS * HTTP/1.1", "localhost", 404, "", ""},
       {"GET https://localhost//api/./x?y=1 HTTP/1.1", "other", 200, "api", "//api/./x?y=1"},
       {"GET https://localhost/api/../../x HTTP/1.1", "other", 400, "", ""},
+      // RFC 3986: the scheme is case-insensitive; an empty path before a query is "/".
+      {"GET HTTPS://localhost/api/x HTTP/1.1", "other", 200, "api", "/api/x"},
+      {"GET http://a.example.test?y=1 HTTP/1.1", "other", 200, "wild", "/?y=1"},
       {"GET /x HTTP/1.1", "a.example.test", 200, "wild", "/x"},
       {"GET /x HTTP/1.1", "A.Example.Test:8443", 200, "wild", "/x"},
       {"GET /x HTTP/1.1", "a.b.example.test", 200, "rest", "/x"},

@@ -240,17 +240,25 @@ int Http1Session::validate_head() {
     // origin-form
   } else if (target == "*" && req.method == "OPTIONS") {
     // asterisk-form
-  } else if (target.starts_with("http://") || target.starts_with("https://")) {
-    // absolute-form (RFC 9112 §3.2.2): its authority replaces Host.
+  } else if (iequals(target.substr(0, 7), "http://") || iequals(target.substr(0, 8), "https://")) {
+    // absolute-form (RFC 9112 §3.2.2): its authority replaces Host. The
+    // authority ends at the path or, when the path is empty, at the query
+    // (RFC 3986 §3.2): "http://h?q" is "/?q" at h.
     std::string_view rest = target.substr(target.find("//") + 2);
-    size_t slash = rest.find('/');
-    std::string_view authority = rest.substr(0, slash);
+    size_t end = rest.find_first_of("/?");
+    std::string_view authority = rest.substr(0, end);
     if (authority.empty() || !valid_host(authority) || authority.find('@') != std::string_view::npos) return 400;
     // RFC 9112 §3.2.2: the authority wins over Host, and what is forwarded
     // must say the same thing that was routed on.
     std::string host_value(authority);
     req.host = host_key(authority);
-    req.target = slash == std::string_view::npos ? std::string("/") : std::string(rest.substr(slash));
+    if (end == std::string_view::npos) {
+      req.target = "/";
+    } else if (rest[end] == '?') {
+      req.target = "/" + std::string(rest.substr(end));
+    } else {
+      req.target = std::string(rest.substr(end));
+    }
     std::erase_if(req.headers, [](const Header& h) { return h.token == HeaderToken::Host; });
     req.headers.insert(req.headers.begin(), Header{"Host", std::move(host_value), HeaderToken::Host});
     return 0;
