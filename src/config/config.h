@@ -259,6 +259,10 @@ struct Compression {
   // compress_level = { gzip = 1, br = 4 }: zlib 1..9, brotli quality 0..11.
   int gzip_level = 1;
   int brotli_level = 4;
+  // [compression] max_memory (bytes, per worker; top level only, routes
+  // carry the copy): what all of a worker's encoders may hold together;
+  // past it responses go out uncompressed (data/http/compression_budget.h).
+  uint64_t max_memory = uint64_t{64} << 20;
   bool operator==(const Compression&) const = default;
 };
 

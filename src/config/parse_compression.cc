@@ -8,6 +8,7 @@
 //   types = ["application/json", ...]      compress_types = [...]
 //   min_bytes = "1k"                       compress_min_bytes = "256"
 //   level = { gzip = 1, br = 4 }           compress_level = { gzip = 5 }
+//   max_memory = "64m"  (per worker, [compression] only)
 #include <string>
 
 #include "config/parse_context.h"
@@ -26,6 +27,8 @@ constexpr Keys kRouteKeys{"compress", "compress_types", "compress_min_bytes", "c
 constexpr int kGzipMin = 1, kGzipMax = 9;       // zlib levels (0 would store, not compress)
 constexpr int kBrotliMin = 0, kBrotliMax = 11;  // BROTLI_PARAM_QUALITY
 constexpr uint64_t kMaxMinBytes = uint64_t{1} << 30;
+// Below 1 MiB not one br stream at the default level fits.
+constexpr uint64_t kMinMaxMemory = uint64_t{1} << 20, kMaxMaxMemory = uint64_t{1} << 40;
 
 // Each element of the array `key` as a string, with its path and node.
 template <typename F>
@@ -128,8 +131,9 @@ Status parse_compression(const TableReader& root, Compression& defaults, std::ve
   if (!table.ok()) return table.take_error();
   if (*table != nullptr) {
     TableReader t(root.context(), **table, "compression");
-    if (Status s = t.check_keys({"encodings", "types", "min_bytes", "level"}); !s.ok()) return s;
+    if (Status s = t.check_keys({"encodings", "types", "min_bytes", "level", "max_memory"}); !s.ok()) return s;
     if (Status s = parse_keys(t, kDefaultKeys, defaults); !s.ok()) return s;
+    if (Status s = t.get_size("max_memory", kMinMaxMemory, kMaxMaxMemory, defaults.max_memory); !s.ok()) return s;
   }
   auto tables = tables_of(root, "route");
   if (!tables.ok()) return tables.take_error();

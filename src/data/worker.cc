@@ -28,7 +28,8 @@ Worker::Worker(int index, const GenerationSlot* current, std::atomic<uint64_t>* 
       current_(current),
       next_connection_id_(next_connection_id),
       log_writer_(log_writer),
-      counters_(counters) {
+      counters_(counters),
+      compression_budget_(counters) {
   uv_loop_init(&loop_);
   loop_ctx_ = std::make_unique<LoopContext>(&loop_);
   // The inbox exists before the thread starts so request_stop() is always safe.
@@ -140,6 +141,7 @@ void Worker::run(std::vector<ListenSocket> sockets) {
   env_.loop = &loop_;
   env_.access_log = log_writer_ ? access_log_.get() : nullptr;
   env_.shutting_down = &shutting_down_;
+  env_.compression_budget = &compression_budget_;
   if (const auto& sc = gen->config.tls.session_cache; sc.enabled && sc.store == config::SessionStore::Redis) {
     auto store = RedisSessionStore::create(sc, &loop_, index_, counters_);
     if (store) {

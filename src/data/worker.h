@@ -33,13 +33,14 @@
 #include <unordered_map>
 #include <vector>
 
+#include "data/generation.h"
+#include "data/http/compression_budget.h"
 #include "data/http/session_env.h"
+#include "data/redis_session_store.h"
+#include "data/upstream/upstream_pool.h"
 #include "log/access_log.h"
 #include "log/log_throttle.h"
 #include "metrics/counters.h"
-#include "data/generation.h"
-#include "data/redis_session_store.h"
-#include "data/upstream/upstream_pool.h"
 #include "util/acceptor.h"
 #include "util/loop_context.h"
 #include "util/unique_fd.h"
@@ -132,6 +133,8 @@ class Worker {
   std::atomic<uint64_t>* next_connection_id_;
   log::LogWriter* log_writer_;
   metrics::WorkerCounters* counters_;
+  // Before every connection and the deferred deletes: their claims go first.
+  http::CompressionBudget compression_budget_;
   std::thread thread_;
   uv_loop_t loop_{};
   std::unique_ptr<LoopContext> loop_ctx_;

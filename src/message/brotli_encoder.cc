@@ -8,7 +8,7 @@ std::unique_ptr<BrotliEncoder> BrotliEncoder::create(int level, std::optional<ui
   if (size_hint) {
     while (window_bits > BROTLI_MIN_WINDOW_BITS && *size_hint <= (uint64_t{1} << (window_bits - 1))) --window_bits;
   }
-  std::unique_ptr<BrotliEncoder> e(new BrotliEncoder());
+  std::unique_ptr<BrotliEncoder> e(new BrotliEncoder(Shape{ContentCoding::Brotli, level, window_bits}));
   e->state_ = BrotliEncoderCreateInstance(
       [](void* opaque, size_t bytes) {
         return counted_alloc(static_cast<BrotliEncoder*>(opaque)->state_bytes_, bytes);

@@ -41,7 +41,7 @@ class BrotliEncoder final : public ContentEncoder {
   bool finish(std::string& out) override;
 
  private:
-  BrotliEncoder() = default;
+  explicit BrotliEncoder(Shape shape) : ContentEncoder(shape) {}
   bool run(std::string_view in, BrotliEncoderOperation op, std::string& out);
 
   BrotliEncoderState* state_ = nullptr;

@@ -32,7 +32,6 @@ std::optional<ContentCoding> coding_from_name(std::string_view name);
 
 class ContentEncoder {
  public:
-  ContentEncoder() = default;
   ContentEncoder(const ContentEncoder&) = delete;  // the codec state points back into it
   ContentEncoder& operator=(const ContentEncoder&) = delete;
   virtual ~ContentEncoder() = default;
@@ -42,12 +41,22 @@ class ContentEncoder {
   [[nodiscard]] virtual bool finish(std::string& out) = 0;
   // Bytes the codec library holds allocated now (its state).
   size_t state_bytes() const { return state_bytes_; }
+  // What the state's size depends on: a worker's budget
+  // (data/http/compression_budget.h) learns the peak per shape.
+  struct Shape {
+    ContentCoding coding;
+    int level;
+    int window_bits;  // after the size hint shrank it
+  };
+  const Shape& shape() const { return shape_; }
 
  protected:
+  explicit ContentEncoder(Shape shape) : shape_(shape) {}
   // For the codecs' allocation hooks: counts what they allocate.
   static void* counted_alloc(size_t& counter, size_t bytes);
   static void counted_free(size_t& counter, void* p);
   size_t state_bytes_ = 0;
+  Shape shape_;
 };
 
 // A new encoder for `coding` at `level` (gzip 1..9, br 0..11; callers pass

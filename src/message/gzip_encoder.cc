@@ -28,7 +28,7 @@ std::unique_ptr<GzipEncoder> GzipEncoder::create(int level, std::optional<uint64
       --mem_level;
     }
   }
-  std::unique_ptr<GzipEncoder> e(new GzipEncoder());
+  std::unique_ptr<GzipEncoder> e(new GzipEncoder(Shape{ContentCoding::Gzip, level, window_bits}));
   e->arena_size_ = deflate_bytes(window_bits, mem_level);
   e->arena_ = static_cast<unsigned char*>(std::malloc(e->arena_size_));
   if (e->arena_ == nullptr) return nullptr;

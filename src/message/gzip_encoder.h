@@ -49,7 +49,7 @@ class GzipEncoder final : public ContentEncoder {
   bool finish(std::string& out) override;
 
  private:
-  GzipEncoder() = default;
+  explicit GzipEncoder(Shape shape) : ContentEncoder(shape) {}
   bool deflate_into(std::string_view in, int mode, std::string& out);
   void* zalloc(size_t bytes);
   void zfree(void* p);

@@ -125,6 +125,11 @@ struct WorkerCounters {
   Counter accept_paused;            // gauge: 1 while not accepting (backoff or max_connections)
   Counter connection_limit_pauses;  // times [limits] max_connections was reached
   Counter idle_reclaimed;
+  // Response compression (data/http/compression_budget.h): bytes of codec
+  // state claimed now (a gauge), responses sent as identity because the
+  // worker's [compression] max_memory was reached.
+  Counter compression_memory;
+  Counter compression_refused_memory;
 
   void count_request(std::string_view protocol, int status, std::chrono::nanoseconds duration);
 

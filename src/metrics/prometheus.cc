@@ -100,6 +100,13 @@ std::string render_prometheus(const ProcessMetrics& m) {
          "Idle client connections (keepalive between requests, HTTP/2 without streams) closed to make room after an "
          "accept failed at a resource limit.",
          sum(m, [](const WorkerCounters& w) { return w.idle_reclaimed.get(); }));
+  single(out, "tlsfront_compression_memory_bytes", "gauge",
+         "Bytes of response-compression codec state the workers hold now (each worker at most [compression] "
+         "max_memory).",
+         sum(m, [](const WorkerCounters& w) { return w.compression_memory.get(); }));
+  single(out, "tlsfront_compression_refused_total", "counter",
+         "Compressible responses sent uncompressed because their worker's codecs held [compression] max_memory.",
+         sum(m, [](const WorkerCounters& w) { return w.compression_refused_memory.get(); }));
   single(out, "process_max_fds", "gauge", "Maximum number of open file descriptors (RLIMIT_NOFILE soft limit).",
          m.max_fds);
   if (m.open_fds) single(out, "process_open_fds", "gauge", "Number of open file descriptors.", *m.open_fds);

@@ -287,5 +287,58 @@ TEST_F(Compression, LargeBodyStreamsWithBoundedMemory) {
   EXPECT_LT(peak - before, 4 * 1024) << "RSS " << before << " KiB -> peak " << peak << " KiB";
 }
 
+// [compression] max_memory bounds what one worker's codecs hold together:
+// 20 responses held open at once with room for a few codecs, so the rest
+// go out uncompressed (with Vary, counted), every body exact; once they
+// end, the claims are gone and the next response is compressed again.
+TEST_F(Compression, PastMaxMemoryResponsesGoOutUncompressed) {
+  ProxyOptions o = compressing();
+  o.workers = 1;
+  o.extra = "[compression]\nmax_memory = \"1m\"\n";
+  ASSERT_TRUE(start_proxy(o));
+  const std::string release = dir_.path() + "/release";
+  constexpr int kClients = 20;
+  std::vector<std::unique_ptr<TlsClient>> clients;
+  std::vector<std::string> received(kClients);
+  for (int i = 0; i < kClients; ++i) {
+    clients.push_back(std::make_unique<TlsClient>());
+    ASSERT_TRUE(clients.back()->connect(port())) << clients.back()->error();
+    ASSERT_TRUE(
+        clients.back()->write("GET /json-wait/3000 HTTP/1.1\r\nHost: localhost\r\nAccept-Encoding: gzip\r\n"
+                              "Connection: close\r\nX-Backend-Wait-File: " +
+                              release + "\r\n\r\n"));
+    // Its head (and first half) before the next client asks: the codecs
+    // are claimed in this order.
+    const auto deadline = Clock::now() + std::chrono::seconds(10);
+    while (Clock::now() < deadline && received[i].find("\r\n\r\n") == std::string::npos) {
+      received[i] += clients.back()->read_available(milliseconds(100));
+    }
+    ASSERT_NE(received[i].find("\r\n\r\n"), std::string::npos) << i;
+  }
+  std::ofstream(release) << "go";
+  int compressed = 0;
+  for (int i = 0; i < kClients; ++i) {
+    const auto deadline = Clock::now() + std::chrono::seconds(10);
+    while (!clients[i]->closed() && Clock::now() < deadline)
+      received[i] += clients[i]->read_available(milliseconds(100));
+    ParsedResponse r;
+    ASSERT_GT(parse_response(received[i], true, false, r), 0u) << received[i].substr(0, 300);
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.header("Vary"), "Accept-Encoding");
+    const std::string coding = r.header("Content-Encoding").value_or("");
+    if (coding == "gzip") ++compressed;
+    EXPECT_EQ(coding.empty() ? r.body : decode_body("gzip", r.body), json_body(3000) + json_body(3000)) << i;
+  }
+  // 1 MiB holds 14 gzip codecs of this 6 KB body's size (72 KiB each).
+  EXPECT_GE(compressed, 1);
+  EXPECT_LE(compressed, 14);
+  const auto metrics = scrape_metrics(proxy_.admin_port());
+  EXPECT_EQ(metrics.at("tlsfront_compression_refused_total"), kClients - compressed);
+  EXPECT_EQ(metrics.at("tlsfront_compression_memory_bytes"), 0);
+  const HttpResponse after = get(port(), "/json/3000", false, {"Accept-Encoding: gzip"});
+  ASSERT_EQ(after.curl_code, CURLE_OK) << after.error;
+  EXPECT_EQ(values(after, "content-encoding"), Values{"gzip"});
+}
+
 }  // namespace
 }  // namespace tlsfront::itest

@@ -51,19 +51,6 @@ double cpu_seconds(pid_t pid) {
   return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
-std::map<std::string, double> parse_metrics(const std::string& response) {
-  std::map<std::string, double> out;
-  const size_t body = response.find("\r\n\r\n");
-  std::istringstream in(body == std::string::npos ? "" : response.substr(body + 4));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    const size_t sp = line.rfind(' ');
-    if (sp != std::string::npos) out[line.substr(0, sp)] = std::stod(line.substr(sp + 1));
-  }
-  return out;
-}
-
 size_t count_of(const std::string& text, std::string_view what) {
   size_t n = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
@@ -154,9 +141,7 @@ class FdLimit : public ProxyTest {
       return fd_count(pid()) + 2 >= kLimit;
     });
   }
-  std::map<std::string, double> scrape() {
-    return parse_metrics(plain_request(proxy_.admin_port(), "GET /metrics HTTP/1.1\r\nHost: admin\r\n\r\n"));
-  }
+  std::map<std::string, double> scrape() { return scrape_metrics(proxy_.admin_port()); }
 };
 
 TEST_F(FdLimit, ExhaustedProxySleepsServesAgainAndStops) {

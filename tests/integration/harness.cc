@@ -330,6 +330,27 @@ int listen_loopback(int backlog, int& port) {
   return fd;
 }
 
+std::map<std::string, double> parse_metrics(std::string_view exposition) {
+  std::map<std::string, double> out;
+  std::istringstream in{std::string(exposition)};
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t sp = line.rfind(' ');
+    if (sp == std::string::npos) continue;
+    const bool fresh = out.emplace(line.substr(0, sp), std::stod(line.substr(sp + 1))).second;
+    EXPECT_TRUE(fresh) << "duplicate series " << line.substr(0, sp);
+  }
+  return out;
+}
+
+std::map<std::string, double> scrape_metrics(int admin_port) {
+  const std::string r = plain_request(admin_port, "GET /metrics HTTP/1.1\r\nHost: admin\r\n\r\n");
+  const size_t body = r.find("\r\n\r\n");
+  if (r.rfind("HTTP/1.1 200 ", 0) != 0 || body == std::string::npos) return {};
+  return parse_metrics(std::string_view(r).substr(body + 4));
+}
+
 std::string plain_request(int port, const std::string& request, milliseconds timeout, const char* ip) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return "";

@@ -290,6 +290,13 @@ int tcp_connect(int port, const char* ip = "127.0.0.1");
 // `timeout` passed.
 std::string plain_request(int port, const std::string& request, milliseconds timeout = milliseconds(5'000),
                           const char* ip = "127.0.0.1");
+// name{labels} -> value, from a Prometheus exposition body. A series that
+// appears twice (the same name and labels) makes the whole exposition
+// invalid for Prometheus, and fails the calling test.
+std::map<std::string, double> parse_metrics(std::string_view exposition);
+// GET /metrics from the admin listener on `admin_port`, parsed as above
+// (empty when the answer is not a 200 with a body).
+std::map<std::string, double> scrape_metrics(int admin_port);
 // Waits for the peer to close `fd` (EOF or reset) up to `timeout`; true if it did.
 bool wait_for_close(int fd, milliseconds timeout);
 

@@ -22,23 +22,6 @@
 namespace tlsfront::itest {
 namespace {
 
-// name{labels} -> value, from an exposition body. A series that appears twice
-// (the same name and labels) makes the whole exposition invalid for
-// Prometheus, and fails the test whatever it scraped for.
-std::map<std::string, double> parse_metrics(const std::string& text) {
-  std::map<std::string, double> out;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    const size_t sp = line.rfind(' ');
-    if (sp == std::string::npos) continue;
-    const bool fresh = out.emplace(line.substr(0, sp), std::stod(line.substr(sp + 1))).second;
-    EXPECT_TRUE(fresh) << "duplicate series " << line.substr(0, sp);
-  }
-  return out;
-}
-
 class Metrics : public ProxyTest {
  protected:
   bool start(ProxyOptions o = {}) {  // [admin] on port 0: the proxy logs the port it got
@@ -51,7 +34,7 @@ class Metrics : public ProxyTest {
     EXPECT_EQ(r.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << r;
     EXPECT_NE(r.find("Content-Type: text/plain; version=0.0.4"), std::string::npos) << r;
     const size_t body = r.find("\r\n\r\n");
-    return parse_metrics(body == std::string::npos ? "" : r.substr(body + 4));
+    return parse_metrics(body == std::string::npos ? "" : std::string_view(r).substr(body + 4));
   }
   // Connects, sends `n` requests for `path`, keeps the session.
   SSL_SESSION* requests(TlsOptions o, int n, const std::string& path = "/", bool* reused = nullptr) {

@@ -37,7 +37,7 @@ Admission forward(const SessionEnv& env, ExchangeSink* sink, RequestRecord& reco
     headers.request_id = record.request_id.view();
   }
   return {std::make_unique<ProxyExchange>(env.loop, sink, (*env.upstreams)[upstream].get(), record.head, headers,
-                                          compression),
+                                          compression, env.compression_budget),
           {}};
 }
 

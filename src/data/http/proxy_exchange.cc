@@ -15,7 +15,7 @@ constexpr int kMaxInformational = 8;
 
 ProxyExchange::ProxyExchange(uv_loop_t* loop, ExchangeSink* sink, upstream::UpstreamGroup* group,
                              const RequestHead& head, const ExchangeHeaders& headers,
-                             const config::Compression* compression)
+                             const config::Compression* compression, CompressionBudget* budget)
     : loop_(loop),
       sink_(sink),
       group_(group),
@@ -41,6 +41,7 @@ ProxyExchange::ProxyExchange(uv_loop_t* loop, ExchangeSink* sink, upstream::Upst
   }
   if (compression != nullptr && !compression->encodings.empty()) {
     compression_ = compression;
+    budget_ = budget;
     accepted_ = accepted_coding(*compression, head);
   }
   append_upstream_request_head(replay_, head, opts);
@@ -139,8 +140,13 @@ void ProxyExchange::on_output_drained() {
 
 void ProxyExchange::cancel() {
   if (phase_ != Phase::Done) transition(phase_, Phase::Done);
-  encoder_.reset();  // the codec state goes now, not with the deferred delete
+  drop_encoder();  // the codec state goes now, not with the deferred delete
   drop_connection();
+}
+
+void ProxyExchange::drop_encoder() {
+  claim_ = {};
+  encoder_.reset();
 }
 
 void ProxyExchange::drop_connection() {
@@ -219,6 +225,11 @@ void ProxyExchange::on_upstream_head(ResponseHead&& head, bool informational) {
       case CompressionVerdict::Compress:
         encoder_ = make_content_encoder(*accepted_, compression_level(*compression_, *accepted_), head.content_length);
         if (encoder_) {
+          bool admitted = false;
+          claim_ = CompressionClaim::admit(budget_, *encoder_, compression_->max_memory, admitted);
+          if (!admitted) encoder_.reset();  // the worker's codecs hold max_memory already
+        }
+        if (encoder_) {
           mark_compressed(head, *accepted_);
           stats_.content_encoding = coding_name(*accepted_);
         } else {
@@ -242,7 +253,7 @@ std::string& encoded_scratch() {
 
 bool ProxyExchange::send_encoded(bool ok, const std::string& out) {
   if (!ok) {
-    encoder_.reset();
+    drop_encoder();
     const ConnectionInfo& info = sink_->connection_info();
     log::warn("conn={} client={}:{}: response compression failed (out of memory): response cut short", info.id,
               info.remote_addr, info.remote_port);
@@ -258,6 +269,7 @@ void ProxyExchange::on_upstream_body(std::string_view data) {
   if (encoder_) {
     std::string& out = encoded_scratch();
     if (!send_encoded(encoder_->write(data, out), out)) return;
+    if (encoder_) claim_.follow(*encoder_);  // the send may have cancelled the exchange
   } else {
     sink_->send_response_body(data);
   }
@@ -270,6 +282,7 @@ void ProxyExchange::on_upstream_read_end() {
   // response (events, progress) reaches the client as the upstream sends it.
   std::string& out = encoded_scratch();
   if (!send_encoded(encoder_->flush(out), out)) return;
+  if (encoder_) claim_.follow(*encoder_);
   if (conn_ && sink_->output_congested()) conn_->pause_reading();
 }
 
@@ -293,7 +306,8 @@ void ProxyExchange::on_upstream_complete() {
   if (encoder_) {
     std::string& out = encoded_scratch();
     if (!send_encoded(encoder_->finish(out), out)) return;
-    encoder_.reset();
+    if (encoder_) claim_.complete(*encoder_);
+    drop_encoder();
   }
   transition(phase_, Phase::Done);
   stats_.response_ms = ms_since(attempt_start_);

@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "data/http/compression_budget.h"
 #include "data/http/exchange_sink.h"
 #include "data/http/request_record.h"
 #include "data/upstream/upstream_pool.h"
@@ -67,8 +68,11 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   // response_headers rules the response head passed to the sink.
   // `compression`: the route's (borrowed from the Generation's config,
   // which outlives the exchange); null or no encodings: never compressed.
+  // `budget`: the worker's, which an encoder claims its memory from (null:
+  // unbounded).
   ProxyExchange(uv_loop_t* loop, ExchangeSink* sink, upstream::UpstreamGroup* group, const RequestHead& head,
-                const ExchangeHeaders& headers = {}, const config::Compression* compression = nullptr);
+                const ExchangeHeaders& headers = {}, const config::Compression* compression = nullptr,
+                CompressionBudget* budget = nullptr);
   ~ProxyExchange() override;
 
   // Cancels `exchange` (when set) and hands it to the loop's deferred
@@ -101,6 +105,8 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   void send_up(std::string_view bytes);
   void lose_replay();
   void fail(int status, std::string_view reason);
+  // The codec and its claim go (the response continues or ends without it).
+  void drop_encoder();
   void drop_connection();
   // Passes the encoder's output `out` (if any) to the sink; `ok`: what the
   // encoder call returned. False after a codec failure, which has cut the
@@ -125,7 +131,9 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   HeaderVars vars_{};
   const config::Compression* compression_ = nullptr;  // null: the route does not compress
   std::optional<ContentCoding> accepted_;             // the coding the request accepts, if any
+  CompressionBudget* budget_ = nullptr;
   std::unique_ptr<ContentEncoder> encoder_;           // while compressing the response body
+  CompressionClaim claim_;                            // encoder_'s memory, on budget_
   const std::string method_;
   const bool chunked_request_;
   const bool idempotent_;

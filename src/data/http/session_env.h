@@ -24,6 +24,8 @@ class AccessLog;
 
 namespace tlsfront::http {
 
+class CompressionBudget;
+
 // What a session borrows from its worker and generation; all outlive it.
 struct SessionEnv {
   uv_loop_t* loop = nullptr;
@@ -35,6 +37,7 @@ struct SessionEnv {
   log::AccessLog* access_log = nullptr;  // null: access log off
   metrics::WorkerCounters* counters = nullptr;  // null: not counted (unit tests)
   bool* shutting_down = nullptr;         // worker draining: answer with Connection: close
+  CompressionBudget* compression_budget = nullptr;  // the worker's; null: unbounded (unit tests)
 };
 
 }  // namespace tlsfront::http

@@ -16,6 +16,16 @@ TEST(LoaderCompression, OffByDefaultWithNginxLikeDefaults) {
   EXPECT_EQ(r.min_bytes, 1024u);
   EXPECT_EQ(r.gzip_level, 1);
   EXPECT_EQ(r.brotli_level, 4);
+  EXPECT_EQ(r.max_memory, uint64_t{64} << 20);
+}
+
+// max_memory is per worker and top-level: every route carries it, none sets it.
+TEST(LoaderCompression, MaxMemoryIsTopLevelOnly) {
+  Config c = load_ok(with("\n[compression]\nencodings = [\"gzip\"]\nmax_memory = \"8m\"\n"));
+  EXPECT_EQ(c.routes[0].compression.max_memory, uint64_t{8} << 20);
+  EXPECT_EQ(load_error(with("\n[compression]\nmax_memory = \"512k\"\n")).substr(0, 44),
+            "t.toml:16:1: compression.max_memory: must be");
+  EXPECT_EQ(load_error(with("max_memory = \"8m\"\n")), R"(t.toml:14:1: route[0].max_memory: unknown key "max_memory")");
 }
 
 TEST(LoaderCompression, RouteKeysReplaceTheDefaultsOneByOne) {
