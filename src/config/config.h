@@ -243,6 +243,11 @@ enum class HeaderDirection { Request, Response };
 // for code that writes rules (import-nginx).
 std::string header_name_problem(std::string_view name, HeaderDirection direction);
 
+// Why `value` cannot be [tls] hsts, or "" when it can: a control character,
+// or no max-age=<seconds> directive (RFC 6797 §6.1.1). The check [tls] hsts
+// gets at load, for code that writes it (import-nginx).
+std::string hsts_problem(std::string_view value);
+
 // Response compression (README "Compression"): top-level [compression] is
 // the default of every route; a [[route]]'s compress, compress_types,
 // compress_min_bytes and compress_level replace its parts.

@@ -203,6 +203,21 @@ Status parse_remove(const TableReader& rules, HeaderDirection direction, std::ve
 
 namespace tlsfront::config {
 
+std::string hsts_problem(std::string_view value) {
+  for (unsigned char c : value) {
+    if ((c < 0x20 && c != '\t') || c == 0x7f) {
+      return "contains a control character (CR, LF, NUL, ...): a header value is one line";
+    }
+  }
+  // RFC 6797 §6.1.1: max-age is the one required directive.
+  const std::string lower_value = detail::lowercase(value);
+  const size_t at = lower_value.find("max-age=");
+  if (at == std::string::npos || (at != 0 && lower_value[at - 1] != ' ' && lower_value[at - 1] != ';')) {
+    return "must contain max-age=<seconds> (RFC 6797 §6.1.1), got " + quote(value);
+  }
+  return "";
+}
+
 std::string header_name_problem(std::string_view name, HeaderDirection direction) {
   if (name.empty()) return "empty header name";
   if (std::string_view why = detail::forbidden_reason(detail::lowercase(name), direction); !why.empty()) {
@@ -251,17 +266,7 @@ Status parse_header_rules(const TableReader& parent, std::string_view key, Heade
 Status parse_hsts(const TableReader& tls, std::string& out) {
   if (Status s = tls.get_string("hsts", out); !s.ok()) return s;
   if (out.empty()) return {};
-  for (unsigned char c : out) {
-    if ((c < 0x20 && c != '\t') || c == 0x7f) {
-      return tls.error_at("hsts", "contains a control character (CR, LF, NUL, ...): a header value is one line");
-    }
-  }
-  // RFC 6797 §6.1.1: max-age is the one required directive.
-  std::string lower_value = lowercase(out);
-  size_t at = lower_value.find("max-age=");
-  if (at == std::string::npos || (at != 0 && lower_value[at - 1] != ' ' && lower_value[at - 1] != ';')) {
-    return tls.error_at("hsts", "must contain max-age=<seconds> (RFC 6797 §6.1.1), got " + quote(out));
-  }
+  if (std::string why = hsts_problem(out); !why.empty()) return tls.error_at("hsts", why);
   return {};
 }
 

@@ -141,9 +141,9 @@ void HeaderImporter::find_hsts(const HeaderSet& defaults) {
     if (d->args.size() != 3 || lower(d->args[0]) != "strict-transport-security" || d->args[2] != "always") continue;
     std::string why;
     const std::string& v = d->args[1];
-    // [tls] hsts must name max-age (RFC 6797 §6.1.1).
+    // Only a value the loader takes as [tls] hsts; otherwise it stays a header rule.
     if (has_variable(v) || tlsfront_value(v, config::kHeaderVariableCount, why).empty() ||
-        lower(v).find("max-age=") == std::string::npos)
+        !config::hsts_problem(v).empty())
       continue;
     hsts_ = d;
     break;
