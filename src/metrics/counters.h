@@ -125,6 +125,11 @@ struct WorkerCounters {
   Counter accept_paused;            // gauge: 1 while not accepting (backoff or max_connections)
   Counter connection_limit_pauses;  // times [limits] max_connections was reached
   Counter idle_reclaimed;
+  // Upgrade tunnels (WebSocket): opened by a 101, closed when their access-log
+  // line is written (open = opened - closed), and their bytes each way
+  // (counted as they pass, not including the 101 or the request).
+  Counter tunnels_opened, tunnels_closed;
+  Counter tunnel_bytes_to_upstream, tunnel_bytes_to_client;
 
   void count_request(std::string_view protocol, int status, std::chrono::nanoseconds duration);
 
