@@ -59,7 +59,8 @@ Status parse_upgrade(const TableReader& t, std::vector<std::string>& out) {
                                quote(value->get()) + " is not an Upgrade protocol name (RFC 9110 token, no version)");
     }
     if (token == "h2c") {
-      return t.context().error(element.source(), path, "\"h2c\" cannot be tunnelled (HTTP/2 to clients is TLS ALPN h2)");
+      return t.context().error(element.source(), path,
+                               "\"h2c\" cannot be tunnelled (HTTP/2 to clients is TLS ALPN h2)");
     }
     if (std::find(out.begin(), out.end(), token) != out.end()) {
       return t.context().error(element.source(), path, quote(token) + " is listed twice");

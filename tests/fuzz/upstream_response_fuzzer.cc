@@ -55,11 +55,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint8_t flags = data[0];
   const bool h2 = flags & 1, head = flags & 2, keep_open = flags & 4, upgrade = flags & 8;
   std::string answer(reinterpret_cast<const char*>(data + 1), size - 1);
-  std::string request = h2     ? (head ? kH2Head : kH2Get)
-                        : head ? "HEAD / HTTP/1.1\r\nHost: example.test\r\n\r\n"
-                        : upgrade
-                            ? "GET / HTTP/1.1\r\nHost: example.test\r\nUpgrade: websocket\r\nConnection: upgrade\r\n\r\n\x81\x80\0\0\0\0"
-                               : "GET / HTTP/1.1\r\nHost: example.test\r\n\r\n";
+  std::string request =
+      h2     ? (head ? kH2Head : kH2Get)
+      : head ? "HEAD / HTTP/1.1\r\nHost: example.test\r\n\r\n"
+      : upgrade
+          ? "GET / HTTP/1.1\r\nHost: example.test\r\nUpgrade: websocket\r\nConnection: upgrade\r\n\r\n\x81\x80\0\0\0\0"
+          : "GET / HTTP/1.1\r\nHost: example.test\r\n\r\n";
   DataPathRig::get().run(h2 ? DataPathRig::Protocol::Http2 : DataPathRig::Protocol::Http1, request,
                          [&](tlsfront::harness::ScriptedUpstream& upstream) {
                            upstream.script(Reply{{}, false, std::move(answer), !keep_open});

@@ -129,9 +129,10 @@ TEST_F(Tunnel, FiftyMegabytesToASlowReaderKeepsMemoryBounded) {
   const size_t before = rss_kib(proxy_.process().pid());
   Process p;
   const size_t total = 50u * 1024 * 1024;
-  ASSERT_TRUE(p.start({kPython, kPeer, "slow", "wss://localhost:" + std::to_string(port()) + "/stream/" +
-                                                   std::to_string(total), std::to_string(total)},
-                      dir_.file("slow.out"), dir_.file("slow.err")));
+  ASSERT_TRUE(
+      p.start({kPython, kPeer, "slow", "wss://localhost:" + std::to_string(port()) + "/stream/" + std::to_string(total),
+               std::to_string(total)},
+              dir_.file("slow.out"), dir_.file("slow.err")));
   size_t peak = before;
   const auto deadline = Clock::now() + milliseconds(100'000);
   while (p.running() && Clock::now() < deadline) {

@@ -229,7 +229,8 @@ void UpstreamConnection::on_read(ssize_t nread, const uv_buf_t* buf) {
   if (err == HPE_PAUSED_UPGRADE && response_ == ResponsePhase::Tunnel) {
     // The 101's head ended; what follows it in this read is the tunnel's.
     const char* pos = llhttp_get_error_pos(&parser_);
-    if (handler_ && pos != data + nread) handler_->on_upstream_body(std::string_view(pos, static_cast<size_t>(data + nread - pos)));
+    if (handler_ && pos != data + nread)
+      handler_->on_upstream_body(std::string_view(pos, static_cast<size_t>(data + nread - pos)));
     return;
   }
   if (err == HPE_PAUSED) {

@@ -30,12 +30,38 @@ using namespace std::string_view_literals;
 using testing::JsonChecker;
 using testing::reference_json_string;
 
-const std::vector<std::string> kKeyOrder = {
-    "time", "remote_addr", "remote_port", "sni", "alpn", "scheme", "protocol", "method", "path",
-    "status", "response_complete", "bytes_sent", "bytes_received", "request_time_ms", "ssl_protocol", "ssl_cipher",
-    "ssl_session_reused", "ssl_resumption", "tls_handshake_ms", "connection_id", "connection_requests",
-    "stream_id", "upstream_addr", "upstream_error", "upstream_status", "upstream_connect_ms", "upstream_response_ms",
-    "upstream_connection_reused", "user_agent", "request_id", "content_encoding", "tunnel"};
+const std::vector<std::string> kKeyOrder = {"time",
+                                            "remote_addr",
+                                            "remote_port",
+                                            "sni",
+                                            "alpn",
+                                            "scheme",
+                                            "protocol",
+                                            "method",
+                                            "path",
+                                            "status",
+                                            "response_complete",
+                                            "bytes_sent",
+                                            "bytes_received",
+                                            "request_time_ms",
+                                            "ssl_protocol",
+                                            "ssl_cipher",
+                                            "ssl_session_reused",
+                                            "ssl_resumption",
+                                            "tls_handshake_ms",
+                                            "connection_id",
+                                            "connection_requests",
+                                            "stream_id",
+                                            "upstream_addr",
+                                            "upstream_error",
+                                            "upstream_status",
+                                            "upstream_connect_ms",
+                                            "upstream_response_ms",
+                                            "upstream_connection_reused",
+                                            "user_agent",
+                                            "request_id",
+                                            "content_encoding",
+                                            "tunnel"};
 
 std::string json_string(std::string_view s) {
   std::string out;

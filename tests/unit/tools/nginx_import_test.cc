@@ -361,8 +361,9 @@ TEST(NginxImport, ProxySetHeaderBecomesRequestHeaders) {
   EXPECT_REPORTS(r, "n.conf:9: proxy_set_header: not needed: tlsfront adds X-Real-IP\n");
   EXPECT_REPORTS(r, "n.conf:10: proxy_set_header: not needed: tlsfront adds X-Forwarded-Proto\n");
   EXPECT_REPORTS(r, "n.conf:11: proxy_set_header: not carried over: tlsfront has no $http_x_tenant here (its variables: README Headers)\n");
-  EXPECT_REPORTS(r, "n.conf:14: proxy_set_header: not needed: tlsfront forwards the Upgrade a route allows with "
-                    "Connection: upgrade (upgrade = [\"websocket\"] by default)\n");
+  EXPECT_REPORTS(r,
+                 "n.conf:14: proxy_set_header: not needed: tlsfront forwards the Upgrade a route allows with "
+                 "Connection: upgrade (upgrade = [\"websocket\"] by default)\n");
   EXPECT_REPORTS(r, "n.conf:15: proxy_set_header: not carried over: a second proxy_set_header for X-Edge (tlsfront's set sends one field)\n");
   EXPECT_REPORTS(r, "n.conf:16: proxy_set_header: not carried over: an HTTP/1.1 request needs a Host\n");
   const config::HeaderRules& h = r.cfg.request_headers;  // the server's: the defaults
