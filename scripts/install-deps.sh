@@ -15,6 +15,7 @@ packages=(
   curl nghttp2-client redis-server wrk logrotate systemd
   nginx haproxy iproute2 procps
   prometheus  # promtool: tests the shipped alert rules (conf/prometheus)
+  python3-websockets  # WebSocket client and echo server of the tunnel tests
 )
 
 missing=()

@@ -308,6 +308,11 @@ struct Route {
   HeaderRules response_headers;  // to the client, after the defaults (unless inherit = false)
   HeaderRules request_headers;   // to the upstream, after the defaults (unless inherit = false)
   Compression compression;       // [compression] with this route's compress* keys applied
+  // Upgrade tokens (RFC 9110 §7.8) a request on this route may switch to,
+  // lowercase: an allowed `Upgrade` is forwarded on a new upstream
+  // connection and a 101 becomes a byte tunnel (HTTP/2: RFC 8441 extended
+  // CONNECT's :protocol). Empty: every Upgrade is dropped (hop-by-hop).
+  std::vector<std::string> upgrade{"websocket"};
 };
 
 // [log]
@@ -337,6 +342,10 @@ struct Timeouts {
   Millis body{60'000};            // between two reads of a request body (nginx client_body_timeout)
   Millis keepalive{75'000};       // idle between requests on a client connection
   Millis send{60'000};            // a client not draining our writes
+  // An Upgrade tunnel (WebSocket) with no byte in either direction for this
+  // long is closed (nginx: proxy_read_timeout/proxy_send_timeout on the
+  // upgraded connection, 60s; an idle WebSocket is normal, hence 1h).
+  Millis tunnel{3'600'000};
 };
 
 // [admin]: plain-HTTP admin listener (/metrics, /healthz; metrics/admin_server.h).

@@ -34,13 +34,14 @@ Status parse_timeouts(const TableReader& root, Timeouts& out) {
   if (*table == nullptr) return {};
 
   TableReader t(root.context(), **table, "timeouts");
-  if (Status s = t.check_keys({"handshake", "header", "body", "keepalive", "send"}); !s.ok()) return s;
+  if (Status s = t.check_keys({"handshake", "header", "body", "keepalive", "send", "tunnel"}); !s.ok()) return s;
   constexpr Millis kPositive{1};
   if (Status s = t.get_duration("handshake", kPositive, out.handshake); !s.ok()) return s;
   if (Status s = t.get_duration("header", kPositive, out.header); !s.ok()) return s;
   if (Status s = t.get_duration("body", kPositive, out.body); !s.ok()) return s;
   if (Status s = t.get_duration("keepalive", kPositive, out.keepalive); !s.ok()) return s;
   if (Status s = t.get_duration("send", kPositive, out.send); !s.ok()) return s;
+  if (Status s = t.get_duration("tunnel", kPositive, out.tunnel); !s.ok()) return s;
   return {};
 }
 

@@ -5,6 +5,8 @@
 // compiled here, so a bad pattern is a load error.
 #include <re2/re2.h>
 
+#include <algorithm>
+
 #include <string>
 
 #include "config/parse_context.h"
@@ -31,6 +33,40 @@ Status parse_host(const TableReader& t, std::string& out) {
                                   " (a wildcard is \"*.\" followed by a name, as in \"*.example.com\": one label)");
   }
   out = std::move(host);
+  return {};
+}
+
+// upgrade = ["websocket", ...]: RFC 9110 §7.8 protocol names (tokens,
+// matched case-insensitively, so kept lowercase); [] allows none.
+Status parse_upgrade(const TableReader& t, std::vector<std::string>& out) {
+  auto array = t.get_array("upgrade", Presence::Optional);
+  if (!array.ok()) return array.take_error();
+  if (*array == nullptr) return {};
+  out.clear();
+  for (size_t i = 0; i < (*array)->size(); ++i) {
+    const toml::node& element = *(*array)->get(i);
+    const std::string path = t.path_of("upgrade") + "[" + std::to_string(i) + "]";
+    const auto* value = element.as_string();
+    if (value == nullptr) return type_error(t.context(), element, path, "a string");
+    std::string token = value->get();
+    bool valid = !token.empty();
+    for (char& c : token) {
+      valid = valid && is_tchar(static_cast<unsigned char>(c)) && c != '/';
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    }
+    if (!valid) {
+      return t.context().error(element.source(), path,
+                               quote(value->get()) + " is not an Upgrade protocol name (RFC 9110 token, no version)");
+    }
+    if (token == "h2c") {
+      return t.context().error(element.source(), path,
+                               "\"h2c\" cannot be tunnelled (HTTP/2 to clients is TLS ALPN h2)");
+    }
+    if (std::find(out.begin(), out.end(), token) != out.end()) {
+      return t.context().error(element.source(), path, quote(token) + " is listed twice");
+    }
+    out.push_back(std::move(token));
+  }
   return {};
 }
 
@@ -207,7 +243,7 @@ Status parse_route(const TableReader& root, const std::vector<Upstream>& upstrea
   for (size_t i = 0; i < tables->size(); ++i) {
     TableReader t(root.context(), *(*tables)[i], "route[" + std::to_string(i) + "]");
     if (Status s = t.check_keys({"host", "path_prefix", "path_exact", "path_regex", "methods", "pass_normalized",
-                                 "upstream", "return", "redirect", "response_headers", "request_headers",
+                                 "upgrade", "upstream", "return", "redirect", "response_headers", "request_headers",
                                  // parse_compression.cc reads these
                                  "compress", "compress_types", "compress_min_bytes", "compress_level"});
         !s.ok()) {
@@ -219,6 +255,7 @@ Status parse_route(const TableReader& root, const std::vector<Upstream>& upstrea
     if (Status s = parse_host(t, route.host); !s.ok()) return s;
     if (Status s = parse_path(t, route); !s.ok()) return s;
     if (Status s = parse_methods(t, route.methods); !s.ok()) return s;
+    if (Status s = parse_upgrade(t, route.upgrade); !s.ok()) return s;
     if (Status s = t.get_bool("pass_normalized", route.pass_normalized); !s.ok()) return s;
     if (Status s = parse_action(t, upstreams, route); !s.ok()) return s;
     if (Status s = parse_route_headers(t, route); !s.ok()) return s;

@@ -243,6 +243,8 @@ void append_json_line(std::string& out, const AccessLogEntry& e) {
   append_string_or_null(out, e.request_id);
   out.append(",\"content_encoding\":"sv);
   append_string_or_null(out, e.content_encoding);
+  out.append(",\"tunnel\":"sv);
+  append_bool(out, e.tunnel);
   out.append("}\n"sv);
 }
 

@@ -51,6 +51,7 @@ struct AccessLogEntry {
   std::string_view user_agent;                                      // "" -> null
   std::string_view request_id;  // $request_id (32 hex, or a trusted client's); "" -> null
   std::string_view content_encoding;  // the coding tlsfront compressed the body with ("gzip", "br"); "" -> null
+  bool tunnel = false;  // a 101 opened an Upgrade tunnel; the line is its end (bytes include the tunnel's)
 };
 
 // Appends one JSON object for `entry` plus '\n' to `out`. Keys appear in the

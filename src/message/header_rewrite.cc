@@ -91,7 +91,14 @@ void append_upstream_request_head(std::string& out, const RequestHead& head, con
   } else if (head.content_length) {
     append_header(out, "Content-Length", std::to_string(*head.content_length));
   }
-  if (opts.close) append_header(out, "Connection", "close");
+  if (!head.upgrade.empty()) {
+    // RFC 9110 §7.8: the hop-by-hop pair, for this hop, on a connection that
+    // carries nothing else (never a pooled one).
+    append_header(out, "Upgrade", head.upgrade);
+    append_header(out, "Connection", "upgrade");
+  } else if (opts.close) {
+    append_header(out, "Connection", "close");
+  }
   out.append("\r\n");
 }
 

@@ -43,6 +43,12 @@ struct RequestHead {
   // route says pass_normalized and normalization changed the path: the
   // normalized path and the query as sent. "" = `target` as received.
   std::string upstream_target;
+  // The protocol an Upgrade request asks for (RFC 9110 §7.8: "Upgrade:
+  // websocket" with "Connection: upgrade", or HTTP/2's RFC 8441 :protocol),
+  // lowercase; "" for an ordinary request. Set by the session, cleared by
+  // admit() when the route does not allow it; when set, the request goes up
+  // with "Upgrade" and "Connection: upgrade" and a 101 opens a tunnel.
+  std::string upgrade;
 
   bool has_body() const { return chunked || (content_length && *content_length > 0); }
   // RFC 9110 §9.2.2.

@@ -130,6 +130,11 @@ struct WorkerCounters {
   // worker's [compression] max_memory was reached.
   Counter compression_memory;
   Counter compression_refused_memory;
+  // Upgrade tunnels (WebSocket): opened by a 101, closed when their access-log
+  // line is written (open = opened - closed), and their bytes each way
+  // (counted as they pass, not including the 101 or the request).
+  Counter tunnels_opened, tunnels_closed;
+  Counter tunnel_bytes_to_upstream, tunnel_bytes_to_client;
 
   void count_request(std::string_view protocol, int status, std::chrono::nanoseconds duration);
 

@@ -81,6 +81,16 @@ std::string render_prometheus(const ProcessMetrics& m) {
   fmt::format_to(std::back_inserter(out), "tlsfront_connections_total{{protocol=\"h2\"}} {}\n",
                  sum(m, [](const WorkerCounters& w) { return w.connections_h2.get(); }));
 
+  const uint64_t tunnels = sum(m, [](const WorkerCounters& w) { return w.tunnels_opened.get(); });
+  single(out, "tlsfront_tunnels_total", "counter", "Upgrade tunnels (WebSocket) opened by an upstream's 101.", tunnels);
+  single(out, "tlsfront_tunnels_open", "gauge", "Upgrade tunnels open now.",
+         tunnels - sum(m, [](const WorkerCounters& w) { return w.tunnels_closed.get(); }));
+  header(out, "tlsfront_tunnel_bytes_total", "counter", "Bytes carried through Upgrade tunnels, by direction.");
+  fmt::format_to(std::back_inserter(out), "tlsfront_tunnel_bytes_total{{direction=\"to_upstream\"}} {}\n",
+                 sum(m, [](const WorkerCounters& w) { return w.tunnel_bytes_to_upstream.get(); }));
+  fmt::format_to(std::back_inserter(out), "tlsfront_tunnel_bytes_total{{direction=\"to_client\"}} {}\n",
+                 sum(m, [](const WorkerCounters& w) { return w.tunnel_bytes_to_client.get(); }));
+
   header(out, "tlsfront_accept_errors_total", "counter",
          "Failed accepts by errno (each pauses that worker's accepting; 'other' is any errno but these four).");
   for (size_t e = 0; e < std::size(kAcceptErrorNames); ++e) {

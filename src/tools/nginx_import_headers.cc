@@ -244,6 +244,16 @@ Keys HeaderImporter::request(const HeaderSet& h) {
               "keeps upstream connections alive");
       continue;
     }
+    // nginx's WebSocket pattern: proxy_http_version 1.1 + these two
+    // (Connection from a `map $http_upgrade $connection_upgrade`, or
+    // "upgrade"). tlsfront forwards the Upgrade a route allows by itself.
+    if ((name == "upgrade" && v == "$http_upgrade") ||
+        (name == "connection" && (v == "$connection_upgrade" || lower(v) == "upgrade"))) {
+      l_.note(*d,
+              "not needed: tlsfront forwards the Upgrade a route allows with Connection: upgrade "
+              "(upgrade = [\"websocket\"] by default)");
+      continue;
+    }
     if (name == "host" && (v == "$host" || v == "$http_host")) {
       l_.note(*d, "not needed: Host is forwarded as the client sent it");
       continue;

@@ -179,6 +179,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   c.string_or_null("user_agent", e.user_agent);
   c.string_or_null("request_id", e.request_id);
   c.string_or_null("content_encoding", e.content_encoding);
+  c.boolean("tunnel", e.tunnel);
 
   std::string alone;
   tlsfront::log::append_json_string(alone, rest);

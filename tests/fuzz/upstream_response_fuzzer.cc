@@ -4,6 +4,8 @@
 //   bit 1  HEAD (else GET)
 //   bit 2  the backend keeps the connection open after answering (else it
 //          closes: close-delimited bodies end there)
+//   bit 3  the HTTP/1.1 GET asks for "Upgrade: websocket" (a 101 opens a
+//          tunnel; the client's bytes after its head go through it)
 // A client sends that one request through the session (DataPathRig); the
 // upstream answers the rest of the bytes as soon as the request is read.
 // Covers UpstreamConnection's llhttp response parser and its checks (bare
@@ -51,11 +53,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
   static const std::string kH2Get = h2_request(false), kH2Head = h2_request(true);
   const uint8_t flags = data[0];
-  const bool h2 = flags & 1, head = flags & 2, keep_open = flags & 4;
+  const bool h2 = flags & 1, head = flags & 2, keep_open = flags & 4, upgrade = flags & 8;
   std::string answer(reinterpret_cast<const char*>(data + 1), size - 1);
-  std::string request = h2     ? (head ? kH2Head : kH2Get)
-                        : head ? "HEAD / HTTP/1.1\r\nHost: example.test\r\n\r\n"
-                               : "GET / HTTP/1.1\r\nHost: example.test\r\n\r\n";
+  std::string request =
+      h2     ? (head ? kH2Head : kH2Get)
+      : head ? "HEAD / HTTP/1.1\r\nHost: example.test\r\n\r\n"
+      : upgrade
+          ? "GET / HTTP/1.1\r\nHost: example.test\r\nUpgrade: websocket\r\nConnection: upgrade\r\n\r\n\x81\x80\0\0\0\0"
+          : "GET / HTTP/1.1\r\nHost: example.test\r\n\r\n";
   DataPathRig::get().run(h2 ? DataPathRig::Protocol::Http2 : DataPathRig::Protocol::Http1, request,
                          [&](tlsfront::harness::ScriptedUpstream& upstream) {
                            upstream.script(Reply{{}, false, std::move(answer), !keep_open});

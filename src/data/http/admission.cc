@@ -1,5 +1,7 @@
 #include "data/http/admission.h"
 
+#include <algorithm>
+
 #include "data/http/header_plan.h"
 #include "message/request_path.h"
 
@@ -75,6 +77,7 @@ Admission admit(const SessionEnv& env, ExchangeSink* sink, RequestRecord& record
   if (const config::Listener* cleartext = cleartext_listener(info)) {
     if (!cleartext->acme_upstream.empty() && normalized.path.starts_with(kAcmeChallenge)) {
       if (auto upstream = upstream_index(*env.config, cleartext->acme_upstream)) {
+        head.upgrade.clear();
         return forward(env, sink, record, *upstream, env.headers ? &env.headers->unrouted(info.scheme) : nullptr,
                        nullptr);
       }
@@ -91,6 +94,12 @@ Admission admit(const SessionEnv& env, ExchangeSink* sink, RequestRecord& record
       answer.location = expand_location(route->answer->location, header_vars(info, record));
     }
     return {nullptr, std::move(answer)};
+  }
+  if (!head.upgrade.empty()) {
+    // Only the route's upgrade tokens open a tunnel; any other Upgrade is
+    // dropped (hop-by-hop) and the request forwarded as an ordinary one.
+    const auto& allowed = env.config->routes[route->route].upgrade;
+    if (std::find(allowed.begin(), allowed.end(), head.upgrade) == allowed.end()) head.upgrade.clear();
   }
   if (route->pass_normalized && normalized.changed) {
     head.upstream_target.reserve(normalized.path.size() + normalized.query.size());

@@ -26,7 +26,9 @@ int refused_method(const RequestHead& head);
 // when its target is refused by normalization (message/request_path.h: ".."
 // above "/", %2F, %5C, %00, bad percent-encoding or UTF-8); 404 when no route
 // matches its host, method and normalized path (the asterisk-form "*" of
-// OPTIONS never does); the matching route's return or redirect. Sets
+// OPTIONS never does); the matching route's return or redirect. Clears
+// head.upgrade unless the route's `upgrade` list names it (and on every
+// path that is not a route's: ACME, fixed answers). Sets
 // head.upstream_target when the route passes the normalized target on.
 // `sink` is borrowed by the exchange. First, a client its listener trusts
 // (trust_request_id) has its own valid request ID header adopted as

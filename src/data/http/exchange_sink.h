@@ -50,6 +50,13 @@ class ExchangeSink {
   // The final response head; hop-by-hop headers are already removed, framing
   // is the sink's to choose from head.content_length / `has_body`.
   virtual void send_response_head(const ResponseHead& head, bool has_body) = 0;
+  // The upstream's 101 (RFC 9110 §15.2.2) to a request that asked to
+  // upgrade to `protocol` (lowercase; RequestHead::upgrade), hop-by-hop
+  // fields removed. From here on send_response_body() carries the
+  // tunnel's bytes from the upstream, end_response() is the upstream's
+  // close, fail_response(0) its reset; the client's bytes go up through
+  // ProxyExchange::on_tunnel_data().
+  virtual void open_tunnel(const ResponseHead& head, std::string_view protocol) = 0;
   // Response body bytes (decoded from upstream framing); valid during the call.
   virtual void send_response_body(std::string_view data) = 0;
   // The response's trailer fields (RFC 9110 §6.5), valid names and values,

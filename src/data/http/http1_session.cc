@@ -75,15 +75,28 @@ Http1Session::Http1Session(const SessionEnv& env, ClientTransport* transport, Co
   arm(TimerPurpose::Header);
 }
 
-Http1Session::~Http1Session() { ProxyExchange::retire(exchange_); }
+Http1Session::~Http1Session() {
+  // A tunnel cut by the drain deadline (Connection::abort) still gets its line.
+  if (exchange_ && record_.tunnel) log_request();
+  ProxyExchange::retire(exchange_);
+}
 
 bool Http1Session::wants_input() const {
-  if (close_ == CloseMode::Closed || request_ == RequestPhase::Complete || !pending_input_.empty()) return false;
+  if (close_ == CloseMode::Closed) return false;
+  if (request_ == RequestPhase::Tunnel) return !(exchange_ && exchange_->request_body_congested());
+  if (request_ == RequestPhase::Complete || !pending_input_.empty()) return false;
   return !(exchange_ && exchange_->request_body_congested());
 }
 
 void Http1Session::on_data(std::string_view data) {
   if (close_ == CloseMode::Closed) return;
+  if (request_ == RequestPhase::Tunnel) {
+    record_.bytes_received += data.size();
+    if (env_.counters) env_.counters->tunnel_bytes_to_upstream.add(data.size());
+    arm(TimerPurpose::Tunnel);
+    if (exchange_) exchange_->on_tunnel_data(data);
+    return;
+  }
   if (request_ == RequestPhase::Complete || !pending_input_.empty()) {
     pending_input_.append(data);
     return;
@@ -203,6 +216,8 @@ int Http1Session::validate_head() {
   const bool http11 = req.version_major == 1 && req.version_minor >= 1;
   int hosts = 0, te = 0, cl = 0;
   const Header* host = nullptr;
+  const Header* upgrade = nullptr;
+  bool connection_upgrade = false;
   for (const auto& h : req.headers) {
     if (!valid_field_name(h.name) || !valid_field_value(h.value)) return 400;
     switch (h.token) {
@@ -225,6 +240,12 @@ int Http1Session::validate_head() {
       case HeaderToken::UserAgent:
         record_.user_agent = h.value;
         break;
+      case HeaderToken::Connection:
+        connection_upgrade = connection_upgrade || list_contains(h.value, "upgrade");
+        break;
+      case HeaderToken::Upgrade:
+        if (upgrade == nullptr) upgrade = &h;
+        break;
       default:
         break;
     }
@@ -234,6 +255,19 @@ int Http1Session::validate_head() {
   // RFC 9112 §3.2: exactly one Host in HTTP/1.1.
   if (hosts > 1 || (http11 && hosts == 0)) return 400;
   if (host && !valid_host(host->value)) return 400;
+  // RFC 9110 §7.8: Upgrade counts only when Connection names it; a request
+  // with a body is not upgraded (its body would have to go first), and
+  // HTTP/1.0 has no Upgrade. admit() keeps it only if the route allows it.
+  if (upgrade != nullptr && connection_upgrade && http11 && te == 0 && !req.content_length.value_or(0)) {
+    std::vector<std::string_view> protocols;
+    split_list(upgrade->value, protocols);
+    // One protocol only: a list would leave the upstream to choose, and the
+    // route's check to one of them.
+    if (protocols.size() == 1) {
+      req.upgrade.assign(protocols.front());
+      for (char& c : req.upgrade) c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+    }
+  }
 
   std::string_view target = req.target;
   if (!target.empty() && target.front() == '/') {
@@ -314,6 +348,10 @@ int Http1Session::on_headers_complete() {
     return 0;
   }
   exchange_ = std::move(admission.exchange);
+  // An Upgrade request's connection ends with its answer unless it becomes
+  // a tunnel: what the client sent after it is the tunnel's or nothing,
+  // never a request parsed here.
+  if (!req.upgrade.empty()) close_after_response();
   if (req.expect_continue && req.has_body()) {
     transport_->send(kContinue);
     record_.bytes_sent += kContinue.size();
@@ -348,6 +386,29 @@ void Http1Session::send_informational(const ResponseHead& head) {
   transport_->send(out);
 }
 
+void Http1Session::open_tunnel(const ResponseHead& head, std::string_view protocol) {
+  record_.status = head.status;
+  record_.tunnel = true;
+  std::string& out = head_scratch();
+  append_status_and_headers(out, head);
+  out += "Upgrade: ";
+  out += protocol;
+  out += "\r\nConnection: upgrade\r\n\r\n";
+  record_.bytes_sent += out.size();
+  transport_->send(out);
+  transition(response_, ResponsePhase::Tunnel);
+  transition(request_, RequestPhase::Tunnel);
+  if (env_.counters) env_.counters->tunnels_opened.add();
+  arm(TimerPurpose::Tunnel);
+  // Bytes the client sent after its request, before the 101, are the tunnel's.
+  if (!pending_input_.empty()) {
+    std::string early = std::move(pending_input_);
+    pending_input_.clear();
+    on_data(early);
+  }
+  if (wants_input()) transport_->resume_input();
+}
+
 void Http1Session::send_response_head(const ResponseHead& head, bool has_body) {
   record_.status = head.status;
   if (in_request()) close_after_response();  // the upstream answered before the body ended
@@ -380,6 +441,13 @@ void Http1Session::send_response_head(const ResponseHead& head, bool has_body) {
 
 void Http1Session::send_response_body(std::string_view data) {
   if (data.empty()) return;
+  if (response_ == ResponsePhase::Tunnel) {
+    transport_->send(data);
+    record_.bytes_sent += data.size();
+    if (env_.counters) env_.counters->tunnel_bytes_to_client.add(data.size());
+    arm(TimerPurpose::Tunnel);
+    return;
+  }
   if (response_ == ResponsePhase::Chunked) {
     record_.bytes_sent += write_chunk(data, [this](std::string_view part) { transport_->send(part); });
   } else {
@@ -391,6 +459,12 @@ void Http1Session::send_response_body(std::string_view data) {
 }
 
 void Http1Session::end_response() {
+  if (response_ == ResponsePhase::Tunnel) {
+    // The upstream closed the tunnel: so does the client connection.
+    record_.response_complete = true;
+    close(true);
+    return;
+  }
   if (response_ == ResponsePhase::Chunked) {
     transport_->send(kLastChunk);
     record_.bytes_sent += kLastChunk.size();
@@ -492,6 +566,9 @@ void Http1Session::on_timer() {
     case TimerPurpose::Idle:
       close(true);
       break;
+    case TimerPurpose::Tunnel:
+      close(true);  // timeouts.tunnel without a byte either way (logged with the tunnel)
+      break;
     case TimerPurpose::Send:
       close(false);  // the client stopped reading: its response is cut short (and logged)
       break;
@@ -516,6 +593,7 @@ void Http1Session::arm(TimerPurpose purpose) {
     case TimerPurpose::Resume: transport_->arm_timer(std::chrono::milliseconds(0)); break;
     case TimerPurpose::Send: transport_->arm_timer(t.send); break;
     case TimerPurpose::Body: transport_->arm_timer(t.body); break;
+    case TimerPurpose::Tunnel: transport_->arm_timer(t.tunnel); break;
     case TimerPurpose::None: transport_->stop_timer(); break;
   }
 }
@@ -524,6 +602,8 @@ void Http1Session::on_client_closed() {
   if (close_ == CloseMode::Closed) return;
   // nginx's "client closed request", unless the client already had a status.
   if (exchange_ && response_ == ResponsePhase::Waiting) record_.status = 499;
+  // A tunnel ends when either side closes: the client's close is its end.
+  if (response_ == ResponsePhase::Tunnel) record_.response_complete = true;
   close(false);
 }
 

@@ -5,6 +5,12 @@
 // framing is answered 400 and the connection closed before anything is
 // forwarded; 431 oversized head, 413 oversized body, 404 no route, 417 bad
 // Expect; upstream failures become 502/504 through ExchangeSink::fail_response.
+// An Upgrade request (RFC 9110 §7.8; RFC 6455 §4.1) without a body, whose
+// route allows its protocol, goes up with its Upgrade; a 101 makes the
+// connection a byte tunnel (RequestPhase::Tunnel) idle-limited by
+// timeouts.tunnel. Any other answer is an ordinary response after which the
+// connection closes: bytes the client sent after its Upgrade request are
+// never parsed as a next request (no smuggling past a refused upgrade).
 // Thread affinity: owning worker only.
 #pragma once
 
@@ -40,15 +46,20 @@ class Http1Session final : public ClientSession, public ExchangeSink {
   //   Body     -> Complete  the message is read whole; the parser pauses, and
   //                         pipelined bytes wait in pending_input_
   //   Complete -> Idle      its response ended and the connection stays open
+  //   Complete -> Tunnel    the upstream's 101 to an Upgrade request went out:
+  //                         every later client byte is the tunnel's (final:
+  //                         the connection closes when the tunnel ends)
   // A request refused mid-way (400, 408, 413, ...) keeps its phase: the
   // connection closes after the answer (CloseMode), and Head or Body then
   // says the client may still be sending (so the transport lingers).
-  enum class RequestPhase { Idle, Head, Body, Complete };
+  enum class RequestPhase { Idle, Head, Body, Complete, Tunnel };
   // The response being written:
   //   Waiting -> Sized | Chunked | UntilClose   the final head went out, its
   //              body framed by Content-Length (or none), chunked, or the close
   //   any     -> Waiting                        the response ended
-  enum class ResponsePhase { Waiting, Sized, Chunked, UntilClose };
+  //   Waiting -> Tunnel                         a 101 went out: the upstream's
+  //                                             bytes follow unframed (final)
+  enum class ResponsePhase { Waiting, Sized, Chunked, UntilClose, Tunnel };
   // What happens after the current response:
   //   KeepAlive -> AfterResponse | Closed   AfterResponse: Connection: close
   //   AfterResponse -> Closed               (the client's, a refused request,
@@ -78,6 +89,7 @@ class Http1Session final : public ClientSession, public ExchangeSink {
 
   // ExchangeSink
   void send_informational(const ResponseHead& head) override;
+  void open_tunnel(const ResponseHead& head, std::string_view protocol) override;
   void send_response_head(const ResponseHead& head, bool has_body) override;
   void send_response_body(std::string_view data) override;
   void end_response() override;
@@ -88,7 +100,7 @@ class Http1Session final : public ClientSession, public ExchangeSink {
 
  private:
   friend struct RequestParserCallbacks;
-  enum class TimerPurpose { None, Header, Body, Idle, Resume, Send };
+  enum class TimerPurpose { None, Header, Body, Idle, Resume, Send, Tunnel };
 
   bool in_request() const { return request_ == RequestPhase::Head || request_ == RequestPhase::Body; }
   void execute(std::string_view data);
@@ -155,18 +167,20 @@ class Http1Session final : public ClientSession, public ExchangeSink {
 constexpr bool legal(Http1Session::RequestPhase from, Http1Session::RequestPhase to) {
   using P = Http1Session::RequestPhase;
   return (from == P::Idle && to == P::Head) || (from == P::Head && to == P::Body) ||
-         (from == P::Body && to == P::Complete) || (from == P::Complete && to == P::Idle);
+         (from == P::Body && to == P::Complete) || (from == P::Complete && to == P::Idle) ||
+         (from == P::Complete && to == P::Tunnel);
 }
 constexpr const char* name(Http1Session::RequestPhase p) {
-  constexpr const char* names[] = {"Idle", "Head", "Body", "Complete"};
+  constexpr const char* names[] = {"Idle", "Head", "Body", "Complete", "Tunnel"};
   return names[static_cast<int>(p)];
 }
 constexpr bool legal(Http1Session::ResponsePhase from, Http1Session::ResponsePhase to) {
   using P = Http1Session::ResponsePhase;
+  if (from == P::Tunnel) return false;
   return (from == P::Waiting) != (to == P::Waiting);
 }
 constexpr const char* name(Http1Session::ResponsePhase p) {
-  constexpr const char* names[] = {"Waiting", "Sized", "Chunked", "UntilClose"};
+  constexpr const char* names[] = {"Waiting", "Sized", "Chunked", "UntilClose", "Tunnel"};
   return names[static_cast<int>(p)];
 }
 constexpr bool legal(Http1Session::CloseMode from, Http1Session::CloseMode to) {

@@ -125,6 +125,9 @@ class Http2Stream final : public Deletable, public ExchangeSink {
 
   // ExchangeSink
   void send_informational(const ResponseHead& head) override;
+  // Never called: an HTTP/2 request carries no Upgrade (hop-by-hop, refused
+  // by nghttp2), and RFC 8441 extended CONNECT is not implemented yet.
+  void open_tunnel(const ResponseHead&, std::string_view) override { fail_response(502, "unexpected 101"); }
   void send_response_head(const ResponseHead& head, bool has_body) override;
   void send_response_body(std::string_view data) override;
   void send_trailers(const std::vector<Header>& trailers) override;

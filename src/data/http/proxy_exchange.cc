@@ -23,6 +23,7 @@ ProxyExchange::ProxyExchange(uv_loop_t* loop, ExchangeSink* sink, upstream::Upst
       method_(head.method),
       chunked_request_(head.chunked),
       idempotent_(head.idempotent()),
+      upgrade_(head.upgrade),
       replay_state_(Replay::Partial) {
   const ConnectionInfo& info = sink->connection_info();
   UpstreamRequestOptions opts;
@@ -80,7 +81,8 @@ void ProxyExchange::attempt(upstream::UpstreamPool* pool, bool allow_reuse) {
   // Only a Whole replay buffer makes the retry certain: a Partial one may
   // still overflow after this choice, and the retry would then be impossible.
   const bool check_open = !(idempotent_ && replay_state_ == Replay::Whole);
-  auto lease = pool->acquire(allow_reuse, check_open);
+  // An Upgrade may turn the connection into a tunnel: never a pooled one.
+  auto lease = pool->acquire(allow_reuse && upgrade_.empty(), check_open);
   if (!lease) {
     on_upstream_error(upstream::UpstreamFailure::ConnectFailed, lease.take_error());
     return;
@@ -91,7 +93,7 @@ void ProxyExchange::attempt(upstream::UpstreamPool* pool, bool allow_reuse) {
     stats_.connect_ms = 0.0;
     transition(phase_, Phase::AwaitingHead);
   }
-  conn_->attach(this, method_ == "HEAD");
+  conn_->attach(this, method_ == "HEAD", !upgrade_.empty());
   conn_->send(replay_);
   // A request that cannot be retried goes out now, not at the end of the
   // iteration: the peek said the pooled connection was open a moment ago,
@@ -122,6 +124,10 @@ void ProxyExchange::on_request_body(std::string_view data) {
   } else {
     send_up(data);
   }
+}
+
+void ProxyExchange::on_tunnel_data(std::string_view data) {
+  if (phase_ == Phase::Tunnel && conn_) conn_->send(data);
 }
 
 void ProxyExchange::on_request_complete() {
@@ -210,9 +216,17 @@ void ProxyExchange::on_upstream_head(ResponseHead&& head, bool informational) {
     if (conn_ && sink_->output_congested()) conn_->pause_reading();
     return;
   }
-  transition(phase_, Phase::Streaming);
   if (replay_state_ != Replay::Lost) lose_replay();
   stats_.status = head.status;
+  if (head.status == 101) {
+    // Only an Upgrade request's connection lets a 101 through
+    // (UpstreamConnection::attach); the client gets the protocol it asked for.
+    transition(phase_, Phase::Tunnel);
+    if (response_edit_ != nullptr) apply_edit(head.headers, *response_edit_, vars_);
+    sink_->open_tunnel(head, upgrade_);
+    return;
+  }
+  transition(phase_, Phase::Streaming);
   if (response_edit_ != nullptr) apply_edit(head.headers, *response_edit_, vars_);
   bool has_body = !response_has_no_body(method_, head.status);
   if (compression_ != nullptr) {
@@ -312,7 +326,7 @@ void ProxyExchange::on_upstream_complete() {
   transition(phase_, Phase::Done);
   stats_.response_ms = ms_since(attempt_start_);
   if (conn_) {
-    if (request_complete_ && conn_->reusable()) {
+    if (request_complete_ && conn_->reusable() && upgrade_.empty()) {
       pool_->release(std::move(conn_));
     } else {
       drop_connection();
@@ -332,7 +346,7 @@ void ProxyExchange::on_upstream_error(upstream::UpstreamFailure failure, Error e
   const ConnectionInfo& info = sink_->connection_info();
   log::warn("conn={} client={}:{} upstream={}: {}", info.id, info.remote_addr, info.remote_port,
             pool_ ? pool_->address() : std::string("-"), error.message());
-  if (phase_ == Phase::Streaming) {
+  if (phase_ == Phase::Streaming || phase_ == Phase::Tunnel) {
     fail(0, error.message());
     return;
   }

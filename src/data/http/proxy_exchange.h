@@ -7,7 +7,9 @@
 // the response body on the way (data/http/response_compression.h): each
 // upstream body chunk is encoded as it arrives and the output flushed when
 // a read from the backend is parsed, so memory stays the codec's state and
-// backpressure acts on the compressed bytes as on any body.
+// backpressure acts on the compressed bytes as on any body. An Upgrade
+// request (RequestHead::upgrade) goes on a new connection, and a 101 makes
+// the exchange a tunnel (Phase::Tunnel) until either side closes.
 // Thread affinity: owning worker only.
 #pragma once
 
@@ -51,9 +53,12 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   //   AwaitingHead -> Streaming (final response head passed on) |
   //                   Connecting (a pooled connection failed: retried once on a new one) | Done
   //   Streaming    -> Done
+  //   AwaitingHead -> Tunnel (a 101 answered an Upgrade request: both sides
+  //                   are a byte tunnel, on a connection that is never pooled)
+  //   Tunnel       -> Done (either side closed, or the tunnel was cancelled)
   // Done: the response completed, failed, or the exchange was cancelled; no
   // sink call is made after it.
-  enum class Phase { Created, Connecting, AwaitingHead, Streaming, Done };
+  enum class Phase { Created, Connecting, AwaitingHead, Streaming, Tunnel, Done };
   // What the replay buffer holds (everything sent upstream so far, so a
   // failed attempt can be replayed on a new connection):
   //   Whole   -> Lost   the whole request (head + Content-Length body) fits:
@@ -89,6 +94,9 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   // True while the upstream write queue is above its high watermark: the
   // session stops reading the client until ExchangeSink::on_request_body_writable.
   bool request_body_congested() const;
+  // Tunnel bytes from the client (after ExchangeSink::open_tunnel), sent up
+  // as they are; the same backpressure as a request body.
+  void on_tunnel_data(std::string_view data);
   // The client side drained: resume reading the upstream response.
   void on_output_drained();
   // The client went away or the session failed: close the upstream connection,
@@ -137,6 +145,7 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   const std::string method_;
   const bool chunked_request_;
   const bool idempotent_;
+  const std::string upgrade_;  // the Upgrade protocol asked for; "": an ordinary request
   Phase phase_ = Phase::Created;
   Replay replay_state_;
   std::unique_ptr<upstream::UpstreamConnection> conn_;
@@ -157,14 +166,15 @@ constexpr bool legal(ProxyExchange::Phase from, ProxyExchange::Phase to) {
   switch (from) {
     case P::Created: return to == P::Connecting || to == P::Done;
     case P::Connecting: return to == P::AwaitingHead || to == P::Connecting || to == P::Done;
-    case P::AwaitingHead: return to == P::Streaming || to == P::Connecting || to == P::Done;
+    case P::AwaitingHead: return to == P::Streaming || to == P::Tunnel || to == P::Connecting || to == P::Done;
     case P::Streaming: return to == P::Done;
+    case P::Tunnel: return to == P::Done;
     case P::Done: return false;
   }
   return false;
 }
 constexpr const char* name(ProxyExchange::Phase p) {
-  constexpr const char* names[] = {"Created", "Connecting", "AwaitingHead", "Streaming", "Done"};
+  constexpr const char* names[] = {"Created", "Connecting", "AwaitingHead", "Streaming", "Tunnel", "Done"};
   return names[static_cast<int>(p)];
 }
 constexpr bool legal(ProxyExchange::Replay from, ProxyExchange::Replay to) {

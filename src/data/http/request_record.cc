@@ -42,6 +42,7 @@ void RequestRecord::begin() {
   start = std::chrono::steady_clock::now();
   status = 0;
   response_complete = false;
+  tunnel = false;
   bytes_sent = 0;
   bytes_received = 0;
   body_bytes = 0;
@@ -65,7 +66,10 @@ void RequestRecord::release() {
 void RequestRecord::log_completed(const SessionEnv& env, const ConnectionInfo& info, std::string_view protocol,
                                   uint32_t stream_id, bool with_handshake_time) const {
   const auto elapsed = std::chrono::steady_clock::now() - start;
-  if (env.counters) env.counters->count_request(protocol, status, elapsed);
+  if (env.counters) {
+    env.counters->count_request(protocol, status, elapsed);
+    if (tunnel) env.counters->tunnels_closed.add();
+  }
   if (!env.access_log) return;
   log::AccessLogEntry e;
   fill_access_log_entry(e, info, upstream ? &*upstream : nullptr);
@@ -75,6 +79,7 @@ void RequestRecord::log_completed(const SessionEnv& env, const ConnectionInfo& i
   e.path = head.target;
   e.status = status;
   e.response_complete = response_complete;
+  e.tunnel = tunnel;
   e.bytes_sent = bytes_sent;
   e.bytes_received = bytes_received;
   e.request_time_ms = std::chrono::duration<double, std::milli>(elapsed).count();

@@ -51,6 +51,10 @@ struct RequestRecord {
   // after its head was queued, 400 for a stream error).
   int status = 0;
   bool response_complete = false;  // the whole response was handed to the client connection
+  // A 101 opened a tunnel (bytes_* then include the tunnel's bytes; the line
+  // is written when the tunnel ends; response_complete: it ended by a close
+  // from either side, not by a timeout, reset or stop).
+  bool tunnel = false;
   uint64_t bytes_sent = 0;      // response head + body bytes as framed to the client
   uint64_t bytes_received = 0;  // request head + body bytes as framed by the client
   uint64_t body_bytes = 0;      // decoded request body bytes so far

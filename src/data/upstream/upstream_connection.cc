@@ -88,9 +88,10 @@ Status UpstreamConnection::connect(const sockaddr_storage& addr) {
   return {};
 }
 
-void UpstreamConnection::attach(Handler* handler, bool head_request) {
+void UpstreamConnection::attach(Handler* handler, bool head_request, bool upgrade) {
   handler_ = handler;
   head_request_ = head_request;
+  upgrade_ = upgrade;
   if (state_ == State::Idle) transition(state_, State::Active);  // reused; a new one is still Connecting
   if (response_ != ResponsePhase::Waiting) transition(response_, ResponsePhase::Waiting);
   written_at_attach_ = writer_.bytes_written();
@@ -202,6 +203,10 @@ void UpstreamConnection::on_read(ssize_t nread, const uv_buf_t* buf) {
     pool_->remove_idle(this);
     return;
   }
+  if (response_ == ResponsePhase::Tunnel) {
+    on_tunnel_read(nread, buf);
+    return;
+  }
   if (nread < 0) {
     if (nread == UV_EOF && response_ == ResponsePhase::Reading) {
       // A close-delimited body ends at EOF (RFC 9112 §6.3 item 8).
@@ -221,6 +226,13 @@ void UpstreamConnection::on_read(ssize_t nread, const uv_buf_t* buf) {
   // The last two bytes, for preceded_by_crlf() at the start of the next read.
   tail_[0] = nread >= 2 ? data[nread - 2] : tail_[1];
   tail_[1] = data[nread - 1];
+  if (err == HPE_PAUSED_UPGRADE && response_ == ResponsePhase::Tunnel) {
+    // The 101's head ended; what follows it in this read is the tunnel's.
+    const char* pos = llhttp_get_error_pos(&parser_);
+    if (handler_ && pos != data + nread)
+      handler_->on_upstream_body(std::string_view(pos, static_cast<size_t>(data + nread - pos)));
+    return;
+  }
   if (err == HPE_PAUSED) {
     // Paused at the end of a final response. Anything after it is unsolicited.
     const char* pos = llhttp_get_error_pos(&parser_);
@@ -265,7 +277,25 @@ void UpstreamConnection::on_timer() {
   fail(failure, make_error(Errc::Timeout, what));
 }
 
-void UpstreamConnection::arm_timer(std::chrono::milliseconds ms) { timer_.arm(ms); }
+void UpstreamConnection::on_tunnel_read(ssize_t nread, const uv_buf_t* buf) {
+  if (nread == UV_EOF) {
+    // The backend ended the tunnel (its FIN): the whole tunnel ends with it.
+    close();
+    if (Handler* h = std::exchange(handler_, nullptr)) h->on_upstream_complete();
+    return;
+  }
+  if (nread < 0) {
+    fail(UpstreamFailure::Reset,
+         make_error(Errc::Upstream, std::string("recv() failed: ") + uv_strerror(static_cast<int>(nread))));
+    return;
+  }
+  response_bytes_ += static_cast<size_t>(nread);
+  if (handler_) handler_->on_upstream_body(std::string_view(buf->base, static_cast<size_t>(nread)));
+}
+
+void UpstreamConnection::arm_timer(std::chrono::milliseconds ms) {
+  if (response_ != ResponsePhase::Tunnel) timer_.arm(ms);
+}
 
 void UpstreamConnection::fail(UpstreamFailure failure, Error error) {
   close();
@@ -343,8 +373,14 @@ int UpstreamConnection::on_headers_complete() {
   const int status = head_.status;
   bool informational = status >= 100 && status < 200;
   if (status == 101) {
-    // Upgrades are not proxied; a 101 we did not ask for is a broken upstream.
-    return -1;
+    // A 101 we did not ask for is a broken upstream.
+    if (!upgrade_) return -1;
+    transition(response_, ResponsePhase::Tunnel);
+    timer_.stop();
+    ++requests_;
+    if (handler_) handler_->on_upstream_head(std::move(head_), false);
+    // 2: no body, and llhttp stops after this head (HPE_PAUSED_UPGRADE).
+    return state_ == State::Closed ? -1 : 2;
   }
   if (handler_) handler_->on_upstream_head(std::move(head_), informational);
   // From here on the parser may deliver a trailer section (chunked only);
@@ -366,6 +402,7 @@ int UpstreamConnection::on_body(const char* at, size_t len) {
 }
 
 int UpstreamConnection::on_message_complete() {
+  if (response_ == ResponsePhase::Tunnel) return 0;
   int status = llhttp_get_status_code(&parser_);
   if (status >= 100 && status < 200) {
     transition(response_, ResponsePhase::Waiting);

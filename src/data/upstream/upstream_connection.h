@@ -74,7 +74,16 @@ class UpstreamConnection : public Deletable, public Flushable {
   //   Reusable -> Final                bytes after the response (a closed
   //                                    connection is never reusable either)
   //   Reusable -> Waiting              reused for the next exchange (attach)
-  enum class ResponsePhase { Waiting, Reading, Reusable, Final };
+  //   Reading  -> Tunnel               a 101 answered an Upgrade request
+  //                                    (attach's `upgrade`): from its head on
+  //                                    the connection is a byte tunnel (RFC
+  //                                    9110 §15.2.2); bytes go to
+  //                                    on_upstream_body unparsed, the
+  //                                    backend's EOF is on_upstream_complete,
+  //                                    and no timer runs (the client session
+  //                                    keeps timeouts.tunnel). Final: never
+  //                                    reused, it ends only with close()
+  enum class ResponsePhase { Waiting, Reading, Reusable, Final, Tunnel };
 
   // `pool` is borrowed and outlives the connection (owns it or its owner's pool).
   UpstreamConnection(uv_loop_t* loop, UpstreamPool* pool, const config::Upstream& cfg);
@@ -84,8 +93,10 @@ class UpstreamConnection : public Deletable, public Flushable {
   // Starts a non-blocking connect to `addr`. Errc::Upstream on immediate failure.
   [[nodiscard]] Status connect(const sockaddr_storage& addr);
 
-  // Binds the next exchange. `head_request`: the response to a HEAD has no body.
-  void attach(Handler* handler, bool head_request);
+  // Binds the next exchange. `head_request`: the response to a HEAD has no
+  // body. `upgrade`: the request asks for an Upgrade, so a 101 opens a
+  // tunnel (otherwise a 101 is an invalid response).
+  void attach(Handler* handler, bool head_request, bool upgrade = false);
   // Unbinds the handler (no further callbacks).
   void detach() { handler_ = nullptr; }
 
@@ -122,6 +133,7 @@ class UpstreamConnection : public Deletable, public Flushable {
   friend struct ParserCallbacks;
   void on_connect(int status);
   void on_read(ssize_t nread, const uv_buf_t* buf);
+  void on_tunnel_read(ssize_t nread, const uv_buf_t* buf);
   void on_write_done(int status);
   void on_timer();
   void arm_timer(std::chrono::milliseconds ms);
@@ -156,6 +168,7 @@ class UpstreamConnection : public Deletable, public Flushable {
   Handler* handler_ = nullptr;
   llhttp_t parser_{};
   bool head_request_ = false;
+  bool upgrade_ = false;
   bool reading_ = false;
   ResponsePhase response_ = ResponsePhase::Waiting;
   uint64_t requests_ = 0;
@@ -187,14 +200,15 @@ constexpr bool legal(UpstreamConnection::ResponsePhase from, UpstreamConnection:
   using P = UpstreamConnection::ResponsePhase;
   switch (from) {
     case P::Waiting: return to == P::Reading;
-    case P::Reading: return to == P::Waiting || to == P::Reusable || to == P::Final;
+    case P::Reading: return to == P::Waiting || to == P::Reusable || to == P::Final || to == P::Tunnel;
     case P::Reusable: return to == P::Final || to == P::Waiting;
     case P::Final: return false;
+    case P::Tunnel: return false;
   }
   return false;
 }
 constexpr const char* name(UpstreamConnection::ResponsePhase p) {
-  constexpr const char* names[] = {"Waiting", "Reading", "Reusable", "Final"};
+  constexpr const char* names[] = {"Waiting", "Reading", "Reusable", "Final", "Tunnel"};
   return names[static_cast<int>(p)];
 }
 

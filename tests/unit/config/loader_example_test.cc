@@ -101,6 +101,7 @@ TEST(ExampleConfig, DocumentedDefaultsAreTheDefaults) {
   EXPECT_EQ(a.timeouts.keepalive, b.timeouts.keepalive);
   EXPECT_EQ(a.timeouts.body, b.timeouts.body);
   EXPECT_EQ(a.timeouts.send, b.timeouts.send);
+  EXPECT_EQ(a.timeouts.tunnel, b.timeouts.tunnel);
   EXPECT_EQ(a.listeners[0].alpn, b.listeners[0].alpn);
   EXPECT_EQ(a.http2.max_concurrent_streams, b.http2.max_concurrent_streams);
   EXPECT_EQ(a.http2.initial_window_size, b.http2.initial_window_size);
@@ -110,6 +111,7 @@ TEST(ExampleConfig, DocumentedDefaultsAreTheDefaults) {
   EXPECT_EQ(a.request_id_header, b.request_id_header);
   EXPECT_EQ(a.compression, b.compression);
   EXPECT_EQ(a.routes.at(0).compression, b.routes.at(0).compression);
+  EXPECT_EQ(a.routes.at(0).upgrade, b.routes.at(0).upgrade);
   EXPECT_EQ(a.listeners[0].trust_request_id, b.listeners[0].trust_request_id);
   EXPECT_EQ(a.response_headers, b.response_headers);
   EXPECT_EQ(a.request_headers, b.request_headers);

@@ -42,6 +42,28 @@ TEST(LoaderRoute, BadPatternIsRefusedWithItsPosition) {
   EXPECT_EQ(load_error(with("path_regex = ''\n")), R"(t.toml:14:1: route[0].path_regex: must not be empty)");
 }
 
+TEST(LoaderRoute, Upgrade) {
+  Config c = load_ok(
+      with("upgrade = [\"WebSocket\", \"x-custom\"]\n\n[[route]]\npath_exact = \"/b\"\nupstream = \"demo\"\n"
+           "upgrade = []\n\n[[route]]\npath_exact = \"/c\"\nupstream = \"demo\"\n\n[timeouts]\ntunnel = \"5m\"\n"));
+  ASSERT_EQ(c.routes.size(), 3u);
+  EXPECT_EQ(c.routes[0].upgrade, (std::vector<std::string>{"websocket", "x-custom"}));
+  EXPECT_TRUE(c.routes[1].upgrade.empty());
+  EXPECT_EQ(c.routes[2].upgrade, (std::vector<std::string>{"websocket"}));  // the default
+  EXPECT_EQ(c.timeouts.tunnel, std::chrono::minutes(5));
+  EXPECT_EQ(load_ok(with("")).timeouts.tunnel, std::chrono::hours(1));
+  EXPECT_EQ(
+      load_error(with("upgrade = [\"websocket/13\"]\n")),
+      R"(t.toml:14:12: route[0].upgrade[0]: "websocket/13" is not an Upgrade protocol name (RFC 9110 token, no version))");
+  EXPECT_EQ(load_error(with("upgrade = [\"h2c\"]\n")),
+            R"(t.toml:14:12: route[0].upgrade[0]: "h2c" cannot be tunnelled (HTTP/2 to clients is TLS ALPN h2))");
+  EXPECT_EQ(load_error(with("upgrade = [\"websocket\", \"WebSocket\"]\n")),
+            R"(t.toml:14:25: route[0].upgrade[1]: "websocket" is listed twice)");
+  EXPECT_EQ(load_error(with("upgrade = \"websocket\"\n")),
+            R"(t.toml:14:1: route[0].upgrade: expected an array, got string)");
+  EXPECT_EQ(load_error(with("\n[timeouts]\ntunnel = \"0s\"\n")).substr(0, 28), "t.toml:16:1: timeouts.tunnel");
+}
+
 TEST(LoaderRoute, Errors) {
   EXPECT_EQ(load_error(with("path_prefix = \"/a/\"\npath_exact = \"/a\"\n")),
             R"(t.toml:15:1: route[0].path_exact: only one of path_prefix, path_exact and path_regex per route (path_prefix is set too))");

@@ -30,12 +30,38 @@ using namespace std::string_view_literals;
 using testing::JsonChecker;
 using testing::reference_json_string;
 
-const std::vector<std::string> kKeyOrder = {
-    "time", "remote_addr", "remote_port", "sni", "alpn", "scheme", "protocol", "method", "path",
-    "status", "response_complete", "bytes_sent", "bytes_received", "request_time_ms", "ssl_protocol", "ssl_cipher",
-    "ssl_session_reused", "ssl_resumption", "tls_handshake_ms", "connection_id", "connection_requests",
-    "stream_id", "upstream_addr", "upstream_error", "upstream_status", "upstream_connect_ms", "upstream_response_ms",
-    "upstream_connection_reused", "user_agent", "request_id", "content_encoding"};
+const std::vector<std::string> kKeyOrder = {"time",
+                                            "remote_addr",
+                                            "remote_port",
+                                            "sni",
+                                            "alpn",
+                                            "scheme",
+                                            "protocol",
+                                            "method",
+                                            "path",
+                                            "status",
+                                            "response_complete",
+                                            "bytes_sent",
+                                            "bytes_received",
+                                            "request_time_ms",
+                                            "ssl_protocol",
+                                            "ssl_cipher",
+                                            "ssl_session_reused",
+                                            "ssl_resumption",
+                                            "tls_handshake_ms",
+                                            "connection_id",
+                                            "connection_requests",
+                                            "stream_id",
+                                            "upstream_addr",
+                                            "upstream_error",
+                                            "upstream_status",
+                                            "upstream_connect_ms",
+                                            "upstream_response_ms",
+                                            "upstream_connection_reused",
+                                            "user_agent",
+                                            "request_id",
+                                            "content_encoding",
+                                            "tunnel"};
 
 std::string json_string(std::string_view s) {
   std::string out;
@@ -85,6 +111,7 @@ AccessLogEntry full_entry() {
   e.user_agent = "curl/8.0";
   e.request_id = "0123456789abcdef0123456789abcdef";
   e.content_encoding = "gzip";
+  e.tunnel = true;
   return e;
 }
 
@@ -111,7 +138,7 @@ TEST(AccessLogJsonLine, AllFieldsSet) {
             R"("upstream_error":"refused","upstream_status":502,)"
             R"("upstream_connect_ms":0.250,"upstream_response_ms":11.000,)"
             R"("upstream_connection_reused":false,"user_agent":"curl/8.0",)"
-            R"("request_id":"0123456789abcdef0123456789abcdef","content_encoding":"gzip"})"
+            R"("request_id":"0123456789abcdef0123456789abcdef","content_encoding":"gzip","tunnel":true})"
             "\n");
   expect_valid_json_line(json_line(full_entry()));
 }
@@ -126,7 +153,7 @@ TEST(AccessLogJsonLine, DefaultsGiveNulls) {
       R"("ssl_cipher":null,"ssl_session_reused":false,"ssl_resumption":"none","tls_handshake_ms":null,)"
       R"("connection_id":0,"connection_requests":0,"stream_id":null,"upstream_addr":null,"upstream_error":null,)"
       R"("upstream_status":null,"upstream_connect_ms":null,"upstream_response_ms":null,)"
-      R"("upstream_connection_reused":null,"user_agent":null,"request_id":null,"content_encoding":null})"
+      R"("upstream_connection_reused":null,"user_agent":null,"request_id":null,"content_encoding":null,"tunnel":false})"
       "\n");
   expect_valid_json_line(json_line(e));
 }

@@ -189,6 +189,19 @@ TEST(NginxImport, UpstreamBlocks) {
   EXPECT_REPORTS(r, "n.conf:4: ip_hash: no equivalent: round-robin only\n");
 }
 
+// nginx's three-directive WebSocket pattern is what tlsfront does anyway.
+TEST(NginxImport, WebSocketPatternIsNotNeeded) {
+  Outcome r = run(server(
+      "proxy_http_version 1.1;\nproxy_set_header Upgrade $http_upgrade;\nproxy_set_header Connection \"upgrade\";"));
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_REPORTS(r, "n.conf:7: proxy_http_version: not needed: HTTP/1.1 is the only mode to upstreams\n");
+  EXPECT_REPORTS(r, "n.conf:8: proxy_set_header: not needed: tlsfront forwards the Upgrade a route allows");
+  EXPECT_REPORTS(r, "n.conf:9: proxy_set_header: not needed: tlsfront forwards the Upgrade a route allows");
+  ASSERT_FALSE(r.cfg.routes.empty());
+  EXPECT_EQ(r.cfg.routes[0].upgrade, (std::vector<std::string>{"websocket"}));
+  EXPECT_TRUE(r.cfg.routes[0].request_headers.set.empty());
+}
+
 TEST(NginxImport, ProxySetHeaderBecomesRequestHeaders) {
   Outcome r = run(server(
       "proxy_http_version 1.0;\nproxy_set_header Connection \"\";\nproxy_set_header X-Real-IP $remote_addr;\n"
@@ -202,7 +215,9 @@ TEST(NginxImport, ProxySetHeaderBecomesRequestHeaders) {
   EXPECT_REPORTS(r, "n.conf:9: proxy_set_header: not needed: tlsfront adds X-Real-IP\n");
   EXPECT_REPORTS(r, "n.conf:10: proxy_set_header: not needed: tlsfront adds X-Forwarded-Proto\n");
   EXPECT_REPORTS(r, "n.conf:11: proxy_set_header: not carried over: tlsfront has no $http_x_tenant here (its variables: README Headers)\n");
-  EXPECT_REPORTS(r, "n.conf:14: proxy_set_header: not carried over: header \"Upgrade\" cannot be set, added or removed: a hop-by-hop header");
+  EXPECT_REPORTS(r,
+                 "n.conf:14: proxy_set_header: not needed: tlsfront forwards the Upgrade a route allows with "
+                 "Connection: upgrade (upgrade = [\"websocket\"] by default)\n");
   EXPECT_REPORTS(r, "n.conf:15: proxy_set_header: not carried over: a second proxy_set_header for X-Edge (tlsfront's set sends one field)\n");
   EXPECT_REPORTS(r, "n.conf:16: proxy_set_header: not carried over: an HTTP/1.1 request needs a Host\n");
   const config::HeaderRules& h = r.cfg.request_headers;  // the server's: the defaults

@@ -24,6 +24,7 @@ constexpr std::string_view kGet = "GET / HTTP/1.1\r\nHost: example.test\r\n\r\n"
 class RecordingSink final : public ExchangeSink {
  public:
   void send_informational(const ResponseHead&) override { ++calls; }
+  void open_tunnel(const ResponseHead&, std::string_view) override { ++calls; }
   void send_response_head(const ResponseHead& head, bool) override {
     ++calls;
     status = head.status;

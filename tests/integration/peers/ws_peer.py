@@ -1,0 +1,107 @@
+#!/usr/bin/python3
+"""WebSocket peers for the tunnel tests (python3-websockets, RFC 6455).
+
+server PORT_FILE        echo server on 127.0.0.1:0; writes "PORT\n" to PORT_FILE.
+                        /echo: echoes every message; /stream/N: sends N bytes
+                        (64 KiB binary messages) then closes; /close: closes
+                        the TCP connection right after the handshake;
+                        /refuse: answers 403 (no upgrade).
+echo URL COUNT          sends COUNT messages (text and binary) through URL,
+                        checks each echo; prints "ok COUNT".
+slow URL BYTES          reads BYTES of messages with a pause per message
+                        (a slow reader); prints "ok BYTES".
+expect_status URL       the handshake must fail; prints the HTTP status.
+expect_close URL        the connection must close without a message; prints "closed".
+The client modes use TLS without verification (loopback, test PKI)."""
+import asyncio
+import http
+import os
+import ssl
+import sys
+
+import websockets
+
+CHUNK = 64 * 1024
+
+
+async def handler(ws, path):
+    if path == "/echo":
+        async for message in ws:
+            await ws.send(message)
+    elif path.startswith("/stream/"):
+        left = int(path.rsplit("/", 1)[1])
+        block = os.urandom(CHUNK)  # incompressible: permessage-deflate must not shrink the stream
+        while left > 0:
+            n = min(left, CHUNK)
+            await ws.send(block[:n])
+            left -= n
+        await ws.close()
+    elif path == "/close":
+        ws.transport.abort()
+
+
+async def refuse(path, headers):
+    if path == "/refuse":
+        return (http.HTTPStatus.FORBIDDEN, [("Content-Type", "text/plain")], b"upgrade refused\n")
+    return None
+
+
+def client_ssl():
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    return ctx
+
+
+async def main():
+    mode = sys.argv[1]
+    if mode == "server":
+        server = await websockets.serve(handler, "127.0.0.1", 0, process_request=refuse, max_size=None)
+        port = server.sockets[0].getsockname()[1]
+        tmp = sys.argv[2] + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(f"{port}\n")
+        os.rename(tmp, sys.argv[2])
+        await asyncio.Future()
+    url = sys.argv[2]
+    if mode == "echo":
+        count = int(sys.argv[3])
+        async with websockets.connect(url, ssl=client_ssl(), max_size=None) as ws:
+            for i in range(count):
+                msg = f"message {i}" if i % 2 == 0 else bytes([i % 256]) * (i * 37 % 5000 + 1)
+                await ws.send(msg)
+                echo = await asyncio.wait_for(ws.recv(), 10)
+                if echo != msg:
+                    print(f"mismatch at {i}")
+                    return 1
+        print(f"ok {count}")
+    elif mode == "slow":
+        want = int(sys.argv[3])
+        got = 0
+        async with websockets.connect(url, ssl=client_ssl(), max_size=None, max_queue=1,
+                                      read_limit=CHUNK, write_limit=CHUNK) as ws:
+            try:
+                while got < want:
+                    got += len(await asyncio.wait_for(ws.recv(), 30))
+                    await asyncio.sleep(0.002)
+            except websockets.ConnectionClosed:
+                pass
+        print(f"ok {got}")
+    elif mode == "expect_status":
+        try:
+            async with websockets.connect(url, ssl=client_ssl()):
+                print("upgraded")
+        except websockets.InvalidStatusCode as e:
+            print(e.status_code)
+    elif mode == "expect_close":
+        try:
+            async with websockets.connect(url, ssl=client_ssl()) as ws:
+                await asyncio.wait_for(ws.recv(), 10)
+                print("message")
+        except websockets.ConnectionClosed:
+            print("closed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))

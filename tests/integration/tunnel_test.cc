@@ -1,0 +1,256 @@
+// HTTP/1.1 Upgrade tunnels (WebSocket, RFC 6455 over RFC 9110 §7.8) through
+// tlsfront to a real WebSocket server (python3-websockets,
+// tests/integration/peers/ws_peer.py): echo, a 50 MB stream to a slow reader
+// with bounded proxy memory, a refused upgrade, either side closing, the
+// idle timeout, the graceful stop, and no request smuggled past a refused
+// upgrade.
+#include <signal.h>
+
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "harness.h"
+
+namespace tlsfront::itest {
+namespace {
+
+const std::string kPeer = std::string(TLSFRONT_SOURCE_DIR) + "/tests/integration/peers/ws_peer.py";
+constexpr const char* kPython = "/usr/bin/python3";  // Debian's, which has python3-websockets
+
+std::string upgrade_request(std::string_view path) {
+  return "GET " + std::string(path) +
+         " HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+         "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
+}
+// A masked client text frame (RFC 6455 §5.2; the masking key 0 leaves the payload as is).
+std::string client_frame(std::string_view text) {
+  std::string f = "\x81";
+  f.push_back(static_cast<char>(0x80 | text.size()));
+  f.append(4, '\0');
+  f.append(text);
+  return f;
+}
+std::string server_frame(std::string_view text) {
+  std::string f = "\x81";
+  f.push_back(static_cast<char>(text.size()));
+  f.append(text);
+  return f;
+}
+
+// Reads until `buf` holds `want` (bounded by `timeout`).
+bool read_until(TlsClient& c, std::string& buf, std::string_view want, milliseconds timeout = milliseconds(10'000)) {
+  const auto deadline = Clock::now() + timeout;
+  while (buf.find(want) == std::string::npos) {
+    if (Clock::now() > deadline || c.closed()) return false;
+    buf += c.read_available(milliseconds(200));
+  }
+  return true;
+}
+
+size_t rss_kib(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.starts_with("VmRSS:")) return std::stoull(line.substr(6));
+  }
+  return 0;
+}
+
+class Tunnel : public ProxyTest {
+ protected:
+  // Starts the WebSocket server and tlsfront in front of it.
+  bool start(ProxyOptions o = {}) {
+    const std::string port_file = dir_.file("ws.port");
+    if (!ws_.start({kPython, kPeer, "server", port_file}, dir_.file("ws.out"), dir_.file("ws.err"))) return false;
+    if (!wait_until([&] { return read_file(port_file).ends_with("\n"); })) {
+      ADD_FAILURE() << "ws_peer did not start: " << ws_.err();
+      return false;
+    }
+    ws_port_ = std::atoi(read_file(port_file).c_str());
+    if (o.upstream_servers.empty()) o.upstream_servers = {"127.0.0.1:" + std::to_string(ws_port_)};
+    return start_proxy(o);
+  }
+  // Runs a ws_peer client mode against wss://localhost:<proxy>/<path>; its stdout.
+  std::string client(const std::vector<std::string>& args, milliseconds timeout = milliseconds(60'000)) {
+    std::vector<std::string> argv = {kPython, kPeer, args[0], "wss://localhost:" + std::to_string(port()) + args[1]};
+    argv.insert(argv.end(), args.begin() + 2, args.end());
+    Process p;
+    const std::string out = dir_.file("client.out");
+    if (!p.start(argv, out, dir_.file("client.err"))) return "";
+    if (!p.wait_exit(timeout)) p.stop();
+    return read_file(out) + read_file(dir_.file("client.err"));
+  }
+  std::string metrics() {
+    return plain_request(proxy_.admin_port(), "GET /metrics HTTP/1.1\r\nHost: admin\r\nConnection: close\r\n\r\n");
+  }
+  // An open tunnel on `c` to /echo: the 101 read, one message echoed.
+  void open_echo(TlsClient& c) {
+    ASSERT_TRUE(c.connect(port())) << c.error();
+    ASSERT_TRUE(c.write(upgrade_request("/echo")));
+    std::string buf;
+    ASSERT_TRUE(read_until(c, buf, "\r\n\r\n")) << buf;
+    ASSERT_TRUE(buf.starts_with("HTTP/1.1 101 ")) << buf;
+    ASSERT_NE(buf.find("Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo="), std::string::npos) << buf;
+    ASSERT_NE(buf.find("Upgrade: websocket"), std::string::npos) << buf;
+    ASSERT_TRUE(c.write(client_frame("ping")));
+    buf.clear();
+    ASSERT_TRUE(read_until(c, buf, server_frame("ping"))) << buf;
+  }
+  void expect_tunnel_line(const std::string& line) {
+    EXPECT_EQ(json_raw(line, "status"), std::string("101")) << line;
+    EXPECT_EQ(json_raw(line, "tunnel"), std::string("true")) << line;
+    EXPECT_EQ(json_raw(line, "upstream_connection_reused"), std::string("false")) << line;
+    EXPECT_EQ(json_raw(line, "upstream_status"), std::string("101")) << line;
+  }
+
+  Process ws_;
+  int ws_port_ = 0;
+};
+
+TEST_F(Tunnel, EchoOverHttp1) {
+  ASSERT_TRUE(start());
+  EXPECT_EQ(client({"echo", "/echo", "200"}), "ok 200\n");
+  EXPECT_EQ(client({"echo", "/echo", "3"}), "ok 3\n");
+  auto lines = proxy_.wait_log_lines(2);
+  ASSERT_EQ(lines.size(), 2u);
+  for (const auto& line : lines) expect_tunnel_line(line);
+  EXPECT_EQ(json_raw(lines[0], "response_complete"), std::string("true")) << lines[0];
+  EXPECT_GT(std::stoull(json_raw(lines[0], "bytes_received").value_or("0")), 200u * 10) << lines[0];
+  EXPECT_GT(std::stoull(json_raw(lines[0], "bytes_sent").value_or("0")), 200u * 10) << lines[0];
+  const std::string m = metrics();
+  EXPECT_NE(m.find("\ntlsfront_tunnels_total 2\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("\ntlsfront_tunnels_open 0\n"), std::string::npos) << m;
+  EXPECT_EQ(m.find("tlsfront_tunnel_bytes_total{direction=\"to_client\"} 0\n"), std::string::npos) << m;
+}
+
+TEST_F(Tunnel, FiftyMegabytesToASlowReaderKeepsMemoryBounded) {
+  ASSERT_TRUE(start());
+  const size_t before = rss_kib(proxy_.process().pid());
+  Process p;
+  const size_t total = 50u * 1024 * 1024;
+  ASSERT_TRUE(
+      p.start({kPython, kPeer, "slow", "wss://localhost:" + std::to_string(port()) + "/stream/" + std::to_string(total),
+               std::to_string(total)},
+              dir_.file("slow.out"), dir_.file("slow.err")));
+  size_t peak = before;
+  const auto deadline = Clock::now() + milliseconds(100'000);
+  while (p.running() && Clock::now() < deadline) {
+    peak = std::max(peak, rss_kib(proxy_.process().pid()));
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  if (p.running()) p.stop();
+  EXPECT_EQ(read_file(dir_.file("slow.out")), "ok " + std::to_string(total) + "\n") << read_file(dir_.file("slow.err"));
+  // 50 MB went through; the proxy held at most its buffers (64 KiB
+  // watermarks each way, TLS records, libuv reads) at a time.
+  EXPECT_LT(peak - before, 16u * 1024) << "RSS grew from " << before << " KiB to " << peak << " KiB";
+  auto lines = proxy_.wait_log_lines(1);
+  ASSERT_EQ(lines.size(), 1u);
+  expect_tunnel_line(lines[0]);
+  EXPECT_GT(std::stoull(json_raw(lines[0], "bytes_sent").value_or("0")), total) << lines[0] << metrics();
+}
+
+TEST_F(Tunnel, RefusedUpgradeIsAnOrdinaryResponse) {
+  ASSERT_TRUE(start());
+  EXPECT_EQ(client({"expect_status", "/refuse"}), "403\n");
+  auto lines = proxy_.wait_log_lines(1);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(json_raw(lines[0], "status"), std::string("403")) << lines[0];
+  EXPECT_EQ(json_raw(lines[0], "tunnel"), std::string("false")) << lines[0];
+  EXPECT_NE(metrics().find("\ntlsfront_tunnels_total 0\n"), std::string::npos);
+}
+
+// The recording backend ignores Upgrade and answers 200: the bytes after
+// the Upgrade request are neither a tunnel nor a second request upstream.
+TEST_F(Tunnel, NoRequestSmuggledAfterARefusedUpgrade) {
+  ASSERT_TRUE(start_proxy());
+  TlsClient c;
+  ASSERT_TRUE(c.connect(port())) << c.error();
+  ASSERT_TRUE(c.write(upgrade_request("/first") + "GET /smuggled HTTP/1.1\r\nHost: localhost\r\n\r\n"));
+  const std::string got = c.read_all(milliseconds(10'000));
+  EXPECT_TRUE(c.closed()) << "the connection stays open after a refused upgrade";
+  EXPECT_TRUE(got.starts_with("HTTP/1.1 200 ")) << got;
+  EXPECT_EQ(got.find("HTTP/1.1", 1), std::string::npos) << "a second response: " << got;
+  auto lines = proxy_.wait_log_lines(1);
+  ASSERT_EQ(lines.size(), 1u);
+  auto requests = backend_.wait_requests(1);
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_TRUE(requests[0].starts_with("GET /first ")) << requests[0];
+  EXPECT_NE(requests[0].find("Upgrade: websocket\r\n"), std::string::npos) << requests[0];
+  EXPECT_NE(requests[0].find("Connection: upgrade\r\n"), std::string::npos) << requests[0];
+  EXPECT_EQ(backend_.count("req"), 1u);
+}
+
+TEST_F(Tunnel, ClientClosesMidStream) {
+  ASSERT_TRUE(start());
+  {
+    TlsClient c;
+    open_echo(c);
+    if (HasFatalFailure()) return;
+  }  // closed here
+  auto lines = proxy_.wait_log_lines(1);
+  ASSERT_EQ(lines.size(), 1u);
+  expect_tunnel_line(lines[0]);
+  ASSERT_TRUE(wait_until([&] { return metrics().find("\ntlsfront_tunnels_open 0\n") != std::string::npos; }));
+}
+
+TEST_F(Tunnel, UpstreamClosesMidStream) {
+  ASSERT_TRUE(start());
+  EXPECT_EQ(client({"expect_close", "/close"}), "closed\n");
+  auto lines = proxy_.wait_log_lines(1);
+  ASSERT_EQ(lines.size(), 1u);
+  expect_tunnel_line(lines[0]);
+}
+
+TEST_F(Tunnel, IdleTimeoutClosesTheTunnel) {
+  ProxyOptions o;
+  o.extra = "[timeouts]\ntunnel = \"300ms\"\n";
+  ASSERT_TRUE(start(o));
+  TlsClient c;
+  open_echo(c);
+  if (HasFatalFailure()) return;
+  c.read_all(milliseconds(10'000));
+  EXPECT_TRUE(c.closed()) << "an idle tunnel stayed open past timeouts.tunnel";
+  auto lines = proxy_.wait_log_lines(1);
+  ASSERT_EQ(lines.size(), 1u);
+  expect_tunnel_line(lines[0]);
+  EXPECT_EQ(json_raw(lines[0], "response_complete"), std::string("false")) << lines[0];
+}
+
+TEST_F(Tunnel, GracefulStopLetsTheTunnelRunUntilShutdownTimeout) {
+  ProxyOptions o;
+  o.top_level = "shutdown_timeout = \"1500ms\"\n";
+  ASSERT_TRUE(start(o));
+  TlsClient c;
+  open_echo(c);
+  if (HasFatalFailure()) return;
+  proxy_.process().signal(SIGTERM);
+  // Draining: the open tunnel still carries messages.
+  ASSERT_TRUE(c.write(client_frame("during stop")));
+  std::string buf;
+  EXPECT_TRUE(read_until(c, buf, server_frame("during stop"))) << buf;
+  c.read_all(milliseconds(10'000));
+  EXPECT_TRUE(c.closed()) << "the tunnel outlived shutdown_timeout";
+  auto st = proxy_.process().wait_exit(milliseconds(10'000));
+  EXPECT_TRUE(st.has_value()) << "tlsfront still running after shutdown_timeout";
+  auto lines = proxy_.wait_log_lines(1);
+  ASSERT_EQ(lines.size(), 1u);
+  expect_tunnel_line(lines[0]);
+}
+
+TEST_F(Tunnel, RouteWithoutUpgradeDropsIt) {
+  ProxyOptions o;
+  o.routes = "[[route]]\npath_prefix = \"/\"\nupstream = \"backend\"\nupgrade = []\n";
+  ASSERT_TRUE(start_proxy(o));
+  TlsClient c;
+  ASSERT_TRUE(c.connect(port())) << c.error();
+  ASSERT_TRUE(c.write(upgrade_request("/plain")));
+  auto r = c.read_response();
+  ASSERT_TRUE(r.has_value());
+  auto requests = backend_.wait_requests(1);
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_EQ(requests[0].find("Upgrade:"), std::string::npos) << requests[0];
+}
+
+}  // namespace
+}  // namespace tlsfront::itest
