@@ -34,6 +34,13 @@ struct Endpoint {
 struct Listener {
   Endpoint address;     // address = "0.0.0.0:8443" (required)
   int backlog = 511;    // backlog, as nginx
+  // tcp_fastopen: the TCP Fast Open queue length (RFC 7413 §4.2, Linux's
+  // TCP_FASTOPEN option), 0 = off. kTcpFastOpenAuto (key absent or "auto"):
+  // kTcpFastOpenDefaultQueue when net.ipv4.tcp_fastopen has the server bit
+  // (0x2), else off with one start-up warning (control/listener.cc).
+  static constexpr int kTcpFastOpenAuto = -1;
+  static constexpr int kTcpFastOpenDefaultQueue = 256;
+  int tcp_fastopen = kTcpFastOpenAuto;
   // ALPN protocols offered, in server preference order (RFC 7301 §3.2):
   // "h2" and/or "http/1.1". A client sending no ALPN gets HTTP/1.1.
   std::vector<std::string> alpn{"h2", "http/1.1"};

@@ -55,6 +55,17 @@ Status parse_cleartext(const TableReader& t, Listener& listener) {
   return {};
 }
 
+// tcp_fastopen = N (0..65535, 0 = off) or "auto" (the default).
+Status parse_tcp_fastopen(const TableReader& t, int& out) {
+  const toml::node* node = t.find("tcp_fastopen");
+  if (node == nullptr) return {};
+  if (const auto* s = node->as_string()) {
+    if (s->get() == "auto") return {};
+    return t.error_at("tcp_fastopen", "must be \"auto\" or a queue length 0..65535 (0 = off), got " + quote(s->get()));
+  }
+  return t.get_integer("tcp_fastopen", 0, 65535, out);
+}
+
 }  // namespace
 
 Status parse_listen(const TableReader& root, std::vector<Listener>& out) {
@@ -65,8 +76,8 @@ Status parse_listen(const TableReader& root, std::vector<Listener>& out) {
   std::vector<std::string> positions;  // of each address key, for duplicate reports
   for (size_t i = 0; i < tables->size(); ++i) {
     TableReader t(root.context(), *(*tables)[i], "listen[" + std::to_string(i) + "]");
-    if (Status s = t.check_keys(
-            {"address", "backlog", "alpn", "trust_request_id", "tls", "redirect_https", "https_port", "acme_upstream"});
+    if (Status s = t.check_keys({"address", "backlog", "tcp_fastopen", "alpn", "trust_request_id", "tls",
+                                 "redirect_https", "https_port", "acme_upstream"});
         !s.ok()) {
       return s;
     }
@@ -89,6 +100,7 @@ Status parse_listen(const TableReader& root, std::vector<Listener>& out) {
       }
     }
     if (Status s = t.get_integer("backlog", 1, 65535, listener.backlog); !s.ok()) return s;
+    if (Status s = parse_tcp_fastopen(t, listener.tcp_fastopen); !s.ok()) return s;
     if (Status s = parse_alpn(t, listener.alpn); !s.ok()) return s;
     if (Status s = t.get_bool("trust_request_id", listener.trust_request_id); !s.ok()) return s;
     if (Status s = parse_cleartext(t, listener); !s.ok()) return s;

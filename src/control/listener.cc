@@ -8,8 +8,10 @@
 
 #include <systemd/sd-daemon.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 
 #include "log/log.h"
 
@@ -44,6 +46,32 @@ bool same_address(const sockaddr_storage& a, const sockaddr_storage& b) {
   return x.sin6_port == y.sin6_port && std::memcmp(&x.sin6_addr, &y.sin6_addr, sizeof(x.sin6_addr)) == 0;
 }
 
+// net.ipv4.tcp_fastopen of this network namespace; -1 when unreadable.
+int tcp_fastopen_sysctl() {
+  std::ifstream in("/proc/sys/net/ipv4/tcp_fastopen");
+  int value = -1;
+  if (!(in >> value)) return -1;
+  return value;
+}
+
+}  // namespace
+
+int effective_tcp_fastopen(const config::Listener& listener) {
+  if (listener.tcp_fastopen != config::Listener::kTcpFastOpenAuto) return listener.tcp_fastopen;
+  const int sysctl = tcp_fastopen_sysctl();
+  if (sysctl >= 0 && (sysctl & 0x2) != 0) return config::Listener::kTcpFastOpenDefaultQueue;
+  static std::atomic<bool> warned{false};
+  if (!warned.exchange(true)) {
+    log::warn(
+        "TCP Fast Open is off: net.ipv4.tcp_fastopen is {} (the server side needs bit 0x2, e.g. "
+        "sysctl -w net.ipv4.tcp_fastopen=3); set [[listen]] tcp_fastopen = 0 to silence this",
+        sysctl < 0 ? std::string("unreadable") : std::to_string(sysctl));
+  }
+  return 0;
+}
+
+namespace {
+
 Result<UniqueFd> bind_socket(const config::Listener& listener, bool reuseport) {
   const auto& ep = listener.address;
   sockaddr_storage ss{};
@@ -68,6 +96,12 @@ Result<UniqueFd> bind_socket(const config::Listener& listener, bool reuseport) {
   // no setsockopt per connection.
   ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&ss), len) != 0) return fail("bind");
+  // RFC 7413 §4.2: the server's SYN data queue; set before listen() so the
+  // first SYN with a cookie is already served.
+  if (const int qlen = reuseport ? effective_tcp_fastopen(listener) : 0;
+      qlen > 0 && ::setsockopt(fd.get(), IPPROTO_TCP, TCP_FASTOPEN, &qlen, sizeof(qlen)) != 0) {
+    return fail("setsockopt(TCP_FASTOPEN)");
+  }
   if (reuseport && ::listen(fd.get(), listener.backlog) != 0) return fail("listen");
   return fd;
 }

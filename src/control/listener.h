@@ -22,8 +22,14 @@ namespace tlsfront::control {
 
 // A bound, listening, non-blocking socket for `listener` (SO_REUSEADDR,
 // SO_REUSEPORT, IPV6_V6ONLY for IPv6, TCP_NODELAY, which accepted sockets
-// inherit). Errors: Errc::Io naming the address.
+// inherit, TCP_FASTOPEN per effective_tcp_fastopen). Errors: Errc::Io naming the address.
 [[nodiscard]] Result<UniqueFd> bind_listener(const config::Listener& listener);
+
+// The TCP Fast Open queue length bind_listener sets (RFC 7413 §4.2; 0 = the
+// option is not set): listener.tcp_fastopen, or for "auto" 256 when this
+// network namespace's net.ipv4.tcp_fastopen has the server bit 0x2, else 0
+// with one warning per process naming the sysctl. Control thread.
+int effective_tcp_fastopen(const config::Listener& listener);
 
 // `count` (>= 1) sockets for `listener`, one per worker, all on one port
 // (bind_listener each). A fixed port is first checked with

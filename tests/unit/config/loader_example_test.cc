@@ -67,6 +67,7 @@ TEST(ExampleConfig, DocumentedDefaultsAreTheDefaults) {
   EXPECT_EQ(a.admin, b.admin);
   EXPECT_EQ(a.tls.strict_sni, b.tls.strict_sni);
   EXPECT_EQ(a.listeners[0].backlog, b.listeners[0].backlog);
+  EXPECT_EQ(a.listeners[0].tcp_fastopen, b.listeners[0].tcp_fastopen);
   EXPECT_EQ(a.listeners[0].tls, b.listeners[0].tls);
   EXPECT_EQ(a.tls.protocols, b.tls.protocols);
   EXPECT_EQ(a.tls.ciphers, b.tls.ciphers);

@@ -19,6 +19,10 @@ TEST(Loader, BadAddressAndPort) {
             R"(t.toml:2:1: listen[0].address: invalid address "::1:443" (IPv6 addresses must be in brackets, e.g. "[::1]:8443"))");
   EXPECT_EQ(load_error("[[listen]]\naddress = \"127.0.0.1:1\"\nbacklog = 0\n"),
             "t.toml:3:1: listen[0].backlog: must be between 1 and 65535, got 0");
+  EXPECT_EQ(load_error("[[listen]]\naddress = \"127.0.0.1:1\"\ntcp_fastopen = 70000\n"),
+            "t.toml:3:1: listen[0].tcp_fastopen: must be between 0 and 65535, got 70000");
+  EXPECT_EQ(load_error("[[listen]]\naddress = \"127.0.0.1:1\"\ntcp_fastopen = \"on\"\n"),
+            R"(t.toml:3:1: listen[0].tcp_fastopen: must be "auto" or a queue length 0..65535 (0 = off), got "on")");
   EXPECT_EQ(load_error(R"([[listen]]
 address = "127.0.0.1:8443"
 [[listen]]
