@@ -83,8 +83,8 @@ Http1Session::~Http1Session() {
 
 bool Http1Session::wants_input() const {
   if (close_ == CloseMode::Closed) return false;
-  if (request_ == RequestPhase::Tunnel) return !(exchange_ && exchange_->request_body_congested());
-  if (request_ == RequestPhase::Complete || !pending_input_.empty()) return false;
+  // A tunnel reads whatever the phase before it held back.
+  if (request_ != RequestPhase::Tunnel && (request_ == RequestPhase::Complete || !pending_input_.empty())) return false;
   return !(exchange_ && exchange_->request_body_congested());
 }
 
