@@ -10,6 +10,7 @@
 #include "tls/cipher_list.h"
 #include "tls/handshake_facts.h"
 #include "tls/openssl_error.h"
+#include "tls/early_data_gate.h"
 #include "tls/session_cache.h"
 
 namespace tlsfront::tls {
@@ -62,7 +63,11 @@ int client_hello_cb(SSL* ssl, int* alert, void* /*arg*/) noexcept {
     }
     SSL_set_SSL_CTX(ssl, ctx->get());  // no-op when it is the current one (a RETRY re-entry)
   }
-  return SessionCache::on_client_hello(ssl, alert, nullptr);
+  const int rc = SessionCache::on_client_hello(ssl, alert, nullptr);
+  if (rc != SSL_CLIENT_HELLO_SUCCESS) return rc;
+  // After the session lookup: both may pause, one after the other.
+  if (EarlyDataGate* gate = EarlyDataGate::of(ssl)) return gate->on_client_hello(ssl);
+  return rc;
 }
 
 std::string names_key(const std::vector<std::string>& names) {
