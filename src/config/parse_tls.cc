@@ -262,9 +262,6 @@ Status parse_tls(const TableReader& root, Tls& out) {
                       "unknown value " + quote(sid_ctx) + " (expected \"tlsfront\" or \"nginx\")");
   }
   if (Status s = t.get_bool("early_data", out.early_data); !s.ok()) return s;
-  // The TLS half (tls/early_data_gate.h) exists; the data path that reads
-  // early data and holds unsafe requests does not yet, so it stays off.
-  if (out.early_data) return t.error_at("early_data", "true is not supported yet (0-RTT data path unfinished)");
   // At least one record's plaintext (RFC 8446 §5.1), at most what a client buffers sensibly.
   if (Status s = t.get_size("max_early_data", 1, 1024 * 1024, out.max_early_data); !s.ok()) return s;
   if (Status s = parse_early_data_methods(t, out.early_data_methods); !s.ok()) return s;

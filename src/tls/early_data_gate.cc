@@ -64,9 +64,7 @@ int EarlyDataGate::on_client_hello(SSL* ssl) {
     decide(Verdict::NoPsk);
     return SSL_CLIENT_HELLO_SUCCESS;
   }
-  // With a shared store the recording outlives this process, so a fresh
-  // start need not refuse (the store still holds what came before it).
-  const auto local = recorder_.claim(*binder, ReplayRecorder::Clock::now(), store_ == nullptr);
+  const auto local = recorder_.claim(*binder, ReplayRecorder::Clock::now(), start_window_);
   if (local != ReplayRecorder::Claim::First) {
     decide(Verdict::Replay);
     return SSL_CLIENT_HELLO_SUCCESS;

@@ -46,8 +46,11 @@ class EarlyDataGate : public std::enable_shared_from_this<EarlyDataGate> {
 
   // `recorder` and `store` (may be null: none) are borrowed and outlive the
   // gate; `resume` is called once a pending store claim ends.
-  EarlyDataGate(ReplayRecorder& recorder, RemoteSessionStore* store, std::function<void()> resume)
-      : recorder_(recorder), store_(store), resume_(std::move(resume)) {}
+  // `start_window`: refuse within ReplayRecorder::kWindow of the node's
+  // start, because tickets issued before it still decrypt (ticket keys from
+  // files or Redis) and no shared store kept the recording of that time.
+  EarlyDataGate(ReplayRecorder& recorder, RemoteSessionStore* store, bool start_window, std::function<void()> resume)
+      : recorder_(recorder), store_(store), start_window_(start_window), resume_(std::move(resume)) {}
 
   // Makes this gate reachable from `ssl`. Errors: false when OpenSSL refuses the ex_data.
   [[nodiscard]] bool attach(SSL* ssl);
@@ -73,6 +76,7 @@ class EarlyDataGate : public std::enable_shared_from_this<EarlyDataGate> {
 
   ReplayRecorder& recorder_;
   RemoteSessionStore* store_;
+  bool start_window_;
   std::function<void()> resume_;
   State state_ = State::Idle;
   Verdict verdict_ = Verdict::NotOffered;

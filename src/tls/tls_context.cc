@@ -192,6 +192,10 @@ Result<std::unique_ptr<TlsContext>> TlsContext::create(const config::Tls& tls,
     SSL_CTX_set_max_early_data(ctx.get(), static_cast<uint32_t>(tls.max_early_data));
     SSL_CTX_set_recv_max_early_data(ctx.get(), static_cast<uint32_t>(tls.max_early_data));
     SSL_CTX_set_allow_early_data_cb(ctx.get(), EarlyDataGate::allow_early_data, nullptr);
+    // OpenSSL's own anti-replay makes every ticket single-use through its
+    // internal session cache, which ends stateless tickets shared by the
+    // cluster's nodes; EarlyDataGate's recording is the replay protection.
+    SSL_CTX_set_options(ctx.get(), SSL_OP_NO_ANTI_REPLAY);
   }
   SSL_CTX_set_alpn_select_cb(ctx.get(), alpn_select_cb, nullptr);
   SSL_CTX_set_tlsext_servername_callback(ctx.get(), servername_cb);
