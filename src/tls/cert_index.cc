@@ -8,9 +8,9 @@
 #include <fmt/core.h>
 
 #include "tls/cipher_list.h"
+#include "tls/early_data_gate.h"
 #include "tls/handshake_facts.h"
 #include "tls/openssl_error.h"
-#include "tls/early_data_gate.h"
 #include "tls/session_cache.h"
 
 namespace tlsfront::tls {
@@ -89,7 +89,8 @@ std::string list(const std::vector<std::string>& names) {
 CertIndex::~CertIndex() = default;
 
 Result<std::unique_ptr<CertIndex>> CertIndex::create(const config::Tls& tls, SessionCache* session_cache,
-                                                     TicketKeyStore* tickets, std::chrono::system_clock::time_point now) {
+                                                     TicketKeyStore* tickets,
+                                                     std::chrono::system_clock::time_point now) {
   std::unique_ptr<CertIndex> index(new CertIndex());
   index->strict_sni_ = tls.strict_sni;
   for (const auto& entry : tls.certificates) {
@@ -103,7 +104,14 @@ Result<std::unique_ptr<CertIndex>> CertIndex::create(const config::Tls& tls, Ses
 
 Status CertIndex::build(const config::Tls& tls, SessionCache* session_cache, TicketKeyStore* tickets) {
   if (certs_.empty()) return make_error(Errc::Config, "tls: no certificate configured");
-  if (auto st = check_cipher_lists(tls, cipher_warnings_); !st) return st;
+  if (auto st = check_cipher_lists(tls, config_warnings_); !st) return st;
+  if (tls.early_data && tls.ticket_keys.source != config::TicketKeySource::Auto &&
+      tls.session_cache.store != config::SessionStore::Redis) {
+    config_warnings_.push_back(
+        "tls.early_data: the ticket keys are shared (files or Redis) but early-data replays are recorded on this "
+        "node only: every node that can decrypt a ticket accepts its early data once; set [tls.session_cache] "
+        "store = \"redis\" for a cluster-wide check");
+  }
   // Name set -> its entries, in file order of the set's first entry.
   std::map<std::string, size_t> set_of_key;
   std::vector<std::vector<const ServerCertificate*>> sets;
@@ -135,8 +143,9 @@ Status CertIndex::build(const config::Tls& tls, SessionCache* session_cache, Tic
       auto& map = wildcard ? wildcard_ : exact_;
       auto [it, added] = map.emplace(wildcard ? name.substr(2) : name, ctx);
       if (!added && it->second != ctx) {
-        shadowed_.push_back(fmt::format("{}: \"{}\" is served by an earlier certificate with other names, not by \"{}\"",
-                                        certs_[i].config->names_setting, name, certs_[i].config->cert));
+        shadowed_.push_back(
+            fmt::format("{}: \"{}\" is served by an earlier certificate with other names, not by \"{}\"",
+                        certs_[i].config->names_setting, name, certs_[i].config->cert));
       }
     }
   }
@@ -175,7 +184,7 @@ std::vector<std::string> CertIndex::report_lines() const {
 
 std::vector<std::string> CertIndex::warnings() const {
   std::vector<std::string> out = shadowed_;
-  out.insert(out.end(), cipher_warnings_.begin(), cipher_warnings_.end());
+  out.insert(out.end(), config_warnings_.begin(), config_warnings_.end());
   for (const auto& c : certs_) out.insert(out.end(), c.warnings.begin(), c.warnings.end());
   return out;
 }

@@ -25,9 +25,9 @@ namespace tlsfront::tls {
 class ReplayRecorder {
  public:
   using Clock = std::chrono::steady_clock;
-  // How long a record is kept: longer than the span in which OpenSSL still
-  // accepts the ticket age of a replayed ClientHello (its ticket-age
-  // allowance, 10 s, plus its 1 s granularity), with margin.
+  // How long a record is kept: OpenSSL accepts one ClientHello's early data
+  // only within 11 s of real time (its ticket-age check:
+  // tls/EARLY_DATA_REPLAY.md), plus 9 s for clock differences between nodes.
   static constexpr std::chrono::seconds kWindow{20};
   static constexpr size_t kMaxRecords = 1 << 18;  // ~30 MiB at most
   static constexpr size_t kShards = 16;

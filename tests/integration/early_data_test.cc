@@ -7,16 +7,21 @@
 // the test decides when the client's Finished leaves (never, for a replay).
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 
+#include "h2_frames.h"
 #include "harness.h"
+#include "shared/redis_server.h"
 
 namespace tlsfront::itest {
 namespace {
@@ -32,8 +37,13 @@ SSL_SESSION*& latest_session() {
   return s;
 }
 
-SSL_CTX* client_ctx() {
-  static SSL_CTX* ctx = [] {
+// A TLS 1.3 client context offering ALPN `alpn` only ("http/1.1" or "h2").
+SSL_CTX* client_ctx(std::string_view alpn) {
+  static SSL_CTX* h1 = nullptr;
+  static SSL_CTX* h2 = nullptr;
+  SSL_CTX*& ctx = alpn == "h2" ? h2 : h1;
+  if (ctx) return ctx;
+  ctx = [alpn] {
     SSL_CTX* c = SSL_CTX_new(TLS_client_method());
     SSL_CTX_set_min_proto_version(c, TLS1_3_VERSION);
     SSL_CTX_set_session_cache_mode(c, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
@@ -42,8 +52,8 @@ SSL_CTX* client_ctx() {
       latest_session() = s;  // keeps the reference OpenSSL hands over
       return 1;
     });
-    static const unsigned char alpn[] = "\x08http/1.1";
-    SSL_CTX_set_alpn_protos(c, alpn, sizeof(alpn) - 1);
+    std::string wire = std::string(1, static_cast<char>(alpn.size())) + std::string(alpn);
+    SSL_CTX_set_alpn_protos(c, reinterpret_cast<const unsigned char*>(wire.data()), static_cast<unsigned>(wire.size()));
     return c;
   }();
   return ctx;
@@ -59,10 +69,10 @@ class EarlyClient {
     if (ssl_) SSL_free(ssl_);
     if (fd_ >= 0) ::close(fd_);
   }
-  bool connect(int port, SSL_SESSION* session) {
+  bool connect(int port, SSL_SESSION* session, std::string_view alpn = "http/1.1") {
     fd_ = tcp_connect(port);
     if (fd_ < 0) return false;
-    ssl_ = SSL_new(client_ctx());
+    ssl_ = SSL_new(client_ctx(alpn));
     SSL_set_bio(ssl_, BIO_new(BIO_s_mem()), BIO_new(BIO_s_mem()));
     SSL_set_tlsext_host_name(ssl_, "localhost");
     SSL_set_connect_state(ssl_);
@@ -92,20 +102,26 @@ class EarlyClient {
   std::optional<ParsedResponse> finish(const std::string& more = "") {
     if (!handshake()) return std::nullopt;
     if (!more.empty() && SSL_write(ssl_, more.data(), static_cast<int>(more.size())) <= 0) return std::nullopt;
-    std::string in;
     ParsedResponse r;
+    std::string in = read_until([&](const std::string& got) { return parse_response(got, false, false, r) > 0; });
+    if (r.status != 0 || parse_response(in, true, false, r) > 0) return r;
+    return std::nullopt;
+  }
+  // Plaintext read after the handshake until `done(all read so far)` (or the
+  // connection ends, or 5 s without a byte).
+  std::string read_until(const std::function<bool(const std::string&)>& done) {
+    std::string in;
     char buf[16384];
     for (int i = 0; i < 200; ++i) {
       int n = SSL_read(ssl_, buf, sizeof(buf));
       if (n > 0) {
         in.append(buf, static_cast<size_t>(n));
-        if (parse_response(in, false, false, r) > 0) return r;
+        if (done(in)) break;
         continue;
       }
       if (SSL_get_error(ssl_, n) != SSL_ERROR_WANT_READ || !flush() || !receive()) break;
     }
-    if (parse_response(in, true, false, r) > 0) return r;
-    return std::nullopt;
+    return in;
   }
   int early_status() const { return SSL_get_early_data_status(ssl_); }
   const std::string& first_flight() const { return first_flight_; }
@@ -153,8 +169,20 @@ class EarlyClient {
   std::string first_flight_;
 };
 
-std::string get(const std::string& path) {
-  return "GET " + path + " HTTP/1.1\r\nHost: localhost\r\n\r\n";
+std::string get(const std::string& path) { return "GET " + path + " HTTP/1.1\r\nHost: localhost\r\n\r\n"; }
+
+// Sends a recorded first flight on a new connection to `port` and waits for
+// the server's flight (the ClientHello was processed); then closes, as an
+// attacker without the PSK must.
+void replay(int port, std::string_view bytes) {
+  int fd = tcp_connect(port);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
+  pollfd p{fd, POLLIN, 0};
+  char buf[4096];
+  EXPECT_EQ(::poll(&p, 1, 5'000), 1);
+  EXPECT_GT(::recv(fd, buf, sizeof(buf), 0), 0);
+  ::close(fd);
 }
 
 class EarlyData : public ProxyTest {
@@ -165,9 +193,10 @@ class EarlyData : public ProxyTest {
     return start_proxy(o);
   }
   // A full handshake and one request; the session its ticket resumes.
-  SessionPtr fresh_session() {
+  SessionPtr fresh_session() { return fresh_session(port()); }
+  SessionPtr fresh_session(int port) {
     EarlyClient c;
-    EXPECT_TRUE(c.connect(port(), nullptr));
+    EXPECT_TRUE(c.connect(port, nullptr));
     auto r = c.finish(get("/ticket"));
     EXPECT_TRUE(r && r->status == 200);
     if (latest_session() == nullptr) return nullptr;
@@ -175,13 +204,15 @@ class EarlyData : public ProxyTest {
     latest_session() = nullptr;
     return s;
   }
-  double metric(const std::string& series) {
-    auto m = scrape_metrics(proxy_.admin_port());
+  double metric(const std::string& series) { return metric(proxy_, series); }
+  static double metric(const Proxy& proxy, const std::string& series) {
+    auto m = scrape_metrics(proxy.admin_port());
     auto it = m.find(series);
     return it == m.end() ? -1 : it->second;
   }
-  bool wait_metric(const std::string& series, double value) {
-    return wait_until([&] { return metric(series) == value; });
+  bool wait_metric(const std::string& series, double value) { return wait_metric(proxy_, series, value); }
+  static bool wait_metric(const Proxy& proxy, const std::string& series, double value) {
+    return wait_until([&] { return metric(proxy, series) == value; });
   }
   // The access-log line of `path` (lines of two workers are not in order).
   std::string log_line(const std::string& path) {
@@ -270,16 +301,7 @@ TEST_F(EarlyData, ReplayedFirstFlightIsAcceptedOnce) {
   ASSERT_TRUE(wait_until([&] { return recorded_with("GET /once ") == 1; }));
   constexpr int kReplays = 6;
   for (int i = 0; i < kReplays; ++i) {
-    int fd = tcp_connect(port());
-    ASSERT_GE(fd, 0);
-    std::string_view bytes = c.first_flight();
-    ASSERT_EQ(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
-    // The server's flight answers: the ClientHello was processed.
-    pollfd p{fd, POLLIN, 0};
-    char buf[4096];
-    EXPECT_EQ(::poll(&p, 1, 5'000), 1);
-    EXPECT_GT(::recv(fd, buf, sizeof(buf), 0), 0);
-    ::close(fd);
+    replay(port(), c.first_flight());
   }
   ASSERT_TRUE(wait_metric("tlsfront_early_data_rejected_total{reason=\"replay\"}", kReplays));
   EXPECT_EQ(recorded_with("GET /once "), 1u) << "a replayed first flight reached the backend";
@@ -305,6 +327,123 @@ TEST_F(EarlyData, OffByDefaultTheRequestIsAnsweredAfterTheHandshake) {
   EXPECT_EQ(r->status, 200);
   EXPECT_EQ(recorded_with("GET /refused "), 1u);
   EXPECT_TRUE(wait_metric("tlsfront_early_data_rejected_total{reason=\"disabled\"}", 1));
+}
+
+// Two nodes sharing ticket keys (a file) and a Redis session store: a first
+// flight accepted on A is refused on B; Redis down means early data is
+// refused, the request still answered.
+class EarlyDataCluster : public EarlyData {
+ protected:
+  EarlyDataCluster() : redis_(dir_), proxy_b_(dir_b_) {}
+  void SetUp() override {
+    if (find_tool("redis-server").empty()) GTEST_SKIP() << "redis-server not installed";
+    EarlyData::SetUp();
+    ASSERT_TRUE(redis_.start());
+    write_file(dir_.file("ticket.key"), std::string(80, '\x42'));
+    ::chmod(dir_.file("ticket.key").c_str(), 0600);
+  }
+  void TearDown() override {
+    if (proxy_b_.process().pid() > 0) proxy_b_.stop();
+    EarlyData::TearDown();
+    redis_.stop();
+  }
+  std::string tls_extra() const {
+    return "early_data = true\n[tls.session_cache]\nstore = \"redis\"\nredis = \"127.0.0.1:" +
+           std::to_string(redis_.port()) + "\"\nredis_timeout = \"100ms\"\n[tls.ticket_keys]\nsource = \"files\"\n" +
+           "files = [\"" + dir_.file("ticket.key") + "\"]\n";
+  }
+  bool start_nodes() {
+    ProxyOptions o;
+    o.tls_extra = tls_extra();
+    if (!start_proxy(o)) return false;
+    o.upstream_servers = {backend_.address()};
+    return proxy_b_.start(o);
+  }
+  RedisServer redis_;
+  TempDir dir_b_;
+  Proxy proxy_b_;
+};
+
+TEST_F(EarlyDataCluster, FirstFlightAcceptedOnOneNodeIsRefusedOnTheOther) {
+  ASSERT_TRUE(start_nodes());
+  SessionPtr s = fresh_session();
+  ASSERT_TRUE(s);
+  EarlyClient c;
+  ASSERT_TRUE(c.connect(port(), s.get()));
+  ASSERT_TRUE(c.send_early(get("/cluster")));
+  ASSERT_TRUE(wait_until([&] { return recorded_with("GET /cluster ") == 1; }));
+  EXPECT_EQ(redis_.keys("tlsfront:early:*").size(), 1u);
+  replay(proxy_b_.port(), c.first_flight());
+  ASSERT_TRUE(wait_metric(proxy_b_, "tlsfront_early_data_rejected_total{reason=\"replay\"}", 1));
+  EXPECT_EQ(recorded_with("GET /cluster "), 1u) << "node B forwarded a replay of node A's early data";
+  auto r = c.finish();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(c.early_status(), SSL_EARLY_DATA_ACCEPTED);
+}
+
+TEST_F(EarlyDataCluster, RedisDownMeansEarlyDataRefusedAndTheRequestAnswered) {
+  ASSERT_TRUE(start_nodes());
+  SessionPtr s = fresh_session();
+  ASSERT_TRUE(s);
+  redis_.stop();
+  EarlyClient c;
+  ASSERT_TRUE(c.connect(port(), s.get()));
+  ASSERT_TRUE(c.send_early(get("/no-redis")));
+  ASSERT_TRUE(c.handshake());
+  EXPECT_EQ(c.early_status(), SSL_EARLY_DATA_REJECTED);
+  auto r = c.finish(get("/no-redis"));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(recorded_with("GET /no-redis "), 1u);
+  EXPECT_TRUE(wait_metric("tlsfront_early_data_rejected_total{reason=\"redis_unavailable\"}", 1));
+}
+
+// The stream IDs of the HEADERS frames in `bytes`, a server's HTTP/2 frames.
+std::set<uint32_t> headers_streams(std::string_view bytes) {
+  std::set<uint32_t> ids;
+  while (bytes.size() >= 9) {
+    const auto* b = reinterpret_cast<const unsigned char*>(bytes.data());
+    const size_t len = size_t{b[0]} << 16 | size_t{b[1]} << 8 | b[2];
+    if (bytes.size() < 9 + len) break;
+    if (b[3] == 0x1)
+      ids.insert((uint32_t{b[5]} << 24 | uint32_t{b[6]} << 16 | uint32_t{b[7]} << 8 | b[8]) & 0x7fffffff);
+    bytes.remove_prefix(9 + len);
+  }
+  return ids;
+}
+
+TEST_F(EarlyData, Http2StreamsInEarlyDataSafeGoesUpAndPostWaits) {
+  ASSERT_TRUE(start());
+  SessionPtr s;
+  {
+    EarlyClient c;
+    ASSERT_TRUE(c.connect(port(), nullptr, "h2"));
+    ASSERT_TRUE(c.handshake());
+    c.read_until([](const std::string&) { return latest_session() != nullptr; });  // the server's SETTINGS, tickets
+    ASSERT_NE(latest_session(), nullptr);
+    s.reset(latest_session());
+    latest_session() = nullptr;
+  }
+  EarlyClient c;
+  ASSERT_TRUE(c.connect(port(), s.get(), "h2"));
+  h2::Fields post = h2::get_request("/echo");
+  post[0].second = "POST";
+  std::string flight = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + h2::frame(0x4, 0, 0, "") +
+                       h2::frame(0x1, 0x5, 1, h2::hpack(h2::get_request("/h2-early"))) +  // END_STREAM | END_HEADERS
+                       h2::frame(0x1, 0x4, 3, h2::hpack(post)) + h2::frame(0x0, 0x1, 3, "hello");
+  ASSERT_TRUE(c.send_early(flight));
+  ASSERT_TRUE(wait_until([&] { return recorded_with("GET /h2-early ") == 1; })) << "not forwarded in early data";
+  EXPECT_EQ(recorded_with("Early-Data: 1\r\n"), 1u);
+  ASSERT_TRUE(wait_metric("tlsfront_early_data_requests_total{action=\"held\"}", 1));
+  std::this_thread::sleep_for(milliseconds(200));
+  EXPECT_EQ(recorded_with("POST /echo"), 0u) << "a POST stream in early data reached the backend before the handshake";
+  ASSERT_TRUE(c.handshake());
+  EXPECT_EQ(c.early_status(), SSL_EARLY_DATA_ACCEPTED);
+  std::string frames = c.read_until([](const std::string& got) { return headers_streams(got).size() == 2; });
+  EXPECT_EQ(headers_streams(frames), (std::set<uint32_t>{1, 3}));
+  EXPECT_EQ(recorded_with("POST /echo"), 1u);
+  EXPECT_EQ(recorded_with("Early-Data"), 1u) << "only the GET went up early";
 }
 
 }  // namespace
