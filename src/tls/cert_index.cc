@@ -89,8 +89,7 @@ std::string list(const std::vector<std::string>& names) {
 CertIndex::~CertIndex() = default;
 
 Result<std::unique_ptr<CertIndex>> CertIndex::create(const config::Tls& tls, SessionCache* session_cache,
-                                                     TicketKeyStore* tickets,
-                                                     std::chrono::system_clock::time_point now) {
+                                                     TicketKeyStore* tickets, std::chrono::system_clock::time_point now) {
   std::unique_ptr<CertIndex> index(new CertIndex());
   index->strict_sni_ = tls.strict_sni;
   for (const auto& entry : tls.certificates) {
@@ -143,9 +142,8 @@ Status CertIndex::build(const config::Tls& tls, SessionCache* session_cache, Tic
       auto& map = wildcard ? wildcard_ : exact_;
       auto [it, added] = map.emplace(wildcard ? name.substr(2) : name, ctx);
       if (!added && it->second != ctx) {
-        shadowed_.push_back(
-            fmt::format("{}: \"{}\" is served by an earlier certificate with other names, not by \"{}\"",
-                        certs_[i].config->names_setting, name, certs_[i].config->cert));
+        shadowed_.push_back(fmt::format("{}: \"{}\" is served by an earlier certificate with other names, not by \"{}\"",
+                                        certs_[i].config->names_setting, name, certs_[i].config->cert));
       }
     }
   }
