@@ -8,6 +8,7 @@
 #include "config/loader.h"
 #include "log/log.h"
 #include "control/server.h"
+#include "tls/replay_recorder.h"
 #include "tools/import_nginx_command.h"
 #include "tools/logstats_command.h"
 #include "tools/probe_command.h"
@@ -92,6 +93,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "tlsfront: configuration file %s test is successful\n", config_path.c_str());
     return 0;
   }
+  tlsfront::tls::ReplayRecorder::node();  // the early-data recording starts now (its start window)
   tlsfront::control::Server server;
   auto rc = server.run(std::move(cfg).value(), pid_file);
   if (!rc) {

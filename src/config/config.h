@@ -182,6 +182,13 @@ struct Tls {
   // on every response, tlsfront's own answers included (RFC 6797 §6.1);
   // "" (the default) sends none.
   std::string hsts;
+  // TLS 1.3 early data (0-RTT, RFC 8446 §2.3, RFC 8470), nginx's ssl_early_data.
+  // Off by default: requests in early data can be replayed; with it on, only
+  // `early_data_methods` requests without a body go upstream before the
+  // handshake completes (with Early-Data: 1), all others wait for it.
+  bool early_data = false;
+  uint64_t max_early_data = 16 * 1024;  // bytes of early data a ticket allows ("16k")
+  std::vector<std::string> early_data_methods{"GET", "HEAD", "OPTIONS"};
 };
 
 // [[upstream]]

@@ -1,5 +1,6 @@
 // [tls]: protocol versions, cipher policy, trust store and session resumption;
 // the certificates themselves: parse_certificate.cc.
+#include <algorithm>
 #include <string>
 
 #include "config/parse_context.h"
@@ -183,6 +184,38 @@ Status parse_ticket_keys(const TableReader& tls, TicketKeys& out) {
   return parse_ticket_keys_redis(t, out);
 }
 
+// early_data_methods: method tokens (RFC 9110 §9.1, case-sensitive), no
+// duplicates, and none that is never idempotent: a replayed POST, PATCH or
+// CONNECT may act twice (RFC 8470 §3).
+Status parse_early_data_methods(const TableReader& t, std::vector<std::string>& out) {
+  auto array = t.get_array("early_data_methods", Presence::Optional);
+  if (!array.ok()) return array.take_error();
+  if (*array == nullptr) return {};
+  std::vector<std::string> methods;
+  for (size_t i = 0; i < (*array)->size(); ++i) {
+    const toml::node& element = *(*array)->get(i);
+    std::string path = t.path_of("early_data_methods") + "[" + std::to_string(i) + "]";
+    const auto* name = element.as_string();
+    if (name == nullptr) return type_error(t.context(), element, path, "a string");
+    const std::string& m = name->get();
+    const bool token = !m.empty() && std::all_of(m.begin(), m.end(), [](char c) {
+      return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+             std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+    });
+    if (!token) return t.context().error(element.source(), path, "not a method token: " + quote(m));
+    if (m == "POST" || m == "PATCH" || m == "CONNECT") {
+      return t.context().error(element.source(), path,
+                               quote(m) + " is not idempotent: a replayed early-data request would act twice");
+    }
+    if (std::find(methods.begin(), methods.end(), m) != methods.end()) {
+      return t.context().error(element.source(), path, "duplicate method " + quote(m));
+    }
+    methods.push_back(m);
+  }
+  out = std::move(methods);
+  return {};
+}
+
 }  // namespace
 
 Status parse_tls(const TableReader& root, Tls& out) {
@@ -194,7 +227,8 @@ Status parse_tls(const TableReader& root, Tls& out) {
   if (Status s = t.check_keys({"protocols", "ciphers", "ciphersuites", "groups", "prefer_server_ciphers",
                                "certificate", "key", "strict_sni", "trusted_ca", "issuers_dir", "session_tickets",
                                "session_ticket_count", "session_id_context",
-                               "session_cache", "ticket_keys", "ocsp", "ocsp_cache_dir", "hsts"});
+                               "session_cache", "ticket_keys", "ocsp", "ocsp_cache_dir", "hsts",
+                               "early_data", "max_early_data", "early_data_methods"});
       !s.ok()) {
     return s;
   }
@@ -227,6 +261,10 @@ Status parse_tls(const TableReader& root, Tls& out) {
     return t.error_at("session_id_context",
                       "unknown value " + quote(sid_ctx) + " (expected \"tlsfront\" or \"nginx\")");
   }
+  if (Status s = t.get_bool("early_data", out.early_data); !s.ok()) return s;
+  // At least one record's plaintext (RFC 8446 §5.1), at most what a client buffers sensibly.
+  if (Status s = t.get_size("max_early_data", 1, 1024 * 1024, out.max_early_data); !s.ok()) return s;
+  if (Status s = parse_early_data_methods(t, out.early_data_methods); !s.ok()) return s;
   if (Status s = parse_session_cache(t, out.session_cache); !s.ok()) return s;
   if (Status s = parse_ticket_keys(t, out.ticket_keys); !s.ok()) return s;
   if (Status s = parse_ocsp_cache_dir(t, out.ocsp_cache_dir); !s.ok()) return s;

@@ -90,9 +90,21 @@ Status Connection::accept(UniqueFd fd, const config::Endpoint* address) {
   SSL* ssl = stream_->tls_stream().ssl();
   // The ALPN list is borrowed from the generation, which outlives the SSL.
   if (listener_ != nullptr) tls::set_alpn_protocols(ssl, &listener_->alpn);
-  if (tls::RemoteSessionStore* store = worker_.session_store()) {
-    lookup_ = std::make_shared<tls::SessionLookup>(store, [this] { on_session_lookup_done(); });
+  tls::RemoteSessionStore* store = worker_.session_store();
+  if (store != nullptr) {
+    lookup_ = std::make_shared<tls::SessionLookup>(store, [this] { on_client_hello_resumed(); });
     if (!lookup_->attach(ssl)) lookup_.reset();  // sessions then stay local for this connection
+  }
+  if (SSL_get_max_early_data(ssl) > 0) {
+    // Auto ticket keys are new with each start: no ticket (and no early
+    // data) from before it decrypts, so the start window is not needed.
+    const bool start_window =
+        store == nullptr && generation_->gen->config.tls.ticket_keys.source != config::TicketKeySource::Auto;
+    gate_ = std::make_shared<tls::EarlyDataGate>(tls::ReplayRecorder::node(), store, start_window,
+                                                 [this] { on_client_hello_resumed(); });
+    // Without the gate OpenSSL's allow-early-data callback says no: early
+    // data is then rejected, never taken unchecked.
+    if (!gate_->attach(ssl)) gate_.reset();
   }
   arm_timer(generation_->gen->config.timeouts.handshake);
   update_reading();
@@ -128,7 +140,7 @@ void Connection::on_read(ssize_t nread, const uv_buf_t* buf) {
   if (nread == 0 || closing()) return;
   if (nread < 0) {
     if (nread == UV_EOF) client_done_ = true;
-    if (state_ == State::Handshake) count_handshake_failure(metrics::HandshakeFailure::Closed);
+    if (state_ == State::Handshake || state_ == State::Early) count_handshake_failure(metrics::HandshakeFailure::Closed);
     if (session_) {
       session_->on_client_closed();
     } else {
@@ -137,15 +149,20 @@ void Connection::on_read(ssize_t nread, const uv_buf_t* buf) {
     return;
   }
   stream_->feed(std::string_view(buf->base, static_cast<size_t>(nread)));
-  if (state_ == State::Handshake) {
-    // Paused for a session lookup: the input waits in the BIO until it ends.
-    if (lookup_ && lookup_->state() == tls::SessionLookup::State::Pending) {
+  if (state_ == State::Handshake || state_ == State::Early) {
+    // Paused for the shared store: the input waits in the BIO until it answers.
+    if (client_hello_paused()) {
       update_reading();
       return;
     }
     if (!advance_handshake()) return;
   }
   pump();
+}
+
+bool Connection::client_hello_paused() const {
+  return (lookup_ && lookup_->state() == tls::SessionLookup::State::Pending) ||
+         (gate_ && gate_->state() == tls::EarlyDataGate::State::Pending);
 }
 
 bool Connection::advance_handshake() {
@@ -156,19 +173,21 @@ bool Connection::advance_handshake() {
     close(false);  // the alert OpenSSL queued is flushed before the close
     return false;
   }
-  if (!*done) {
-    // Still in progress (more input needed, or paused by the client hello
-    // callback: on_session_lookup_done() resumes it).
-    LoopContext::of(worker_.loop()).schedule_flush(this);
-    return false;
+  if (*done) {
+    on_handshake_done();
+    return true;
   }
-  on_handshake_done();
-  return true;
+  // Still in progress: more input needed, paused by the client hello
+  // callback (on_client_hello_resumed() resumes it), or in early data.
+  LoopContext::of(worker_.loop()).schedule_flush(this);
+  if (!stream_->tls_stream().in_early_data()) return false;
+  if (state_ == State::Handshake) on_early_data();
+  return true;  // early data may have been read: the session takes it
 }
 
 // Called from the store's reply or timeout callback on this worker's loop.
 // Never deletes `this`: close() only starts the deferred teardown.
-void Connection::on_session_lookup_done() {
+void Connection::on_client_hello_resumed() {
   if (state_ != State::Handshake || !stream_) return;
   if (advance_handshake()) {
     pump();
@@ -188,9 +207,7 @@ http::ConnectionInfo Connection::base_info() const {
   return info;
 }
 
-void Connection::on_handshake_done() {
-  transition(state_, State::Open);
-  stop_timer();
+http::ConnectionInfo Connection::tls_info() const {
   SSL* ssl = stream_->tls_stream().ssl();
   http::ConnectionInfo info = base_info();
   if (const char* sni = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name)) info.sni = sni;
@@ -203,6 +220,33 @@ void Connection::on_handshake_done() {
   info.ssl_session_reused = SSL_session_reused(ssl) == 1;
   const bool ticket = info.ssl_session_reused && tls::resumed_with_ticket(ssl);
   info.ssl_resumption = !info.ssl_session_reused ? "none" : ticket ? "ticket" : "cache";
+  return info;
+}
+
+void Connection::on_early_data() {
+  transition(state_, State::Early);
+  // The handshake deadline stays on the timer, beside the session's.
+  const uint64_t now = uv_now(worker_.loop());
+  handshake_due_ = now + static_cast<uint64_t>(generation_->gen->config.timeouts.handshake.count());
+  session_due_ = UINT64_MAX;
+  http::ConnectionInfo info = tls_info();
+  info.early_data = true;
+  const bool h2 = info.alpn == "h2";
+  open_session(std::move(info), h2);
+}
+
+void Connection::on_handshake_done() {
+  const bool early = state_ == State::Early;
+  transition(state_, State::Open);
+  if (early && session_due_ != UINT64_MAX) {
+    const uint64_t now = uv_now(worker_.loop());
+    timer_.arm(std::chrono::milliseconds(session_due_ > now ? session_due_ - now : 0));
+  } else {
+    stop_timer();
+  }
+  SSL* ssl = stream_->tls_stream().ssl();
+  http::ConnectionInfo info = tls_info();
+  const bool ticket = info.ssl_resumption == std::string_view("ticket");
   const auto handshake_time = std::chrono::steady_clock::now() - accepted_at_;
   info.tls_handshake_ms = std::chrono::duration<double, std::milli>(handshake_time).count();
   metrics::WorkerCounters& counters = worker_.counters();
@@ -213,8 +257,13 @@ void Connection::on_handshake_done() {
   counters.handshake_duration[static_cast<size_t>(kind)].observe(handshake_time);
   counters.negotiated.add(SSL_get_version(ssl), SSL_CIPHER_get_name(SSL_get_current_cipher(ssl)));
   count_client_hello();
-  const bool h2 = info.alpn == "h2";
-  open_session(std::move(info), h2);
+  count_early_data();
+  if (early) {
+    session_->on_handshake_done(info.tls_handshake_ms);  // the session started in early data
+  } else {
+    const bool h2 = info.alpn == "h2";
+    open_session(std::move(info), h2);
+  }
   // TLS 1.3 NewSessionTicket messages go out with the handshake's last flight.
   LoopContext::of(worker_.loop()).schedule_flush(this);
 }
@@ -234,7 +283,7 @@ void Connection::open_session(http::ConnectionInfo info, bool h2) {
 void Connection::pump() {
   LoopContext& ctx = LoopContext::of(worker_.loop());
   char buf[kPlaintextChunk];
-  while (session_ && state_ == State::Open && session_->wants_input()) {
+  while (session_ && (state_ == State::Open || state_ == State::Early) && session_->wants_input()) {
     auto n = stream_->read(buf, sizeof(buf));
     if (!n) {
       if (n.error().code == Errc::Closed) {
@@ -255,12 +304,12 @@ void Connection::pump() {
 }
 
 void Connection::resume_input() {
-  if (state_ != State::Open) return;
+  if (state_ != State::Open && state_ != State::Early) return;
   pump();
 }
 
 void Connection::send(std::string_view plaintext) {
-  if (state_ != State::Open) return;
+  if (state_ != State::Open && state_ != State::Early) return;
   // A head and a small body: one allocation (the buffer is freed when idle).
   if (plaintext_out_.capacity() < kPlaintextReserve) plaintext_out_.reserve(kPlaintextReserve);
   plaintext_out_.append(plaintext);
@@ -297,7 +346,8 @@ void Connection::flush() {
   }
   if (state_ == State::Closing && writer_.idle()) {
     start_linger();
-  } else if (state_ == State::Open && session_ && buffered_output() < kOutputLowWatermark) {
+  } else if ((state_ == State::Open || state_ == State::Early) && session_ &&
+             buffered_output() < kOutputLowWatermark) {
     // Written at once (no write callback will come): let a paused upstream go on.
     session_->on_output_drained();
   }
@@ -318,9 +368,10 @@ void Connection::on_write_done(int status) {
 void Connection::close(bool notify) {
   if (closing()) return;
   const bool handshake_done = state_ == State::Open;
+  const bool session_output = handshake_done || state_ == State::Early;  // 0.5-RTT data is still sent
   transition(state_, State::Closing);
   update_reading();
-  if (handshake_done && !encrypt_pending()) return;
+  if (session_output && !encrypt_pending()) return;
   if (notify && handshake_done) stream_->shutdown();
   // Bound how long a client that does not read can hold us while we flush.
   arm_timer(generation_->gen->config.timeouts.send);
@@ -380,6 +431,7 @@ static_assert(static_cast<int>(tls::HandshakeRefusal::ProtocolVersion) - 1 ==
 
 void Connection::count_handshake_failure(metrics::HandshakeFailure reason) {
   metrics::WorkerCounters& counters = worker_.counters();
+  count_early_data();
   counters.handshake_failures[static_cast<size_t>(reason)].add();
   const tls::HandshakeRefusal refusal = stream_->tls_stream().refusal();
   if (reason == metrics::HandshakeFailure::Error && refusal != tls::HandshakeRefusal::None) {
@@ -394,6 +446,32 @@ void Connection::count_client_hello() {
   if (const uint16_t v = tls::client_max_version(stream_->tls_stream().ssl())) {
     worker_.counters().client_hello_versions[static_cast<size_t>(metrics::offered_version(v))].add();
   }
+}
+
+// Once per connection, when its handshake ended (either way).
+void Connection::count_early_data() {
+  SSL* ssl = stream_->tls_stream().ssl();
+  const int status = SSL_get_early_data_status(ssl);
+  if (status == SSL_EARLY_DATA_NOT_SENT) return;
+  metrics::WorkerCounters& counters = worker_.counters();
+  counters.early_data_offered.add();
+  if (status == SSL_EARLY_DATA_ACCEPTED) {
+    if (stream_->tls_stream().early_data_overflow()) {
+      counters.early_data_rejected[static_cast<size_t>(metrics::EarlyRejection::TooLarge)].add();
+    } else {
+      counters.early_data_accepted.add();
+    }
+    return;
+  }
+  auto reason = metrics::EarlyRejection::Ticket;  // OpenSSL's own checks said no
+  if (!gate_) {
+    reason = metrics::EarlyRejection::Disabled;
+  } else if (gate_->verdict() == tls::EarlyDataGate::Verdict::Replay) {
+    reason = metrics::EarlyRejection::Replay;
+  } else if (gate_->verdict() == tls::EarlyDataGate::Verdict::StoreUnavailable) {
+    reason = metrics::EarlyRejection::RedisUnavailable;
+  }
+  counters.early_data_rejected[static_cast<size_t>(reason)].add();
 }
 
 void Connection::release_buffers() {
@@ -414,9 +492,27 @@ void Connection::finish_close() {
   worker_.remove(this);
 }
 
-void Connection::arm_timer(std::chrono::milliseconds ms) { timer_.arm(ms); }
+// In Early the one timer also keeps the handshake deadline: the session's
+// timer is armed no later than it, and stopping the session's re-arms it.
+void Connection::arm_timer(std::chrono::milliseconds ms) {
+  if (state_ != State::Early) {
+    timer_.arm(ms);
+    return;
+  }
+  const uint64_t now = uv_now(worker_.loop());
+  session_due_ = now + static_cast<uint64_t>(ms.count());
+  timer_.arm(std::chrono::milliseconds(std::min(session_due_, handshake_due_) - now));
+}
 
-void Connection::stop_timer() { timer_.stop(); }
+void Connection::stop_timer() {
+  if (state_ != State::Early) {
+    timer_.stop();
+    return;
+  }
+  session_due_ = UINT64_MAX;
+  const uint64_t now = uv_now(worker_.loop());
+  timer_.arm(std::chrono::milliseconds(handshake_due_ > now ? handshake_due_ - now : 0));
+}
 
 void Connection::on_timer() {
   switch (state_) {
@@ -425,6 +521,16 @@ void Connection::on_timer() {
       count_handshake_failure(metrics::HandshakeFailure::Timeout);
       finish_close();
       break;
+    case State::Early:
+      if (uv_now(worker_.loop()) >= handshake_due_) {
+        log::debug("conn={} {}:{} TLS handshake timed out in early data", id_, remote_addr_, remote_port_);
+        count_handshake_failure(metrics::HandshakeFailure::Timeout);
+        finish_close();
+        break;
+      }
+      session_due_ = UINT64_MAX;
+      stop_timer();  // the deadline again
+      [[fallthrough]];
     case State::Open:
       if (session_) session_->on_timer();
       LoopContext::of(worker_.loop()).schedule_flush(this);

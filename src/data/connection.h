@@ -5,7 +5,9 @@
 // [Lingering ->] Closed; a cleartext connection starts in Open (State
 // below; data/CONNECTION.md has the picture). Only its own libuv callbacks
 // decide when it ends; close() is idempotent and the object is freed by the
-// worker's deferred delete after the current callback returns.
+// worker's deferred delete after the current callback returns. With
+// [tls] early_data, a handshake whose 0-RTT data is accepted passes through
+// Early: the session starts on the early data before the client's Finished.
 // Thread affinity: owning worker only.
 #pragma once
 
@@ -21,6 +23,7 @@
 #include "data/http/client_session.h"
 #include "data/http/client_transport.h"
 #include "metrics/counters.h"
+#include "tls/early_data_gate.h"
 #include "tls/session_lookup.h"
 #include "util/lazy_timer.h"
 #include "util/loop_context.h"
@@ -55,14 +58,20 @@ class Connection final : public Deletable, public Flushable, public http::Client
   bool close_if_idle();
   // The first state: Handshake on a TLS listener; Open on a cleartext one,
   // which has no handshake (the session starts in accept()).
-  // Handshake -> Open (handshake done) | Closing (TLS error: the alert is
-  //              flushed) | Closed (timeout, reset)
+  // Handshake -> Open (handshake done) | Early (the client's early data
+  //              accepted) | Closing (TLS error: the alert is flushed) |
+  //              Closed (timeout, reset)
+  // Early     -> Open (handshake done) | Closing | Closed (as Handshake).
+  //              The session runs on the early data (ConnectionInfo::
+  //              early_data) and its output goes out as 0.5-RTT data; the
+  //              handshake deadline (timeouts.handshake) still holds, on the
+  //              one timer beside the session's.
   // Open      -> Closing (close()) | Closed (write error, abort)
   // Closing   -> Lingering (output written: FIN sent, input read and dropped
   //              until the client closes, at most kLingerTimeout) | Closed
   //              (nothing more can come from the client, or timeouts.send)
   // Lingering -> Closed
-  enum class State { Handshake, Open, Closing, Lingering, Closed };
+  enum class State { Handshake, Early, Open, Closing, Lingering, Closed };
 
   bool closed() const { return state_ == State::Closed; }
 
@@ -84,6 +93,14 @@ class Connection final : public Deletable, public Flushable, public http::Client
   void on_write_done(int status);
   void on_timer();
   void on_handshake_done();
+  // The client's early data was accepted: the session starts on it.
+  void on_early_data();
+  // ConnectionInfo with the TLS facts of the handshake so far.
+  http::ConnectionInfo tls_info() const;
+  // The handshake ended (done or failed): early-data counters.
+  void count_early_data();
+  // True while the client hello callback waits for the shared store.
+  bool client_hello_paused() const;
   // The facts every session gets, TLS or not.
   http::ConnectionInfo base_info() const;
   // Open: the session starts (HTTP/2 after ALPN h2, else HTTP/1.1).
@@ -91,8 +108,9 @@ class Connection final : public Deletable, public Flushable, public http::Client
   // Advances the TLS handshake; true once it is done and the session open.
   // Closes the connection on a handshake error.
   bool advance_handshake();
-  // The shared-store session lookup ended: go on with the paused handshake.
-  void on_session_lookup_done();
+  // The shared-store session lookup or replay check ended: go on with the
+  // paused handshake.
+  void on_client_hello_resumed();
   void pump();
   // Moves queued plaintext into the stream's output (encrypted over TLS);
   // false if the connection died.
@@ -114,6 +132,7 @@ class Connection final : public Deletable, public Flushable, public http::Client
   StreamWriter writer_;
   // Before stream_: the SSL borrows it through ex_data, so it must die after the SSL.
   std::shared_ptr<tls::SessionLookup> lookup_;
+  std::shared_ptr<tls::EarlyDataGate> gate_;  // with [tls] early_data only
   std::optional<ClientStream> stream_;  // set by accept()
   std::unique_ptr<http::ClientSession> session_;
   std::string plaintext_out_;
@@ -126,13 +145,18 @@ class Connection final : public Deletable, public Flushable, public http::Client
   uint16_t remote_port_ = 0;
   const config::Listener* listener_ = nullptr;  // its [[listen]] entry (in generation_); null: TLS defaults
   std::chrono::steady_clock::time_point accepted_at_;
+  // In Early, in the loop's clock (ms): when the handshake must be done, and
+  // when the session's own timer is due (UINT64_MAX: not armed).
+  uint64_t handshake_due_ = 0;
+  uint64_t session_due_ = UINT64_MAX;
 };
 
 // The transition table (util/state.h).
 constexpr bool legal(Connection::State from, Connection::State to) {
   using S = Connection::State;
   switch (from) {
-    case S::Handshake: return to == S::Open || to == S::Closing || to == S::Closed;
+    case S::Handshake: return to == S::Early || to == S::Open || to == S::Closing || to == S::Closed;
+    case S::Early: return to == S::Open || to == S::Closing || to == S::Closed;
     case S::Open: return to == S::Closing || to == S::Closed;
     case S::Closing: return to == S::Lingering || to == S::Closed;
     case S::Lingering: return to == S::Closed;
@@ -141,7 +165,7 @@ constexpr bool legal(Connection::State from, Connection::State to) {
   return false;
 }
 constexpr const char* name(Connection::State s) {
-  constexpr const char* names[] = {"Handshake", "Open", "Closing", "Lingering", "Closed"};
+  constexpr const char* names[] = {"Handshake", "Early", "Open", "Closing", "Lingering", "Closed"};
   return names[static_cast<int>(s)];
 }
 

@@ -56,12 +56,14 @@ void RedisSessionStore::close() {
              hits_, failures_, store_errors_);
 }
 
-std::string RedisSessionStore::redis_key(std::string_view prefix, std::string_view cache_key) {
+std::string RedisSessionStore::redis_key(std::string_view prefix, std::string_view cache_key, std::string_view kind) {
   static constexpr char kDigits[] = "0123456789abcdef";
   std::string out;
-  out.reserve(prefix.size() + 6 + 2 * cache_key.size());
+  out.reserve(prefix.size() + kind.size() + 2 + 2 * cache_key.size());
   out.append(prefix);
-  out.append(":sess:");
+  out.push_back(':');
+  out.append(kind);
+  out.push_back(':');
   for (unsigned char c : cache_key) {
     out.push_back(kDigits[c >> 4]);
     out.push_back(kDigits[c & 15]);
@@ -113,6 +115,23 @@ void RedisSessionStore::store(const std::string& key, std::string_view der, mill
                                       client_.fail("SET refused: " + std::string(reply->str()));
                                     });
   if (!sent) ++store_errors_;
+}
+
+bool RedisSessionStore::claim(const std::string& key, milliseconds ttl, ClaimDone done) {
+  if (closed_ || ttl.count() <= 0) return false;
+  const std::string ttl_text = std::to_string(ttl.count());
+  return client_.command({"SET", redis_key(cfg_.redis_prefix, key, "early"), "1", "NX", "PX", ttl_text},
+                         [this, done = std::move(done)](Result<redis::Reply> reply) {
+                           if (!reply) {
+                             done(Claim::Unavailable);
+                           } else if (reply->is_error()) {
+                             client_.fail("SET NX refused: " + std::string(reply->str()));
+                             done(Claim::Unavailable);
+                           } else {
+                             client_.answered();
+                             done(reply->is_nil() ? Claim::Seen : Claim::First);
+                           }
+                         });
 }
 
 }  // namespace tlsfront::data

@@ -65,9 +65,12 @@ class RedisSessionStore final : public tls::RemoteSessionStore {
   // tls::RemoteSessionStore
   bool lookup(const std::string& key, LookupDone done) override;
   void store(const std::string& key, std::string_view der, std::chrono::milliseconds ttl) override;
+  // SET "<prefix>:early:<hex key>" 1 NX PX <ttl>: OK is First, nil is Seen.
+  bool claim(const std::string& key, std::chrono::milliseconds ttl, ClaimDone done) override;
 
-  // The Redis key for SessionCache key `cache_key`: "<prefix>:sess:<lowercase hex>".
-  static std::string redis_key(std::string_view prefix, std::string_view cache_key);
+  // The Redis key for SessionCache key `cache_key`: "<prefix>:<kind>:<lowercase hex>"
+  // (kind "sess"; "early" for the early-data replay records).
+  static std::string redis_key(std::string_view prefix, std::string_view cache_key, std::string_view kind = "sess");
 
  private:
   RedisSessionStore(const config::SessionCache& cfg, uv_loop_t* loop, int worker, Secret password,

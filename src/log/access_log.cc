@@ -212,6 +212,8 @@ void append_json_line(std::string& out, const AccessLogEntry& e) {
   append_string_or_null(out, e.ssl_cipher);
   out.append(",\"ssl_session_reused\":"sv);
   append_bool(out, e.ssl_session_reused);
+  out.append(",\"ssl_early_data\":"sv);
+  append_bool(out, e.ssl_early_data);
   out.append(",\"ssl_resumption\":"sv);
   append_string_or_null(out, e.ssl_resumption);
   out.append(",\"tls_handshake_ms\":"sv);

@@ -39,6 +39,7 @@ struct AccessLogEntry {
   double request_time_ms = 0;
   std::string_view ssl_protocol, ssl_cipher;  // "TLSv1.3", "TLS_AES_128_GCM_SHA256"; "" (http) -> null
   bool ssl_session_reused = false;
+  bool ssl_early_data = false;  // the request arrived in TLS early data (0-RTT), nginx's $ssl_early_data
   std::string_view ssl_resumption = "none";  // "none" | "cache" (session ID / stateful) | "ticket"; "" -> null
   std::optional<double> tls_handshake_ms;  // first request of a connection only, else null
   uint64_t connection_id = 0, connection_requests = 0;

@@ -98,6 +98,15 @@ OfferedVersion offered_version(uint16_t wire_version);  // 0x0304 -> Tls13 ...
 enum class Refusal { ProtocolVersion, NoSharedCipher, NoAlpnOverlap, SniRefused };
 inline constexpr const char* kRefusalNames[] = {"protocol_version", "no_shared_cipher", "no_alpn_overlap",
                                                 "sni_refused"};
+// Why a ClientHello's early data (0-RTT) was turned away (the handshake goes
+// on): early_data off; its ClientHello seen before, or the node's recording
+// full or still in its start window (tls/EARLY_DATA_REPLAY.md); the shared
+// store could not answer; more early data than max_early_data (the
+// connection is aborted); OpenSSL's own checks (ticket age, ALPN, cipher
+// suite, or no resumption).
+enum class EarlyRejection { Disabled, Replay, RedisUnavailable, TooLarge, Ticket };
+inline constexpr const char* kEarlyRejectionNames[] = {"disabled", "replay", "redis_unavailable", "too_large",
+                                                       "ticket"};
 
 struct WorkerCounters {
   Counter connections_accepted;
@@ -135,6 +144,13 @@ struct WorkerCounters {
   // (counted as they pass, not including the 101 or the request).
   Counter tunnels_opened, tunnels_closed;
   Counter tunnel_bytes_to_upstream, tunnel_bytes_to_client;
+  // TLS 1.3 early data: ClientHellos that offered it, handshakes that took
+  // it, rejections by EarlyRejection; requests read in it sent up at once
+  // (Early-Data: 1) or held for the handshake; upstream 425s answered by
+  // sending the request again after the handshake.
+  Counter early_data_offered, early_data_accepted;
+  std::array<Counter, 5> early_data_rejected;
+  Counter early_data_requests_sent, early_data_requests_held, early_data_too_early_retried;
 
   void count_request(std::string_view protocol, int status, std::chrono::nanoseconds duration);
 

@@ -91,6 +91,25 @@ std::string render_prometheus(const ProcessMetrics& m) {
   fmt::format_to(std::back_inserter(out), "tlsfront_tunnel_bytes_total{{direction=\"to_client\"}} {}\n",
                  sum(m, [](const WorkerCounters& w) { return w.tunnel_bytes_to_client.get(); }));
 
+  single(out, "tlsfront_early_data_offered_total", "counter", "ClientHellos that offered TLS 1.3 early data (0-RTT).",
+         sum(m, [](const WorkerCounters& w) { return w.early_data_offered.get(); }));
+  single(out, "tlsfront_early_data_accepted_total", "counter", "Handshakes that accepted the client's early data.",
+         sum(m, [](const WorkerCounters& w) { return w.early_data_accepted.get(); }));
+  header(out, "tlsfront_early_data_rejected_total", "counter", "Early data turned away (the handshake goes on), by reason.");
+  for (size_t r = 0; r < std::size(kEarlyRejectionNames); ++r) {
+    fmt::format_to(std::back_inserter(out), "tlsfront_early_data_rejected_total{{reason=\"{}\"}} {}\n",
+                   kEarlyRejectionNames[r], sum(m, [r](const WorkerCounters& w) { return w.early_data_rejected[r].get(); }));
+  }
+  header(out, "tlsfront_early_data_requests_total", "counter",
+         "Requests read in early data: sent up at once with Early-Data: 1, or held until the handshake completed.");
+  fmt::format_to(std::back_inserter(out), "tlsfront_early_data_requests_total{{action=\"sent\"}} {}\n",
+                 sum(m, [](const WorkerCounters& w) { return w.early_data_requests_sent.get(); }));
+  fmt::format_to(std::back_inserter(out), "tlsfront_early_data_requests_total{{action=\"held\"}} {}\n",
+                 sum(m, [](const WorkerCounters& w) { return w.early_data_requests_held.get(); }));
+  single(out, "tlsfront_early_data_too_early_retries_total", "counter",
+         "Upstream 425 (Too Early) answers to requests sent in early data, sent again after the handshake.",
+         sum(m, [](const WorkerCounters& w) { return w.early_data_too_early_retried.get(); }));
+
   header(out, "tlsfront_accept_errors_total", "counter",
          "Failed accepts by errno (each pauses that worker's accepting; 'other' is any errno but these four).");
   for (size_t e = 0; e < std::size(kAcceptErrorNames); ++e) {

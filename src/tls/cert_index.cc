@@ -8,6 +8,7 @@
 #include <fmt/core.h>
 
 #include "tls/cipher_list.h"
+#include "tls/early_data_gate.h"
 #include "tls/handshake_facts.h"
 #include "tls/openssl_error.h"
 #include "tls/session_cache.h"
@@ -62,7 +63,11 @@ int client_hello_cb(SSL* ssl, int* alert, void* /*arg*/) noexcept {
     }
     SSL_set_SSL_CTX(ssl, ctx->get());  // no-op when it is the current one (a RETRY re-entry)
   }
-  return SessionCache::on_client_hello(ssl, alert, nullptr);
+  const int rc = SessionCache::on_client_hello(ssl, alert, nullptr);
+  if (rc != SSL_CLIENT_HELLO_SUCCESS) return rc;
+  // After the session lookup: both may pause, one after the other.
+  if (EarlyDataGate* gate = EarlyDataGate::of(ssl)) return gate->on_client_hello(ssl);
+  return rc;
 }
 
 std::string names_key(const std::vector<std::string>& names) {
@@ -98,7 +103,14 @@ Result<std::unique_ptr<CertIndex>> CertIndex::create(const config::Tls& tls, Ses
 
 Status CertIndex::build(const config::Tls& tls, SessionCache* session_cache, TicketKeyStore* tickets) {
   if (certs_.empty()) return make_error(Errc::Config, "tls: no certificate configured");
-  if (auto st = check_cipher_lists(tls, cipher_warnings_); !st) return st;
+  if (auto st = check_cipher_lists(tls, config_warnings_); !st) return st;
+  if (tls.early_data && tls.ticket_keys.source != config::TicketKeySource::Auto &&
+      tls.session_cache.store != config::SessionStore::Redis) {
+    config_warnings_.push_back(
+        "tls.early_data: the ticket keys are shared (files or Redis) but early-data replays are recorded on this "
+        "node only: every node that can decrypt a ticket accepts its early data once; set [tls.session_cache] "
+        "store = \"redis\" for a cluster-wide check");
+  }
   // Name set -> its entries, in file order of the set's first entry.
   std::map<std::string, size_t> set_of_key;
   std::vector<std::vector<const ServerCertificate*>> sets;
@@ -170,7 +182,7 @@ std::vector<std::string> CertIndex::report_lines() const {
 
 std::vector<std::string> CertIndex::warnings() const {
   std::vector<std::string> out = shadowed_;
-  out.insert(out.end(), cipher_warnings_.begin(), cipher_warnings_.end());
+  out.insert(out.end(), config_warnings_.begin(), config_warnings_.end());
   for (const auto& c : certs_) out.insert(out.end(), c.warnings.begin(), c.warnings.end());
   return out;
 }

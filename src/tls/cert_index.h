@@ -87,7 +87,8 @@ class CertIndex {
   const TlsContext* default_ = nullptr;
   bool strict_sni_ = false;
   std::vector<std::string> shadowed_;  // warnings: names an earlier entry serves
-  std::vector<std::string> cipher_warnings_;  // check_cipher_lists: exclusions of nothing
+  // check_cipher_lists: exclusions of nothing; early data without a cluster-wide replay check.
+  std::vector<std::string> config_warnings_;
 };
 
 }  // namespace tlsfront::tls

@@ -29,6 +29,18 @@ class RemoteSessionStore {
   virtual bool lookup(const std::string& key, LookupDone done) = 0;
   // Stores `der` under `key` for `ttl` (milliseconds); errors are counted and logged.
   virtual void store(const std::string& key, std::string_view der, std::chrono::milliseconds ttl) = 0;
+
+  // What a claim found (tls/EARLY_DATA_REPLAY.md).
+  enum class Claim { First, Seen, Unavailable };
+  using ClaimDone = std::function<void(Claim)>;
+  // Records `key` for `ttl` unless it is recorded already, atomically across
+  // every node sharing the store: First when this call recorded it, Seen when
+  // it was there, Unavailable on an error or a timeout. Returns false when the
+  // store cannot be asked now (`done` is then never called); otherwise `done`
+  // is called exactly once, later, from the loop. Default: cannot be asked.
+  virtual bool claim(const std::string& /*key*/, std::chrono::milliseconds /*ttl*/, ClaimDone /*done*/) {
+    return false;
+  }
 };
 
 }  // namespace tlsfront::tls

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "tls/early_data_gate.h"
 #include "tls/openssl_error.h"
 #include "tls/session_cache.h"
 #include "tls/ticket_key_ring.h"
@@ -185,6 +186,17 @@ Result<std::unique_ptr<TlsContext>> TlsContext::create(const config::Tls& tls,
     }
   }
   if (tickets) attach(ctx.get(), tickets, tls);
+  if (tls.early_data) {
+    // Tickets then carry max_early_data (RFC 8446 §4.6.1); whether a
+    // ClientHello's early data is taken is EarlyDataGate's decision.
+    SSL_CTX_set_max_early_data(ctx.get(), static_cast<uint32_t>(tls.max_early_data));
+    SSL_CTX_set_recv_max_early_data(ctx.get(), static_cast<uint32_t>(tls.max_early_data));
+    SSL_CTX_set_allow_early_data_cb(ctx.get(), EarlyDataGate::allow_early_data, nullptr);
+    // OpenSSL's own anti-replay makes every ticket single-use through its
+    // internal session cache, which ends stateless tickets shared by the
+    // cluster's nodes; EarlyDataGate's recording is the replay protection.
+    SSL_CTX_set_options(ctx.get(), SSL_OP_NO_ANTI_REPLAY);
+  }
   SSL_CTX_set_alpn_select_cb(ctx.get(), alpn_select_cb, nullptr);
   SSL_CTX_set_tlsext_servername_callback(ctx.get(), servername_cb);
 

@@ -112,6 +112,17 @@ Result<bool> TlsStream::handshake() {
   if (phase_ == Phase::Failed) return make_error(Errc::Tls, "TLS handshake failed earlier");
   clear_errors();
   if (phase_ == Phase::Paused) transition(phase_, Phase::Handshaking);
+  if (!early_done_) {
+    // SSL_read_early_data must come first whenever the context allows early
+    // data (after FINISH it is an error to call it again); without it, a
+    // client's early data is skipped by SSL_do_handshake.
+    if (SSL_get_max_early_data(ssl_.get()) == 0) {
+      early_done_ = true;
+    } else {
+      if (Status s = read_early_data(); !s) return s.take_error();
+      if (!early_done_) return false;
+    }
+  }
   int rc = SSL_do_handshake(ssl_.get());
   if (rc == 1) {
     transition(phase_, Phase::Open);
@@ -123,12 +134,58 @@ Result<bool> TlsStream::handshake() {
     transition(phase_, Phase::Paused);
     return false;
   }
+  return handshake_failed();
+}
+
+Status TlsStream::read_early_data() {
+  char buf[16 * 1024];  // one record's plaintext
+  for (;;) {
+    size_t n = 0;
+    const int rc = SSL_read_early_data(ssl_.get(), buf, sizeof(buf), &n);
+    if (rc == SSL_READ_EARLY_DATA_SUCCESS) {
+      early_.append(buf, n);
+      if (phase_ == Phase::Handshaking) transition(phase_, Phase::Early);
+      continue;
+    }
+    if (rc == SSL_READ_EARLY_DATA_FINISH) {
+      early_done_ = true;
+      return {};
+    }
+    const int err = SSL_get_error(ssl_.get(), rc);
+    if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
+      // Accepted, but its records are still to come: the session may start.
+      if (phase_ == Phase::Handshaking && SSL_get_early_data_status(ssl_.get()) == SSL_EARLY_DATA_ACCEPTED) {
+        transition(phase_, Phase::Early);
+      }
+      return {};
+    }
+    if (err == SSL_ERROR_WANT_CLIENT_HELLO_CB) {
+      transition(phase_, Phase::Paused);
+      return {};
+    }
+    return handshake_failed();
+  }
+}
+
+Error TlsStream::handshake_failed() {
   transition(phase_, Phase::Failed);
+  early_overflow_ = ERR_GET_REASON(ERR_peek_last_error()) == SSL_R_TOO_MUCH_EARLY_DATA;
   refusal_ = classify_handshake_failure(ssl_.get());  // before the error queue is drained
   return openssl_error(Errc::Tls, "TLS handshake failed");
 }
 
 Result<size_t> TlsStream::read(char* buf, size_t len) {
+  if (early_off_ < early_.size()) {  // early data comes before anything read after the handshake
+    const size_t n = std::min(len, early_.size() - early_off_);
+    std::memcpy(buf, early_.data() + early_off_, n);
+    early_off_ += n;
+    if (early_off_ == early_.size()) {
+      std::string().swap(early_);
+      early_off_ = 0;
+    }
+    return n;
+  }
+  if (phase_ == Phase::Early) return size_t{0};  // handshake() reads what comes next
   clear_errors();
   size_t n = 0;
   int rc = SSL_read_ex(ssl_.get(), buf, len, &n);
@@ -147,10 +204,13 @@ Result<size_t> TlsStream::read(char* buf, size_t len) {
 }
 
 Status TlsStream::write(std::string_view plaintext) {
+  const bool early = phase_ == Phase::Early;
   while (!plaintext.empty()) {
     clear_errors();
     size_t n = 0;
-    if (SSL_write_ex(ssl_.get(), plaintext.data(), plaintext.size(), &n) != 1) {
+    const int rc = early ? SSL_write_early_data(ssl_.get(), plaintext.data(), plaintext.size(), &n)
+                         : SSL_write_ex(ssl_.get(), plaintext.data(), plaintext.size(), &n);
+    if (rc != 1) {
       if (phase_ != Phase::Failed) transition(phase_, Phase::Failed);
       return openssl_error(Errc::Tls, "TLS write failed");
     }
@@ -180,6 +240,8 @@ size_t TlsStream::take_output(std::string& out) {
 
 bool TlsStream::release_buffers() {
   if (pending_input() != 0 || pending_output() != 0) return false;
+  std::string().swap(early_);
+  early_off_ = 0;
   std::string().swap(io_->in);
   std::string().swap(io_->out);
   io_->in_off = 0;

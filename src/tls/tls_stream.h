@@ -24,14 +24,23 @@ class TlsStream {
  public:
   // Where the TLS connection is:
   //   Handshaking -> Paused        the client hello callback is waiting for a
-  //                                session lookup (SSL_ERROR_WANT_CLIENT_HELLO_CB)
+  //                                session lookup or an early-data replay
+  //                                check (SSL_ERROR_WANT_CLIENT_HELLO_CB)
   //   Paused      -> Handshaking   handshake() called again
-  //   Handshaking -> Open | Failed
+  //   Handshaking -> Early         the client's early data (TLS 1.3 0-RTT,
+  //                                RFC 8446 §2.3) was accepted: the server's
+  //                                flight is out, read() returns the early
+  //                                data, write() sends 0.5-RTT data (to a
+  //                                client whose Finished has not arrived)
+  //   Handshaking | Early -> Open | Failed
   //   Open        -> Closed        close_notify queued (shutdown())
   //   Open | Closed -> Failed      a TLS error on read or write
   // Failed: a fatal alert or error; no close_notify, and the session is not
   // kept resumable (OpenSSL drops a session whose SSL never shut down cleanly).
-  enum class Phase { Handshaking, Paused, Open, Closed, Failed };
+  // Early data is read only when the SSL_CTX allows it (max_early_data > 0);
+  // OpenSSL bounds it by recv_max_early_data, so the early-data buffer held
+  // here is at most that.
+  enum class Phase { Handshaking, Paused, Early, Open, Closed, Failed };
 
   // Creates the SSL* from borrowed `ctx`, which must outlive this stream (the
   // connection holds its Generation). Errors: Errc::Tls.
@@ -48,7 +57,8 @@ class TlsStream {
   void feed(std::string_view ciphertext);
 
   // Advances the handshake. Returns true once complete, false while it needs
-  // more input or is paused (see handshake_paused()).
+  // more input, is paused (see handshake_paused()) or is in early data
+  // (in_early_data(): the client's early data can be read meanwhile).
   // Errors: Errc::Tls (alert already queued in the output).
   [[nodiscard]] Result<bool> handshake();
   bool handshake_done() const { return phase_ == Phase::Open || phase_ == Phase::Closed; }
@@ -56,16 +66,23 @@ class TlsStream {
   // asked to wait (a session lookup is pending, tls/session_lookup.h); call
   // handshake() again once it ends.
   bool handshake_paused() const { return phase_ == Phase::Paused; }
+  // True between the acceptance of the client's early data and the end of
+  // the handshake (Phase::Early).
+  bool in_early_data() const { return phase_ == Phase::Early; }
+  // True once the handshake failed because the client sent more early data
+  // than recv_max_early_data (RFC 8446 §4.2.10: the connection is aborted).
+  bool early_data_overflow() const { return early_overflow_; }
   Phase phase() const { return phase_; }
   // Why the handshake was refused, once handshake() failed (handshake_facts.h).
   HandshakeRefusal refusal() const { return refusal_; }
 
-  // Reads up to `len` plaintext bytes into `buf`. Returns the count, or 0 when
-  // more ciphertext is needed. Errors: Errc::Closed on close_notify,
+  // Reads up to `len` plaintext bytes into `buf` (in Early: early data
+  // only). Returns the count, or 0 when more ciphertext is needed. Errors: Errc::Closed on close_notify,
   // Errc::Tls on a protocol error.
   [[nodiscard]] Result<size_t> read(char* buf, size_t len);
 
-  // Encrypts `plaintext` into the output. Errors: Errc::Tls.
+  // Encrypts `plaintext` into the output (in Early: as 0.5-RTT data,
+  // SSL_write_early_data). Errors: Errc::Tls.
   [[nodiscard]] Status write(std::string_view plaintext);
 
   // Queues a close_notify alert (RFC 8446 §6.1) once the stream is Open;
@@ -78,8 +95,9 @@ class TlsStream {
   // Moves pending ciphertext to the end of `out`; returns the bytes moved.
   size_t take_output(std::string& out);
   size_t pending_output() const { return io_->out.size(); }
-  // Ciphertext fed but not yet decrypted (bytes).
-  size_t pending_input() const { return io_->in.size() - io_->in_off; }
+  // Input not yet read (bytes): ciphertext fed but not decrypted, and early
+  // data decrypted but not read.
+  size_t pending_input() const { return io_->in.size() - io_->in_off + early_.size() - early_off_; }
 
   // An idle connection's memory: when both buffers are empty, frees what they
   // grew to (a handshake flight, the largest response so far). Returns whether
@@ -106,19 +124,29 @@ class TlsStream {
   static const BIO_METHOD* bio_method();
 
   TlsStream(std::unique_ptr<Io> io, SslPtr ssl) : io_(std::move(io)), ssl_(std::move(ssl)) {}
+  // SSL_read_early_data until it needs input or says FINISH (early_done_);
+  // moves Handshaking to Early once OpenSSL accepted the early data.
+  Status read_early_data();
+  // A handshake error: Failed, the refusal classified. Errors: always Errc::Tls.
+  Error handshake_failed();
 
   std::unique_ptr<Io> io_;  // declared before ssl_: outlives the SSL and its BIO
   SslPtr ssl_;
   Phase phase_ = Phase::Handshaking;
   HandshakeRefusal refusal_ = HandshakeRefusal::None;
+  bool early_done_ = false;
+  bool early_overflow_ = false;  // SSL_read_early_data said FINISH (or is never called)
+  std::string early_;        // early data decrypted, read from early_off_
+  size_t early_off_ = 0;
 };
 
 // The transition table (util/state.h).
 constexpr bool legal(TlsStream::Phase from, TlsStream::Phase to) {
   using P = TlsStream::Phase;
   switch (from) {
-    case P::Handshaking: return to == P::Paused || to == P::Open || to == P::Failed;
+    case P::Handshaking: return to == P::Paused || to == P::Early || to == P::Open || to == P::Failed;
     case P::Paused: return to == P::Handshaking;
+    case P::Early: return to == P::Open || to == P::Failed;
     case P::Open: return to == P::Closed || to == P::Failed;
     case P::Closed: return to == P::Failed;
     case P::Failed: return false;
@@ -126,7 +154,7 @@ constexpr bool legal(TlsStream::Phase from, TlsStream::Phase to) {
   return false;
 }
 constexpr const char* name(TlsStream::Phase p) {
-  constexpr const char* names[] = {"Handshaking", "Paused", "Open", "Closed", "Failed"};
+  constexpr const char* names[] = {"Handshaking", "Paused", "Early", "Open", "Closed", "Failed"};
   return names[static_cast<int>(p)];
 }
 

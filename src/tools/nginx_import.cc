@@ -417,10 +417,16 @@ void Importer::globals() {
     m_.tls.push_back({"session_id_context", "\"nginx\"",
                       "nginx's derivation, so nodes sharing these key files resume each other's sessions"});
   });
+  // nginx forwards every request read in early data and leaves the replay
+  // check to the backend ($ssl_early_data); tlsfront does not.
+  static constexpr const char* kEarlyDataDifference =
+      "carried over; only GET, HEAD and OPTIONS without a body go up before the handshake completes (with "
+      "Early-Data: 1), any other request waits for it (nginx forwards all of them)";
   global("ssl_early_data", [&](const auto& v) {
     const Directive& d = *v.back();
-    l_.note(d, d.args == std::vector<std::string>{"on"} ? "no equivalent yet: TLS 1.3 early data (0-RTT)"
-                                                        : "not needed: tlsfront never accepts early data");
+    if (d.args != std::vector<std::string>{"on"}) return l_.note(d, "not needed: early data is off by default");
+    m_.tls.push_back({"early_data", "true", "nginx's ssl_early_data on"});
+    l_.note(d, kEarlyDataDifference);
   });
   global("keepalive_timeout", [&](const auto& v) {
     const Directive& d = *v.back();

@@ -375,6 +375,11 @@ After route(const Request& req, Responder& r) {
     return finish(r.simple(status, ""), r);
   }
   if (path == "/close") return finish(r.simple(200, "close\n", true), r);
+  // RFC 8470 §5.2: 425 to a request an intermediary marked as early data.
+  if (path == "/too-early") {
+    const bool early = strcasestr(req.head.c_str(), "\r\nEarly-Data: 1\r\n") != nullptr;
+    return finish(early ? r.simple(425, "too early\n") : r.simple(200, "late\n"), r);
+  }
   if (path == "/drop-after") {
     r.simple(200, "drop\n");
     return After::Drop;  // close right after the response, keep-alive notwithstanding

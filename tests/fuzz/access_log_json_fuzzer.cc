@@ -123,6 +123,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   e.ssl_protocol = ssl_protocol;
   e.ssl_cipher = ssl_cipher;
   e.ssl_session_reused = in.ConsumeBool();
+  e.ssl_early_data = in.ConsumeBool();
   e.ssl_resumption = ssl_resumption;
   e.tls_handshake_ms = opt_ms();
   e.connection_id = in.ConsumeIntegral<uint64_t>();
@@ -163,6 +164,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   c.string_or_null("ssl_protocol", e.ssl_protocol);
   c.string_or_null("ssl_cipher", e.ssl_cipher);
   c.boolean("ssl_session_reused", e.ssl_session_reused);
+  c.boolean("ssl_early_data", e.ssl_early_data);
   c.string_or_null("ssl_resumption", e.ssl_resumption);
   c.ms("tls_handshake_ms", e.tls_handshake_ms);
   c.uint("connection_id", e.connection_id);

@@ -26,6 +26,15 @@ const config::Listener* cleartext_listener(const ConnectionInfo& info) {
   return info.scheme == Scheme::Http ? info.listener : nullptr;
 }
 
+// RFC 8470 §3: what may go up before the handshake completes, because a
+// replay of it acts no more than once does: a method the operator listed
+// (early_data_methods; safe ones by default) and no body.
+bool replay_safe(const config::Config& cfg, const RequestHead& head) {
+  if (head.has_body() || head.chunked) return false;
+  const auto& methods = cfg.tls.early_data_methods;
+  return std::find(methods.begin(), methods.end(), head.method) != methods.end();
+}
+
 // The exchange to upstream `upstream` (an index into Config::upstreams)
 // with `rules` applied.
 Admission forward(const SessionEnv& env, ExchangeSink* sink, RequestRecord& record, size_t upstream,
@@ -37,6 +46,13 @@ Admission forward(const SessionEnv& env, ExchangeSink* sink, RequestRecord& reco
     headers.vars = header_vars(sink->connection_info(), record);
     headers.request_id_header = env.headers->request_id_header();
     headers.request_id = record.request_id.view();
+  }
+  if (record.early_data) {
+    headers.early = replay_safe(*env.config, record.head) ? EarlyData::Send : EarlyData::Hold;
+    if (env.counters) {
+      (headers.early == EarlyData::Send ? env.counters->early_data_requests_sent : env.counters->early_data_requests_held)
+          .add();
+    }
   }
   return {std::make_unique<ProxyExchange>(env.loop, sink, (*env.upstreams)[upstream].get(), record.head, headers,
                                           compression, env.compression_budget),
@@ -65,6 +81,7 @@ int refused_method(const RequestHead& head) { return head.method == "CONNECT" ? 
 Admission admit(const SessionEnv& env, ExchangeSink* sink, RequestRecord& record) {
   RequestHead& head = record.head;
   const ConnectionInfo& info = sink->connection_info();
+  record.early_data = info.early_data;
   adopt_request_id(env, info, record);
   const uint64_t max_body = env.config->limits.max_body_bytes;
   if (max_body != 0 && head.content_length && *head.content_length > max_body) return {nullptr, {413}};

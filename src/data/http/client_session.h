@@ -24,6 +24,11 @@ class ClientSession {
   virtual void on_output_drained() = 0;
   // The client closed (EOF, close_notify) or reset the connection.
   virtual void on_client_closed() = 0;
+  // The TLS handshake completed after the session started in early data
+  // (ConnectionInfo::early_data): requests held for it go upstream now.
+  // Default: nothing (a session that never starts in early data).
+  // `tls_handshake_ms`: accept to handshake done, for the access log.
+  virtual void on_handshake_done(double /*tls_handshake_ms*/) {}
   // Worker shutdown: finish what is in flight, accept nothing new, then close.
   virtual void on_shutdown() = 0;
   // The worker is at a resource limit (accept failed: data/worker.h): closes

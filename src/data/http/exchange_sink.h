@@ -38,6 +38,11 @@ struct ConnectionInfo {
   bool ssl_session_reused = false;
   const char* ssl_resumption = "none";  // "none" | "cache" | "ticket"; "" on cleartext
   double tls_handshake_ms = 0;
+  // The connection is in TLS early data (0-RTT, RFC 8446 §2.3): the client's
+  // early data was accepted and its Finished has not arrived, so what it sent
+  // so far may be a replay (RFC 8470). Cleared by
+  // ClientSession::on_handshake_done().
+  bool early_data = false;
   uint64_t requests = 0;  // requests started on this connection so far
 };
 

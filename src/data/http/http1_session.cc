@@ -607,6 +607,12 @@ void Http1Session::on_client_closed() {
   close(false);
 }
 
+void Http1Session::on_handshake_done(double tls_handshake_ms) {
+  info_.early_data = false;
+  info_.tls_handshake_ms = tls_handshake_ms;
+  if (exchange_) exchange_->on_handshake_done();
+}
+
 void Http1Session::on_shutdown() {
   if (close_ == CloseMode::Closed) return;
   close_after_response();

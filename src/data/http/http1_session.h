@@ -84,6 +84,7 @@ class Http1Session final : public ClientSession, public ExchangeSink {
   // The client closed (EOF, close_notify) or reset the connection.
   void on_client_closed() override;
   // Worker shutdown: close now if idle, else after the current response.
+  void on_handshake_done(double tls_handshake_ms) override;
   void on_shutdown() override;
   bool close_if_idle() override;
 

@@ -297,6 +297,18 @@ void Http2Session::on_output_drained() {
 
 void Http2Session::on_client_closed() { close_now(false); }
 
+void Http2Session::on_handshake_done(double tls_handshake_ms) {
+  info_.early_data = false;
+  info_.tls_handshake_ms = tls_handshake_ms;
+  std::vector<int32_t> ids;
+  ids.reserve(streams_.size());
+  for (const auto& [id, s] : streams_) ids.push_back(id);
+  for (int32_t id : ids) {
+    if (Http2Stream* s = find(id)) s->on_handshake_done();
+  }
+  schedule_send();
+}
+
 void Http2Session::on_shutdown() {
   if (closed_ || goaway_sent_) return;
   // RFC 9113 §6.8: streams up to the last one processed finish; later ones

@@ -85,6 +85,7 @@ class Http2Session final : public ClientSession, public Flushable {
   void on_timer() override;
   void on_output_drained() override;
   void on_client_closed() override;
+  void on_handshake_done(double tls_handshake_ms) override;
   void on_shutdown() override;
   bool close_if_idle() override;
 

@@ -135,6 +135,11 @@ class Http2Stream final : public Deletable, public ExchangeSink {
   void fail_response(int status, std::string_view reason) override;
   bool output_congested() const override;
   void on_request_body_writable() override;
+  // The client's handshake completed (Http2Session::on_handshake_done): a
+  // request held for it goes up.
+  void on_handshake_done() {
+    if (exchange_) exchange_->on_handshake_done();
+  }
   const ConnectionInfo& connection_info() const override;
 
  private:

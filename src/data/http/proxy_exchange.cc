@@ -1,5 +1,7 @@
 #include "data/http/proxy_exchange.h"
 
+#include <algorithm>
+
 #include "data/http/header_plan.h"
 #include "data/http/response_compression.h"
 #include "log/log.h"
@@ -24,6 +26,7 @@ ProxyExchange::ProxyExchange(uv_loop_t* loop, ExchangeSink* sink, upstream::Upst
       chunked_request_(head.chunked),
       idempotent_(head.idempotent()),
       upgrade_(head.upgrade),
+      early_(headers.early),
       replay_state_(Replay::Partial) {
   const ConnectionInfo& info = sink->connection_info();
   UpstreamRequestOptions opts;
@@ -46,6 +49,15 @@ ProxyExchange::ProxyExchange(uv_loop_t* loop, ExchangeSink* sink, upstream::Upst
     accepted_ = accepted_coding(*compression, head);
   }
   append_upstream_request_head(replay_, head, opts);
+  const bool own_early_data = std::any_of(head.headers.begin(), head.headers.end(),
+                                          [](const Header& h) { return iequals(h.name, "early-data"); });
+  if (early_ == EarlyData::Send && !own_early_data) {
+    // RFC 8470 §5.1: an intermediary adds it; a client's own is forwarded
+    // as it is. Before the head's last CRLF (a Send request has no body).
+    static constexpr std::string_view kLine = "Early-Data: 1\r\n";
+    early_line_ = replay_.size() - 2;
+    replay_.insert(early_line_, kLine);
+  }
   if (!head.chunked && replay_.size() + head.content_length.value_or(0) <= kMaxReplayBytes) replay_state_ = Replay::Whole;
 }
 
@@ -60,6 +72,35 @@ void ProxyExchange::retire(std::unique_ptr<ProxyExchange>& exchange, RequestReco
 }
 
 void ProxyExchange::start() {
+  if (sink_->connection_info().early_data) {
+    if (early_ == EarlyData::Hold) {
+      transition(phase_, Phase::Held);
+      return;
+    }
+  } else {
+    strip_early_data_line();  // the handshake completed before the request went up
+  }
+  begin();
+}
+
+void ProxyExchange::on_handshake_done() {
+  if (phase_ != Phase::Held) return;
+  strip_early_data_line();
+  if (pool_ != nullptr) {
+    attempt(pool_, true);  // after a 425: the same server, a pooled connection welcome
+  } else {
+    begin();
+  }
+  if (phase_ != Phase::Done && !request_body_congested()) sink_->on_request_body_writable();
+}
+
+void ProxyExchange::strip_early_data_line() {
+  if (early_line_ == std::string::npos) return;
+  replay_.erase(early_line_, std::string_view("Early-Data: 1\r\n").size());
+  early_line_ = std::string::npos;
+}
+
+void ProxyExchange::begin() {
   upstream::UpstreamPool* pool = group_->pick(tried_);
   if (!pool) {
     stats_.error = "no_live_upstreams";
@@ -95,6 +136,9 @@ void ProxyExchange::attempt(upstream::UpstreamPool* pool, bool allow_reuse) {
   }
   conn_->attach(this, method_ == "HEAD", !upgrade_.empty());
   conn_->send(replay_);
+  // Held, the request body was kept whatever its size (bounded by what the
+  // session read before it stopped: request_body_congested()).
+  if (replay_state_ != Replay::Lost && replay_.size() > kMaxReplayBytes) lose_replay();
   // A request that cannot be retried goes out now, not at the end of the
   // iteration: the peek said the pooled connection was open a moment ago,
   // and a backend's idle close landing in between would cost a 502.
@@ -102,6 +146,10 @@ void ProxyExchange::attempt(upstream::UpstreamPool* pool, bool allow_reuse) {
 }
 
 void ProxyExchange::send_up(std::string_view bytes) {
+  if (phase_ == Phase::Held) {  // no connection yet: all of it waits here
+    replay_.append(bytes);
+    return;
+  }
   if (replay_state_ != Replay::Lost) {
     if (replay_.size() + bytes.size() <= kMaxReplayBytes) {
       replay_.append(bytes);
@@ -137,7 +185,7 @@ void ProxyExchange::on_request_complete() {
 }
 
 bool ProxyExchange::request_body_congested() const {
-  return conn_ && conn_->buffered_bytes() > kUpstreamHighWatermark;
+  return phase_ == Phase::Held || (conn_ && conn_->buffered_bytes() > kUpstreamHighWatermark);
 }
 
 void ProxyExchange::on_output_drained() {
@@ -214,6 +262,20 @@ void ProxyExchange::on_upstream_head(ResponseHead&& head, bool informational) {
     // The proxy answered Expect: 100-continue itself and never forwards Expect.
     if (head.status != 100) sink_->send_informational(head);
     if (conn_ && sink_->output_congested()) conn_->pause_reading();
+    return;
+  }
+  if (head.status == 425 && early_line_ != std::string::npos && replay_state_ == Replay::Whole) {
+    // RFC 8470 §5.2: the upstream wants the request after the handshake.
+    // Once it completed, send it again without Early-Data; the client sees
+    // the real answer, never this 425.
+    stats_.too_early_retried = true;
+    drop_connection();
+    strip_early_data_line();
+    if (sink_->connection_info().early_data) {
+      transition(phase_, Phase::Held);
+    } else {
+      attempt(pool_, true);
+    }
     return;
   }
   if (replay_state_ != Replay::Lost) lose_replay();

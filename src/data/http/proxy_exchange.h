@@ -37,11 +37,20 @@ struct RouteHeaders;
 // The header rules an exchange applies (data/http/header_plan.h) and what
 // they need; the views are borrowed from the request's record and
 // connection, which outlive the exchange. Default: no rules, no request ID.
+// How a request read in TLS early data goes up (RFC 8470):
+//   None  not in early data: as any request
+//   Send  a replay-safe request (an early_data_methods method, no body): now,
+//         with Early-Data: 1 (§5.1) unless the client sent its own
+//   Hold  any other: held until the handshake completes, then sent as a
+//         normal request (the client waits one round trip, never sees a 425)
+enum class EarlyData { None, Send, Hold };
+
 struct ExchangeHeaders {
   const RouteHeaders* rules = nullptr;
   HeaderVars vars{};
   std::string_view request_id_header;
   std::string_view request_id;
+  EarlyData early = EarlyData::None;
 };
 
 class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Handler {
@@ -56,9 +65,15 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   //   AwaitingHead -> Tunnel (a 101 answered an Upgrade request: both sides
   //                   are a byte tunnel, on a connection that is never pooled)
   //   Tunnel       -> Done (either side closed, or the tunnel was cancelled)
+  //   Created      -> Held (start() of an EarlyData::Hold request while the
+  //                   client's handshake is incomplete)
+  //   AwaitingHead -> Held (a 425 answered a request sent in early data and
+  //                   the handshake is still incomplete) | Connecting (the
+  //                   same, handshake complete: sent again without Early-Data)
+  //   Held         -> Connecting (on_handshake_done) | Done (cancelled)
   // Done: the response completed, failed, or the exchange was cancelled; no
   // sink call is made after it.
-  enum class Phase { Created, Connecting, AwaitingHead, Streaming, Tunnel, Done };
+  enum class Phase { Created, Connecting, AwaitingHead, Streaming, Tunnel, Held, Done };
   // What the replay buffer holds (everything sent upstream so far, so a
   // failed attempt can be replayed on a new connection):
   //   Whole   -> Lost   the whole request (head + Content-Length body) fits:
@@ -86,8 +101,13 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   // upstream stats move into record->upstream first, for the access log.
   static void retire(std::unique_ptr<ProxyExchange>& exchange, RequestRecord* record = nullptr);
 
-  // Sends the request head upstream. Failures are reported through the sink.
+  // Sends the request head upstream (an EarlyData::Hold request in early
+  // data: once on_handshake_done() is called). Failures are reported through
+  // the sink.
   void start();
+  // The client's TLS handshake completed: a Held request goes up now,
+  // without Early-Data.
+  void on_handshake_done();
   // Request body bytes as decoded by the client parser (chunk framing removed).
   void on_request_body(std::string_view data);
   void on_request_complete();
@@ -107,7 +127,11 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   Phase phase() const { return phase_; }
 
  private:
+  // Picks a server and attempts it (start() once nothing holds it).
+  void begin();
   void attempt(upstream::UpstreamPool* pool, bool allow_reuse);
+  // Takes the Early-Data line (if any) out of the request head in replay_.
+  void strip_early_data_line();
   // The current attempt's connection came from the pool.
   bool reused() const { return stats_.connection_reused.value_or(false); }
   void send_up(std::string_view bytes);
@@ -146,6 +170,9 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   const bool chunked_request_;
   const bool idempotent_;
   const std::string upgrade_;  // the Upgrade protocol asked for; "": an ordinary request
+  const EarlyData early_;
+  // Where replay_ holds the "Early-Data: 1" line we added; npos: none.
+  size_t early_line_ = std::string::npos;
   Phase phase_ = Phase::Created;
   Replay replay_state_;
   std::unique_ptr<upstream::UpstreamConnection> conn_;
@@ -164,17 +191,19 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
 constexpr bool legal(ProxyExchange::Phase from, ProxyExchange::Phase to) {
   using P = ProxyExchange::Phase;
   switch (from) {
-    case P::Created: return to == P::Connecting || to == P::Done;
+    case P::Created: return to == P::Connecting || to == P::Held || to == P::Done;
     case P::Connecting: return to == P::AwaitingHead || to == P::Connecting || to == P::Done;
-    case P::AwaitingHead: return to == P::Streaming || to == P::Tunnel || to == P::Connecting || to == P::Done;
+    case P::AwaitingHead:
+      return to == P::Streaming || to == P::Tunnel || to == P::Connecting || to == P::Held || to == P::Done;
     case P::Streaming: return to == P::Done;
     case P::Tunnel: return to == P::Done;
+    case P::Held: return to == P::Connecting || to == P::Done;
     case P::Done: return false;
   }
   return false;
 }
 constexpr const char* name(ProxyExchange::Phase p) {
-  constexpr const char* names[] = {"Created", "Connecting", "AwaitingHead", "Streaming", "Tunnel", "Done"};
+  constexpr const char* names[] = {"Created", "Connecting", "AwaitingHead", "Streaming", "Tunnel", "Held", "Done"};
   return names[static_cast<int>(p)];
 }
 constexpr bool legal(ProxyExchange::Replay from, ProxyExchange::Replay to) {

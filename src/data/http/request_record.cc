@@ -43,6 +43,7 @@ void RequestRecord::begin() {
   status = 0;
   response_complete = false;
   tunnel = false;
+  early_data = false;
   bytes_sent = 0;
   bytes_received = 0;
   body_bytes = 0;
@@ -69,6 +70,7 @@ void RequestRecord::log_completed(const SessionEnv& env, const ConnectionInfo& i
   if (env.counters) {
     env.counters->count_request(protocol, status, elapsed);
     if (tunnel) env.counters->tunnels_closed.add();
+    if (upstream && upstream->too_early_retried) env.counters->early_data_too_early_retried.add();
   }
   if (!env.access_log) return;
   log::AccessLogEntry e;
@@ -80,10 +82,12 @@ void RequestRecord::log_completed(const SessionEnv& env, const ConnectionInfo& i
   e.status = status;
   e.response_complete = response_complete;
   e.tunnel = tunnel;
+  e.ssl_early_data = early_data;
   e.bytes_sent = bytes_sent;
   e.bytes_received = bytes_received;
   e.request_time_ms = std::chrono::duration<double, std::milli>(elapsed).count();
-  if (with_handshake_time && info.scheme == Scheme::Https) e.tls_handshake_ms = info.tls_handshake_ms;
+  // In early data the handshake has not ended yet: no time to report.
+  if (with_handshake_time && info.scheme == Scheme::Https && !info.early_data) e.tls_handshake_ms = info.tls_handshake_ms;
   e.stream_id = stream_id;
   e.user_agent = user_agent;
   e.request_id = request_id.view();

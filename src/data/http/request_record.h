@@ -39,6 +39,9 @@ struct UpstreamStats {
   // The content coding tlsfront applied to the response body ("gzip",
   // "br"; a static string), "" when the body went out as the upstream sent it.
   std::string_view content_encoding;
+  // The request went up in early data with Early-Data: 1, the upstream
+  // answered 425 (RFC 8470 §5.2), and it was sent again after the handshake.
+  bool too_early_retried = false;
 };
 
 struct RequestRecord {
@@ -55,6 +58,9 @@ struct RequestRecord {
   // is written when the tunnel ends; response_complete: it ended by a close
   // from either side, not by a timeout, reset or stop).
   bool tunnel = false;
+  // Its head arrived in TLS early data (ConnectionInfo::early_data at
+  // admission; the log's ssl_early_data, nginx's $ssl_early_data).
+  bool early_data = false;
   uint64_t bytes_sent = 0;      // response head + body bytes as framed to the client
   uint64_t bytes_received = 0;  // request head + body bytes as framed by the client
   uint64_t body_bytes = 0;      // decoded request body bytes so far

@@ -47,6 +47,7 @@ const std::vector<std::string> kKeyOrder = {"time",
                                             "ssl_protocol",
                                             "ssl_cipher",
                                             "ssl_session_reused",
+                                            "ssl_early_data",
                                             "ssl_resumption",
                                             "tls_handshake_ms",
                                             "connection_id",
@@ -133,7 +134,7 @@ TEST(AccessLogJsonLine, AllFieldsSet) {
             R"("sni":"api.example.com","alpn":"h2","scheme":"https","protocol":"HTTP/2.0","method":"GET",)"
             R"("path":"/v1/items?id=7","status":200,"response_complete":true,"bytes_sent":1234,"bytes_received":321,)"
             R"("request_time_ms":12.346,"ssl_protocol":"TLSv1.3","ssl_cipher":"TLS_AES_128_GCM_SHA256",)"
-            R"("ssl_session_reused":true,"ssl_resumption":"ticket","tls_handshake_ms":3.500,"connection_id":42,)"
+            R"("ssl_session_reused":true,"ssl_early_data":false,"ssl_resumption":"ticket","tls_handshake_ms":3.500,"connection_id":42,)"
             R"("connection_requests":1,"stream_id":3,"upstream_addr":"10.0.0.5:8080, 10.0.0.6:8080",)"
             R"("upstream_error":"refused","upstream_status":502,)"
             R"("upstream_connect_ms":0.250,"upstream_response_ms":11.000,)"
@@ -150,7 +151,7 @@ TEST(AccessLogJsonLine, DefaultsGiveNulls) {
       R"({"time":"1970-01-01T00:00:00.000Z","remote_addr":"","remote_port":0,)"
       R"("sni":null,"alpn":null,"scheme":"https","protocol":"","method":"","path":"","status":0,)"
       R"("response_complete":false,"bytes_sent":0,"bytes_received":0,"request_time_ms":0.000,"ssl_protocol":null,)"
-      R"("ssl_cipher":null,"ssl_session_reused":false,"ssl_resumption":"none","tls_handshake_ms":null,)"
+      R"("ssl_cipher":null,"ssl_session_reused":false,"ssl_early_data":false,"ssl_resumption":"none","tls_handshake_ms":null,)"
       R"("connection_id":0,"connection_requests":0,"stream_id":null,"upstream_addr":null,"upstream_error":null,)"
       R"("upstream_status":null,"upstream_connect_ms":null,"upstream_response_ms":null,)"
       R"("upstream_connection_reused":null,"user_agent":null,"request_id":null,"content_encoding":null,"tunnel":false})"
