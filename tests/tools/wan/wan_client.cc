@@ -34,8 +34,8 @@
 // The TLS records go through two memory BIOs and the client writes them
 // itself, so the ClientHello and the early data leave in one write() — with a
 // TFO cookie, in the SYN. --sess-out writes the newest session (the last
-// NewSessionTicket in TLS 1.3) as PEM; the file is removed when the
-// connection left none to resume.
+// NewSessionTicket in TLS 1.3) as PEM; a resumption that brought no new
+// ticket keeps the file; it is removed when the connection left none to resume.
 //
 // Exit 0 and "ok":true after a complete response; 1 and "ok":false with an
 // "error" otherwise (timeout, refused, TLS or HTTP error); 2 on bad arguments.
@@ -285,6 +285,10 @@ void Client::load_session() {
 
 void Client::save_session() {
   if (o_.sess_out.empty()) return;
+  // A server may send no new ticket after a resumption (OpenSSL 3.0 does not
+  // while its ticket key is current): the offered session stays usable, and
+  // its file is kept.
+  if (newest_ == nullptr && SSL_session_reused(ssl_)) return;
   SSL_SESSION* s = newest_ ? newest_ : SSL_get_session(ssl_);
   if (s == nullptr || SSL_SESSION_is_resumable(s) != 1) {
     std::remove(o_.sess_out.c_str());
