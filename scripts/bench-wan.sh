@@ -13,8 +13,10 @@
 # machine's kernel has no netem qdisc. It keeps packet order, serializes at
 # the bottleneck rate behind a drop-tail queue, drops packets at random (a
 # fixed seed), delays each direction by RTT/2, and exits by itself after a
-# bounded lifetime. Addresses: near 198.18.0.1, far 198.18.0.2 (RFC 2544's
-# benchmarking range) and loopback; MTU 1500. net.ipv4.tcp_fastopen is 1
+# bounded lifetime; it runs at real-time priority (chrt -f 10), so that a busy
+# machine does not stretch the link. Addresses: near 198.18.0.1, far
+# 198.18.0.2 (RFC 2544's benchmarking range) and loopback; MTU 1500.
+# net.ipv4.tcp_fastopen is 1
 # (client) in near and 3 (client + server) in far.
 #
 # Profiles (--rtt/--rate/--loss/--queue override one value):
@@ -131,7 +133,7 @@ die() { say "bench-wan: $*"; exit 1; }
 
 ((EUID == 0)) || die "needs root (network namespaces, TUN devices)"
 [[ -c /dev/net/tun ]] || die "no /dev/net/tun"
-for t in ip nginx openssl python3 sysctl timeout; do
+for t in ip nginx openssl python3 sysctl timeout chrt; do
   command -v "$t" >/dev/null 2>&1 || die "missing $t (run scripts/install-deps.sh)"
 done
 
@@ -222,7 +224,11 @@ openssl ocsp -index "$pki/ocsp-index.txt" -rsigner "$pki/ocsp-signer.pem" -rkey 
 ip netns add "$near" && made_ns+=("$near")
 ip netns add "$far" && made_ns+=("$far")
 half_rtt=$(awk -v r="$rtt" 'BEGIN { printf "%.3f", r / 2 }')
-start delay_line "$near" "$tools/tlsfront_delay_line" --dev-a wan-near --dev-b wan-far --lifetime "$lifetime" \
+# Real-time priority for the delay line (it sleeps in ppoll between packets):
+# on a busy machine a normal process would wake late and stretch the link.
+rt=()
+chrt -f 10 true 2>/dev/null && rt=(chrt -f 10)
+start delay_line "$near" "${rt[@]}" "$tools/tlsfront_delay_line" --dev-a wan-near --dev-b wan-far --lifetime "$lifetime" \
   --delay-ab-ms "$half_rtt" --delay-ba-ms "$half_rtt" --rate-kbit "$rate" --queue "$queue" --loss "$loss" \
   --seed "$seed" --ready-file "$tmp/delay_line.ready" --stats-file "$tmp/delay_line.stats"
 delay_line_pid=${started[-1]}
