@@ -16,8 +16,7 @@
 # bounded lifetime; it runs at real-time priority (chrt -f 10), so that a busy
 # machine does not stretch the link. Addresses: near 198.18.0.1, far
 # 198.18.0.2 (RFC 2544's benchmarking range) and loopback; MTU 1500.
-# net.ipv4.tcp_fastopen is 1
-# (client) in near and 3 (client + server) in far.
+# net.ipv4.tcp_fastopen is 1 (client) in near and 3 (client + server) in far.
 #
 # Profiles (--rtt/--rate/--loss/--queue override one value):
 #   lan   1 ms RTT, no rate limit, no loss
@@ -68,7 +67,7 @@
 #
 # Output: the tables on stdout, one JSON object per sample and per row in the
 # results file (build/bench/bench-wan-<UTC time>.jsonl unless --out).
-# The default run (4g, 5 servers x 5 cases x 20 samples) takes about 4
+# The default run (4g, 5 servers x 5 cases x 20 samples) takes about 2.5
 # minutes; 3g about 3 times longer (use --samples 20 --cases ... to trim).
 #
 # Environment: TLSFRONT_BIN (default build/tlsfront; build/ is built first
