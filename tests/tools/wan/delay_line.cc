@@ -96,18 +96,30 @@ Options parse(int argc, char** argv) {
     const std::string a = argv[i];
     if (i + 1 >= argc) usage((a + " needs a value").c_str());
     const char* v = argv[++i];
-    if (a == "--dev-a") o.dev_a = v;
-    else if (a == "--dev-b") o.dev_b = v;
-    else if (a == "--ready-file") o.ready_file = v;
-    else if (a == "--stats-file") o.stats_file = v;
-    else if (a == "--delay-ab-ms") o.delay_ab_ms = parse_double("--delay-ab-ms", v, 0, 60'000);
-    else if (a == "--delay-ba-ms") o.delay_ba_ms = parse_double("--delay-ba-ms", v, 0, 60'000);
-    else if (a == "--loss") o.loss_percent = parse_double("--loss", v, 0, 100);
-    else if (a == "--lifetime") o.lifetime_s = parse_double("--lifetime", v, 0.001, 86'400);
-    else if (a == "--rate-kbit") o.rate_kbit = parse_uint("--rate-kbit", v, 100'000'000);
-    else if (a == "--queue") o.queue = parse_uint("--queue", v, 1'000'000);
-    else if (a == "--seed") o.seed = parse_uint("--seed", v, std::numeric_limits<std::uint64_t>::max() - 1);
-    else usage(("unknown option " + a).c_str());
+    if (a == "--dev-a")
+      o.dev_a = v;
+    else if (a == "--dev-b")
+      o.dev_b = v;
+    else if (a == "--ready-file")
+      o.ready_file = v;
+    else if (a == "--stats-file")
+      o.stats_file = v;
+    else if (a == "--delay-ab-ms")
+      o.delay_ab_ms = parse_double("--delay-ab-ms", v, 0, 60'000);
+    else if (a == "--delay-ba-ms")
+      o.delay_ba_ms = parse_double("--delay-ba-ms", v, 0, 60'000);
+    else if (a == "--loss")
+      o.loss_percent = parse_double("--loss", v, 0, 100);
+    else if (a == "--lifetime")
+      o.lifetime_s = parse_double("--lifetime", v, 0.001, 86'400);
+    else if (a == "--rate-kbit")
+      o.rate_kbit = parse_uint("--rate-kbit", v, 100'000'000);
+    else if (a == "--queue")
+      o.queue = parse_uint("--queue", v, 1'000'000);
+    else if (a == "--seed")
+      o.seed = parse_uint("--seed", v, std::numeric_limits<std::uint64_t>::max() - 1);
+    else
+      usage(("unknown option " + a).c_str());
   }
   if (o.dev_a.empty() || o.dev_b.empty() || o.dev_a == o.dev_b) usage("--dev-a and --dev-b: two different names");
   if (o.dev_a.size() >= IFNAMSIZ || o.dev_b.size() >= IFNAMSIZ) usage("device names are at most 15 bytes");

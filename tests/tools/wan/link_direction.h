@@ -77,7 +77,7 @@ class LinkDirection {
 
   LinkParams params_;
   std::mt19937_64 rng_;
-  std::uint64_t link_free_ns_ = 0;            // end of the last serialization
+  std::uint64_t link_free_ns_ = 0;             // end of the last serialization
   std::deque<std::uint64_t> serializing_end_;  // serialization ends still in the future (the queue)
   std::deque<Held> held_;
   LinkStats stats_;

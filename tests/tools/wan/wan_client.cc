@@ -82,21 +82,37 @@ Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--early-data") { o.early = true; continue; }
-    if (a == "--tfo") { o.tfo = true; continue; }
-    if (a == "--status") { o.status = true; continue; }
+    if (a == "--early-data") {
+      o.early = true;
+      continue;
+    }
+    if (a == "--tfo") {
+      o.tfo = true;
+      continue;
+    }
+    if (a == "--status") {
+      o.status = true;
+      continue;
+    }
     if (i + 1 >= argc) usage(a + " needs a value");
     const std::string v = argv[++i];
-    if (a == "--connect") o.connect = v;
-    else if (a == "--host") o.host = v;
-    else if (a == "--ca") o.ca = v;
-    else if (a == "--path") o.path = v;
-    else if (a == "--sess-in") o.sess_in = v;
-    else if (a == "--sess-out") o.sess_out = v;
+    if (a == "--connect")
+      o.connect = v;
+    else if (a == "--host")
+      o.host = v;
+    else if (a == "--ca")
+      o.ca = v;
+    else if (a == "--path")
+      o.path = v;
+    else if (a == "--sess-in")
+      o.sess_in = v;
+    else if (a == "--sess-out")
+      o.sess_out = v;
     else if (a == "--timeout-ms") {
       o.timeout_ms = std::atoi(v.c_str());
       if (o.timeout_ms <= 0 || o.timeout_ms > 600'000) usage("--timeout-ms: 1 .. 600000");
-    } else usage("unknown option " + a);
+    } else
+      usage("unknown option " + a);
   }
   if (o.connect.empty() || o.host.empty() || o.ca.empty()) usage("--connect, --host and --ca are required");
   if (o.path.empty() || o.path[0] != '/') usage("--path must start with /");
@@ -325,7 +341,8 @@ void Client::run() {
   tls_ms_ = now_ms() - start_;
   early_status_ = SSL_get_early_data_status(ssl_);
   if (!sent || early_status_ != SSL_EARLY_DATA_ACCEPTED) {
-    for (int ret = 0; ret <= 0;) drive(ret = SSL_write(ssl_, request.data(), static_cast<int>(request.size())), "write");
+    for (int ret = 0; ret <= 0;)
+      drive(ret = SSL_write(ssl_, request.data(), static_cast<int>(request.size())), "write");
   }
   std::string response;
   size_t head_end = std::string::npos, content_length = 0;
