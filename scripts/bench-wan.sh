@@ -68,7 +68,7 @@
 # Output: the tables on stdout, one JSON object per sample and per row in the
 # results file (build/bench/bench-wan-<UTC time>.jsonl unless --out).
 # The default run (4g, 5 servers x 5 cases x 20 samples) takes about 2.5
-# minutes; 3g about 3 times longer (use --samples 20 --cases ... to trim).
+# minutes; 3g about 7.5 (trim with --servers or --cases).
 #
 # Environment: TLSFRONT_BIN (default build/tlsfront; build/ is built first
 # unless it is set), BENCH_KEEP_TMP=1 keeps the temporary directory (every
@@ -379,14 +379,14 @@ done
 # client SERVER CASE KIND: one connection from near; its JSON line, tagged, to
 # the results file (KIND "sample") or nowhere ("warmup").
 client() {
-  local server=$1 case=$2 kind=$3 args=() line
+  local server=$1 case=$2 kind=$3 args=() line rc=0
   args=(--connect "198.18.0.2:${port[$server]}" --host localhost --ca "$pki/root.pem" --path "$body_path" --status
         --timeout-ms 30000)
   [[ $case == new ]] || args+=(--sess-in "$tmp/$server.$case.session" --sess-out "$tmp/$server.$case.session")
   [[ $case == *tfo ]] && args+=(--tfo)
   [[ $case == 0rtt* ]] && args+=(--early-data)
-  line=$(ip netns exec "$near" timeout 40 "$tools/tlsfront_wan_client" "${args[@]}" 2>>"$tmp/client.err") || true
-  [[ $line == \{* ]] || line='{"ok":false,"error":"no output"}'
+  line=$(ip netns exec "$near" timeout 40 "$tools/tlsfront_wan_client" "${args[@]}" 2>>"$tmp/client.err") || rc=$?
+  [[ $line == \{* ]] || line="{\"ok\":false,\"error\":\"no output, exit status $rc (see client.err)\"}"
   [[ $kind == sample ]] || return 0
   printf '{"kind":"sample","profile":"%s","rtt_ms":%s,"server":"%s","case":"%s",%s\n' \
     "$profile" "$rtt" "$server" "$case" "${line#\{}" >>"$out"

@@ -278,6 +278,7 @@ bool Client::receive() {
 void Client::drive(int ret, const char* what) {
   flush();
   if (ret > 0) return;
+  if (now_ms() > deadline_) throw Failure{"timeout"};  // also bounds a repeated "want write"
   const int err = SSL_get_error(ssl_, ret);
   if (err == SSL_ERROR_WANT_READ) {
     if (!receive()) throw Failure{std::string(what) + ": connection closed by the server"};
@@ -331,9 +332,9 @@ void Client::run() {
   bool sent = false;
   if (o_.early && session_offered_ && early_allowed_) {
     size_t written = 0;
-    for (int ret = 0; ret != 1;) {
-      ret = SSL_write_early_data(ssl_, request.data(), request.size(), &written);
-      if (ret != 1 && SSL_get_error(ssl_, ret) != SSL_ERROR_WANT_WRITE) throw Failure{ssl_error("early data")};
+    // Into the memory BIO: it never needs the network, so one call does it.
+    if (SSL_write_early_data(ssl_, request.data(), request.size(), &written) != 1) {
+      throw Failure{ssl_error("early data")};
     }
     sent = true;
   }
