@@ -16,6 +16,7 @@ packages=(
   nginx haproxy iproute2 procps
   prometheus  # promtool: tests the shipped alert rules (conf/prometheus)
   python3-websockets  # WebSocket client and echo server of the tunnel tests
+  python3 util-linux  # scripts/bench-wan.sh (its summary; chrt) and the delay line's smoke test
 )
 
 missing=()

@@ -165,6 +165,14 @@ Result<std::vector<UniqueFd>> adopt_activated_sockets(const std::vector<config::
     for (size_t l = 0; l < listeners.size() && !used; ++l) {
       sockaddr_storage want{};
       if (!out[l].valid() && to_sockaddr(listeners[l].address, want) != 0 && same_address(local, want)) {
+        // systemd.socket's FastOpen= is unknown to Debian 12's systemd, so the
+        // listener's TFO queue (RFC 7413 §4.2) is set here, as bind_listener
+        // does; Linux allows it on a socket that already listens.
+        const int qlen = effective_tcp_fastopen(listeners[l]);
+        if (::setsockopt(fd.get(), IPPROTO_TCP, TCP_FASTOPEN, &qlen, sizeof(qlen)) != 0) {
+          return make_error(Errc::Io, "socket activation: setsockopt(TCP_FASTOPEN) on " +
+                                          listeners[l].address.to_string() + ": " + std::strerror(errno));
+        }
         out[l] = std::move(fd);
         used = true;
       }

@@ -47,11 +47,14 @@ config::Endpoint bound_address(const config::Endpoint& configured, const UniqueF
 // Socket activation (sd_listen_fds(3), a tlsfront.socket unit): the listening
 // TCP sockets systemd passed, matched to `listeners` by local address and
 // port. Result[i] is the socket for listeners[i], or invalid when systemd
-// passed none for it (then it is bound as usual). Passed sockets matching no
-// [[listen]] address are closed with a warning. Unsets $LISTEN_FDS/$LISTEN_PID
-// so nothing inherits them. Every worker shares a passed socket (dup), so a
-// restart never closes it: connections queue in its backlog meanwhile.
-// Errors: Errc::Io for a passed fd that is not a listening TCP socket.
+// passed none for it (then it is bound as usual). Each adopted socket gets
+// TCP_FASTOPEN = effective_tcp_fastopen of its [[listen]] (0 turns it off).
+// Passed sockets matching no [[listen]] address are closed with a warning.
+// Unsets $LISTEN_FDS/$LISTEN_PID so nothing inherits them. Every worker
+// shares a passed socket (dup), so a restart never closes it: connections
+// queue in its backlog meanwhile.
+// Errors: Errc::Io for a passed fd that is not a listening TCP socket, or
+// when TCP_FASTOPEN cannot be set on it.
 [[nodiscard]] Result<std::vector<UniqueFd>> adopt_activated_sockets(const std::vector<config::Listener>& listeners);
 
 }  // namespace tlsfront::control

@@ -103,7 +103,7 @@ void Importer::main_context(const std::vector<Directive>& tree) {
 void Importer::listen(Server& s, const Directive& d, bool ssl_on, bool http2_on) {
   if (d.args.empty()) return l_.note(d, "not carried over: no address");
   bool ssl = ssl_on, h2 = http2_on, is_default = false, skip = false;
-  int backlog = 0;
+  int backlog = 0, tcp_fastopen = -1;
   std::vector<std::string> why;
   for (size_t i = 1; i < d.args.size(); ++i) {
     const std::string& p = d.args[i];
@@ -122,6 +122,18 @@ void Importer::listen(Server& s, const Directive& d, bool ssl_on, bool http2_on)
       if (backlog < 1 || backlog > 65535) {
         why.push_back("parameter " + p + " not carried over: backlog is 1..65535");
         backlog = 0;
+      }
+    } else if (p.starts_with("fastopen=")) {
+      // nginx's TFO queue length (RFC 7413 §4.2) is tlsfront's tcp_fastopen;
+      // without the parameter tlsfront keeps its "auto" (on where the kernel allows it).
+      try {
+        tcp_fastopen = std::stoi(p.substr(9));
+      } catch (...) {
+        tcp_fastopen = -1;
+      }
+      if (tcp_fastopen < 0 || tcp_fastopen > 65535) {
+        why.push_back("parameter " + p + " not carried over: fastopen is 0..65535");
+        tcp_fastopen = -1;
       }
     } else if (p == "reuseport") {
       why.push_back("parameter reuseport not needed: every worker has its own SO_REUSEPORT socket");
@@ -165,7 +177,7 @@ void Importer::listen(Server& s, const Directive& d, bool ssl_on, bool http2_on)
   }
   address = ep->to_string();
   if (!ssl) {
-    s.cleartext.push_back({address, &d});  // servers_of decides
+    s.cleartext.push_back({address, &d, tcp_fastopen});  // servers_of decides
     return;
   }
   l_.carry(d);
@@ -175,10 +187,12 @@ void Importer::listen(Server& s, const Directive& d, bool ssl_on, bool http2_on)
     if (l.address == address) {  // one socket per address: http2 on any listen of it applies to all, as in nginx
       l.h2 = l.h2 || h2;
       if (backlog) l.backlog = backlog;
+      if (tcp_fastopen >= 0) l.tcp_fastopen = tcp_fastopen;
       return;
     }
   }
-  m_.listens.push_back({.address = address, .h2 = h2, .backlog = backlog, .origin = origin(d)});
+  m_.listens.push_back(
+      {.address = address, .h2 = h2, .backlog = backlog, .tcp_fastopen = tcp_fastopen, .origin = origin(d)});
 }
 
 void Importer::names(Server& s) {

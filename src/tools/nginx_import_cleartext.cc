@@ -9,8 +9,8 @@ namespace tlsfront::tools::nginx::detail {
 
 void cleartext_listens(const Server& s, bool redirect, Model& m, Ledger& l, int https_port) {
   for (const auto& listen : s.cleartext) {
-    const std::string& address = listen.first;
-    const Directive* d = listen.second;
+    const std::string& address = listen.address;
+    const Directive* d = listen.directive;
     auto same = std::find_if(m.listens.begin(), m.listens.end(), [&](const auto& x) { return x.address == address; });
     if (same != m.listens.end() && (same->tls || same->redirect_https != redirect || same->https_port != https_port)) {
       l.note(*d, "not carried over: " + address + " is already a listener of another kind");
@@ -27,7 +27,10 @@ void cleartext_listens(const Server& s, bool redirect, Model& m, Ledger& l, int 
                            .tls = false,
                            .redirect_https = redirect,
                            .https_port = https_port,
+                           .tcp_fastopen = listen.tcp_fastopen,
                            .origin = origin(*d)});
+    } else if (listen.tcp_fastopen >= 0) {
+      same->tcp_fastopen = listen.tcp_fastopen;
     }
   }
 }

@@ -31,7 +31,8 @@ struct Model {
     bool redirect_https = true;  // tls = false only
     int https_port = 443;        // the port a redirecting one names
     bool h2 = false;
-    int backlog = 0;  // 0: not set
+    int backlog = 0;        // 0: not set
+    int tcp_fastopen = -1;  // listen ... fastopen=N; -1: not set (tlsfront's "auto")
     std::string origin;
   };
   std::vector<Listen> listens;
@@ -134,7 +135,12 @@ struct Server {
   bool tls = false;
   bool is_default = false;
   std::vector<std::string> exact_names, wildcard_names;  // for routes and [[certificate]] names
-  std::vector<std::pair<std::string, const Directive*>> cleartext;  // listens without ssl: address, directive
+  struct Cleartext {
+    std::string address;
+    const Directive* directive;
+    int tcp_fastopen;  // as Model::Listen's
+  };
+  std::vector<Cleartext> cleartext;  // listens without ssl
 };
 
 // Cleartext listens (nginx_import_cleartext.cc). cleartext_listens: those

@@ -60,6 +60,7 @@ std::string render(const Model& m, const std::string& source, size_t not_carried
   for (const auto& l : m.listens) {
     Keys ks{{"address", toml_string(l.address), l.origin}};
     if (l.backlog) ks.push_back({"backlog", std::to_string(l.backlog), ""});
+    if (l.tcp_fastopen >= 0) ks.push_back({"tcp_fastopen", std::to_string(l.tcp_fastopen), "fastopen="});
     if (!l.tls) {
       ks.push_back({"tls", "false", "no ssl"});
       if (!l.redirect_https) ks.push_back({"redirect_https", "false", "nginx serves this server's locations on it"});

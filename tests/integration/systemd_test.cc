@@ -5,6 +5,7 @@
 // restart refuses no connection.
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -142,6 +143,24 @@ TEST_F(SocketActivation, AdoptsThePassedSocket) {
   EXPECT_TRUE(wait_until([&] {
     return instances_[0]->err().find("socket from systemd (socket activation)") != std::string::npos;
   })) << instances_[0]->err();
+  EXPECT_EQ(http_get(port_, "/").status, 200);
+}
+
+// systemd.socket cannot set TCP Fast Open (Debian 12's systemd rejects
+// FastOpen=): tlsfront sets the [[listen]]'s queue length on the passed socket,
+// which the test shares (the kernel reports the queue length in getsockopt).
+TEST_F(SocketActivation, SetsTcpFastOpenOnThePassedSocket) {
+  ProxyOptions o;
+  o.upstream_servers = {backend_.address()};
+  o.listen_extra = "tcp_fastopen = 16\n";
+  write_file(config_, make_config(o, port_, dir_.file("access.log")));
+  int qlen = -1;
+  socklen_t len = sizeof(qlen);
+  ASSERT_EQ(::getsockopt(listen_fd_, IPPROTO_TCP, TCP_FASTOPEN, &qlen, &len), 0);
+  ASSERT_EQ(qlen, 0);  // as systemd passes it
+  ASSERT_TRUE(start_instance()) << instances_.back()->err();
+  ASSERT_EQ(::getsockopt(listen_fd_, IPPROTO_TCP, TCP_FASTOPEN, &qlen, &len), 0);
+  EXPECT_EQ(qlen, 16);
   EXPECT_EQ(http_get(port_, "/").status, 200);
 }
 

@@ -111,6 +111,7 @@ TEST(NginxImport, ListenAddressesAndParameters) {
   EXPECT_EQ(r.cfg.listeners[3].address.to_string(), "0.0.0.0:80");
   EXPECT_FALSE(r.cfg.listeners[3].tls);
   EXPECT_FALSE(r.cfg.listeners[3].redirect_https);
+  EXPECT_EQ(r.cfg.listeners[0].tcp_fastopen, config::Listener::kTcpFastOpenAuto);  // no fastopen=: tlsfront's "auto"
   EXPECT_REPORTS(r, "n.conf:2: listen: parameter deferred not carried over");
   EXPECT_REPORTS(r, "n.conf:3: listen: parameter reuseport not needed");
   EXPECT_REPORTS(r, "n.conf:4: listen: not carried over: no equivalent yet for the PROXY protocol");
@@ -124,6 +125,30 @@ TEST(NginxImport, ListenAddressesAndParameters) {
           "location / { proxy_pass http://127.0.0.1:9000; } } }");
   ASSERT_TRUE(r.ok) << r.error;
   EXPECT_EQ(r.cfg.listeners[0].address.to_string(), "0.0.0.0:8443");
+}
+
+// nginx's `listen ... fastopen=N` is the TFO queue length, tlsfront's tcp_fastopen.
+TEST(NginxImport, ListenFastOpen) {
+  Outcome r = run(
+      "http { server {\n"
+      "listen 443 ssl fastopen=256;\n"
+      "listen 8443 ssl fastopen=0;\n"
+      "listen 9443 ssl fastopen=70000;\n"
+      "listen 80 fastopen=16;\n"
+      "ssl_certificate c.pem; ssl_certificate_key c.key;\n"
+      "location / { proxy_pass http://127.0.0.1:9000; }\n"
+      "} }\n");
+  ASSERT_TRUE(r.ok) << r.error;
+  ASSERT_EQ(r.cfg.listeners.size(), 4u);
+  EXPECT_EQ(r.cfg.listeners[0].address.to_string(), "0.0.0.0:443");
+  EXPECT_EQ(r.cfg.listeners[0].tcp_fastopen, 256);
+  EXPECT_EQ(r.cfg.listeners[1].tcp_fastopen, 0);  // nginx's off, kept off
+  EXPECT_EQ(r.cfg.listeners[2].tcp_fastopen, config::Listener::kTcpFastOpenAuto);
+  EXPECT_REPORTS(r, "n.conf:4: listen: parameter fastopen=70000 not carried over: fastopen is 0..65535");
+  EXPECT_EQ(r.cfg.listeners[3].address.to_string(), "0.0.0.0:80");
+  EXPECT_FALSE(r.cfg.listeners[3].tls);
+  EXPECT_EQ(r.cfg.listeners[3].tcp_fastopen, 16);
+  EXPECT_EQ(r.report.find("fastopen=256"), std::string::npos) << r.report;  // carried over, not listed
 }
 
 TEST(NginxImport, StaplingFileResponderAndDefaults) {
