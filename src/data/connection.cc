@@ -106,7 +106,9 @@ Status Connection::accept(UniqueFd fd, const config::Endpoint* address) {
     // data is then rejected, never taken unchecked.
     if (!gate_->attach(ssl)) gate_.reset();
   }
-  arm_timer(generation_->gen->config.timeouts.handshake);
+  const auto handshake_timeout = generation_->gen->config.timeouts.handshake;
+  handshake_due_ = uv_now(loop) + static_cast<uint64_t>(handshake_timeout.count());  // also in Early
+  arm_timer(handshake_timeout);
   update_reading();
   return {};
 }
@@ -224,10 +226,7 @@ http::ConnectionInfo Connection::tls_info() const {
 }
 
 void Connection::on_early_data() {
-  transition(state_, State::Early);
-  // The handshake deadline stays on the timer, beside the session's.
-  const uint64_t now = uv_now(worker_.loop());
-  handshake_due_ = now + static_cast<uint64_t>(generation_->gen->config.timeouts.handshake.count());
+  transition(state_, State::Early);  // the handshake deadline stays on the timer, beside the session's
   session_due_ = UINT64_MAX;
   http::ConnectionInfo info = tls_info();
   info.early_data = true;
@@ -528,8 +527,7 @@ void Connection::on_timer() {
         finish_close();
         break;
       }
-      session_due_ = UINT64_MAX;
-      stop_timer();  // the deadline again
+      stop_timer();  // the session's fired: the deadline again
       [[fallthrough]];
     case State::Open:
       if (session_) session_->on_timer();

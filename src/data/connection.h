@@ -145,8 +145,9 @@ class Connection final : public Deletable, public Flushable, public http::Client
   uint16_t remote_port_ = 0;
   const config::Listener* listener_ = nullptr;  // its [[listen]] entry (in generation_); null: TLS defaults
   std::chrono::steady_clock::time_point accepted_at_;
-  // In Early, in the loop's clock (ms): when the handshake must be done, and
-  // when the session's own timer is due (UINT64_MAX: not armed).
+  // In the loop's clock (ms): when the handshake must be done (accept +
+  // timeouts.handshake), and in Early when the session's own timer is due
+  // (UINT64_MAX: not armed).
   uint64_t handshake_due_ = 0;
   uint64_t session_due_ = UINT64_MAX;
 };
