@@ -39,6 +39,13 @@ struct UpstreamStats {
   // The content coding tlsfront applied to the response body ("gzip",
   // "br"; a static string), "" when the body went out as the upstream sent it.
   std::string_view content_encoding;
+  // What the upstream group speaks ("http/1.1", "h2c"; a static string), ""
+  // before an exchange was made.
+  std::string_view protocol;
+  // A gRPC call's status: the response's grpc-status (trailers, or a
+  // trailers-only head), or the one tlsfront answered with; none when the
+  // request was not gRPC or no status came.
+  std::optional<int> grpc_status;
 };
 
 struct RequestRecord {
