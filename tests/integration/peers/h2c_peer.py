@@ -61,7 +61,7 @@ class Conn:
         append(self.port_file + ".requests", json.dumps({
             "method": headers.get(":method"), "path": path, "authority": headers.get(":authority"),
             "fields": s["headers"], "body": len(s["body"]), "trailers": s["trailers"]}))
-        if path == "/echo":
+        if path.split("?")[0] == "/echo":
             body = ("ok %s %s %d" % (headers.get(":method"), path, len(s["body"]))).encode()
             trailers = headers.get("te") == "trailers"
             self.h2.send_headers(sid, [(":status", "200"), ("content-type", "text/plain")])
