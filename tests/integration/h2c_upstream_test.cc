@@ -162,6 +162,27 @@ TEST_F(H2cUpstream, RequestAndResponseTrailersOverHttp2) {
   EXPECT_NE(reqs[0].find(R"("body": 3)"), std::string::npos) << reqs[0];
 }
 
+TEST_F(H2cUpstream, ResponseTrailersToHttp1ClientsOnlyWithTeTrailers) {
+  ASSERT_TRUE(start());
+  HttpRequest r;
+  r.path = "/echo";
+  r.headers = {"TE: trailers"};
+  HttpResponse with = http(port(), r);
+  EXPECT_EQ(with.status, 200) << with.error;
+  EXPECT_EQ(with.body, "ok GET /echo 0");
+  EXPECT_NE(with.headers.find("x-trailer: done\r\n"), std::string::npos) << with.headers;
+  // Without TE: trailers the upstream is not asked for any (te goes up only
+  // as "trailers"), and none reach the client.
+  r.headers = {};
+  HttpResponse without = http(port(), r);
+  EXPECT_EQ(without.status, 200) << without.error;
+  EXPECT_EQ(without.headers.find("x-trailer"), std::string::npos) << without.headers;
+  auto reqs = requests();
+  ASSERT_EQ(reqs.size(), 2u);
+  EXPECT_NE(reqs[0].find(R"(["te", "trailers"])"), std::string::npos) << reqs[0];
+  EXPECT_EQ(reqs[1].find(R"("te")"), std::string::npos) << reqs[1];
+}
+
 TEST_F(H2cUpstream, GoawayUnderLoadRetriesUnprocessedStreams) {
   // Each upstream connection takes 25 requests, then GOAWAY (last-stream-id
   // = the 25th): 60 concurrent requests need three connections.
