@@ -1,6 +1,7 @@
 // H2Pool: one worker's h2c connections (H2Sessions) to one upstream server.
 // A request joins the open session with the most streams that still has
-// room (so load packs onto few connections and idle ones time out); when
+// room (so load packs onto few connections and idle ones time out; one
+// whose server's SETTINGS have not arrived yet takes every stream); when
 // none has room a new session opens, at most `keepalive` usable (not
 // draining) sessions per worker per server; past that the least loaded
 // usable session takes the stream anyway and nghttp2 holds it until one of

@@ -132,6 +132,10 @@ Status H2Session::connect(const sockaddr_storage& addr) {
 
 bool H2Session::has_room() const {
   if (!usable() || streams_opened_ >= cfg_.keepalive_requests) return false;
+  // Until the server's SETTINGS arrive its limit is unknown: the streams
+  // wait here (nghttp2 holds any above the default) rather than each burst
+  // opening connections the limit may turn out not to need.
+  if (!settings_received_) return true;
   const uint32_t max = nghttp2_session_get_remote_settings(ng_.get(), NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
   return streams_.size() < max;
 }
@@ -153,8 +157,7 @@ Status H2Session::submit(H2Stream* stream, const std::vector<http::Header>& fiel
   stream->bind(this, id);
   streams_[id] = stream;
   ++streams_opened_;
-  timer_.stop();  // no longer idle (the connect timer, when connecting, is re-armed below)
-  if (state_ == State::Connecting) timer_.arm(cfg_.connect_timeout);
+  if (state_ != State::Connecting) timer_.stop();  // no longer idle (a connecting one keeps its connect timer)
   if (state_ == State::Open) stream->on_connected();
   if (state_ == State::Open && streams_opened_ >= cfg_.keepalive_requests) start_draining();
   schedule_send();
@@ -366,6 +369,9 @@ int H2Session::on_frame_recv(const nghttp2_frame* frame) {
       if (end_stream) {
         if (H2Stream* s = stream(frame->hd.stream_id)) s->on_end_stream();
       }
+      break;
+    case NGHTTP2_SETTINGS:
+      if ((frame->hd.flags & NGHTTP2_FLAG_ACK) == 0) settings_received_ = true;
       break;
     case NGHTTP2_GOAWAY:
       // RFC 9113 §6.8: nghttp2 closes the streams above last-stream-id with

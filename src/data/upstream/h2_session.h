@@ -60,8 +60,10 @@ class H2Session : public Deletable, public Flushable {
   // Starts a non-blocking connect. Errc::Upstream on immediate failure.
   [[nodiscard]] Status connect(const sockaddr_storage& addr);
 
-  // True while a new stream may start here now: Connecting or Open, fewer
-  // open streams than the server allows, keepalive_requests not reached.
+  // True while a new stream may start here now: Connecting or Open,
+  // keepalive_requests not reached, and fewer open streams than the
+  // server's SETTINGS allow (before they arrive: any number, held by
+  // nghttp2 above its default of 100 until they do).
   bool has_room() const;
   // Connecting or Open (not draining): counts against the pool's limit.
   bool usable() const { return state_ == State::Connecting || state_ == State::Open; }
@@ -122,6 +124,7 @@ class H2Session : public Deletable, public Flushable {
   std::vector<int32_t> read_touched_;  // streams given bytes by the current read
   uint64_t streams_opened_ = 0;
   bool in_recv_ = false;  // inside nghttp2_session_mem_recv
+  bool settings_received_ = false;  // the server's first SETTINGS arrived (its stream limit is known)
 };
 
 constexpr bool legal(H2Session::State from, H2Session::State to) {
