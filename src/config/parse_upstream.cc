@@ -51,8 +51,9 @@ Status parse_protocol(const TableReader& t, UpstreamProtocol& out) {
   } else if (text == "h2c") {
     out = UpstreamProtocol::H2c;
   } else if (text == "h2") {
-    return t.error_at("protocol", "\"h2\" (HTTP/2 over TLS) needs TLS to upstream servers, which is not supported "
-                                  "yet; \"h2c\" is HTTP/2 over cleartext TCP (prior knowledge)");
+    return t.error_at("protocol",
+                      "\"h2\" (HTTP/2 over TLS) needs TLS to upstream servers, which is not supported "
+                      "yet; \"h2c\" is HTTP/2 over cleartext TCP (prior knowledge)");
   } else {
     return t.error_at("protocol", "unknown protocol " + quote(text) + " (expected \"http/1.1\" or \"h2c\")");
   }
@@ -60,9 +61,8 @@ Status parse_protocol(const TableReader& t, UpstreamProtocol& out) {
 }
 
 Status parse_one(const TableReader& t, Upstream& u) {
-  if (Status s = t.check_keys({"name", "servers", "keepalive", "keepalive_timeout",
-                               "keepalive_requests", "connect_timeout", "read_timeout",
-                               "send_timeout", "fail_timeout", "protocol"});
+  if (Status s = t.check_keys({"name", "servers", "keepalive", "keepalive_timeout", "keepalive_requests",
+                               "connect_timeout", "read_timeout", "send_timeout", "fail_timeout", "protocol"});
       !s.ok()) {
     return s;
   }
@@ -93,8 +93,9 @@ Status parse_one(const TableReader& t, Upstream& u) {
     // An h2c connection carries many streams at once and stays open between
     // them: there is nothing to turn off, and one connection per request
     // would undo what HTTP/2 is for.
-    return t.error_at("keepalive", "must be >= 1 with protocol = \"h2c\" (it bounds the HTTP/2 connections per "
-                                   "worker per server)");
+    return t.error_at("keepalive",
+                      "must be >= 1 with protocol = \"h2c\" (it bounds the HTTP/2 connections per "
+                      "worker per server)");
   }
   return {};
 }

@@ -40,7 +40,7 @@ void append_upstream_request_head(std::string& out, const RequestHead& head, con
 // names lowercased (§8.2.1), Host moved into :authority and no
 // connection-specific field (§8.2.2) but "te: trailers" when the client's
 // TE asked for trailers (gRPC needs it); Content-Length when the length is
-// known. An Upgrade request is never sent this way.
+// known. An Upgrade request goes as an ordinary one (HTTP/2 has none).
 std::vector<Header> upstream_h2_request_fields(const RequestHead& head, const UpstreamRequestOptions& opts);
 
 // Removes hop-by-hop headers, headers named by Connection, and the framing

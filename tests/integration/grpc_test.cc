@@ -105,8 +105,7 @@ TEST_F(Grpc, ServiceKilledMidStreamIsUnavailable) {
   Process client;
   const std::string out = dir_.file("stream.out");
   ASSERT_TRUE(client.start(argv, out, dir_.file("stream.err")));
-  ASSERT_TRUE(wait_until([&] { return read_file(out).find("streaming") != std::string::npos; },
-                         milliseconds(20'000)))
+  ASSERT_TRUE(wait_until([&] { return read_file(out).find("streaming") != std::string::npos; }, milliseconds(20'000)))
       << read_file(dir_.file("stream.err"));
   server_.signal(SIGKILL);
   ASSERT_TRUE(client.wait_exit(milliseconds(20'000)).has_value());

@@ -142,8 +142,8 @@ TEST_F(H2cUpstream, RequestAndResponseTrailersOverHttp2) {
   ASSERT_TRUE(start());
   h2::Client c;
   ASSERT_TRUE(c.connect(port()));
-  h2::Fields post = {{":method", "POST"}, {":scheme", "https"}, {":authority", "localhost"},
-                     {":path", "/echo"},  {"te", "trailers"}};
+  h2::Fields post = {
+      {":method", "POST"}, {":scheme", "https"}, {":authority", "localhost"}, {":path", "/echo"}, {"te", "trailers"}};
   ASSERT_TRUE(c.send_headers(1, post, false));
   ASSERT_TRUE(c.send_frame(h2::kData, 0, 1, "abc"));
   ASSERT_TRUE(c.send_headers(1, {{"x-checksum", "42"}}, true));

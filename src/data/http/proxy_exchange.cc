@@ -97,7 +97,9 @@ ProxyExchange::ProxyExchange(uv_loop_t* loop, ExchangeSink* sink, upstream::Upst
     accepted_ = accepted_coding(*compression, head);
   }
   stats_.protocol = config::protocol_name(group->config().protocol);
-  if (h2c_ && upgrade_.empty()) {
+  if (h2c_) {
+    // HTTP/2 has no Upgrade (RFC 9113 §8.6): an Upgrade request goes up as
+    // an ordinary one, and no 101 can open a tunnel.
     h2_fields_ = upstream_h2_request_fields(head, opts);
   } else {
     append_upstream_request_head(replay_, head, opts);

@@ -19,8 +19,8 @@ constexpr int32_t kConnectionWindow = 16 * 1024 * 1024;
 int begin_headers_cb(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
   return TLSFRONT_H2->on_begin_headers(frame);
 }
-int header_cb(nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name, size_t namelen,
-              const uint8_t* value, size_t valuelen, uint8_t, void* user_data) {
+int header_cb(nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name, size_t namelen, const uint8_t* value,
+              size_t valuelen, uint8_t, void* user_data) {
   return TLSFRONT_H2->on_header(frame, std::string_view(reinterpret_cast<const char*>(name), namelen),
                                 std::string_view(reinterpret_cast<const char*>(value), valuelen));
 }
@@ -79,8 +79,7 @@ nghttp2_option* options() {
 
 }  // namespace
 
-H2Session::H2Session(uv_loop_t* loop, H2Pool* pool, const config::Upstream& cfg)
-    : loop_(loop), pool_(pool), cfg_(cfg) {
+H2Session::H2Session(uv_loop_t* loop, H2Pool* pool, const config::Upstream& cfg) : loop_(loop), pool_(pool), cfg_(cfg) {
   nghttp2_session* s = nullptr;
   nghttp2_session_client_new2(&s, callbacks(), this, options());
   ng_.reset(s);
@@ -106,7 +105,8 @@ Status H2Session::connect(const sockaddr_storage& addr) {
     transition(state_, State::Closed);
     return make_error(Errc::Upstream, std::string("socket: ") + uv_strerror(rc));
   }
-  timer_.init(loop_, [](void* self) { static_cast<H2Session*>(self)->on_timer(); }, this);
+  timer_.init(
+      loop_, [](void* self) { static_cast<H2Session*>(self)->on_timer(); }, this);
   uv_tcp_nodelay(tcp_.get(), 1);
   connect_req_ = new uv_connect_t{};
   connect_req_->data = this;
@@ -151,8 +151,8 @@ Status H2Session::submit(H2Stream* stream, const std::vector<http::Header>& fiel
   nghttp2_data_provider provider{};
   provider.source.ptr = this;
   provider.read_callback = body_read_cb;
-  const int32_t id = nghttp2_submit_request(ng_.get(), nullptr, nva.data(), nva.size(), has_body ? &provider : nullptr,
-                                            nullptr);
+  const int32_t id =
+      nghttp2_submit_request(ng_.get(), nullptr, nva.data(), nva.size(), has_body ? &provider : nullptr, nullptr);
   if (id < 0) return make_error(Errc::Upstream, std::string("HTTP/2 request refused: ") + nghttp2_strerror(id));
   stream->bind(this, id);
   streams_[id] = stream;
@@ -231,9 +231,9 @@ void H2Session::on_read(ssize_t nread, const uv_buf_t* buf) {
   if (nread == 0) return;
   if (nread < 0) {
     close(nread == UV_EOF ? UpstreamFailure::Closed : UpstreamFailure::Reset,
-          make_error(Errc::Upstream, nread == UV_EOF ? "upstream closed the HTTP/2 connection"
-                                                     : std::string("recv() failed: ") +
-                                                           uv_strerror(static_cast<int>(nread))));
+          make_error(Errc::Upstream, nread == UV_EOF
+                                         ? "upstream closed the HTTP/2 connection"
+                                         : std::string("recv() failed: ") + uv_strerror(static_cast<int>(nread))));
     return;
   }
   in_recv_ = true;

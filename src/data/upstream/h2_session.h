@@ -123,17 +123,21 @@ class H2Session : public Deletable, public Flushable {
   std::unordered_map<int32_t, H2Stream*> streams_;
   std::vector<int32_t> read_touched_;  // streams given bytes by the current read
   uint64_t streams_opened_ = 0;
-  bool in_recv_ = false;  // inside nghttp2_session_mem_recv
+  bool in_recv_ = false;            // inside nghttp2_session_mem_recv
   bool settings_received_ = false;  // the server's first SETTINGS arrived (its stream limit is known)
 };
 
 constexpr bool legal(H2Session::State from, H2Session::State to) {
   using S = H2Session::State;
   switch (from) {
-    case S::Connecting: return to == S::Open || to == S::Closed;
-    case S::Open: return to == S::Draining || to == S::Closed;
-    case S::Draining: return to == S::Closed;
-    case S::Closed: return to == S::Closed;
+    case S::Connecting:
+      return to == S::Open || to == S::Closed;
+    case S::Open:
+      return to == S::Draining || to == S::Closed;
+    case S::Draining:
+      return to == S::Closed;
+    case S::Closed:
+      return to == S::Closed;
   }
   return false;
 }

@@ -15,7 +15,8 @@ constexpr size_t kMaxResponseFields = 256;
 
 H2Stream::H2Stream(uv_loop_t* loop, UpstreamHandler* handler, const config::Upstream& cfg)
     : loop_(loop), handler_(handler), cfg_(cfg) {
-  timer_.init(loop_, [](void* self) { static_cast<H2Stream*>(self)->on_timer(); }, this);
+  timer_.init(
+      loop_, [](void* self) { static_cast<H2Stream*>(self)->on_timer(); }, this);
 }
 
 H2Stream::~H2Stream() { close(); }
@@ -238,8 +239,7 @@ void H2Stream::on_closed(uint32_t error_code) {
     return;
   }
   finish(UpstreamFailure::StreamReset,
-         make_error(Errc::Upstream, std::string("upstream reset the stream: ") +
-                                        nghttp2_http2_strerror(error_code)));
+         make_error(Errc::Upstream, std::string("upstream reset the stream: ") + nghttp2_http2_strerror(error_code)));
 }
 
 void H2Stream::on_session_failed(UpstreamFailure failure, const Error& error) {
@@ -255,8 +255,8 @@ void H2Stream::on_not_sent() {
 
 void H2Stream::on_timer() {
   if (phase_ == Phase::Done) return;
-  const char* what = final_head_ ? "upstream timed out while reading response"
-                                 : "upstream timed out while reading response header";
+  const char* what =
+      final_head_ ? "upstream timed out while reading response" : "upstream timed out while reading response header";
   leave_session();  // RST_STREAM CANCEL: the upstream may stop working on it
   finish(UpstreamFailure::TimeoutRead, make_error(Errc::Timeout, what));
 }

@@ -18,12 +18,12 @@
 #include <vector>
 
 #include "config/config.h"
+#include "data/upstream/upstream_failure.h"
+#include "data/upstream/upstream_handler.h"
 #include "message/request.h"
 #include "util/lazy_timer.h"
 #include "util/loop_context.h"
 #include "util/result.h"
-#include "data/upstream/upstream_failure.h"
-#include "data/upstream/upstream_handler.h"
 #include "util/state.h"
 #include "util/stream_writer.h"
 #include "util/uv_handle.h"

@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "config/config.h"
-#include "metrics/counters.h"
 #include "data/upstream/h2_pool.h"
 #include "data/upstream/upstream_connection.h"
+#include "metrics/counters.h"
 #include "util/result.h"
 
 namespace tlsfront::upstream {

@@ -472,8 +472,9 @@ servers = ["127.0.0.1:2"]
 }
 
 TEST(Loader, UpstreamProtocol) {
-  std::string head = "[[listen]]\naddress = \"127.0.0.1:1\"\n[tls]\ncertificate = \"c\"\nkey = \"k\"\n"
-                     "[[upstream]]\nname = \"a\"\nservers = [\"127.0.0.1:1\"]\n";
+  std::string head =
+      "[[listen]]\naddress = \"127.0.0.1:1\"\n[tls]\ncertificate = \"c\"\nkey = \"k\"\n"
+      "[[upstream]]\nname = \"a\"\nservers = [\"127.0.0.1:1\"]\n";
   const std::string route = "[[route]]\nupstream = \"a\"\n";
   EXPECT_EQ(load_ok(head + route).upstreams.at(0).protocol, UpstreamProtocol::Http1);
   EXPECT_EQ(load_ok(head + "protocol = \"http/1.1\"\n" + route).upstreams.at(0).protocol, UpstreamProtocol::Http1);
