@@ -158,7 +158,7 @@ Status H2Session::submit(H2Stream* stream, const std::vector<http::Header>& fiel
   streams_[id] = stream;
   ++streams_opened_;
   if (state_ != State::Connecting) timer_.stop();  // no longer idle (a connecting one keeps its connect timer)
-  if (state_ == State::Open) stream->on_connected();
+  if (state_ == State::Open) stream->on_joined_open();
   if (state_ == State::Open && streams_opened_ >= cfg_.keepalive_requests) start_draining();
   schedule_send();
   return {};

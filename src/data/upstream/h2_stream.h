@@ -71,7 +71,11 @@ class H2Stream : public Deletable {
   // --- called by H2Session ---
   void bind(H2Session* session, int32_t id);
   int32_t id() const { return id_; }
+  // The session connected (a stream submitted while it was connecting):
+  // handler->on_upstream_connected().
   void on_connected();
+  // Submitted on an open session: no connect event (the lease says reused).
+  void on_joined_open() { arm_read_timer(); }
   void on_begin_headers();
   // One response field; false when the head is too large (the stream is
   // then reset by the session).
