@@ -179,10 +179,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (e.upstream_connection_reused) c.boolean("upstream_connection_reused", *e.upstream_connection_reused);
   else c.null("upstream_connection_reused");
   c.string_or_null("upstream_protocol", e.upstream_protocol);
-  if (e.grpc_status)
-    c.sint("grpc_status", *e.grpc_status);
-  else
-    c.null("grpc_status");
+  if (e.grpc_status) c.sint("grpc_status", *e.grpc_status);
+  else c.null("grpc_status");
   c.string_or_null("user_agent", e.user_agent);
   c.string_or_null("request_id", e.request_id);
   c.string_or_null("content_encoding", e.content_encoding);

@@ -193,14 +193,11 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
 constexpr bool legal(ProxyExchange::Phase from, ProxyExchange::Phase to) {
   using P = ProxyExchange::Phase;
   switch (from) {
-    case P::Created:
-      return to == P::Connecting || to == P::Done;
+    case P::Created: return to == P::Connecting || to == P::Done;
     case P::Connecting: return to == P::AwaitingHead || to == P::Connecting || to == P::Done;
-    case P::AwaitingHead:
-      return to == P::Streaming || to == P::Tunnel || to == P::Connecting || to == P::Done;
+    case P::AwaitingHead: return to == P::Streaming || to == P::Tunnel || to == P::Connecting || to == P::Done;
     case P::Streaming: return to == P::Done;
-    case P::Tunnel:
-      return to == P::Done;
+    case P::Tunnel: return to == P::Done;
     case P::Done: return false;
   }
   return false;

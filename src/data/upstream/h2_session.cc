@@ -105,8 +105,7 @@ Status H2Session::connect(const sockaddr_storage& addr) {
     transition(state_, State::Closed);
     return make_error(Errc::Upstream, std::string("socket: ") + uv_strerror(rc));
   }
-  timer_.init(
-      loop_, [](void* self) { static_cast<H2Session*>(self)->on_timer(); }, this);
+  timer_.init(loop_, [](void* self) { static_cast<H2Session*>(self)->on_timer(); }, this);
   uv_tcp_nodelay(tcp_.get(), 1);
   connect_req_ = new uv_connect_t{};
   connect_req_->data = this;

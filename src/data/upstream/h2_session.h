@@ -130,14 +130,10 @@ class H2Session : public Deletable, public Flushable {
 constexpr bool legal(H2Session::State from, H2Session::State to) {
   using S = H2Session::State;
   switch (from) {
-    case S::Connecting:
-      return to == S::Open || to == S::Closed;
-    case S::Open:
-      return to == S::Draining || to == S::Closed;
-    case S::Draining:
-      return to == S::Closed;
-    case S::Closed:
-      return to == S::Closed;
+    case S::Connecting: return to == S::Open || to == S::Closed;
+    case S::Open: return to == S::Draining || to == S::Closed;
+    case S::Draining: return to == S::Closed;
+    case S::Closed: return to == S::Closed;
   }
   return false;
 }

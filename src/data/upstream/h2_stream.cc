@@ -15,8 +15,7 @@ constexpr size_t kMaxResponseFields = 256;
 
 H2Stream::H2Stream(uv_loop_t* loop, UpstreamHandler* handler, const config::Upstream& cfg)
     : loop_(loop), handler_(handler), cfg_(cfg) {
-  timer_.init(
-      loop_, [](void* self) { static_cast<H2Stream*>(self)->on_timer(); }, this);
+  timer_.init(loop_, [](void* self) { static_cast<H2Stream*>(self)->on_timer(); }, this);
 }
 
 H2Stream::~H2Stream() { close(); }

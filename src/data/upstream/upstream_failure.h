@@ -33,10 +33,8 @@ constexpr std::string_view to_string(UpstreamFailure f) {
     case UpstreamFailure::Reset: return "reset";
     case UpstreamFailure::Closed: return "closed";
     case UpstreamFailure::InvalidResponse: return "invalid_response";
-    case UpstreamFailure::Unprocessed:
-      return "unprocessed";
-    case UpstreamFailure::StreamReset:
-      return "stream_reset";
+    case UpstreamFailure::Unprocessed: return "unprocessed";
+    case UpstreamFailure::StreamReset: return "stream_reset";
   }
   return "unknown";
 }

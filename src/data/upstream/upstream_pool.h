@@ -49,8 +49,6 @@ class UpstreamPool {
   // connections (H2Pool::open_stream). Errors: Errc::Upstream.
   [[nodiscard]] Result<H2Pool::Lease> open_h2_stream(UpstreamHandler* handler, const std::vector<http::Header>& fields,
                                                      bool has_body);
-  // This server's h2c connections (protocol = "h2c"), or null.
-  const H2Pool* h2() const { return h2_.get(); }
 
   // Takes back a connection after its exchange. Parks it idle when it is
   // reusable and the pool has room, otherwise closes it.
