@@ -17,6 +17,8 @@ packages=(
   prometheus  # promtool: tests the shipped alert rules (conf/prometheus)
   python3-websockets  # WebSocket client and echo server of the tunnel tests
   python3 util-linux  # scripts/bench-wan.sh (its summary; chrt) and the delay line's smoke test
+  python3-grpcio  # gRPC client and service of the h2c upstream tests
+  python3-h2  # a plain HTTP/2 (h2c) backend for the h2c upstream tests (tests/integration/peers/h2c_peer.py)
 )
 
 missing=()

@@ -192,8 +192,14 @@ struct Tls {
 };
 
 // [[upstream]]
+// What an [[upstream]]'s servers speak: HTTP/1.1, or HTTP/2 over cleartext
+// TCP with prior knowledge (RFC 9113 §3.3: no Upgrade, no ALPN).
+enum class UpstreamProtocol : uint8_t { Http1, H2c };
+constexpr const char* protocol_name(UpstreamProtocol p) { return p == UpstreamProtocol::H2c ? "h2c" : "http/1.1"; }
+
 struct Upstream {
   std::string name;                  // name = "api" (required, unique)
+  UpstreamProtocol protocol = UpstreamProtocol::Http1;  // protocol = "http/1.1" | "h2c"
   std::vector<Endpoint> servers;     // servers = ["127.0.0.1:9000"] (required, >= 1)
   size_t keepalive = 32;             // max idle keepalive connections per worker per server (0 = no pooling)
   Millis keepalive_timeout{60'000};  // idle pooled connection closed after this

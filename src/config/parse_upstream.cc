@@ -40,10 +40,29 @@ Status parse_servers(const TableReader& t, std::vector<Endpoint>& out) {
   return {};
 }
 
+// protocol = "http/1.1" (default) | "h2c". "h2" (HTTP/2 over TLS, ALPN)
+// waits for TLS to upstreams.
+Status parse_protocol(const TableReader& t, UpstreamProtocol& out) {
+  if (t.find("protocol") == nullptr) return {};
+  std::string text;
+  if (Status s = t.get_string("protocol", text); !s.ok()) return s;
+  if (text == "http/1.1") {
+    out = UpstreamProtocol::Http1;
+  } else if (text == "h2c") {
+    out = UpstreamProtocol::H2c;
+  } else if (text == "h2") {
+    return t.error_at("protocol",
+                      "\"h2\" (HTTP/2 over TLS) needs TLS to upstream servers, which is not supported "
+                      "yet; \"h2c\" is HTTP/2 over cleartext TCP (prior knowledge)");
+  } else {
+    return t.error_at("protocol", "unknown protocol " + quote(text) + " (expected \"http/1.1\" or \"h2c\")");
+  }
+  return {};
+}
+
 Status parse_one(const TableReader& t, Upstream& u) {
-  if (Status s = t.check_keys({"name", "servers", "keepalive", "keepalive_timeout",
-                               "keepalive_requests", "connect_timeout", "read_timeout",
-                               "send_timeout", "fail_timeout"});
+  if (Status s = t.check_keys({"name", "servers", "keepalive", "keepalive_timeout", "keepalive_requests",
+                               "connect_timeout", "read_timeout", "send_timeout", "fail_timeout", "protocol"});
       !s.ok()) {
     return s;
   }
@@ -53,6 +72,7 @@ Status parse_one(const TableReader& t, Upstream& u) {
                                   " (allowed: letters, digits, \"_\", \".\", \"-\")");
   }
   if (Status s = parse_servers(t, u.servers); !s.ok()) return s;
+  if (Status s = parse_protocol(t, u.protocol); !s.ok()) return s;
 
   constexpr int64_t kMaxInt = std::numeric_limits<int32_t>::max();
   constexpr int64_t kMaxInt64 = std::numeric_limits<int64_t>::max();
@@ -69,6 +89,14 @@ Status parse_one(const TableReader& t, Upstream& u) {
   if (Status s = t.get_duration("send_timeout", kPositive, u.send_timeout); !s.ok()) return s;
   // 0 is allowed: a failed server is never skipped.
   if (Status s = t.get_duration("fail_timeout", Millis{0}, u.fail_timeout); !s.ok()) return s;
+  if (u.protocol == UpstreamProtocol::H2c && u.keepalive == 0) {
+    // An h2c connection carries many streams at once and stays open between
+    // them: there is nothing to turn off, and one connection per request
+    // would undo what HTTP/2 is for.
+    return t.error_at("keepalive",
+                      "must be >= 1 with protocol = \"h2c\" (it bounds the HTTP/2 connections per "
+                      "worker per server)");
+  }
   return {};
 }
 

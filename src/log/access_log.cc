@@ -239,6 +239,11 @@ void append_json_line(std::string& out, const AccessLogEntry& e) {
   out.append(",\"upstream_connection_reused\":"sv);
   if (e.upstream_connection_reused) append_bool(out, *e.upstream_connection_reused);
   else out.append("null"sv);
+  out.append(",\"upstream_protocol\":"sv);
+  append_string_or_null(out, e.upstream_protocol);
+  out.append(",\"grpc_status\":"sv);
+  if (e.grpc_status) append_int(out, *e.grpc_status);
+  else out.append("null"sv);
   out.append(",\"user_agent\":"sv);
   append_string_or_null(out, e.user_agent);
   out.append(",\"request_id\":"sv);

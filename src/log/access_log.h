@@ -49,6 +49,8 @@ struct AccessLogEntry {
   int upstream_status = 0;          // 0 -> null
   std::optional<double> upstream_connect_ms, upstream_response_ms;  // nullopt -> null
   std::optional<bool> upstream_connection_reused;                   // nullopt -> null
+  std::string_view upstream_protocol;  // what the upstream group speaks: "http/1.1", "h2c"; "" (no exchange) -> null
+  std::optional<int> grpc_status;      // a gRPC call's grpc-status; nullopt (not gRPC, or none) -> null
   std::string_view user_agent;                                      // "" -> null
   std::string_view request_id;  // $request_id (32 hex, or a trusted client's); "" -> null
   std::string_view content_encoding;  // the coding tlsfront compressed the body with ("gzip", "br"); "" -> null

@@ -25,16 +25,17 @@ void append_header(std::string& out, std::string_view name, std::string_view val
 
 }  // namespace
 
-void append_upstream_request_head(std::string& out, const RequestHead& head, const UpstreamRequestOptions& opts) {
-  const std::string& target = head.upstream_target.empty() ? head.target : head.upstream_target;
-  size_t size = head.method.size() + target.size() + 256;  // + request line, Host, X-Forwarded-* and Via
-  for (const auto& h : head.headers) size += h.name.size() + h.value.size() + 4;
-  out.reserve(out.size() + size);
-  out.append(head.method);
-  out.push_back(' ');
-  out.append(target);
-  out.append(" HTTP/1.1\r\n");
+namespace {
 
+// Calls `emit(name, value)` for every end-to-end field of the request sent
+// upstream, in order: the client's fields (hop-by-hop ones, those its
+// Connection names, framing, Expect and tlsfront's own removed), Host (or
+// `opts.default_host`), X-Forwarded-For, X-Real-IP, X-Forwarded-Proto, the
+// request ID, then the configured additions. `te_trailers`: whether the
+// client's TE asked for trailers (the one TE an HTTP/2 request may carry).
+template <typename Emit>
+void for_each_upstream_field(const RequestHead& head, const UpstreamRequestOptions& opts, bool& te_trailers,
+                             Emit&& emit) {
   // What the configured rules delete applies to tlsfront's own fields too.
   const HeaderEdit* edit = opts.edit != nullptr && !opts.edit->empty() ? opts.edit : nullptr;
   const bool erasing = edit != nullptr && !edit->erase.empty();
@@ -43,7 +44,13 @@ void append_upstream_request_head(std::string& out, const RequestHead& head, con
   connection_options(head.headers, options);
   std::string xff;
   bool have_host = erased("host");
+  te_trailers = false;
   for (const auto& h : head.headers) {
+    if (h.token == HeaderToken::Te) {
+      std::vector<std::string_view> codings;
+      split_list(h.value, codings);
+      for (std::string_view c : codings) te_trailers = te_trailers || iequals(c, "trailers");
+    }
     if (is_hop_by_hop(h.token)) continue;
     switch (h.token) {
       case HeaderToken::ContentLength:
@@ -65,27 +72,49 @@ void append_upstream_request_head(std::string& out, const RequestHead& head, con
         if (erasing && erased(h.name)) continue;
         break;
     }
-    append_header(out, h.name, h.value);
+    emit(std::string_view(h.name), std::string_view(h.value));
   }
-  if (!have_host) append_header(out, "Host", opts.default_host);
+  if (!have_host) emit(std::string_view("Host"), opts.default_host);
   if (!erased("x-forwarded-for")) {
     if (!xff.empty()) xff.append(", ");
     xff.append(opts.client_addr);
-    append_header(out, "X-Forwarded-For", xff);
+    emit(std::string_view("X-Forwarded-For"), std::string_view(xff));
   }
-  if (!erased("x-real-ip")) append_header(out, "X-Real-IP", opts.client_addr);
-  if (!erased("x-forwarded-proto")) append_header(out, "X-Forwarded-Proto", opts.scheme);
+  if (!erased("x-real-ip")) emit(std::string_view("X-Real-IP"), opts.client_addr);
+  if (!erased("x-forwarded-proto")) emit(std::string_view("X-Forwarded-Proto"), opts.scheme);
   if (!opts.request_id_header.empty() && !erased(opts.request_id_header)) {
-    append_header(out, opts.request_id_header, opts.request_id);
+    emit(opts.request_id_header, opts.request_id);
   }
   if (edit != nullptr) {
+    std::string value;
     for (const auto& f : edit->append) {
-      out.append(f.name);
-      out.append(": ");
-      f.append_value(out, *opts.vars);
-      out.append("\r\n");
+      value.clear();
+      f.append_value(value, *opts.vars);
+      emit(std::string_view(f.name), std::string_view(value));
     }
   }
+}
+
+std::string lowercase(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c;
+  return out;
+}
+
+}  // namespace
+
+void append_upstream_request_head(std::string& out, const RequestHead& head, const UpstreamRequestOptions& opts) {
+  const std::string& target = head.upstream_target.empty() ? head.target : head.upstream_target;
+  size_t size = head.method.size() + target.size() + 256;  // + request line, Host, X-Forwarded-* and Via
+  for (const auto& h : head.headers) size += h.name.size() + h.value.size() + 4;
+  out.reserve(out.size() + size);
+  out.append(head.method);
+  out.push_back(' ');
+  out.append(target);
+  out.append(" HTTP/1.1\r\n");
+  bool te_trailers = false;
+  for_each_upstream_field(head, opts, te_trailers,
+                          [&out](std::string_view name, std::string_view value) { append_header(out, name, value); });
   if (head.chunked) {
     append_header(out, "Transfer-Encoding", "chunked");
   } else if (head.content_length) {
@@ -100,6 +129,32 @@ void append_upstream_request_head(std::string& out, const RequestHead& head, con
     append_header(out, "Connection", "close");
   }
   out.append("\r\n");
+}
+
+std::vector<Header> upstream_h2_request_fields(const RequestHead& head, const UpstreamRequestOptions& opts) {
+  std::vector<Header> out;
+  out.reserve(head.headers.size() + 10);
+  out.push_back(Header{":method", head.method});
+  out.push_back(Header{":scheme", "http"});
+  out.push_back(Header{":authority", {}});
+  out.push_back(Header{":path", head.upstream_target.empty() ? head.target : head.upstream_target});
+  bool te_trailers = false;
+  for_each_upstream_field(head, opts, te_trailers, [&out](std::string_view name, std::string_view value) {
+    HeaderToken token = classify_header(name);
+    if (token == HeaderToken::Host) {
+      // RFC 9113 §8.3.1: the authority goes in :authority, not Host (the
+      // last one wins when a rule adds one).
+      out[2].value = value;
+      return;
+    }
+    out.push_back(Header{lowercase(name), std::string(value), token});
+  });
+  if (out[2].value.empty()) out.erase(out.begin() + 2);
+  if (te_trailers) out.push_back(Header{"te", "trailers", HeaderToken::Te});
+  if (head.content_length) {
+    out.push_back(Header{"content-length", std::to_string(*head.content_length), HeaderToken::ContentLength});
+  }
+  return out;
 }
 
 void strip_response_headers(std::vector<Header>& headers) {

@@ -34,6 +34,15 @@ struct UpstreamRequestOptions {
 // Appends the HTTP/1.1 request head to send upstream for `head` to `out`.
 void append_upstream_request_head(std::string& out, const RequestHead& head, const UpstreamRequestOptions& opts);
 
+// The same request as HTTP/2 fields for an h2c upstream (RFC 9113 §8.3):
+// :method, :scheme "http", :authority (from Host; omitted when there is
+// none), :path, then the fields append_upstream_request_head() would send,
+// names lowercased (§8.2.1), Host moved into :authority and no
+// connection-specific field (§8.2.2) but "te: trailers" when the client's
+// TE asked for trailers (gRPC needs it); Content-Length when the length is
+// known. An Upgrade request goes as an ordinary one (HTTP/2 has none).
+std::vector<Header> upstream_h2_request_fields(const RequestHead& head, const UpstreamRequestOptions& opts);
+
 // Removes hop-by-hop headers, headers named by Connection, and the framing
 // headers Content-Length / Transfer-Encoding from a response head.
 void strip_response_headers(std::vector<Header>& headers);

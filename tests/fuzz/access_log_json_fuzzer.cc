@@ -134,6 +134,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   e.upstream_connect_ms = opt_ms();
   e.upstream_response_ms = opt_ms();
   if (in.ConsumeBool()) e.upstream_connection_reused = in.ConsumeBool();
+  e.upstream_protocol = in.ConsumeBool() ? "h2c" : "";
+  if (in.ConsumeBool()) e.grpc_status = in.ConsumeIntegral<int>();
   e.user_agent = user_agent;
   e.request_id = request_id;
   // The rest: one more string, encoded alone.
@@ -178,6 +180,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   c.ms("upstream_response_ms", e.upstream_response_ms);
   if (e.upstream_connection_reused) c.boolean("upstream_connection_reused", *e.upstream_connection_reused);
   else c.null("upstream_connection_reused");
+  c.string_or_null("upstream_protocol", e.upstream_protocol);
+  if (e.grpc_status) c.sint("grpc_status", *e.grpc_status);
+  else c.null("grpc_status");
   c.string_or_null("user_agent", e.user_agent);
   c.string_or_null("request_id", e.request_id);
   c.string_or_null("content_encoding", e.content_encoding);

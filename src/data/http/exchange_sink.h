@@ -66,8 +66,8 @@ class ExchangeSink {
   virtual void send_response_body(std::string_view data) = 0;
   // The response's trailer fields (RFC 9110 §6.5), valid names and values,
   // hop-by-hop and framing fields removed; just before end_response(). The
-  // default drops them (HTTP/1.1 responses to clients end with an empty
-  // trailer section).
+  // default drops them; an HTTP/1.1 session sends them in the last chunk
+  // when the request's TE asked for trailers.
   virtual void send_trailers(const std::vector<Header>& trailers) {}
   virtual void end_response() = 0;
   // The exchange failed. Before the head was sent the sink answers `status`

@@ -1,5 +1,6 @@
 #include "data/http/http1_session.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "data/http/admission.h"
@@ -458,6 +459,22 @@ void Http1Session::send_response_body(std::string_view data) {
   if (timer_ == TimerPurpose::None && output_congested()) arm(TimerPurpose::Send);
 }
 
+void Http1Session::send_trailers(const std::vector<Header>& trailers) {
+  if (response_ != ResponsePhase::Chunked) return;
+  const Header* te = record_.head.find(HeaderToken::Te);
+  if (te == nullptr) return;
+  std::vector<std::string_view> codings;
+  split_list(te->value, codings);
+  if (std::none_of(codings.begin(), codings.end(), [](std::string_view c) { return iequals(c, "trailers"); })) return;
+  trailer_section_.clear();
+  for (const auto& h : trailers) {
+    trailer_section_ += h.name;
+    trailer_section_ += ": ";
+    trailer_section_ += h.value;
+    trailer_section_ += "\r\n";
+  }
+}
+
 void Http1Session::end_response() {
   if (response_ == ResponsePhase::Tunnel) {
     // The upstream closed the tunnel: so does the client connection.
@@ -466,8 +483,15 @@ void Http1Session::end_response() {
     return;
   }
   if (response_ == ResponsePhase::Chunked) {
-    transport_->send(kLastChunk);
-    record_.bytes_sent += kLastChunk.size();
+    if (trailer_section_.empty()) {
+      transport_->send(kLastChunk);
+      record_.bytes_sent += kLastChunk.size();
+    } else {
+      std::string last = "0\r\n" + trailer_section_ + "\r\n";
+      std::string().swap(trailer_section_);
+      transport_->send(last);
+      record_.bytes_sent += last.size();
+    }
   }
   finish_request();
 }

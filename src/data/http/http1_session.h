@@ -93,6 +93,9 @@ class Http1Session final : public ClientSession, public ExchangeSink {
   void open_tunnel(const ResponseHead& head, std::string_view protocol) override;
   void send_response_head(const ResponseHead& head, bool has_body) override;
   void send_response_body(std::string_view data) override;
+  // Kept for the last chunk when the response is chunked and the request's
+  // TE asked for trailers (RFC 9110 §10.1.4); dropped otherwise.
+  void send_trailers(const std::vector<Header>& trailers) override;
   void end_response() override;
   void fail_response(int status, std::string_view reason) override;
   bool output_congested() const override;
@@ -147,6 +150,7 @@ class Http1Session final : public ClientSession, public ExchangeSink {
   std::optional<int> rejection_;    // the status a parser hook refused the request with
   std::optional<LocalAnswer> local_answer_;  // answered without an upstream once the message is read (404, 301)
   std::string pending_input_;        // pipelined bytes parsed after this response
+  std::string trailer_section_;      // "name: value\r\n" lines for the last chunk (send_trailers)
 
   // Header-line scanning across llhttp spans (obs-fold detection, head size).
   // Pointers are compared by address only, never dereferenced after the

@@ -418,10 +418,14 @@ int Http2Session::on_begin_headers(const nghttp2_frame* frame) {
 }
 
 int Http2Session::on_header(const nghttp2_frame* frame, std::string_view name, std::string_view value) {
-  // Request trailers (HCAT_HEADERS) are not forwarded: the upstream request
-  // body ends with an empty last chunk.
-  if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
-  if (Http2Stream* s = find(frame->hd.stream_id)) s->on_header(name, value);
+  if (frame->hd.type != NGHTTP2_HEADERS) return 0;
+  Http2Stream* s = find(frame->hd.stream_id);
+  if (s == nullptr) return 0;
+  if (frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
+    s->on_header(name, value);
+  } else {
+    s->on_trailer(name, value);  // the request's trailer section (RFC 9113 §8.1)
+  }
   return 0;
 }
 

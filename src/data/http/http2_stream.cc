@@ -129,7 +129,10 @@ void Http2Stream::start() {
     exchange_->on_request_body(body);
     if (!exchange_->request_body_congested()) on_request_body_writable();
   }
-  if (request_ == RequestPhase::Complete) exchange_->on_request_complete();
+  if (request_ == RequestPhase::Complete) {
+    if (!request_trailers_.empty()) exchange_->on_request_trailers(std::move(request_trailers_));
+    exchange_->on_request_complete();
+  }
 }
 
 void Http2Stream::consume(size_t n) {
@@ -170,10 +173,20 @@ void Http2Stream::on_request_data(std::string_view data) {
   }
 }
 
+void Http2Stream::on_trailer(std::string_view name, std::string_view value) {
+  header_bytes_ += name.size() + value.size() + 32;
+  record_.bytes_received += name.size() + value.size() + 4;
+  if (head_too_large()) return;  // dropped: the request already went up
+  request_trailers_.push_back(Header{std::string(name), std::string(value), classify_header(name)});
+}
+
 void Http2Stream::on_request_end() {
   if (request_ == RequestPhase::Complete) return;  // the request already ended
   transition(request_, RequestPhase::Complete);
-  if (exchange_ && upstream_ == UpstreamPhase::Started) exchange_->on_request_complete();
+  if (exchange_ && upstream_ == UpstreamPhase::Started) {
+    if (!request_trailers_.empty()) exchange_->on_request_trailers(std::move(request_trailers_));
+    exchange_->on_request_complete();
+  }
 }
 
 void Http2Stream::on_request_body_writable() {

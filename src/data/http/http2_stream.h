@@ -80,6 +80,9 @@ class Http2Stream final : public Deletable, public ExchangeSink {
   // valid during the call only. Fields past max_header_list_size are counted
   // and dropped (the request is then answered 431).
   void on_header(std::string_view name, std::string_view value);
+  // One field of the request's trailer section; kept (within
+  // max_header_list_size, with the head) for an h2c upstream.
+  void on_trailer(std::string_view name, std::string_view value);
   // The request head is complete (HEADERS + CONTINUATION received).
   // `end_stream`: no request body follows. Answers locally (4xx) or creates
   // the exchange; returns true when start() must be called.
@@ -175,6 +178,7 @@ class Http2Stream final : public Deletable, public ExchangeSink {
   size_t header_bytes_ = 0;  // RFC 9113 §6.5.2 sizes, against max_header_list_size
   std::unique_ptr<ProxyExchange> exchange_;
   std::string early_body_;  // DATA received while Pending
+  std::vector<Header> request_trailers_;  // until the exchange takes them at the request's end
   size_t unconsumed_ = 0;   // received, not yet acknowledged by WINDOW_UPDATE
   uint64_t discarded_ = 0;  // request body bytes dropped (see kMaxDiscardBytes)
 

@@ -13,6 +13,54 @@ namespace {
 constexpr size_t kMaxReplayBytes = 64 * 1024;
 constexpr size_t kUpstreamHighWatermark = 64 * 1024;
 constexpr int kMaxInformational = 8;
+// Streams an h2c upstream refused unprocessed, retried per exchange: enough
+// for a GOAWAY (or two, while connections roll over), bounded against an
+// upstream that refuses everything.
+constexpr int kMaxUnprocessedRetries = 3;
+// gRPC's UNAVAILABLE (gRPC status codes).
+constexpr int kGrpcUnavailable = 14;
+
+bool is_grpc(const RequestHead& head) {
+  for (const auto& h : head.headers) {
+    if (iequals(h.name, "content-type")) {
+      std::string_view v = h.value;
+      return v.size() >= 16 && iequals(v.substr(0, 16), "application/grpc");
+    }
+  }
+  return false;
+}
+
+// grpc-message is percent-encoded (gRPC over HTTP/2): what is not printable
+// ASCII, and "%".
+std::string grpc_message(std::string_view text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : text) {
+    if (c >= 0x20 && c <= 0x7e && c != '%') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+  return out;
+}
+
+// The grpc-status of a header or trailer section, if it has one.
+std::optional<int> grpc_status_of(const std::vector<Header>& fields) {
+  for (const auto& h : fields) {
+    if (!iequals(h.name, "grpc-status")) continue;
+    int n = 0;
+    for (char c : h.value) {
+      if (c < '0' || c > '9' || n > 1000) return std::nullopt;
+      n = n * 10 + (c - '0');
+    }
+    if (h.value.empty()) return std::nullopt;
+    return n;
+  }
+  return std::nullopt;
+}
 }  // namespace
 
 ProxyExchange::ProxyExchange(uv_loop_t* loop, ExchangeSink* sink, upstream::UpstreamGroup* group,
@@ -27,6 +75,9 @@ ProxyExchange::ProxyExchange(uv_loop_t* loop, ExchangeSink* sink, upstream::Upst
       idempotent_(head.idempotent()),
       upgrade_(head.upgrade),
       early_(headers.early),
+      has_body_(head.has_body()),
+      grpc_(is_grpc(head)),
+      h2c_(group->config().protocol == config::UpstreamProtocol::H2c),
       replay_state_(Replay::Partial) {
   const ConnectionInfo& info = sink->connection_info();
   UpstreamRequestOptions opts;
@@ -48,15 +99,27 @@ ProxyExchange::ProxyExchange(uv_loop_t* loop, ExchangeSink* sink, upstream::Upst
     budget_ = budget;
     accepted_ = accepted_coding(*compression, head);
   }
-  append_upstream_request_head(replay_, head, opts);
+  stats_.protocol = config::protocol_name(group->config().protocol);
+  if (h2c_) {
+    // HTTP/2 has no Upgrade (RFC 9113 §8.6): an Upgrade request goes up as
+    // an ordinary one, and no 101 can open a tunnel.
+    h2_fields_ = upstream_h2_request_fields(head, opts);
+  } else {
+    append_upstream_request_head(replay_, head, opts);
+  }
   const bool own_early_data = std::any_of(head.headers.begin(), head.headers.end(),
                                           [](const Header& h) { return iequals(h.name, "early-data"); });
   if (early_ == EarlyData::Send && !own_early_data) {
     // RFC 8470 §5.1: an intermediary adds it; a client's own is forwarded
-    // as it is. Before the head's last CRLF (a Send request has no body).
-    static constexpr std::string_view kLine = "Early-Data: 1\r\n";
-    early_line_ = replay_.size() - 2;
-    replay_.insert(early_line_, kLine);
+    // as it is. HTTP/1.1: before the head's last CRLF (a Send request has no body).
+    if (h2c_) {
+      early_line_ = h2_fields_.size();
+      h2_fields_.push_back(Header{"early-data", "1", HeaderToken::Other});
+    } else {
+      static constexpr std::string_view kLine = "Early-Data: 1\r\n";
+      early_line_ = replay_.size() - 2;
+      replay_.insert(early_line_, kLine);
+    }
   }
   if (!head.chunked && replay_.size() + head.content_length.value_or(0) <= kMaxReplayBytes) replay_state_ = Replay::Whole;
 }
@@ -96,11 +159,21 @@ void ProxyExchange::on_handshake_done() {
 
 void ProxyExchange::strip_early_data_line() {
   if (early_line_ == std::string::npos) return;
-  replay_.erase(early_line_, std::string_view("Early-Data: 1\r\n").size());
+  if (h2c_) {
+    h2_fields_.erase(h2_fields_.begin() + static_cast<std::ptrdiff_t>(early_line_));
+  } else {
+    replay_.erase(early_line_, std::string_view("Early-Data: 1\r\n").size());
+  }
   early_line_ = std::string::npos;
 }
 
 void ProxyExchange::begin() {
+  if (grpc_ && !h2c_) {
+    // gRPC needs HTTP/2 end to end (trailers, full-duplex streams).
+    stats_.error = "grpc_needs_h2c";
+    fail_grpc("upstream " + group_->config().name + " speaks HTTP/1.1; gRPC needs protocol = \"h2c\"");
+    return;
+  }
   upstream::UpstreamPool* pool = group_->pick(tried_);
   if (!pool) {
     stats_.error = "no_live_upstreams";
@@ -117,6 +190,10 @@ void ProxyExchange::attempt(upstream::UpstreamPool* pool, bool allow_reuse) {
   if (!stats_.addr.empty()) stats_.addr += ", ";
   stats_.addr += pool->address();
   attempt_start_ = std::chrono::steady_clock::now();
+  if (!h2_fields_.empty()) {
+    attempt_h2(pool);
+    return;
+  }
   // A request on_upstream_error() retries once on a fresh connection (the
   // backend closed a pooled one) skips the MSG_PEEK check, as nginx does.
   // Only a Whole replay buffer makes the retry certain: a Partial one may
@@ -145,6 +222,22 @@ void ProxyExchange::attempt(upstream::UpstreamPool* pool, bool allow_reuse) {
   if (reused() && check_open) conn_->write_now();
 }
 
+void ProxyExchange::attempt_h2(upstream::UpstreamPool* pool) {
+  auto lease = pool->open_h2_stream(this, h2_fields_, has_body_);
+  if (!lease) {
+    on_upstream_error(upstream::UpstreamFailure::ConnectFailed, lease.take_error());
+    return;
+  }
+  h2_ = std::move(lease->stream);
+  stats_.connection_reused = lease->reused;
+  if (reused()) {
+    stats_.connect_ms = 0.0;
+    transition(phase_, Phase::AwaitingHead);
+  }
+  if (!replay_.empty()) h2_->send(replay_);
+  if (request_complete_) h2_->end(request_trailers_);
+}
+
 void ProxyExchange::send_up(std::string_view bytes) {
   if (phase_ == Phase::Held) {  // no connection yet: all of it waits here
     replay_.append(bytes);
@@ -158,6 +251,7 @@ void ProxyExchange::send_up(std::string_view bytes) {
     }
   }
   if (conn_) conn_->send(bytes);
+  if (h2_) h2_->send(bytes);
 }
 
 void ProxyExchange::lose_replay() {
@@ -167,7 +261,7 @@ void ProxyExchange::lose_replay() {
 
 void ProxyExchange::on_request_body(std::string_view data) {
   if (phase_ == Phase::Done || data.empty()) return;
-  if (chunked_request_) {
+  if (chunked_request_ && h2_fields_.empty()) {
     write_chunk(data, [this](std::string_view part) { send_up(part); });
   } else {
     send_up(data);
@@ -178,18 +272,39 @@ void ProxyExchange::on_tunnel_data(std::string_view data) {
   if (phase_ == Phase::Tunnel && conn_) conn_->send(data);
 }
 
+void ProxyExchange::on_request_trailers(std::vector<Header>&& trailers) {
+  if (h2_fields_.empty()) return;
+  std::erase_if(trailers, [](const Header& h) {
+    return is_hop_by_hop(h.token) || h.token == HeaderToken::ContentLength || h.token == HeaderToken::Host;
+  });
+  request_trailers_ = std::move(trailers);
+}
+
 void ProxyExchange::on_request_complete() {
   request_complete_ = true;
   if (phase_ == Phase::Done) return;
-  if (chunked_request_) send_up(kLastChunk);
+  if (h2_) {
+    h2_->end(request_trailers_);
+  } else if (chunked_request_ && h2_fields_.empty()) {
+    send_up(kLastChunk);
+  }
 }
 
 bool ProxyExchange::request_body_congested() const {
-  return phase_ == Phase::Held || (conn_ && conn_->buffered_bytes() > kUpstreamHighWatermark);
+  if (phase_ == Phase::Held) return true;
+  if (h2_) return h2_->buffered_bytes() > kUpstreamHighWatermark;
+  return conn_ && conn_->buffered_bytes() > kUpstreamHighWatermark;
 }
 
 void ProxyExchange::on_output_drained() {
-  if (conn_ && phase_ != Phase::Done) conn_->resume_reading();
+  if (phase_ == Phase::Done) return;
+  if (conn_) conn_->resume_reading();
+  if (h2_) h2_->resume_reading();
+}
+
+void ProxyExchange::pause_upstream() {
+  if (conn_) conn_->pause_reading();
+  if (h2_) h2_->pause_reading();
 }
 
 void ProxyExchange::cancel() {
@@ -204,6 +319,11 @@ void ProxyExchange::drop_encoder() {
 }
 
 void ProxyExchange::drop_connection() {
+  if (h2_) {
+    h2_->detach();
+    h2_->close();
+    LoopContext::of(loop_).defer_delete(std::move(h2_));
+  }
   if (!conn_) return;
   conn_->detach();
   conn_->close();
@@ -212,9 +332,37 @@ void ProxyExchange::drop_connection() {
 
 void ProxyExchange::fail(int status, std::string_view reason) {
   if (phase_ == Phase::Done) return;
+  if (grpc_ && phase_ != Phase::Tunnel) {
+    fail_grpc(reason);
+    return;
+  }
   transition(phase_, Phase::Done);
   drop_connection();
   sink_->fail_response(status, reason);
+}
+
+void ProxyExchange::fail_grpc(std::string_view reason) {
+  const bool head_sent = phase_ == Phase::Streaming;
+  transition(phase_, Phase::Done);
+  drop_encoder();
+  drop_connection();
+  stats_.grpc_status = kGrpcUnavailable;
+  std::vector<Header> status{Header{"grpc-status", std::to_string(kGrpcUnavailable)},
+                             Header{"grpc-message", grpc_message(reason)}};
+  if (head_sent) {
+    // The call's status, in the trailers that end its stream.
+    sink_->send_trailers(status);
+  } else {
+    // Trailers-only: one HEADERS frame with END_STREAM (an HTTP/1.1 client
+    // gets an empty 200 with these fields).
+    ResponseHead head;
+    head.status = 200;
+    head.content_length = 0;
+    head.headers.push_back(Header{"content-type", "application/grpc"});
+    for (auto& h : status) head.headers.push_back(std::move(h));
+    sink_->send_response_head(head, false);
+  }
+  sink_->end_response();
 }
 
 double ProxyExchange::ms_since(std::chrono::steady_clock::time_point t) const {
@@ -261,7 +409,7 @@ void ProxyExchange::on_upstream_head(ResponseHead&& head, bool informational) {
     }
     // The proxy answered Expect: 100-continue itself and never forwards Expect.
     if (head.status != 100) sink_->send_informational(head);
-    if (conn_ && sink_->output_congested()) conn_->pause_reading();
+    if (sink_->output_congested()) pause_upstream();
     return;
   }
   if (head.status == 425 && early_line_ != std::string::npos && replay_state_ == Replay::Whole) {
@@ -290,7 +438,10 @@ void ProxyExchange::on_upstream_head(ResponseHead&& head, bool informational) {
   }
   transition(phase_, Phase::Streaming);
   if (response_edit_ != nullptr) apply_edit(head.headers, *response_edit_, vars_);
-  bool has_body = !response_has_no_body(method_, head.status);
+  if (grpc_) stats_.grpc_status = grpc_status_of(head.headers);  // a trailers-only response's
+  // An HTTP/2 response that ended with its HEADERS (H2Stream says so with a
+  // zero length) stays bodiless: gRPC's trailers-only form.
+  bool has_body = !response_has_no_body(method_, head.status) && !(h2_ && head.content_length == 0);
   if (compression_ != nullptr) {
     switch (judge_response(*compression_, method_, head, has_body && accepted_.has_value())) {
       case CompressionVerdict::Untouched:
@@ -349,7 +500,7 @@ void ProxyExchange::on_upstream_body(std::string_view data) {
   } else {
     sink_->send_response_body(data);
   }
-  if (conn_ && sink_->output_congested()) conn_->pause_reading();
+  if (sink_->output_congested()) pause_upstream();
 }
 
 void ProxyExchange::on_upstream_read_end() {
@@ -359,7 +510,7 @@ void ProxyExchange::on_upstream_read_end() {
   std::string& out = encoded_scratch();
   if (!send_encoded(encoder_->flush(out), out)) return;
   if (encoder_) claim_.follow(*encoder_);
-  if (conn_ && sink_->output_congested()) conn_->pause_reading();
+  if (sink_->output_congested()) pause_upstream();
 }
 
 void ProxyExchange::on_upstream_trailers(std::vector<Header>&& trailers) {
@@ -374,6 +525,9 @@ void ProxyExchange::on_upstream_trailers(std::vector<Header>&& trailers) {
     return h.token == HeaderToken::Host || iequals(h.name, "content-type") || iequals(h.name, "content-encoding") ||
            iequals(h.name, "set-cookie");
   });
+  if (grpc_) {
+    if (auto status = grpc_status_of(trailers)) stats_.grpc_status = status;
+  }
   if (!trailers.empty()) sink_->send_trailers(trailers);
 }
 
@@ -387,6 +541,7 @@ void ProxyExchange::on_upstream_complete() {
   }
   transition(phase_, Phase::Done);
   stats_.response_ms = ms_since(attempt_start_);
+  if (h2_) drop_connection();  // its connection carries on with the other streams
   if (conn_) {
     if (request_complete_ && conn_->reusable() && upgrade_.empty()) {
       pool_->release(std::move(conn_));
@@ -401,15 +556,24 @@ void ProxyExchange::on_upstream_error(upstream::UpstreamFailure failure, Error e
   if (phase_ == Phase::Done) return;
   if (!stats_.error.empty()) stats_.error += ", ";
   stats_.error += to_string(failure);
-  const uint64_t written = conn_ ? conn_->bytes_written() : 0;
-  const bool response_started = conn_ && conn_->response_started();
-  if (conn_) drop_connection();
+  const uint64_t written = conn_ ? conn_->bytes_written() : h2_ ? h2_->bytes_written() : 0;
+  const bool response_started = conn_ ? conn_->response_started() : h2_ && h2_->response_started();
+  drop_connection();
   const bool timeout = error.code == Errc::Timeout;
   const ConnectionInfo& info = sink_->connection_info();
   log::warn("conn={} client={}:{} upstream={}: {}", info.id, info.remote_addr, info.remote_port,
             pool_ ? pool_->address() : std::string("-"), error.message());
   if (phase_ == Phase::Streaming || phase_ == Phase::Tunnel) {
     fail(0, error.message());
+    return;
+  }
+  if (failure == upstream::UpstreamFailure::Unprocessed && replay_state_ != Replay::Lost &&
+      unprocessed_retries_ < kMaxUnprocessedRetries) {
+    // RFC 9113 §6.8: the server did not process the stream, so any method
+    // may go again, on another connection (the refusing one is draining).
+    ++unprocessed_retries_;
+    pool_->count_retry();
+    attempt(pool_, true);
     return;
   }
   if (phase_ == Phase::Connecting) {

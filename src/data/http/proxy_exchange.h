@@ -10,6 +10,19 @@
 // backpressure acts on the compressed bytes as on any body. An Upgrade
 // request (RequestHead::upgrade) goes on a new connection, and a 101 makes
 // the exchange a tunnel (Phase::Tunnel) until either side closes.
+//
+// An h2c upstream ([[upstream]] protocol = "h2c") gets the request as one
+// stream (upstream::H2Stream) of a multiplexed connection: the head as
+// HTTP/2 fields (http::upstream_h2_request_fields), the body as DATA, the
+// client's request trailers after it; streams the upstream did not process
+// (GOAWAY, REFUSED_STREAM: RFC 9113 §6.8, §8.7) are retried on another
+// connection, any method, while the replay buffer holds the body.
+// gRPC (a request whose content-type is application/grpc*): what cannot be
+// served — an http/1.1 upstream, no server reachable, an upstream failing
+// mid-call — ends as a gRPC status, grpc-status 14 (UNAVAILABLE) with a
+// grpc-message, in trailers-only form (HTTP 200) before the response head
+// and as trailers after it, never a bare 502 or a reset (as Envoy does;
+// gRPC over HTTP/2, "Responses").
 // Thread affinity: owning worker only.
 #pragma once
 
@@ -110,6 +123,10 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   void on_handshake_done();
   // Request body bytes as decoded by the client parser (chunk framing removed).
   void on_request_body(std::string_view data);
+  // The client's request trailers (HTTP/2 clients: RFC 9113 §8.1), before
+  // on_request_complete(). Forwarded to an h2c upstream; an HTTP/1.1
+  // upstream's request ends with an empty trailer section.
+  void on_request_trailers(std::vector<Header>&& trailers);
   void on_request_complete();
   // True while the upstream write queue is above its high watermark: the
   // session stops reading the client until ExchangeSink::on_request_body_writable.
@@ -132,6 +149,10 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   void attempt(upstream::UpstreamPool* pool, bool allow_reuse);
   // Takes the Early-Data line (if any) out of the request head in replay_.
   void strip_early_data_line();
+  void attempt_h2(upstream::UpstreamPool* pool);
+  // The gRPC status answer (see the class comment); `reason` the grpc-message.
+  void fail_grpc(std::string_view reason);
+  void pause_upstream();
   // The current attempt's connection came from the pool.
   bool reused() const { return stats_.connection_reused.value_or(false); }
   void send_up(std::string_view bytes);
@@ -173,15 +194,23 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   const EarlyData early_;
   // Where replay_ holds the "Early-Data: 1" line we added; npos: none.
   size_t early_line_ = std::string::npos;
+  const bool has_body_;        // the request has a body (a Content-Length > 0, or chunked / unknown length)
+  const bool grpc_;            // content-type application/grpc*
+  const bool h2c_;             // the group's protocol is h2c
+  std::vector<Header> h2_fields_;         // h2c: the request head as HTTP/2 fields
+  std::vector<Header> request_trailers_;  // the client's, for an h2c upstream
   Phase phase_ = Phase::Created;
   Replay replay_state_;
   std::unique_ptr<upstream::UpstreamConnection> conn_;
+  std::unique_ptr<upstream::H2Stream> h2_;  // h2c: the current attempt's stream
   upstream::UpstreamPool* pool_ = nullptr;  // the current attempt's server
   std::vector<upstream::UpstreamPool*> tried_;
-  // Everything sent upstream so far while replay_state_ is not Lost.
+  // Everything sent upstream so far while replay_state_ is not Lost (h2c:
+  // the body only; the head is h2_fields_).
   std::string replay_;
   bool request_complete_ = false;  // the client's request has ended (all of it was sent up)
   int retries_ = 0;
+  int unprocessed_retries_ = 0;
   int informational_ = 0;
   std::chrono::steady_clock::time_point attempt_start_;
   UpstreamStats stats_;

@@ -28,6 +28,8 @@ void fill_access_log_entry(log::AccessLogEntry& e, const ConnectionInfo& info, c
     e.upstream_connect_ms = s.connect_ms;
     e.upstream_response_ms = s.response_ms;
     e.upstream_connection_reused = s.connection_reused;
+    e.upstream_protocol = s.protocol;
+    e.grpc_status = s.grpc_status;
     e.content_encoding = s.content_encoding;
   }
 }

@@ -42,6 +42,13 @@ struct UpstreamStats {
   // The request went up in early data with Early-Data: 1, the upstream
   // answered 425 (RFC 8470 §5.2), and it was sent again after the handshake.
   bool too_early_retried = false;
+  // What the upstream group speaks ("http/1.1", "h2c"; a static string), ""
+  // before an exchange was made.
+  std::string_view protocol;
+  // A gRPC call's status: the response's grpc-status (trailers, or a
+  // trailers-only head), or the one tlsfront answered with; none when the
+  // request was not gRPC or no status came.
+  std::optional<int> grpc_status;
 };
 
 struct RequestRecord {

@@ -18,11 +18,12 @@
 #include <vector>
 
 #include "config/config.h"
+#include "data/upstream/upstream_failure.h"
+#include "data/upstream/upstream_handler.h"
 #include "message/request.h"
 #include "util/lazy_timer.h"
 #include "util/loop_context.h"
 #include "util/result.h"
-#include "data/upstream/upstream_failure.h"
 #include "util/state.h"
 #include "util/stream_writer.h"
 #include "util/uv_handle.h"
@@ -33,31 +34,8 @@ class UpstreamPool;
 
 class UpstreamConnection : public Deletable, public Flushable {
  public:
-  // Events for the exchange currently attached. Calls happen from this
-  // connection's libuv callbacks; the handler must not destroy the connection
-  // inside them (hand it to the pool or to LoopContext::defer_delete instead).
-  class Handler {
-   public:
-    virtual ~Handler() = default;
-    virtual void on_upstream_connected() = 0;
-    // A 1xx interim response (`informational`) or the final response head.
-    virtual void on_upstream_head(http::ResponseHead&& head, bool informational) = 0;
-    virtual void on_upstream_body(std::string_view data) = 0;  // valid during the call only
-    // The trailer section of a chunked response (RFC 9112 §7.1.2), as
-    // received (not yet validated); just before on_upstream_complete.
-    virtual void on_upstream_trailers(std::vector<http::Header>&& trailers) {}
-    virtual void on_upstream_complete() = 0;
-    // The bytes of one read from the backend are parsed and the response
-    // goes on (more of it is to come): what was held back for batching may
-    // go out now (a response compressor flushes here).
-    virtual void on_upstream_read_end() {}
-    // `failure` says which; `error` carries the message: Errc::Timeout
-    // (connect/read/send timeout), Errc::Upstream (refused, reset, closed
-    // early), Errc::Protocol (malformed response).
-    virtual void on_upstream_error(UpstreamFailure failure, Error error) = 0;
-    // The write queue dropped below the low watermark.
-    virtual void on_upstream_writable() = 0;
-  };
+  // Events for the exchange currently attached (upstream_handler.h).
+  using Handler = UpstreamHandler;
 
   // The connection (data/upstream/POOL.md has the picture):
   //   Connecting -> Active (connected) | Closed

@@ -16,6 +16,11 @@ enum class UpstreamFailure {
   Reset,            // a read or write failed (ECONNRESET, EPIPE, ...)
   Closed,           // EOF before the response was complete
   InvalidResponse,  // the response failed HTTP/1.1 parsing or our checks
+  // HTTP/2 (h2c): the upstream did not process the stream (REFUSED_STREAM,
+  // or above its GOAWAY's last-stream-id, RFC 9113 §6.8 / §8.7): safe to
+  // retry on another connection, whatever the method.
+  Unprocessed,
+  StreamReset,  // HTTP/2: the upstream reset the stream (RST_STREAM) after processing began
 };
 
 constexpr std::string_view to_string(UpstreamFailure f) {
@@ -28,6 +33,8 @@ constexpr std::string_view to_string(UpstreamFailure f) {
     case UpstreamFailure::Reset: return "reset";
     case UpstreamFailure::Closed: return "closed";
     case UpstreamFailure::InvalidResponse: return "invalid_response";
+    case UpstreamFailure::Unprocessed: return "unprocessed";
+    case UpstreamFailure::StreamReset: return "stream_reset";
   }
   return "unknown";
 }

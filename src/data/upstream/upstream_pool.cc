@@ -12,6 +12,13 @@ UpstreamPool::UpstreamPool(uv_loop_t* loop, const config::Upstream& cfg, const c
   } else {
     addr_ok_ = uv_ip4_addr(server.host.c_str(), server.port, reinterpret_cast<sockaddr_in*>(&addr_)) == 0;
   }
+  if (cfg.protocol == config::UpstreamProtocol::H2c) h2_ = std::make_unique<H2Pool>(loop, cfg, addr_, counters);
+}
+
+Result<H2Pool::Lease> UpstreamPool::open_h2_stream(UpstreamHandler* handler, const std::vector<http::Header>& fields,
+                                                   bool has_body) {
+  if (!addr_ok_ || !h2_) return make_error(Errc::Upstream, "invalid upstream address " + address_);
+  return h2_->open_stream(handler, fields, has_body);
 }
 
 UpstreamPool::~UpstreamPool() { close_idle(); }
@@ -72,6 +79,7 @@ void UpstreamPool::update_idle_gauge() {
 }
 
 void UpstreamPool::close_idle() {
+  if (h2_) h2_->close_idle();
   for (auto& c : idle_) c->close();
   idle_.clear();
   update_idle_gauge();

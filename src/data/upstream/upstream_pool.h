@@ -1,5 +1,6 @@
 // UpstreamPool: the keepalive connections of one worker to one upstream server
-// (nginx's `keepalive N`). Idle connections are reused LIFO (the warmest
+// (nginx's `keepalive N`); for an h2c upstream, its H2Pool of multiplexed
+// connections instead. Idle connections are reused LIFO (the warmest
 // first), bounded by `keepalive`, closed after `keepalive_timeout` idle or
 // `keepalive_requests` requests, and dropped as soon as the backend closes them.
 // Thread affinity: owning worker only (no locks: every worker has its own).
@@ -14,8 +15,9 @@
 #include <vector>
 
 #include "config/config.h"
-#include "metrics/counters.h"
+#include "data/upstream/h2_pool.h"
 #include "data/upstream/upstream_connection.h"
+#include "metrics/counters.h"
 #include "util/result.h"
 
 namespace tlsfront::upstream {
@@ -43,6 +45,11 @@ class UpstreamPool {
   // Errors: Errc::Upstream.
   [[nodiscard]] Result<Lease> acquire(bool allow_reuse, bool check_open = true);
 
+  // protocol = "h2c": a new stream on one of this server's multiplexed
+  // connections (H2Pool::open_stream). Errors: Errc::Upstream.
+  [[nodiscard]] Result<H2Pool::Lease> open_h2_stream(UpstreamHandler* handler, const std::vector<http::Header>& fields,
+                                                     bool has_body);
+
   // Takes back a connection after its exchange. Parks it idle when it is
   // reusable and the pool has room, otherwise closes it.
   void release(std::unique_ptr<UpstreamConnection> conn);
@@ -69,6 +76,7 @@ class UpstreamPool {
   sockaddr_storage addr_{};
   bool addr_ok_ = false;
   std::vector<std::unique_ptr<UpstreamConnection>> idle_;
+  std::unique_ptr<H2Pool> h2_;  // protocol = "h2c" only
   std::chrono::steady_clock::time_point down_until_{};
   metrics::UpstreamServerCounters* counters_;
   void update_idle_gauge();

@@ -471,6 +471,25 @@ servers = ["127.0.0.1:2"]
             "t.toml:9:1: upstream[0].connect_timeout: must be greater than 0, got 0");
 }
 
+TEST(Loader, UpstreamProtocol) {
+  std::string head =
+      "[[listen]]\naddress = \"127.0.0.1:1\"\n[tls]\ncertificate = \"c\"\nkey = \"k\"\n"
+      "[[upstream]]\nname = \"a\"\nservers = [\"127.0.0.1:1\"]\n";
+  const std::string route = "[[route]]\nupstream = \"a\"\n";
+  EXPECT_EQ(load_ok(head + route).upstreams.at(0).protocol, UpstreamProtocol::Http1);
+  EXPECT_EQ(load_ok(head + "protocol = \"http/1.1\"\n" + route).upstreams.at(0).protocol, UpstreamProtocol::Http1);
+  EXPECT_EQ(load_ok(head + "protocol = \"h2c\"\n" + route).upstreams.at(0).protocol, UpstreamProtocol::H2c);
+  EXPECT_EQ(load_error(head + "protocol = \"h2\"\n"),
+            R"(t.toml:9:1: upstream[0].protocol: "h2" (HTTP/2 over TLS) needs TLS to upstream servers, which is )"
+            R"(not supported yet; "h2c" is HTTP/2 over cleartext TCP (prior knowledge))");
+  EXPECT_EQ(load_error(head + "protocol = \"HTTP/2\"\n"),
+            R"(t.toml:9:1: upstream[0].protocol: unknown protocol "HTTP/2" (expected "http/1.1" or "h2c"))");
+  EXPECT_EQ(load_error(head + "protocol = 2\n"), "t.toml:9:1: upstream[0].protocol: expected a string, got integer");
+  EXPECT_EQ(load_error(head + "protocol = \"h2c\"\nkeepalive = 0\n"),
+            "t.toml:10:1: upstream[0].keepalive: must be >= 1 with protocol = \"h2c\" (it bounds the HTTP/2 "
+            "connections per worker per server)");
+}
+
 TEST(Loader, Routes) {
   EXPECT_EQ(load_error(with("[[route]]\nhost = \"example.com\"\n  upstream = \"nope\"\n")),
             R"(t.toml:16:3: route[1].upstream: unknown upstream "nope" (no [[upstream]] has this name))");

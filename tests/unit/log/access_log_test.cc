@@ -59,6 +59,8 @@ const std::vector<std::string> kKeyOrder = {"time",
                                             "upstream_connect_ms",
                                             "upstream_response_ms",
                                             "upstream_connection_reused",
+                                            "upstream_protocol",
+                                            "grpc_status",
                                             "user_agent",
                                             "request_id",
                                             "content_encoding",
@@ -109,6 +111,8 @@ AccessLogEntry full_entry() {
   e.upstream_connect_ms = 0.25;
   e.upstream_response_ms = 11.0;
   e.upstream_connection_reused = false;
+  e.upstream_protocol = "h2c";
+  e.grpc_status = 14;
   e.user_agent = "curl/8.0";
   e.request_id = "0123456789abcdef0123456789abcdef";
   e.content_encoding = "gzip";
@@ -138,7 +142,7 @@ TEST(AccessLogJsonLine, AllFieldsSet) {
             R"("connection_requests":1,"stream_id":3,"upstream_addr":"10.0.0.5:8080, 10.0.0.6:8080",)"
             R"("upstream_error":"refused","upstream_status":502,)"
             R"("upstream_connect_ms":0.250,"upstream_response_ms":11.000,)"
-            R"("upstream_connection_reused":false,"user_agent":"curl/8.0",)"
+            R"("upstream_connection_reused":false,"upstream_protocol":"h2c","grpc_status":14,"user_agent":"curl/8.0",)"
             R"("request_id":"0123456789abcdef0123456789abcdef","content_encoding":"gzip","tunnel":true})"
             "\n");
   expect_valid_json_line(json_line(full_entry()));
@@ -154,7 +158,7 @@ TEST(AccessLogJsonLine, DefaultsGiveNulls) {
       R"("ssl_cipher":null,"ssl_session_reused":false,"ssl_early_data":false,"ssl_resumption":"none","tls_handshake_ms":null,)"
       R"("connection_id":0,"connection_requests":0,"stream_id":null,"upstream_addr":null,"upstream_error":null,)"
       R"("upstream_status":null,"upstream_connect_ms":null,"upstream_response_ms":null,)"
-      R"("upstream_connection_reused":null,"user_agent":null,"request_id":null,"content_encoding":null,"tunnel":false})"
+      R"("upstream_connection_reused":null,"upstream_protocol":null,"grpc_status":null,"user_agent":null,"request_id":null,"content_encoding":null,"tunnel":false})"
       "\n");
   expect_valid_json_line(json_line(e));
 }

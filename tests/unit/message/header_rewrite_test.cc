@@ -112,5 +112,45 @@ TEST(HeaderToken, ClassifiesCaseInsensitively) {
   EXPECT_FALSE(list_contains("closer", "close"));
 }
 
+// The same request as HTTP/2 fields for an h2c upstream.
+std::vector<std::pair<std::string, std::string>> h2_fields(const RequestHead& r) {
+  UpstreamRequestOptions opts;
+  opts.client_addr = "192.0.2.7";
+  opts.default_host = "api";
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& f : upstream_h2_request_fields(r, opts)) out.emplace_back(f.name, f.value);
+  return out;
+}
+
+TEST(HeaderRewrite, Http2FieldsCarryTheAuthorityAndNoConnectionSpecificField) {
+  RequestHead r = get({h("Host", "Example.com:8443"), h("Connection", "keep-alive, X-Hop"), h("X-Hop", "1"),
+                       h("Keep-Alive", "timeout=5"), h("TE", "trailers, deflate"), h("Upgrade", "h2c"),
+                       h("Content-Type", "application/grpc"), h("Transfer-Encoding", "chunked")});
+  r.method = "POST";
+  r.chunked = true;
+  using F = std::vector<std::pair<std::string, std::string>>;
+  EXPECT_EQ(h2_fields(r), (F{{":method", "POST"},
+                             {":scheme", "http"},
+                             {":authority", "Example.com:8443"},
+                             {":path", "/a?b=c"},
+                             {"content-type", "application/grpc"},
+                             {"x-forwarded-for", "192.0.2.7"},
+                             {"x-real-ip", "192.0.2.7"},
+                             {"x-forwarded-proto", "https"},
+                             {"te", "trailers"}}));
+  // Without TE: trailers no te goes up; a known length does; no Host: the default.
+  RequestHead put = get({h("TE", "gzip")});
+  put.method = "PUT";
+  put.content_length = 3;
+  EXPECT_EQ(h2_fields(put), (F{{":method", "PUT"},
+                               {":scheme", "http"},
+                               {":authority", "api"},
+                               {":path", "/a?b=c"},
+                               {"x-forwarded-for", "192.0.2.7"},
+                               {"x-real-ip", "192.0.2.7"},
+                               {"x-forwarded-proto", "https"},
+                               {"content-length", "3"}}));
+}
+
 }  // namespace
 }  // namespace tlsfront::http

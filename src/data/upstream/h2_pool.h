@@ -1,0 +1,61 @@
+// H2Pool: one worker's h2c connections (H2Sessions) to one upstream server.
+// A request joins the open session with the most streams that still has
+// room (so load packs onto few connections and idle ones time out; one
+// whose server's SETTINGS have not arrived yet takes every stream); when
+// none has room a new session opens, at most `keepalive` usable (not
+// draining) sessions per worker per server; past that the least loaded
+// usable session takes the stream anyway and nghttp2 holds it until one of
+// its streams closes. A session with no stream closes after
+// keepalive_timeout.
+// Thread affinity: owning worker only (every worker has its own).
+#pragma once
+
+#include <netinet/in.h>
+#include <uv.h>
+
+#include <memory>
+#include <vector>
+
+#include "config/config.h"
+#include "data/upstream/h2_session.h"
+#include "data/upstream/h2_stream.h"
+#include "message/request.h"
+#include "metrics/counters.h"
+#include "util/result.h"
+
+namespace tlsfront::upstream {
+
+class H2Pool {
+ public:
+  // `cfg`, `counters` (may be null) borrowed; they outlive the pool.
+  H2Pool(uv_loop_t* loop, const config::Upstream& cfg, const sockaddr_storage& addr,
+         metrics::UpstreamServerCounters* counters);
+  ~H2Pool();
+  H2Pool(const H2Pool&) = delete;
+  H2Pool& operator=(const H2Pool&) = delete;
+
+  struct Lease {
+    std::unique_ptr<H2Stream> stream;
+    bool reused = false;  // joined a connection that was already open
+  };
+  // A new stream for `handler`, submitted with `fields`
+  // (http::upstream_h2_request_fields) on a session chosen as above.
+  // Errc::Upstream when no connection could be started.
+  [[nodiscard]] Result<Lease> open_stream(UpstreamHandler* handler, const std::vector<http::Header>& fields,
+                                          bool has_body);
+
+  // Called by a session that closed: freed after the current callback.
+  void remove(H2Session* session);
+  // Closes the sessions that carry no stream (shutdown).
+  void close_idle();
+  size_t sessions() const { return sessions_.size(); }
+
+ private:
+  uv_loop_t* loop_;
+  const config::Upstream& cfg_;
+  sockaddr_storage addr_;
+  metrics::UpstreamServerCounters* counters_;
+  std::vector<std::unique_ptr<H2Session>> sessions_;
+};
+
+}  // namespace tlsfront::upstream

@@ -1,0 +1,421 @@
+#include "data/upstream/h2_session.h"
+
+#include <algorithm>
+
+#include "data/upstream/h2_pool.h"
+
+namespace tlsfront::upstream {
+namespace {
+
+// Output pulled from nghttp2 per write: past this the socket is slow and
+// request bodies wait in their streams (bounded there) instead.
+constexpr size_t kWriteHighWatermark = 256 * 1024;
+// The connection window we open (RFC 9113 §6.9.2): streams paused by their
+// clients hold at most one stream window (65,535) each of it.
+constexpr int32_t kConnectionWindow = 16 * 1024 * 1024;
+
+#define TLSFRONT_H2 static_cast<H2Session*>(user_data)
+
+int begin_headers_cb(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
+  return TLSFRONT_H2->on_begin_headers(frame);
+}
+int header_cb(nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name, size_t namelen, const uint8_t* value,
+              size_t valuelen, uint8_t, void* user_data) {
+  return TLSFRONT_H2->on_header(frame, std::string_view(reinterpret_cast<const char*>(name), namelen),
+                                std::string_view(reinterpret_cast<const char*>(value), valuelen));
+}
+int frame_recv_cb(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
+  return TLSFRONT_H2->on_frame_recv(frame);
+}
+int data_chunk_cb(nghttp2_session*, uint8_t, int32_t stream_id, const uint8_t* data, size_t len, void* user_data) {
+  return TLSFRONT_H2->on_data_chunk(stream_id, std::string_view(reinterpret_cast<const char*>(data), len));
+}
+int stream_close_cb(nghttp2_session*, int32_t stream_id, uint32_t error_code, void* user_data) {
+  return TLSFRONT_H2->on_stream_close(stream_id, error_code);
+}
+int frame_not_send_cb(nghttp2_session*, const nghttp2_frame* frame, int, void* user_data) {
+  return TLSFRONT_H2->on_frame_not_send(frame);
+}
+#undef TLSFRONT_H2
+
+ssize_t body_read_cb(nghttp2_session*, int32_t stream_id, uint8_t* buf, size_t length, uint32_t* data_flags,
+                     nghttp2_data_source* source, void*) {
+  // The stream is looked up, never dereferenced from the source: an
+  // exchange may have let it go since the request was submitted.
+  auto* session = static_cast<H2Session*>(source->ptr);
+  H2Stream* stream = session->stream(stream_id);
+  if (stream == nullptr) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // resets the stream
+  return stream->read_body(buf, length, data_flags);
+}
+
+nghttp2_session_callbacks* callbacks() {
+  static nghttp2_session_callbacks* cbs = [] {
+    nghttp2_session_callbacks* c = nullptr;
+    nghttp2_session_callbacks_new(&c);
+    nghttp2_session_callbacks_set_on_begin_headers_callback(c, begin_headers_cb);
+    nghttp2_session_callbacks_set_on_header_callback(c, header_cb);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(c, frame_recv_cb);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(c, data_chunk_cb);
+    nghttp2_session_callbacks_set_on_stream_close_callback(c, stream_close_cb);
+    nghttp2_session_callbacks_set_on_frame_not_send_callback(c, frame_not_send_cb);
+    return c;
+  }();
+  return cbs;
+}
+
+nghttp2_option* options() {
+  static nghttp2_option* opt = [] {
+    nghttp2_option* o = nullptr;
+    nghttp2_option_new(&o);
+    // Flow control is ours: WINDOW_UPDATE only for bytes a handler took.
+    nghttp2_option_set_no_auto_window_update(o, 1);
+    // Until the server's SETTINGS say otherwise (RFC 9113 §6.5.2's default
+    // is unlimited; 100 is what §5.1.2 recommends a server allow).
+    nghttp2_option_set_peer_max_concurrent_streams(o, 100);
+    return o;
+  }();
+  return opt;
+}
+
+}  // namespace
+
+H2Session::H2Session(uv_loop_t* loop, H2Pool* pool, const config::Upstream& cfg) : loop_(loop), pool_(pool), cfg_(cfg) {
+  nghttp2_session* s = nullptr;
+  nghttp2_session_client_new2(&s, callbacks(), this, options());
+  ng_.reset(s);
+  // RFC 9113 §3.4: the preface, then SETTINGS. We push nothing back.
+  nghttp2_settings_entry settings[] = {{NGHTTP2_SETTINGS_ENABLE_PUSH, 0}};
+  nghttp2_submit_settings(s, NGHTTP2_FLAG_NONE, settings, 1);
+  nghttp2_session_set_local_window_size(s, NGHTTP2_FLAG_NONE, 0, kConnectionWindow);
+}
+
+H2Session::~H2Session() {
+  LoopContext::of(loop_).cancel_flush(this);
+  pool_ = nullptr;  // its pool is freeing it
+  close(UpstreamFailure::Closed, make_error(Errc::Upstream, "upstream connection closed"));
+}
+
+H2Stream* H2Session::stream(int32_t id) const {
+  auto it = streams_.find(id);
+  return it == streams_.end() ? nullptr : it->second;
+}
+
+Status H2Session::connect(const sockaddr_storage& addr) {
+  if (int rc = tcp_.init([this](uv_tcp_t* h) { return uv_tcp_init(loop_, h); }, this); rc != 0) {
+    transition(state_, State::Closed);
+    return make_error(Errc::Upstream, std::string("socket: ") + uv_strerror(rc));
+  }
+  timer_.init(loop_, [](void* self) { static_cast<H2Session*>(self)->on_timer(); }, this);
+  uv_tcp_nodelay(tcp_.get(), 1);
+  connect_req_ = new uv_connect_t{};
+  connect_req_->data = this;
+  int rc = uv_tcp_connect(connect_req_, tcp_.get(), reinterpret_cast<const sockaddr*>(&addr),
+                          [](uv_connect_t* req, int status) {
+                            auto* self = static_cast<H2Session*>(req->data);
+                            delete req;
+                            if (self) {
+                              self->connect_req_ = nullptr;
+                              self->on_connect(status);
+                            }
+                          });
+  if (rc != 0) {
+    delete connect_req_;
+    connect_req_ = nullptr;
+    transition(state_, State::Closed);
+    return make_error(Errc::Upstream, std::string("connect: ") + uv_strerror(rc));
+  }
+  writer_.attach(tcp_.stream(), [this](int status, size_t) { on_write_done(status); });
+  timer_.arm(cfg_.connect_timeout);
+  return {};
+}
+
+bool H2Session::has_room() const {
+  if (!usable() || streams_opened_ >= cfg_.keepalive_requests) return false;
+  // Until the server's SETTINGS arrive its limit is unknown: the streams
+  // wait here (nghttp2 holds any above the default) rather than each burst
+  // opening connections the limit may turn out not to need.
+  if (!settings_received_) return true;
+  const uint32_t max = nghttp2_session_get_remote_settings(ng_.get(), NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
+  return streams_.size() < max;
+}
+
+Status H2Session::submit(H2Stream* stream, const std::vector<http::Header>& fields, bool has_body) {
+  std::vector<nghttp2_nv> nva;
+  nva.reserve(fields.size());
+  for (const auto& h : fields) {
+    nva.push_back(nghttp2_nv{reinterpret_cast<uint8_t*>(const_cast<char*>(h.name.data())),
+                             reinterpret_cast<uint8_t*>(const_cast<char*>(h.value.data())), h.name.size(),
+                             h.value.size(), h.no_index ? NGHTTP2_NV_FLAG_NO_INDEX : NGHTTP2_NV_FLAG_NONE});
+  }
+  nghttp2_data_provider provider{};
+  provider.source.ptr = this;
+  provider.read_callback = body_read_cb;
+  const int32_t id =
+      nghttp2_submit_request(ng_.get(), nullptr, nva.data(), nva.size(), has_body ? &provider : nullptr, nullptr);
+  if (id < 0) return make_error(Errc::Upstream, std::string("HTTP/2 request refused: ") + nghttp2_strerror(id));
+  stream->bind(this, id);
+  streams_[id] = stream;
+  ++streams_opened_;
+  if (state_ != State::Connecting) timer_.stop();  // no longer idle (a connecting one keeps its connect timer)
+  if (state_ == State::Open) stream->on_joined_open();
+  if (state_ == State::Open && streams_opened_ >= cfg_.keepalive_requests) start_draining();
+  schedule_send();
+  return {};
+}
+
+void H2Session::schedule_send() {
+  if (state_ == State::Open || state_ == State::Draining) LoopContext::of(loop_).schedule_flush(this);
+}
+
+void H2Session::release(H2Stream* stream, bool reset) {
+  const int32_t id = stream->id();
+  auto it = streams_.find(id);
+  if (it == streams_.end() || it->second != stream) return;
+  streams_.erase(it);
+  if (state_ != State::Closed && nghttp2_session_find_stream(ng_.get(), id) != nullptr) {
+    // Still open on our side: the exchange is done with it (RFC 9113 §8.1:
+    // NO_ERROR after a complete response to an unfinished request).
+    nghttp2_submit_rst_stream(ng_.get(), NGHTTP2_FLAG_NONE, id, reset ? NGHTTP2_CANCEL : NGHTTP2_NO_ERROR);
+    schedule_send();
+  }
+  check_idle();
+}
+
+void H2Session::consume(int32_t id, size_t n) {
+  if (state_ == State::Closed || n == 0) return;
+  nghttp2_session_consume(ng_.get(), id, n);
+  if (!in_recv_) schedule_send();
+}
+
+void H2Session::check_idle() {
+  if (state_ == State::Closed || !streams_.empty()) return;
+  if (state_ == State::Draining) {
+    close_idle();
+    return;
+  }
+  if (state_ == State::Open) timer_.arm(cfg_.keepalive_timeout);
+}
+
+void H2Session::on_connect(int status) {
+  if (status == UV_ECANCELED) return;
+  if (status != 0) {
+    close(status == UV_ECONNREFUSED ? UpstreamFailure::Refused
+          : status == UV_ETIMEDOUT  ? UpstreamFailure::TimeoutConnect
+                                    : UpstreamFailure::ConnectFailed,
+          make_error(Errc::Upstream, std::string("connect() failed: ") + uv_strerror(status)));
+    return;
+  }
+  transition(state_, State::Open);
+  timer_.stop();
+  int rc = uv_read_start(tcp_.stream(), LoopContext::alloc_cb, [](uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
+    if (s->data) static_cast<H2Session*>(s->data)->on_read(n, buf);
+  });
+  if (rc != 0) {
+    close(UpstreamFailure::Reset, make_error(Errc::Upstream, std::string("read start: ") + uv_strerror(rc)));
+    return;
+  }
+  schedule_send();
+  // Handlers may close streams (and so this session) from here: by id.
+  std::vector<int32_t> ids;
+  ids.reserve(streams_.size());
+  for (const auto& [id, s] : streams_) ids.push_back(id);
+  for (int32_t id : ids) {
+    if (H2Stream* s = stream(id)) s->on_connected();
+  }
+  if (state_ == State::Open && streams_opened_ >= cfg_.keepalive_requests) start_draining();
+  check_idle();
+}
+
+void H2Session::on_read(ssize_t nread, const uv_buf_t* buf) {
+  if (nread == 0) return;
+  if (nread < 0) {
+    close(nread == UV_EOF ? UpstreamFailure::Closed : UpstreamFailure::Reset,
+          make_error(Errc::Upstream, nread == UV_EOF
+                                         ? "upstream closed the HTTP/2 connection"
+                                         : std::string("recv() failed: ") + uv_strerror(static_cast<int>(nread))));
+    return;
+  }
+  in_recv_ = true;
+  const ssize_t rc =
+      nghttp2_session_mem_recv(ng_.get(), reinterpret_cast<const uint8_t*>(buf->base), static_cast<size_t>(nread));
+  in_recv_ = false;
+  if (state_ == State::Closed) return;
+  if (rc < 0) {
+    close(UpstreamFailure::InvalidResponse,
+          make_error(Errc::Protocol, std::string("upstream broke HTTP/2: ") + nghttp2_strerror(static_cast<int>(rc))));
+    return;
+  }
+  std::vector<int32_t> touched = std::move(read_touched_);
+  read_touched_.clear();
+  for (int32_t id : touched) {
+    if (H2Stream* s = stream(id)) s->on_read_end();
+    if (state_ == State::Closed) return;
+  }
+  schedule_send();
+  if (!nghttp2_session_want_read(ng_.get()) && !nghttp2_session_want_write(ng_.get())) {
+    close(UpstreamFailure::Closed, make_error(Errc::Upstream, "upstream ended the HTTP/2 connection"));
+  }
+}
+
+void H2Session::flush() {
+  if (state_ != State::Open && state_ != State::Draining) return;
+  while (writer_.buffered_bytes() + out_.size() < kWriteHighWatermark) {
+    const uint8_t* data = nullptr;
+    const ssize_t n = nghttp2_session_mem_send(ng_.get(), &data);
+    if (n < 0) {
+      close(UpstreamFailure::Reset,
+            make_error(Errc::Upstream, std::string("HTTP/2 send failed: ") + nghttp2_strerror(static_cast<int>(n))));
+      return;
+    }
+    if (n == 0) break;
+    out_.append(reinterpret_cast<const char*>(data), static_cast<size_t>(n));
+  }
+  if (!out_.empty()) {
+    if (int rc = writer_.send_from(out_); rc != 0) {
+      close(UpstreamFailure::Reset, make_error(Errc::Upstream, std::string("write: ") + uv_strerror(rc)));
+      return;
+    }
+  }
+  // Streams waiting for room in their request buffers go on.
+  std::vector<int32_t> ids;
+  for (const auto& [id, s] : streams_) ids.push_back(id);
+  for (int32_t id : ids) {
+    if (H2Stream* s = stream(id)) s->notify_writable();
+    if (state_ == State::Closed) return;
+  }
+  if (state_ == State::Draining && streams_.empty() && writer_.idle()) close_idle();
+}
+
+void H2Session::on_write_done(int status) {
+  if (status != 0) {
+    if (status != UV_ECANCELED) {
+      close(UpstreamFailure::Reset, make_error(Errc::Upstream, std::string("send() failed: ") + uv_strerror(status)));
+    }
+    return;
+  }
+  if (nghttp2_session_want_write(ng_.get())) schedule_send();
+  if (state_ == State::Draining && streams_.empty() && writer_.idle()) close_idle();
+}
+
+void H2Session::on_timer() {
+  if (state_ == State::Connecting) {
+    close(UpstreamFailure::TimeoutConnect, make_error(Errc::Timeout, "upstream timed out while connecting"));
+    return;
+  }
+  if (streams_.empty()) close_idle();  // keepalive_timeout
+}
+
+void H2Session::start_draining() {
+  if (state_ != State::Open) return;
+  transition(state_, State::Draining);
+}
+
+void H2Session::close_idle() {
+  if (state_ == State::Closed) return;
+  // (Not from inside nghttp2_session_mem_recv, which mem_send must not nest in.)
+  if (state_ != State::Connecting && !in_recv_ && writer_.idle() && out_.empty()) {
+    // A courtesy GOAWAY, written at once if the socket takes it.
+    nghttp2_submit_goaway(ng_.get(), NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(ng_.get()),
+                          NGHTTP2_NO_ERROR, nullptr, 0);
+    const uint8_t* data = nullptr;
+    const ssize_t n = nghttp2_session_mem_send(ng_.get(), &data);
+    if (n > 0) {
+      std::string bytes(reinterpret_cast<const char*>(data), static_cast<size_t>(n));
+      (void)writer_.send_from(bytes);
+    }
+  }
+  close(UpstreamFailure::Closed, make_error(Errc::Upstream, "upstream connection closed"));
+}
+
+void H2Session::close(UpstreamFailure failure, const Error& error) {
+  if (state_ == State::Closed) return;
+  transition(state_, State::Closed);
+  if (connect_req_) {
+    connect_req_->data = nullptr;  // freed by its own callback (UV_ECANCELED)
+    connect_req_ = nullptr;
+  }
+  writer_.detach();
+  timer_.close();
+  tcp_.close();
+  std::unordered_map<int32_t, H2Stream*> streams = std::move(streams_);
+  streams_.clear();
+  for (auto& [id, s] : streams) s->on_session_failed(failure, error);
+  if (pool_) pool_->remove(this);
+}
+
+// --- nghttp2 callbacks ---
+
+int H2Session::on_begin_headers(const nghttp2_frame* frame) {
+  if (frame->hd.type != NGHTTP2_HEADERS) return 0;
+  if (H2Stream* s = stream(frame->hd.stream_id)) s->on_begin_headers();
+  return 0;
+}
+
+int H2Session::on_header(const nghttp2_frame* frame, std::string_view name, std::string_view value) {
+  if (frame->hd.type != NGHTTP2_HEADERS) return 0;
+  H2Stream* s = stream(frame->hd.stream_id);
+  if (s != nullptr && !s->on_header(name, value)) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // RST_STREAM
+  return 0;
+}
+
+int H2Session::on_frame_recv(const nghttp2_frame* frame) {
+  const bool end_stream = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
+  switch (frame->hd.type) {
+    case NGHTTP2_HEADERS:
+      if (H2Stream* s = stream(frame->hd.stream_id)) s->on_headers_end(end_stream);
+      break;
+    case NGHTTP2_DATA:
+      if (end_stream) {
+        if (H2Stream* s = stream(frame->hd.stream_id)) s->on_end_stream();
+      }
+      break;
+    case NGHTTP2_SETTINGS:
+      if ((frame->hd.flags & NGHTTP2_FLAG_ACK) == 0) settings_received_ = true;
+      break;
+    case NGHTTP2_GOAWAY:
+      // RFC 9113 §6.8: nghttp2 closes the streams above last-stream-id with
+      // REFUSED_STREAM (their exchanges retry them); the rest run on.
+      start_draining();
+      check_idle();
+      break;
+    default:
+      break;
+  }
+  return 0;
+}
+
+int H2Session::on_data_chunk(int32_t id, std::string_view data) {
+  H2Stream* s = stream(id);
+  if (s == nullptr) {
+    nghttp2_session_consume(ng_.get(), id, data.size());  // a stream we let go: acknowledge only
+    return 0;
+  }
+  if (read_touched_.empty() || read_touched_.back() != id) read_touched_.push_back(id);
+  s->on_data(data);
+  return 0;
+}
+
+int H2Session::on_stream_close(int32_t id, uint32_t error_code) {
+  auto it = streams_.find(id);
+  if (it == streams_.end()) return 0;
+  H2Stream* s = it->second;
+  streams_.erase(it);
+  s->on_closed(error_code);
+  check_idle();
+  return 0;
+}
+
+int H2Session::on_frame_not_send(const nghttp2_frame* frame) {
+  // A request HEADERS that could not go out (the server's GOAWAY arrived
+  // after it was submitted): the server never saw it.
+  if (frame->hd.type != NGHTTP2_HEADERS) return 0;
+  auto it = streams_.find(frame->hd.stream_id);
+  if (it == streams_.end()) return 0;
+  H2Stream* s = it->second;
+  streams_.erase(it);
+  s->on_not_sent();
+  check_idle();
+  return 0;
+}
+
+}  // namespace tlsfront::upstream

@@ -1,0 +1,145 @@
+// H2Session: one cleartext TCP connection to an h2c upstream server and the
+// nghttp2 client session on it (RFC 9113 §3.3, prior knowledge: the client
+// preface and SETTINGS go first, no Upgrade), carrying many H2Streams at
+// once, up to the server's SETTINGS_MAX_CONCURRENT_STREAMS (nghttp2 holds
+// any above that until a stream closes).
+//
+// GOAWAY (RFC 9113 §6.8): the session drains — no new stream, the open ones
+// run to their end — and streams above the GOAWAY's last-stream-id, which
+// the server did not process, fail with UpstreamFailure::Unprocessed so
+// their exchanges retry them on another connection.
+//
+// Output is batched per loop iteration (Flushable) and pulled from nghttp2
+// only while the socket's queue is below kWriteHighWatermark.
+// Thread affinity: owning worker only.
+#pragma once
+
+#include <netinet/in.h>
+#include <uv.h>
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "config/config.h"
+#include "data/upstream/h2_stream.h"
+#include "message/request.h"
+#include "util/lazy_timer.h"
+#include "util/loop_context.h"
+#include "util/nghttp2_ptr.h"
+#include "util/result.h"
+#include "util/state.h"
+#include "util/stream_writer.h"
+#include "util/uv_handle.h"
+
+namespace tlsfront::upstream {
+
+class H2Pool;
+
+class H2Session : public Deletable, public Flushable {
+ public:
+  // The connection's lifecycle:
+  //   Connecting -> Open       connected; preface and SETTINGS queued
+  //   Connecting -> Closed     connect failed or connect_timeout passed
+  //   Open       -> Draining   GOAWAY received, or keepalive_requests
+  //                            streams opened: no new stream
+  //   Open       -> Closed     EOF, read/write error, protocol error, or
+  //                            idle for keepalive_timeout
+  //   Draining   -> Closed     its last stream ended (GOAWAY NO_ERROR sent),
+  //                            or an error
+  //   Closed     -> Closed     close() is idempotent
+  enum class State { Connecting, Open, Draining, Closed };
+
+  // `pool` borrowed, outlives the session (owns it); `cfg` is its group's.
+  H2Session(uv_loop_t* loop, H2Pool* pool, const config::Upstream& cfg);
+  ~H2Session() override;
+  H2Session(const H2Session&) = delete;
+  H2Session& operator=(const H2Session&) = delete;
+
+  // Starts a non-blocking connect. Errc::Upstream on immediate failure.
+  [[nodiscard]] Status connect(const sockaddr_storage& addr);
+
+  // True while a new stream may start here now: Connecting or Open,
+  // keepalive_requests not reached, and fewer open streams than the
+  // server's SETTINGS allow (before they arrive: any number, held by
+  // nghttp2 above its default of 100 until they do).
+  bool has_room() const;
+  // Connecting or Open (not draining): counts against the pool's limit.
+  bool usable() const { return state_ == State::Connecting || state_ == State::Open; }
+  size_t open_streams() const { return streams_.size(); }
+  State state() const { return state_; }
+
+  // Submits `stream`'s request (`fields`: pseudo-headers first, lowercase
+  // names; `has_body`: DATA follows). Errc::Upstream when nghttp2 refuses.
+  [[nodiscard]] Status submit(H2Stream* stream, const std::vector<http::Header>& fields, bool has_body);
+
+  // The open stream `id`, or nullptr.
+  H2Stream* stream(int32_t id) const;
+
+  // --- called by H2Stream ---
+  nghttp2_session* ng() const { return ng_.get(); }
+  void schedule_send();
+  // The stream ended or its exchange let it go: forget it (RST_STREAM
+  // CANCEL first when `reset`).
+  void release(H2Stream* stream, bool reset);
+  // Response bytes the stream's handler has taken: WINDOW_UPDATE.
+  void consume(int32_t id, size_t n);
+
+  void flush() override;
+  // Closes the socket and fails every open stream with `failure`; idempotent.
+  void close(UpstreamFailure failure, const Error& error);
+  // Closes an idle session (no stream to fail), GOAWAY first when open.
+  void close_idle();
+
+  // --- nghttp2 callbacks ---
+  int on_begin_headers(const nghttp2_frame* frame);
+  int on_header(const nghttp2_frame* frame, std::string_view name, std::string_view value);
+  int on_frame_recv(const nghttp2_frame* frame);
+  int on_data_chunk(int32_t id, std::string_view data);
+  int on_stream_close(int32_t id, uint32_t error_code);
+  int on_frame_not_send(const nghttp2_frame* frame);
+
+ private:
+  void on_connect(int status);
+  void on_read(ssize_t nread, const uv_buf_t* buf);
+  void on_write_done(int status);
+  void on_timer();
+  void start_draining();
+  // Drains the pool's interest: idle timer when nothing is open, close when
+  // draining and nothing is open.
+  void check_idle();
+
+  uv_loop_t* loop_;
+  H2Pool* pool_;
+  const config::Upstream& cfg_;
+  UvHandle<uv_tcp_t> tcp_;
+  LazyTimer timer_;  // connect_timeout, then keepalive_timeout while idle
+  uv_connect_t* connect_req_ = nullptr;
+  StreamWriter writer_;
+  std::string out_;
+  State state_ = State::Connecting;
+  Nghttp2SessionPtr ng_;
+  std::unordered_map<int32_t, H2Stream*> streams_;
+  std::vector<int32_t> read_touched_;  // streams given bytes by the current read
+  uint64_t streams_opened_ = 0;
+  bool in_recv_ = false;            // inside nghttp2_session_mem_recv
+  bool settings_received_ = false;  // the server's first SETTINGS arrived (its stream limit is known)
+};
+
+constexpr bool legal(H2Session::State from, H2Session::State to) {
+  using S = H2Session::State;
+  switch (from) {
+    case S::Connecting: return to == S::Open || to == S::Closed;
+    case S::Open: return to == S::Draining || to == S::Closed;
+    case S::Draining: return to == S::Closed;
+    case S::Closed: return to == S::Closed;
+  }
+  return false;
+}
+constexpr const char* name(H2Session::State s) {
+  constexpr const char* names[] = {"Connecting", "Open", "Draining", "Closed"};
+  return names[static_cast<int>(s)];
+}
+
+}  // namespace tlsfront::upstream

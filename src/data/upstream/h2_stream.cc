@@ -1,0 +1,263 @@
+#include "data/upstream/h2_stream.h"
+
+#include <charconv>
+#include <cstring>
+
+#include "data/upstream/h2_session.h"
+
+namespace tlsfront::upstream {
+namespace {
+constexpr size_t kWriteLowWatermark = 16 * 1024;
+// A response head (or trailer section) larger than this is a bad upstream.
+constexpr size_t kMaxResponseHeadBytes = 64 * 1024;
+constexpr size_t kMaxResponseFields = 256;
+}  // namespace
+
+H2Stream::H2Stream(uv_loop_t* loop, UpstreamHandler* handler, const config::Upstream& cfg)
+    : loop_(loop), handler_(handler), cfg_(cfg) {
+  timer_.init(loop_, [](void* self) { static_cast<H2Stream*>(self)->on_timer(); }, this);
+}
+
+H2Stream::~H2Stream() { close(); }
+
+void H2Stream::bind(H2Session* session, int32_t id) {
+  session_ = session;
+  id_ = id;
+}
+
+void H2Stream::leave_session() {
+  if (H2Session* s = std::exchange(session_, nullptr)) s->release(this, phase_ != Phase::Done);
+}
+
+void H2Stream::close() {
+  handler_ = nullptr;
+  timer_.stop();
+  leave_session();
+  if (phase_ != Phase::Done) transition(phase_, Phase::Done);
+  timer_.close();
+}
+
+void H2Stream::send(std::string_view bytes) {
+  if (phase_ == Phase::Done || request_ended_ || bytes.empty()) return;
+  if (out_off_ > 0 && out_off_ == out_.size()) {
+    out_.clear();
+    out_off_ = 0;
+  }
+  out_.append(bytes);
+  if (buffered_bytes() >= kWriteLowWatermark) notify_writable_ = true;
+  if (deferred_ && session_) {
+    deferred_ = false;
+    nghttp2_session_resume_data(session_->ng(), id_);
+  }
+  if (session_) session_->schedule_send();
+}
+
+void H2Stream::end(std::vector<http::Header> trailers) {
+  if (phase_ == Phase::Done || request_ended_) return;
+  request_ended_ = true;
+  trailers_ = std::move(trailers);
+  if (deferred_ && session_) {
+    deferred_ = false;
+    nghttp2_session_resume_data(session_->ng(), id_);
+  }
+  if (session_) session_->schedule_send();
+}
+
+ssize_t H2Stream::read_body(uint8_t* buf, size_t length, uint32_t* data_flags) {
+  const size_t n = std::min(length, buffered_bytes());
+  if (n > 0) {
+    std::memcpy(buf, out_.data() + out_off_, n);
+    out_off_ += n;
+    body_taken_ += n;
+  }
+  if (buffered_bytes() == 0) {
+    out_.clear();
+    out_off_ = 0;
+    if (!request_ended_) {
+      if (n == 0) {
+        deferred_ = true;
+        return NGHTTP2_ERR_DEFERRED;
+      }
+      return static_cast<ssize_t>(n);
+    }
+    *data_flags |= NGHTTP2_DATA_FLAG_EOF;
+    if (!trailers_.empty() && session_) {
+      // RFC 9113 §8.1: the trailer section ends the stream instead.
+      std::vector<nghttp2_nv> nva;
+      nva.reserve(trailers_.size());
+      for (const auto& h : trailers_) {
+        nva.push_back(nghttp2_nv{reinterpret_cast<uint8_t*>(const_cast<char*>(h.name.data())),
+                                 reinterpret_cast<uint8_t*>(const_cast<char*>(h.value.data())), h.name.size(),
+                                 h.value.size(), NGHTTP2_NV_FLAG_NONE});
+      }
+      if (nghttp2_submit_trailer(session_->ng(), id_, nva.data(), nva.size()) == 0) {
+        *data_flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+      }
+      trailers_.clear();
+    }
+  }
+  return static_cast<ssize_t>(n);
+}
+
+void H2Stream::notify_writable() {
+  if (!notify_writable_ || buffered_bytes() >= kWriteLowWatermark) return;
+  notify_writable_ = false;
+  if (handler_) handler_->on_upstream_writable();
+}
+
+void H2Stream::pause_reading() {
+  paused_ = true;
+  timer_.stop();  // the client is slow, not the upstream
+}
+
+void H2Stream::resume_reading() {
+  if (!paused_) return;
+  paused_ = false;
+  if (phase_ == Phase::Done) return;
+  if (unconsumed_ > 0 && session_) {
+    session_->consume(id_, unconsumed_);
+    session_->schedule_send();
+  }
+  unconsumed_ = 0;
+  arm_read_timer();
+}
+
+void H2Stream::arm_read_timer() {
+  if (phase_ != Phase::Done && !paused_) timer_.arm(cfg_.read_timeout);
+}
+
+void H2Stream::on_connected() {
+  arm_read_timer();
+  if (handler_) handler_->on_upstream_connected();
+}
+
+void H2Stream::on_begin_headers() {
+  head_ = http::ResponseHead{};
+  head_.version_minor = 1;
+  head_bytes_ = 0;
+  arm_read_timer();
+}
+
+bool H2Stream::on_header(std::string_view name, std::string_view value) {
+  head_bytes_ += name.size() + value.size() + 32;  // RFC 9113 §6.5.2 sizes
+  if (head_bytes_ > kMaxResponseHeadBytes || head_.headers.size() >= kMaxResponseFields) return false;
+  response_bytes_ += name.size() + value.size();
+  if (name == ":status") {
+    int status = 0;
+    std::from_chars(value.data(), value.data() + value.size(), status);  // nghttp2 checked: 3 digits
+    head_.status = status;
+    return true;
+  }
+  http::Header h{std::string(name), std::string(value), http::classify_header(name)};
+  if (final_head_) {
+    head_.headers.push_back(std::move(h));  // a trailer field
+    return true;
+  }
+  if (h.token == http::HeaderToken::ContentLength) {
+    uint64_t n = 0;  // nghttp2 checked it is one non-negative integer
+    std::from_chars(value.data(), value.data() + value.size(), n);
+    head_.content_length = n;
+  }
+  head_.headers.push_back(std::move(h));
+  return true;
+}
+
+void H2Stream::on_headers_end(bool end_stream) {
+  if (phase_ == Phase::Done) return;
+  arm_read_timer();
+  if (final_head_) {
+    // The trailer section (RFC 9113 §8.1), which nghttp2 requires to end the stream.
+    std::vector<http::Header> trailers = std::move(head_.headers);
+    head_.headers.clear();
+    if (handler_ && !trailers.empty()) handler_->on_upstream_trailers(std::move(trailers));
+    if (end_stream) on_end_stream();
+    return;
+  }
+  const bool informational = head_.status >= 100 && head_.status < 200;
+  if (!informational) {
+    final_head_ = true;
+    transition(phase_, Phase::Streaming);
+    // The stream ends with its head (gRPC's trailers-only form): no body,
+    // which a zero length tells the exchange.
+    if (end_stream && !head_.content_length) head_.content_length = 0;
+  }
+  http::ResponseHead head = std::move(head_);
+  head_ = http::ResponseHead{};
+  if (handler_) handler_->on_upstream_head(std::move(head), informational);
+  if (end_stream && phase_ != Phase::Done) on_end_stream();
+}
+
+void H2Stream::on_data(std::string_view data) {
+  if (phase_ != Phase::Streaming) {
+    // DATA before a final head is a protocol error nghttp2 already refuses;
+    // after Done the bytes only need acknowledging.
+    if (session_) session_->consume(id_, data.size());
+    return;
+  }
+  response_bytes_ += data.size();
+  arm_read_timer();
+  read_end_due_ = true;
+  if (handler_) handler_->on_upstream_body(data);
+  if (phase_ == Phase::Done || !session_) return;
+  if (paused_) {
+    unconsumed_ += data.size();
+  } else {
+    session_->consume(id_, data.size());
+  }
+}
+
+void H2Stream::on_read_end() {
+  if (!std::exchange(read_end_due_, false) || phase_ != Phase::Streaming) return;
+  if (handler_) handler_->on_upstream_read_end();
+}
+
+void H2Stream::on_end_stream() {
+  if (phase_ != Phase::Streaming) {
+    // END_STREAM without a final response: nghttp2 resets such a stream.
+    return;
+  }
+  transition(phase_, Phase::Done);
+  timer_.stop();
+  read_end_due_ = false;
+  if (UpstreamHandler* h = std::exchange(handler_, nullptr)) h->on_upstream_complete();
+}
+
+void H2Stream::finish(UpstreamFailure failure, Error error) {
+  if (phase_ == Phase::Done) return;
+  transition(phase_, Phase::Done);
+  timer_.stop();
+  if (UpstreamHandler* h = std::exchange(handler_, nullptr)) h->on_upstream_error(failure, std::move(error));
+}
+
+void H2Stream::on_closed(uint32_t error_code) {
+  session_ = nullptr;  // the session forgets us before this call
+  if (phase_ == Phase::Done) return;
+  if (error_code == NGHTTP2_REFUSED_STREAM && !final_head_) {
+    finish(UpstreamFailure::Unprocessed,
+           make_error(Errc::Upstream, "upstream refused the stream unprocessed (REFUSED_STREAM or GOAWAY)"));
+    return;
+  }
+  finish(UpstreamFailure::StreamReset,
+         make_error(Errc::Upstream, std::string("upstream reset the stream: ") + nghttp2_http2_strerror(error_code)));
+}
+
+void H2Stream::on_session_failed(UpstreamFailure failure, const Error& error) {
+  session_ = nullptr;
+  finish(failure, error);
+}
+
+void H2Stream::on_not_sent() {
+  session_ = nullptr;
+  finish(UpstreamFailure::Unprocessed,
+         make_error(Errc::Upstream, "upstream connection went away before the request was sent (GOAWAY)"));
+}
+
+void H2Stream::on_timer() {
+  if (phase_ == Phase::Done) return;
+  const char* what =
+      final_head_ ? "upstream timed out while reading response" : "upstream timed out while reading response header";
+  leave_session();  // RST_STREAM CANCEL: the upstream may stop working on it
+  finish(UpstreamFailure::TimeoutRead, make_error(Errc::Timeout, what));
+}
+
+}  // namespace tlsfront::upstream

@@ -1,0 +1,42 @@
+// UpstreamHandler: the events of one upstream attempt as its exchange sees
+// them, whatever the upstream speaks: an UpstreamConnection (HTTP/1.1) or
+// an H2UpstreamStream (one stream of a multiplexed h2c connection).
+// Thread affinity: owning worker only.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "data/upstream/upstream_failure.h"
+#include "message/request.h"
+#include "util/result.h"
+
+namespace tlsfront::upstream {
+
+// Events for the exchange currently attached. Calls happen from this
+// connection's libuv callbacks; the handler must not destroy the connection
+// inside them (hand it to the pool or to LoopContext::defer_delete instead).
+class UpstreamHandler {
+ public:
+  virtual ~UpstreamHandler() = default;
+  virtual void on_upstream_connected() = 0;
+  // A 1xx interim response (`informational`) or the final response head.
+  virtual void on_upstream_head(http::ResponseHead&& head, bool informational) = 0;
+  virtual void on_upstream_body(std::string_view data) = 0;  // valid during the call only
+  // The trailer section of a chunked response (RFC 9112 §7.1.2), as
+  // received (not yet validated); just before on_upstream_complete.
+  virtual void on_upstream_trailers(std::vector<http::Header>&& trailers) {}
+  virtual void on_upstream_complete() = 0;
+  // The bytes of one read from the backend are parsed and the response
+  // goes on (more of it is to come): what was held back for batching may
+  // go out now (a response compressor flushes here).
+  virtual void on_upstream_read_end() {}
+  // `failure` says which; `error` carries the message: Errc::Timeout
+  // (connect/read/send timeout), Errc::Upstream (refused, reset, closed
+  // early), Errc::Protocol (malformed response).
+  virtual void on_upstream_error(UpstreamFailure failure, Error error) = 0;
+  // The write queue dropped below the low watermark.
+  virtual void on_upstream_writable() = 0;
+};
+
+}  // namespace tlsfront::upstream

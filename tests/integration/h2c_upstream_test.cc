@@ -1,0 +1,220 @@
+// HTTP/2 cleartext upstreams ([[upstream]] protocol = "h2c", RFC 9113 §3.3)
+// with a real HTTP/2 server (python3-h2, tests/integration/peers/h2c_peer.py):
+// HTTP/1.1 and HTTP/2 clients through it, the request as HTTP/2 fields,
+// request trailers forwarded, response trailers to HTTP/2 clients, a large
+// body streamed, requests multiplexed on one connection, and a GOAWAY under
+// load: the streams above its last-stream-id retried on a new connection,
+// none failed and none processed twice.
+#include <fstream>
+#include <set>
+#include <string>
+
+#include "h2_frames.h"
+#include "harness.h"
+
+namespace tlsfront::itest {
+namespace {
+
+const std::string kPeer = std::string(TLSFRONT_SOURCE_DIR) + "/tests/integration/peers/h2c_peer.py";
+constexpr const char* kPython = "/usr/bin/python3";  // Debian's, which has python3-h2
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    if (end > start) out.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+class H2cUpstream : public ProxyTest {
+ protected:
+  // Starts the h2c peer (`peer_args` after its port file) and tlsfront in
+  // front of it with protocol = "h2c".
+  bool start(std::vector<std::string> peer_args = {}, ProxyOptions o = {}) {
+    port_file_ = dir_.file("h2c.port");
+    std::vector<std::string> argv = {kPython, kPeer, port_file_};
+    argv.insert(argv.end(), peer_args.begin(), peer_args.end());
+    if (!peer_.start(argv, dir_.file("h2c.out"), dir_.file("h2c.err"))) return false;
+    if (!wait_until([&] { return read_file(port_file_).ends_with("\n"); })) {
+      ADD_FAILURE() << "h2c_peer did not start: " << peer_.err();
+      return false;
+    }
+    o.upstream_servers = {"127.0.0.1:" + std::to_string(std::atoi(read_file(port_file_).c_str()))};
+    o.upstream_extra += "protocol = \"h2c\"\n";
+    return start_proxy(o);
+  }
+  std::vector<std::string> requests() const { return lines_of(read_file(port_file_ + ".requests")); }
+  size_t connections() const { return lines_of(read_file(port_file_ + ".conns")).size(); }
+  void TearDown() override {
+    peer_.stop();
+    ProxyTest::TearDown();
+  }
+
+  Process peer_;
+  std::string port_file_;
+};
+
+TEST_F(H2cUpstream, Http1AndHttp2ClientsThroughOneConnection) {
+  ASSERT_TRUE(start());
+  HttpRequest post;
+  post.method = "POST";
+  post.path = "/echo";
+  post.body = "hello";
+  post.headers = {"Connection: keep-alive, X-Hop", "X-Hop: 1", "X-End: 2"};
+  HttpResponse r1 = http(port(), post);
+  EXPECT_EQ(r1.status, 200) << r1.error;
+  EXPECT_EQ(r1.body, "ok POST /echo 5");
+  post.http2 = true;
+  post.headers = {"X-End: 2"};
+  HttpResponse r2 = http(port(), post);
+  EXPECT_EQ(r2.status, 200) << r2.error;
+  EXPECT_EQ(r2.http_version, 3L /* CURL_HTTP_VERSION_2_0 */);
+  EXPECT_EQ(r2.body, "ok POST /echo 5");
+  HttpResponse r3 = http_get(port(), "/missing");
+  EXPECT_EQ(r3.status, 404);
+
+  auto reqs = requests();
+  ASSERT_EQ(reqs.size(), 3u);
+  // The HTTP/1.1 request went up as HTTP/2 fields: :authority from Host, no
+  // connection-specific field (RFC 9113 §8.2.2), nothing Connection named.
+  EXPECT_NE(reqs[0].find(R"([":authority", "localhost:)"), std::string::npos) << reqs[0];
+  EXPECT_NE(reqs[0].find(R"([":scheme", "http"])"), std::string::npos) << reqs[0];
+  EXPECT_NE(reqs[0].find(R"(["x-end", "2"])"), std::string::npos) << reqs[0];
+  EXPECT_NE(reqs[0].find(R"(["content-length", "5"])"), std::string::npos) << reqs[0];
+  EXPECT_NE(reqs[0].find(R"(["x-forwarded-for", "127.0.0.1"])"), std::string::npos) << reqs[0];
+  EXPECT_EQ(reqs[0].find("x-hop"), std::string::npos) << reqs[0];
+  EXPECT_EQ(reqs[0].find("connection"), std::string::npos) << reqs[0];
+  EXPECT_EQ(reqs[0].find(R"(["host")"), std::string::npos) << reqs[0];
+  EXPECT_NE(reqs[0].find(R"("body": 5)"), std::string::npos) << reqs[0];
+  EXPECT_NE(reqs[1].find(R"("body": 5)"), std::string::npos) << reqs[1];
+  // workers = 2: each worker has its own pool; at most one connection each.
+  EXPECT_LE(connections(), 2u);
+
+  auto lines = proxy_.wait_log_lines(3);
+  ASSERT_EQ(lines.size(), 3u);
+  for (const auto& line : lines) {
+    EXPECT_EQ(json_string(line, "upstream_protocol"), std::string("h2c")) << line;
+    EXPECT_EQ(json_raw(line, "grpc_status"), std::string("null")) << line;
+    EXPECT_EQ(json_raw(line, "upstream_error"), std::string("null")) << line;
+  }
+}
+
+TEST_F(H2cUpstream, ParallelRequestsShareOneConnection) {
+  ProxyOptions o;
+  o.workers = 1;
+  ASSERT_TRUE(start({}, o));
+  std::vector<HttpRequest> reqs(50);
+  for (auto& r : reqs) {
+    r.http2 = true;
+    r.path = "/echo";
+  }
+  auto responses = http2_parallel(port(), reqs);
+  ASSERT_EQ(responses.size(), 50u);
+  for (const auto& r : responses) EXPECT_EQ(r.status, 200) << r.error;
+  // And HTTP/1.1 clients on their own connections join the same one.
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(http_get(port(), "/echo").status, 200);
+  EXPECT_EQ(requests().size(), 55u);
+  EXPECT_EQ(connections(), 1u);
+  auto lines = proxy_.wait_log_lines(55);
+  size_t reused = 0;
+  for (const auto& line : lines) reused += json_raw(line, "upstream_connection_reused") == std::string("true");
+  EXPECT_GE(reused, 5u);
+}
+
+TEST_F(H2cUpstream, LargeResponseStreamsToBothClientKinds) {
+  ASSERT_TRUE(start());
+  for (bool h2 : {false, true}) {
+    HttpRequest r;
+    r.http2 = h2;
+    r.path = "/big?n=5000000";
+    HttpResponse resp = http(port(), r);
+    EXPECT_EQ(resp.status, 200) << resp.error;
+    EXPECT_EQ(resp.body.size(), 5'000'000u) << (h2 ? "h2" : "h1");
+    EXPECT_EQ(resp.body.find_first_not_of('x'), std::string::npos);
+  }
+}
+
+TEST_F(H2cUpstream, RequestAndResponseTrailersOverHttp2) {
+  ASSERT_TRUE(start());
+  h2::Client c;
+  ASSERT_TRUE(c.connect(port()));
+  h2::Fields post = {
+      {":method", "POST"}, {":scheme", "https"}, {":authority", "localhost"}, {":path", "/echo"}, {"te", "trailers"}};
+  ASSERT_TRUE(c.send_headers(1, post, false));
+  ASSERT_TRUE(c.send_frame(h2::kData, 0, 1, "abc"));
+  ASSERT_TRUE(c.send_headers(1, {{"x-checksum", "42"}}, true));
+  std::vector<h2::Frame> heads;
+  auto end = c.wait_for([&](const h2::Frame& f) {
+    if (f.stream == 1 && f.type == h2::kHeaders) heads.push_back(f);
+    return f.stream == 1 && (f.flags & h2::kEndStream) != 0;
+  });
+  ASSERT_TRUE(end.has_value());
+  ASSERT_EQ(heads.size(), 2u);  // the response head and its trailers
+  EXPECT_EQ(heads[1].fields, (h2::Fields{{"x-trailer", "done"}}));
+  auto reqs = requests();
+  ASSERT_EQ(reqs.size(), 1u);
+  EXPECT_NE(reqs[0].find(R"("trailers": [["x-checksum", "42"]])"), std::string::npos) << reqs[0];
+  EXPECT_NE(reqs[0].find(R"(["te", "trailers"])"), std::string::npos) << reqs[0];
+  EXPECT_NE(reqs[0].find(R"("body": 3)"), std::string::npos) << reqs[0];
+}
+
+TEST_F(H2cUpstream, ResponseTrailersToHttp1ClientsOnlyWithTeTrailers) {
+  ASSERT_TRUE(start());
+  HttpRequest r;
+  r.path = "/echo";
+  r.headers = {"TE: trailers"};
+  HttpResponse with = http(port(), r);
+  EXPECT_EQ(with.status, 200) << with.error;
+  EXPECT_EQ(with.body, "ok GET /echo 0");
+  EXPECT_NE(with.headers.find("x-trailer: done\r\n"), std::string::npos) << with.headers;
+  // Without TE: trailers the upstream is not asked for any (te goes up only
+  // as "trailers"), and none reach the client.
+  r.headers = {};
+  HttpResponse without = http(port(), r);
+  EXPECT_EQ(without.status, 200) << without.error;
+  EXPECT_EQ(without.headers.find("x-trailer"), std::string::npos) << without.headers;
+  auto reqs = requests();
+  ASSERT_EQ(reqs.size(), 2u);
+  EXPECT_NE(reqs[0].find(R"(["te", "trailers"])"), std::string::npos) << reqs[0];
+  EXPECT_EQ(reqs[1].find(R"("te")"), std::string::npos) << reqs[1];
+}
+
+TEST_F(H2cUpstream, GoawayUnderLoadRetriesUnprocessedStreams) {
+  // Each upstream connection takes 25 requests, then GOAWAY (last-stream-id
+  // = the 25th): 60 concurrent requests need three connections.
+  ProxyOptions o;
+  o.workers = 1;
+  ASSERT_TRUE(start({"--goaway-after", "25"}, o));
+  std::vector<HttpRequest> reqs(60);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    reqs[i].http2 = true;
+    reqs[i].path = "/echo?i=" + std::to_string(i);
+  }
+  auto responses = http2_parallel(port(), reqs);
+  ASSERT_EQ(responses.size(), 60u);
+  for (const auto& r : responses) EXPECT_EQ(r.status, 200) << r.error;
+  // Every request processed exactly once (a retried one was never seen).
+  std::set<std::string> paths;
+  for (const auto& line : requests()) {
+    const size_t at = line.find("\"path\": \"");
+    ASSERT_NE(at, std::string::npos) << line;
+    paths.insert(line.substr(at, line.find('"', at + 9) - at));
+  }
+  EXPECT_EQ(requests().size(), 60u);
+  EXPECT_EQ(paths.size(), 60u);
+  EXPECT_GE(connections(), 3u);
+  auto lines = proxy_.wait_log_lines(60);
+  size_t retried = 0;
+  for (const auto& line : lines) {
+    EXPECT_EQ(json_raw(line, "status"), std::string("200")) << line;
+    retried += json_string(line, "upstream_error").value_or("").find("unprocessed") != std::string::npos;
+  }
+  EXPECT_GE(retried, 35u);
+}
+
+}  // namespace
+}  // namespace tlsfront::itest

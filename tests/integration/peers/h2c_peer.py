@@ -1,0 +1,168 @@
+#!/usr/bin/python3
+"""A plain HTTP/2 server over cleartext TCP (h2c, prior knowledge) on python3-h2.
+
+  h2c_peer.py PORT_FILE [--goaway-after N]
+
+Listens on 127.0.0.1 (a free port, written as "PORT\\n" to PORT_FILE), and
+appends one line per accepted connection to PORT_FILE.conns and one JSON
+object per request to PORT_FILE.requests (method, path, authority, the
+fields, the body's length and the trailers).
+
+  /echo         200, "ok <method> <path> <body bytes>", with response trailers
+                (x-trailer: done) when the request's te is "trailers"
+  /big?n=BYTES  200 with BYTES of "x", sent as the flow-control window allows
+  anything else 404
+
+--goaway-after N: once a connection has received N requests it sends GOAWAY
+with the N-th stream as last-stream-id (RFC 9113 §6.8), answers the streams
+up to it, never processes those above it, and closes when it is done.
+"""
+import json
+import os
+import socket
+import sys
+import threading
+
+import h2.config
+import h2.connection
+import h2.events
+
+lock = threading.Lock()
+
+
+def append(path, line):
+    with lock:
+        with open(path, "a") as f:
+            f.write(line + "\n")
+
+
+class Conn:
+    def __init__(self, sock, port_file, goaway_after):
+        self.sock = sock
+        self.port_file = port_file
+        self.goaway_after = goaway_after
+        self.h2 = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False, header_encoding="utf-8"))
+        self.streams = {}
+        self.pending = {}  # stream id -> bytes still to send
+        self.received = 0
+        self.last_stream = None
+
+    def send(self):
+        data = self.h2.data_to_send()
+        if data:
+            self.sock.sendall(data)
+
+    def respond(self, sid):
+        s = self.streams.pop(sid)
+        if self.last_stream is not None and sid > self.last_stream:
+            return  # above our GOAWAY's last-stream-id: never processed
+        headers = dict(s["headers"])
+        path = headers.get(":path", "")
+        append(self.port_file + ".requests", json.dumps({
+            "method": headers.get(":method"), "path": path, "authority": headers.get(":authority"),
+            "fields": s["headers"], "body": len(s["body"]), "trailers": s["trailers"]}))
+        if path.split("?")[0] == "/echo":
+            body = ("ok %s %s %d" % (headers.get(":method"), path, len(s["body"]))).encode()
+            trailers = headers.get("te") == "trailers"
+            self.h2.send_headers(sid, [(":status", "200"), ("content-type", "text/plain")])
+            self.h2.send_data(sid, body, end_stream=not trailers)
+            if trailers:
+                self.h2.send_headers(sid, [("x-trailer", "done")], end_stream=True)
+        elif path.startswith("/big?n="):
+            self.h2.send_headers(sid, [(":status", "200"), ("content-type", "application/octet-stream")])
+            self.pending[sid] = int(path[len("/big?n="):])
+            self.pump()
+        else:
+            self.h2.send_headers(sid, [(":status", "404")], end_stream=True)
+
+    def pump(self):
+        for sid in list(self.pending):
+            left = self.pending[sid]
+            while left > 0:
+                n = min(left, 16384, self.h2.local_flow_control_window(sid))
+                if n <= 0:
+                    break
+                self.h2.send_data(sid, b"x" * n)
+                left -= n
+            if left == 0:
+                self.h2.end_stream(sid)
+                del self.pending[sid]
+            else:
+                self.pending[sid] = left
+
+    def run(self):
+        self.h2.initiate_connection()
+        self.send()
+        while True:
+            try:
+                data = self.sock.recv(65536)
+            except OSError:
+                return
+            if not data:
+                return
+            try:
+                events = self.h2.receive_data(data)
+            except Exception:
+                return
+            for e in events:
+                if isinstance(e, h2.events.RequestReceived):
+                    self.streams[e.stream_id] = {"headers": list(e.headers), "body": b"", "trailers": []}
+                    self.received += 1
+                    if self.goaway_after and self.received == self.goaway_after and self.last_stream is None:
+                        self.last_stream = e.stream_id
+                    if e.stream_ended:
+                        self.respond(e.stream_id)
+                elif isinstance(e, h2.events.DataReceived):
+                    if e.stream_id in self.streams:
+                        self.streams[e.stream_id]["body"] += e.data
+                    self.h2.acknowledge_received_data(e.flow_controlled_length, e.stream_id)
+                elif isinstance(e, h2.events.TrailersReceived):
+                    if e.stream_id in self.streams:
+                        self.streams[e.stream_id]["trailers"] = list(e.headers)
+                elif isinstance(e, h2.events.StreamEnded):
+                    if e.stream_id in self.streams:
+                        self.respond(e.stream_id)
+                elif isinstance(e, (h2.events.WindowUpdated, h2.events.RemoteSettingsChanged)):
+                    self.pump()
+                elif isinstance(e, h2.events.StreamReset):
+                    self.streams.pop(e.stream_id, None)
+                    self.pending.pop(e.stream_id, None)
+            if self.last_stream is not None and not self.pending and \
+                    not any(sid <= self.last_stream for sid in self.streams):
+                # Everything up to last-stream-id is answered: GOAWAY, then
+                # a half-close, and the client's close ends it (no RST that
+                # could cost the client the answers).
+                self.h2.close_connection(last_stream_id=self.last_stream)
+                self.send()
+                self.sock.shutdown(socket.SHUT_WR)
+                self.sock.settimeout(10)
+                try:
+                    while self.sock.recv(65536):
+                        pass
+                except OSError:
+                    pass
+                self.sock.close()
+                return
+            self.send()
+
+
+def main():
+    port_file = sys.argv[1]
+    goaway_after = 0
+    if len(sys.argv) > 3 and sys.argv[2] == "--goaway-after":
+        goaway_after = int(sys.argv[3])
+    srv = socket.socket()
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(128)
+    with open(port_file + ".tmp", "w") as f:
+        f.write("%d\n" % srv.getsockname()[1])
+    os.rename(port_file + ".tmp", port_file)
+    while True:
+        sock, addr = srv.accept()
+        append(port_file + ".conns", "%s:%d" % addr)
+        threading.Thread(target=Conn(sock, port_file, goaway_after).run, daemon=True).start()
+
+
+if __name__ == "__main__":
+    main()
