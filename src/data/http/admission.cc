@@ -99,7 +99,11 @@ Admission admit(const SessionEnv& env, ExchangeSink* sink, RequestRecord& record
     // Only the route's upgrade tokens open a tunnel; any other Upgrade is
     // dropped (hop-by-hop) and the request forwarded as an ordinary one.
     const auto& allowed = env.config->routes[route->route].upgrade;
-    if (std::find(allowed.begin(), allowed.end(), head.upgrade) == allowed.end()) head.upgrade.clear();
+    if (std::find(allowed.begin(), allowed.end(), head.upgrade) == allowed.end()) {
+      // An RFC 8441 extended CONNECT has no ordinary request to fall back to.
+      if (head.extended_connect) return {nullptr, {400}};
+      head.upgrade.clear();
+    }
   }
   if (route->pass_normalized && normalized.changed) {
     head.upstream_target.reserve(normalized.path.size() + normalized.query.size());

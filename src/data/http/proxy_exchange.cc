@@ -130,6 +130,10 @@ void ProxyExchange::on_tunnel_data(std::string_view data) {
   if (phase_ == Phase::Tunnel && conn_) conn_->send(data);
 }
 
+void ProxyExchange::on_tunnel_end() {
+  if (phase_ == Phase::Tunnel && conn_) conn_->shutdown_write();
+}
+
 void ProxyExchange::on_request_complete() {
   request_complete_ = true;
   if (phase_ == Phase::Done) return;
