@@ -416,6 +416,62 @@ TEST_F(H2Tunnel, GracefulStopLetsTheTunnelRunUntilShutdownTimeout) {
   expect_tunnel_line(lines[0]);
 }
 
+// The recording backend ignores Upgrade and answers 200: the request it got
+// is the HTTP/1.1 form of the extended CONNECT, and its 200 (which would
+// tell an RFC 8441 client the tunnel is open) becomes a 502.
+TEST_F(H2Tunnel, UpstreamGetsAnHttp11UpgradeAndItsNon101TwoHundredIsA502) {
+  ASSERT_TRUE(start_proxy());
+  h2::Client c;
+  ASSERT_TRUE(c.connect(port()));
+  h2::Fields f = extended_connect("/ws?room=1");
+  f.push_back({"sec-websocket-protocol", "chat, superchat"});
+  f.push_back({"sec-websocket-extensions", "permessage-deflate"});
+  f.push_back({"sec-websocket-key", "c2VudCBieSB0aGUgY2xpZW50"});
+  ASSERT_TRUE(c.send_headers(1, f, false));
+  EXPECT_EQ(c.wait_status(1), 502);
+  auto reqs = backend_.wait_requests(1);
+  ASSERT_EQ(reqs.size(), 1u);
+  const std::string& r = reqs[0];
+  EXPECT_EQ(r.rfind("GET /ws?room=1 HTTP/1.1\r\n", 0), 0u) << r;
+  EXPECT_NE(r.find("\r\nUpgrade: websocket\r\n"), std::string::npos) << r;
+  EXPECT_NE(r.find("\r\nConnection: upgrade\r\n"), std::string::npos) << r;
+  EXPECT_NE(r.find("\r\nsec-websocket-version: 13\r\n"), std::string::npos) << r;
+  EXPECT_NE(r.find("\r\nsec-websocket-protocol: chat, superchat\r\n"), std::string::npos) << r;
+  EXPECT_NE(r.find("\r\nsec-websocket-extensions: permessage-deflate\r\n"), std::string::npos) << r;
+  EXPECT_EQ(r.find("c2VudCBieSB0aGUgY2xpZW50"), std::string::npos) << "the client's key went up: " << r;
+  const size_t key = r.find("\r\nsec-websocket-key: ");
+  ASSERT_NE(key, std::string::npos) << r;
+  EXPECT_EQ(r.find("\r\n", key + 2) - (key + 21), 24u) << "not 16 bytes in base64: " << r;
+  EXPECT_EQ(r.find("ransfer-Encoding"), std::string::npos) << r;
+  auto lines = proxy_.wait_log_lines(1);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(json_raw(lines[0], "status"), std::string("502")) << lines[0];
+  EXPECT_EQ(json_raw(lines[0], "upstream_status"), std::string("200")) << lines[0];
+  EXPECT_EQ(json_raw(lines[0], "tunnel"), std::string("false")) << lines[0];
+}
+
+// A 101 whose Sec-WebSocket-Accept is not our key's: the upstream did not
+// understand the handshake (RFC 6455 §4.2.2), so no tunnel opens.
+TEST_F(H2Tunnel, WrongSecWebSocketAcceptIsA502) {
+  FakeUpstream up(
+      "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+      "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n");
+  ProxyOptions o;
+  o.upstream_servers = {up.address()};
+  ASSERT_TRUE(start_proxy(o));
+  h2::Client c;
+  ASSERT_TRUE(c.connect(port()));
+  auto head = open(c, 1, "/ws");
+  ASSERT_TRUE(head.has_value());
+  EXPECT_EQ(status_of(*head), 502);
+  auto lines = proxy_.wait_log_lines(1);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(json_raw(lines[0], "status"), std::string("502")) << lines[0];
+  EXPECT_EQ(json_string(lines[0], "upstream_error"), std::string("invalid_response")) << lines[0];
+  EXPECT_EQ(json_raw(lines[0], "tunnel"), std::string("false")) << lines[0];
+  EXPECT_NE(metrics().find("\ntlsfront_tunnels_total 0\n"), std::string::npos);
+}
+
 // Each malformed or refused extended CONNECT is a stream error (nghttp2's
 // checks, RFC 8441 §4 / RFC 9113 §8.3) or our 4xx, and never reaches the
 // backend (the recording one here, which would log any request).

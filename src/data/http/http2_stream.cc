@@ -322,6 +322,15 @@ void Http2Stream::send_informational(const ResponseHead& head) {
 
 void Http2Stream::send_response_head(const ResponseHead& head, bool has_body) {
   if (closed() || response_ != ResponsePhase::None) return;
+  if (record_.head.extended_connect && head.status >= 200 && head.status < 300) {
+    // RFC 9110 §9.3.6: a 2xx to CONNECT says the tunnel is open. An upstream
+    // that answered the Upgrade with one did not switch: a 502, not a lie.
+    const ConnectionInfo& info = session_->info();
+    log::warn("conn={} client={}:{} h2 stream {}: upstream answered the {} upgrade with {}, not 101", info.id,
+              info.remote_addr, info.remote_port, id_, record_.head.upgrade, head.status);
+    respond_local(502);
+    return;
+  }
   record_.status = head.status;
   transition(response_, has_body ? ResponsePhase::Head : ResponsePhase::Ended);
   submit_head(head, has_body, false);
