@@ -530,15 +530,28 @@ TEST_F(H2Tunnel, MalformedExtendedConnectIsNeverForwarded) {
   EXPECT_EQ(reqs[0].rfind("GET /ok HTTP/1.1\r\n", 0), 0u) << reqs[0];
 }
 
-// No route can open a tunnel: no SETTINGS_ENABLE_CONNECT_PROTOCOL, and a
-// :protocol is a stream error (RFC 8441 §3).
-TEST_F(H2Tunnel, NoSettingWhenNoRouteUpgrades) {
+// SETTINGS_ENABLE_CONNECT_PROTOCOL follows the routes: sent while one
+// allows an upgrade; after a reload to routes that allow none, new
+// connections get no setting, and a :protocol is a stream error (RFC 8441
+// §3) that never reaches the backend.
+TEST_F(H2Tunnel, TheSettingFollowsTheRoutesAcrossAReload) {
+  ASSERT_TRUE(start_proxy());
+  {
+    h2::Client c;
+    ASSERT_TRUE(c.connect(port()));
+    EXPECT_EQ(connect_protocol_setting(c), 1u);
+  }
   ProxyOptions o;
+  o.upstream_servers = {backend_.address()};
   o.routes = "[[route]]\npath_prefix = \"/\"\nupstream = \"backend\"\nupgrade = []\n";
-  ASSERT_TRUE(start_proxy(o));
+  write_file(proxy_.config_path(), make_config(o, kAnyPort, proxy_.access_log()));
+  proxy_.process().signal(SIGHUP);
+  ASSERT_TRUE(wait_until([&] {
+    h2::Client probe;
+    return probe.connect(port()) && connect_protocol_setting(probe) == 0;
+  })) << "still sent after the reload";
   h2::Client c;
   ASSERT_TRUE(c.connect(port()));
-  EXPECT_EQ(connect_protocol_setting(c), 0u);
   ASSERT_TRUE(c.send_headers(1, extended_connect("/ws"), false));
   auto f = c.wait_for([](const h2::Frame& x) { return x.stream == 1 || x.type == h2::kGoaway; });
   ASSERT_TRUE(f.has_value());
@@ -546,7 +559,9 @@ TEST_F(H2Tunnel, NoSettingWhenNoRouteUpgrades) {
   EXPECT_EQ(f->error_code(), h2::kProtocolError);
   ASSERT_TRUE(c.send_headers(3, h2::get_request("/ok"), true));
   EXPECT_EQ(c.wait_status(3), 200);
-  EXPECT_EQ(backend_.wait_requests(1).size(), 1u);
+  auto reqs = backend_.wait_requests(1);
+  ASSERT_EQ(reqs.size(), 1u);
+  EXPECT_EQ(reqs[0].rfind("GET /ok HTTP/1.1\r\n", 0), 0u) << reqs[0];
 }
 
 }  // namespace

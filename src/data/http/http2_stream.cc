@@ -51,7 +51,7 @@ void Http2Stream::on_header(std::string_view name, std::string_view value) {
     if (name == ":method") req.method = value;
     else if (name == ":path") req.target = value;
     else if (name == ":authority") authority_ = value;
-    else if (name == ":protocol") protocol_ = value;  // nghttp2: only with CONNECT, once we sent the setting
+    else if (name == ":protocol") protocol_ = value;  // nghttp2: with CONNECT, after our setting
     return;  // :scheme is "https" or "http" (nghttp2 checked it); we always forward https
   }
   if (name == "cookie") {
