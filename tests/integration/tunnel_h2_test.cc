@@ -22,8 +22,8 @@ constexpr uint16_t kEnableConnectProtocol = 0x8;  // RFC 8441 §3
 constexpr uint32_t kConnectError = 0xa;           // RFC 9113 §7
 
 h2::Fields extended_connect(const std::string& path, const std::string& protocol = "websocket") {
-  return {{":method", "CONNECT"}, {":protocol", protocol},           {":scheme", "https"},
-          {":authority", "localhost"}, {":path", path}, {"sec-websocket-version", "13"}};
+  return {{":method", "CONNECT"},      {":protocol", protocol}, {":scheme", "https"},
+          {":authority", "localhost"}, {":path", path},         {"sec-websocket-version", "13"}};
 }
 
 // RFC 6455 §5.2 framing. A client frame is masked (§5.3) with a fixed key.
@@ -163,13 +163,14 @@ class H2Tunnel : public ProxyTest {
   }
   // ws_peer logs "closed PATH" when the upstream side of a tunnel ends.
   bool upstream_closed(const std::string& path) {
-    return wait_until([&] { return read_file(dir_.file("ws.out")).find("closed " + path + "\n") != std::string::npos; });
+    return wait_until(
+        [&] { return read_file(dir_.file("ws.out")).find("closed " + path + "\n") != std::string::npos; });
   }
 
   Process ws_;
   int ws_port_ = 0;
-  std::string ws_buf_;             // tunnel bytes from the server not yet taken as frames
-  std::optional<h2::Frame> end_;   // the frame that ended the tunnel stream
+  std::string ws_buf_;            // tunnel bytes from the server not yet taken as frames
+  std::optional<h2::Frame> end_;  // the frame that ended the tunnel stream
 };
 
 int status_of(const h2::Frame& f) {
@@ -477,8 +478,9 @@ TEST_F(H2Tunnel, WrongSecWebSocketAcceptIsA502) {
 // backend (the recording one here, which would log any request).
 TEST_F(H2Tunnel, MalformedExtendedConnectIsNeverForwarded) {
   ProxyOptions o;
-  o.routes = "[[route]]\npath_prefix = \"/plain\"\nupstream = \"backend\"\nupgrade = []\n"
-             "[[route]]\npath_prefix = \"/\"\nupstream = \"backend\"\n";
+  o.routes =
+      "[[route]]\npath_prefix = \"/plain\"\nupstream = \"backend\"\nupgrade = []\n"
+      "[[route]]\npath_prefix = \"/\"\nupstream = \"backend\"\n";
   ASSERT_TRUE(start_proxy(o));
   struct Case {
     const char* name;

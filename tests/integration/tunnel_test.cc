@@ -135,8 +135,8 @@ TEST_F(Tunnel, FiftyMegabytesToASlowReaderKeepsMemoryBounded) {
   Process p;
   const size_t total = 50u * 1024 * 1024;
   ASSERT_TRUE(
-      p.start({kPython, kWsPeer, "slow", "wss://localhost:" + std::to_string(port()) + "/stream/" + std::to_string(total),
-               std::to_string(total)},
+      p.start({kPython, kWsPeer, "slow",
+               "wss://localhost:" + std::to_string(port()) + "/stream/" + std::to_string(total), std::to_string(total)},
               dir_.file("slow.out"), dir_.file("slow.err")));
   size_t peak = before;
   const auto deadline = Clock::now() + milliseconds(100'000);

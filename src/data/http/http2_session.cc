@@ -118,7 +118,8 @@ Http2Session::Http2Session(const SessionEnv& env, ClientTransport* transport, Co
       {NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES, 1},
       {NGHTTP2_SETTINGS_ENABLE_CONNECT_PROTOCOL, 1},  // last: left out when no route allows it
   };
-  nghttp2_submit_settings(session_.get(), NGHTTP2_FLAG_NONE, settings, std::size(settings) - (connect_protocol ? 0 : 1));
+  nghttp2_submit_settings(session_.get(), NGHTTP2_FLAG_NONE, settings,
+                          std::size(settings) - (connect_protocol ? 0 : 1));
   // Request DATA is acknowledged per connection at once and per stream only
   // when forwarded, so the connection window never stalls one stream behind
   // another's slow upstream; a larger window spares WINDOW_UPDATE round trips.

@@ -51,7 +51,7 @@ void Http2Stream::on_header(std::string_view name, std::string_view value) {
     if (name == ":method") req.method = value;
     else if (name == ":path") req.target = value;
     else if (name == ":authority") authority_ = value;
-    else if (name == ":protocol") protocol_ = value;  // nghttp2: with CONNECT, after our setting
+    else if (name == ":protocol") protocol_ = value;  // nghttp2: CONNECT only, once we sent the setting
     return;  // :scheme is "https" or "http" (nghttp2 checked it); we always forward https
   }
   if (name == "cookie") {
@@ -233,8 +233,8 @@ void Http2Stream::open_tunnel(const ResponseHead& upstream_head, std::string_vie
   if (request_ == RequestPhase::Body) transition(request_, RequestPhase::Tunnel);
   submit_head(head, true, false);
   if (session_->env().counters) session_->env().counters->tunnels_opened.add();
-  tunnel_timer_.init(session_->env().loop, [](void* self) { static_cast<Http2Stream*>(self)->on_tunnel_idle(); },
-                     this);
+  tunnel_timer_.init(
+      session_->env().loop, [](void* self) { static_cast<Http2Stream*>(self)->on_tunnel_idle(); }, this);
   tunnel_timer_.arm(session_->env().config->timeouts.tunnel);
   if (!early_body_.empty()) {
     std::string early = std::move(early_body_);
