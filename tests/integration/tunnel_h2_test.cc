@@ -225,6 +225,7 @@ TEST_F(H2Tunnel, EchoOverHttp2) {
 }
 
 TEST_F(H2Tunnel, FiveMegabytesToAClientThatStopsReadingKeepsMemoryBounded) {
+  [[maybe_unused]] SmallAsanQuarantine small_quarantine;
   ASSERT_TRUE(start());
   const size_t total = 5u * 1024 * 1024;
   h2::Client c;

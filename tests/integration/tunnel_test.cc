@@ -118,19 +118,8 @@ TEST_F(Tunnel, EchoOverHttp1) {
 }
 
 TEST_F(Tunnel, FiftyMegabytesToASlowReaderKeepsMemoryBounded) {
-#ifdef __SANITIZE_ADDRESS__
-  // ASan keeps freed blocks in a quarantine (256 MB by default) that RSS
-  // counts, so the tunnel's passing buffers would look held: this tlsfront
-  // gets a 1 MB quarantine (it inherits the environment at start).
-  struct QuarantineGuard {
-    std::string saved = std::getenv("ASAN_OPTIONS") ? std::getenv("ASAN_OPTIONS") : "";
-    QuarantineGuard() { ::setenv("ASAN_OPTIONS", (saved + ":quarantine_size_mb=1").c_str(), 1); }
-    ~QuarantineGuard() { ::setenv("ASAN_OPTIONS", saved.c_str(), 1); }
-  } small_quarantine;
+  [[maybe_unused]] SmallAsanQuarantine small_quarantine;
   ASSERT_TRUE(start());
-#else
-  ASSERT_TRUE(start());
-#endif
   const size_t before = rss_kib(proxy_.process().pid());
   Process p;
   const size_t total = 50u * 1024 * 1024;
