@@ -49,6 +49,10 @@ struct RequestHead {
   // admit() when the route does not allow it; when set, the request goes up
   // with "Upgrade" and "Connection: upgrade" and a 101 opens a tunnel.
   std::string upgrade;
+  // An HTTP/2 extended CONNECT (RFC 8441 §4) mapped to `GET` + `upgrade`
+  // (data/http/extended_connect.h): a tunnel or nothing, so admit()
+  // answers 400 where an HTTP/1.1 request would drop its Upgrade.
+  bool extended_connect = false;
 
   bool has_body() const { return chunked || (content_length && *content_length > 0); }
   // RFC 9110 §9.2.2.

@@ -275,6 +275,24 @@ TEST_F(EarlyData, UnsafeRequestWaitsForTheHandshake) {
   EXPECT_EQ(recorded_with("Early-Data"), 0u) << "a held request goes up as a normal one";
 }
 
+TEST_F(EarlyData, UpgradeRequestWaitsForTheHandshake) {
+  // A tunnel would carry the early bytes after its request to the
+  // application, where a replay repeats them: held, though it is a GET.
+  ASSERT_TRUE(start());
+  SessionPtr s = fresh_session();
+  ASSERT_TRUE(s);
+  EarlyClient c;
+  ASSERT_TRUE(c.connect(port(), s.get()));
+  ASSERT_TRUE(c.send_early("GET /ws HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+                           "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"));
+  ASSERT_TRUE(wait_metric("tlsfront_early_data_requests_total{action=\"held\"}", 1));
+  std::this_thread::sleep_for(milliseconds(200));
+  EXPECT_EQ(recorded_with("GET /ws "), 0u) << "an Upgrade in early data reached the backend before the handshake";
+  ASSERT_TRUE(c.handshake());
+  ASSERT_TRUE(wait_until([&] { return recorded_with("GET /ws ") == 1; }));
+  EXPECT_EQ(recorded_with("Early-Data"), 0u);
+}
+
 TEST_F(EarlyData, UpstreamTooEarlyIsRetriedAfterTheHandshake) {
   ASSERT_TRUE(start());
   SessionPtr s = fresh_session();

@@ -11,12 +11,10 @@
 #include <thread>
 
 #include "harness.h"
+#include "ws_peer.h"
 
 namespace tlsfront::itest {
 namespace {
-
-const std::string kPeer = std::string(TLSFRONT_SOURCE_DIR) + "/tests/integration/peers/ws_peer.py";
-constexpr const char* kPython = "/usr/bin/python3";  // Debian's, which has python3-websockets
 
 std::string upgrade_request(std::string_view path) {
   return "GET " + std::string(path) +
@@ -61,19 +59,14 @@ class Tunnel : public ProxyTest {
  protected:
   // Starts the WebSocket server and tlsfront in front of it.
   bool start(ProxyOptions o = {}) {
-    const std::string port_file = dir_.file("ws.port");
-    if (!ws_.start({kPython, kPeer, "server", port_file}, dir_.file("ws.out"), dir_.file("ws.err"))) return false;
-    if (!wait_until([&] { return read_file(port_file).ends_with("\n"); })) {
-      ADD_FAILURE() << "ws_peer did not start: " << ws_.err();
-      return false;
-    }
-    ws_port_ = std::atoi(read_file(port_file).c_str());
+    ws_port_ = start_ws_server(ws_, dir_);
+    if (ws_port_ == 0) return false;
     if (o.upstream_servers.empty()) o.upstream_servers = {"127.0.0.1:" + std::to_string(ws_port_)};
     return start_proxy(o);
   }
   // Runs a ws_peer client mode against wss://localhost:<proxy>/<path>; its stdout.
   std::string client(const std::vector<std::string>& args, milliseconds timeout = milliseconds(60'000)) {
-    std::vector<std::string> argv = {kPython, kPeer, args[0], "wss://localhost:" + std::to_string(port()) + args[1]};
+    std::vector<std::string> argv = {kPython, kWsPeer, args[0], "wss://localhost:" + std::to_string(port()) + args[1]};
     argv.insert(argv.end(), args.begin() + 2, args.end());
     Process p;
     const std::string out = dir_.file("client.out");
@@ -125,25 +118,14 @@ TEST_F(Tunnel, EchoOverHttp1) {
 }
 
 TEST_F(Tunnel, FiftyMegabytesToASlowReaderKeepsMemoryBounded) {
-#ifdef __SANITIZE_ADDRESS__
-  // ASan keeps freed blocks in a quarantine (256 MB by default) that RSS
-  // counts, so the tunnel's passing buffers would look held: this tlsfront
-  // gets a 1 MB quarantine (it inherits the environment at start).
-  struct QuarantineGuard {
-    std::string saved = std::getenv("ASAN_OPTIONS") ? std::getenv("ASAN_OPTIONS") : "";
-    QuarantineGuard() { ::setenv("ASAN_OPTIONS", (saved + ":quarantine_size_mb=1").c_str(), 1); }
-    ~QuarantineGuard() { ::setenv("ASAN_OPTIONS", saved.c_str(), 1); }
-  } small_quarantine;
+  [[maybe_unused]] SmallAsanQuarantine small_quarantine;
   ASSERT_TRUE(start());
-#else
-  ASSERT_TRUE(start());
-#endif
   const size_t before = rss_kib(proxy_.process().pid());
   Process p;
   const size_t total = 50u * 1024 * 1024;
   ASSERT_TRUE(
-      p.start({kPython, kPeer, "slow", "wss://localhost:" + std::to_string(port()) + "/stream/" + std::to_string(total),
-               std::to_string(total)},
+      p.start({kPython, kWsPeer, "slow",
+               "wss://localhost:" + std::to_string(port()) + "/stream/" + std::to_string(total), std::to_string(total)},
               dir_.file("slow.out"), dir_.file("slow.err")));
   size_t peak = before;
   const auto deadline = Clock::now() + milliseconds(100'000);

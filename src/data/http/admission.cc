@@ -28,9 +28,11 @@ const config::Listener* cleartext_listener(const ConnectionInfo& info) {
 
 // RFC 8470 §3: what may go up before the handshake completes, because a
 // replay of it acts no more than once does: a method the operator listed
-// (early_data_methods; safe ones by default) and no body.
+// (early_data_methods; safe ones by default), no body, and no tunnel (an
+// Upgrade or extended CONNECT would carry the early bytes after it, which a
+// replay repeats, to the application).
 bool replay_safe(const config::Config& cfg, const RequestHead& head) {
-  if (head.has_body() || head.chunked) return false;
+  if (head.has_body() || head.chunked || !head.upgrade.empty() || head.extended_connect) return false;
   const auto& methods = cfg.tls.early_data_methods;
   return std::find(methods.begin(), methods.end(), head.method) != methods.end();
 }
@@ -116,7 +118,11 @@ Admission admit(const SessionEnv& env, ExchangeSink* sink, RequestRecord& record
     // Only the route's upgrade tokens open a tunnel; any other Upgrade is
     // dropped (hop-by-hop) and the request forwarded as an ordinary one.
     const auto& allowed = env.config->routes[route->route].upgrade;
-    if (std::find(allowed.begin(), allowed.end(), head.upgrade) == allowed.end()) head.upgrade.clear();
+    if (std::find(allowed.begin(), allowed.end(), head.upgrade) == allowed.end()) {
+      // An RFC 8441 extended CONNECT has no ordinary request to fall back to.
+      if (head.extended_connect) return {nullptr, {400}};
+      head.upgrade.clear();
+    }
   }
   if (route->pass_normalized && normalized.changed) {
     head.upstream_target.reserve(normalized.path.size() + normalized.query.size());

@@ -28,7 +28,9 @@ int refused_method(const RequestHead& head);
 // matches its host, method and normalized path (the asterisk-form "*" of
 // OPTIONS never does); the matching route's return or redirect. Clears
 // head.upgrade unless the route's `upgrade` list names it (and on every
-// path that is not a route's: ACME, fixed answers). Sets
+// path that is not a route's: ACME, fixed answers); an HTTP/2 extended
+// CONNECT (head.extended_connect) whose protocol the route does not allow
+// is answered 400 instead, never forwarded. Sets
 // head.upstream_target when the route passes the normalized target on.
 // `sink` is borrowed by the exchange. First, a client its listener trusts
 // (trust_request_id) has its own valid request ID header adopted as

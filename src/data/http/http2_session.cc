@@ -104,6 +104,10 @@ Http2Session::Http2Session(const SessionEnv& env, ClientTransport* transport, Co
   if (nghttp2_session_server_new2(&raw, callbacks(), this, opt.get()) != 0) std::abort();  // OOM
   session_.reset(raw);
 
+  // RFC 8441 §3: extended CONNECT only where some route can open a tunnel;
+  // without the setting nghttp2 refuses :protocol (a stream error).
+  const bool connect_protocol = std::any_of(env_.config->routes.begin(), env_.config->routes.end(),
+                                            [](const config::Route& r) { return !r.upgrade.empty(); });
   const nghttp2_settings_entry settings[] = {
       {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, cfg.max_concurrent_streams},
       {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, cfg.initial_window_size},
@@ -112,8 +116,10 @@ Http2Session::Http2Session(const SessionEnv& env, ClientTransport* transport, Co
       {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
       // RFC 9218 §2.1: no RFC 7540 priority tree to maintain (or abuse).
       {NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES, 1},
+      {NGHTTP2_SETTINGS_ENABLE_CONNECT_PROTOCOL, 1},  // last: left out when no route allows it
   };
-  nghttp2_submit_settings(session_.get(), NGHTTP2_FLAG_NONE, settings, std::size(settings));
+  nghttp2_submit_settings(session_.get(), NGHTTP2_FLAG_NONE, settings,
+                          std::size(settings) - (connect_protocol ? 0 : 1));
   // Request DATA is acknowledged per connection at once and per stream only
   // when forwarded, so the connection window never stalls one stream behind
   // another's slow upstream; a larger window spares WINDOW_UPDATE round trips.

@@ -13,7 +13,9 @@
 // (nghttp2_option_set_max_outbound_ack), CONTINUATION floods
 // (nghttp2_option_set_max_continuations) and its own RST_STREAM rate limit
 // (nghttp2_option_set_stream_reset_rate_limit).
-// What this class adds: the SETTINGS from [http2] (config.h); HEADERS on a
+// What this class adds: the SETTINGS from [http2] (config.h), and
+// SETTINGS_ENABLE_CONNECT_PROTOCOL = 1 when some route allows an upgrade
+// (RFC 8441 §3; its extended CONNECT streams: Http2Stream); HEADERS on a
 // lower, never opened stream id is a connection error (§5.1.1; nghttp2 1.52
 // ignores it); PRIORITY on stream 0 is a connection error PROTOCOL_ERROR
 // (§6.3; nghttp2 drops PRIORITY unseen under NO_RFC7540_PRIORITIES); a

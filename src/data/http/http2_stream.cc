@@ -5,7 +5,9 @@
 #include <vector>
 
 #include "data/http/admission.h"
+#include "data/http/extended_connect.h"
 #include "data/http/http2_session.h"
+#include "log/log.h"
 #include "message/error_response.h"
 
 namespace tlsfront::http {
@@ -49,6 +51,7 @@ void Http2Stream::on_header(std::string_view name, std::string_view value) {
     if (name == ":method") req.method = value;
     else if (name == ":path") req.target = value;
     else if (name == ":authority") authority_ = value;
+    else if (name == ":protocol") protocol_ = value;  // nghttp2: CONNECT only, once we sent the setting
     return;  // :scheme is "https" or "http" (nghttp2 checked it); we always forward https
   }
   if (name == "cookie") {
@@ -75,6 +78,8 @@ bool Http2Stream::on_request_head(bool end_stream) {
     return false;
   }
   RequestHead& req = record_.head;
+  // RFC 8441 §4 (nghttp2 checked :scheme, :path and :authority are there).
+  if (req.method == "CONNECT" && !protocol_.empty()) websocket_accept_ = map_extended_connect(req, protocol_);
   if (int status = refused_method(req); status != 0) {
     respond_local(status);
     return false;
@@ -101,7 +106,7 @@ bool Http2Stream::on_request_head(bool end_stream) {
     return false;
   }
   if (!cookie_.empty()) req.headers.push_back(Header{"cookie", cookie_, HeaderToken::Other});
-  if (!req.content_length) {
+  if (!req.content_length && !req.extended_connect) {
     if (!end_stream) {
       req.chunked = true;  // length unknown: chunked upstream (RFC 9113 §8.2.2)
     } else if (req.method == "POST" || req.method == "PUT" || req.method == "PATCH") {
@@ -123,7 +128,7 @@ void Http2Stream::start() {
   transition(upstream_, UpstreamPhase::Started);
   exchange_->start();
   if (!exchange_) return;
-  if (!early_body_.empty()) {
+  if (!early_body_.empty() && !record_.head.extended_connect) {
     std::string body = std::move(early_body_);
     early_body_.clear();
     exchange_->on_request_body(body);
@@ -147,6 +152,10 @@ void Http2Stream::drop_held_body() {
 
 void Http2Stream::on_request_data(std::string_view data) {
   record_.bytes_received += data.size();
+  if (record_.head.extended_connect) {
+    on_tunnel_data(data);
+    return;
+  }
   if (!record_.add_body(data.size(), session_->env().config->limits.max_body_bytes) &&
       response_ == ResponsePhase::None) {
     respond_local(413);
@@ -180,8 +189,89 @@ void Http2Stream::on_trailer(std::string_view name, std::string_view value) {
   request_trailers_.push_back(Header{std::string(name), std::string(value), classify_header(name)});
 }
 
+void Http2Stream::on_tunnel_data(std::string_view data) {
+  if (request_ == RequestPhase::Tunnel && response_ == ResponsePhase::Tunnel && exchange_) {
+    forward_tunnel(data);
+    if (exchange_->request_body_congested()) {
+      unconsumed_ += data.size();  // acknowledged by on_request_body_writable()
+    } else {
+      consume(data.size());
+    }
+    return;
+  }
+  if (exchange_ && response_ == ResponsePhase::None) {
+    // Sent before the tunnel opened: held, unacknowledged (so bounded by the
+    // stream window), until the 101 (open_tunnel) or another answer.
+    early_body_.append(data);
+    unconsumed_ += data.size();
+    return;
+  }
+  // No tunnel (an ordinary answer, or the upstream closed it): dropped.
+  consume(data.size());
+  discarded_ += data.size();
+  if (response_ == ResponsePhase::EndSent && discarded_ > kMaxDiscardBytes) reset(NGHTTP2_NO_ERROR);
+}
+
+void Http2Stream::forward_tunnel(std::string_view data) {
+  if (session_->env().counters) session_->env().counters->tunnel_bytes_to_upstream.add(data.size());
+  tunnel_timer_.arm(session_->env().config->timeouts.tunnel);
+  exchange_->on_tunnel_data(data);
+}
+
+void Http2Stream::open_tunnel(const ResponseHead& upstream_head, std::string_view) {
+  if (closed() || response_ != ResponsePhase::None) return;
+  ResponseHead head = upstream_head;
+  if (!record_.head.extended_connect || !accept_upgrade_response(head, websocket_accept_)) {
+    const ConnectionInfo& info = session_->info();
+    log::warn("conn={} client={}:{} h2 stream {}: upstream's 101 lacks the Sec-WebSocket-Accept of our key", info.id,
+              info.remote_addr, info.remote_port, id_);
+    respond_local(502);  // retires the exchange: its stats are the record's now
+    if (UpstreamStats* stats = record_.upstream ? &*record_.upstream : nullptr) {
+      if (!stats->error.empty()) stats->error += ", ";
+      stats->error += to_string(upstream::UpstreamFailure::InvalidResponse);
+    }
+    return;
+  }
+  // RFC 8441 §5: the 101 becomes a 2xx; what it said about the protocol
+  // (Sec-WebSocket-Protocol, -Extensions) stays.
+  head.status = 200;
+  head.reason.clear();
+  head.content_length.reset();
+  record_.status = 200;
+  record_.tunnel = true;
+  transition(response_, ResponsePhase::Tunnel);
+  if (request_ == RequestPhase::Body) transition(request_, RequestPhase::Tunnel);
+  submit_head(head, true, false);
+  if (session_->env().counters) session_->env().counters->tunnels_opened.add();
+  tunnel_timer_.init(
+      session_->env().loop, [](void* self) { static_cast<Http2Stream*>(self)->on_tunnel_idle(); }, this);
+  tunnel_timer_.arm(session_->env().config->timeouts.tunnel);
+  if (!early_body_.empty()) {
+    std::string early = std::move(early_body_);
+    early_body_.clear();
+    forward_tunnel(early);
+    if (!exchange_->request_body_congested()) on_request_body_writable();
+  }
+  // END_STREAM came with or right after the CONNECT: the client's half is over.
+  if (request_ == RequestPhase::Complete && exchange_) exchange_->on_tunnel_end();
+}
+
+void Http2Stream::on_tunnel_idle() {
+  if (closed() || !record_.tunnel) return;
+  const ConnectionInfo& info = session_->info();
+  log::info("conn={} client={}:{} h2 stream {}: tunnel idle for {} ms; RST_STREAM", info.id, info.remote_addr,
+            info.remote_port, id_, session_->env().config->timeouts.tunnel.count());
+  if (exchange_) exchange_->cancel();  // retired (and logged) when the reset closes the stream
+  reset(NGHTTP2_CANCEL);
+}
+
 void Http2Stream::on_request_end() {
   if (request_ == RequestPhase::Complete) return;  // the request already ended
+  if (request_ == RequestPhase::Tunnel) {
+    transition(request_, RequestPhase::Complete);
+    if (exchange_) exchange_->on_tunnel_end();
+    return;
+  }
   transition(request_, RequestPhase::Complete);
   if (exchange_ && upstream_ == UpstreamPhase::Started) {
     if (!request_trailers_.empty()) exchange_->on_request_trailers(std::move(request_trailers_));
@@ -245,6 +335,15 @@ void Http2Stream::send_informational(const ResponseHead& head) {
 
 void Http2Stream::send_response_head(const ResponseHead& head, bool has_body) {
   if (closed() || response_ != ResponsePhase::None) return;
+  if (record_.head.extended_connect && head.status >= 200 && head.status < 300) {
+    // RFC 9110 §9.3.6: a 2xx to CONNECT says the tunnel is open. An upstream
+    // that answered the Upgrade with one did not switch: a 502, not a lie.
+    const ConnectionInfo& info = session_->info();
+    log::warn("conn={} client={}:{} h2 stream {}: upstream answered the {} upgrade with {}, not 101", info.id,
+              info.remote_addr, info.remote_port, id_, record_.head.upgrade, head.status);
+    respond_local(502);
+    return;
+  }
   record_.status = head.status;
   transition(response_, has_body ? ResponsePhase::Head : ResponsePhase::Ended);
   submit_head(head, has_body, false);
@@ -258,6 +357,10 @@ void Http2Stream::resume_provider() {
 
 void Http2Stream::send_response_body(std::string_view data) {
   if (closed() || data.empty()) return;
+  if (response_ == ResponsePhase::Tunnel) {
+    if (session_->env().counters) session_->env().counters->tunnel_bytes_to_client.add(data.size());
+    tunnel_timer_.arm(session_->env().config->timeouts.tunnel);
+  }
   out_.append(data);
   resume_provider();
   session_->schedule_send();
@@ -270,13 +373,19 @@ void Http2Stream::send_trailers(const std::vector<Header>& trailers) {
 
 void Http2Stream::end_response() {
   if (closed()) return;
-  if (response_ == ResponsePhase::Head) transition(response_, ResponsePhase::Ended);
+  if (response_ == ResponsePhase::Head || response_ == ResponsePhase::Tunnel) {
+    transition(response_, ResponsePhase::Ended);
+  }
   resume_provider();
   session_->schedule_send();
 }
 
 void Http2Stream::fail_response(int status, std::string_view) {
   if (closed()) return;
+  if (response_ == ResponsePhase::Tunnel) {
+    reset(NGHTTP2_CONNECT_ERROR);  // RFC 9113 §8.5: the upstream connection failed
+    return;
+  }
   if (status == 0 || response_ != ResponsePhase::None) {
     reset(NGHTTP2_INTERNAL_ERROR);  // the response is cut short: the client must see it
     return;
@@ -364,7 +473,11 @@ void Http2Stream::on_response_end_sent() {
   // RFC 9113 §8.1: the response is complete and the rest of the request is
   // not wanted: RST_STREAM NO_ERROR, unless the client may still finish the
   // upload cheaply (libcurl, for one, fails a transfer whose upload is cut).
-  if (request_ != RequestPhase::Complete && discarded_ > kMaxDiscardBytes) reset(NGHTTP2_NO_ERROR);
+  // An extended CONNECT answered without a tunnel has nothing left to send.
+  if (request_ != RequestPhase::Complete &&
+      (discarded_ > kMaxDiscardBytes || (record_.head.extended_connect && !record_.tunnel))) {
+    reset(NGHTTP2_NO_ERROR);
+  }
 }
 
 void Http2Stream::on_client_reset() {
@@ -373,11 +486,14 @@ void Http2Stream::on_client_reset() {
 
 void Http2Stream::on_closed(uint32_t error_code) {
   if (closed()) return;
-  const bool by_client = end_ == StreamEnd::ClientReset || error_code == NGHTTP2_CANCEL;
+  const bool client_reset = end_ == StreamEnd::ClientReset;
+  const bool by_client = client_reset || error_code == NGHTTP2_CANCEL;
   transition(end_, StreamEnd::Closed);
+  tunnel_timer_.close();
   ProxyExchange::retire(exchange_, &record_);
   record_.bytes_sent += bytes_out_;
-  record_.response_complete = response_ == ResponsePhase::EndSent;
+  // A tunnel ends when either side ends it: a client's RST_STREAM too.
+  record_.response_complete = response_ == ResponsePhase::EndSent || (record_.tunnel && client_reset);
   if (!record_.response_complete && !final_head_sent()) {
     // Cut short before the client had a status: it went away (nginx's
     // 499), or we reset the stream after a failure, dropping a queued head.

@@ -10,6 +10,17 @@
 // bytes are buffered up to kResponseHighWatermark before the exchange pauses
 // the upstream; nghttp2 drains the buffer as the client's window allows.
 //
+// RFC 8441 extended CONNECT (`:method CONNECT` + `:protocol`, allowed by the
+// route's `upgrade` list) goes up as an HTTP/1.1 Upgrade request
+// (data/http/extended_connect.h); the upstream's 101 becomes this stream's
+// 200 and from then on DATA carries the tunnel both ways: client DATA is
+// consumed only as the upstream takes it (the same flow control as a
+// request body), upstream bytes wait in out_ for the client's window
+// (kResponseHighWatermark pauses the upstream). END_STREAM from the client
+// is a FIN to the upstream, the upstream's EOF is our END_STREAM, an error
+// on the upstream connection is RST_STREAM CONNECT_ERROR (RFC 9113 §8.5),
+// and timeouts.tunnel without a byte either way is RST_STREAM CANCEL.
+//
 // Trust: every header byte comes from the client; nghttp2 has already
 // rejected what §8.2-8.3 forbids (uppercase names, connection-specific
 // fields, TE other than "trailers", bad pseudo-headers) before we see it.
@@ -30,6 +41,7 @@
 #include "data/http/proxy_exchange.h"
 #include "data/http/request_record.h"
 #include "message/request.h"
+#include "util/lazy_timer.h"
 #include "util/loop_context.h"
 #include "util/state.h"
 
@@ -49,7 +61,11 @@ class Http2Stream final : public Deletable, public ExchangeSink {
   //   Head -> Body       the header block ended without END_STREAM
   //   Head -> Complete   ... with END_STREAM (no body)
   //   Body -> Complete   END_STREAM on DATA or trailers
-  enum class RequestPhase { Head, Body, Complete };
+  //   Body -> Tunnel     an extended CONNECT's 200 was submitted: DATA is
+  //                      the tunnel's, to the upstream as it takes it
+  //   Tunnel -> Complete END_STREAM: the client's half of the tunnel ended
+  //                      (a FIN to the upstream)
+  enum class RequestPhase { Head, Body, Complete, Tunnel };
   // The exchange for it:
   //   None -> Pending    admitted (on_request_head); started once the read
   //                      that carried the head is processed (a stream opened
@@ -60,10 +76,13 @@ class Http2Stream final : public Deletable, public ExchangeSink {
   // The response:
   //   None -> Head       final head submitted with a body to come
   //   None -> Ended      final head submitted without a body
+  //   None -> Tunnel     the upstream's 101 became our 200 (open_tunnel):
+  //                      the upstream's tunnel bytes follow as DATA
   //   Head -> Ended      every body byte is in out_ (end_response)
+  //   Tunnel -> Ended    the upstream closed the tunnel (its EOF)
   //   Ended -> EndSent   the frame with END_STREAM went out
   // 1xx heads are submitted in None and change nothing.
-  enum class ResponsePhase { None, Head, Ended, EndSent };
+  enum class ResponsePhase { None, Head, Ended, EndSent, Tunnel };
   // The stream itself:
   //   Open -> ClientReset   the client sent RST_STREAM (closing follows)
   //   Open | ClientReset -> Closed   nghttp2 closed it (on_closed)
@@ -128,9 +147,9 @@ class Http2Stream final : public Deletable, public ExchangeSink {
 
   // ExchangeSink
   void send_informational(const ResponseHead& head) override;
-  // Never called: an HTTP/2 request carries no Upgrade (hop-by-hop, refused
-  // by nghttp2), and RFC 8441 extended CONNECT is not implemented yet.
-  void open_tunnel(const ResponseHead&, std::string_view) override { fail_response(502, "unexpected 101"); }
+  // The upstream's 101 to an extended CONNECT: checked (Sec-WebSocket-Accept;
+  // 502 when wrong) and submitted as a 200 without END_STREAM.
+  void open_tunnel(const ResponseHead& head, std::string_view protocol) override;
   void send_response_head(const ResponseHead& head, bool has_body) override;
   void send_response_body(std::string_view data) override;
   void send_trailers(const std::vector<Header>& trailers) override;
@@ -157,6 +176,12 @@ class Http2Stream final : public Deletable, public ExchangeSink {
   // acknowledged (WINDOW_UPDATE) and dropped.
   void drop_held_body();
   void resume_provider();
+  // DATA on an extended CONNECT stream: tunnel bytes (held before the
+  // answer, forwarded in the tunnel, dropped otherwise).
+  void on_tunnel_data(std::string_view data);
+  void forward_tunnel(std::string_view data);
+  // timeouts.tunnel passed without a byte either way.
+  void on_tunnel_idle();
   size_t pending_output() const { return out_.size() - out_off_; }
   bool head_too_large() const;
   bool final_head_sent() const { return final_head_ > 0 && heads_sent_ >= final_head_; }
@@ -175,6 +200,9 @@ class Http2Stream final : public Deletable, public ExchangeSink {
   uint64_t final_head_bytes_ = 0;
   std::string authority_;
   std::string cookie_;
+  std::string protocol_;          // :protocol (RFC 8441 §4), as received
+  std::string websocket_accept_;  // what the upstream's 101 must carry ("" : not checked)
+  LazyTimer tunnel_timer_;        // timeouts.tunnel, from open_tunnel on
   size_t header_bytes_ = 0;  // RFC 9113 §6.5.2 sizes, against max_header_list_size
   std::unique_ptr<ProxyExchange> exchange_;
   std::string early_body_;  // DATA received while Pending
@@ -193,10 +221,11 @@ class Http2Stream final : public Deletable, public ExchangeSink {
 // The transition tables (util/state.h).
 constexpr bool legal(Http2Stream::RequestPhase from, Http2Stream::RequestPhase to) {
   using P = Http2Stream::RequestPhase;
-  return (from == P::Head && (to == P::Body || to == P::Complete)) || (from == P::Body && to == P::Complete);
+  return (from == P::Head && (to == P::Body || to == P::Complete)) ||
+         (from == P::Body && (to == P::Complete || to == P::Tunnel)) || (from == P::Tunnel && to == P::Complete);
 }
 constexpr const char* name(Http2Stream::RequestPhase p) {
-  constexpr const char* names[] = {"Head", "Body", "Complete"};
+  constexpr const char* names[] = {"Head", "Body", "Complete", "Tunnel"};
   return names[static_cast<int>(p)];
 }
 constexpr bool legal(Http2Stream::UpstreamPhase from, Http2Stream::UpstreamPhase to) {
@@ -208,11 +237,11 @@ constexpr const char* name(Http2Stream::UpstreamPhase p) {
 }
 constexpr bool legal(Http2Stream::ResponsePhase from, Http2Stream::ResponsePhase to) {
   using P = Http2Stream::ResponsePhase;
-  return (from == P::None && (to == P::Head || to == P::Ended)) || (from == P::Head && to == P::Ended) ||
-         (from == P::Ended && to == P::EndSent);
+  return (from == P::None && (to == P::Head || to == P::Ended || to == P::Tunnel)) ||
+         ((from == P::Head || from == P::Tunnel) && to == P::Ended) || (from == P::Ended && to == P::EndSent);
 }
 constexpr const char* name(Http2Stream::ResponsePhase p) {
-  constexpr const char* names[] = {"None", "Head", "Ended", "EndSent"};
+  constexpr const char* names[] = {"None", "Head", "Ended", "EndSent", "Tunnel"};
   return names[static_cast<int>(p)];
 }
 constexpr bool legal(Http2Stream::StreamEnd from, Http2Stream::StreamEnd to) {

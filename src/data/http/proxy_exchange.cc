@@ -280,6 +280,10 @@ void ProxyExchange::on_request_trailers(std::vector<Header>&& trailers) {
   request_trailers_ = std::move(trailers);
 }
 
+void ProxyExchange::on_tunnel_end() {
+  if (phase_ == Phase::Tunnel && conn_) conn_->shutdown_write();
+}
+
 void ProxyExchange::on_request_complete() {
   request_complete_ = true;
   if (phase_ == Phase::Done) return;

@@ -134,6 +134,10 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   // Tunnel bytes from the client (after ExchangeSink::open_tunnel), sent up
   // as they are; the same backpressure as a request body.
   void on_tunnel_data(std::string_view data);
+  // The client ended its side of the tunnel (HTTP/2 END_STREAM): a FIN to
+  // the upstream once what it sent is written (RFC 9113 §8.5); the
+  // upstream's bytes keep coming until its own close.
+  void on_tunnel_end();
   // The client side drained: resume reading the upstream response.
   void on_output_drained();
   // The client went away or the session failed: close the upstream connection,

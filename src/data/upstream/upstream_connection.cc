@@ -103,7 +103,7 @@ void UpstreamConnection::attach(Handler* handler, bool head_request, bool upgrad
 }
 
 void UpstreamConnection::send(std::string_view bytes) {
-  if (state_ == State::Closed) return;
+  if (state_ == State::Closed || shutdown_wanted_) return;
   out_.append(bytes);
   if (buffered_bytes() >= kWriteLowWatermark) notify_writable_ = true;  // a sender may now wait for room
   LoopContext::of(loop_).schedule_flush(this);
@@ -118,6 +118,7 @@ void UpstreamConnection::write_now() {
   }
   if (out_.capacity() > kKeptOutputBytes) std::string().swap(out_);  // a large request body passed
   if (state_ != State::Active) return;
+  maybe_shutdown();
   arm_timer(writer_.idle() ? cfg_.read_timeout : cfg_.send_timeout);
 }
 
@@ -155,7 +156,24 @@ void UpstreamConnection::on_write_done(int status) {
   }
   if (state_ != State::Active) return;
   arm_timer(writer_.idle() ? cfg_.read_timeout : cfg_.send_timeout);
+  maybe_shutdown();
   if (handler_ && writer_.buffered_bytes() < kWriteLowWatermark) handler_->on_upstream_writable();
+}
+
+void UpstreamConnection::shutdown_write() {
+  if (shutdown_wanted_ || state_ == State::Closed) return;
+  shutdown_wanted_ = true;
+  write_now();
+  if (state_ == State::Active) maybe_shutdown();  // or when the queue drains (on_write_done)
+}
+
+void UpstreamConnection::maybe_shutdown() {
+  if (!shutdown_wanted_ || shutdown_sent_ || !writer_.idle() || !out_.empty()) return;
+  shutdown_sent_ = true;
+  auto* req = new uv_shutdown_t{};
+  // libuv reports a failed shutdown through the callback; the tunnel's
+  // reads still see the backend's EOF or error, which end it.
+  if (uv_shutdown(req, tcp_.stream(), [](uv_shutdown_t* r, int) { delete r; }) != 0) delete req;
 }
 
 void UpstreamConnection::pause_reading() {

@@ -90,6 +90,11 @@ class UpstreamConnection : public Deletable, public Flushable {
   uint64_t bytes_written() const { return writer_.bytes_written() - written_at_attach_; }
   bool response_started() const { return response_bytes_ > 0; }
 
+  // A tunnel's client ended its side (RFC 9113 §8.5: END_STREAM is a FIN):
+  // once every queued byte is written, shutdown(SHUT_WR); reading goes on
+  // until the backend's own EOF. Idempotent; nothing may be sent after it.
+  void shutdown_write();
+
   // Response backpressure: stop/restart reading from the backend.
   void pause_reading();
   void resume_reading();
@@ -113,6 +118,8 @@ class UpstreamConnection : public Deletable, public Flushable {
   void on_read(ssize_t nread, const uv_buf_t* buf);
   void on_tunnel_read(ssize_t nread, const uv_buf_t* buf);
   void on_write_done(int status);
+  // shutdown_write()'s uv_shutdown, once the queue is empty.
+  void maybe_shutdown();
   void on_timer();
   void arm_timer(std::chrono::milliseconds ms);
   void fail(UpstreamFailure failure, Error error);
@@ -147,6 +154,9 @@ class UpstreamConnection : public Deletable, public Flushable {
   llhttp_t parser_{};
   bool head_request_ = false;
   bool upgrade_ = false;
+  // shutdown_write() was asked for / its uv_shutdown is issued.
+  bool shutdown_wanted_ = false;
+  bool shutdown_sent_ = false;
   bool reading_ = false;
   ResponsePhase response_ = ResponsePhase::Waiting;
   uint64_t requests_ = 0;

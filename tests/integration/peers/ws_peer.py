@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """WebSocket peers for the tunnel tests (python3-websockets, RFC 6455).
 
-server PORT_FILE        echo server on 127.0.0.1:0; writes "PORT\n" to PORT_FILE.
+server PORT_FILE        echo server on 127.0.0.1:0; writes "PORT\n" to PORT_FILE
+                        and "closed PATH" to stdout when a connection ends.
                         /echo: echoes every message; /stream/N: sends N bytes
                         (64 KiB binary messages) then closes; /close: closes
                         the TCP connection right after the handshake;
@@ -25,6 +26,13 @@ CHUNK = 64 * 1024
 
 
 async def handler(ws, path):
+    try:
+        await serve(ws, path)
+    finally:
+        print(f"closed {path}", flush=True)
+
+
+async def serve(ws, path):
     if path == "/echo":
         async for message in ws:
             await ws.send(message)
