@@ -145,7 +145,8 @@ Status H2Session::submit(H2Stream* stream, const std::vector<http::Header>& fiel
   for (const auto& h : fields) {
     nva.push_back(nghttp2_nv{reinterpret_cast<uint8_t*>(const_cast<char*>(h.name.data())),
                              reinterpret_cast<uint8_t*>(const_cast<char*>(h.value.data())), h.name.size(),
-                             h.value.size(), static_cast<uint8_t>(h.no_index ? NGHTTP2_NV_FLAG_NO_INDEX : NGHTTP2_NV_FLAG_NONE)});
+                             h.value.size(),
+                             static_cast<uint8_t>(h.no_index ? NGHTTP2_NV_FLAG_NO_INDEX : NGHTTP2_NV_FLAG_NONE)});
   }
   nghttp2_data_provider provider{};
   provider.source.ptr = this;
