@@ -65,7 +65,10 @@
 # Environment: TLSFRONT_BIN (default build/tlsfront, built if missing),
 # BENCH_DURATION (seconds per rate test, default 5), BENCH_ROUNDS (3),
 # BENCH_IDLE_CONNS (2000), BENCH_TTFB_SAMPLES (200), BENCH_KEEP_TMP=1 (keep the
-# temporary directory with every configuration and log, for inspection).
+# temporary directory with every configuration and log, for inspection),
+# BENCH_PERF=DIR (perf record -g of each proxy's process tree during full_hs and
+# resumed_hs, into DIR/<test>-<proxy>-r<round>.data; the sampling costs the
+# proxy CPU, so rates of such a run do not compare with others).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 repo=$(pwd)
@@ -75,9 +78,9 @@ rounds=${BENCH_ROUNDS:-3}
 duration=${BENCH_DURATION:-5}
 idle_conns=${BENCH_IDLE_CONNS:-2000}
 ttfb_samples=${BENCH_TTFB_SAMPLES:-200}
-proxies=(tlsfront nginx haproxy)
+proxies=(tlsfront nginx haproxy h2o nghttpx)
 out=""
-tests=(rss_idle ttfb_new_conn h1_rps h1_gzip_rps h2_rps full_hs resumed_hs)
+tests=(rss_idle rss_idle_h2 ttfb_new_conn h1_rps h1_gzip_rps h2_rps full_hs resumed_hs)
 
 proxy_cpu=0
 load_cpu=1
@@ -163,7 +166,7 @@ forget_pid() {
 # --- tools, build, ports --------------------------------------------------------
 check_tools() {
   local t missing=()
-  for t in nginx haproxy wrk h2load openssl curl taskset timeout ss ps awk; do
+  for t in nginx haproxy h2o nghttpx wrk h2load openssl curl taskset timeout ss ps awk; do
     command -v "$t" >/dev/null 2>&1 || missing+=("$t")
   done
   ((${#missing[@]} == 0)) || die "missing ${missing[*]} (run scripts/install-deps.sh)"
@@ -396,12 +399,80 @@ backend be_json
 EOF
 }
 
+write_h2o_conf() {
+  local dir=$1 port=$2 path
+  cat >"$dir/openssl.cnf" <<EOF
+openssl_conf = bench_conf
+[bench_conf]
+ssl_conf = bench_ssl
+[bench_ssl]
+system_default = bench_sys
+[bench_sys]
+Ciphersuites = $ciphersuites
+Groups = X25519:P-256
+EOF
+  {
+    ((EUID == 0)) && echo "user: root"   # else it runs as nobody and cannot write $dir
+    cat <<EOF
+num-threads: 1
+pid-file: $dir/h2o.pid
+error-log: $dir/error.log
+max-connections: $((idle_conns * 2 + 500))
+http1-request-timeout: 75
+http2-idle-timeout: 75
+send-server-name: OFF
+access-log:
+  path: $dir/access.log
+  format: '%h:%{remote}p [%t] "%r" %s %b %{duration}x %H %{ssl.protocol-version}x %{ssl.cipher}x reused=%{ssl.session-reused}x'
+ssl-session-resumption:
+  mode: all
+listen:
+  host: 127.0.0.1
+  port: $port
+  ssl:
+    certificate-file: $pki/localhost.chain.pem
+    key-file: $pki/localhost.key
+    min-version: TLSv1.2
+    cipher-suite: $ciphers
+    cipher-preference: server
+    ocsp-update-interval: 0
+hosts:
+  default:
+    paths:
+EOF
+    for path in / /bench.json; do
+      cat <<EOF
+      $path:
+        proxy.reverse.url: http://127.0.0.1:$backend_port${path}
+        proxy.preserve-host: ON
+        proxy.timeout.keepalive: 60000
+EOF
+      [[ $path == /bench.json ]] && printf '        compress: {gzip: 1}\n        compress-minimum-size: 1024\n'
+    done
+  } >"$dir/h2o.conf"
+}
+
+# nghttpx_args DIR PORT: nghttpx's options (it has no gzip: h1_gzip_rps fails with "not compressed").
+nghttpx_args() {
+  local dir=$1 port=$2
+  printf '%s\n' "--frontend=127.0.0.1,$port" "--backend=127.0.0.1,$backend_port" --workers=1 --single-thread \
+    --backlog=4096 "--rlimit-nofile=$((idle_conns * 2 + 1000))" \
+    --tls-min-proto-version=TLSv1.2 "--ciphers=$ciphers" "--tls13-ciphers=$ciphersuites" --ecdh-curves=X25519:P-256 \
+    --no-ocsp --no-server-push --no-via --add-x-forwarded-for \
+    --backend-connections-per-host="$upstream_keepalive" --backend-keep-alive-timeout=60s \
+    --frontend-keep-alive-timeout=75s "--accesslog-file=$dir/access.log" \
+    '--accesslog-format=$remote_addr:$remote_port [$time_iso8601] "$request" $status $body_bytes_sent $request_time $tls_protocol $tls_cipher reused=$tls_session_reused' \
+    "--errorlog-file=$dir/error.log" --log-level=WARN "--pid-file=$dir/nghttpx.pid"
+}
+
 # --- servers -------------------------------------------------------------------------
 declare -A port pid reused_re
 reused_re[tlsfront]='"ssl_session_reused":true'
 reused_re[tlsfront_b]=${reused_re[tlsfront]}
 reused_re[nginx]=' reused=1$'
 reused_re[haproxy]=' reused=1$'
+reused_re[h2o]=' reused=1$'
+reused_re[nghttpx]=' reused=r$'
 
 # start_server NAME CPU DIR CMD...: runs CMD pinned to CPU, stdout/stderr to
 # DIR/stdout, DIR/stderr; sets pid[NAME].
@@ -450,6 +521,16 @@ start_proxy() {
     haproxy)
       write_haproxy_conf "$dir" "${port[$name]}"
       start_server "$name" "$proxy_cpu" "$dir" haproxy -db -f "$dir/haproxy.cfg" ;;
+    h2o)
+      write_h2o_conf "$dir" "${port[$name]}"
+      # h2o 2.2 has no TLS 1.3 cipher suite or group setting: OpenSSL's own
+      # configuration sets the same ones as the others'.
+      start_server "$name" "$proxy_cpu" "$dir" env OPENSSL_CONF="$dir/openssl.cnf" h2o -c "$dir/h2o.conf" ;;
+    nghttpx)
+      local args=()
+      mapfile -t args < <(nghttpx_args "$dir" "${port[$name]}")
+      start_server "$name" "$proxy_cpu" "$dir" nghttpx --conf=/dev/null "${args[@]}" \
+        "$pki/localhost.key" "$pki/localhost.chain.pem" ;;
     *) die "unknown proxy $name" ;;
   esac
   wait_http "https://127.0.0.1:${port[$name]}/" "$name"
@@ -463,8 +544,16 @@ stop_proxy() {
   forget_pid "${pid[$1]}"
 }
 
-# proxy_pids NAME: the proxy's pid and its children's (nginx's worker).
-proxy_pids() { echo "${pid[$1]}"; children "${pid[$1]}"; }
+# descendants PID: PID and every process below it, at any depth.
+descendants() {
+  local p
+  echo "$1"
+  for p in $(children "$1"); do descendants "$p"; done
+}
+
+# proxy_pids NAME: the proxy's whole process tree (nginx's and nghttpx's
+# worker, h2o's neverbleed process that does its private-key operations).
+proxy_pids() { descendants "${pid[$1]}"; }
 
 # cpu_ticks NAME: utime+stime of the proxy's processes (all threads), in clock ticks.
 cpu_ticks() {
@@ -482,6 +571,17 @@ rss_kib() {
   local p total=0 v
   for p in $(proxy_pids "$1"); do
     v=$(awk '/^VmRSS:/ {print $2}' "/proc/$p/status" 2>/dev/null || echo 0)
+    total=$((total + ${v:-0}))
+  done
+  echo "$total"
+}
+
+# pss_kib NAME: proportional set size of the proxy's processes, KiB (pages
+# shared by a master and its worker counted once, split between them).
+pss_kib() {
+  local p total=0 v
+  for p in $(proxy_pids "$1"); do
+    v=$(awk '/^Pss:/ {print $2}' "/proc/$p/smaps_rollup" 2>/dev/null || echo 0)
     total=$((total + ${v:-0}))
   done
   echo "$total"
@@ -658,10 +758,22 @@ hs_generators() {
 # hs_test NAME LOOPS ARGS...: hs_generators LOOPS ARGS against NAME; sets
 # m[count], m[errors], m[rate], m[per_core], m[runs], m[logged], m[resumed].
 hs_test() {
-  local name=$1 l0 ok bad runs
+  local name=$1 l0 ok bad runs perf_pid=""
   shift
   l0=$(log_lines "$name")   # the previous test's lines were settled after it
+  if [[ -n ${BENCH_PERF:-} ]]; then
+    mkdir -p "$BENCH_PERF"
+    perf record -q -e cpu-clock -F 1999 -g -o "$BENCH_PERF/$t-$name-r$r.data" \
+      -p "$(proxy_pids "$name" | paste -sd,)" >/dev/null 2>&1 &
+    perf_pid=$!
+    started+=("$perf_pid")
+  fi
   with_cpu "$name" hs_generators "$@"
+  if [[ -n $perf_pid ]]; then
+    kill -INT "$perf_pid" 2>/dev/null || true
+    wait "$perf_pid" 2>/dev/null || true
+    forget_pid "$perf_pid"
+  fi
   read -r ok bad runs < <(cat "$tmp"/out.hs.* | h2load_totals /dev/stdin)
   grep -q '^h2load failed' "$tmp"/out.hs.* && bad=$((bad + 1))
   m[count]=$ok
@@ -708,14 +820,22 @@ run_ttfb_new_conn() {
       printf "%.3f %.3f\n", v[i50], v[i99] }')
 }
 
-run_rss_idle() {
-  local name=$1 l0 before after gen i n=0 est=0
+# idle_test NAME PROTO: KiB per idle TLS keepalive connection (PROTO h1 or h2),
+# RSS and PSS: sets m[kib_per_conn] (RSS) and m[pss_kib_per_conn].
+idle_test() {
+  local name=$1 proto=$2 l0 before after pss0 pss1 gen i n=0 est=0 h1=()
+  if [[ $proto == h2 ]]; then
+    negotiates_h2 "$name" || { m[error]="n/a: ALPN h2 not negotiated"; return; }
+  else
+    h1=(--h1)
+  fi
   # Each h2load connection sends its first request at once and its second
   # after 10 minutes: idle keepalive connections after one request each.
   printf '0\t%s\n600000\t%s\n' "$(url_of "$name")" "$(url_of "$name")" >"$tmp/idle.timing"
   l0=$(log_lines "$name")
   before=$(rss_kib "$name")
-  timeout --signal=KILL 60 taskset -c "$load_cpu" h2load --h1 -t1 -c"$idle_conns" -n2 \
+  pss0=$(pss_kib "$name")
+  timeout --signal=KILL 60 taskset -c "$load_cpu" h2load "${h1[@]}" -t1 -c"$idle_conns" -n2 \
     -r"$idle_rate" --rate-period=100ms \
     --timing-script-file="$tmp/idle.timing" >"$tmp/out.idle" 2>&1 &
   gen=$!
@@ -730,6 +850,7 @@ run_rss_idle() {
   sleep 0.5
   est=$(ss -Htn state established "( sport = :${port[$name]} )" | wc -l)
   after=$(rss_kib "$name")
+  pss1=$(pss_kib "$name")
   stop_pid "$gen"
   forget_pid "$gen"
   m[count]=$est
@@ -740,6 +861,7 @@ run_rss_idle() {
     return
   fi
   m[kib_per_conn]=$(awk -v a="$after" -v b="$before" -v c="$idle_conns" 'BEGIN { printf "%.2f", (a - b) / c }')
+  m[pss_kib_per_conn]=$(awk -v a="$pss1" -v b="$pss0" -v c="$idle_conns" 'BEGIN { printf "%.2f", (a - b) / c }')
   # Let the proxy close them before the next test (3 s at most).
   for ((i = 0; i < 30; i++)); do
     (($(ss -Htn state established "( sport = :${port[$name]} )" | wc -l) < 10)) && break
@@ -747,6 +869,9 @@ run_rss_idle() {
   done
   log_settle "$name"
 }
+
+run_rss_idle() { idle_test "$1" h1; }
+run_rss_idle_h2() { idle_test "$1" h2; }
 
 # --- results -------------------------------------------------------------------------------
 declare -A res     # res[test|proxy|field] = "v1 v2 ..." over rounds
@@ -772,10 +897,10 @@ record() {
     [[ ${m[error]} == n/a* ]] || errors=$((errors + 1))
     return
   fi
-  for f in rate per_core cpu_share p50_ms p99_ms kib_per_conn mean_ms; do
+  for f in rate per_core cpu_share p50_ms p99_ms kib_per_conn pss_kib_per_conn mean_ms; do
     [[ -n ${m[$f]:-} ]] && res[$t|$name|$f]+="${m[$f]} "
   done
-  say "  round $round $t $name: $(for k in rate per_core cpu_share p50_ms p99_ms kib_per_conn resumed full load_cpu_busy upstream_new_conns; do
+  say "  round $round $t $name: $(for k in rate per_core cpu_share p50_ms p99_ms kib_per_conn pss_kib_per_conn resumed full load_cpu_busy upstream_new_conns; do
     [[ -n ${m[$k]:-} ]] && printf '%s=%s ' "$k" "${m[$k]}"; done)$(
     [[ ${m[errors]:-0} != 0 ]] && printf 'WARNING: %s failed requests' "${m[errors]}")"
 }
@@ -797,7 +922,7 @@ median_of() { local s; read -r s _ _ < <(stats "${res[$1]:-}"); echo "$s"; }
 # summary_field TEST: the figure a test is compared by.
 summary_field() {
   case "$1" in
-    rss_idle) echo kib_per_conn ;;
+    rss_idle|rss_idle_h2) echo kib_per_conn ;;
     ttfb_new_conn) echo p50_ms ;;
     *) echo per_core ;;
   esac
@@ -815,7 +940,7 @@ ratio() {
     v=$(median_of "$t|$name|$f")
     [[ $v == - ]] && continue
     if [[ -z $best ]] || awk -v v="$v" -v b="$best" -v t="$t" 'BEGIN {
-        lower = (t == "rss_idle" || t == "ttfb_new_conn"); exit !(lower ? v < b : v > b) }'; then
+        lower = (t ~ /^rss_idle/ || t == "ttfb_new_conn"); exit !(lower ? v < b : v > b) }'; then
       best=$v
     fi
   done
@@ -860,6 +985,9 @@ for ((r = 1; r <= rounds; r++)); do
   for name in "${order[@]}"; do start_proxy "$name"; done
   for t in "${tests[@]}"; do
     for name in "${order[@]}"; do
+      # Memory is measured on a fresh process: an earlier test's peak, kept in
+      # the allocator's free lists, would otherwise hide what a connection costs.
+      if [[ $t == rss_idle* && $t != "${tests[0]}" ]]; then stop_proxy "$name"; start_proxy "$name"; fi
       m=()
       "run_$t" "$name"
       record "$r" "$t" "$name"
@@ -882,7 +1010,8 @@ table_row() {
   [[ -n ${res[$k|p50_ms]:-} ]] && lat="$(median_of "$k|p50_ms") / $(median_of "$k|p99_ms")"
   [[ -n ${res[$k|cpu_share]:-} ]] && cpu=$(median_of "$k|cpu_share")
   case "$t" in
-    rss_idle) printf '| %s | %s | %s | | | |\n' "$t" "$name" "$(range "${res[$k|kib_per_conn]:-}" KiB)" ;;
+    rss_idle|rss_idle_h2) printf '| %s | %s | %s (PSS %s) | | | |\n' "$t" "$name" "$(range "${res[$k|kib_per_conn]:-}" KiB)" \
+      "$(range "${res[$k|pss_kib_per_conn]:-}" KiB)" ;;
     ttfb_new_conn) printf '| %s | %s | %s | | | %s |\n' "$t" "$name" "$(range "${res[$k|p50_ms]:-}" ms)" "$lat" ;;
     *)
       if [[ $t == h2_rps && $name == tlsfront ]] && ((h2_na)); then
@@ -919,6 +1048,6 @@ printf 'handshake costs the server 1 sign + 2 X25519 => %s handshakes/s per core
 printf 'results: %s; benchmark %ss, whole script %ss\n' "$out" \
   "$(awk -v a="$t_start" -v b="$(now)" 'BEGIN { printf "%.0f", b - a }')" "$SECONDS"
 line="ratios:"
-for t in h1_rps h1_gzip_rps h2_rps full_hs resumed_hs ttfb_new_conn rss_idle; do line+=" $t=$(ratio "$t")"; done
+for t in h1_rps h1_gzip_rps h2_rps full_hs resumed_hs ttfb_new_conn rss_idle rss_idle_h2; do line+=" $t=$(ratio "$t")"; done
 printf '{"kind":"ratios","line":"%s"}\n' "$line" >>"$out"
 echo "$line"

@@ -14,6 +14,7 @@ packages=(
   clang libclang-rt-14-dev
   curl nghttp2-client redis-server wrk logrotate systemd
   nginx haproxy iproute2 procps
+  h2o nghttp2-proxy  # scripts/bench.sh peers (h2o 2.2, nghttpx 1.52)
   prometheus  # promtool: tests the shipped alert rules (conf/prometheus)
   python3-websockets  # WebSocket client and echo server of the tunnel tests
   python3 util-linux  # scripts/bench-wan.sh (its summary; chrt) and the delay line's smoke test

@@ -33,8 +33,17 @@ TicketKeyStore* store_of(SSL* ssl) {
   return static_cast<TicketKeyStore*>(SSL_CTX_get_ex_data(ctx, ctx_store_index()));
 }
 
+// The ticket cipher, fetched from the default provider once per process. A
+// legacy EVP_aes_*_cbc() handed to EVP_{En,De}cryptInit_ex makes OpenSSL 3.0
+// look the algorithm up in its provider store again on every ticket (an
+// "implicit fetch", under the store's lock); an explicitly fetched cipher is
+// used as is. Process-lifetime objects, never freed; null only if the default
+// provider lacks AES-CBC, and then the legacy object is used.
 const EVP_CIPHER* cipher_of(const TicketKey& key) {
-  return key.cipher == TicketKey::Cipher::Aes256Cbc ? EVP_aes_256_cbc() : EVP_aes_128_cbc();
+  static const EVP_CIPHER* const aes256 = EVP_CIPHER_fetch(nullptr, "AES-256-CBC", nullptr);
+  static const EVP_CIPHER* const aes128 = EVP_CIPHER_fetch(nullptr, "AES-128-CBC", nullptr);
+  if (key.cipher == TicketKey::Cipher::Aes256Cbc) return aes256 != nullptr ? aes256 : EVP_aes_256_cbc();
+  return aes128 != nullptr ? aes128 : EVP_aes_128_cbc();
 }
 
 // HMAC-SHA256 keyed with the key's secret (RFC 5077 §4 MAC over key_name, IV

@@ -101,7 +101,7 @@ Http2Session::Http2Session(const SessionEnv& env, ClientTransport* transport, Co
   // A header block may span max_header_list_size / 16 KiB CONTINUATION frames, at least nghttp2's 8.
   nghttp2_option_set_max_continuations(opt.get(), std::max<size_t>(8, cfg.max_header_list_size / 16384 + 2));
   nghttp2_session* raw = nullptr;
-  if (nghttp2_session_server_new2(&raw, callbacks(), this, opt.get()) != 0) std::abort();  // OOM
+  if (nghttp2_session_server_new3(&raw, callbacks(), this, opt.get(), memory_.mem()) != 0) std::abort();  // OOM
   session_.reset(raw);
 
   // RFC 8441 §3: extended CONNECT only where some route can open a tunnel;

@@ -65,6 +65,7 @@
 #include "data/http/session_env.h"
 #include "data/http/http2_stream.h"
 #include "util/loop_context.h"
+#include "util/nghttp2_memory.h"
 #include "util/nghttp2_ptr.h"
 
 namespace tlsfront::http {
@@ -151,6 +152,7 @@ class Http2Session final : public ClientSession, public Flushable {
   ConnectionInfo info_;
   X509* certificate_;
   mutable std::string covered_host_;  // the last host certificate_covers() said yes to
+  Nghttp2Memory memory_;  // before session_: nghttp2 frees into it when the session is deleted
   Nghttp2SessionPtr session_;
   std::unordered_map<int32_t, std::unique_ptr<Http2Stream>> streams_;
   std::vector<int32_t> to_start_;

@@ -1,0 +1,79 @@
+#include "util/nghttp2_memory.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+namespace tlsfront {
+namespace {
+
+size_t page_size() {
+  static const size_t size = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return size;
+}
+
+Nghttp2Memory* self(void* user_data) { return static_cast<Nghttp2Memory*>(user_data); }
+
+}  // namespace
+
+Nghttp2Memory::Nghttp2Memory() {
+  mem_.mem_user_data = this;
+  mem_.malloc = [](size_t size, void* u) { return self(u)->allocate(size, false); };
+  mem_.free = [](void* p, void* u) { self(u)->release(p); };
+  mem_.calloc = [](size_t n, size_t size, void* u) -> void* {
+    if (size != 0 && n > SIZE_MAX / size) return nullptr;
+    return self(u)->allocate(n * size, true);
+  };
+  mem_.realloc = [](void* p, size_t size, void* u) { return self(u)->reallocate(p, size); };
+}
+
+Nghttp2Memory::~Nghttp2Memory() {
+  for (size_t i = 0; i < count_; ++i) munmap(mappings_[i].address, mappings_[i].length);
+}
+
+void* Nghttp2Memory::allocate(size_t size, bool zeroed) {
+  if (size >= kLargeBytes && count_ < kMaxMappings) {
+    const size_t length = (size + page_size() - 1) / page_size() * page_size();
+    void* p = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p != MAP_FAILED) {
+      mappings_[count_++] = {p, length};
+      return p;  // zero-filled by the kernel, page by page as it is touched
+    }
+  }
+  return zeroed ? std::calloc(1, size) : std::malloc(size);
+}
+
+Nghttp2Memory::Mapping* Nghttp2Memory::find(void* p) {
+  for (size_t i = 0; i < count_; ++i) {
+    if (mappings_[i].address == p) return &mappings_[i];
+  }
+  return nullptr;
+}
+
+void Nghttp2Memory::release(void* p) {
+  if (p == nullptr) return;
+  Mapping* m = count_ > 0 ? find(p) : nullptr;
+  if (m == nullptr) {
+    std::free(p);
+    return;
+  }
+  munmap(m->address, m->length);
+  *m = mappings_[--count_];
+}
+
+void* Nghttp2Memory::reallocate(void* p, size_t size) {
+  if (p == nullptr) return allocate(size, false);  // how nghttp2_buf_init2 allocates the frame buffer
+  Mapping* m = count_ > 0 ? find(p) : nullptr;
+  if (m == nullptr) return std::realloc(p, size);
+  void* moved = allocate(size, false);
+  if (moved == nullptr) return nullptr;  // p stays valid, as realloc's contract says
+  std::memcpy(moved, p, std::min(size, m->length));
+  release(p);
+  return moved;
+}
+
+}  // namespace tlsfront
