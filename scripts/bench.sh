@@ -89,6 +89,8 @@ json_bytes=20480      # h1_gzip_rps: the JSON answer's size
 upstream_keepalive=1024
 ciphers="ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305"
 ciphersuites="TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
+hs_client=${BENCH_HS_CLIENT:-hsload}  # full_hs, resumed_hs: tlsfront_hsload, or h2load as before
+hs_concurrency=${BENCH_HS_CONCURRENCY:-64}  # tlsfront_hsload: connections in flight
 hs_batch=500          # full_hs: connections per h2load run (one request each)
 hs_loops=2            # full_hs: h2load runs in parallel, so one connects while another starts
 resume_conns=20       # resumed_hs: h2load connections, each reconnecting with its ticket
@@ -180,10 +182,12 @@ build_tlsfront() {
   tlsfront_bin=${TLSFRONT_BIN:-$repo/build/tlsfront}
   # tlsfront_compress_bench writes h1_gzip_rps's JSON body.
   json_tool=$repo/build/tests/tlsfront_compress_bench
-  if [[ -z ${TLSFRONT_BIN:-} || ! -x $json_tool ]]; then
+  # tlsfront_hsload: the handshake generator of full_hs and resumed_hs.
+  hsload_bin=$repo/build/tests/tlsfront_hsload
+  if [[ -z ${TLSFRONT_BIN:-} || ! -x $json_tool || ! -x $hsload_bin ]]; then
     say "bench: building tlsfront (Release) in build/"
     cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-    cmake --build build --target tlsfront tlsfront_compress_bench >/dev/null
+    cmake --build build --target tlsfront tlsfront_compress_bench tlsfront_hsload >/dev/null
   fi
   [[ -x $tlsfront_bin ]] || die "$tlsfront_bin is not executable"
   tlsfront_b_bin=${TLSFRONT_B_BIN:-}
@@ -755,11 +759,45 @@ hs_generators() {
   done
 }
 
-# hs_test NAME LOOPS ARGS...: hs_generators LOOPS ARGS against NAME; sets
-# m[count], m[errors], m[rate], m[per_core], m[runs], m[logged], m[resumed].
+# hsload_field NAME: NAME=value from tlsfront_hsload's summary line, or 0.
+hsload_field() { awk -v k="$1" '{ for (i = 1; i <= NF; i++) if (index($i, k "=") == 1) { print substr($i, length(k) + 2); exit } }' "$tmp/out.hs.0"; }
+
+# hs_run NAME MODE: the handshake load of MODE (full or resumed) against NAME
+# for the test duration; sets m[count] (handshakes the generator completed,
+# each with one 200), m[errors], m[generator_resumed], m[runs].
+hs_run() {
+  local name=$1 mode=$2 ok bad runs
+  rm -f "$tmp"/out.hs.*
+  if [[ $hs_client == hsload ]]; then
+    # One generator process: hs_concurrency connections in flight, each slot
+    # reconnecting at once (offering its last ticket in resumed mode).
+    on_load_cpu $((duration + 20)) "$hsload_bin" --connect "127.0.0.1:${port[$name]}" --mode "$mode" \
+      --concurrency "$hs_concurrency" --duration "$duration" >"$tmp/out.hs.0" 2>&1 || true
+    m[count]=$(hsload_field handshakes)
+    m[errors]=$(($(hsload_field errors) + 0))
+    m[generator_resumed]=$(hsload_field resumed)
+    m[generator_cpu_s]=$(hsload_field cpu_seconds)
+    m[runs]=1
+    [[ -n ${m[count]} ]] || { m[count]=0; m[error]="tlsfront_hsload failed: $(tail -n 2 "$tmp/out.hs.0" | tr '\n' ' ')"; }
+    grep -q '^error_reason' "$tmp/out.hs.0" && m[error_reasons]=$(grep '^error_reason' "$tmp/out.hs.0" | tr '\n' ' ')
+    return 0
+  fi
+  if [[ $mode == full ]]; then
+    hs_generators "$hs_loops" --h1 -t1 -c"$hs_batch" -n"$hs_batch" "$(url_of "$name")"
+  else
+    hs_generators 1 --h1 -t1 -c"$resume_conns" -n"$resume_batch" -H 'Connection: close' "$(url_of "$name")"
+  fi
+  read -r ok bad runs < <(cat "$tmp"/out.hs.* | h2load_totals /dev/stdin)
+  grep -q '^h2load failed' "$tmp"/out.hs.* && bad=$((bad + 1))
+  m[count]=$ok
+  m[errors]=$bad
+  m[runs]=$runs
+}
+
+# hs_test NAME MODE: hs_run NAME MODE, measured; sets m[count], m[errors],
+# m[rate], m[per_core], m[runs], m[logged], m[resumed] (the proxy's own log).
 hs_test() {
-  local name=$1 l0 ok bad runs perf_pid=""
-  shift
+  local name=$1 mode=$2 l0 perf_pid=""
   l0=$(log_lines "$name")   # the previous test's lines were settled after it
   if [[ -n ${BENCH_PERF:-} ]]; then
     mkdir -p "$BENCH_PERF"
@@ -768,19 +806,14 @@ hs_test() {
     perf_pid=$!
     started+=("$perf_pid")
   fi
-  with_cpu "$name" hs_generators "$@"
+  with_cpu "$name" hs_run "$name" "$mode"
   if [[ -n $perf_pid ]]; then
     kill -INT "$perf_pid" 2>/dev/null || true
     wait "$perf_pid" 2>/dev/null || true
     forget_pid "$perf_pid"
   fi
-  read -r ok bad runs < <(cat "$tmp"/out.hs.* | h2load_totals /dev/stdin)
-  grep -q '^h2load failed' "$tmp"/out.hs.* && bad=$((bad + 1))
-  m[count]=$ok
-  m[errors]=$bad
-  m[runs]=$runs
-  m[rate]=$(awk -v n="$ok" -v w="${m[wall_s]}" 'BEGIN { printf "%.0f", n / w }')
-  m[per_core]=$(per_core "$ok")
+  m[rate]=$(awk -v n="${m[count]}" -v w="${m[wall_s]}" 'BEGIN { printf "%.0f", n / w }')
+  m[per_core]=$(per_core "${m[count]}")
   log_settle "$name"
   m[logged]=$(($(log_lines "$name") - l0))
   m[resumed]=$(reused_since "$name" "$l0")
@@ -788,18 +821,22 @@ hs_test() {
 
 run_full_hs() {
   local name=$1
-  hs_test "$name" "$hs_loops" --h1 -t1 -c"$hs_batch" -n"$hs_batch" "$(url_of "$name")"
+  hs_test "$name" full
   ((m[resumed] == 0)) || m[error]="${m[resumed]} handshakes resumed in a full-handshake test"
 }
 
+# Each generator connection's first handshake is full; every later one must
+# resume, in the proxy's own log (and, with tlsfront_hsload, in the
+# generator's view too).
 run_resumed_hs() {
-  local name=$1 full
-  hs_test "$name" 1 --h1 -t1 -c"$resume_conns" -n"$resume_batch" -H 'Connection: close' "$(url_of "$name")"
-  # Each generator connection's first handshake is full; every later one must resume.
+  local name=$1 full firsts
+  hs_test "$name" resumed
   full=$((m[logged] - m[resumed]))
   m[full]=$full
-  ((full <= m[runs] * resume_conns)) \
-    || m[error]="$full of ${m[logged]} handshakes were not resumed (allowed: ${m[runs]} runs x $resume_conns first connections)"
+  firsts=$resume_conns
+  [[ $hs_client == hsload ]] && firsts=$hs_concurrency
+  ((full <= m[runs] * firsts)) \
+    || m[error]="$full of ${m[logged]} handshakes were not resumed (allowed: ${m[runs]} runs x $firsts first connections)"
   m[rate]=$(awk -v n="${m[resumed]}" -v w="${m[wall_s]}" 'BEGIN { printf "%.0f", n / w }')
   m[per_core]=$(per_core "${m[resumed]}")
 }
@@ -900,8 +937,8 @@ record() {
   for f in rate per_core cpu_share p50_ms p99_ms kib_per_conn pss_kib_per_conn mean_ms; do
     [[ -n ${m[$f]:-} ]] && res[$t|$name|$f]+="${m[$f]} "
   done
-  say "  round $round $t $name: $(for k in rate per_core cpu_share p50_ms p99_ms kib_per_conn pss_kib_per_conn resumed full load_cpu_busy upstream_new_conns; do
-    [[ -n ${m[$k]:-} ]] && printf '%s=%s ' "$k" "${m[$k]}"; done)$(
+  say "  round $round $t $name: $(for k in rate per_core cpu_share p50_ms p99_ms kib_per_conn pss_kib_per_conn resumed generator_resumed full load_cpu_busy upstream_new_conns; do
+    [[ -n ${m[$k]:-} ]] && printf '%s=%s ' "$k" "${m[$k]}"; done)${m[error_reasons]:+ ${m[error_reasons]}}$(
     [[ ${m[errors]:-0} != 0 ]] && printf 'WARNING: %s failed requests' "${m[errors]}")"
 }
 

@@ -9,7 +9,8 @@
 // small DATA) only ever writes its first page. Each allocation of at least
 // kLargeBytes gets an anonymous mapping of its own instead, so an idle
 // session holds in RSS only the pages its frames touched (measured: about
-// 12 KiB less per idle HTTP/2 connection; see docs/ARCHITECTURE.md, memory).
+// 11 KiB less per idle HTTP/2 connection; docs/ARCHITECTURE.md, "Idle
+// connections").
 // A session that sent 16 KiB frames keeps those pages until it ends, as it
 // would on the heap.
 //
