@@ -73,9 +73,6 @@ Status parse_ping(const TableReader& t, Upstream& u) {
   }
   if (Status s = t.get_duration("h2_ping_interval", Millis{0}, u.h2_ping_interval); !s.ok()) return s;
   if (Status s = t.get_duration("h2_ping_timeout", Millis{1}, u.h2_ping_timeout); !s.ok()) return s;
-  if (t.find("h2_ping_timeout") != nullptr && u.h2_ping_interval == Millis{0}) {
-    return t.error_at("h2_ping_timeout", "has no effect without h2_ping_interval > 0 (PINGs are off)");
-  }
   return {};
 }
 
