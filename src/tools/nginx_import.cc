@@ -597,7 +597,8 @@ Result<Imported> import(const std::vector<Directive>& tree, const std::string& b
       if (m.listens.empty()) missing = "no usable TLS listen address";
       else if (m.certs.empty()) missing = "no usable certificate (ssl_certificate + ssl_certificate_key)";
       // Fixed answers alone are no API edge (and tlsfront needs an [[upstream]]).
-      else if (m.routes.empty() || m.upstreams.empty()) missing = "no location with a usable proxy_pass or grpc_pass in a TLS server";
+      else if (m.routes.empty() || m.upstreams.empty())
+        missing = "no location with a usable proxy_pass or grpc_pass in a TLS server";
     }
   }
   if (missing.empty()) {

@@ -11,10 +11,10 @@
 namespace tlsfront::tools::nginx::detail {
 
 const PassDirectives& pass_directives(PassKind kind) {
-  static const PassDirectives kHttp{"proxy_pass",      "proxy_connect_timeout", "proxy_read_timeout",
-                                    "proxy_send_timeout", "proxy_set_header",  "proxy_hide_header"};
-  static const PassDirectives kGrpc{"grpc_pass",      "grpc_connect_timeout", "grpc_read_timeout",
-                                    "grpc_send_timeout", "grpc_set_header",  "grpc_hide_header"};
+  static const PassDirectives kHttp{"proxy_pass",         "proxy_connect_timeout", "proxy_read_timeout",
+                                    "proxy_send_timeout", "proxy_set_header",      "proxy_hide_header"};
+  static const PassDirectives kGrpc{"grpc_pass",         "grpc_connect_timeout", "grpc_read_timeout",
+                                    "grpc_send_timeout", "grpc_set_header",      "grpc_hide_header"};
   return kind == PassKind::Grpc ? kGrpc : kHttp;
 }
 

@@ -278,8 +278,7 @@ Keys HeaderImporter::request(const HeaderSet& h) {
       continue;
     }
     if (set.has(name) || std::find(remove.begin(), remove.end(), name) != remove.end()) {
-      l_.note(*d,
-              "not carried over: a second " + d->name + " for " + d->args[0] + " (tlsfront's set sends one field)");
+      l_.note(*d, "not carried over: a second " + d->name + " for " + d->args[0] + " (tlsfront's set sends one field)");
       continue;
     }
     if (v.empty()) {

@@ -198,7 +198,9 @@ std::string ProxyImporter::variant(const UpstreamBlock& u, const Chain& chain, P
   std::string servers = "[";
   for (size_t i = 0; i < u.servers.size(); ++i) servers += (i ? ", " : "") + toml_string(u.servers[i]);
   Keys keys{{"servers", servers + "]", u.block ? origin(*u.block) : std::string(names.pass) + " address"}};
-  if (kind == PassKind::Grpc) keys.push_back({"protocol", toml_string("h2c"), "grpc_pass: HTTP/2 with prior knowledge"});
+  if (kind == PassKind::Grpc) {
+    keys.push_back({"protocol", toml_string("h2c"), "grpc_pass: HTTP/2 with prior knowledge"});
+  }
   for (const Key& k : u.keys) {
     // An h2c upstream always keeps its connections (keepalive >= 1 bounds
     // them): nginx's keepalive = 0 without `keepalive` does not apply.
@@ -265,9 +267,8 @@ std::string ProxyImporter::route_upstream(const Directive& pass, const Chain& ch
   }
   l_.carry(pass);
   if (kind == PassKind::Grpc) {
-    const bool keepalive = std::any_of(u->keys.begin(), u->keys.end(), [](const Key& k) {
-      return k.key == "keepalive" && k.value != "0";
-    });
+    const bool keepalive = std::any_of(u->keys.begin(), u->keys.end(),
+                                       [](const Key& k) { return k.key == "keepalive" && k.value != "0"; });
     l_.note(pass, keepalive ? "carried over as an h2c upstream; the upstream block's keepalive bounds its HTTP/2 "
                               "connections per worker per server (each carrying many calls), not idle ones"
                             : "carried over as an h2c upstream: calls share up to keepalive (32) HTTP/2 "

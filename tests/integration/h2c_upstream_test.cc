@@ -8,11 +8,11 @@
 // (RFC 9113 §6.7): a server gone silent is dropped before a request meets
 // it, a healthy one stays; idle connections on the idle gauge; the send
 // timeout of one stream whose window the server never reopens.
-#include <thread>
 #include <fstream>
 #include <map>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "h2_frames.h"
 #include "harness.h"
@@ -57,8 +57,9 @@ class H2cUpstream : public ProxyTest {
   size_t pings() const { return lines_of(read_file(port_file_ + ".pings")).size(); }
   // The one upstream server's value of `metric` (0 when absent).
   double metric(const std::string& name) {
-    const std::string key = name + "{upstream=\"backend\",server=\"127.0.0.1:" +
-                            std::to_string(std::atoi(read_file(port_file_).c_str())) + "\"}";
+    const std::string key =
+        name + "{upstream=\"backend\",server=\"127.0.0.1:" + std::to_string(std::atoi(read_file(port_file_).c_str())) +
+        "\"}";
     auto m = scrape_metrics(proxy_.admin_port());
     auto it = m.find(key);
     return it == m.end() ? 0 : it->second;

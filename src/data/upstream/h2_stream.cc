@@ -266,7 +266,7 @@ void H2Stream::on_timer() {
   // Request bytes the upstream's flow-control window kept out: a send
   // timeout (RFC 9113 §5.2: it stopped sending WINDOW_UPDATE).
   const bool sending = buffered_bytes() > 0;
-  const char* what = sending      ? "upstream timed out while sending request"
+  const char* what = sending       ? "upstream timed out while sending request"
                      : final_head_ ? "upstream timed out while reading response"
                                    : "upstream timed out while reading response header";
   leave_session();  // RST_STREAM CANCEL: the upstream may stop working on it

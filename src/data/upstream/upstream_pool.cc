@@ -12,7 +12,9 @@ UpstreamPool::UpstreamPool(uv_loop_t* loop, const config::Upstream& cfg, const c
   } else {
     addr_ok_ = uv_ip4_addr(server.host.c_str(), server.port, reinterpret_cast<sockaddr_in*>(&addr_)) == 0;
   }
-  if (cfg.protocol == config::UpstreamProtocol::H2c) h2_ = std::make_unique<H2Pool>(loop, cfg, addr_, address_, counters);
+  if (cfg.protocol == config::UpstreamProtocol::H2c) {
+    h2_ = std::make_unique<H2Pool>(loop, cfg, addr_, address_, counters);
+  }
 }
 
 Result<H2Pool::Lease> UpstreamPool::open_h2_stream(UpstreamHandler* handler, const std::vector<http::Header>& fields,

@@ -512,7 +512,8 @@ TEST(Loader, UpstreamH2Ping) {
   EXPECT_EQ(load_error(head + "protocol = \"h2c\"\nh2_ping_interval = \"30s\"\nh2_ping_timeout = 0\n"),
             "t.toml:11:1: upstream[0].h2_ping_timeout: must be greater than 0, got 0");
   EXPECT_EQ(load_error(head + "protocol = \"h2c\"\nh2_ping_interval = \"soon\"\n"),
-            "t.toml:10:1: upstream[0].h2_ping_interval: invalid duration \"soon\" (expected e.g. \"500ms\", \"30s\", \"5m\", \"1h\", \"1d\")");
+            "t.toml:10:1: upstream[0].h2_ping_interval: invalid duration \"soon\" (expected e.g. \"500ms\", \"30s\", "
+            "\"5m\", \"1h\", \"1d\")");
 }
 
 TEST(Loader, Routes) {
