@@ -4,7 +4,6 @@
 
 #include "config/units.h"
 #include "data/upstream/h2_pool.h"
-#include "log/log.h"
 
 namespace tlsfront::upstream {
 namespace {
