@@ -208,6 +208,11 @@ struct Upstream {
   Millis read_timeout{60'000};       // between two reads of the response
   Millis send_timeout{60'000};       // between two writes of the request
   Millis fail_timeout{10'000};       // a server that refused a connection is skipped this long
+  // h2c only (RFC 9113 §6.7): a connection that carries no stream sends a
+  // PING after h2_ping_interval idle (0 = never), and is closed when no PING
+  // ACK came back within h2_ping_timeout.
+  Millis h2_ping_interval{0};
+  Millis h2_ping_timeout{5'000};
   bool operator==(const Upstream&) const = default;
 };
 

@@ -60,9 +60,26 @@ Status parse_protocol(const TableReader& t, UpstreamProtocol& out) {
   return {};
 }
 
+// h2_ping_interval / h2_ping_timeout: HTTP/2 PING liveness (RFC 9113 §6.7)
+// of idle h2c connections (Envoy's connection_keepalive interval/timeout).
+Status parse_ping(const TableReader& t, Upstream& u) {
+  if (u.protocol != UpstreamProtocol::H2c) {
+    for (std::string_view key : {"h2_ping_interval", "h2_ping_timeout"}) {
+      if (t.find(key) != nullptr) {
+        return t.error_at(key, "only applies to protocol = \"h2c\" (an HTTP/1.1 connection has no PING)");
+      }
+    }
+    return {};
+  }
+  if (Status s = t.get_duration("h2_ping_interval", Millis{0}, u.h2_ping_interval); !s.ok()) return s;
+  if (Status s = t.get_duration("h2_ping_timeout", Millis{1}, u.h2_ping_timeout); !s.ok()) return s;
+  return {};
+}
+
 Status parse_one(const TableReader& t, Upstream& u) {
   if (Status s = t.check_keys({"name", "servers", "keepalive", "keepalive_timeout", "keepalive_requests",
-                               "connect_timeout", "read_timeout", "send_timeout", "fail_timeout", "protocol"});
+                               "connect_timeout", "read_timeout", "send_timeout", "fail_timeout", "protocol",
+                               "h2_ping_interval", "h2_ping_timeout"});
       !s.ok()) {
     return s;
   }
@@ -89,6 +106,7 @@ Status parse_one(const TableReader& t, Upstream& u) {
   if (Status s = t.get_duration("send_timeout", kPositive, u.send_timeout); !s.ok()) return s;
   // 0 is allowed: a failed server is never skipped.
   if (Status s = t.get_duration("fail_timeout", Millis{0}, u.fail_timeout); !s.ok()) return s;
+  if (Status s = parse_ping(t, u); !s.ok()) return s;
   if (u.protocol == UpstreamProtocol::H2c && u.keepalive == 0) {
     // An h2c connection carries many streams at once and stays open between
     // them: there is nothing to turn off, and one connection per request

@@ -28,6 +28,9 @@ class ChunkHeader {
 inline constexpr std::string_view kChunkEnd = "\r\n";
 // The last chunk and an empty trailer section: the end of a chunked body.
 inline constexpr std::string_view kLastChunk = "0\r\n\r\n";
+// The last chunk alone: trailer fields ("name: value\r\n" each) and an
+// empty line follow (RFC 9112 §7.1.2).
+inline constexpr std::string_view kLastChunkLine = "0\r\n";
 
 // Appends `data` as one chunk through `out(std::string_view)`, called three
 // times; returns the bytes written. Empty data writes nothing.

@@ -79,7 +79,8 @@ struct UpstreamServerCounters {
   Counter connections_reused;   // requests sent on a pooled keepalive connection
   Counter failures;             // connection refused/failed: the server is skipped for fail_timeout
   Counter retries;              // an exchange went on to another attempt after an error on this server
-  Counter idle;                 // gauge: idle keepalive connections now
+  Counter idle;                 // gauge: idle keepalive connections now (h2c: connections with no stream)
+  Counter h2_ping_timeouts;     // h2c connections closed because a PING went unanswered (RFC 9113 §6.7)
 };
 
 enum class HandshakeKind { Full, ResumedCache, ResumedTicket };

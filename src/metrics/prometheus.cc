@@ -242,7 +242,7 @@ std::string render_prometheus(const ProcessMetrics& m) {
 
   struct Row {
     std::string upstream, server;
-    uint64_t created = 0, reused = 0, failures = 0, retries = 0, idle = 0;
+    uint64_t created = 0, reused = 0, failures = 0, retries = 0, idle = 0, ping_timeouts = 0;
   };
   std::map<std::pair<std::string, std::string>, Row> rows;
   for (const WorkerCounters* w : m.workers) {
@@ -253,6 +253,7 @@ std::string render_prometheus(const ProcessMetrics& m) {
       r.failures += c.failures.get();
       r.retries += c.retries.get();
       r.idle += c.idle.get();
+      r.ping_timeouts += c.h2_ping_timeouts.get();
     });
   }
   auto upstream_metric = [&](std::string_view name, std::string_view type, std::string_view help, auto field) {
@@ -266,11 +267,15 @@ std::string render_prometheus(const ProcessMetrics& m) {
                   &Row::created);
   upstream_metric("tlsfront_upstream_connections_reused_total", "counter",
                   "Requests sent on a pooled keepalive upstream connection.", &Row::reused);
-  upstream_metric("tlsfront_upstream_idle_connections", "gauge", "Idle keepalive upstream connections.", &Row::idle);
+  upstream_metric("tlsfront_upstream_idle_connections", "gauge",
+                  "Idle keepalive upstream connections (h2c: connections carrying no stream).", &Row::idle);
   upstream_metric("tlsfront_upstream_failures_total", "counter",
                   "Upstream connection failures (the server is skipped for fail_timeout).", &Row::failures);
   upstream_metric("tlsfront_upstream_retries_total", "counter",
                   "Exchanges retried on another attempt after an error on this server.", &Row::retries);
+  upstream_metric("tlsfront_upstream_h2_ping_timeouts_total", "counter",
+                  "h2c upstream connections closed because a PING went unanswered within h2_ping_timeout.",
+                  &Row::ping_timeouts);
 
   if (m.access_log_bytes) {
     single(out, "tlsfront_access_log_bytes_total", "counter", "Access log bytes written.", *m.access_log_bytes);

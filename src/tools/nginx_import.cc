@@ -577,7 +577,8 @@ Result<Imported> import(const std::vector<Directive>& tree, const std::string& b
                   "client_max_body_size", "client_header_timeout", "client_body_timeout", "send_timeout",
                   "http2_max_concurrent_streams", "access_log", "log_format", "ssl_certificate", "ssl_certificate_key",
                   "ssl_stapling", "ssl_stapling_file", "ssl_stapling_responder", "ssl_stapling_verify",
-                  "proxy_connect_timeout", "proxy_read_timeout", "proxy_send_timeout", "upstream", "server_name"});
+                  "proxy_connect_timeout", "proxy_read_timeout", "proxy_send_timeout", "grpc_connect_timeout",
+                  "grpc_read_timeout", "grpc_send_timeout", "upstream", "server_name"});
   Importer im(base_dir, m, ledger);
   im.main_context(tree);
   std::string missing;
@@ -596,7 +597,8 @@ Result<Imported> import(const std::vector<Directive>& tree, const std::string& b
       if (m.listens.empty()) missing = "no usable TLS listen address";
       else if (m.certs.empty()) missing = "no usable certificate (ssl_certificate + ssl_certificate_key)";
       // Fixed answers alone are no API edge (and tlsfront needs an [[upstream]]).
-      else if (m.routes.empty() || m.upstreams.empty()) missing = "no location with a usable proxy_pass in a TLS server";
+      else if (m.routes.empty() || m.upstreams.empty())
+        missing = "no location with a usable proxy_pass or grpc_pass in a TLS server";
     }
   }
   if (missing.empty()) {

@@ -39,6 +39,11 @@
 //     60s each) go into the [[upstream]], one per distinct combination
 //     ("name", "name-2", ...). An upstream block without `keepalive` keeps no
 //     idle connections in nginx, hence keepalive = 0.
+//   - grpc_pass (grpc://ADDR, ADDR or an upstream block's name) becomes a
+//     route to an [[upstream]] with protocol = "h2c" (never keepalive = 0),
+//     its timeouts from grpc_connect/read/send_timeout, its header rules
+//     from grpc_set_header / grpc_hide_header; grpcs:// is listed (no TLS
+//     to upstreams).
 //
 // Relative paths resolve against the main file's directory (nginx: its
 // configuration prefix for certificates and includes, which is that directory

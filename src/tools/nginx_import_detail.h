@@ -61,6 +61,7 @@ struct Model {
     Chain chain;    // the location's blocks (for the header directives that apply)
     Keys headers;   // response_headers = {...}, request_headers = {...}: inline tables
     Keys answer;    // return = {...} or redirect = {...} (then upstream is "")
+    bool grpc = false;  // from grpc_pass: its header directives are grpc_set_header, grpc_hide_header
   };
   std::vector<Route> routes;
   Keys response_headers, request_headers;  // [response_headers], [request_headers]: the defaults
@@ -164,8 +165,23 @@ void import_compression(const Server& default_server, Model& m, Ledger& ledger);
 // `base_dir`, with each server's ssl_stapling* settings.
 void import_certificates(const std::vector<Server>& servers, const std::string& base_dir, Model& m, Ledger& ledger);
 
+// What a location passes with (nginx_import_grpc.cc): proxy_pass (HTTP/1.1
+// upstreams) or grpc_pass (an h2c upstream), and the names of the
+// directives that go with each.
+enum class PassKind { Http, Grpc };
+struct PassDirectives {
+  const char *pass, *connect_timeout, *read_timeout, *send_timeout, *set_header, *hide_header;
+};
+const PassDirectives& pass_directives(PassKind kind);
+// grpc_pass's argument (`grpc://host:port` or `host:port`) as "host[:port]";
+// empty, and the report line in `why`, for grpcs:// (no TLS to upstreams),
+// unix: and anything else.
+std::string grpc_target(const std::string& arg, std::string& why);
+
 // Upstreams and routes (nginx_import_proxy.cc): the upstream blocks of
-// `http`, the proxy_pass locations of `servers`. `def` is the default server.
+// `http`, the proxy_pass and grpc_pass locations of `servers` (grpc_pass:
+// an [[upstream]] with protocol = "h2c", its timeouts from grpc_*_timeout).
+// `def` is the default server.
 void import_proxy(const Directive& http, const std::vector<Server>& servers, size_t def, Model& m, Ledger& ledger);
 
 // Header rules (nginx_import_headers.cc): add_header, proxy_hide_header and

@@ -58,6 +58,8 @@ constexpr const char* kNginxAddHeaderStatuses = "200, 201, 204, 206, 301, 302, 3
 
 // The header directives that apply in one context: per name, those of the
 // innermost block of the chain that has any (nginx's array inheritance).
+// In a grpc_pass location proxy_hide_header / proxy_set_header are
+// grpc_hide_header / grpc_set_header (the fields keep proxy_'s names).
 struct HeaderSet {
   std::vector<const Directive*> add_header, proxy_hide_header, proxy_set_header;
   bool same_response(const HeaderSet& o) const {
@@ -66,8 +68,9 @@ struct HeaderSet {
   bool same_request(const HeaderSet& o) const { return proxy_set_header == o.proxy_set_header; }
 };
 
-HeaderSet header_set(const Chain& chain) {
-  return {effective(chain, "add_header"), effective(chain, "proxy_hide_header"), effective(chain, "proxy_set_header")};
+HeaderSet header_set(const Chain& chain, PassKind kind = PassKind::Http) {
+  const PassDirectives& names = pass_directives(kind);
+  return {effective(chain, "add_header"), effective(chain, names.hide_header), effective(chain, names.set_header)};
 }
 
 // A header name as a TOML key: bare when it can be.
@@ -165,7 +168,7 @@ Keys HeaderImporter::response(const HeaderSet& h) {
   const Directive* first_remove = nullptr;
   for (const Directive* d : h.proxy_hide_header) {
     if (d->args.size() != 1) {
-      l_.note(*d, "not carried over: proxy_hide_header takes one name");
+      l_.note(*d, "not carried over: " + d->name + " takes one name");
       continue;
     }
     if (std::string why = config::header_name_problem(d->args[0], config::HeaderDirection::Response); !why.empty()) {
@@ -233,7 +236,7 @@ Keys HeaderImporter::request(const HeaderSet& h) {
   const Directive* first = nullptr;
   for (const Directive* d : h.proxy_set_header) {
     if (d->args.size() != 2) {
-      l_.note(*d, "not carried over: proxy_set_header name value");
+      l_.note(*d, "not carried over: " + d->name + " name value");
       continue;
     }
     std::string name = lower(d->args[0]);
@@ -275,8 +278,7 @@ Keys HeaderImporter::request(const HeaderSet& h) {
       continue;
     }
     if (set.has(name) || std::find(remove.begin(), remove.end(), name) != remove.end()) {
-      l_.note(*d,
-              "not carried over: a second proxy_set_header for " + d->args[0] + " (tlsfront's set sends one field)");
+      l_.note(*d, "not carried over: a second " + d->name + " for " + d->args[0] + " (tlsfront's set sends one field)");
       continue;
     }
     if (v.empty()) {
@@ -343,7 +345,8 @@ void leftovers(const Directive& block, Ledger& l) {
     if (d.name == "proxy_http_version") {
       l.note(d, d.args == std::vector<std::string>{"1.1"} ? "not needed: HTTP/1.1 is the only mode to upstreams"
                                                           : "no equivalent: tlsfront speaks HTTP/1.1 to upstreams");
-    } else if ((d.name == "add_header" || d.name == "proxy_set_header" || d.name == "proxy_hide_header") &&
+    } else if ((d.name == "add_header" || d.name == "proxy_set_header" || d.name == "proxy_hide_header" ||
+                d.name == "grpc_set_header" || d.name == "grpc_hide_header") &&
                !l.carried(d) && !l.noted(d)) {
       l.note(d, "not carried over: it applies to no imported route");
     }
@@ -359,19 +362,22 @@ void import_headers(const Directive& http, const Server& default_server, Model& 
   m.response_headers = h.response(defaults);
   m.request_headers = h.request(defaults);
   for (auto& r : m.routes) {
-    HeaderSet own = header_set(r.chain);
+    const PassDirectives& names = pass_directives(r.grpc ? PassKind::Grpc : PassKind::Http);
+    HeaderSet own = header_set(r.chain, r.grpc ? PassKind::Grpc : PassKind::Http);
     if (!own.same_response(defaults)) {
       Keys ks = h.response(own);
       if (!m.response_headers.empty()) ks.insert(ks.begin(), {"inherit", "false", ""});
-      if (!ks.empty()) r.headers.push_back({"response_headers", inline_table(ks), "add_header, proxy_hide_header"});
+      if (!ks.empty()) {
+        r.headers.push_back({"response_headers", inline_table(ks), std::string("add_header, ") + names.hide_header});
+      }
       h.note_dropped(r.chain, "add_header");
-      h.note_dropped(r.chain, "proxy_hide_header");
+      h.note_dropped(r.chain, names.hide_header);
     }
     if (!own.same_request(defaults) && r.answer.empty()) {  // a fixed answer sends nothing upstream
       Keys ks = h.request(own);
       if (!m.request_headers.empty()) ks.insert(ks.begin(), {"inherit", "false", ""});
-      if (!ks.empty()) r.headers.push_back({"request_headers", inline_table(ks), "proxy_set_header"});
-      h.note_dropped(r.chain, "proxy_set_header");
+      if (!ks.empty()) r.headers.push_back({"request_headers", inline_table(ks), names.set_header});
+      h.note_dropped(r.chain, names.set_header);
     }
   }
   leftovers(http, l);

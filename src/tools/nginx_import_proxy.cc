@@ -1,5 +1,5 @@
-// import-nginx: upstream blocks → [[upstream]], locations with proxy_pass →
-// [[route]] (tools/nginx_import.h has the rules).
+// import-nginx: upstream blocks → [[upstream]], locations with proxy_pass or
+// grpc_pass → [[route]] (tools/nginx_import.h has the rules).
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -55,13 +55,13 @@ class ProxyImporter {
   void locations(const Server& s, const Directive& block, const Chain& outer, std::vector<Model::Route>& out);
 
  private:
-  std::string route_upstream(const Directive& pass, const Chain& chain, const std::string& prefix);
-  std::string variant(const UpstreamBlock& u, const Chain& chain);
+  std::string route_upstream(const Directive& pass, const Chain& chain, const std::string& prefix, PassKind kind);
+  std::string variant(const UpstreamBlock& u, const Chain& chain, PassKind kind);
 
   Model& m_;
   Ledger& l_;
   std::map<std::string, UpstreamBlock> blocks_;
-  std::map<std::string, std::string> variants_;  // "name connect read send" → [[upstream]] name
+  std::map<std::string, std::string> variants_;  // "name connect read send [h2c]" → [[upstream]] name
 
  public:
   std::set<std::string> used_;  // upstream blocks some route uses
@@ -163,15 +163,16 @@ void ProxyImporter::upstream(const Directive& d) {
   blocks_[u.name] = std::move(u);
 }
 
-std::string ProxyImporter::variant(const UpstreamBlock& u, const Chain& chain) {
+std::string ProxyImporter::variant(const UpstreamBlock& u, const Chain& chain, PassKind kind) {
   struct T {
     const char* directive;
     const char* key;
   };
+  const PassDirectives& names = pass_directives(kind);
   Keys timeouts;
   std::string id = u.name;
-  for (const T& t : {T{"proxy_connect_timeout", "connect_timeout"}, T{"proxy_read_timeout", "read_timeout"},
-                     T{"proxy_send_timeout", "send_timeout"}}) {
+  for (const T& t : {T{names.connect_timeout, "connect_timeout"}, T{names.read_timeout, "read_timeout"},
+                     T{names.send_timeout, "send_timeout"}}) {
     const Directive* d = effective_one(chain, t.directive);
     config::Millis ms{60'000};
     std::string from = std::string("nginx's default (no ") + t.directive + ")";
@@ -188,6 +189,7 @@ std::string ProxyImporter::variant(const UpstreamBlock& u, const Chain& chain) {
     timeouts.push_back({t.key, toml_string(config::format_duration(ms)), from});
     id += " " + config::format_duration(ms);
   }
+  if (kind == PassKind::Grpc) id += " h2c";
   if (auto it = variants_.find(id); it != variants_.end()) return it->second;
   std::string name = sanitize(u.name);
   for (int n = 2; std::any_of(m_.upstreams.begin(), m_.upstreams.end(), [&](const auto& x) { return x.name == name; }); ++n) {
@@ -195,34 +197,54 @@ std::string ProxyImporter::variant(const UpstreamBlock& u, const Chain& chain) {
   }
   std::string servers = "[";
   for (size_t i = 0; i < u.servers.size(); ++i) servers += (i ? ", " : "") + toml_string(u.servers[i]);
-  Keys keys{{"servers", servers + "]", u.block ? origin(*u.block) : "proxy_pass address"}};
-  keys.insert(keys.end(), u.keys.begin(), u.keys.end());
+  Keys keys{{"servers", servers + "]", u.block ? origin(*u.block) : std::string(names.pass) + " address"}};
+  if (kind == PassKind::Grpc) {
+    keys.push_back({"protocol", toml_string("h2c"), "grpc_pass: HTTP/2 with prior knowledge"});
+  }
+  for (const Key& k : u.keys) {
+    // An h2c upstream always keeps its connections (keepalive >= 1 bounds
+    // them): nginx's keepalive = 0 without `keepalive` does not apply.
+    if (kind == PassKind::Grpc && k.key == "keepalive" && k.value == "0") continue;
+    keys.push_back(k);
+  }
   keys.insert(keys.end(), timeouts.begin(), timeouts.end());
   m_.upstreams.push_back({name, std::move(keys), u.implicit ? "" : "upstream " + u.name});
   variants_[id] = name;
   return name;
 }
 
-std::string ProxyImporter::route_upstream(const Directive& pass, const Chain& chain, const std::string& prefix) {
-  if (pass.args.size() != 1 || has_variable(pass.args[0])) {
-    l_.note(pass, "not carried over: proxy_pass with variables (no route)");
-    return {};
-  }
+// proxy_pass's URL → "host[:port]", or "" with a report line.
+std::string http_target(const Directive& pass, const std::string& prefix, Ledger& l) {
   const std::string& url = pass.args[0];
   if (url.starts_with("https://")) {
-    l_.note(pass, "no equivalent yet: TLS to upstreams (no route)");
+    l.note(pass, "no equivalent yet: TLS to upstreams (no route)");
     return {};
   }
   if (!url.starts_with("http://")) {
-    l_.note(pass, "not carried over: not an http:// URL (no route)");
+    l.note(pass, "not carried over: not an http:// URL (no route)");
     return {};
   }
   std::string rest = url.substr(7);
   size_t slash = rest.find('/');
   std::string hostport = rest.substr(0, slash), uri = slash == std::string::npos ? "" : rest.substr(slash);
   if (!uri.empty() && uri != prefix) {
-    l_.note(pass, "not carried over: with the URI " + uri + " nginx replaces the location's prefix " + prefix +
-                      " by it; tlsfront forwards the path unchanged (no route)");
+    l.note(pass, "not carried over: with the URI " + uri + " nginx replaces the location's prefix " + prefix +
+                     " by it; tlsfront forwards the path unchanged (no route)");
+    return {};
+  }
+  return hostport;
+}
+
+std::string ProxyImporter::route_upstream(const Directive& pass, const Chain& chain, const std::string& prefix,
+                                          PassKind kind) {
+  if (pass.args.size() != 1 || has_variable(pass.args[0])) {
+    l_.note(pass, "not carried over: " + pass.name + " with variables (no route)");
+    return {};
+  }
+  std::string why;
+  std::string hostport = kind == PassKind::Grpc ? grpc_target(pass.args[0], why) : http_target(pass, prefix, l_);
+  if (hostport.empty()) {
+    if (!why.empty()) l_.note(pass, why);
     return {};
   }
   const UpstreamBlock* u = nullptr;
@@ -244,16 +266,26 @@ std::string ProxyImporter::route_upstream(const Directive& pass, const Chain& ch
     u = &(blocks_[hostport] = std::move(implicit));
   }
   l_.carry(pass);
-  bool host_set = false;
-  for (const Directive* h : effective(chain, "proxy_set_header")) {
-    if (h->args.size() == 2 && (h->args[0] == "Host" || h->args[0] == "host")) host_set = true;
-  }
-  if (!host_set) {
-    l_.note(pass, "carried over, but nginx sends the backend Host: " + hostport +
-                      " (its default, $proxy_host) and tlsfront the client's Host");
+  if (kind == PassKind::Grpc) {
+    const bool keepalive = std::any_of(u->keys.begin(), u->keys.end(),
+                                       [](const Key& k) { return k.key == "keepalive" && k.value != "0"; });
+    l_.note(pass, keepalive ? "carried over as an h2c upstream; the upstream block's keepalive bounds its HTTP/2 "
+                              "connections per worker per server (each carrying many calls), not idle ones"
+                            : "carried over as an h2c upstream: calls share up to keepalive (32) HTTP/2 "
+                              "connections per worker per server, where nginx without the upstream block's "
+                              "keepalive opens one connection per call");
+  } else {
+    bool host_set = false;
+    for (const Directive* h : effective(chain, "proxy_set_header")) {
+      if (h->args.size() == 2 && (h->args[0] == "Host" || h->args[0] == "host")) host_set = true;
+    }
+    if (!host_set) {
+      l_.note(pass, "carried over, but nginx sends the backend Host: " + hostport +
+                        " (its default, $proxy_host) and tlsfront the client's Host");
+    }
   }
   used_.insert(hostport);
-  return variant(*u, chain);
+  return variant(*u, chain, kind);
 }
 
 // An nginx regex location (PCRE, searched anywhere in the path) as a
@@ -388,18 +420,20 @@ void ProxyImporter::locations(const Server& s, const Directive& block, const Cha
       if (routed) out.push_back({"", path, "", origin(d), match, chain, {}, std::move(answer)});
     }
     for (const Directive& c : d.children) {
-      if (c.name == "proxy_pass" && ret != d.children.end()) {
-        l_.note(c, "not needed: nginx's return in this location answers before proxy_pass would");
-      } else if (c.name == "proxy_pass") {
-        std::string up = route_upstream(c, chain, path);
-        if (!up.empty()) out.push_back({"", path, up, origin(d), match, chain, {}});
+      const bool pass = c.name == "proxy_pass" || c.name == "grpc_pass";
+      if (pass && ret != d.children.end()) {
+        l_.note(c, "not needed: nginx's return in this location answers before " + c.name + " would");
+      } else if (pass) {
+        const PassKind kind = c.name == "grpc_pass" ? PassKind::Grpc : PassKind::Http;
+        std::string up = route_upstream(c, chain, path, kind);
+        if (!up.empty()) out.push_back({"", path, up, origin(d), match, chain, {}, {}, kind == PassKind::Grpc});
         routed = routed || !up.empty();
       } else if (is_location_setting(c.name)) {
         l_.note(c, "not carried over: tlsfront has this setting once for all servers and paths, not per location");
       }
     }
     if (!routed) {
-      l_.note(d, "no route: no usable proxy_pass or return in it (what it does instead is listed)");
+      l_.note(d, "no route: no usable proxy_pass, grpc_pass or return in it (what it does instead is listed)");
     } else if (match == Model::Match::Regex) {
       l_.note(d, "carried over as path_regex " + toml_string(path) +
                      ": RE2, tried in file order after exact and ^~ routes, against tlsfront's normalized path "

@@ -162,8 +162,9 @@ std::string_view known_reason(std::string_view d) {
     if (name == d) return why;
   }
   if (d.starts_with("gzip_")) return "no equivalent: other gzip_ settings";
-  if (d.starts_with("fastcgi_") || d.starts_with("uwsgi_") || d.starts_with("scgi_") || d.starts_with("grpc_")) {
-    return "no equivalent: HTTP/1.1 upstreams only";
+  if (d.starts_with("grpc_")) return detail::grpc_reason(d);
+  if (d.starts_with("fastcgi_") || d.starts_with("uwsgi_") || d.starts_with("scgi_")) {
+    return "no equivalent: HTTP/1.1 and h2c upstreams only";
   }
   if (d.starts_with("proxy_cache")) return "no equivalent: no cache";
   if (d.starts_with("limit_")) return "no equivalent yet: no rate or connection limits";

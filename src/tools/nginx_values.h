@@ -30,6 +30,10 @@ std::optional<uint64_t> parse_size(std::string_view text);
 // over, for the common ones ("not needed: ...", "no equivalent: ..."); "" for
 // the rest (reported as having no equivalent).
 std::string_view known_reason(std::string_view directive);
+namespace detail {
+// The reason for a grpc_* directive not carried over (nginx_import_grpc.cc).
+std::string_view grpc_reason(std::string_view directive);
+}  // namespace detail
 
 // The access-log field of tlsfront's JSON line holding what the nginx
 // variable `name` (without "$") logs, or "" when there is none.

@@ -4,8 +4,9 @@
 // server stream, a deadline, the service killed mid-stream and unreachable
 // (the client gets UNAVAILABLE), gRPC routed to an HTTP/1.1 upstream
 // (UNAVAILABLE, trailers-only), the service rolling its connections over
-// with GOAWAY under load (no call fails), and 200 concurrent calls on one
-// upstream connection.
+// with GOAWAY under load (no call fails), 200 concurrent calls on one
+// upstream connection, and the upstream read_timeout bounding a call (not
+// a client stream that keeps sending).
 #include <set>
 #include <string>
 
@@ -131,6 +132,26 @@ TEST_F(Grpc, Http1UpstreamGetsNoGrpcCall) {
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(json_string(lines[0], "upstream_error"), std::string("grpc_needs_h2c")) << lines[0];
   EXPECT_EQ(json_string(lines[0], "upstream_protocol"), std::string("http/1.1")) << lines[0];
+}
+
+TEST_F(Grpc, UpstreamReadTimeoutBoundsTheCallNotAPacedClientStream) {
+  ProxyOptions o;
+  o.workers = 1;
+  o.upstream_extra = "read_timeout = \"1500ms\"\n";
+  ASSERT_TRUE(start({}, o));
+  // Twelve messages 300 ms apart: every write re-arms read_timeout, as on an
+  // HTTP/1.1 upstream, so the call outlives it.
+  EXPECT_EQ(call({"paced_client_stream", "12", "300"}), "ok 12 1200\n");
+  // A service that does not answer within read_timeout: UNAVAILABLE (the
+  // gRPC form of tlsfront's 504), and the connection stays for the next call.
+  EXPECT_EQ(call({"slow", "5000"}), "error UNAVAILABLE upstream timed out while reading response header\n");
+  EXPECT_EQ(call({"unary", "after"}), "ok echo:after t1\n");
+  EXPECT_EQ(upstream_connections(), 1u);
+  auto lines = proxy_.wait_log_lines(3);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(json_raw(lines[0], "grpc_status"), std::string("0")) << lines[0];
+  EXPECT_EQ(json_raw(lines[1], "grpc_status"), std::string("14")) << lines[1];
+  EXPECT_EQ(json_string(lines[1], "upstream_error"), std::string("timeout_read")) << lines[1];
 }
 
 TEST_F(Grpc, GoawayUnderLoadFailsNoCall) {

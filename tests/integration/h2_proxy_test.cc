@@ -1,6 +1,7 @@
 // HTTP/2 client -> tlsfront -> HTTP/1.1 backend: ALPN per listener, streams
 // proxied through the shared upstream pools, bodies both ways, header
-// mapping, access log per stream, and h2load as a correctness check.
+// mapping, request trailers in the chunked trailer section, access log per
+// stream, and h2load as a correctness check.
 #include <curl/curl.h>
 
 #include <algorithm>
@@ -294,6 +295,34 @@ TEST_F(H2H1, ResponseTrailersForwarded) {
   EXPECT_EQ(body, "hello trailers");
   EXPECT_TRUE(trailer->flags & h2::kEndStream);
   EXPECT_EQ(trailer->fields, (h2::Fields{{"x-trailer", "done"}}));
+}
+
+TEST_F(H2H1, RequestTrailersGoUpInTheChunkedTrailerSection) {
+  ASSERT_TRUE(start_proxy());
+  h2::Client c;
+  ASSERT_TRUE(c.connect(port()));
+  // No content-length: chunked upstream, the trailers after the last chunk
+  // (RFC 9112 §7.1.2); a field a sender must not put there (Host) goes.
+  h2::Fields post = {{":method", "POST"}, {":scheme", "https"}, {":authority", "localhost"}, {":path", "/echo"}};
+  ASSERT_TRUE(c.send_headers(1, post, false));
+  ASSERT_TRUE(c.send_frame(h2::kData, 0, 1, "abc"));
+  ASSERT_TRUE(c.send_headers(1, {{"x-checksum", "42"}, {"x-signed", "a b"}, {"host", "evil"}}, true));
+  EXPECT_EQ(c.wait_status(1), 200);
+  // With a content-length there is no trailer section: they are dropped.
+  h2::Fields sized = post;
+  sized.push_back({"content-length", "3"});
+  ASSERT_TRUE(c.send_headers(3, sized, false));
+  ASSERT_TRUE(c.send_frame(h2::kData, 0, 3, "def"));
+  ASSERT_TRUE(c.send_headers(3, {{"x-checksum", "43"}}, true));
+  EXPECT_EQ(c.wait_status(3), 200);
+  auto reqs = backend_.wait_requests(2);
+  ASSERT_EQ(reqs.size(), 2u);
+  auto [head, body] = split_head(reqs[0]);
+  EXPECT_EQ(header_values(head, "Transfer-Encoding"), std::vector<std::string>{"chunked"}) << head;
+  EXPECT_EQ(body, "3\r\nabc\r\n0\r\nx-checksum: 42\r\nx-signed: a b\r\n\r\n");
+  auto [head2, body2] = split_head(reqs[1]);
+  EXPECT_EQ(header_values(head2, "Content-Length"), std::vector<std::string>{"3"}) << head2;
+  EXPECT_EQ(body2, "def");
 }
 
 TEST_F(H2H1, MisdirectedAuthorityGets421) {

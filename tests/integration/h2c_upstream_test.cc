@@ -4,10 +4,15 @@
 // request trailers forwarded, response trailers to HTTP/2 clients, a large
 // body streamed, requests multiplexed on one connection, and a GOAWAY under
 // load: the streams above its last-stream-id retried on a new connection,
-// none failed and none processed twice.
+// none failed and none processed twice. PING liveness of idle connections
+// (RFC 9113 §6.7): a server gone silent is dropped before a request meets
+// it, a healthy one stays; idle connections on the idle gauge; the send
+// timeout of one stream whose window the server never reopens.
 #include <fstream>
+#include <map>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "h2_frames.h"
 #include "harness.h"
@@ -49,6 +54,16 @@ class H2cUpstream : public ProxyTest {
   }
   std::vector<std::string> requests() const { return lines_of(read_file(port_file_ + ".requests")); }
   size_t connections() const { return lines_of(read_file(port_file_ + ".conns")).size(); }
+  size_t pings() const { return lines_of(read_file(port_file_ + ".pings")).size(); }
+  // The one upstream server's value of `metric` (0 when absent).
+  double metric(const std::string& name) {
+    const std::string key =
+        name + "{upstream=\"backend\",server=\"127.0.0.1:" + std::to_string(std::atoi(read_file(port_file_).c_str())) +
+        "\"}";
+    auto m = scrape_metrics(proxy_.admin_port());
+    auto it = m.find(key);
+    return it == m.end() ? 0 : it->second;
+  }
   void TearDown() override {
     peer_.stop();
     ProxyTest::TearDown();
@@ -214,6 +229,120 @@ TEST_F(H2cUpstream, GoawayUnderLoadRetriesUnprocessedStreams) {
     retried += json_string(line, "upstream_error").value_or("").find("unprocessed") != std::string::npos;
   }
   EXPECT_GE(retried, 35u);
+}
+
+TEST_F(H2cUpstream, UnansweredPingClosesTheIdleConnection) {
+  // The peer answers /stall, then never reads that connection again: the
+  // idle connection's PING goes unanswered and tlsfront closes it, so the
+  // next request opens a new connection instead of waiting on a dead one
+  // for read_timeout.
+  ProxyOptions o;
+  o.workers = 1;
+  o.upstream_extra = "h2_ping_interval = \"200ms\"\nh2_ping_timeout = \"500ms\"\nread_timeout = \"30s\"\n";
+  ASSERT_TRUE(start({}, o));
+  HttpResponse stalled = http_get(port(), "/stall");
+  EXPECT_EQ(stalled.status, 200) << stalled.error;
+  EXPECT_EQ(stalled.body, "stalled");
+  ASSERT_TRUE(wait_until([&] { return metric("tlsfront_upstream_h2_ping_timeouts_total") >= 1; }))
+      << proxy_.process().err();
+  EXPECT_EQ(metric("tlsfront_upstream_idle_connections"), 0);
+  EXPECT_NE(proxy_.process().err().find("HTTP/2 connection closed: no PING ACK within h2_ping_timeout 500ms"),
+            std::string::npos)
+      << proxy_.process().err();
+  HttpResponse next = http_get(port(), "/echo");
+  EXPECT_EQ(next.status, 200) << next.error;
+  EXPECT_EQ(next.body, "ok GET /echo 0");
+  EXPECT_EQ(connections(), 2u);
+  auto lines = proxy_.wait_log_lines(2);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(json_raw(lines[1], "upstream_connection_reused"), std::string("false")) << lines[1];
+}
+
+TEST_F(H2cUpstream, AnsweredPingsKeepTheIdleConnection) {
+  ProxyOptions o;
+  o.workers = 1;
+  o.upstream_extra = "h2_ping_interval = \"200ms\"\nh2_ping_timeout = \"5s\"\n";
+  ASSERT_TRUE(start({}, o));
+  EXPECT_EQ(http_get(port(), "/echo").status, 200);
+  // The idle h2c connection is on the idle gauge, as an idle HTTP/1.1
+  // keepalive connection would be.
+  EXPECT_TRUE(wait_until([&] { return metric("tlsfront_upstream_idle_connections") == 1; }));
+  // Several intervals pass, each with a PING answered.
+  ASSERT_TRUE(wait_until([&] { return pings() >= 4; })) << proxy_.process().err();
+  HttpResponse again = http_get(port(), "/echo");
+  EXPECT_EQ(again.status, 200) << again.error;
+  EXPECT_EQ(connections(), 1u);
+  EXPECT_EQ(metric("tlsfront_upstream_h2_ping_timeouts_total"), 0);
+  auto lines = proxy_.wait_log_lines(2);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(json_raw(lines[1], "upstream_connection_reused"), std::string("true")) << lines[1];
+}
+
+TEST_F(H2cUpstream, SendTimeoutResetsOnlyTheStalledStream) {
+  // The peer never reopens /noread's stream window: 1 MB of request body
+  // cannot go up. send_timeout (not the longer read_timeout) ends that
+  // stream with a 504; the connection and a request beside it go on.
+  ProxyOptions o;
+  o.workers = 1;
+  o.upstream_extra = "send_timeout = \"1s\"\nread_timeout = \"20s\"\n";
+  ASSERT_TRUE(start({}, o));
+  HttpResponse upload;
+  std::thread uploader([&] {
+    HttpRequest post;
+    post.method = "POST";
+    post.path = "/noread";
+    post.body = std::string(1'000'000, 'u');
+    upload = http(port(), post);
+  });
+  const bool stalled = wait_until([&] { return !read_file(port_file_ + ".stalled").empty(); });
+  HttpResponse beside = http_get(port(), "/echo");
+  uploader.join();
+  ASSERT_TRUE(stalled);
+  EXPECT_EQ(beside.status, 200) << beside.error;
+  EXPECT_EQ(upload.status, 504) << upload.error;
+  EXPECT_EQ(http_get(port(), "/echo").status, 200);
+  EXPECT_EQ(connections(), 1u);
+  auto lines = proxy_.wait_log_lines(3);
+  ASSERT_EQ(lines.size(), 3u);
+  bool found = false;
+  for (const auto& line : lines) {
+    if (json_string(line, "path") != std::string("/noread")) continue;
+    found = true;
+    EXPECT_EQ(json_string(line, "upstream_error"), std::string("timeout_send")) << line;
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST_F(H2cUpstream, ReadTimeoutCountsFromTheLastWrite) {
+  // A request body that keeps coming, slower than nothing but never idle
+  // for read_timeout, is not cut off by it (each write re-arms the timer,
+  // as for an HTTP/1.1 upstream); the answer comes once the body has ended.
+  ProxyOptions o;
+  o.workers = 1;
+  o.upstream_extra = "read_timeout = \"1500ms\"\n";
+  ASSERT_TRUE(start({}, o));
+  h2::Client c;
+  ASSERT_TRUE(c.connect(port()));
+  h2::Fields post = {{":method", "POST"}, {":scheme", "https"}, {":authority", "localhost"}, {":path", "/echo"}};
+  ASSERT_TRUE(c.send_headers(1, post, false));
+  for (int i = 0; i < 12; ++i) {  // ~3.6 s in all, 300 ms apart
+    ASSERT_TRUE(c.send_frame(h2::kData, 0, 1, "abc"));
+    std::this_thread::sleep_for(milliseconds(300));
+  }
+  ASSERT_TRUE(c.send_frame(h2::kData, h2::kEndStream, 1, "abc"));
+  std::vector<h2::Frame> frames;
+  auto end = c.wait_for([&](const h2::Frame& f) {
+    if (f.stream == 1) frames.push_back(f);
+    return f.stream == 1 && ((f.flags & h2::kEndStream) != 0 || f.type == h2::kRstStream);
+  });
+  ASSERT_TRUE(end.has_value());
+  ASSERT_FALSE(frames.empty());
+  EXPECT_EQ(frames[0].type, h2::kHeaders);
+  EXPECT_EQ(frames[0].fields.at(0), (std::pair<std::string, std::string>{":status", "200"}));
+  auto lines = proxy_.wait_log_lines(1);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(json_raw(lines[0], "status"), std::string("200")) << lines[0];
+  EXPECT_EQ(json_raw(lines[0], "upstream_error"), std::string("null")) << lines[0];
 }
 
 }  // namespace

@@ -273,7 +273,14 @@ void ProxyExchange::on_tunnel_data(std::string_view data) {
 }
 
 void ProxyExchange::on_request_trailers(std::vector<Header>&& trailers) {
-  if (h2_fields_.empty()) return;
+  // An HTTP/1.1 request with a Content-Length has no trailer section.
+  if (h2_fields_.empty() && !chunked_request_) return;
+  // A malformed field drops the section (nothing ambiguous goes up: an
+  // HTTP/1.1 upstream gets it as text); fields a sender must not put in
+  // trailers (RFC 9110 §6.5.1) go.
+  for (const auto& h : trailers) {
+    if (!valid_field_name(h.name) || !valid_field_value(h.value)) return;
+  }
   std::erase_if(trailers, [](const Header& h) {
     return is_hop_by_hop(h.token) || h.token == HeaderToken::ContentLength || h.token == HeaderToken::Host;
   });
@@ -290,7 +297,11 @@ void ProxyExchange::on_request_complete() {
   if (h2_) {
     h2_->end(request_trailers_);
   } else if (chunked_request_ && h2_fields_.empty()) {
-    send_up(kLastChunk);
+    // RFC 9112 §7.1.2: the last chunk, the trailer fields, an empty line.
+    std::string last(kLastChunkLine);
+    for (const auto& h : request_trailers_) last += h.name + ": " + h.value + "\r\n";
+    last += "\r\n";
+    send_up(last);
   }
 }
 

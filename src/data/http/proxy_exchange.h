@@ -124,8 +124,10 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   // Request body bytes as decoded by the client parser (chunk framing removed).
   void on_request_body(std::string_view data);
   // The client's request trailers (HTTP/2 clients: RFC 9113 §8.1), before
-  // on_request_complete(). Forwarded to an h2c upstream; an HTTP/1.1
-  // upstream's request ends with an empty trailer section.
+  // on_request_complete(). Forwarded to an h2c upstream, and to an
+  // HTTP/1.1 upstream in the chunked request's trailer section (RFC 9112
+  // §7.1.2); dropped when the request went up with a Content-Length (no
+  // trailer section), or all of them when one is malformed.
   void on_request_trailers(std::vector<Header>&& trailers);
   void on_request_complete();
   // True while the upstream write queue is above its high watermark: the
@@ -202,7 +204,7 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   const bool grpc_;            // content-type application/grpc*
   const bool h2c_;             // the group's protocol is h2c
   std::vector<Header> h2_fields_;         // h2c: the request head as HTTP/2 fields
-  std::vector<Header> request_trailers_;  // the client's, for an h2c upstream
+  std::vector<Header> request_trailers_;  // the client's, filtered, for the upstream
   Phase phase_ = Phase::Created;
   Replay replay_state_;
   std::unique_ptr<upstream::UpstreamConnection> conn_;

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 
+#include "log/log.h"
+
 namespace tlsfront::upstream {
 
-H2Pool::H2Pool(uv_loop_t* loop, const config::Upstream& cfg, const sockaddr_storage& addr,
+H2Pool::H2Pool(uv_loop_t* loop, const config::Upstream& cfg, const sockaddr_storage& addr, std::string address,
                metrics::UpstreamServerCounters* counters)
-    : loop_(loop), cfg_(cfg), addr_(addr), counters_(counters) {}
+    : loop_(loop), cfg_(cfg), addr_(addr), address_(std::move(address)), counters_(counters) {}
 
 H2Pool::~H2Pool() { sessions_.clear(); }
 
@@ -43,6 +45,18 @@ void H2Pool::remove(H2Session* session) {
   std::unique_ptr<H2Session> owned = std::move(*it);
   sessions_.erase(it);
   LoopContext::of(loop_).defer_delete(std::move(owned));
+  update_idle_gauge();
+}
+
+void H2Pool::update_idle_gauge() {
+  if (!counters_) return;
+  counters_->idle.set(std::count_if(sessions_.begin(), sessions_.end(), [](const auto& s) { return s->idle(); }));
+}
+
+void H2Pool::count_ping_timeout(const std::string& why) {
+  if (counters_) counters_->h2_ping_timeouts.add();
+  // At most one line per session per h2_ping_interval + h2_ping_timeout.
+  log::warn("upstream {} server {}: HTTP/2 connection closed: {} (RFC 9113 §6.7)", cfg_.name, address_, why);
 }
 
 void H2Pool::close_idle() {

@@ -6,7 +6,8 @@
 // draining) sessions per worker per server; past that the least loaded
 // usable session takes the stream anyway and nghttp2 holds it until one of
 // its streams closes. A session with no stream closes after
-// keepalive_timeout.
+// keepalive_timeout, and PINGs the server meanwhile when h2_ping_interval
+// is set (H2Session); sessions with no stream are the server's idle gauge.
 // Thread affinity: owning worker only (every worker has its own).
 #pragma once
 
@@ -28,7 +29,8 @@ namespace tlsfront::upstream {
 class H2Pool {
  public:
   // `cfg`, `counters` (may be null) borrowed; they outlive the pool.
-  H2Pool(uv_loop_t* loop, const config::Upstream& cfg, const sockaddr_storage& addr,
+  // `address`: the server as configured ("127.0.0.1:50051"), for logs.
+  H2Pool(uv_loop_t* loop, const config::Upstream& cfg, const sockaddr_storage& addr, std::string address,
          metrics::UpstreamServerCounters* counters);
   ~H2Pool();
   H2Pool(const H2Pool&) = delete;
@@ -46,6 +48,12 @@ class H2Pool {
 
   // Called by a session that closed: freed after the current callback.
   void remove(H2Session* session);
+  // A session's stream count went to or from zero, or it closed: the idle
+  // gauge is set to the sessions connected with no stream.
+  void update_idle_gauge();
+  // A session closes because its PING went unanswered (`why`): counted
+  // and logged.
+  void count_ping_timeout(const std::string& why);
   // Closes the sessions that carry no stream (shutdown).
   void close_idle();
   size_t sessions() const { return sessions_.size(); }
@@ -54,6 +62,7 @@ class H2Pool {
   uv_loop_t* loop_;
   const config::Upstream& cfg_;
   sockaddr_storage addr_;
+  std::string address_;
   metrics::UpstreamServerCounters* counters_;
   std::vector<std::unique_ptr<H2Session>> sessions_;
 };

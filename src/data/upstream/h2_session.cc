@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "config/units.h"
 #include "data/upstream/h2_pool.h"
 
 namespace tlsfront::upstream {
@@ -106,6 +107,7 @@ Status H2Session::connect(const sockaddr_storage& addr) {
     return make_error(Errc::Upstream, std::string("socket: ") + uv_strerror(rc));
   }
   timer_.init(loop_, [](void* self) { static_cast<H2Session*>(self)->on_timer(); }, this);
+  ping_timer_.init(loop_, [](void* self) { static_cast<H2Session*>(self)->on_ping_timer(); }, this);
   uv_tcp_nodelay(tcp_.get(), 1);
   connect_req_ = new uv_connect_t{};
   connect_req_->data = this;
@@ -158,6 +160,8 @@ Status H2Session::submit(H2Stream* stream, const std::vector<http::Header>& fiel
   streams_[id] = stream;
   ++streams_opened_;
   if (state_ != State::Connecting) timer_.stop();  // no longer idle (a connecting one keeps its connect timer)
+  ping_timer_.stop();
+  if (pool_ && streams_.size() == 1) pool_->update_idle_gauge();
   if (state_ == State::Open) stream->on_joined_open();
   if (state_ == State::Open && streams_opened_ >= cfg_.keepalive_requests) start_draining();
   schedule_send();
@@ -165,7 +169,9 @@ Status H2Session::submit(H2Stream* stream, const std::vector<http::Header>& fiel
 }
 
 void H2Session::schedule_send() {
-  if (state_ == State::Open || state_ == State::Draining) LoopContext::of(loop_).schedule_flush(this);
+  if (state_ == State::Open || state_ == State::Pinging || state_ == State::Draining) {
+    LoopContext::of(loop_).schedule_flush(this);
+  }
 }
 
 void H2Session::release(H2Stream* stream, bool reset) {
@@ -194,7 +200,11 @@ void H2Session::check_idle() {
     close_idle();
     return;
   }
-  if (state_ == State::Open) timer_.arm(cfg_.keepalive_timeout);
+  if (state_ == State::Open) {
+    timer_.arm(cfg_.keepalive_timeout);
+    if (cfg_.h2_ping_interval.count() > 0) ping_timer_.arm(cfg_.h2_ping_interval);
+  }
+  if (pool_) pool_->update_idle_gauge();
 }
 
 void H2Session::on_connect(int status) {
@@ -259,7 +269,7 @@ void H2Session::on_read(ssize_t nread, const uv_buf_t* buf) {
 }
 
 void H2Session::flush() {
-  if (state_ != State::Open && state_ != State::Draining) return;
+  if (state_ != State::Open && state_ != State::Pinging && state_ != State::Draining) return;
   while (writer_.buffered_bytes() + out_.size() < kWriteHighWatermark) {
     const uint8_t* data = nullptr;
     const ssize_t n = nghttp2_session_mem_send(ng_.get(), &data);
@@ -306,8 +316,28 @@ void H2Session::on_timer() {
   if (streams_.empty()) close_idle();  // keepalive_timeout
 }
 
+void H2Session::on_ping_timer() {
+  if (state_ == State::Open && streams_.empty()) {
+    // RFC 9113 §6.7: the server must answer with an ACK; until it does
+    // the session takes no stream.
+    if (int rc = nghttp2_submit_ping(ng_.get(), NGHTTP2_FLAG_NONE, nullptr); rc != 0) {
+      close(UpstreamFailure::Reset,
+            make_error(Errc::Upstream, std::string("HTTP/2 PING refused: ") + nghttp2_strerror(rc)));
+      return;
+    }
+    transition(state_, State::Pinging);
+    ping_timer_.arm(cfg_.h2_ping_timeout);
+    schedule_send();
+    return;
+  }
+  if (state_ != State::Pinging) return;
+  const std::string why = "no PING ACK within h2_ping_timeout " + config::format_duration(cfg_.h2_ping_timeout);
+  if (pool_) pool_->count_ping_timeout(why);
+  close(UpstreamFailure::TimeoutRead, make_error(Errc::Timeout, why));
+}
+
 void H2Session::start_draining() {
-  if (state_ != State::Open) return;
+  if (state_ != State::Open && state_ != State::Pinging) return;
   transition(state_, State::Draining);
 }
 
@@ -337,6 +367,7 @@ void H2Session::close(UpstreamFailure failure, const Error& error) {
   }
   writer_.detach();
   timer_.close();
+  ping_timer_.close();
   tcp_.close();
   std::unordered_map<int32_t, H2Stream*> streams = std::move(streams_);
   streams_.clear();
@@ -372,6 +403,14 @@ int H2Session::on_frame_recv(const nghttp2_frame* frame) {
       break;
     case NGHTTP2_SETTINGS:
       if ((frame->hd.flags & NGHTTP2_FLAG_ACK) == 0) settings_received_ = true;
+      break;
+    case NGHTTP2_PING:
+      // (nghttp2 answers the server's own PINGs.) The one we sent is
+      // answered: the session is usable again, the next PING in an interval.
+      if ((frame->hd.flags & NGHTTP2_FLAG_ACK) != 0 && state_ == State::Pinging) {
+        transition(state_, State::Open);
+        ping_timer_.arm(cfg_.h2_ping_interval);
+      }
       break;
     case NGHTTP2_GOAWAY:
       // RFC 9113 §6.8: nghttp2 closes the streams above last-stream-id with

@@ -9,6 +9,12 @@
 // the server did not process, fail with UpstreamFailure::Unprocessed so
 // their exchanges retry them on another connection.
 //
+// Liveness (h2_ping_interval > 0): an idle session PINGs the server every
+// h2_ping_interval and is closed when an ACK does not come back within
+// h2_ping_timeout, so that a server gone silent (powered off, a firewall
+// dropping the connection) is found before a request is given to it. Open
+// streams are bounded by their own read/send timeouts instead.
+//
 // Output is batched per loop iteration (Flushable) and pulled from nghttp2
 // only while the socket's queue is below kWriteHighWatermark.
 // Thread affinity: owning worker only.
@@ -42,14 +48,21 @@ class H2Session : public Deletable, public Flushable {
   // The connection's lifecycle:
   //   Connecting -> Open       connected; preface and SETTINGS queued
   //   Connecting -> Closed     connect failed or connect_timeout passed
+  //   Open       -> Pinging    idle (no stream) for h2_ping_interval: PING
+  //                            sent (RFC 9113 §6.7); no new stream meanwhile
   //   Open       -> Draining   GOAWAY received, or keepalive_requests
   //                            streams opened: no new stream
   //   Open       -> Closed     EOF, read/write error, protocol error, or
   //                            idle for keepalive_timeout
+  //   Pinging    -> Open       the PING ACK arrived: usable again, next PING
+  //                            after another h2_ping_interval
+  //   Pinging    -> Draining   GOAWAY received
+  //   Pinging    -> Closed     no PING ACK within h2_ping_timeout (counted
+  //                            and logged), keepalive_timeout, EOF, error
   //   Draining   -> Closed     its last stream ended (GOAWAY NO_ERROR sent),
   //                            or an error
   //   Closed     -> Closed     close() is idempotent
-  enum class State { Connecting, Open, Draining, Closed };
+  enum class State { Connecting, Open, Pinging, Draining, Closed };
 
   // `pool` borrowed, outlives the session (owns it); `cfg` is its group's.
   H2Session(uv_loop_t* loop, H2Pool* pool, const config::Upstream& cfg);
@@ -65,8 +78,11 @@ class H2Session : public Deletable, public Flushable {
   // server's SETTINGS allow (before they arrive: any number, held by
   // nghttp2 above its default of 100 until they do).
   bool has_room() const;
-  // Connecting or Open (not draining): counts against the pool's limit.
+  // Connecting or Open (not pinging, not draining): may take a new stream,
+  // and counts against the pool's limit.
   bool usable() const { return state_ == State::Connecting || state_ == State::Open; }
+  // Connected and carrying no stream (the pool's idle gauge).
+  bool idle() const { return (state_ == State::Open || state_ == State::Pinging) && streams_.empty(); }
   size_t open_streams() const { return streams_.size(); }
   State state() const { return state_; }
 
@@ -105,6 +121,7 @@ class H2Session : public Deletable, public Flushable {
   void on_read(ssize_t nread, const uv_buf_t* buf);
   void on_write_done(int status);
   void on_timer();
+  void on_ping_timer();
   void start_draining();
   // Drains the pool's interest: idle timer when nothing is open, close when
   // draining and nothing is open.
@@ -114,7 +131,8 @@ class H2Session : public Deletable, public Flushable {
   H2Pool* pool_;
   const config::Upstream& cfg_;
   UvHandle<uv_tcp_t> tcp_;
-  LazyTimer timer_;  // connect_timeout, then keepalive_timeout while idle
+  LazyTimer timer_;       // connect_timeout, then keepalive_timeout while idle
+  LazyTimer ping_timer_;  // while idle: h2_ping_interval, then h2_ping_timeout while Pinging
   uv_connect_t* connect_req_ = nullptr;
   StreamWriter writer_;
   std::string out_;
@@ -131,14 +149,15 @@ constexpr bool legal(H2Session::State from, H2Session::State to) {
   using S = H2Session::State;
   switch (from) {
     case S::Connecting: return to == S::Open || to == S::Closed;
-    case S::Open: return to == S::Draining || to == S::Closed;
+    case S::Open: return to == S::Pinging || to == S::Draining || to == S::Closed;
+    case S::Pinging: return to == S::Open || to == S::Draining || to == S::Closed;
     case S::Draining: return to == S::Closed;
     case S::Closed: return to == S::Closed;
   }
   return false;
 }
 constexpr const char* name(H2Session::State s) {
-  constexpr const char* names[] = {"Connecting", "Open", "Draining", "Closed"};
+  constexpr const char* names[] = {"Connecting", "Open", "Pinging", "Draining", "Closed"};
   return names[static_cast<int>(s)];
 }
 

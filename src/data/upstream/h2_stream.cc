@@ -44,6 +44,7 @@ void H2Stream::send(std::string_view bytes) {
     out_off_ = 0;
   }
   out_.append(bytes);
+  arm_timer();  // send_timeout until nghttp2 takes them
   if (buffered_bytes() >= kWriteLowWatermark) notify_writable_ = true;
   if (deferred_ && session_) {
     deferred_ = false;
@@ -69,6 +70,7 @@ ssize_t H2Stream::read_body(uint8_t* buf, size_t length, uint32_t* data_flags) {
     std::memcpy(buf, out_.data() + out_off_, n);
     out_off_ += n;
     body_taken_ += n;
+    arm_timer();  // a write: send_timeout again, or read_timeout once all went
   }
   if (buffered_bytes() == 0) {
     out_.clear();
@@ -107,7 +109,7 @@ void H2Stream::notify_writable() {
 
 void H2Stream::pause_reading() {
   paused_ = true;
-  timer_.stop();  // the client is slow, not the upstream
+  arm_timer();  // the client is slow, not the upstream: only a send still runs
 }
 
 void H2Stream::resume_reading() {
@@ -119,15 +121,22 @@ void H2Stream::resume_reading() {
     session_->schedule_send();
   }
   unconsumed_ = 0;
-  arm_read_timer();
+  arm_timer();
 }
 
-void H2Stream::arm_read_timer() {
-  if (phase_ != Phase::Done && !paused_) timer_.arm(cfg_.read_timeout);
+void H2Stream::arm_timer() {
+  if (phase_ == Phase::Done) return;
+  if (buffered_bytes() > 0) {
+    timer_.arm(cfg_.send_timeout);
+  } else if (!paused_) {
+    timer_.arm(cfg_.read_timeout);
+  } else {
+    timer_.stop();
+  }
 }
 
 void H2Stream::on_connected() {
-  arm_read_timer();
+  arm_timer();
   if (handler_) handler_->on_upstream_connected();
 }
 
@@ -135,7 +144,7 @@ void H2Stream::on_begin_headers() {
   head_ = http::ResponseHead{};
   head_.version_minor = 1;
   head_bytes_ = 0;
-  arm_read_timer();
+  arm_timer();
 }
 
 bool H2Stream::on_header(std::string_view name, std::string_view value) {
@@ -164,7 +173,7 @@ bool H2Stream::on_header(std::string_view name, std::string_view value) {
 
 void H2Stream::on_headers_end(bool end_stream) {
   if (phase_ == Phase::Done) return;
-  arm_read_timer();
+  arm_timer();
   if (final_head_) {
     // The trailer section (RFC 9113 §8.1), which nghttp2 requires to end the stream.
     std::vector<http::Header> trailers = std::move(head_.headers);
@@ -195,7 +204,7 @@ void H2Stream::on_data(std::string_view data) {
     return;
   }
   response_bytes_ += data.size();
-  arm_read_timer();
+  arm_timer();
   read_end_due_ = true;
   if (handler_) handler_->on_upstream_body(data);
   if (phase_ == Phase::Done || !session_) return;
@@ -254,10 +263,14 @@ void H2Stream::on_not_sent() {
 
 void H2Stream::on_timer() {
   if (phase_ == Phase::Done) return;
-  const char* what =
-      final_head_ ? "upstream timed out while reading response" : "upstream timed out while reading response header";
+  // Request bytes the upstream's flow-control window kept out: a send
+  // timeout (RFC 9113 §5.2: it stopped sending WINDOW_UPDATE).
+  const bool sending = buffered_bytes() > 0;
+  const char* what = sending       ? "upstream timed out while sending request"
+                     : final_head_ ? "upstream timed out while reading response"
+                                   : "upstream timed out while reading response header";
   leave_session();  // RST_STREAM CANCEL: the upstream may stop working on it
-  finish(UpstreamFailure::TimeoutRead, make_error(Errc::Timeout, what));
+  finish(sending ? UpstreamFailure::TimeoutSend : UpstreamFailure::TimeoutRead, make_error(Errc::Timeout, what));
 }
 
 }  // namespace tlsfront::upstream

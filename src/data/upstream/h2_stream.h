@@ -10,8 +10,11 @@
 //   upstream then stops at the stream window, which is all we hold;
 // - request bytes wait in a buffer nghttp2 drains as the upstream's window
 //   allows; buffered_bytes() is what the exchange's backpressure reads.
-// Timeouts: read_timeout while the response is awaited or streams (not while
-// paused); connect_timeout is the session's.
+// Timeouts, one at a time as for an HTTP/1.1 exchange: send_timeout while
+// request bytes wait for the upstream's window (re-armed by each write),
+// else read_timeout while the response is awaited or streams (re-armed by
+// each read and each write, not run while paused); connect_timeout is the
+// session's. Either resets only this stream (RST_STREAM CANCEL).
 // Thread affinity: owning worker only.
 #pragma once
 
@@ -75,7 +78,7 @@ class H2Stream : public Deletable {
   // handler->on_upstream_connected().
   void on_connected();
   // Submitted on an open session: no connect event (the lease says reused).
-  void on_joined_open() { arm_read_timer(); }
+  void on_joined_open() { arm_timer(); }
   void on_begin_headers();
   // One response field; false when the head is too large (the stream is
   // then reset by the session).
@@ -98,7 +101,7 @@ class H2Stream : public Deletable {
 
  private:
   void finish(UpstreamFailure failure, Error error);
-  void arm_read_timer();
+  void arm_timer();
   void on_timer();
   void leave_session();
 

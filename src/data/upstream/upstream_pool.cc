@@ -12,7 +12,9 @@ UpstreamPool::UpstreamPool(uv_loop_t* loop, const config::Upstream& cfg, const c
   } else {
     addr_ok_ = uv_ip4_addr(server.host.c_str(), server.port, reinterpret_cast<sockaddr_in*>(&addr_)) == 0;
   }
-  if (cfg.protocol == config::UpstreamProtocol::H2c) h2_ = std::make_unique<H2Pool>(loop, cfg, addr_, counters);
+  if (cfg.protocol == config::UpstreamProtocol::H2c) {
+    h2_ = std::make_unique<H2Pool>(loop, cfg, addr_, address_, counters);
+  }
 }
 
 Result<H2Pool::Lease> UpstreamPool::open_h2_stream(UpstreamHandler* handler, const std::vector<http::Header>& fields,
@@ -75,7 +77,11 @@ void UpstreamPool::count_retry() {
 }
 
 void UpstreamPool::update_idle_gauge() {
-  if (counters_) counters_->idle.set(idle_.size());
+  if (h2_) {
+    h2_->update_idle_gauge();  // its sessions with no stream
+  } else if (counters_) {
+    counters_->idle.set(idle_.size());
+  }
 }
 
 void UpstreamPool::close_idle() {

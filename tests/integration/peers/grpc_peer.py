@@ -11,7 +11,9 @@ No generated code: the methods take and return raw bytes (generic handlers).
       sends GOAWAY (gracefully) on every connection that old.
   grpc_peer.py CALL TARGET CA [ARGS...]   (TARGET: host:port of tlsfront, TLS)
       unary TEXT | server_stream N | client_stream N | bidi N |
-      deadline MS | concurrent N | load SECONDS | stream_until_killed
+      deadline MS | slow MS (a unary call the service answers after MS) |
+      paced_client_stream N MS (N messages, MS apart) | concurrent N |
+      load SECONDS | stream_until_killed
       Prints one line: "ok ..." or "error CODE DETAILS".
 """
 import sys
@@ -136,6 +138,19 @@ def client(call, target, ca, args):
             if got != [b"re:%d" % i for i in range(n)]:
                 return "error ORDER %r" % got[:5]
             return "ok %d" % len(got)
+        if call == "paced_client_stream":
+            n, pause = int(args[0]), int(args[1]) / 1000.0
+
+            def paced():
+                for i in range(n):
+                    if i:
+                        time.sleep(pause)
+                    yield b"x" * 100
+            resp = method(ch, "stream_unary", "ClientStream")(paced(), timeout=60)
+            return "ok %s" % resp.decode()
+        if call == "slow":
+            resp = method(ch, "unary_unary", "Slow")(args[0].encode(), timeout=60)
+            return "ok %s" % resp.decode()
         if call == "deadline":
             method(ch, "unary_unary", "Slow")(b"3000", timeout=int(args[0]) / 1000.0)
             return "ok no deadline"

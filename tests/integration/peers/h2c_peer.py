@@ -11,7 +11,16 @@ fields, the body's length and the trailers).
   /echo         200, "ok <method> <path> <body bytes>", with response trailers
                 (x-trailer: done) when the request's te is "trailers"
   /big?n=BYTES  200 with BYTES of "x", sent as the flow-control window allows
+  /stall        200 "stalled", then this connection is never read again (a
+                server gone silent: PINGs go unanswered)
+  /noread       never answered, and its request DATA never acknowledged with
+                a stream WINDOW_UPDATE (the connection's window is), so the
+                client's send stalls on this stream only; a line "noread SID"
+                goes to PORT_FILE.stalled at its first DATA
   anything else 404
+
+Every PING received (and answered, by python3-h2) appends a line to
+PORT_FILE.pings.
 
 --goaway-after N: once a connection has received N requests it sends GOAWAY
 with the N-th stream as last-stream-id (RFC 9113 §6.8), answers the streams
@@ -22,6 +31,7 @@ import os
 import socket
 import sys
 import threading
+import time
 
 import h2.config
 import h2.connection
@@ -46,6 +56,7 @@ class Conn:
         self.pending = {}  # stream id -> bytes still to send
         self.received = 0
         self.last_stream = None
+        self.stalled = False
 
     def send(self):
         data = self.h2.data_to_send()
@@ -68,6 +79,10 @@ class Conn:
             self.h2.send_data(sid, body, end_stream=not trailers)
             if trailers:
                 self.h2.send_headers(sid, [("x-trailer", "done")], end_stream=True)
+        elif path == "/stall":
+            self.h2.send_headers(sid, [(":status", "200")])
+            self.h2.send_data(sid, b"stalled", end_stream=True)
+            self.stalled = True
         elif path.startswith("/big?n="):
             self.h2.send_headers(sid, [(":status", "200"), ("content-type", "application/octet-stream")])
             self.pending[sid] = int(path[len("/big?n="):])
@@ -110,17 +125,26 @@ class Conn:
                     self.received += 1
                     if self.goaway_after and self.received == self.goaway_after and self.last_stream is None:
                         self.last_stream = e.stream_id
-                    if e.stream_ended:
+                    if e.stream_ended and dict(e.headers).get(":path") != "/noread":
                         self.respond(e.stream_id)
                 elif isinstance(e, h2.events.DataReceived):
-                    if e.stream_id in self.streams:
-                        self.streams[e.stream_id]["body"] += e.data
+                    s = self.streams.get(e.stream_id)
+                    if s is not None and dict(s["headers"]).get(":path") == "/noread":
+                        if not s["body"]:
+                            append(self.port_file + ".stalled", "noread %d" % e.stream_id)
+                        s["body"] += e.data
+                        self.h2.increment_flow_control_window(e.flow_controlled_length)  # the connection's only
+                        continue
+                    if s is not None:
+                        s["body"] += e.data
                     self.h2.acknowledge_received_data(e.flow_controlled_length, e.stream_id)
+                elif isinstance(e, h2.events.PingReceived):
+                    append(self.port_file + ".pings", "ping")
                 elif isinstance(e, h2.events.TrailersReceived):
                     if e.stream_id in self.streams:
                         self.streams[e.stream_id]["trailers"] = list(e.headers)
                 elif isinstance(e, h2.events.StreamEnded):
-                    if e.stream_id in self.streams:
+                    if e.stream_id in self.streams and dict(self.streams[e.stream_id]["headers"]).get(":path") != "/noread":
                         self.respond(e.stream_id)
                 elif isinstance(e, (h2.events.WindowUpdated, h2.events.RemoteSettingsChanged)):
                     self.pump()
@@ -144,6 +168,11 @@ class Conn:
                 self.sock.close()
                 return
             self.send()
+            if self.stalled:
+                # Gone silent: the socket stays open, nothing is read (the
+                # process is killed at the end of the test).
+                while True:
+                    time.sleep(3600)
 
 
 def main():

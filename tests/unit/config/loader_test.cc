@@ -490,6 +490,32 @@ TEST(Loader, UpstreamProtocol) {
             "connections per worker per server)");
 }
 
+TEST(Loader, UpstreamH2Ping) {
+  std::string head =
+      "[[listen]]\naddress = \"127.0.0.1:1\"\n[tls]\ncertificate = \"c\"\nkey = \"k\"\n"
+      "[[upstream]]\nname = \"a\"\nservers = [\"127.0.0.1:1\"]\n";
+  const std::string route = "[[route]]\nupstream = \"a\"\n";
+  const Upstream off = load_ok(head + "protocol = \"h2c\"\n" + route).upstreams.at(0);
+  EXPECT_EQ(off.h2_ping_interval, Millis{0});  // off by default
+  EXPECT_EQ(off.h2_ping_timeout, 5s);
+  const Upstream on =
+      load_ok(head + "protocol = \"h2c\"\nh2_ping_interval = \"30s\"\nh2_ping_timeout = \"2s\"\n" + route)
+          .upstreams.at(0);
+  EXPECT_EQ(on.h2_ping_interval, 30s);
+  EXPECT_EQ(on.h2_ping_timeout, 2s);
+  EXPECT_EQ(load_error(head + "h2_ping_interval = \"30s\"\n"),
+            "t.toml:9:1: upstream[0].h2_ping_interval: only applies to protocol = \"h2c\" (an HTTP/1.1 "
+            "connection has no PING)");
+  EXPECT_EQ(load_error(head + "protocol = \"http/1.1\"\nh2_ping_timeout = \"1s\"\n"),
+            "t.toml:10:1: upstream[0].h2_ping_timeout: only applies to protocol = \"h2c\" (an HTTP/1.1 "
+            "connection has no PING)");
+  EXPECT_EQ(load_error(head + "protocol = \"h2c\"\nh2_ping_interval = \"30s\"\nh2_ping_timeout = 0\n"),
+            "t.toml:11:1: upstream[0].h2_ping_timeout: must be greater than 0, got 0");
+  EXPECT_EQ(load_error(head + "protocol = \"h2c\"\nh2_ping_interval = \"soon\"\n"),
+            "t.toml:10:1: upstream[0].h2_ping_interval: invalid duration \"soon\" (expected e.g. \"500ms\", \"30s\", "
+            "\"5m\", \"1h\", \"1d\")");
+}
+
 TEST(Loader, Routes) {
   EXPECT_EQ(load_error(with("[[route]]\nhost = \"example.com\"\n  upstream = \"nope\"\n")),
             R"(t.toml:16:3: route[1].upstream: unknown upstream "nope" (no [[upstream]] has this name))");

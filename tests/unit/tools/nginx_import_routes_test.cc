@@ -1,7 +1,8 @@
 // Tests for import-nginx's request path: locations become routes in
 // nginx's order, return and :80 redirect servers, gzip, upstream blocks and
 // the header directives with nginx's inheritance (including HSTS becoming
-// [tls] hsts). Each produced TOML is read back with config::load_string.
+// [tls] hsts), grpc_pass as an h2c upstream. Each produced TOML is read back with config::load_string.
+#include <map>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -65,7 +66,7 @@ TEST(NginxImport, LocationsBecomeRoutesInNginxsOrder) {
   EXPECT_REPORTS(r, "n.conf:10: proxy_pass: not carried over: proxy_pass with variables (no route)\n");
   EXPECT_REPORTS(r, "n.conf:11: proxy_pass: not carried over: invalid address \"app.internal:80\"");
   EXPECT_REPORTS(r, "n.conf:12: proxy_pass: not carried over: with the URI /other/ nginx replaces the location's prefix /u/");
-  EXPECT_REPORTS(r, "n.conf:12: location: no route: no usable proxy_pass or return in it");
+  EXPECT_REPORTS(r, "n.conf:12: location: no route: no usable proxy_pass, grpc_pass or return in it");
   EXPECT_REPORTS(r, "n.conf:13: location: not carried over: regex location: RE2 cannot compile \"/(v[0-9]+)/x/\\\\1\" (");
   EXPECT_REPORTS(r, "n.conf:15: location: carried over, but its requests go to the route of ^~ /a/b/ (tried first); nginx takes the longer prefix\n");
 }
@@ -304,6 +305,61 @@ TEST(NginxImport, HstsTheLoaderWouldRefuseStaysAHeaderRule) {
   ASSERT_EQ(r.cfg.response_headers.add.size(), 1u) << r.toml;  // the server's: every route's default
   ASSERT_EQ(r.cfg.response_headers.add[0].value.size(), 1u);
   EXPECT_EQ(r.cfg.response_headers.add[0].value[0].literal, ",\"max-age=31536000\"");
+}
+
+TEST(NginxImport, GrpcPassBecomesAnH2cUpstream) {
+  Outcome r = run(server(
+      "proxy_set_header X-Tenant acme;\n"
+      "location /orders.v1.Orders/ { grpc_pass grpc://orders; grpc_read_timeout 1h; grpc_set_header X-Call grpc; "
+      "grpc_hide_header X-Debug; grpc_buffer_size 16k; grpc_socket_keepalive on; }\n"
+      "location /users.v1.Users/ { grpc_pass 127.0.0.1:50061; }\n"
+      "location /secure.v1.S/ { grpc_pass grpcs://127.0.0.1:50071; }\n"
+      "location /sock.v1.S/ { grpc_pass unix:/run/g.sock; }\n"
+      "location /http/ { proxy_pass http://orders; }",
+      "upstream orders { server 127.0.0.1:50051; keepalive 8; }"));
+  ASSERT_TRUE(r.ok) << r.error;
+  std::map<std::string, const config::Upstream*> ups;
+  for (const auto& u : r.cfg.upstreams) ups[u.name] = &u;
+  // The block used by grpc_pass and by proxy_pass: one [[upstream]] each.
+  ASSERT_EQ(ups.count("orders"), 1u) << r.toml;
+  ASSERT_EQ(ups.count("orders-2"), 1u) << r.toml;
+  const config::Upstream& grpc = *ups["orders"];
+  EXPECT_EQ(grpc.protocol, config::UpstreamProtocol::H2c);
+  EXPECT_EQ(grpc.keepalive, 8u);
+  EXPECT_EQ(grpc.read_timeout, Millis{3'600'000});
+  EXPECT_EQ(grpc.send_timeout, Millis{60'000});  // nginx's default
+  EXPECT_EQ(ups["orders-2"]->protocol, config::UpstreamProtocol::Http1);
+  EXPECT_EQ(ups["orders-2"]->read_timeout, Millis{60'000});
+  // An address without an upstream block: h2c with tlsfront's connection
+  // bound (never keepalive = 0, which h2c refuses).
+  ASSERT_EQ(ups.count("127.0.0.1_50061"), 1u) << r.toml;
+  EXPECT_EQ(ups["127.0.0.1_50061"]->protocol, config::UpstreamProtocol::H2c);
+  EXPECT_EQ(ups["127.0.0.1_50061"]->keepalive, config::Upstream{}.keepalive);
+
+  const config::Route* orders = nullptr;
+  for (const auto& route : r.cfg.routes) {
+    if (route.path == "/orders.v1.Orders/") orders = &route;
+  }
+  ASSERT_NE(orders, nullptr) << r.toml;
+  EXPECT_EQ(orders->upstream, "orders");
+  // grpc_set_header, not the server's proxy_set_header (nginx's grpc module
+  // never reads proxy_*): its own rules, nothing inherited.
+  EXPECT_FALSE(orders->request_headers.inherit);
+  ASSERT_EQ(orders->request_headers.set.size(), 1u) << r.toml;
+  EXPECT_EQ(orders->request_headers.set[0].name, "X-Call");
+  EXPECT_EQ(orders->response_headers.remove, std::vector<std::string>{"x-debug"});
+
+  EXPECT_REPORTS(r, "n.conf:8: grpc_pass: carried over as an h2c upstream; the upstream block's keepalive bounds");
+  EXPECT_REPORTS(r, "n.conf:8: grpc_buffer_size: not needed: gRPC messages are streamed frame by frame");
+  EXPECT_REPORTS(r, "n.conf:8: grpc_socket_keepalive: not carried over: no TCP keepalive; h2_ping_interval checks");
+  EXPECT_REPORTS(r, "n.conf:9: grpc_pass: carried over as an h2c upstream: calls share up to keepalive (32)");
+  EXPECT_REPORTS(r,
+                 "n.conf:10: grpc_pass: no equivalent yet: grpcs:// is gRPC over TLS, and tlsfront has no TLS to "
+                 "upstreams (no route)\n");
+  EXPECT_REPORTS(r, "n.conf:11: grpc_pass: not carried over: no UNIX-domain upstreams (no route)\n");
+  EXPECT_EQ(r.report.find("grpc_read_timeout"), std::string::npos) << r.report;  // carried over
+  EXPECT_EQ(r.report.find("grpc_set_header"), std::string::npos) << r.report;
+  EXPECT_NE(r.toml.find("protocol = \"h2c\""), std::string::npos) << r.toml;
 }
 
 }  // namespace

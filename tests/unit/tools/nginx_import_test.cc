@@ -248,7 +248,7 @@ TEST(NginxImport, AnotherServersDifferentSettingsAreListed) {
   EXPECT_REPORTS(r, "n.conf:3: keepalive_timeout: not carried over: differs from the default server's (n.conf:1), which tlsfront applies to all servers\n");
   EXPECT_REPORTS(r, "n.conf:3: server: ssl_session_timeout not carried over for this server: nginx's default here; tlsfront applies "
                     "the default server's (n.conf:1) to all\n");
-  EXPECT_REPORTS(r, "n.conf:4: location: no route: no usable proxy_pass or return in it (what it does instead is listed)\n");
+  EXPECT_REPORTS(r, "n.conf:4: location: no route: no usable proxy_pass, grpc_pass or return in it (what it does instead is listed)\n");
   EXPECT_REPORTS(r, "n.conf:4: proxy_set_header: not carried over: it applies to no imported route\n");
 }
 
@@ -305,7 +305,7 @@ TEST(NginxImport, WhatTlsfrontWouldRefuseIsListedOrAnError) {
   // Its fourth: routes that are all fixed answers leave no [[upstream]], which tlsfront needs.
   r = run("http { server { listen 443 ssl; ssl_certificate c.pem; ssl_certificate_key c.key;\n"
           "location / { return 200 ok; } } }");
-  EXPECT_EQ(r.error, "nothing to import: no location with a usable proxy_pass in a TLS server");
+  EXPECT_EQ(r.error, "nothing to import: no location with a usable proxy_pass or grpc_pass in a TLS server");
 
   // Its fifth: a location's own proxy_set_header beside its return (a route with return takes no request_headers).
   r = run(server("location = /h { proxy_set_header X-A 1; return 204; }"));
@@ -327,7 +327,7 @@ TEST(NginxImport, NothingUsable) {
   EXPECT_EQ(r.error, "nothing to import: no usable certificate (ssl_certificate + ssl_certificate_key)");
   EXPECT_REPORTS(r, "n.conf:1: server: not carried over: a TLS server without ssl_certificate");
   r = run("http { server { listen 443 ssl; ssl_certificate a; ssl_certificate_key b; root /srv; } }");
-  EXPECT_EQ(r.error, "nothing to import: no location with a usable proxy_pass in a TLS server");
+  EXPECT_EQ(r.error, "nothing to import: no location with a usable proxy_pass or grpc_pass in a TLS server");
   EXPECT_REPORTS(r, "n.conf:1: root: no equivalent: no static files\n");
 }
 
@@ -500,7 +500,7 @@ TEST(NginxImport, SeveralServersInIncludedFiles) {
   EXPECT_REPORTS(r, "multi/nginx.conf:9: ssl_session_cache: builtin:1000 not carried over");
   EXPECT_EQ(r.report.find("multi/sites/10-api.conf:16:"), std::string::npos) << r.report;  // carried over
   EXPECT_EQ(r.report.find("multi/sites/10-api.conf:19:"), std::string::npos) << r.report;  // return: carried over
-  EXPECT_REPORTS(r, "multi/sites/10-api.conf:21: location: no route: no usable proxy_pass or return in it");
+  EXPECT_REPORTS(r, "multi/sites/10-api.conf:21: location: no route: no usable proxy_pass, grpc_pass or return in it");
   EXPECT_REPORTS(r, "multi/sites/10-api.conf:22: fastcgi_pass: ");
   EXPECT_REPORTS(r, "multi/sites/20-shop.conf:11: root: no equivalent: no static files\n");
   EXPECT_REPORTS(r, "multi/sites/20-shop.conf:14: proxy_pass: not carried over: with the URI /v2/");
@@ -527,11 +527,11 @@ TEST(NginxImport, DebiansDefaultSiteWithItsTlsLinesUncommentedStillNeedsAProxyPa
     std::ofstream(dir.file("nginx.conf")) << "events {}\nhttp {\n  include default;\n}\n";
   }
   Outcome r = run_tree(parse_file(dir.file("nginx.conf")), dir.path());
-  EXPECT_EQ(r.error, "nothing to import: no location with a usable proxy_pass in a TLS server");
+  EXPECT_EQ(r.error, "nothing to import: no location with a usable proxy_pass or grpc_pass in a TLS server");
   EXPECT_REPORTS(r, dir.file("default") + ":22: listen: carried over as a cleartext listener that routes like the TLS ones");
   EXPECT_REPORTS(r, dir.file("default") + ":41: root: no equivalent: no static files\n");
   EXPECT_REPORTS(r, dir.file("default") + ":51: try_files: no equivalent: no static files\n");
-  EXPECT_REPORTS(r, dir.file("default") + ":48: location: no route: no usable proxy_pass or return in it");
+  EXPECT_REPORTS(r, dir.file("default") + ":48: location: no route: no usable proxy_pass, grpc_pass or return in it");
 }
 
 }  // namespace
