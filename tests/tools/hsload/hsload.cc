@@ -11,10 +11,13 @@
 // epoll loop: connect (non-blocking) -> ClientHello -> the server's flight
 // -> client Finished + `GET PATH HTTP/1.1` (Host: SNI, Connection: close)
 // -> the response, which must be a complete 200 -> close_notify, close.
-// --mode resumed: each slot offers the ticket its previous connection
-// received (PSK with (EC)DHE, psk_dhe_ke), so all but a slot's first
-// connection resume when the server accepts; one the server answers with a
-// full handshake counts as full. --duration stops starting connections after
+// --mode resumed: each slot offers the newest ticket it holds (PSK with
+// (EC)DHE, psk_dhe_ke): the first one its previous connection received, or,
+// when that connection brought none, the one it offered (a server may issue
+// tickets on full handshakes only, as tlsfront does; OpenSSL clients reuse
+// the session then too). So all but a slot's first connection resume when the
+// server accepts; one the server answers with a full handshake counts as
+// full, and its slot drops the ticket it offered. --duration stops starting connections after
 // S seconds (connections still open then are abandoned, not counted);
 // --count stops after N connections finished. Default: --duration 5.
 //
@@ -207,7 +210,7 @@ class Loop {
   ClientConfig config_;
   std::vector<Slot> slots_;
   int ep_ = -1;
-  long started_ = 0, active_ = 0;
+  long started_ = 0, active_ = 0, waiting_ = 0;  // connections started, open, slots waiting to retry
   long handshakes_ = 0, resumed_ = 0, errors_ = 0, abandoned_ = 0;
   std::map<std::string, long> reasons_;
   SteadyClock::time_point end_;
@@ -222,7 +225,10 @@ void Loop::close_fd(Slot& s) {
 }
 
 void Loop::start(Slot& s) {
-  s.retry_at.reset();
+  if (s.retry_at) {
+    s.retry_at.reset();
+    --waiting_;
+  }
   if (!may_start()) return;
   ++started_;
   s.client = std::make_unique<Tls13Client>(config_);
@@ -249,7 +255,6 @@ void Loop::start(Slot& s) {
       SteadyClock::now() - s.ticket->received < std::chrono::seconds(s.ticket->lifetime_s))
     offer = &*s.ticket;
   s.client->start(offer, s.out);
-  s.ticket.reset();  // a ticket is offered once; the new connection brings the next
   if (connect(s.fd, reinterpret_cast<const sockaddr*>(&o_.addr), o_.addr_len) != 0 && errno != EINPROGRESS) {
     s.client->fail(Error::kConnectFailed);
     return finish(s);
@@ -321,14 +326,20 @@ void Loop::finish(Slot& s) {
     send(s.fd, s.out.data(), s.out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);  // best effort
     ++handshakes_;
     if (c.resumed()) ++resumed_;
-    if (c.ticket()) s.ticket = std::move(c.ticket());
+    if (c.ticket()) {
+      s.ticket = std::move(c.ticket());
+    } else if (c.psk_offered() && !c.resumed()) {
+      s.ticket.reset();  // refused: the next connection starts afresh
+    }
     close_fd(s);
     return start(s);
   }
   ++errors_;
   ++reasons_[c.error_reason()];
+  s.ticket.reset();
   close_fd(s);
   s.retry_at = SteadyClock::now() + milliseconds(10);
+  ++waiting_;
 }
 
 void Loop::scan_timers() {
@@ -356,9 +367,7 @@ int Loop::run() {
   SteadyClock::time_point last_scan = begin;
   epoll_event events[256];
   for (;;) {
-    bool pending_retry = false;
-    for (const Slot& s : slots_) pending_retry = pending_retry || s.retry_at.has_value();
-    if (active_ == 0 && (!pending_retry || !may_start())) break;
+    if (active_ == 0 && (waiting_ == 0 || !may_start())) break;
     if (o_.count == 0 && SteadyClock::now() >= end_) break;
     int n = epoll_wait(ep_, events, 256, 10);
     if (n < 0 && errno != EINTR) {
