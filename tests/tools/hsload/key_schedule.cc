@@ -11,6 +11,13 @@ namespace {
 Crypto g_crypto;
 bool g_ready = false;
 
+// The X25519 exchange, set up once: a derive context on the client key and
+// one peer key whose public value is replaced for every handshake
+// (EVP_PKEY_set1_encoded_public_key), so a derive costs no provider fetch,
+// no key or context allocation — only the scalar multiplication.
+EVP_PKEY_CTX* g_derive = nullptr;
+EVP_PKEY* g_peer = nullptr;
+
 // Scratch digest context for sha256()/hmac_sha256(), reused (no allocation
 // per HMAC).
 EVP_MD_CTX* scratch() {
@@ -37,6 +44,11 @@ bool Crypto::init() {
   if (c.md == nullptr || c.aes128gcm == nullptr || c.client_key == nullptr) return false;
   size_t len = c.client_public.size();
   if (EVP_PKEY_get_raw_public_key(c.client_key, c.client_public.data(), &len) != 1 || len != 32) return false;
+  g_peer = EVP_PKEY_new_raw_public_key(EVP_PKEY_X25519, nullptr, c.client_public.data(), len);
+  g_derive = EVP_PKEY_CTX_new_from_pkey(nullptr, c.client_key, nullptr);
+  if (g_peer == nullptr || g_derive == nullptr || EVP_PKEY_derive_init(g_derive) != 1 ||
+      EVP_PKEY_derive_set_peer_ex(g_derive, g_peer, 0) != 1)
+    return false;
   g_ready = true;
   c.empty_hash = sha256({});
   Secret zeros{};
@@ -123,17 +135,12 @@ Secret finished_mac(const Secret& base_key, const Secret& transcript_hash) {
 }
 
 std::optional<Secret> x25519_shared(ByteView server_share) {
-  if (server_share.size() != 32) return std::nullopt;
-  EVP_PKEY* peer = EVP_PKEY_new_raw_public_key(EVP_PKEY_X25519, nullptr, server_share.data(), server_share.size());
-  if (peer == nullptr) return std::nullopt;
-  EVP_PKEY_CTX* ctx = EVP_PKEY_CTX_new_from_pkey(nullptr, Crypto::get().client_key, nullptr);
+  if (server_share.size() != 32 || EVP_PKEY_set1_encoded_public_key(g_peer, server_share.data(), 32) != 1)
+    return std::nullopt;
   Secret out{};
   size_t len = out.size();
-  bool ok = ctx != nullptr && EVP_PKEY_derive_init(ctx) == 1 && EVP_PKEY_derive_set_peer(ctx, peer) == 1 &&
-            EVP_PKEY_derive(ctx, out.data(), &len) == 1 && len == out.size();
-  EVP_PKEY_CTX_free(ctx);
-  EVP_PKEY_free(peer);
-  if (!ok) return std::nullopt;
+  // X25519 fails on an all-zero result (a low-order share, RFC 7748 §6.1).
+  if (EVP_PKEY_derive(g_derive, out.data(), &len) != 1 || len != out.size()) return std::nullopt;
   return out;
 }
 
