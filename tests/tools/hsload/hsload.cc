@@ -259,7 +259,12 @@ void Loop::start(Slot& s) {
     s.client->fail(Error::kConnectFailed);
     return finish(s);
   }
+  // On loopback the connection is usually up by now: the ClientHello goes at
+  // once (a socket still connecting says EAGAIN, and EPOLLOUT resumes),
+  // saving a wake-up and a getsockopt per connection.
   s.connecting = true;
+  flush(s);
+  if (s.client->state() == Tls13Client::State::kFailed) finish(s);
 }
 
 void Loop::flush(Slot& s) {
@@ -271,9 +276,14 @@ void Loop::flush(Slot& s) {
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;  // EPOLLOUT (edge) resumes
-    s.client->fail(errno == EPIPE || errno == ECONNRESET ? Error::kConnectionReset : Error::kIo);
+    if (s.connecting) {
+      s.client->fail(Error::kConnectFailed);
+    } else {
+      s.client->fail(errno == EPIPE || errno == ECONNRESET ? Error::kConnectionReset : Error::kIo);
+    }
     return;
   }
+  s.connecting = false;  // all of it left: the connection is up
   s.out.clear();
   s.sent = 0;
 }
