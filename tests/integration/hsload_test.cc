@@ -4,7 +4,8 @@
 // log must agree with the generator's counts (one line per connection,
 // ssl_session_reused true exactly for the ones it counted resumed). Also
 // an RSA certificate (rsa_pss_rsae_sha256), and the failures it must count
-// instead of hiding: a non-200 answer, a refused port, a usage error.
+// instead of hiding: a non-200 answer, a plain-HTTP server, a refused port,
+// a usage error.
 #include <map>
 #include <sstream>
 #include <string>
@@ -112,6 +113,12 @@ TEST_F(HsloadTest, ANon200AnswerIsAnErrorNotAHandshake) {
   EXPECT_EQ(r.num("handshakes"), 0) << r.result.out;
   EXPECT_EQ(r.num("errors"), 5) << r.result.out;
   EXPECT_EQ(r.num("error_reason:http_status_404"), 5) << r.result.out;
+}
+
+TEST_F(HsloadTest, APlainHttpServerIsNotTls) {
+  HsloadRun r = hsload({"--connect", backend_.address(), "--count", "3"});
+  EXPECT_TRUE(r.result.status.exited && r.result.status.code == 1) << r.result.out << r.result.err;
+  EXPECT_EQ(r.num("error_reason:not_a_tls_record"), 3) << r.result.out;
 }
 
 TEST_F(HsloadTest, ARefusedPortAndBadArgumentsFailCleanly) {

@@ -19,6 +19,9 @@ RecordBuffer::Next RecordBuffer::next(Record& out) {
   size_t avail = buf_.size() - start_;
   if (avail < kRecordHeader) return Next::kNeedMore;
   const uint8_t* h = buf_.data() + start_;
+  if (h[0] < static_cast<uint8_t>(ContentType::kChangeCipherSpec) ||
+      h[0] > static_cast<uint8_t>(ContentType::kApplicationData))
+    return Next::kNotTls;
   size_t len = (size_t{h[3]} << 8) | h[4];
   if (len > kMaxCiphertext) return Next::kOverflow;
   if (avail < kRecordHeader + len) return Next::kNeedMore;

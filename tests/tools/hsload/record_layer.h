@@ -8,7 +8,9 @@
 // nonce is the write IV XOR the 64-bit sequence number, left-padded (§5.3);
 // TLSInnerPlaintext is content || ContentType || zero padding (§5.2).
 //
-// Errors: RecordBuffer::next() says kOverflow for a record over the limit;
+// Errors: RecordBuffer::next() says kOverflow for a record over the limit
+// and kNotTls for a ContentType outside 20..23 (what a plain-text server
+// answers: "HTTP/1.1 400" is not a record);
 // Aead::open() returns false for a bad tag or an inner plaintext that is all
 // zeros (both fatal: bad_record_mac / unexpected_message). Thread affinity:
 // the owning connection's thread.
@@ -45,7 +47,7 @@ struct Record {
 // stay valid until the next append() or next().
 class RecordBuffer {
  public:
-  enum class Next { kRecord, kNeedMore, kOverflow };
+  enum class Next { kRecord, kNeedMore, kOverflow, kNotTls };
   void append(ByteView data);
   Next next(Record& out);
 

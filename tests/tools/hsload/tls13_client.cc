@@ -45,6 +45,7 @@ const char* error_name(Error e) {
     case Error::kIo: return "io_error";
     case Error::kTimeout: return "timeout";
     case Error::kEofInHandshake: return "eof_in_handshake";
+    case Error::kNotTls: return "not_a_tls_record";
     case Error::kRecordOverflow: return "record_overflow";
     case Error::kBadRecordMac: return "bad_record_mac";
     case Error::kUnexpectedMessage: return "unexpected_message";
@@ -114,8 +115,8 @@ Tls13Client::State Tls13Client::on_data(ByteView in, Bytes& out) {
     Record r;
     RecordBuffer::Next n = records_.next(r);
     if (n == RecordBuffer::Next::kNeedMore) break;
-    if (n == RecordBuffer::Next::kOverflow) {
-      fail(Error::kRecordOverflow);
+    if (n == RecordBuffer::Next::kOverflow || n == RecordBuffer::Next::kNotTls) {
+      fail(n == RecordBuffer::Next::kOverflow ? Error::kRecordOverflow : Error::kNotTls);
       break;
     }
     on_record(r, out);

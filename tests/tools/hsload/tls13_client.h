@@ -52,6 +52,7 @@ enum class Error : uint8_t {
   kTimeout,
   // TLS
   kEofInHandshake,
+  kNotTls,
   kRecordOverflow,
   kBadRecordMac,
   kUnexpectedMessage,
