@@ -39,8 +39,8 @@ class HsloadTest : public ProxyTest {
     return run;
   }
   std::vector<std::string> args(const std::string& mode, long count, int concurrency, const std::string& path) {
-    return {"--connect", "127.0.0.1:" + std::to_string(port()), "--mode", mode, "--count", std::to_string(count),
-            "--concurrency", std::to_string(concurrency), "--path", path};
+    return {"--connect",     "127.0.0.1:" + std::to_string(port()), "--mode", mode, "--count", std::to_string(count),
+            "--concurrency", std::to_string(concurrency),           "--path", path};
   }
   // The access-log lines for `path`, once there are `n` of them.
   std::vector<std::string> logged(const std::string& path, size_t n) {

@@ -138,7 +138,8 @@ Options parse_options(int argc, char** argv) {
     } else if (a == "--duration") {
       char* end = nullptr;
       o.duration_s = std::strtod(v, &end);
-      if (end == v || *end != '\0' || !(o.duration_s > 0 && o.duration_s <= 86400)) usage("--duration wants 0 < S <= 86400");
+      if (end == v || *end != '\0' || !(o.duration_s > 0 && o.duration_s <= 86400))
+        usage("--duration wants 0 < S <= 86400");
     } else if (a == "--count") {
       o.count = parse_long(v, 1, 1'000'000'000, "--count wants 1..1000000000");
     } else if (a == "--path") {
@@ -251,8 +252,7 @@ void Loop::start(Slot& s) {
     return finish(s);
   }
   const Ticket* offer = nullptr;
-  if (o_.resumed && s.ticket &&
-      SteadyClock::now() - s.ticket->received < std::chrono::seconds(s.ticket->lifetime_s))
+  if (o_.resumed && s.ticket && SteadyClock::now() - s.ticket->received < std::chrono::seconds(s.ticket->lifetime_s))
     offer = &*s.ticket;
   s.client->start(offer, s.out);
   if (connect(s.fd, reinterpret_cast<const sockaddr*>(&o_.addr), o_.addr_len) != 0 && errno != EINPROGRESS) {
@@ -294,8 +294,7 @@ void Loop::read_all(Slot& s) {
     ssize_t n = recv(s.fd, buf, sizeof buf, 0);
     if (n > 0) {
       s.client->on_data(ByteView(buf, static_cast<size_t>(n)), s.out);
-      if (s.client->state() == Tls13Client::State::kDone || s.client->state() == Tls13Client::State::kFailed)
-        return;
+      if (s.client->state() == Tls13Client::State::kDone || s.client->state() == Tls13Client::State::kFailed) return;
       continue;
     }
     if (n == 0) {
@@ -403,11 +402,12 @@ int Loop::run() {
   }
   double cpu = cpu_seconds() - cpu_begin;
   double seconds = std::chrono::duration<double>(stop - begin).count();
-  std::printf("handshakes=%ld resumed=%ld full=%ld errors=%ld abandoned=%ld seconds=%.2f rate=%.0f "
-              "cpu_seconds=%.3f handshakes_per_cpu_second=%.0f\n",
-              handshakes_, resumed_, handshakes_ - resumed_, errors_, abandoned_, seconds,
-              seconds > 0 ? static_cast<double>(handshakes_) / seconds : 0.0, cpu,
-              cpu > 0 ? static_cast<double>(handshakes_) / cpu : 0.0);
+  std::printf(
+      "handshakes=%ld resumed=%ld full=%ld errors=%ld abandoned=%ld seconds=%.2f rate=%.0f "
+      "cpu_seconds=%.3f handshakes_per_cpu_second=%.0f\n",
+      handshakes_, resumed_, handshakes_ - resumed_, errors_, abandoned_, seconds,
+      seconds > 0 ? static_cast<double>(handshakes_) / seconds : 0.0, cpu,
+      cpu > 0 ? static_cast<double>(handshakes_) / cpu : 0.0);
   if (!reasons_.empty()) {
     const char* sep = "";
     for (const auto& [name, n] : reasons_) {

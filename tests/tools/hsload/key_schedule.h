@@ -28,13 +28,13 @@ using Secret = std::array<uint8_t, kHashLen>;
 // The algorithms, fetched once (OpenSSL 3 implicit fetches cost a lookup
 // per call), and the process's one X25519 key pair.
 struct Crypto {
-  EVP_MD* md = nullptr;                         // SHA-256
+  EVP_MD* md = nullptr;  // SHA-256
   EVP_CIPHER* aes128gcm = nullptr;
-  EVP_PKEY* client_key = nullptr;               // X25519, reused for every ClientHello
-  std::array<uint8_t, 32> client_public{};      // its key_share
-  Secret empty_hash{};                          // SHA-256("")
-  Secret zero_early_secret{};                   // HKDF-Extract(0, 0): the early secret without a PSK
-  static const Crypto& get();                   // init() must have succeeded
+  EVP_PKEY* client_key = nullptr;           // X25519, reused for every ClientHello
+  std::array<uint8_t, 32> client_public{};  // its key_share
+  Secret empty_hash{};                      // SHA-256("")
+  Secret zero_early_secret{};               // HKDF-Extract(0, 0): the early secret without a PSK
+  static const Crypto& get();               // init() must have succeeded
   static bool init();
 };
 

@@ -31,8 +31,7 @@ constexpr uint8_t kHrrRandom[32] = {0xCF, 0x21, 0xAD, 0x74, 0xE5, 0x9A, 0x61, 0x
 
 }  // namespace
 
-void build_client_hello(std::string_view sni, const std::array<uint8_t, 32>& random, const PskOffer* psk,
-                        Bytes& out) {
+void build_client_hello(std::string_view sni, const std::array<uint8_t, 32>& random, const PskOffer* psk, Bytes& out) {
   Writer w(out);
   w.u8(static_cast<unsigned>(HandshakeType::kClientHello));
   size_t body = w.open(3);

@@ -40,8 +40,8 @@ inline constexpr size_t kHandshakeHeader = 4;  // msg_type, uint24 length
 
 // The PSK to offer from a ticket (§4.2.11, §4.6.1).
 struct PskOffer {
-  ByteView identity;                // the ticket
-  uint32_t obfuscated_ticket_age;   // ticket age in ms + ticket_age_add, mod 2^32
+  ByteView identity;               // the ticket
+  uint32_t obfuscated_ticket_age;  // ticket age in ms + ticket_age_add, mod 2^32
 };
 
 // Builds the ClientHello handshake message (header included) into `out`.
@@ -49,8 +49,7 @@ struct PskOffer {
 // message: the caller computes it over the first
 // `out.size() - kBinderSuffix` octets and writes it into the last 32.
 inline constexpr size_t kBinderSuffix = 2 + 1 + kHashLen;  // binders<33..>: one binder<32..255>
-void build_client_hello(std::string_view sni, const std::array<uint8_t, 32>& random, const PskOffer* psk,
-                        Bytes& out);
+void build_client_hello(std::string_view sni, const std::array<uint8_t, 32>& random, const PskOffer* psk, Bytes& out);
 
 struct ServerHello {
   bool hello_retry_request = false;  // random is the HRR value (§4.1.3)

@@ -16,22 +16,38 @@ ByteView body_of(ByteView message) { return message.subspan(kHandshakeHeader); }
 
 const char* alert_name(uint8_t d) {
   switch (d) {
-    case 10: return "unexpected_message";
-    case 20: return "bad_record_mac";
-    case 22: return "record_overflow";
-    case 40: return "handshake_failure";
-    case 42: return "bad_certificate";
-    case 47: return "illegal_parameter";
-    case 50: return "decode_error";
-    case 51: return "decrypt_error";
-    case 70: return "protocol_version";
-    case 80: return "internal_error";
-    case 90: return "user_canceled";
-    case 109: return "missing_extension";
-    case 110: return "unsupported_extension";
-    case 112: return "unrecognized_name";
-    case 120: return "no_application_protocol";
-    default: return nullptr;
+    case 10:
+      return "unexpected_message";
+    case 20:
+      return "bad_record_mac";
+    case 22:
+      return "record_overflow";
+    case 40:
+      return "handshake_failure";
+    case 42:
+      return "bad_certificate";
+    case 47:
+      return "illegal_parameter";
+    case 50:
+      return "decode_error";
+    case 51:
+      return "decrypt_error";
+    case 70:
+      return "protocol_version";
+    case 80:
+      return "internal_error";
+    case 90:
+      return "user_canceled";
+    case 109:
+      return "missing_extension";
+    case 110:
+      return "unsupported_extension";
+    case 112:
+      return "unrecognized_name";
+    case 120:
+      return "no_application_protocol";
+    default:
+      return nullptr;
   }
 }
 
@@ -39,29 +55,52 @@ const char* alert_name(uint8_t d) {
 
 const char* error_name(Error e) {
   switch (e) {
-    case Error::kNone: return "none";
-    case Error::kConnectFailed: return "connect_failed";
-    case Error::kConnectionReset: return "connection_reset";
-    case Error::kIo: return "io_error";
-    case Error::kTimeout: return "timeout";
-    case Error::kEofInHandshake: return "eof_in_handshake";
-    case Error::kNotTls: return "not_a_tls_record";
-    case Error::kRecordOverflow: return "record_overflow";
-    case Error::kBadRecordMac: return "bad_record_mac";
-    case Error::kUnexpectedMessage: return "unexpected_message";
-    case Error::kHelloRetryRequest: return "hello_retry_request";
-    case Error::kBadServerHello: return "bad_server_hello";
-    case Error::kDecodeError: return "decode_error";
-    case Error::kHandshakeTooLarge: return "handshake_message_too_large";
-    case Error::kBadFinished: return "bad_server_finished";
-    case Error::kPskIdentity: return "bad_psk_identity";
-    case Error::kCertificateRequest: return "certificate_request";
-    case Error::kKeyUpdate: return "key_update";
-    case Error::kCrypto: return "crypto_error";
-    case Error::kAlert: return "alert";
-    case Error::kHttpMalformed: return "http_malformed";
-    case Error::kHttpTooLarge: return "http_head_too_large";
-    case Error::kHttpStatus: return "http_status";
+    case Error::kNone:
+      return "none";
+    case Error::kConnectFailed:
+      return "connect_failed";
+    case Error::kConnectionReset:
+      return "connection_reset";
+    case Error::kIo:
+      return "io_error";
+    case Error::kTimeout:
+      return "timeout";
+    case Error::kEofInHandshake:
+      return "eof_in_handshake";
+    case Error::kNotTls:
+      return "not_a_tls_record";
+    case Error::kRecordOverflow:
+      return "record_overflow";
+    case Error::kBadRecordMac:
+      return "bad_record_mac";
+    case Error::kUnexpectedMessage:
+      return "unexpected_message";
+    case Error::kHelloRetryRequest:
+      return "hello_retry_request";
+    case Error::kBadServerHello:
+      return "bad_server_hello";
+    case Error::kDecodeError:
+      return "decode_error";
+    case Error::kHandshakeTooLarge:
+      return "handshake_message_too_large";
+    case Error::kBadFinished:
+      return "bad_server_finished";
+    case Error::kPskIdentity:
+      return "bad_psk_identity";
+    case Error::kCertificateRequest:
+      return "certificate_request";
+    case Error::kKeyUpdate:
+      return "key_update";
+    case Error::kCrypto:
+      return "crypto_error";
+    case Error::kAlert:
+      return "alert";
+    case Error::kHttpMalformed:
+      return "http_malformed";
+    case Error::kHttpTooLarge:
+      return "http_head_too_large";
+    case Error::kHttpStatus:
+      return "http_status";
   }
   return "unknown";
 }
@@ -137,9 +176,12 @@ void Tls13Client::on_close() {
 
 void Tls13Client::on_response(HttpResponse::Status s) {
   switch (s) {
-    case HttpResponse::Status::kNeedMore: return;
-    case HttpResponse::Status::kMalformed: return fail(Error::kHttpMalformed);
-    case HttpResponse::Status::kTooLarge: return fail(Error::kHttpTooLarge);
+    case HttpResponse::Status::kNeedMore:
+      return;
+    case HttpResponse::Status::kMalformed:
+      return fail(Error::kHttpMalformed);
+    case HttpResponse::Status::kTooLarge:
+      return fail(Error::kHttpTooLarge);
     case HttpResponse::Status::kComplete:
       if (http_.status_code() != 200) return fail(Error::kHttpStatus);
       state_ = State::kDone;
@@ -170,11 +212,13 @@ void Tls13Client::on_record(const Record& r, Bytes& out) {
         case ContentType::kHandshake:
           if (plaintext_.empty()) return fail(Error::kUnexpectedMessage);
           return on_handshake_bytes(plaintext_, out);
-        case ContentType::kAlert: return on_alert(plaintext_);
+        case ContentType::kAlert:
+          return on_alert(plaintext_);
         case ContentType::kApplicationData:
           if (state_ != State::kWaitResponse || !handshake_.empty()) return fail(Error::kUnexpectedMessage);
           return on_response(http_.feed(plaintext_));
-        default: return fail(Error::kUnexpectedMessage);
+        default:
+          return fail(Error::kUnexpectedMessage);
       }
     }
   }
@@ -204,7 +248,7 @@ void Tls13Client::on_message(uint8_t type, ByteView message, Bytes& out) {
   auto expect = [&](HandshakeType t) {
     if (type == static_cast<uint8_t>(t)) return true;
     fail(type == static_cast<uint8_t>(HandshakeType::kCertificateRequest) ? Error::kCertificateRequest
-                                                                            : Error::kUnexpectedMessage);
+                                                                          : Error::kUnexpectedMessage);
     return false;
   };
   switch (state_) {
@@ -244,10 +288,12 @@ void Tls13Client::on_message(uint8_t type, ByteView message, Bytes& out) {
       if (expect(HandshakeType::kFinished)) on_finished(message, out);
       return;
     case State::kWaitResponse:
-      if (type == static_cast<uint8_t>(HandshakeType::kNewSessionTicket)) return on_new_session_ticket(body_of(message));
+      if (type == static_cast<uint8_t>(HandshakeType::kNewSessionTicket))
+        return on_new_session_ticket(body_of(message));
       return fail(type == static_cast<uint8_t>(HandshakeType::kKeyUpdate) ? Error::kKeyUpdate
-                                                                           : Error::kUnexpectedMessage);
-    default: return fail(Error::kUnexpectedMessage);
+                                                                          : Error::kUnexpectedMessage);
+    default:
+      return fail(Error::kUnexpectedMessage);
   }
 }
 

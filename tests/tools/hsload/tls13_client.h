@@ -82,10 +82,10 @@ struct Ticket {
 };
 
 struct ClientConfig {
-  std::string sni;                 // "" = no server_name
-  Bytes request;                   // the HTTP/1.1 request, sent with the client Finished
+  std::string sni;  // "" = no server_name
+  Bytes request;    // the HTTP/1.1 request, sent with the client Finished
   size_t max_handshake_message = 64 * 1024;
-  bool keep_ticket = false;        // derive and keep the first ticket's PSK
+  bool keep_ticket = false;  // derive and keep the first ticket's PSK
 };
 
 class Tls13Client {
@@ -120,7 +120,7 @@ class Tls13Client {
   Error error() const { return error_; }
   std::string error_reason() const;
   bool psk_offered() const { return psk_offered_; }
-  bool resumed() const { return resumed_; }      // the server accepted the PSK
+  bool resumed() const { return resumed_; }  // the server accepted the PSK
   std::optional<Ticket>& ticket() { return ticket_; }
 
  private:
