@@ -3,9 +3,12 @@
 // bounded --count, every one of which must succeed, and the proxy's access
 // log must agree with the generator's counts (one line per connection,
 // ssl_session_reused true exactly for the ones it counted resumed). Also
-// an RSA certificate (rsa_pss_rsae_sha256), and the failures it must count
+// an RSA certificate (rsa_pss_rsae_sha256), handshake messages spanning
+// records (openssl s_server -max_send_frag 512), and the failures it must count
 // instead of hiding: a non-200 answer, a plain-HTTP server, a refused port,
 // a usage error.
+#include <unistd.h>
+
 #include <map>
 #include <sstream>
 #include <string>
@@ -102,6 +105,30 @@ TEST_F(HsloadTest, AnRsaCertificateAnswersWithRsaPss) {
   EXPECT_EQ(r.num("handshakes"), 12) << r.result.out;
   EXPECT_EQ(r.num("resumed"), 10) << r.result.out;
   EXPECT_EQ(r.num("errors"), 0) << r.result.out;
+}
+
+// openssl s_server with 512-octet records: its Certificate (leaf and
+// intermediate, ~950 octets) spans two records and has to be reassembled.
+TEST_F(HsloadTest, HandshakeMessagesSpanningRecordsAreReassembled) {
+  int ss_port = free_port();
+  Process server;
+  ASSERT_TRUE(server.start({"/usr/bin/openssl", "s_server", "-accept", "127.0.0.1:" + std::to_string(ss_port), "-cert",
+                            pki("localhost.pem"), "-cert_chain", pki("intermediate.pem"), "-key", pki("localhost.key"), "-www", "-quiet",
+                            "-max_send_frag", "512", "-naccept", "1000"},
+                           dir_.path() + "/s_server.out", dir_.path() + "/s_server.err"));
+  ASSERT_TRUE(wait_until([&] {
+    int fd = tcp_connect(ss_port);
+    if (fd >= 0) close(fd);
+    return fd >= 0;
+  })) << server.err();
+  for (std::string mode : {"full", "resumed"}) {
+    HsloadRun r = hsload({"--connect", "127.0.0.1:" + std::to_string(ss_port), "--mode", mode, "--count", "12",
+                          "--concurrency", "2"});
+    EXPECT_TRUE(r.result.status.exited && r.result.status.code == 0) << r.result.out << r.result.err;
+    EXPECT_EQ(r.num("handshakes"), 12) << mode << " " << r.result.out;
+    EXPECT_EQ(r.num("resumed"), mode == "full" ? 0 : 10) << mode << " " << r.result.out;
+  }
+  server.stop();
 }
 
 TEST_F(HsloadTest, ANon200AnswerIsAnErrorNotAHandshake) {
