@@ -113,8 +113,8 @@ TEST_F(HsloadTest, HandshakeMessagesSpanningRecordsAreReassembled) {
   int ss_port = free_port();
   Process server;
   ASSERT_TRUE(server.start({"/usr/bin/openssl", "s_server", "-accept", "127.0.0.1:" + std::to_string(ss_port), "-cert",
-                            pki("localhost.pem"), "-cert_chain", pki("intermediate.pem"), "-key", pki("localhost.key"), "-www", "-quiet",
-                            "-max_send_frag", "512", "-naccept", "1000"},
+                            pki("localhost.pem"), "-cert_chain", pki("intermediate.pem"), "-key", pki("localhost.key"),
+                            "-www", "-quiet", "-max_send_frag", "512", "-naccept", "1000"},
                            dir_.path() + "/s_server.out", dir_.path() + "/s_server.err"));
   ASSERT_TRUE(wait_until([&] {
     int fd = tcp_connect(ss_port);
@@ -122,8 +122,8 @@ TEST_F(HsloadTest, HandshakeMessagesSpanningRecordsAreReassembled) {
     return fd >= 0;
   })) << server.err();
   for (std::string mode : {"full", "resumed"}) {
-    HsloadRun r = hsload({"--connect", "127.0.0.1:" + std::to_string(ss_port), "--mode", mode, "--count", "12",
-                          "--concurrency", "2"});
+    HsloadRun r = hsload(
+        {"--connect", "127.0.0.1:" + std::to_string(ss_port), "--mode", mode, "--count", "12", "--concurrency", "2"});
     EXPECT_TRUE(r.result.status.exited && r.result.status.code == 0) << r.result.out << r.result.err;
     EXPECT_EQ(r.num("handshakes"), 12) << mode << " " << r.result.out;
     EXPECT_EQ(r.num("resumed"), mode == "full" ? 0 : 10) << mode << " " << r.result.out;
