@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# bench.sh [--rounds N] [--duration S] [--out FILE] [--proxies "tlsfront nginx haproxy"] [--tests "h1_rps ..."]
+# bench.sh [--rounds N] [--duration S] [--out FILE] [--proxies "tlsfront nginx haproxy h2o nghttpx"] [--tests "h1_rps ..."]
 #
-# Side-by-side benchmark of tlsfront, nginx and HAProxy (issue #7), public
-# tools only, loopback only. Every server is started here, with its own
+# Side-by-side benchmark of tlsfront, nginx, HAProxy, h2o and nghttpx (issues
+# #7 and #18), public tools only, loopback only. Every server is started here, with its own
 # configuration, pid file and logs under a temporary directory (never a system
 # service), and stopped on exit, on error and on Ctrl-C.
 #
@@ -24,7 +24,9 @@
 #   rss_idle       KiB of proxy RSS per idle TLS keepalive connection, with
 #                  BENCH_IDLE_CONNS open after one request each (h2load --h1
 #                  with a timing script: a request at 0 s, the next at 600 s;
-#                  connections opened at 500/s)
+#                  connections opened at 750/s); RSS and PSS
+#   rss_idle_h2    the same over HTTP/2 (h2load without --h1; a fresh
+#                  proxy process, as for every memory test)
 #   ttfb_new_conn  p50/p99 ms from connect() to the first response byte on a
 #                  new connection, full handshake, HTTP/1.1, unloaded (curl,
 #                  sequential, BENCH_TTFB_SAMPLES connections)
@@ -39,13 +41,18 @@
 #                  proxy's answer is checked to decode to the file first
 #   h2_rps         h2load -c 20 -m 10; n/a when the proxy does not negotiate h2
 #   full_hs        TLS 1.3 full handshakes/s: new connection + handshake + one
-#                  request + close (h2load --h1 -c B -n B batches: no session
-#                  is ever offered)
-#   resumed_hs     TLS 1.3 resumed handshakes/s (PSK from a ticket): h2load
-#                  --h1 with "Connection: close", so each of its connections
-#                  reconnects offering its last ticket; every handshake but
-#                  the first of each generator connection must resume, which
-#                  is checked in the proxy's own access log
+#                  request + close, never offering a session: tlsfront_hsload
+#                  (tests/tools/hsload, a libcrypto-only TLS 1.3 client that
+#                  costs a third of what a server pays per handshake, so one
+#                  load core saturates the proxy), BENCH_HS_CONCURRENCY (64)
+#                  connections in flight, BENCH_HS_REPEATS (1) samples a
+#                  round; BENCH_HS_CLIENT=h2load for the old generator
+#                  (h2load --h1 -c 500 -n 500 batches)
+#   resumed_hs     TLS 1.3 resumed handshakes/s (PSK from a ticket, with
+#                  X25519): each generator slot reconnects offering its last
+#                  ticket; every handshake but each slot's first (and those
+#                  cut off at the end) must resume, checked in the proxy's
+#                  own access log
 # For the four rates the figure that compares is the rate per proxy core:
 # handled count / proxy CPU seconds (utime+stime of its processes from
 # /proc, i.e. rate / the proxy's CPU share). The "cpu" column shows that
@@ -63,7 +70,7 @@
 # the only way to see a 3-5 % change through this machine's noise.
 #
 # Environment: TLSFRONT_BIN (default build/tlsfront, built if missing),
-# BENCH_DURATION (seconds per rate test, default 5), BENCH_ROUNDS (3),
+# BENCH_DURATION (seconds per rate test, default 3), BENCH_ROUNDS (3),
 # BENCH_IDLE_CONNS (2000), BENCH_TTFB_SAMPLES (200), BENCH_KEEP_TMP=1 (keep the
 # temporary directory with every configuration and log, for inspection),
 # BENCH_PERF=DIR (perf record -g of each proxy's process tree during full_hs and
@@ -75,7 +82,7 @@ repo=$(pwd)
 
 # --- parameters ---------------------------------------------------------------
 rounds=${BENCH_ROUNDS:-3}
-duration=${BENCH_DURATION:-5}
+duration=${BENCH_DURATION:-3}
 idle_conns=${BENCH_IDLE_CONNS:-2000}
 ttfb_samples=${BENCH_TTFB_SAMPLES:-200}
 proxies=(tlsfront nginx haproxy h2o nghttpx)
@@ -91,11 +98,12 @@ ciphers="ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-A
 ciphersuites="TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
 hs_client=${BENCH_HS_CLIENT:-hsload}  # full_hs, resumed_hs: tlsfront_hsload, or h2load as before
 hs_concurrency=${BENCH_HS_CONCURRENCY:-64}  # tlsfront_hsload: connections in flight
+hs_repeats=${BENCH_HS_REPEATS:-1}  # full_hs, resumed_hs: samples per proxy and round
 hs_batch=500          # full_hs: connections per h2load run (one request each)
 hs_loops=2            # full_hs: h2load runs in parallel, so one connects while another starts
 resume_conns=20       # resumed_hs: h2load connections, each reconnecting with its ticket
 resume_batch=2000     # resumed_hs: requests (= connections) per h2load run
-idle_rate=50          # rss_idle: new connections per 100 ms: few handshakes in flight at once, so
+idle_rate=75          # rss_idle: new connections per 100 ms: few handshakes in flight at once, so
                       # the figure is what idle connections hold, not the handshake peak
 
 usage() {
@@ -290,6 +298,8 @@ compress_level = { gzip = 1 }
 [[route]]
 path_prefix = "/"
 upstream = "backend"
+[limits]
+keepalive_requests = 1000000000  # as nginx's below: no proxy reconnects its clients under load
 [log]
 access_log = "$dir/access.log"
 level = "warn"
@@ -570,26 +580,23 @@ cpu_ticks() {
   echo "$total"
 }
 
-# rss_kib NAME: resident memory of the proxy's processes, KiB.
-rss_kib() {
+# proc_kib NAME FILE FIELD: FIELD (KiB) of /proc/<pid>/FILE summed over the
+# proxy's processes.
+proc_kib() {
   local p total=0 v
   for p in $(proxy_pids "$1"); do
-    v=$(awk '/^VmRSS:/ {print $2}' "/proc/$p/status" 2>/dev/null || echo 0)
+    v=$(awk -v f="$3:" '$1 == f {print $2}' "/proc/$p/$2" 2>/dev/null || echo 0)
     total=$((total + ${v:-0}))
   done
   echo "$total"
 }
 
+# rss_kib NAME: resident memory of the proxy's processes, KiB.
+rss_kib() { proc_kib "$1" status VmRSS; }
+
 # pss_kib NAME: proportional set size of the proxy's processes, KiB (pages
 # shared by a master and its worker counted once, split between them).
-pss_kib() {
-  local p total=0 v
-  for p in $(proxy_pids "$1"); do
-    v=$(awk '/^Pss:/ {print $2}' "/proc/$p/smaps_rollup" 2>/dev/null || echo 0)
-    total=$((total + ${v:-0}))
-  done
-  echo "$total"
-}
+pss_kib() { proc_kib "$1" smaps_rollup Pss; }
 
 # access_log NAME: the proxy's access log file (HAProxy logs to its stdout).
 access_log() {
@@ -777,6 +784,7 @@ hs_run() {
     m[errors]=$(($(hsload_field errors) + 0))
     m[generator_resumed]=$(hsload_field resumed)
     m[generator_cpu_s]=$(hsload_field cpu_seconds)
+    m[abandoned]=$(($(hsload_field abandoned) + 0))
     m[runs]=1
     [[ -n ${m[count]} ]] || { m[count]=0; m[error]="tlsfront_hsload failed: $(tail -n 2 "$tmp/out.hs.0" | tr '\n' ' ')"; }
     grep -q '^error_reason' "$tmp/out.hs.0" && m[error_reasons]=$(grep '^error_reason' "$tmp/out.hs.0" | tr '\n' ' ')
@@ -833,10 +841,12 @@ run_resumed_hs() {
   hs_test "$name" resumed
   full=$((m[logged] - m[resumed]))
   m[full]=$full
-  firsts=$resume_conns
-  [[ $hs_client == hsload ]] && firsts=$hs_concurrency
-  ((full <= m[runs] * firsts)) \
-    || m[error]="$full of ${m[logged]} handshakes were not resumed (allowed: ${m[runs]} runs x $firsts first connections)"
+  firsts=$((m[runs] * resume_conns))
+  # The connections still in flight when the generator stopped may be
+  # logged (by HAProxy) before their handshake was done, as not resumed.
+  [[ $hs_client == hsload ]] && firsts=$((hs_concurrency + m[abandoned]))
+  ((full <= firsts)) \
+    || m[error]="$full of ${m[logged]} handshakes were not resumed (allowed: $firsts first or abandoned connections)"
   m[rate]=$(awk -v n="${m[resumed]}" -v w="${m[wall_s]}" 'BEGIN { printf "%.0f", n / w }')
   m[per_core]=$(per_core "${m[resumed]}")
 }
@@ -1025,9 +1035,14 @@ for ((r = 1; r <= rounds; r++)); do
       # Memory is measured on a fresh process: an earlier test's peak, kept in
       # the allocator's free lists, would otherwise hide what a connection costs.
       if [[ $t == rss_idle* && $t != "${tests[0]}" ]]; then stop_proxy "$name"; start_proxy "$name"; fi
-      m=()
-      "run_$t" "$name"
-      record "$r" "$t" "$name"
+      # The handshake rates spread most: hs_repeats samples of them a round.
+      reps=1
+      [[ $t == full_hs || $t == resumed_hs ]] && reps=$hs_repeats
+      for ((rep = 0; rep < reps; rep++)); do
+        m=()
+        "run_$t" "$name"
+        record "$r" "$t" "$name"
+      done
     done
   done
   for name in "${order[@]}"; do stop_proxy "$name"; done
@@ -1041,30 +1056,38 @@ range() {
   if [[ $a == - ]]; then echo "n/a"; elif [[ $lo == "$hi" ]]; then echo "$a${2:+ $2}"; else echo "$a${2:+ $2} ($lo–$hi)"; fi
 }
 
+# spread "v1 v2 ...": ±half the range as a percentage of the median, or "".
+spread() {
+  local a lo hi
+  read -r a lo hi < <(stats "$1")
+  [[ $a == - ]] && return 0
+  awk -v a="$a" -v l="$lo" -v h="$hi" 'BEGIN { if (a > 0) printf "±%.1f %%", 50 * (h - l) / a }'
+}
+
 # table_row TEST NAME: one Markdown row of the summary table.
 table_row() {
   local t=$1 name=$2 k="$1|$2" lat="" cpu=""
   [[ -n ${res[$k|p50_ms]:-} ]] && lat="$(median_of "$k|p50_ms") / $(median_of "$k|p99_ms")"
   [[ -n ${res[$k|cpu_share]:-} ]] && cpu=$(median_of "$k|cpu_share")
   case "$t" in
-    rss_idle|rss_idle_h2) printf '| %s | %s | %s (PSS %s) | | | |\n' "$t" "$name" "$(range "${res[$k|kib_per_conn]:-}" KiB)" \
+    rss_idle|rss_idle_h2) printf '| %s | %s | %s (PSS %s) | | | | |\n' "$t" "$name" "$(range "${res[$k|kib_per_conn]:-}" KiB)" \
       "$(range "${res[$k|pss_kib_per_conn]:-}" KiB)" ;;
-    ttfb_new_conn) printf '| %s | %s | %s | | | %s |\n' "$t" "$name" "$(range "${res[$k|p50_ms]:-}" ms)" "$lat" ;;
+    ttfb_new_conn) printf '| %s | %s | %s | | | | %s |\n' "$t" "$name" "$(range "${res[$k|p50_ms]:-}" ms)" "$lat" ;;
     *)
       if [[ $t == h2_rps && $name == tlsfront ]] && ((h2_na)); then
-        printf '| %s | %s | n/a (ALPN h2 not negotiated) | | | |\n' "$t" "$name"
+        printf '| %s | %s | n/a (ALPN h2 not negotiated) | | | | |\n' "$t" "$name"
       else
-        printf '| %s | %s | %s | %s | %s | %s |\n' "$t" "$name" "$(range "${res[$k|rate]:-}")" \
-          "$(range "${res[$k|per_core]:-}")" "$cpu" "$lat"
+        printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$t" "$name" "$(range "${res[$k|rate]:-}")" \
+          "$(range "${res[$k|per_core]:-}")" "$(spread "${res[$k|per_core]:-}")" "$cpu" "$lat"
       fi ;;
   esac
 }
 
 machine="$(nproc) CPUs, $(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)"
-printf '\n%s, %s; %d rounds, %ss per rate test; median (min–max over rounds)\n\n' \
+printf '\n%s, %s; %d rounds, %ss per rate test; median (min–max over samples; spread = ± half that range, of the median)\n\n' \
   "$(date -u +%Y-%m-%dT%H:%MZ)" "$machine" "$rounds" "$duration"
-echo "| test | proxy | median | per proxy core | proxy CPU | p50 / p99 ms |"
-echo "|---|---|---|---|---|---|"
+echo "| test | proxy | median | per proxy core | spread | proxy CPU | p50 / p99 ms |"
+echo "|---|---|---|---|---|---|---|"
 for t in "${tests[@]}"; do
   for name in "${proxies[@]}"; do
     table_row "$t" "$name"
@@ -1073,7 +1096,7 @@ for t in "${tests[@]}"; do
     printf '{"kind":"summary","test":"%s","proxy":"%s","field":"%s","median":%s,"min":%s,"max":%s}\n' \
       "$t" "$name" "$f" "$a" "$lo" "$hi" >>"$out"
   done
-  [[ $t == full_hs ]] && printf '| full_hs | crypto ceiling | | %s | | |\n' "$ceiling"
+  [[ $t == full_hs ]] && printf '| full_hs | crypto ceiling | | %s | | | |\n' "$ceiling"
 done
 echo
 printf 'per proxy core = count / proxy CPU seconds (utime+stime from /proc); proxy CPU = its share of CPU %s\n' "$proxy_cpu"
