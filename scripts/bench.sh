@@ -40,6 +40,10 @@
 #                  (Debian's build has libslz, not zlib: no levels). Each
 #                  proxy's answer is checked to decode to the file first
 #   h2_rps         h2load -c 20 -m 10; n/a when the proxy does not negotiate h2
+#   h2_upstream_rps  the same through the proxy to an h2c backend (the backend
+#                  nginx's second port; checked to arrive as HTTP/2.0):
+#                  tlsfront protocol = "h2c", nginx grpc_pass, HAProxy
+#                  proto h2, nghttpx proto=h2; n/a for h2o 2.2
 #   full_hs        TLS 1.3 full handshakes/s: new connection + handshake + one
 #                  request + close, never offering a session: tlsfront_hsload
 #                  (tests/tools/hsload, a libcrypto-only TLS 1.3 client that
@@ -87,7 +91,7 @@ idle_conns=${BENCH_IDLE_CONNS:-2000}
 ttfb_samples=${BENCH_TTFB_SAMPLES:-200}
 proxies=(tlsfront nginx haproxy h2o nghttpx)
 out=""
-tests=(rss_idle rss_idle_h2 ttfb_new_conn h1_rps h1_gzip_rps h2_rps full_hs resumed_hs)
+tests=(rss_idle rss_idle_h2 ttfb_new_conn h1_rps h1_gzip_rps h2_rps h2_upstream_rps full_hs resumed_hs)
 
 proxy_cpu=0
 load_cpu=1
@@ -240,6 +244,13 @@ $(nginx_temp_paths "$tmp/backend")
     location = /bench.json { root $tmp/backend; default_type application/json; }
     location = /bench-status { stub_status; }
   }
+  # h2_upstream_rps: the same answer over h2c (prior knowledge, RFC 9113 §3.3).
+  log_format proto '\$server_protocol';
+  server {
+    listen 127.0.0.1:$backend_h2c_port http2 backlog=4096;
+    access_log $tmp/backend/h2c.log proto;
+    location / { default_type text/plain; return 200 "$body"; }
+  }
 }
 EOF
 }
@@ -290,6 +301,13 @@ servers = ["127.0.0.1:$backend_port"]
 keepalive = $upstream_keepalive
 keepalive_timeout = "60s"
 keepalive_requests = 1000000000
+[[upstream]]
+name = "backend_h2c"
+protocol = "h2c"
+servers = ["127.0.0.1:$backend_h2c_port"]
+[[route]]
+path_prefix = "/h2up/"
+upstream = "backend_h2c"
 [[route]]
 path_exact = "/bench.json"
 upstream = "backend"
@@ -339,6 +357,10 @@ $(nginx_temp_paths "$dir")
     keepalive_requests 1000000000;
     keepalive_timeout 60s;
   }
+  upstream backend_h2c {
+    server 127.0.0.1:$backend_h2c_port;
+    keepalive $upstream_keepalive;
+  }
   server {
     listen 127.0.0.1:$port ssl http2 backlog=4096;
     ssl_certificate $pki/localhost.chain.pem;
@@ -356,6 +378,11 @@ $(nginx_temp_paths "$dir")
     access_log $dir/access.log bench buffer=64k flush=1s;
     location / {
 $(nginx_proxy_pass)
+    }
+    location /h2up/ {
+      grpc_pass grpc://backend_h2c;  # nginx's only HTTP/2 upstream
+      grpc_set_header Host \$host;
+      grpc_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;
     }
     location = /bench.json {
 $(nginx_proxy_pass)
@@ -403,6 +430,7 @@ frontend fe
   http-request set-header X-Real-IP %[src]
   http-request set-header X-Forwarded-Proto https
   use_backend be_json if { path /bench.json }
+  use_backend be_h2c if { path_beg /h2up/ }
   default_backend be
 backend be
   server b1 127.0.0.1:$backend_port pool-max-conn $upstream_keepalive pool-purge-delay 60s
@@ -410,6 +438,8 @@ backend be_json
   compression algo gzip
   compression type application/json
   server b1 127.0.0.1:$backend_port pool-max-conn $upstream_keepalive pool-purge-delay 60s
+backend be_h2c
+  server b2 127.0.0.1:$backend_h2c_port proto h2 pool-max-conn $upstream_keepalive pool-purge-delay 60s
 EOF
 }
 
@@ -469,7 +499,8 @@ EOF
 # nghttpx_args DIR PORT: nghttpx's options (it has no gzip: h1_gzip_rps fails with "not compressed").
 nghttpx_args() {
   local dir=$1 port=$2
-  printf '%s\n' "--frontend=127.0.0.1,$port" "--backend=127.0.0.1,$backend_port" --workers=1 --single-thread \
+  printf '%s\n' "--frontend=127.0.0.1,$port" "--backend=127.0.0.1,$backend_port" \
+    "--backend=127.0.0.1,$backend_h2c_port;/h2up/;proto=h2" --workers=1 --single-thread \
     --backlog=4096 "--rlimit-nofile=$((idle_conns * 2 + 1000))" \
     --tls-min-proto-version=TLSv1.2 "--ciphers=$ciphers" "--tls13-ciphers=$ciphersuites" --ecdh-curves=X25519:P-256 \
     --no-ocsp --no-server-push --no-via --add-x-forwarded-for \
@@ -736,6 +767,25 @@ run_h2_rps() {
   m[errors]=$bad
   m[rate]=$(awk '/^finished in/ {gsub(",", ""); printf "%.0f", $4}' "$o")
   m[mean_ms]=$(to_ms "$(awk '/^time for request:/ {print $6}' "$o")")
+  m[per_core]=$(per_core "$ok")
+}
+
+# h2_upstream_rps: h2 requests/s from h2load over TLS through the proxy to an
+# h2c backend; n/a for a proxy without HTTP/2 upstreams (h2o 2.2).
+run_h2_upstream_rps() {
+  local name=$1 url o=$tmp/out.h2up ok bad runs proto
+  url="$(url_of "$name")h2up/"
+  [[ $name == h2o ]] && { m[error]="n/a: no HTTP/2 upstreams in h2o 2.2"; return; }
+  negotiates_h2 "$name" || { m[error]="n/a: ALPN h2 not negotiated"; return; }
+  [[ $(curl -sk --http2 -o /dev/null -m 5 -w '%{http_code}' "$url") == 200 ]] || { m[error]="no 200 from $url"; return; }
+  proto=$(tail -n 1 "$tmp/backend/h2c.log" 2>/dev/null)
+  [[ $proto == HTTP/2.0 ]] || { m[error]="the backend saw ${proto:-nothing}, not HTTP/2.0"; return; }
+  with_cpu "$name" on_load_cpu $((duration + 20)) h2load -c20 -m10 -t1 -D"$duration" "$url" >"$o" 2>&1 \
+    || { m[error]="h2load failed: $(tail -n 2 "$o" | tr '\n' ' ')"; return; }
+  read -r ok bad runs < <(h2load_totals "$o")
+  m[count]=$ok
+  m[errors]=$bad
+  m[rate]=$(awk '/^finished in/ {gsub(",", ""); printf "%.0f", $4}' "$o")
   m[per_core]=$(per_core "$ok")
 }
 
@@ -1022,6 +1072,7 @@ pki=$tmp/pki
 scripts/gen-test-pki.sh "$pki" --dev >/dev/null 2>&1 || die "scripts/gen-test-pki.sh failed"
 used_ports=()
 backend_port=$(free_port)
+backend_h2c_port=$(free_port)
 start_backend
 
 say "bench: ${#proxies[@]} proxies x ${#tests[@]} tests x $rounds rounds, ${duration}s per rate test, results in $out"
@@ -1108,6 +1159,6 @@ printf 'handshake costs the server 1 sign + 2 X25519 => %s handshakes/s per core
 printf 'results: %s; benchmark %ss, whole script %ss\n' "$out" \
   "$(awk -v a="$t_start" -v b="$(now)" 'BEGIN { printf "%.0f", b - a }')" "$SECONDS"
 line="ratios:"
-for t in h1_rps h1_gzip_rps h2_rps full_hs resumed_hs ttfb_new_conn rss_idle rss_idle_h2; do line+=" $t=$(ratio "$t")"; done
+for t in h1_rps h1_gzip_rps h2_rps h2_upstream_rps full_hs resumed_hs ttfb_new_conn rss_idle rss_idle_h2; do line+=" $t=$(ratio "$t")"; done
 printf '{"kind":"ratios","line":"%s"}\n' "$line" >>"$out"
 echo "$line"
