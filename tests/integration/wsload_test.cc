@@ -62,8 +62,8 @@ class WsloadTest : public ProxyTest {
   }
   std::string server_address() const { return "127.0.0.1:" + std::to_string(server_port_); }
   std::vector<std::string> through_proxy(std::vector<std::string> more) {
-    std::vector<std::string> a = {"--connect", "127.0.0.1:" + std::to_string(port()), "--tls", "--sni", "localhost",
-                                  "--path",    "/ws/"};
+    std::vector<std::string> a = {
+        "--connect", "127.0.0.1:" + std::to_string(port()), "--tls", "--sni", "localhost", "--path", "/ws/"};
     a.insert(a.end(), more.begin(), more.end());
     return a;
   }

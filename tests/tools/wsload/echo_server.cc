@@ -1,17 +1,15 @@
 #include "wsload/echo_server.h"
 
-#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <signal.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
-#include <cctype>
 #include <cstring>
 #include <memory>
 #include <unordered_map>
@@ -25,6 +23,7 @@ namespace {
 constexpr size_t kMaxHead = 8192;
 constexpr size_t kMaxMessage = 1 << 20;
 constexpr size_t kOutputHighWater = 1 << 20;
+constexpr size_t kReadChunk = 65536;
 
 volatile std::sig_atomic_t g_stop = 0;
 void on_signal(int) { g_stop = 1; }
@@ -37,8 +36,8 @@ struct Conn {
   ConnState state = ConnState::kHandshake;
   std::string in;
   std::string out;
-  size_t out_at = 0;  // octets of `out` already sent
-  bool reading = true;          // EPOLLIN wanted (false while over the output high-water mark)
+  size_t out_at = 0;              // octets of `out` already sent
+  bool reading = true;            // EPOLLIN wanted (false while over the output high-water mark)
   uint32_t registered = EPOLLIN;  // the events epoll has for fd
   Opcode message_opcode = Opcode::kBinary;
   bool in_message = false;  // a fragmented message is being reassembled
@@ -53,11 +52,11 @@ class Server {
  private:
   void accept_all();
   void on_event(Conn& c, uint32_t events);
-  bool handshake(Conn& c);         // false: close now
-  bool frames(Conn& c);            // false: close now
+  bool handshake(Conn& c);  // false: close now
+  bool frames(Conn& c);     // false: close now
   void echo(Conn& c, Opcode op, std::string& payload);
   void fail(Conn& c, uint16_t code);
-  bool flush(Conn& c);             // false: close now
+  bool flush(Conn& c);  // false: close now
   void update_interest(Conn& c);
   void close_conn(int fd);
 
@@ -121,7 +120,7 @@ void Server::on_event(Conn& c, uint32_t events) {
   const int fd = c.fd;
   if ((events & EPOLLOUT) && !flush(c)) return close_conn(fd);
   if ((events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && c.reading) {
-    char buf[65536];
+    char buf[kReadChunk];
     ssize_t r = read(fd, buf, sizeof buf);
     if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) return close_conn(fd);
     if (r > 0) {
@@ -185,8 +184,11 @@ bool Server::frames(Conn& c) {
     }
     at += used;
     switch (f.opcode) {
-      case Opcode::kPing: append_frame(c.out, Opcode::kPong, f.payload, nullptr); break;
-      case Opcode::kPong: break;
+      case Opcode::kPing:
+        append_frame(c.out, Opcode::kPong, f.payload, nullptr);
+        break;
+      case Opcode::kPong:
+        break;
       case Opcode::kClose:
         append_frame(c.out, Opcode::kClose, f.payload, nullptr);
         c.state = ConnState::kClosing;
@@ -224,10 +226,10 @@ bool Server::frames(Conn& c) {
     }
   }
   if (c.state == ConnState::kOpen) c.in.erase(0, at);
-  // Unparsed octets waiting while the output is over the high-water mark
-  // are bounded by one read per event: reading stops until it drains.
+  // Reading stops while the output is over the high-water mark, so what
+  // waits unparsed is at most one frame (head + payload) and one read.
   c.reading = c.out.size() - c.out_at <= kOutputHighWater;
-  return c.in.size() <= kMaxMessage + 16;
+  return c.in.size() <= 14 + kMaxMessage + kReadChunk;
 }
 
 bool Server::flush(Conn& c) {

@@ -8,8 +8,9 @@
 // its fragments up to 1 MiB, is echoed as one unmasked frame of its opcode;
 // ping -> pong with the same payload; close -> close with the same payload)
 // -> kClosing (the close reply is flushed, then the socket closed). A
-// protocol error (unmasked client frame, bad framing, a message over 1 MiB)
-// sends close 1002/1009 and goes to kClosing. Backpressure: a connection
+// protocol error (an unmasked client frame, bad framing, one frame over
+// 1 MiB) sends close 1002, a fragmented message over 1 MiB close 1009, and
+// goes to kClosing. Backpressure: a connection
 // with over 1 MiB of unsent output stops being read until it drains.
 //
 // corrupt_every > 0 (a test hook): every corrupt_every-th echoed message

@@ -2,13 +2,11 @@
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
-#include <signal.h>
 #include <sys/epoll.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>

@@ -12,9 +12,9 @@
 // Exit status: as serve() and run_load() say; 2 on a usage error.
 #include <algorithm>
 #include <cerrno>
-#include <iterator>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <string>
 
 #include "wsload/echo_server.h"
@@ -63,9 +63,9 @@ int main(int argc, char** argv) {
       load_o.tls = true;
       continue;
     }
-    static const std::string kValued[] = {"--serve",   "--connect",       "--corrupt-every", "--sni",
-                                          "--path",    "--tunnels",       "--message-bytes", "--timeout-ms",
-                                          "--duration", "--hold",         "--open-rate"};
+    static const std::string kValued[] = {"--serve",    "--connect", "--corrupt-every", "--sni",
+                                          "--path",     "--tunnels", "--message-bytes", "--timeout-ms",
+                                          "--duration", "--hold",    "--open-rate"};
     if (std::find(std::begin(kValued), std::end(kValued), a) == std::end(kValued)) usage("unknown argument " + a);
     if (i + 1 >= argc) usage("missing value for " + a);
     const char* v = argv[++i];
