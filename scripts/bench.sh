@@ -57,6 +57,23 @@
 #                  ticket; every handshake but each slot's first (and those
 #                  cut off at the end) must resume, checked in the proxy's
 #                  own access log
+# WebSocket tests (issue #16 §3; not in the default --tests, run them with
+# --tests "ws_echo_1 ws_echo_100 ws_idle"): each proxy has a /ws/ route to a
+# tlsfront_wsload --serve echo server (tests/tools/wsload, cleartext, on the
+# load CPU beside the nginx backend) with WebSocket allowed: tlsfront's route
+# upgrade = ["websocket"]; nginx's proxy_http_version 1.1 + Upgrade and
+# Connection headers; HAProxy's timeout tunnel; h2o's proxy.websocket: ON;
+# nghttpx passes Upgrade on its HTTP/1.1 frontend as it is. Each proxy's
+# tunnel is checked to echo first (an upgrade it refuses is n/a with the answer).
+#   ws_echo_1      messages/s through one tunnel (tlsfront_wsload over TLS,
+#                  ALPN http/1.1: one masked 64-octet binary message, wait
+#                  for its echo, check it octet for octet, repeat)
+#   ws_echo_100    the same over 100 tunnels at once
+#   ws_idle        KiB of proxy RSS (and PSS) per open idle tunnel, with
+#                  BENCH_WS_IDLE_TUNNELS (1000) held after one echo each
+#                  (tlsfront_wsload --hold, 750 opened/s); a fresh proxy
+#                  process, as for rss_idle; the figure includes the
+#                  proxy's upstream connection of each tunnel
 # For the four rates the figure that compares is the rate per proxy core:
 # handled count / proxy CPU seconds (utime+stime of its processes from
 # /proc, i.e. rate / the proxy's CPU share). The "cpu" column shows that
@@ -64,9 +81,10 @@
 #
 # Output: tables on stdout, one JSON object per line in the results file
 # (build/bench/bench-<UTC time>.jsonl unless --out), and a last line
-#   ratios: h1_rps=… h1_gzip_rps=… h2_rps=… full_hs=… resumed_hs=… ttfb_new_conn=… rss_idle=…
+#   ratios: h1_rps=… h1_gzip_rps=… h2_rps=… … ws_echo_1=… ws_echo_100=… ttfb_new_conn=… rss_idle=… ws_idle=…
 # = tlsfront / the best peer (per-core medians for rates; p50 medians for
-# ttfb; medians for rss; lower is better for the last two).
+# ttfb; medians for rss and ws_idle; lower is better for those); n/a for a
+# test that did not run.
 #
 # A/B of two tlsfront builds: --proxies "tlsfront tlsfront_b" with
 # TLSFRONT_B_BIN=/path/to/the/other/tlsfront; the ratios line is then
@@ -75,7 +93,7 @@
 #
 # Environment: TLSFRONT_BIN (default build/tlsfront, built if missing),
 # BENCH_DURATION (seconds per rate test, default 3), BENCH_ROUNDS (3),
-# BENCH_IDLE_CONNS (2000), BENCH_TTFB_SAMPLES (200), BENCH_KEEP_TMP=1 (keep the
+# BENCH_IDLE_CONNS (2000), BENCH_WS_IDLE_TUNNELS (1000), BENCH_TTFB_SAMPLES (200), BENCH_KEEP_TMP=1 (keep the
 # temporary directory with every configuration and log, for inspection),
 # BENCH_PERF=DIR (perf record -g of each proxy's process tree during full_hs and
 # resumed_hs, into DIR/<test>-<proxy>-r<round>.data; the sampling costs the
@@ -88,6 +106,7 @@ repo=$(pwd)
 rounds=${BENCH_ROUNDS:-3}
 duration=${BENCH_DURATION:-3}
 idle_conns=${BENCH_IDLE_CONNS:-2000}
+ws_idle_tunnels=${BENCH_WS_IDLE_TUNNELS:-1000}
 ttfb_samples=${BENCH_TTFB_SAMPLES:-200}
 proxies=(tlsfront nginx haproxy h2o nghttpx)
 out=""
@@ -126,8 +145,9 @@ while (($#)); do
     *) echo "bench.sh: unknown argument $1" >&2; usage ;;
   esac
 done
-[[ $rounds =~ ^[1-9][0-9]*$ && $duration =~ ^[1-9][0-9]*$ && $idle_conns =~ ^[1-9][0-9]*$ ]] \
-  || { echo "bench.sh: rounds, duration and idle connections must be positive integers" >&2; exit 2; }
+[[ $rounds =~ ^[1-9][0-9]*$ && $duration =~ ^[1-9][0-9]*$ && $idle_conns =~ ^[1-9][0-9]*$ && $ws_idle_tunnels =~ ^[1-9][0-9]*$ ]] \
+  || { echo "bench.sh: rounds, duration, idle connections and idle tunnels must be positive integers" >&2; exit 2; }
+((ws_idle_tunnels <= idle_conns)) || { echo "bench.sh: BENCH_WS_IDLE_TUNNELS must not exceed BENCH_IDLE_CONNS (the proxies' connection limits follow the latter)" >&2; exit 2; }
 
 say() { printf '%s\n' "$*" >&2; }
 die() { say "bench.sh: $*"; exit 1; }
@@ -196,10 +216,12 @@ build_tlsfront() {
   json_tool=$repo/build/tests/tlsfront_compress_bench
   # tlsfront_hsload: the handshake generator of full_hs and resumed_hs.
   hsload_bin=$repo/build/tests/tlsfront_hsload
-  if [[ -z ${TLSFRONT_BIN:-} || ! -x $json_tool || ! -x $hsload_bin ]]; then
+  # tlsfront_wsload: the ws_* tests' echo server and tunnel client.
+  wsload_bin=$repo/build/tests/tlsfront_wsload
+  if [[ -z ${TLSFRONT_BIN:-} || ! -x $json_tool || ! -x $hsload_bin || ! -x $wsload_bin ]]; then
     say "bench: building tlsfront (Release) in build/"
     cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-    cmake --build build --target tlsfront tlsfront_compress_bench tlsfront_hsload >/dev/null
+    cmake --build build --target tlsfront tlsfront_compress_bench tlsfront_hsload tlsfront_wsload >/dev/null
   fi
   [[ -x $tlsfront_bin ]] || die "$tlsfront_bin is not executable"
   tlsfront_b_bin=${TLSFRONT_B_BIN:-}
@@ -305,9 +327,16 @@ keepalive_requests = 1000000000
 name = "backend_h2c"
 protocol = "h2c"
 servers = ["127.0.0.1:$backend_h2c_port"]
+[[upstream]]
+name = "ws"
+servers = ["127.0.0.1:$ws_port"]
 [[route]]
 path_prefix = "/h2up/"
 upstream = "backend_h2c"
+[[route]]
+path_prefix = "/ws/"
+upstream = "ws"
+upgrade = ["websocket"]
 [[route]]
 path_exact = "/bench.json"
 upstream = "backend"
@@ -361,6 +390,7 @@ $(nginx_temp_paths "$dir")
     server 127.0.0.1:$backend_h2c_port;
     keepalive $upstream_keepalive;
   }
+  upstream ws_backend { server 127.0.0.1:$ws_port; }
   server {
     listen 127.0.0.1:$port ssl http2 backlog=4096;
     ssl_certificate $pki/localhost.chain.pem;
@@ -378,6 +408,15 @@ $(nginx_temp_paths "$dir")
     access_log $dir/access.log bench buffer=64k flush=1s;
     location / {
 $(nginx_proxy_pass)
+    }
+    location /ws/ {
+      proxy_pass http://ws_backend;
+      proxy_http_version 1.1;  # the three directives nginx needs for WebSocket
+      proxy_set_header Upgrade \$http_upgrade;
+      proxy_set_header Connection upgrade;
+      proxy_set_header Host \$host;
+      proxy_read_timeout 1h;   # as tlsfront's timeouts.tunnel
+      proxy_send_timeout 1h;
     }
     location /h2up/ {
       grpc_pass grpc://backend_h2c;  # nginx's only HTTP/2 upstream
@@ -424,6 +463,7 @@ defaults
   timeout server 60s
   timeout http-request 30s
   timeout http-keep-alive 75s
+  timeout tunnel 1h
 frontend fe
   bind 127.0.0.1:$port ssl crt $dir/cert.pem alpn h2,http/1.1 backlog 4096
   option forwardfor
@@ -431,6 +471,7 @@ frontend fe
   http-request set-header X-Forwarded-Proto https
   use_backend be_json if { path /bench.json }
   use_backend be_h2c if { path_beg /h2up/ }
+  use_backend be_ws if { path_beg /ws/ }
   default_backend be
 backend be
   server b1 127.0.0.1:$backend_port pool-max-conn $upstream_keepalive pool-purge-delay 60s
@@ -440,6 +481,8 @@ backend be_json
   server b1 127.0.0.1:$backend_port pool-max-conn $upstream_keepalive pool-purge-delay 60s
 backend be_h2c
   server b2 127.0.0.1:$backend_h2c_port proto h2 pool-max-conn $upstream_keepalive pool-purge-delay 60s
+backend be_ws
+  server w1 127.0.0.1:$ws_port
 EOF
 }
 
@@ -493,6 +536,13 @@ EOF
 EOF
       [[ $path == /bench.json ]] && printf '        compress: {gzip: 1}\n        compress-minimum-size: 1024\n'
     done
+    cat <<EOF
+      /ws/:
+        proxy.reverse.url: http://127.0.0.1:$ws_port/ws/
+        proxy.preserve-host: ON
+        proxy.websocket: ON
+        proxy.websocket.timeout: 3600000
+EOF
   } >"$dir/h2o.conf"
 }
 
@@ -500,7 +550,7 @@ EOF
 nghttpx_args() {
   local dir=$1 port=$2
   printf '%s\n' "--frontend=127.0.0.1,$port" "--backend=127.0.0.1,$backend_port" \
-    "--backend=127.0.0.1,$backend_h2c_port;/h2up/;proto=h2" --workers=1 --single-thread \
+    "--backend=127.0.0.1,$backend_h2c_port;/h2up/;proto=h2" "--backend=127.0.0.1,$ws_port;/ws/" --workers=1 --single-thread \
     --backlog=4096 "--rlimit-nofile=$((idle_conns * 2 + 1000))" \
     --tls-min-proto-version=TLSv1.2 "--ciphers=$ciphers" "--tls13-ciphers=$ciphersuites" --ecdh-curves=X25519:P-256 \
     --no-ocsp --no-server-push --no-via --add-x-forwarded-for \
@@ -545,9 +595,19 @@ wait_http() {
 }
 
 start_backend() {
+  local i
   write_backend_conf
   start_server backend "$load_cpu" "$tmp/backend" nginx -p "$tmp/backend" -c "$tmp/backend/nginx.conf"
   wait_http "http://127.0.0.1:$backend_port/" backend
+  # The ws_* tests' echo server, beside it on the load CPU.
+  mkdir -p "$tmp/wsbackend"
+  start_server wsbackend "$load_cpu" "$tmp/wsbackend" "$wsload_bin" --serve "127.0.0.1:$ws_port"
+  for ((i = 0; i < 100; i++)); do
+    [[ -n $(ss -Htln "sport = :$ws_port") ]] && return 0
+    kill -0 "${pid[wsbackend]}" 2>/dev/null || break
+    sleep 0.1
+  done
+  die "tlsfront_wsload --serve did not listen on 127.0.0.1:$ws_port: $(cat "$tmp/wsbackend/stderr")"
 }
 
 start_proxy() {
@@ -970,6 +1030,81 @@ idle_test() {
 run_rss_idle() { idle_test "$1" h1; }
 run_rss_idle_h2() { idle_test "$1" h2; }
 
+# wsload_field FILE KEY: KEY's value in tlsfront_wsload's output FILE.
+wsload_field() { { grep -o "\b$2=[^ ]*" "$1" || true; } | head -n 1 | cut -d= -f2; }
+
+# ws_args NAME: tlsfront_wsload's client arguments for NAME's /ws/ route.
+ws_args() { echo --connect "127.0.0.1:${port[$1]}" --tls --sni localhost --path /ws/ --message-bytes 64; }
+
+# ws_check NAME: true when a tunnel through NAME echoes; else sets m[error].
+ws_check() {
+  local o=$tmp/out.wscheck
+  # shellcheck disable=SC2046  # ws_args is words
+  on_load_cpu 20 "$wsload_bin" $(ws_args "$1") --tunnels 1 --duration 0.5 >"$o" 2>&1 || true
+  [[ $(wsload_field "$o" messages) -gt 0 && $(wsload_field "$o" errors) == 0 ]] && return 0
+  m[error]="no WebSocket echo through the proxy: $(tr '\n' ' ' <"$o")"
+  return 1
+}
+
+# ws_echo_test NAME TUNNELS: messages/s echoed through TUNNELS tunnels.
+ws_echo_test() {
+  local name=$1 n=$2 o=$tmp/out.wsecho
+  ws_check "$name" || return 0
+  # shellcheck disable=SC2046
+  with_cpu "$name" on_load_cpu $((duration + 20)) "$wsload_bin" $(ws_args "$name") --tunnels "$n" \
+    --duration "$duration" >"$o" 2>&1 || { m[error]="tlsfront_wsload failed: $(tr '\n' ' ' <"$o")"; return; }
+  m[count]=$(wsload_field "$o" messages)
+  m[errors]=$(wsload_field "$o" errors)
+  m[rate]=$(wsload_field "$o" rate)
+  m[per_core]=$(per_core "${m[count]}")
+  grep -q '^error_reason' "$o" && m[error_reasons]=$(grep '^error_reason' "$o" | tr '\n' ' ')
+  return 0
+}
+
+run_ws_echo_1() { ws_echo_test "$1" 1; }
+run_ws_echo_100() { ws_echo_test "$1" 100; }
+
+# ws_idle: KiB of proxy RSS and PSS per open idle tunnel, ws_idle_tunnels of them.
+run_ws_idle() {
+  local name=$1 o=$tmp/out.wsidle before after pss0 pss1 gen i est
+  ws_check "$name" || return 0
+  before=$(rss_kib "$name")
+  pss0=$(pss_kib "$name")
+  : >"$o"   # the last proxy's open= line must not count
+  # shellcheck disable=SC2046
+  timeout --signal=KILL 120 taskset -c "$load_cpu" "$wsload_bin" $(ws_args "$name") --tunnels "$ws_idle_tunnels" \
+    --hold 60 --open-rate $((idle_rate * 10)) >"$o" 2>&1 &
+  gen=$!
+  started+=("$gen")
+  # Until every tunnel is open (or failed), 30 s at most.
+  for ((i = 0; i < 300; i++)); do
+    grep -q '^open=' "$o" && break
+    kill -0 "$gen" 2>/dev/null || break
+    sleep 0.1
+  done
+  sleep 0.5
+  est=$(ss -Htn state established "( sport = :${port[$name]} )" | wc -l)
+  after=$(rss_kib "$name")
+  pss1=$(pss_kib "$name")
+  stop_pid "$gen"
+  forget_pid "$gen"
+  m[count]=$(wsload_field "$o" open)
+  m[errors]=$(wsload_field "$o" errors)
+  m[rss_before_kib]=$before
+  m[rss_after_kib]=$after
+  if [[ ${m[count]:-0} -lt $ws_idle_tunnels || $est -lt $ws_idle_tunnels ]]; then
+    m[error]="only ${m[count]:-0} tunnels open and $est connections established of $ws_idle_tunnels: $(tr '\n' ' ' <"$o")"
+    return
+  fi
+  m[kib_per_conn]=$(awk -v a="$after" -v b="$before" -v c="$ws_idle_tunnels" 'BEGIN { printf "%.2f", (a - b) / c }')
+  m[pss_kib_per_conn]=$(awk -v a="$pss1" -v b="$pss0" -v c="$ws_idle_tunnels" 'BEGIN { printf "%.2f", (a - b) / c }')
+  # Let the tunnels close before the next test (3 s at most).
+  for ((i = 0; i < 30; i++)); do
+    (($(ss -Htn state established "( sport = :${port[$name]} )" | wc -l) < 10)) && break
+    sleep 0.1
+  done
+}
+
 # --- results -------------------------------------------------------------------------------
 declare -A res     # res[test|proxy|field] = "v1 v2 ..." over rounds
 h2_na=0
@@ -1019,7 +1154,7 @@ median_of() { local s; read -r s _ _ < <(stats "${res[$1]:-}"); echo "$s"; }
 # summary_field TEST: the figure a test is compared by.
 summary_field() {
   case "$1" in
-    rss_idle|rss_idle_h2) echo kib_per_conn ;;
+    rss_idle|rss_idle_h2|ws_idle) echo kib_per_conn ;;
     ttfb_new_conn) echo p50_ms ;;
     *) echo per_core ;;
   esac
@@ -1037,7 +1172,7 @@ ratio() {
     v=$(median_of "$t|$name|$f")
     [[ $v == - ]] && continue
     if [[ -z $best ]] || awk -v v="$v" -v b="$best" -v t="$t" 'BEGIN {
-        lower = (t ~ /^rss_idle/ || t == "ttfb_new_conn"); exit !(lower ? v < b : v > b) }'; then
+        lower = (t ~ /^rss_idle/ || t == "ws_idle" || t == "ttfb_new_conn"); exit !(lower ? v < b : v > b) }'; then
       best=$v
     fi
   done
@@ -1073,6 +1208,7 @@ scripts/gen-test-pki.sh "$pki" --dev >/dev/null 2>&1 || die "scripts/gen-test-pk
 used_ports=()
 backend_port=$(free_port)
 backend_h2c_port=$(free_port)
+ws_port=$(free_port)
 start_backend
 
 say "bench: ${#proxies[@]} proxies x ${#tests[@]} tests x $rounds rounds, ${duration}s per rate test, results in $out"
@@ -1085,7 +1221,7 @@ for ((r = 1; r <= rounds; r++)); do
     for name in "${order[@]}"; do
       # Memory is measured on a fresh process: an earlier test's peak, kept in
       # the allocator's free lists, would otherwise hide what a connection costs.
-      if [[ $t == rss_idle* && $t != "${tests[0]}" ]]; then stop_proxy "$name"; start_proxy "$name"; fi
+      if [[ ($t == rss_idle* || $t == ws_idle) && $t != "${tests[0]}" ]]; then stop_proxy "$name"; start_proxy "$name"; fi
       # The handshake rates spread most: hs_repeats samples of them a round.
       reps=1
       [[ $t == full_hs || $t == resumed_hs ]] && reps=$hs_repeats
@@ -1121,7 +1257,7 @@ table_row() {
   [[ -n ${res[$k|p50_ms]:-} ]] && lat="$(median_of "$k|p50_ms") / $(median_of "$k|p99_ms")"
   [[ -n ${res[$k|cpu_share]:-} ]] && cpu=$(median_of "$k|cpu_share")
   case "$t" in
-    rss_idle|rss_idle_h2) printf '| %s | %s | %s (PSS %s) | | | | |\n' "$t" "$name" "$(range "${res[$k|kib_per_conn]:-}" KiB)" \
+    rss_idle|rss_idle_h2|ws_idle) printf '| %s | %s | %s (PSS %s) | | | | |\n' "$t" "$name" "$(range "${res[$k|kib_per_conn]:-}" KiB)" \
       "$(range "${res[$k|pss_kib_per_conn]:-}" KiB)" ;;
     ttfb_new_conn) printf '| %s | %s | %s | | | | %s |\n' "$t" "$name" "$(range "${res[$k|p50_ms]:-}" ms)" "$lat" ;;
     *)
@@ -1159,6 +1295,6 @@ printf 'handshake costs the server 1 sign + 2 X25519 => %s handshakes/s per core
 printf 'results: %s; benchmark %ss, whole script %ss\n' "$out" \
   "$(awk -v a="$t_start" -v b="$(now)" 'BEGIN { printf "%.0f", b - a }')" "$SECONDS"
 line="ratios:"
-for t in h1_rps h1_gzip_rps h2_rps h2_upstream_rps full_hs resumed_hs ttfb_new_conn rss_idle rss_idle_h2; do line+=" $t=$(ratio "$t")"; done
+for t in h1_rps h1_gzip_rps h2_rps h2_upstream_rps full_hs resumed_hs ws_echo_1 ws_echo_100 ttfb_new_conn rss_idle rss_idle_h2 ws_idle; do line+=" $t=$(ratio "$t")"; done
 printf '{"kind":"ratios","line":"%s"}\n' "$line" >>"$out"
 echo "$line"
