@@ -876,8 +876,9 @@ hs_generators() {
   done
 }
 
-# hsload_field NAME: NAME=value from tlsfront_hsload's summary line, or 0.
-hsload_field() { awk -v k="$1" '{ for (i = 1; i <= NF; i++) if (index($i, k "=") == 1) { print substr($i, length(k) + 2); exit } }' "$tmp/out.hs.0"; }
+# kv_field FILE KEY: the value of the first KEY=value word in FILE (the
+# summary lines of tlsfront_hsload and tlsfront_wsload), or nothing.
+kv_field() { awk -v k="$2" '{ for (i = 1; i <= NF; i++) if (index($i, k "=") == 1) { print substr($i, length(k) + 2); exit } }' "$1"; }
 
 # hs_run NAME MODE: the handshake load of MODE (full or resumed) against NAME
 # for the test duration; sets m[count] (handshakes the generator completed,
@@ -890,11 +891,11 @@ hs_run() {
     # reconnecting at once (offering its last ticket in resumed mode).
     on_load_cpu $((duration + 20)) "$hsload_bin" --connect "127.0.0.1:${port[$name]}" --mode "$mode" \
       --concurrency "$hs_concurrency" --duration "$duration" >"$tmp/out.hs.0" 2>&1 || true
-    m[count]=$(hsload_field handshakes)
-    m[errors]=$(($(hsload_field errors) + 0))
-    m[generator_resumed]=$(hsload_field resumed)
-    m[generator_cpu_s]=$(hsload_field cpu_seconds)
-    m[abandoned]=$(($(hsload_field abandoned) + 0))
+    m[count]=$(kv_field "$tmp/out.hs.0" handshakes)
+    m[errors]=$(($(kv_field "$tmp/out.hs.0" errors) + 0))
+    m[generator_resumed]=$(kv_field "$tmp/out.hs.0" resumed)
+    m[generator_cpu_s]=$(kv_field "$tmp/out.hs.0" cpu_seconds)
+    m[abandoned]=$(($(kv_field "$tmp/out.hs.0" abandoned) + 0))
     m[runs]=1
     [[ -n ${m[count]} ]] || { m[count]=0; m[error]="tlsfront_hsload failed: $(tail -n 2 "$tmp/out.hs.0" | tr '\n' ' ')"; }
     grep -q '^error_reason' "$tmp/out.hs.0" && m[error_reasons]=$(grep '^error_reason' "$tmp/out.hs.0" | tr '\n' ' ')
@@ -979,8 +980,37 @@ run_ttfb_new_conn() {
 
 # idle_test NAME PROTO: KiB per idle TLS keepalive connection (PROTO h1 or h2),
 # RSS and PSS: sets m[kib_per_conn] (RSS) and m[pss_kib_per_conn].
+# held_before NAME: the proxy's RSS and PSS before connections are opened.
+held_before() {
+  m[rss_before_kib]=$(rss_kib "$1")
+  m[pss_before_kib]=$(pss_kib "$1")
+}
+
+# held_after NAME GEN: once GEN's connections are open, RSS and PSS again and
+# the established connections (m[established]); GEN is stopped.
+held_after() {
+  sleep 0.5
+  m[established]=$(ss -Htn state established "( sport = :${port[$1]} )" | wc -l)
+  m[rss_after_kib]=$(rss_kib "$1")
+  m[pss_after_kib]=$(pss_kib "$1")
+  stop_pid "$2"
+  forget_pid "$2"
+}
+
+# held_per_conn NAME COUNT: KiB per held connection (m[kib_per_conn] RSS,
+# m[pss_kib_per_conn] PSS), then waits (3 s at most) until the proxy closed them.
+held_per_conn() {
+  local i
+  m[kib_per_conn]=$(awk -v a="${m[rss_after_kib]}" -v b="${m[rss_before_kib]}" -v c="$2" 'BEGIN { printf "%.2f", (a - b) / c }')
+  m[pss_kib_per_conn]=$(awk -v a="${m[pss_after_kib]}" -v b="${m[pss_before_kib]}" -v c="$2" 'BEGIN { printf "%.2f", (a - b) / c }')
+  for ((i = 0; i < 30; i++)); do
+    (($(ss -Htn state established "( sport = :${port[$1]} )" | wc -l) < 10)) && break
+    sleep 0.1
+  done
+}
+
 idle_test() {
-  local name=$1 proto=$2 l0 before after pss0 pss1 gen i n=0 est=0 h1=()
+  local name=$1 proto=$2 l0 gen i n=0 h1=()
   if [[ $proto == h2 ]]; then
     negotiates_h2 "$name" || { m[error]="n/a: ALPN h2 not negotiated"; return; }
   else
@@ -990,8 +1020,7 @@ idle_test() {
   # after 10 minutes: idle keepalive connections after one request each.
   printf '0\t%s\n600000\t%s\n' "$(url_of "$name")" "$(url_of "$name")" >"$tmp/idle.timing"
   l0=$(log_lines "$name")
-  before=$(rss_kib "$name")
-  pss0=$(pss_kib "$name")
+  held_before "$name"
   timeout --signal=KILL 60 taskset -c "$load_cpu" h2load "${h1[@]}" -t1 -c"$idle_conns" -n2 \
     -r"$idle_rate" --rate-period=100ms \
     --timing-script-file="$tmp/idle.timing" >"$tmp/out.idle" 2>&1 &
@@ -1004,34 +1033,20 @@ idle_test() {
     kill -0 "$gen" 2>/dev/null || break
     sleep 0.1
   done
-  sleep 0.5
-  est=$(ss -Htn state established "( sport = :${port[$name]} )" | wc -l)
-  after=$(rss_kib "$name")
-  pss1=$(pss_kib "$name")
-  stop_pid "$gen"
-  forget_pid "$gen"
-  m[count]=$est
-  m[rss_before_kib]=$before
-  m[rss_after_kib]=$after
-  if ((n < idle_conns || est < idle_conns)); then
-    m[error]="only $n requests logged and $est connections open of $idle_conns"
+  held_after "$name" "$gen"
+  m[count]=${m[established]}
+  if ((n < idle_conns || m[established] < idle_conns)); then
+    m[error]="only $n requests logged and ${m[established]} connections open of $idle_conns"
     return
   fi
-  m[kib_per_conn]=$(awk -v a="$after" -v b="$before" -v c="$idle_conns" 'BEGIN { printf "%.2f", (a - b) / c }')
-  m[pss_kib_per_conn]=$(awk -v a="$pss1" -v b="$pss0" -v c="$idle_conns" 'BEGIN { printf "%.2f", (a - b) / c }')
-  # Let the proxy close them before the next test (3 s at most).
-  for ((i = 0; i < 30; i++)); do
-    (($(ss -Htn state established "( sport = :${port[$name]} )" | wc -l) < 10)) && break
-    sleep 0.1
-  done
+  held_per_conn "$name" "$idle_conns"
   log_settle "$name"
 }
 
 run_rss_idle() { idle_test "$1" h1; }
 run_rss_idle_h2() { idle_test "$1" h2; }
 
-# wsload_field FILE KEY: KEY's value in tlsfront_wsload's output FILE.
-wsload_field() { { grep -o "\b$2=[^ ]*" "$1" || true; } | head -n 1 | cut -d= -f2; }
+
 
 # ws_args NAME: tlsfront_wsload's client arguments for NAME's /ws/ route.
 ws_args() { echo --connect "127.0.0.1:${port[$1]}" --tls --sni localhost --path /ws/ --message-bytes 64; }
@@ -1041,7 +1056,7 @@ ws_check() {
   local o=$tmp/out.wscheck
   # shellcheck disable=SC2046  # ws_args is words
   on_load_cpu 20 "$wsload_bin" $(ws_args "$1") --tunnels 1 --duration 0.5 >"$o" 2>&1 || true
-  [[ $(wsload_field "$o" messages) -gt 0 && $(wsload_field "$o" errors) == 0 ]] && return 0
+  [[ $(kv_field "$o" messages) -gt 0 && $(kv_field "$o" errors) == 0 ]] && return 0
   m[error]="no WebSocket echo through the proxy: $(tr '\n' ' ' <"$o")"
   return 1
 }
@@ -1053,9 +1068,9 @@ ws_echo_test() {
   # shellcheck disable=SC2046
   with_cpu "$name" on_load_cpu $((duration + 20)) "$wsload_bin" $(ws_args "$name") --tunnels "$n" \
     --duration "$duration" >"$o" 2>&1 || { m[error]="tlsfront_wsload failed: $(tr '\n' ' ' <"$o")"; return; }
-  m[count]=$(wsload_field "$o" messages)
-  m[errors]=$(wsload_field "$o" errors)
-  m[rate]=$(wsload_field "$o" rate)
+  m[count]=$(kv_field "$o" messages)
+  m[errors]=$(kv_field "$o" errors)
+  m[rate]=$(kv_field "$o" rate)
   m[per_core]=$(per_core "${m[count]}")
   grep -q '^error_reason' "$o" && m[error_reasons]=$(grep '^error_reason' "$o" | tr '\n' ' ')
   return 0
@@ -1066,10 +1081,9 @@ run_ws_echo_100() { ws_echo_test "$1" 100; }
 
 # ws_idle: KiB of proxy RSS and PSS per open idle tunnel, ws_idle_tunnels of them.
 run_ws_idle() {
-  local name=$1 o=$tmp/out.wsidle before after pss0 pss1 gen i est
+  local name=$1 o=$tmp/out.wsidle gen i
   ws_check "$name" || return 0
-  before=$(rss_kib "$name")
-  pss0=$(pss_kib "$name")
+  held_before "$name"
   : >"$o"   # the last proxy's open= line must not count
   # shellcheck disable=SC2046
   timeout --signal=KILL 120 taskset -c "$load_cpu" "$wsload_bin" $(ws_args "$name") --tunnels "$ws_idle_tunnels" \
@@ -1082,27 +1096,14 @@ run_ws_idle() {
     kill -0 "$gen" 2>/dev/null || break
     sleep 0.1
   done
-  sleep 0.5
-  est=$(ss -Htn state established "( sport = :${port[$name]} )" | wc -l)
-  after=$(rss_kib "$name")
-  pss1=$(pss_kib "$name")
-  stop_pid "$gen"
-  forget_pid "$gen"
-  m[count]=$(wsload_field "$o" open)
-  m[errors]=$(wsload_field "$o" errors)
-  m[rss_before_kib]=$before
-  m[rss_after_kib]=$after
-  if [[ ${m[count]:-0} -lt $ws_idle_tunnels || $est -lt $ws_idle_tunnels ]]; then
-    m[error]="only ${m[count]:-0} tunnels open and $est connections established of $ws_idle_tunnels: $(tr '\n' ' ' <"$o")"
+  held_after "$name" "$gen"
+  m[count]=$(kv_field "$o" open)
+  m[errors]=$(kv_field "$o" errors)
+  if [[ ${m[count]:-0} -lt $ws_idle_tunnels || ${m[established]} -lt $ws_idle_tunnels ]]; then
+    m[error]="only ${m[count]:-0} tunnels open and ${m[established]} connections established of $ws_idle_tunnels: $(tr '\n' ' ' <"$o")"
     return
   fi
-  m[kib_per_conn]=$(awk -v a="$after" -v b="$before" -v c="$ws_idle_tunnels" 'BEGIN { printf "%.2f", (a - b) / c }')
-  m[pss_kib_per_conn]=$(awk -v a="$pss1" -v b="$pss0" -v c="$ws_idle_tunnels" 'BEGIN { printf "%.2f", (a - b) / c }')
-  # Let the tunnels close before the next test (3 s at most).
-  for ((i = 0; i < 30; i++)); do
-    (($(ss -Htn state established "( sport = :${port[$name]} )" | wc -l) < 10)) && break
-    sleep 0.1
-  done
+  held_per_conn "$name" "$ws_idle_tunnels"
 }
 
 # --- results -------------------------------------------------------------------------------

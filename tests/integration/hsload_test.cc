@@ -9,37 +9,22 @@
 // a usage error.
 #include <unistd.h>
 
-#include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "harness.h"
+#include "tool_run.h"
 
 namespace tlsfront::itest {
 namespace {
 
-struct HsloadRun {
-  RunResult result;
-  std::map<std::string, std::string> kv;  // key=value pairs of every output line
-  long num(const std::string& key) const {
-    auto it = kv.find(key);
-    return it == kv.end() ? -1 : std::stol(it->second);
-  }
-};
+using HsloadRun = ToolRun;
 
 class HsloadTest : public ProxyTest {
  protected:
   HsloadRun hsload(std::vector<std::string> args) {
     args.insert(args.begin(), TLSFRONT_HSLOAD_BINARY);
-    HsloadRun run;
-    run.result = run_command(dir_, args, milliseconds(60'000));
-    std::istringstream words(run.result.out);
-    for (std::string w; words >> w;) {
-      size_t eq = w.find('=');
-      if (eq != std::string::npos) run.kv[w.substr(0, eq)] = w.substr(eq + 1);
-    }
-    return run;
+    return run_tool(dir_, args);
   }
   std::vector<std::string> args(const std::string& mode, long count, int concurrency, const std::string& path) {
     return {"--connect",     "127.0.0.1:" + std::to_string(port()), "--mode", mode, "--count", std::to_string(count),

@@ -5,25 +5,16 @@
 // corrupted echo, a route that does not allow the upgrade, usage errors.
 #include <unistd.h>
 
-#include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "harness.h"
+#include "tool_run.h"
 
 namespace tlsfront::itest {
 namespace {
 
-struct WsloadRun {
-  RunResult result;
-  std::map<std::string, std::string> kv;  // key=value pairs of every output line
-  long num(const std::string& key) const {
-    auto it = kv.find(key);
-    return it == kv.end() ? -1 : std::stol(it->second);
-  }
-  bool exited(int code) const { return result.status.exited && result.status.code == code; }
-};
+using WsloadRun = ToolRun;
 
 const std::string kWsRoute = "[[route]]\npath_prefix = \"/ws/\"\nupstream = \"backend\"\nupgrade = [\"websocket\"]\n";
 
@@ -31,14 +22,7 @@ class WsloadTest : public ProxyTest {
  protected:
   WsloadRun wsload(std::vector<std::string> args) {
     args.insert(args.begin(), TLSFRONT_WSLOAD_BINARY);
-    WsloadRun run;
-    run.result = run_command(dir_, args, milliseconds(60'000));
-    std::istringstream words(run.result.out);
-    for (std::string w; words >> w;) {
-      size_t eq = w.find('=');
-      if (eq != std::string::npos) run.kv[w.substr(0, eq)] = w.substr(eq + 1);
-    }
-    return run;
+    return run_tool(dir_, args);
   }
   // Starts `tlsfront_wsload --serve` (plus `extra`) on a free port; false after a test failure.
   bool start_server(std::vector<std::string> extra = {}) {
