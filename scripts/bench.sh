@@ -327,6 +327,7 @@ keepalive_requests = 1000000000
 name = "backend_h2c"
 protocol = "h2c"
 servers = ["127.0.0.1:$backend_h2c_port"]
+keepalive_requests = 1000000000  # as the peers': one h2c connection for the whole run, not a new one per 1000 streams
 [[upstream]]
 name = "ws"
 servers = ["127.0.0.1:$ws_port"]

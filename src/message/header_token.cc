@@ -1,29 +1,9 @@
 #include "message/header_token.h"
 
-#include <array>
-#include <utility>
-
 namespace tlsfront::http {
 namespace {
 
 char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
-
-constexpr std::array<std::pair<std::string_view, HeaderToken>, 14> kTokens{{
-    {"connection", HeaderToken::Connection},
-    {"keep-alive", HeaderToken::KeepAlive},
-    {"proxy-connection", HeaderToken::ProxyConnection},
-    {"te", HeaderToken::Te},
-    {"trailer", HeaderToken::Trailer},
-    {"transfer-encoding", HeaderToken::TransferEncoding},
-    {"upgrade", HeaderToken::Upgrade},
-    {"host", HeaderToken::Host},
-    {"content-length", HeaderToken::ContentLength},
-    {"expect", HeaderToken::Expect},
-    {"x-forwarded-for", HeaderToken::XForwardedFor},
-    {"x-forwarded-proto", HeaderToken::XForwardedProto},
-    {"x-real-ip", HeaderToken::XRealIp},
-    {"user-agent", HeaderToken::UserAgent},
-}};
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -42,12 +22,29 @@ bool iequals(std::string_view a, std::string_view b) {
 }
 
 HeaderToken classify_header(std::string_view name) {
-  // Cheap pre-filter: all known names are 2..17 bytes long.
-  if (name.size() < 2 || name.size() > 17) return HeaderToken::Other;
-  for (const auto& [n, t] : kTokens) {
-    if (iequals(name, n)) return t;
+  // The length picks the one or two candidates (every known name is 2..17
+  // bytes long): one comparison per field instead of a scan of the table.
+  auto is = [name](std::string_view known) { return iequals(name, known); };
+  switch (name.size()) {
+    case 2: return is("te") ? HeaderToken::Te : HeaderToken::Other;
+    case 4: return is("host") ? HeaderToken::Host : HeaderToken::Other;
+    case 6: return is("expect") ? HeaderToken::Expect : HeaderToken::Other;
+    case 7:
+      if (is("trailer")) return HeaderToken::Trailer;
+      return is("upgrade") ? HeaderToken::Upgrade : HeaderToken::Other;
+    case 9: return is("x-real-ip") ? HeaderToken::XRealIp : HeaderToken::Other;
+    case 10:
+      if (is("connection")) return HeaderToken::Connection;
+      if (is("keep-alive")) return HeaderToken::KeepAlive;
+      return is("user-agent") ? HeaderToken::UserAgent : HeaderToken::Other;
+    case 14: return is("content-length") ? HeaderToken::ContentLength : HeaderToken::Other;
+    case 15: return is("x-forwarded-for") ? HeaderToken::XForwardedFor : HeaderToken::Other;
+    case 16: return is("proxy-connection") ? HeaderToken::ProxyConnection : HeaderToken::Other;
+    case 17:
+      if (is("transfer-encoding")) return HeaderToken::TransferEncoding;
+      return is("x-forwarded-proto") ? HeaderToken::XForwardedProto : HeaderToken::Other;
+    default: return HeaderToken::Other;
   }
-  return HeaderToken::Other;
 }
 
 bool valid_field_name(std::string_view name) {
