@@ -62,6 +62,10 @@ struct AccessLogEntry {
 // non-finite value is written as null). Any thread.
 void append_json_line(std::string& out, const AccessLogEntry& entry);
 
+// An upper bound of the bytes append_json_line() writes for `entry`: it
+// sizes `out` by this once and writes without further checks.
+size_t json_line_room(const AccessLogEntry& entry);
+
 // Appends `s` as a JSON string literal, quotes included: escapes '"', '\\'
 // and control bytes (\n \r \t \b \f, others as \u00XX), copies valid UTF-8
 // unchanged, and replaces each byte that is not part of a well-formed UTF-8

@@ -214,6 +214,54 @@ TEST(AccessLogJsonLine, DurationsHaveThreeDecimals) {
   expect_valid_json_line(line);
 }
 
+// The encoder writes into room sized once by json_line_room(): the longest
+// line any entry can make must fit, and the room must not be a gross overshoot.
+TEST(AccessLogJsonLine, WorstCaseLineFitsItsRoom) {
+  const std::string escapes(300, '\x01');  // each byte becomes \u0001
+  const std::string invalid(300, '\xff');  // each byte becomes \ufffd
+  AccessLogEntry e;
+  e.time = example_time();
+  e.remote_addr = e.sni = e.alpn = e.scheme = e.protocol = e.method = escapes;
+  e.path = e.ssl_protocol = e.ssl_cipher = e.ssl_resumption = e.upstream_addr = invalid;
+  e.upstream_error = e.upstream_protocol = e.user_agent = e.request_id = e.content_encoding = escapes;
+  e.remote_port = 65535;
+  e.status = std::numeric_limits<int>::min();
+  e.bytes_sent = e.bytes_received = e.connection_id = e.connection_requests = std::numeric_limits<uint64_t>::max();
+  e.stream_id = std::numeric_limits<uint32_t>::max();
+  e.upstream_status = std::numeric_limits<int>::min();
+  e.grpc_status = std::numeric_limits<int>::min();
+  e.request_time_ms = -std::numeric_limits<double>::max();
+  e.tls_handshake_ms = std::numeric_limits<double>::max();
+  e.upstream_connect_ms = -999999999999.999;
+  e.upstream_response_ms = 1e300;
+  e.upstream_connection_reused = false;
+  e.response_complete = e.ssl_session_reused = e.ssl_early_data = e.tunnel = false;
+  const std::string line = json_line(e);
+  EXPECT_LE(line.size(), json_line_room(e));
+  expect_valid_json_line(line);
+  EXPECT_NE(line.find("\"request_time_ms\":-1797693134862315"), std::string::npos);
+  EXPECT_NE(line.find("\"upstream_connect_ms\":-999999999999.999,"), std::string::npos) << line;
+
+  AccessLogEntry empty;  // every string empty but scheme ("https") and ssl_resumption ("none")
+  EXPECT_LE(json_line(empty).size(), json_line_room(empty));
+  EXPECT_EQ(json_line_room(empty), 1024u + 6 * (5 + 4));
+}
+
+TEST(AccessLogJsonLine, TimestampsWithinOneSecondAndBackwards) {
+  const auto time_field = [](system_clock::time_point t) {
+    AccessLogEntry e;
+    e.time = t;
+    return json_line(e).substr(9, 24);
+  };
+  const auto t = example_time();  // .123
+  EXPECT_EQ(time_field(t), "2026-11-30T00:38:31.123Z");
+  EXPECT_EQ(time_field(t + milliseconds{876}), "2026-11-30T00:38:31.999Z");
+  EXPECT_EQ(time_field(t + milliseconds{877}), "2026-11-30T00:38:32.000Z");
+  EXPECT_EQ(time_field(t - milliseconds{124}), "2026-11-30T00:38:30.999Z");
+  EXPECT_EQ(time_field(t - hours{24 * 365}), "2025-11-30T00:38:31.123Z");
+  EXPECT_EQ(time_field(t), "2026-11-30T00:38:31.123Z");
+}
+
 TEST(AccessLogJsonLine, TimeIsUtcWithTruncatedMilliseconds) {
   const auto time_field = [](system_clock::time_point t) {
     AccessLogEntry e;
