@@ -9,6 +9,7 @@
 #include "data/http/http2_session.h"
 #include "log/log.h"
 #include "message/error_response.h"
+#include "util/nghttp2_fields.h"
 
 namespace tlsfront::http {
 namespace {
@@ -16,17 +17,6 @@ namespace {
 ssize_t response_read_cb(nghttp2_session*, int32_t, uint8_t* buf, size_t length, uint32_t* data_flags,
                          nghttp2_data_source* source, void*) noexcept {
   return static_cast<Http2Stream*>(source->ptr)->read_response(buf, length, data_flags);
-}
-
-nghttp2_nv make_nv(const std::string& name, const std::string& value, uint8_t flags = NGHTTP2_NV_FLAG_NONE) {
-  return nghttp2_nv{reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
-                    reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())), name.size(), value.size(), flags};
-}
-
-std::string lowercase(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c;
-  return out;
 }
 
 }  // namespace
@@ -287,28 +277,18 @@ void Http2Stream::on_request_body_writable() {
 }
 
 void Http2Stream::submit_head(const ResponseHead& head, bool has_body, bool informational) {
-  std::vector<std::string> storage;
-  storage.reserve(2 * head.headers.size() + 4);
-  std::vector<nghttp2_nv> nva;
-  nva.reserve(head.headers.size() + 2);
-  storage.push_back(":status");
-  storage.push_back(std::to_string(head.status));
-  for (const auto& h : head.headers) {
-    storage.push_back(lowercase(h.name));
-    storage.push_back(h.value);
-  }
+  FieldBlock& block = FieldBlock::start();
+  char status[12];
+  const auto status_end = std::to_chars(status, status + sizeof status, head.status).ptr;
+  block.add(":status", std::string_view(status, static_cast<size_t>(status_end - status)));
+  for (const auto& h : head.headers) block.add(h.name, h.value, h.no_index);
   if (!informational && head.states_length()) {
-    storage.push_back("content-length");
-    storage.push_back(std::to_string(*head.content_length));
+    char digits[24];
+    const auto end = std::to_chars(digits, digits + sizeof digits, *head.content_length).ptr;
+    block.add("content-length", std::string_view(digits, static_cast<size_t>(end - digits)));
   }
-  for (size_t i = 0; i + 1 < storage.size(); i += 2) {
-    // Pair 0 is :status, pairs 1..n are head.headers.
-    const size_t field = i / 2;
-    const bool no_index = field >= 1 && field <= head.headers.size() && head.headers[field - 1].no_index;
-    nva.push_back(make_nv(storage[i], storage[i + 1], no_index ? NGHTTP2_NV_FLAG_NO_INDEX : NGHTTP2_NV_FLAG_NONE));
-  }
-  uint64_t bytes = 0;
-  for (const auto& nv : nva) bytes += nv.namelen + nv.valuelen + 4;
+  nghttp2_nv* nva = block.nva();
+  const uint64_t bytes = block.octets();
   record_.bytes_sent += bytes;
   ++heads_submitted_;
   if (!informational) {
@@ -316,14 +296,14 @@ void Http2Stream::submit_head(const ResponseHead& head, bool has_body, bool info
     final_head_bytes_ = bytes;
   }
   if (informational) {
-    nghttp2_submit_headers(session_->ng(), NGHTTP2_FLAG_NONE, id_, nullptr, nva.data(), nva.size(), nullptr);
+    nghttp2_submit_headers(session_->ng(), NGHTTP2_FLAG_NONE, id_, nullptr, nva, block.size(), nullptr);
   } else if (has_body) {
     nghttp2_data_provider provider;
     provider.source.ptr = this;
     provider.read_callback = response_read_cb;
-    nghttp2_submit_response(session_->ng(), id_, nva.data(), nva.size(), &provider);
+    nghttp2_submit_response(session_->ng(), id_, nva, block.size(), &provider);
   } else {
-    nghttp2_submit_response(session_->ng(), id_, nva.data(), nva.size(), nullptr);
+    nghttp2_submit_response(session_->ng(), id_, nva, block.size(), nullptr);
   }
   session_->schedule_send();
 }
@@ -419,15 +399,9 @@ ssize_t Http2Stream::read_response(uint8_t* buf, size_t length, uint32_t* data_f
     *data_flags |= NGHTTP2_DATA_FLAG_EOF;
     if (!trailers_.empty()) {
       // RFC 9113 §8.1: a trailing HEADERS frame ends the stream instead.
-      std::vector<std::string> storage;
-      std::vector<nghttp2_nv> nva;
-      storage.reserve(2 * trailers_.size());
-      for (const auto& h : trailers_) {
-        storage.push_back(lowercase(h.name));
-        storage.push_back(h.value);
-      }
-      for (size_t i = 0; i + 1 < storage.size(); i += 2) nva.push_back(make_nv(storage[i], storage[i + 1]));
-      if (nghttp2_submit_trailer(session_->ng(), id_, nva.data(), nva.size()) == 0) {
+      FieldBlock& block = FieldBlock::start();
+      for (const auto& h : trailers_) block.add(h.name, h.value);
+      if (nghttp2_submit_trailer(session_->ng(), id_, block.nva(), block.size()) == 0) {
         *data_flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
       }
       trailers_.clear();

@@ -4,6 +4,7 @@
 
 #include "config/units.h"
 #include "data/upstream/h2_pool.h"
+#include "util/nghttp2_fields.h"
 
 namespace tlsfront::upstream {
 namespace {
@@ -142,19 +143,13 @@ bool H2Session::has_room() const {
 }
 
 Status H2Session::submit(H2Stream* stream, const std::vector<http::Header>& fields, bool has_body) {
-  std::vector<nghttp2_nv> nva;
-  nva.reserve(fields.size());
-  for (const auto& h : fields) {
-    nva.push_back(nghttp2_nv{reinterpret_cast<uint8_t*>(const_cast<char*>(h.name.data())),
-                             reinterpret_cast<uint8_t*>(const_cast<char*>(h.value.data())), h.name.size(),
-                             h.value.size(),
-                             static_cast<uint8_t>(h.no_index ? NGHTTP2_NV_FLAG_NO_INDEX : NGHTTP2_NV_FLAG_NONE)});
-  }
+  FieldBlock& block = FieldBlock::start();
+  for (const auto& h : fields) block.add_view(h.name, h.value, h.no_index);  // lowercase already
   nghttp2_data_provider provider{};
   provider.source.ptr = this;
   provider.read_callback = body_read_cb;
   const int32_t id =
-      nghttp2_submit_request(ng_.get(), nullptr, nva.data(), nva.size(), has_body ? &provider : nullptr, nullptr);
+      nghttp2_submit_request(ng_.get(), nullptr, block.nva(), block.size(), has_body ? &provider : nullptr, nullptr);
   if (id < 0) return make_error(Errc::Upstream, std::string("HTTP/2 request refused: ") + nghttp2_strerror(id));
   stream->bind(this, id);
   streams_[id] = stream;

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "data/upstream/h2_session.h"
+#include "util/nghttp2_fields.h"
 
 namespace tlsfront::upstream {
 namespace {
@@ -85,14 +86,9 @@ ssize_t H2Stream::read_body(uint8_t* buf, size_t length, uint32_t* data_flags) {
     *data_flags |= NGHTTP2_DATA_FLAG_EOF;
     if (!trailers_.empty() && session_) {
       // RFC 9113 §8.1: the trailer section ends the stream instead.
-      std::vector<nghttp2_nv> nva;
-      nva.reserve(trailers_.size());
-      for (const auto& h : trailers_) {
-        nva.push_back(nghttp2_nv{reinterpret_cast<uint8_t*>(const_cast<char*>(h.name.data())),
-                                 reinterpret_cast<uint8_t*>(const_cast<char*>(h.value.data())), h.name.size(),
-                                 h.value.size(), NGHTTP2_NV_FLAG_NONE});
-      }
-      if (nghttp2_submit_trailer(session_->ng(), id_, nva.data(), nva.size()) == 0) {
+      FieldBlock& block = FieldBlock::start();
+      for (const auto& h : trailers_) block.add(h.name, h.value);
+      if (nghttp2_submit_trailer(session_->ng(), id_, block.nva(), block.size()) == 0) {
         *data_flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
       }
       trailers_.clear();
