@@ -165,12 +165,12 @@ TEST_F(Grpc, GoawayUnderLoadFailsNoCall) {
   EXPECT_GE(upstream_connections(), 3u);
 }
 
-TEST_F(Grpc, TwoHundredConcurrentCallsShareOneUpstreamConnection) {
+TEST_F(Grpc, AThousandConcurrentCallsShareOneUpstreamConnection) {
   ProxyOptions o;
   o.workers = 1;
-  o.extra = "[http2]\nmax_concurrent_streams = 256\n";
+  o.extra = "[http2]\nmax_concurrent_streams = 1024\n";
   ASSERT_TRUE(start({}, o));
-  EXPECT_EQ(call({"concurrent", "200"}), "ok 200\n");
+  EXPECT_EQ(call({"concurrent", "1000"}), "ok 1000\n");
   EXPECT_EQ(upstream_connections(), 1u);
 }
 
