@@ -1,6 +1,7 @@
 #include "data/upstream/h2_session.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "config/units.h"
 #include "data/upstream/h2_pool.h"
@@ -83,7 +84,8 @@ nghttp2_option* options() {
 
 H2Session::H2Session(uv_loop_t* loop, H2Pool* pool, const config::Upstream& cfg) : loop_(loop), pool_(pool), cfg_(cfg) {
   nghttp2_session* s = nullptr;
-  nghttp2_session_client_new2(&s, callbacks(), this, options());
+  // The frame buffer in pages of its own, as for client sessions (Nghttp2Memory).
+  if (nghttp2_session_client_new3(&s, callbacks(), this, options(), memory_.mem()) != 0) std::abort();  // OOM
   ng_.reset(s);
   // RFC 9113 §3.4: the preface, then SETTINGS. We push nothing back.
   nghttp2_settings_entry settings[] = {{NGHTTP2_SETTINGS_ENABLE_PUSH, 0}};

@@ -33,6 +33,7 @@
 #include "message/request.h"
 #include "util/lazy_timer.h"
 #include "util/loop_context.h"
+#include "util/nghttp2_memory.h"
 #include "util/nghttp2_ptr.h"
 #include "util/result.h"
 #include "util/state.h"
@@ -137,6 +138,7 @@ class H2Session : public Deletable, public Flushable {
   StreamWriter writer_;
   std::string out_;
   State state_ = State::Connecting;
+  Nghttp2Memory memory_;  // before ng_: nghttp2 frees into it when the session is deleted
   Nghttp2SessionPtr ng_;
   std::unordered_map<int32_t, H2Stream*> streams_;
   std::vector<int32_t> read_touched_;  // streams given bytes by the current read
