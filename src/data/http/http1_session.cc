@@ -96,6 +96,8 @@ void Http1Session::on_data(std::string_view data) {
     if (env_.counters) env_.counters->tunnel_bytes_to_upstream.add(data.size());
     arm(TimerPurpose::Tunnel);
     if (exchange_) exchange_->on_tunnel_data(data);
+    // An idle tunnel keeps no buffer: what was read is passed on.
+    transport_->release_buffers();
     return;
   }
   if (request_ == RequestPhase::Complete || !pending_input_.empty()) {
@@ -401,10 +403,15 @@ void Http1Session::open_tunnel(const ResponseHead& head, std::string_view protoc
   transition(request_, RequestPhase::Tunnel);
   if (env_.counters) env_.counters->tunnels_opened.add();
   arm(TimerPurpose::Tunnel);
+  // What only the request's routing and the upstream request needed goes:
+  // a tunnel may stay open for hours (docs/ARCHITECTURE.md, "Idle connections").
+  record_.release_head_fields();
+  std::string().swap(scan_.field);
+  transport_->release_buffers();
   // Bytes the client sent after its request, before the 101, are the tunnel's.
   if (!pending_input_.empty()) {
-    std::string early = std::move(pending_input_);
-    pending_input_.clear();
+    std::string early;
+    early.swap(pending_input_);
     on_data(early);
   }
   if (wants_input()) transport_->resume_input();
@@ -447,6 +454,7 @@ void Http1Session::send_response_body(std::string_view data) {
     record_.bytes_sent += data.size();
     if (env_.counters) env_.counters->tunnel_bytes_to_client.add(data.size());
     arm(TimerPurpose::Tunnel);
+    transport_->release_buffers();  // once written (an idle tunnel keeps no buffer)
     return;
   }
   if (response_ == ResponsePhase::Chunked) {

@@ -448,6 +448,10 @@ void ProxyExchange::on_upstream_head(ResponseHead&& head, bool informational) {
     // (UpstreamConnection::attach); the client gets the protocol it asked for.
     transition(phase_, Phase::Tunnel);
     if (response_edit_ != nullptr) apply_edit(head.headers, *response_edit_, vars_);
+    // No header rule applies after this head: nothing of the request's
+    // record stays borrowed (the session frees its head fields now).
+    vars_ = {};
+    response_edit_ = nullptr;
     sink_->open_tunnel(head, upgrade_);
     return;
   }

@@ -66,6 +66,13 @@ void RequestRecord::release() {
   upstream.reset();
 }
 
+void RequestRecord::release_head_fields() {
+  std::vector<Header>().swap(head.headers);
+  std::string().swap(head.host);
+  std::string().swap(head.upstream_target);
+  std::string().swap(head.upgrade);
+}
+
 void RequestRecord::log_completed(const SessionEnv& env, const ConnectionInfo& info, std::string_view protocol,
                                   uint32_t stream_id, bool with_handshake_time) const {
   const auto elapsed = std::chrono::steady_clock::now() - start;

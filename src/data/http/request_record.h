@@ -88,6 +88,10 @@ struct RequestRecord {
   [[nodiscard]] bool add_body(size_t n, uint64_t max_body);
   // Frees what the record grew (between keepalive requests).
   void release();
+  // Frees what of the head only routing and the upstream request needed
+  // (the header fields, host, upstream_target, upgrade), keeping what
+  // log_completed() writes: a tunnel keeps its record until it ends.
+  void release_head_fields();
 
   // Counts the request (metrics) and writes its access-log line when the log
   // is on; the exchange, if any, is retired first (its stats are in
