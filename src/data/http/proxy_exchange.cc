@@ -129,7 +129,7 @@ ProxyExchange::~ProxyExchange() { drop_connection(); }
 void ProxyExchange::retire(std::unique_ptr<ProxyExchange>& exchange, RequestRecord* record) {
   if (!exchange) return;
   exchange->cancel();
-  if (record) record->upstream = std::move(exchange->stats_);
+  if (record) record->upstream = std::make_unique<UpstreamStats>(std::move(exchange->stats_));
   uv_loop_t* loop = exchange->loop_;
   LoopContext::of(loop).defer_delete(std::move(exchange));
 }

@@ -1,5 +1,7 @@
 #include "data/http/request_record.h"
 
+#include <utility>
+
 #include "log/access_log.h"
 #include "metrics/counters.h"
 
@@ -61,7 +63,12 @@ bool RequestRecord::add_body(size_t n, uint64_t max_body) {
 }
 
 void RequestRecord::release() {
-  head = RequestHead{};
+  {
+    // Swapped out, not move-assigned: a move assignment of a short string
+    // keeps the target's buffer.
+    RequestHead empty;
+    std::swap(head, empty);
+  }
   std::string().swap(user_agent);
   upstream.reset();
 }

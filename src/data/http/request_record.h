@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -77,8 +78,10 @@ struct RequestRecord {
   // before routing or when none matched: HeaderPlan::unrouted() applies.
   const RouteHeaders* route_headers = nullptr;
   // Filled when the request's exchange is retired (ProxyExchange::retire);
-  // null when none was started (a local answer).
-  std::optional<UpstreamStats> upstream;
+  // null when none was started (a local answer). On the heap: a session
+  // keeps its record between requests and for a tunnel's life, and needs
+  // these only from the retirement to the log line.
+  std::unique_ptr<UpstreamStats> upstream;
 
   // A new request: everything cleared (the header vector keeps
   // kHeadersReserved entries), both clocks read now, a new request_id.
