@@ -78,7 +78,7 @@ Http1Session::Http1Session(const SessionEnv& env, ClientTransport* transport, Co
 
 Http1Session::~Http1Session() {
   // A tunnel cut by the drain deadline (Connection::abort) still gets its line.
-  if (exchange_ && record_.tunnel) log_request();
+  if (exchange_ && record().tunnel) log_request();
   ProxyExchange::retire(exchange_);
 }
 
@@ -92,7 +92,7 @@ bool Http1Session::wants_input() const {
 void Http1Session::on_data(std::string_view data) {
   if (close_ == CloseMode::Closed) return;
   if (request_ == RequestPhase::Tunnel) {
-    record_.bytes_received += data.size();
+    record().bytes_received += data.size();
     if (env_.counters) env_.counters->tunnel_bytes_to_upstream.add(data.size());
     arm(TimerPurpose::Tunnel);
     if (exchange_) exchange_->on_tunnel_data(data);
@@ -118,13 +118,13 @@ void Http1Session::execute(std::string_view data) {
     scan_.lf_after_field = true;  // the value has not started yet; remember the gap had a LF
   }
   scan_.field_in_input = false;
-  if (request_ != RequestPhase::Idle) record_.bytes_received += data.size();
+  if (request_ != RequestPhase::Idle) record().bytes_received += data.size();
   if (err == HPE_OK) return;
   if (err == HPE_PAUSED) {
     // Paused after a complete request: keep the rest for after the response.
     const char* pos = llhttp_get_error_pos(&parser_);
     size_t used = static_cast<size_t>(pos - data.data());
-    record_.bytes_received -= data.size() - used;
+    record().bytes_received -= data.size() - used;
     pending_input_.assign(pos, data.size() - used);
     if (local_answer_) respond_local(std::move(*local_answer_));
     return;
@@ -142,14 +142,14 @@ void Http1Session::execute(std::string_view data) {
 }
 
 void Http1Session::respond_local(LocalAnswer answer) {
-  ProxyExchange::retire(exchange_, &record_);
+  ProxyExchange::retire(exchange_, &record());
   local_answer_.reset();
   // A request whose body we did not read leaves the connection unusable.
   if (in_request()) close_after_response();
   ResponseHead head;
   std::string body;
-  build_local_answer(env_, info_, record_, answer, head, body);
-  const bool head_only = record_.head.method == "HEAD";
+  build_local_answer(env_, info_, record(), answer, head, body);
+  const bool head_only = record().head.method == "HEAD";
   send_response_head(head, !head_only && !body.empty());
   if (!head_only) send_response_body(body);
   end_response();
@@ -162,7 +162,7 @@ int Http1Session::reject(int status) {
 
 int Http1Session::on_message_begin() {
   transition(request_, RequestPhase::Head);
-  record_.begin();
+  record().begin();
   scan_.field.clear();
   scan_.in_value = false;
   scan_.head_bytes = 0;
@@ -174,9 +174,9 @@ int Http1Session::on_message_begin() {
 }
 
 int Http1Session::on_url(const char* at, size_t len) {
-  record_.head.target.append(at, len);
+  record().head.target.append(at, len);
   scan_.head_bytes += len;
-  if (record_.head.target.size() > env_.config->limits.max_header_bytes) return reject(414);
+  if (record().head.target.size() > env_.config->limits.max_header_bytes) return reject(414);
   return 0;
 }
 
@@ -194,7 +194,7 @@ int Http1Session::on_header_field(const char* at, size_t len) {
 }
 
 int Http1Session::on_header_value(const char* at, size_t len) {
-  auto& headers = record_.head.headers;
+  auto& headers = record().head.headers;
   if (!scan_.in_value) {
     // A line break between the colon and the value's first byte is obs-fold
     // with an empty first line ("Name:\r\n value").
@@ -215,7 +215,7 @@ int Http1Session::on_header_value(const char* at, size_t len) {
 }
 
 int Http1Session::validate_head() {
-  RequestHead& req = record_.head;
+  RequestHead& req = record().head;
   const bool http11 = req.version_major == 1 && req.version_minor >= 1;
   int hosts = 0, te = 0, cl = 0;
   const Header* host = nullptr;
@@ -241,7 +241,7 @@ int Http1Session::validate_head() {
         req.expect_continue = http11;
         break;
       case HeaderToken::UserAgent:
-        record_.user_agent = h.value;
+        record().user_agent = h.value;
         break;
       case HeaderToken::Connection:
         connection_upgrade = connection_upgrade || list_contains(h.value, "upgrade");
@@ -307,7 +307,7 @@ int Http1Session::validate_head() {
 }
 
 int Http1Session::on_headers_complete() {
-  RequestHead& req = record_.head;
+  RequestHead& req = record().head;
   if (!scan_.in_value && !scan_.field.empty()) {
     scan_.head_bytes += 4;
     req.headers.push_back(Header{scan_.field, {}, classify_header(scan_.field)});
@@ -330,7 +330,7 @@ int Http1Session::on_headers_complete() {
   if (req.version_major != 1) return reject(505);
   if (int status = refused_method(req); status != 0) return reject(status);
   if (int status = validate_head(); status != 0) return reject(status);
-  Admission admission = admit(env_, this, record_);
+  Admission admission = admit(env_, this, record());
   if (admission.answer.status == 413) return reject(413);
   transition(request_, RequestPhase::Body);
   if (!admission.exchange) {
@@ -357,7 +357,7 @@ int Http1Session::on_headers_complete() {
   if (!req.upgrade.empty()) close_after_response();
   if (req.expect_continue && req.has_body()) {
     transport_->send(kContinue);
-    record_.bytes_sent += kContinue.size();
+    record().bytes_sent += kContinue.size();
   }
   exchange_->start();
   if (close_ == CloseMode::Closed) return -1;
@@ -366,7 +366,7 @@ int Http1Session::on_headers_complete() {
 }
 
 int Http1Session::on_body(const char* at, size_t len) {
-  if (!record_.add_body(len, env_.config->limits.max_body_bytes)) return reject(413);
+  if (!record().add_body(len, env_.config->limits.max_body_bytes)) return reject(413);
   if (exchange_) exchange_->on_request_body(std::string_view(at, len));
   if (timer_ == TimerPurpose::Body) arm(TimerPurpose::Body);
   return close_ == CloseMode::Closed ? -1 : 0;
@@ -381,23 +381,23 @@ int Http1Session::on_message_complete() {
 }
 
 void Http1Session::send_informational(const ResponseHead& head) {
-  if (record_.head.version_minor == 0) return;  // HTTP/1.0 clients do not expect 1xx
+  if (record().head.version_minor == 0) return;  // HTTP/1.0 clients do not expect 1xx
   std::string& out = head_scratch();
   append_status_and_headers(out, head);
   out += "\r\n";
-  record_.bytes_sent += out.size();
+  record().bytes_sent += out.size();
   transport_->send(out);
 }
 
 void Http1Session::open_tunnel(const ResponseHead& head, std::string_view protocol) {
-  record_.status = head.status;
-  record_.tunnel = true;
+  record().status = head.status;
+  record().tunnel = true;
   std::string& out = head_scratch();
   append_status_and_headers(out, head);
   out += "Upgrade: ";
   out += protocol;
   out += "\r\nConnection: upgrade\r\n\r\n";
-  record_.bytes_sent += out.size();
+  record().bytes_sent += out.size();
   transport_->send(out);
   transition(response_, ResponsePhase::Tunnel);
   transition(request_, RequestPhase::Tunnel);
@@ -405,7 +405,7 @@ void Http1Session::open_tunnel(const ResponseHead& head, std::string_view protoc
   arm(TimerPurpose::Tunnel);
   // What only the request's routing and the upstream request needed goes:
   // a tunnel may stay open for hours (docs/ARCHITECTURE.md, "Idle connections").
-  record_.release_head_fields();
+  record().release_head_fields();
   std::string().swap(scan_.field);
   transport_->release_buffers();
   // Bytes the client sent after its request, before the 101, are the tunnel's.
@@ -418,13 +418,13 @@ void Http1Session::open_tunnel(const ResponseHead& head, std::string_view protoc
 }
 
 void Http1Session::send_response_head(const ResponseHead& head, bool has_body) {
-  record_.status = head.status;
+  record().status = head.status;
   if (in_request()) close_after_response();  // the upstream answered before the body ended
   std::string& out = head_scratch();
   append_status_and_headers(out, head);
   ResponsePhase framing = ResponsePhase::Sized;
   if (has_body && !head.content_length) {
-    if (record_.head.version_minor >= 1) {
+    if (record().head.version_minor >= 1) {
       out += "Transfer-Encoding: chunked\r\n";
       framing = ResponsePhase::Chunked;
     } else {
@@ -439,11 +439,11 @@ void Http1Session::send_response_head(const ResponseHead& head, bool has_body) {
   transition(response_, framing);
   if (close_ != CloseMode::KeepAlive) {
     out += "Connection: close\r\n";
-  } else if (record_.head.version_minor == 0) {
+  } else if (record().head.version_minor == 0) {
     out += "Connection: keep-alive\r\n";
   }
   out += "\r\n";
-  record_.bytes_sent += out.size();
+  record().bytes_sent += out.size();
   transport_->send(out);
 }
 
@@ -451,17 +451,17 @@ void Http1Session::send_response_body(std::string_view data) {
   if (data.empty()) return;
   if (response_ == ResponsePhase::Tunnel) {
     transport_->send(data);
-    record_.bytes_sent += data.size();
+    record().bytes_sent += data.size();
     if (env_.counters) env_.counters->tunnel_bytes_to_client.add(data.size());
     arm(TimerPurpose::Tunnel);
     transport_->release_buffers();  // once written (an idle tunnel keeps no buffer)
     return;
   }
   if (response_ == ResponsePhase::Chunked) {
-    record_.bytes_sent += write_chunk(data, [this](std::string_view part) { transport_->send(part); });
+    record().bytes_sent += write_chunk(data, [this](std::string_view part) { transport_->send(part); });
   } else {
     transport_->send(data);
-    record_.bytes_sent += data.size();
+    record().bytes_sent += data.size();
   }
   // A client that stops reading gets timeouts.send to start again.
   if (timer_ == TimerPurpose::None && output_congested()) arm(TimerPurpose::Send);
@@ -469,7 +469,7 @@ void Http1Session::send_response_body(std::string_view data) {
 
 void Http1Session::send_trailers(const std::vector<Header>& trailers) {
   if (response_ != ResponsePhase::Chunked) return;
-  const Header* te = record_.head.find(HeaderToken::Te);
+  const Header* te = record().head.find(HeaderToken::Te);
   if (te == nullptr) return;
   std::vector<std::string_view> codings;
   split_list(te->value, codings);
@@ -486,19 +486,19 @@ void Http1Session::send_trailers(const std::vector<Header>& trailers) {
 void Http1Session::end_response() {
   if (response_ == ResponsePhase::Tunnel) {
     // The upstream closed the tunnel: so does the client connection.
-    record_.response_complete = true;
+    record().response_complete = true;
     close(true);
     return;
   }
   if (response_ == ResponsePhase::Chunked) {
     if (trailer_section_.empty()) {
       transport_->send(kLastChunk);
-      record_.bytes_sent += kLastChunk.size();
+      record().bytes_sent += kLastChunk.size();
     } else {
       std::string last = "0\r\n" + trailer_section_ + "\r\n";
       std::string().swap(trailer_section_);
       transport_->send(last);
-      record_.bytes_sent += last.size();
+      record().bytes_sent += last.size();
     }
   }
   finish_request();
@@ -529,7 +529,7 @@ void Http1Session::on_output_drained() {
 }
 
 void Http1Session::finish_request() {
-  record_.response_complete = true;
+  record().response_complete = true;
   log_request();
   if (response_ != ResponsePhase::Waiting) transition(response_, ResponsePhase::Waiting);
   if (close_ != CloseMode::KeepAlive) {
@@ -539,7 +539,7 @@ void Http1Session::finish_request() {
     // (Complete: the parser paused after it): a request refused at its head
     // (413 for its Content-Length, 400 for a bad chunk, 505, ...) leaves its
     // body still coming even with Connection: close.
-    if (!record_.head.keep_alive && request_ == RequestPhase::Complete && pending_input_.empty()) {
+    if (!record().head.keep_alive && request_ == RequestPhase::Complete && pending_input_.empty()) {
       transport_->client_done();
     }
     close(true);
@@ -618,7 +618,7 @@ void Http1Session::arm(TimerPurpose purpose) {
       transport_->arm_timer(t.keepalive);
       // Between requests nothing of the last one is needed: an idle
       // keepalive connection keeps no grown buffer, here or below.
-      record_.release();
+      record_.reset();
       std::string().swap(scan_.field);
       transport_->release_buffers();
       break;
@@ -633,9 +633,9 @@ void Http1Session::arm(TimerPurpose purpose) {
 void Http1Session::on_client_closed() {
   if (close_ == CloseMode::Closed) return;
   // nginx's "client closed request", unless the client already had a status.
-  if (exchange_ && response_ == ResponsePhase::Waiting) record_.status = 499;
+  if (exchange_ && response_ == ResponsePhase::Waiting) record().status = 499;
   // A tunnel ends when either side closes: the client's close is its end.
-  if (response_ == ResponsePhase::Tunnel) record_.response_complete = true;
+  if (response_ == ResponsePhase::Tunnel) record().response_complete = true;
   close(false);
 }
 
@@ -665,9 +665,9 @@ bool Http1Session::close_if_idle() {
 }
 
 void Http1Session::log_request() {
-  ProxyExchange::retire(exchange_, &record_);
-  const std::string_view protocol = record_.head.version_minor == 0 ? "HTTP/1.0" : "HTTP/1.1";
-  record_.log_completed(env_, info_, protocol, 0, info_.requests == 1);
+  ProxyExchange::retire(exchange_, &record());
+  const std::string_view protocol = record().head.version_minor == 0 ? "HTTP/1.0" : "HTTP/1.1";
+  record().log_completed(env_, info_, protocol, 0, info_.requests == 1);
 }
 
 }  // namespace tlsfront::http

@@ -144,8 +144,14 @@ class Http1Session final : public ClientSession, public ExchangeSink {
   ResponsePhase response_ = ResponsePhase::Waiting;
   CloseMode close_ = CloseMode::KeepAlive;
 
-  // The request being read / answered.
-  RequestRecord record_;
+  // The request being read / answered, from its first byte until the
+  // connection goes idle (an idle keepalive connection keeps none; a tunnel
+  // keeps it for its log line). record() makes one when there is none.
+  RequestRecord& record() {
+    if (!record_) record_ = std::make_unique<RequestRecord>();
+    return *record_;
+  }
+  std::unique_ptr<RequestRecord> record_;
   std::unique_ptr<ProxyExchange> exchange_;
   std::optional<int> rejection_;    // the status a parser hook refused the request with
   std::optional<LocalAnswer> local_answer_;  // answered without an upstream once the message is read (404, 301)

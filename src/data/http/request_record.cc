@@ -1,7 +1,5 @@
 #include "data/http/request_record.h"
 
-#include <utility>
-
 #include "log/access_log.h"
 #include "metrics/counters.h"
 
@@ -60,17 +58,6 @@ void RequestRecord::begin() {
 bool RequestRecord::add_body(size_t n, uint64_t max_body) {
   body_bytes += n;
   return max_body == 0 || body_bytes <= max_body;
-}
-
-void RequestRecord::release() {
-  {
-    // Swapped out, not move-assigned: a move assignment of a short string
-    // keeps the target's buffer.
-    RequestHead empty;
-    std::swap(head, empty);
-  }
-  std::string().swap(user_agent);
-  upstream.reset();
 }
 
 void RequestRecord::release_head_fields() {

@@ -89,8 +89,6 @@ struct RequestRecord {
   // Counts `n` more decoded body bytes; false once the body exceeds
   // `max_body` (limits.max_body_bytes; 0: no limit), for a 413.
   [[nodiscard]] bool add_body(size_t n, uint64_t max_body);
-  // Frees what the record grew (between keepalive requests).
-  void release();
   // Frees what of the head only routing and the upstream request needed
   // (the header fields, host, upstream_target, upgrade), keeping what
   // log_completed() writes: a tunnel keeps its record until it ends.
