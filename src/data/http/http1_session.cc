@@ -124,7 +124,9 @@ void Http1Session::execute(std::string_view data) {
     // Paused after a complete request: keep the rest for after the response.
     const char* pos = llhttp_get_error_pos(&parser_);
     size_t used = static_cast<size_t>(pos - data.data());
-    record().bytes_received -= data.size() - used;
+    // (An exchange that ended inside the parser's hooks may have let the
+    // connection go idle already, with its record.)
+    if (request_ != RequestPhase::Idle) record().bytes_received -= data.size() - used;
     pending_input_.assign(pos, data.size() - used);
     if (local_answer_) respond_local(std::move(*local_answer_));
     return;
