@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "data/http/admission.h"
 #include "message/chunked.h"
@@ -70,10 +71,25 @@ const llhttp_settings_t kRequestSettings = RequestParserCallbacks::make();
 
 Http1Session::Http1Session(const SessionEnv& env, ClientTransport* transport, ConnectionInfo info)
     : env_(env), transport_(transport), info_(std::move(info)) {
-  // Strict mode: llhttp's lenient flags all stay off.
-  llhttp_init(&parser_, HTTP_REQUEST, &kRequestSettings);
-  parser_.data = this;
   arm(TimerPurpose::Header);
+}
+
+Http1Session::Reader& Http1Session::reader() {
+  if (!reader_) {
+    reader_ = std::make_unique<Reader>();
+    // Strict mode: llhttp's lenient flags all stay off.
+    llhttp_init(&reader_->parser, HTTP_REQUEST, &kRequestSettings);
+    reader_->parser.data = this;
+  }
+  return *reader_;
+}
+
+void Http1Session::drop_reader() {
+  if (parsing_) {
+    drop_reader_ = true;  // llhttp (or execute() after it) still uses it
+    return;
+  }
+  reader_.reset();
 }
 
 Http1Session::~Http1Session() {
@@ -109,20 +125,33 @@ void Http1Session::on_data(std::string_view data) {
 
 void Http1Session::execute(std::string_view data) {
   if (!in_request() && timer_ == TimerPurpose::Idle) arm(TimerPurpose::Header);
-  scan_.input_begin = data.data();
-  llhttp_errno_t err = llhttp_execute(&parser_, data.data(), data.size());
+  // The hooks may end the request and let the connection go idle (or
+  // become a tunnel): the reader goes only once this call is done with it.
+  struct Parsing {
+    Http1Session* self;
+    explicit Parsing(Http1Session* s) : self(s) { self->parsing_ = true; }
+    ~Parsing() {
+      self->parsing_ = false;
+      if (std::exchange(self->drop_reader_, false)) self->reader_.reset();
+    }
+  } parsing(this);
+  Reader& r = reader();
+  HeadScan& scan = r.scan;
+  llhttp_t& parser = r.parser;
+  scan.input_begin = data.data();
+  llhttp_errno_t err = llhttp_execute(&parser, data.data(), data.size());
   // Only compared by address, never dereferenced, after this call.
-  scan_.input_end_prev = data.data() + data.size();
-  if (scan_.field_in_input && !scan_.in_value && scan_.field_end != nullptr &&
-      std::memchr(scan_.field_end, '\n', static_cast<size_t>(scan_.input_end_prev - scan_.field_end)) != nullptr) {
-    scan_.lf_after_field = true;  // the value has not started yet; remember the gap had a LF
+  scan.input_end_prev = data.data() + data.size();
+  if (scan.field_in_input && !scan.in_value && scan.field_end != nullptr &&
+      std::memchr(scan.field_end, '\n', static_cast<size_t>(scan.input_end_prev - scan.field_end)) != nullptr) {
+    scan.lf_after_field = true;  // the value has not started yet; remember the gap had a LF
   }
-  scan_.field_in_input = false;
+  scan.field_in_input = false;
   if (request_ != RequestPhase::Idle) record().bytes_received += data.size();
   if (err == HPE_OK) return;
   if (err == HPE_PAUSED) {
     // Paused after a complete request: keep the rest for after the response.
-    const char* pos = llhttp_get_error_pos(&parser_);
+    const char* pos = llhttp_get_error_pos(&parser);
     size_t used = static_cast<size_t>(pos - data.data());
     // (An exchange that ended inside the parser's hooks may have let the
     // connection go idle already, with its record.)
@@ -163,11 +192,12 @@ int Http1Session::reject(int status) {
 }
 
 int Http1Session::on_message_begin() {
+  HeadScan& scan = reader_->scan;  // a hook: execute() holds the reader
   transition(request_, RequestPhase::Head);
   record().begin();
-  scan_.field.clear();
-  scan_.in_value = false;
-  scan_.head_bytes = 0;
+  scan.field.clear();
+  scan.in_value = false;
+  scan.head_bytes = 0;
   rejection_.reset();
   local_answer_.reset();
   ++info_.requests;
@@ -176,44 +206,47 @@ int Http1Session::on_message_begin() {
 }
 
 int Http1Session::on_url(const char* at, size_t len) {
+  HeadScan& scan = reader_->scan;  // a hook: execute() holds the reader
   record().head.target.append(at, len);
-  scan_.head_bytes += len;
+  scan.head_bytes += len;
   if (record().head.target.size() > env_.config->limits.max_header_bytes) return reject(414);
   return 0;
 }
 
 int Http1Session::on_header_field(const char* at, size_t len) {
-  if (scan_.in_value) {
-    scan_.in_value = false;
-    scan_.field.clear();
+  HeadScan& scan = reader_->scan;  // a hook: execute() holds the reader
+  if (scan.in_value) {
+    scan.in_value = false;
+    scan.field.clear();
   }
-  scan_.field.append(at, len);
-  scan_.field_end = at + len;
-  scan_.field_in_input = true;
-  scan_.lf_after_field = false;
-  scan_.head_bytes += len;
-  return scan_.head_bytes > env_.config->limits.max_header_bytes ? reject(431) : 0;
+  scan.field.append(at, len);
+  scan.field_end = at + len;
+  scan.field_in_input = true;
+  scan.lf_after_field = false;
+  scan.head_bytes += len;
+  return scan.head_bytes > env_.config->limits.max_header_bytes ? reject(431) : 0;
 }
 
 int Http1Session::on_header_value(const char* at, size_t len) {
+  HeadScan& scan = reader_->scan;  // a hook: execute() holds the reader
   auto& headers = record().head.headers;
-  if (!scan_.in_value) {
+  if (!scan.in_value) {
     // A line break between the colon and the value's first byte is obs-fold
     // with an empty first line ("Name:\r\n value").
-    const char* from = scan_.field_in_input ? scan_.field_end : scan_.input_begin;
-    if (scan_.lf_after_field || std::memchr(from, '\n', static_cast<size_t>(at - from)) != nullptr) return reject(400);
-    scan_.in_value = true;
-    scan_.head_bytes += 4;  // ": " and CRLF
-    headers.push_back(Header{scan_.field, {}, classify_header(scan_.field)});
-  } else if (at != scan_.value_end && !(scan_.value_end == scan_.input_end_prev && at == scan_.input_begin)) {
+    const char* from = scan.field_in_input ? scan.field_end : scan.input_begin;
+    if (scan.lf_after_field || std::memchr(from, '\n', static_cast<size_t>(at - from)) != nullptr) return reject(400);
+    scan.in_value = true;
+    scan.head_bytes += 4;  // ": " and CRLF
+    headers.push_back(Header{scan.field, {}, classify_header(scan.field)});
+  } else if (at != scan.value_end && !(scan.value_end == scan.input_end_prev && at == scan.input_begin)) {
     // The value resumed after a gap: llhttp unfolded an obs-fold. Rejected
     // (RFC 9112 §5.2 allows a 400) rather than guessing what the client meant.
     return reject(400);
   }
-  scan_.value_end = at + len;
+  scan.value_end = at + len;
   headers.back().value.append(at, len);
-  scan_.head_bytes += len;
-  return scan_.head_bytes > env_.config->limits.max_header_bytes ? reject(431) : 0;
+  scan.head_bytes += len;
+  return scan.head_bytes > env_.config->limits.max_header_bytes ? reject(431) : 0;
 }
 
 int Http1Session::validate_head() {
@@ -309,17 +342,19 @@ int Http1Session::validate_head() {
 }
 
 int Http1Session::on_headers_complete() {
+  HeadScan& scan = reader_->scan;  // a hook: execute() holds the reader
+  llhttp_t& parser = reader_->parser;
   RequestHead& req = record().head;
-  if (!scan_.in_value && !scan_.field.empty()) {
-    scan_.head_bytes += 4;
-    req.headers.push_back(Header{scan_.field, {}, classify_header(scan_.field)});
+  if (!scan.in_value && !scan.field.empty()) {
+    scan.head_bytes += 4;
+    req.headers.push_back(Header{scan.field, {}, classify_header(scan.field)});
   }
-  req.method = llhttp_method_name(static_cast<llhttp_method_t>(llhttp_get_method(&parser_)));
-  req.version_major = llhttp_get_http_major(&parser_);
-  req.version_minor = llhttp_get_http_minor(&parser_);
-  req.keep_alive = llhttp_should_keep_alive(&parser_) != 0;
-  req.chunked = (parser_.flags & F_CHUNKED) != 0;
-  if (parser_.flags & F_CONTENT_LENGTH) req.content_length = parser_.content_length;
+  req.method = llhttp_method_name(static_cast<llhttp_method_t>(llhttp_get_method(&parser)));
+  req.version_major = llhttp_get_http_major(&parser);
+  req.version_minor = llhttp_get_http_minor(&parser);
+  req.keep_alive = llhttp_should_keep_alive(&parser) != 0;
+  req.chunked = (parser.flags & F_CHUNKED) != 0;
+  if (parser.flags & F_CONTENT_LENGTH) req.content_length = parser.content_length;
   if (timer_ == TimerPurpose::Header) arm(TimerPurpose::None);
   if (!req.keep_alive || (env_.shutting_down && *env_.shutting_down) ||
       info_.requests >= env_.config->limits.keepalive_requests) {
@@ -328,7 +363,7 @@ int Http1Session::on_headers_complete() {
 
   // Upgrade is not proxied (the header is hop-by-hop and dropped): keep
   // llhttp parsing HTTP after this message instead of handing over the rest.
-  parser_.upgrade = 0;
+  parser.upgrade = 0;
   if (req.version_major != 1) return reject(505);
   if (int status = refused_method(req); status != 0) return reject(status);
   if (int status = validate_head(); status != 0) return reject(status);
@@ -408,7 +443,7 @@ void Http1Session::open_tunnel(const ResponseHead& head, std::string_view protoc
   // What only the request's routing and the upstream request needed goes:
   // a tunnel may stay open for hours (docs/ARCHITECTURE.md, "Idle connections").
   record().release_head_fields();
-  std::string().swap(scan_.field);
+  drop_reader();
   transport_->release_buffers();
   // Bytes the client sent after its request, before the 101, are the tunnel's.
   if (!pending_input_.empty()) {
@@ -548,7 +583,7 @@ void Http1Session::finish_request() {
     return;
   }
   transition(request_, RequestPhase::Idle);
-  llhttp_resume(&parser_);
+  if (reader_) llhttp_resume(&reader_->parser);
   if (!pending_input_.empty()) {
     arm(TimerPurpose::Resume);  // parse the pipelined rest on the next iteration
   } else {
@@ -621,7 +656,7 @@ void Http1Session::arm(TimerPurpose purpose) {
       // Between requests nothing of the last one is needed: an idle
       // keepalive connection keeps no grown buffer, here or below.
       record_.reset();
-      std::string().swap(scan_.field);
+      drop_reader();
       transport_->release_buffers();
       break;
     case TimerPurpose::Resume: transport_->arm_timer(std::chrono::milliseconds(0)); break;
