@@ -216,7 +216,9 @@ http::ConnectionInfo Connection::tls_info() const {
   const unsigned char* alpn = nullptr;
   unsigned int alpn_len = 0;
   SSL_get0_alpn_selected(ssl, &alpn, &alpn_len);
-  if (alpn) info.alpn.assign(reinterpret_cast<const char*>(alpn), alpn_len);
+  // A listener offers only these two (config::parse_alpn).
+  const std::string_view selected(reinterpret_cast<const char*>(alpn), alpn ? alpn_len : 0);
+  info.alpn = selected == "h2" ? "h2" : selected == "http/1.1" ? "http/1.1" : "";
   info.ssl_protocol = SSL_get_version(ssl);
   info.ssl_cipher = SSL_get_cipher_name(ssl);
   info.ssl_session_reused = SSL_session_reused(ssl) == 1;

@@ -45,7 +45,7 @@ Admission forward(const SessionEnv& env, ExchangeSink* sink, RequestRecord& reco
   if (rules != nullptr) {
     record.route_headers = rules;
     headers.rules = rules;
-    headers.vars = header_vars(sink->connection_info(), record);
+    headers.record = &record;
     headers.request_id_header = env.headers->request_id_header();
     headers.request_id = record.request_id.view();
   }

@@ -31,10 +31,11 @@ class ClientTransport {
   virtual void stop_timer() = 0;
   // The session can take input again: deliver buffered plaintext and read on.
   virtual void resume_input() = 0;
-  // The session is idle between requests (keepalive): once what it sent is
-  // written, the transport may free the buffers it grew, so an idle
-  // connection costs little memory (nginx frees a keepalive connection's
-  // buffers likewise). Default: nothing.
+  // The session is idle between requests (keepalive), or a tunnel passed
+  // bytes on: once what it sent is written, the transport may free the
+  // buffers it grew (only those left empty), so an idle connection or
+  // tunnel costs little memory (nginx frees a keepalive connection's
+  // buffers likewise). Cheap to call often. Default: nothing.
   virtual void release_buffers() {}
 };
 

@@ -30,11 +30,13 @@ struct ConnectionInfo {
   uint16_t remote_port = 0;
   std::string server_port;         // the local port, in decimal ($server_port)
   bool trust_request_id = false;   // the listener's trust_request_id
-  // The TLS facts; "" (false) on a cleartext connection.
+  // The TLS facts; "" (false) on a cleartext connection. The views are of
+  // static strings (literals, OpenSSL's version and cipher tables), so a
+  // session that lives for hours keeps no copy of them.
   std::string sni;
-  std::string alpn;
-  std::string ssl_protocol;
-  std::string ssl_cipher;
+  std::string_view alpn;          // "h2" | "http/1.1" | "" (the only ones a listener offers)
+  std::string_view ssl_protocol;  // SSL_get_version: "TLSv1.3"
+  std::string_view ssl_cipher;    // SSL_CIPHER_get_name: "TLS_AES_128_GCM_SHA256"
   bool ssl_session_reused = false;
   const char* ssl_resumption = "none";  // "none" | "cache" | "ticket"; "" on cleartext
   double tls_handshake_ms = 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "data/http/admission.h"
 #include "message/chunked.h"
@@ -40,45 +41,14 @@ void append_status_and_headers(std::string& out, const ResponseHead& head) {
 
 }  // namespace
 
-#define TLSFRONT_SESSION static_cast<Http1Session*>(p->data)
-struct RequestParserCallbacks {
-  static int on_message_begin(llhttp_t* p) { return TLSFRONT_SESSION->on_message_begin(); }
-  static int on_url(llhttp_t* p, const char* at, size_t n) { return TLSFRONT_SESSION->on_url(at, n); }
-  static int on_header_field(llhttp_t* p, const char* at, size_t n) { return TLSFRONT_SESSION->on_header_field(at, n); }
-  static int on_header_value(llhttp_t* p, const char* at, size_t n) { return TLSFRONT_SESSION->on_header_value(at, n); }
-  static int on_headers_complete(llhttp_t* p) { return TLSFRONT_SESSION->on_headers_complete(); }
-  static int on_body(llhttp_t* p, const char* at, size_t n) { return TLSFRONT_SESSION->on_body(at, n); }
-  static int on_message_complete(llhttp_t* p) { return TLSFRONT_SESSION->on_message_complete(); }
-  static llhttp_settings_t make() {
-    llhttp_settings_t s;
-    llhttp_settings_init(&s);
-    s.on_message_begin = on_message_begin;
-    s.on_url = on_url;
-    s.on_header_field = on_header_field;
-    s.on_header_value = on_header_value;
-    s.on_headers_complete = on_headers_complete;
-    s.on_body = on_body;
-    s.on_message_complete = on_message_complete;
-    return s;
-  }
-};
-#undef TLSFRONT_SESSION
-
-namespace {
-const llhttp_settings_t kRequestSettings = RequestParserCallbacks::make();
-}  // namespace
-
 Http1Session::Http1Session(const SessionEnv& env, ClientTransport* transport, ConnectionInfo info)
     : env_(env), transport_(transport), info_(std::move(info)) {
-  // Strict mode: llhttp's lenient flags all stay off.
-  llhttp_init(&parser_, HTTP_REQUEST, &kRequestSettings);
-  parser_.data = this;
   arm(TimerPurpose::Header);
 }
 
 Http1Session::~Http1Session() {
   // A tunnel cut by the drain deadline (Connection::abort) still gets its line.
-  if (exchange_ && record_.tunnel) log_request();
+  if (exchange_ && record().tunnel) log_request();
   ProxyExchange::retire(exchange_);
 }
 
@@ -92,10 +62,12 @@ bool Http1Session::wants_input() const {
 void Http1Session::on_data(std::string_view data) {
   if (close_ == CloseMode::Closed) return;
   if (request_ == RequestPhase::Tunnel) {
-    record_.bytes_received += data.size();
+    record().bytes_received += data.size();
     if (env_.counters) env_.counters->tunnel_bytes_to_upstream.add(data.size());
     arm(TimerPurpose::Tunnel);
     if (exchange_) exchange_->on_tunnel_data(data);
+    // An idle tunnel keeps no buffer: what was read is passed on.
+    transport_->release_buffers();
     return;
   }
   if (request_ == RequestPhase::Complete || !pending_input_.empty()) {
@@ -107,22 +79,37 @@ void Http1Session::on_data(std::string_view data) {
 
 void Http1Session::execute(std::string_view data) {
   if (!in_request() && timer_ == TimerPurpose::Idle) arm(TimerPurpose::Header);
-  scan_.input_begin = data.data();
-  llhttp_errno_t err = llhttp_execute(&parser_, data.data(), data.size());
+  // The hooks may end the request and let the connection go idle (or
+  // become a tunnel): the reader goes only once this call is done with it.
+  struct Parsing {
+    Http1Session* self;
+    explicit Parsing(Http1Session* s) : self(s) { self->parsing_ = true; }
+    ~Parsing() {
+      self->parsing_ = false;
+      if (std::exchange(self->drop_reader_, false)) self->reader_.reset();
+    }
+  } parsing(this);
+  Reader& r = reader();
+  HeadScan& scan = r.scan;
+  llhttp_t& parser = r.parser;
+  scan.input_begin = data.data();
+  llhttp_errno_t err = llhttp_execute(&parser, data.data(), data.size());
   // Only compared by address, never dereferenced, after this call.
-  scan_.input_end_prev = data.data() + data.size();
-  if (scan_.field_in_input && !scan_.in_value && scan_.field_end != nullptr &&
-      std::memchr(scan_.field_end, '\n', static_cast<size_t>(scan_.input_end_prev - scan_.field_end)) != nullptr) {
-    scan_.lf_after_field = true;  // the value has not started yet; remember the gap had a LF
+  scan.input_end_prev = data.data() + data.size();
+  if (scan.field_in_input && !scan.in_value && scan.field_end != nullptr &&
+      std::memchr(scan.field_end, '\n', static_cast<size_t>(scan.input_end_prev - scan.field_end)) != nullptr) {
+    scan.lf_after_field = true;  // the value has not started yet; remember the gap had a LF
   }
-  scan_.field_in_input = false;
-  if (request_ != RequestPhase::Idle) record_.bytes_received += data.size();
+  scan.field_in_input = false;
+  if (request_ != RequestPhase::Idle) record().bytes_received += data.size();
   if (err == HPE_OK) return;
   if (err == HPE_PAUSED) {
     // Paused after a complete request: keep the rest for after the response.
-    const char* pos = llhttp_get_error_pos(&parser_);
+    const char* pos = llhttp_get_error_pos(&parser);
     size_t used = static_cast<size_t>(pos - data.data());
-    record_.bytes_received -= data.size() - used;
+    // (An exchange that ended inside the parser's hooks may have let the
+    // connection go idle already, with its record.)
+    if (request_ != RequestPhase::Idle) record().bytes_received -= data.size() - used;
     pending_input_.assign(pos, data.size() - used);
     if (local_answer_) respond_local(std::move(*local_answer_));
     return;
@@ -140,14 +127,14 @@ void Http1Session::execute(std::string_view data) {
 }
 
 void Http1Session::respond_local(LocalAnswer answer) {
-  ProxyExchange::retire(exchange_, &record_);
+  ProxyExchange::retire(exchange_, &record());
   local_answer_.reset();
   // A request whose body we did not read leaves the connection unusable.
   if (in_request()) close_after_response();
   ResponseHead head;
   std::string body;
-  build_local_answer(env_, info_, record_, answer, head, body);
-  const bool head_only = record_.head.method == "HEAD";
+  build_local_answer(env_, info_, record(), answer, head, body);
+  const bool head_only = record().head.method == "HEAD";
   send_response_head(head, !head_only && !body.empty());
   if (!head_only) send_response_body(body);
   end_response();
@@ -158,164 +145,20 @@ int Http1Session::reject(int status) {
   return -1;
 }
 
-int Http1Session::on_message_begin() {
-  transition(request_, RequestPhase::Head);
-  record_.begin();
-  scan_.field.clear();
-  scan_.in_value = false;
-  scan_.head_bytes = 0;
-  rejection_.reset();
-  local_answer_.reset();
-  ++info_.requests;
-  if (timer_ != TimerPurpose::Header) arm(TimerPurpose::Header);
-  return 0;
-}
-
-int Http1Session::on_url(const char* at, size_t len) {
-  record_.head.target.append(at, len);
-  scan_.head_bytes += len;
-  if (record_.head.target.size() > env_.config->limits.max_header_bytes) return reject(414);
-  return 0;
-}
-
-int Http1Session::on_header_field(const char* at, size_t len) {
-  if (scan_.in_value) {
-    scan_.in_value = false;
-    scan_.field.clear();
-  }
-  scan_.field.append(at, len);
-  scan_.field_end = at + len;
-  scan_.field_in_input = true;
-  scan_.lf_after_field = false;
-  scan_.head_bytes += len;
-  return scan_.head_bytes > env_.config->limits.max_header_bytes ? reject(431) : 0;
-}
-
-int Http1Session::on_header_value(const char* at, size_t len) {
-  auto& headers = record_.head.headers;
-  if (!scan_.in_value) {
-    // A line break between the colon and the value's first byte is obs-fold
-    // with an empty first line ("Name:\r\n value").
-    const char* from = scan_.field_in_input ? scan_.field_end : scan_.input_begin;
-    if (scan_.lf_after_field || std::memchr(from, '\n', static_cast<size_t>(at - from)) != nullptr) return reject(400);
-    scan_.in_value = true;
-    scan_.head_bytes += 4;  // ": " and CRLF
-    headers.push_back(Header{scan_.field, {}, classify_header(scan_.field)});
-  } else if (at != scan_.value_end && !(scan_.value_end == scan_.input_end_prev && at == scan_.input_begin)) {
-    // The value resumed after a gap: llhttp unfolded an obs-fold. Rejected
-    // (RFC 9112 §5.2 allows a 400) rather than guessing what the client meant.
-    return reject(400);
-  }
-  scan_.value_end = at + len;
-  headers.back().value.append(at, len);
-  scan_.head_bytes += len;
-  return scan_.head_bytes > env_.config->limits.max_header_bytes ? reject(431) : 0;
-}
-
-int Http1Session::validate_head() {
-  RequestHead& req = record_.head;
-  const bool http11 = req.version_major == 1 && req.version_minor >= 1;
-  int hosts = 0, te = 0, cl = 0;
-  const Header* host = nullptr;
-  const Header* upgrade = nullptr;
-  bool connection_upgrade = false;
-  for (const auto& h : req.headers) {
-    if (!valid_field_name(h.name) || !valid_field_value(h.value)) return 400;
-    switch (h.token) {
-      case HeaderToken::Host:
-        ++hosts;
-        host = &h;
-        break;
-      case HeaderToken::TransferEncoding:
-        ++te;
-        // Only "chunked", once (RFC 9112 §6.1): anything else is a smuggling shape.
-        if (!iequals(h.value, "chunked") || !http11) return 400;
-        break;
-      case HeaderToken::ContentLength:
-        ++cl;
-        break;
-      case HeaderToken::Expect:
-        if (!iequals(h.value, "100-continue")) return 417;
-        req.expect_continue = http11;
-        break;
-      case HeaderToken::UserAgent:
-        record_.user_agent = h.value;
-        break;
-      case HeaderToken::Connection:
-        connection_upgrade = connection_upgrade || list_contains(h.value, "upgrade");
-        break;
-      case HeaderToken::Upgrade:
-        if (upgrade == nullptr) upgrade = &h;
-        break;
-      default:
-        break;
-    }
-  }
-  // RFC 9112 §6.3: Content-Length with Transfer-Encoding, or repeated framing.
-  if (te > 1 || cl > 1 || (te && cl)) return 400;
-  // RFC 9112 §3.2: exactly one Host in HTTP/1.1.
-  if (hosts > 1 || (http11 && hosts == 0)) return 400;
-  if (host && !valid_host(host->value)) return 400;
-  // RFC 9110 §7.8: Upgrade counts only when Connection names it; a request
-  // with a body is not upgraded (its body would have to go first), and
-  // HTTP/1.0 has no Upgrade. admit() keeps it only if the route allows it.
-  if (upgrade != nullptr && connection_upgrade && http11 && te == 0 && !req.content_length.value_or(0)) {
-    std::vector<std::string_view> protocols;
-    split_list(upgrade->value, protocols);
-    // One protocol only: a list would leave the upstream to choose, and the
-    // route's check to one of them.
-    if (protocols.size() == 1) {
-      req.upgrade.assign(protocols.front());
-      for (char& c : req.upgrade) c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-    }
-  }
-
-  std::string_view target = req.target;
-  if (!target.empty() && target.front() == '/') {
-    // origin-form
-  } else if (target == "*" && req.method == "OPTIONS") {
-    // asterisk-form
-  } else if (iequals(target.substr(0, 7), "http://") || iequals(target.substr(0, 8), "https://")) {
-    // absolute-form (RFC 9112 §3.2.2): its authority replaces Host. The
-    // authority ends at the path or, when the path is empty, at the query
-    // (RFC 3986 §3.2): "http://h?q" is "/?q" at h.
-    std::string_view rest = target.substr(target.find("//") + 2);
-    size_t end = rest.find_first_of("/?");
-    std::string_view authority = rest.substr(0, end);
-    if (authority.empty() || !valid_host(authority) || authority.find('@') != std::string_view::npos) return 400;
-    // RFC 9112 §3.2.2: the authority wins over Host, and what is forwarded
-    // must say the same thing that was routed on.
-    std::string host_value(authority);
-    req.host = host_key(authority);
-    if (end == std::string_view::npos) {
-      req.target = "/";
-    } else if (rest[end] == '?') {
-      req.target = "/" + std::string(rest.substr(end));
-    } else {
-      req.target = std::string(rest.substr(end));
-    }
-    std::erase_if(req.headers, [](const Header& h) { return h.token == HeaderToken::Host; });
-    req.headers.insert(req.headers.begin(), Header{"Host", std::move(host_value), HeaderToken::Host});
-    return 0;
-  } else {
-    return 400;
-  }
-  if (host) req.host = host_key(host->value);
-  return 0;
-}
-
 int Http1Session::on_headers_complete() {
-  RequestHead& req = record_.head;
-  if (!scan_.in_value && !scan_.field.empty()) {
-    scan_.head_bytes += 4;
-    req.headers.push_back(Header{scan_.field, {}, classify_header(scan_.field)});
+  HeadScan& scan = reader_->scan;  // a hook: execute() holds the reader
+  llhttp_t& parser = reader_->parser;
+  RequestHead& req = record().head;
+  if (!scan.in_value && !scan.field.empty()) {
+    scan.head_bytes += 4;
+    req.headers.push_back(Header{scan.field, {}, classify_header(scan.field)});
   }
-  req.method = llhttp_method_name(static_cast<llhttp_method_t>(llhttp_get_method(&parser_)));
-  req.version_major = llhttp_get_http_major(&parser_);
-  req.version_minor = llhttp_get_http_minor(&parser_);
-  req.keep_alive = llhttp_should_keep_alive(&parser_) != 0;
-  req.chunked = (parser_.flags & F_CHUNKED) != 0;
-  if (parser_.flags & F_CONTENT_LENGTH) req.content_length = parser_.content_length;
+  req.method = llhttp_method_name(static_cast<llhttp_method_t>(llhttp_get_method(&parser)));
+  req.version_major = llhttp_get_http_major(&parser);
+  req.version_minor = llhttp_get_http_minor(&parser);
+  req.keep_alive = llhttp_should_keep_alive(&parser) != 0;
+  req.chunked = (parser.flags & F_CHUNKED) != 0;
+  if (parser.flags & F_CONTENT_LENGTH) req.content_length = parser.content_length;
   if (timer_ == TimerPurpose::Header) arm(TimerPurpose::None);
   if (!req.keep_alive || (env_.shutting_down && *env_.shutting_down) ||
       info_.requests >= env_.config->limits.keepalive_requests) {
@@ -324,11 +167,11 @@ int Http1Session::on_headers_complete() {
 
   // Upgrade is not proxied (the header is hop-by-hop and dropped): keep
   // llhttp parsing HTTP after this message instead of handing over the rest.
-  parser_.upgrade = 0;
+  parser.upgrade = 0;
   if (req.version_major != 1) return reject(505);
   if (int status = refused_method(req); status != 0) return reject(status);
   if (int status = validate_head(); status != 0) return reject(status);
-  Admission admission = admit(env_, this, record_);
+  Admission admission = admit(env_, this, record());
   if (admission.answer.status == 413) return reject(413);
   transition(request_, RequestPhase::Body);
   if (!admission.exchange) {
@@ -355,7 +198,7 @@ int Http1Session::on_headers_complete() {
   if (!req.upgrade.empty()) close_after_response();
   if (req.expect_continue && req.has_body()) {
     transport_->send(kContinue);
-    record_.bytes_sent += kContinue.size();
+    record().bytes_sent += kContinue.size();
   }
   exchange_->start();
   if (close_ == CloseMode::Closed) return -1;
@@ -364,7 +207,7 @@ int Http1Session::on_headers_complete() {
 }
 
 int Http1Session::on_body(const char* at, size_t len) {
-  if (!record_.add_body(len, env_.config->limits.max_body_bytes)) return reject(413);
+  if (!record().add_body(len, env_.config->limits.max_body_bytes)) return reject(413);
   if (exchange_) exchange_->on_request_body(std::string_view(at, len));
   if (timer_ == TimerPurpose::Body) arm(TimerPurpose::Body);
   return close_ == CloseMode::Closed ? -1 : 0;
@@ -379,45 +222,50 @@ int Http1Session::on_message_complete() {
 }
 
 void Http1Session::send_informational(const ResponseHead& head) {
-  if (record_.head.version_minor == 0) return;  // HTTP/1.0 clients do not expect 1xx
+  if (record().head.version_minor == 0) return;  // HTTP/1.0 clients do not expect 1xx
   std::string& out = head_scratch();
   append_status_and_headers(out, head);
   out += "\r\n";
-  record_.bytes_sent += out.size();
+  record().bytes_sent += out.size();
   transport_->send(out);
 }
 
 void Http1Session::open_tunnel(const ResponseHead& head, std::string_view protocol) {
-  record_.status = head.status;
-  record_.tunnel = true;
+  record().status = head.status;
+  record().tunnel = true;
   std::string& out = head_scratch();
   append_status_and_headers(out, head);
   out += "Upgrade: ";
   out += protocol;
   out += "\r\nConnection: upgrade\r\n\r\n";
-  record_.bytes_sent += out.size();
+  record().bytes_sent += out.size();
   transport_->send(out);
   transition(response_, ResponsePhase::Tunnel);
   transition(request_, RequestPhase::Tunnel);
   if (env_.counters) env_.counters->tunnels_opened.add();
   arm(TimerPurpose::Tunnel);
+  // What only the request's routing and the upstream request needed goes:
+  // a tunnel may stay open for hours (docs/ARCHITECTURE.md, "Idle connections").
+  record().release_head_fields();
+  drop_reader();
+  transport_->release_buffers();
   // Bytes the client sent after its request, before the 101, are the tunnel's.
   if (!pending_input_.empty()) {
-    std::string early = std::move(pending_input_);
-    pending_input_.clear();
+    std::string early;
+    early.swap(pending_input_);
     on_data(early);
   }
   if (wants_input()) transport_->resume_input();
 }
 
 void Http1Session::send_response_head(const ResponseHead& head, bool has_body) {
-  record_.status = head.status;
+  record().status = head.status;
   if (in_request()) close_after_response();  // the upstream answered before the body ended
   std::string& out = head_scratch();
   append_status_and_headers(out, head);
   ResponsePhase framing = ResponsePhase::Sized;
   if (has_body && !head.content_length) {
-    if (record_.head.version_minor >= 1) {
+    if (record().head.version_minor >= 1) {
       out += "Transfer-Encoding: chunked\r\n";
       framing = ResponsePhase::Chunked;
     } else {
@@ -432,11 +280,11 @@ void Http1Session::send_response_head(const ResponseHead& head, bool has_body) {
   transition(response_, framing);
   if (close_ != CloseMode::KeepAlive) {
     out += "Connection: close\r\n";
-  } else if (record_.head.version_minor == 0) {
+  } else if (record().head.version_minor == 0) {
     out += "Connection: keep-alive\r\n";
   }
   out += "\r\n";
-  record_.bytes_sent += out.size();
+  record().bytes_sent += out.size();
   transport_->send(out);
 }
 
@@ -444,16 +292,17 @@ void Http1Session::send_response_body(std::string_view data) {
   if (data.empty()) return;
   if (response_ == ResponsePhase::Tunnel) {
     transport_->send(data);
-    record_.bytes_sent += data.size();
+    record().bytes_sent += data.size();
     if (env_.counters) env_.counters->tunnel_bytes_to_client.add(data.size());
     arm(TimerPurpose::Tunnel);
+    transport_->release_buffers();  // once written (an idle tunnel keeps no buffer)
     return;
   }
   if (response_ == ResponsePhase::Chunked) {
-    record_.bytes_sent += write_chunk(data, [this](std::string_view part) { transport_->send(part); });
+    record().bytes_sent += write_chunk(data, [this](std::string_view part) { transport_->send(part); });
   } else {
     transport_->send(data);
-    record_.bytes_sent += data.size();
+    record().bytes_sent += data.size();
   }
   // A client that stops reading gets timeouts.send to start again.
   if (timer_ == TimerPurpose::None && output_congested()) arm(TimerPurpose::Send);
@@ -461,7 +310,7 @@ void Http1Session::send_response_body(std::string_view data) {
 
 void Http1Session::send_trailers(const std::vector<Header>& trailers) {
   if (response_ != ResponsePhase::Chunked) return;
-  const Header* te = record_.head.find(HeaderToken::Te);
+  const Header* te = record().head.find(HeaderToken::Te);
   if (te == nullptr) return;
   std::vector<std::string_view> codings;
   split_list(te->value, codings);
@@ -478,19 +327,19 @@ void Http1Session::send_trailers(const std::vector<Header>& trailers) {
 void Http1Session::end_response() {
   if (response_ == ResponsePhase::Tunnel) {
     // The upstream closed the tunnel: so does the client connection.
-    record_.response_complete = true;
+    record().response_complete = true;
     close(true);
     return;
   }
   if (response_ == ResponsePhase::Chunked) {
     if (trailer_section_.empty()) {
       transport_->send(kLastChunk);
-      record_.bytes_sent += kLastChunk.size();
+      record().bytes_sent += kLastChunk.size();
     } else {
       std::string last = "0\r\n" + trailer_section_ + "\r\n";
       std::string().swap(trailer_section_);
       transport_->send(last);
-      record_.bytes_sent += last.size();
+      record().bytes_sent += last.size();
     }
   }
   finish_request();
@@ -521,7 +370,7 @@ void Http1Session::on_output_drained() {
 }
 
 void Http1Session::finish_request() {
-  record_.response_complete = true;
+  record().response_complete = true;
   log_request();
   if (response_ != ResponsePhase::Waiting) transition(response_, ResponsePhase::Waiting);
   if (close_ != CloseMode::KeepAlive) {
@@ -531,14 +380,14 @@ void Http1Session::finish_request() {
     // (Complete: the parser paused after it): a request refused at its head
     // (413 for its Content-Length, 400 for a bad chunk, 505, ...) leaves its
     // body still coming even with Connection: close.
-    if (!record_.head.keep_alive && request_ == RequestPhase::Complete && pending_input_.empty()) {
+    if (!record().head.keep_alive && request_ == RequestPhase::Complete && pending_input_.empty()) {
       transport_->client_done();
     }
     close(true);
     return;
   }
   transition(request_, RequestPhase::Idle);
-  llhttp_resume(&parser_);
+  if (reader_) llhttp_resume(&reader_->parser);
   if (!pending_input_.empty()) {
     arm(TimerPurpose::Resume);  // parse the pipelined rest on the next iteration
   } else {
@@ -610,8 +459,8 @@ void Http1Session::arm(TimerPurpose purpose) {
       transport_->arm_timer(t.keepalive);
       // Between requests nothing of the last one is needed: an idle
       // keepalive connection keeps no grown buffer, here or below.
-      record_.release();
-      std::string().swap(scan_.field);
+      record_.reset();
+      drop_reader();
       transport_->release_buffers();
       break;
     case TimerPurpose::Resume: transport_->arm_timer(std::chrono::milliseconds(0)); break;
@@ -625,9 +474,9 @@ void Http1Session::arm(TimerPurpose purpose) {
 void Http1Session::on_client_closed() {
   if (close_ == CloseMode::Closed) return;
   // nginx's "client closed request", unless the client already had a status.
-  if (exchange_ && response_ == ResponsePhase::Waiting) record_.status = 499;
+  if (exchange_ && response_ == ResponsePhase::Waiting) record().status = 499;
   // A tunnel ends when either side closes: the client's close is its end.
-  if (response_ == ResponsePhase::Tunnel) record_.response_complete = true;
+  if (response_ == ResponsePhase::Tunnel) record().response_complete = true;
   close(false);
 }
 
@@ -657,9 +506,9 @@ bool Http1Session::close_if_idle() {
 }
 
 void Http1Session::log_request() {
-  ProxyExchange::retire(exchange_, &record_);
-  const std::string_view protocol = record_.head.version_minor == 0 ? "HTTP/1.0" : "HTTP/1.1";
-  record_.log_completed(env_, info_, protocol, 0, info_.requests == 1);
+  ProxyExchange::retire(exchange_, &record());
+  const std::string_view protocol = record().head.version_minor == 0 ? "HTTP/1.0" : "HTTP/1.1";
+  record().log_completed(env_, info_, protocol, 0, info_.requests == 1);
 }
 
 }  // namespace tlsfront::http

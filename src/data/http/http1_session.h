@@ -138,14 +138,19 @@ class Http1Session final : public ClientSession, public ExchangeSink {
   SessionEnv env_;
   ClientTransport* transport_;
   ConnectionInfo info_;
-  llhttp_t parser_{};
   TimerPurpose timer_ = TimerPurpose::None;
   RequestPhase request_ = RequestPhase::Idle;
   ResponsePhase response_ = ResponsePhase::Waiting;
   CloseMode close_ = CloseMode::KeepAlive;
 
-  // The request being read / answered.
-  RequestRecord record_;
+  // The request being read / answered, from its first byte until the
+  // connection goes idle (an idle keepalive connection keeps none; a tunnel
+  // keeps it for its log line). record() makes one when there is none.
+  RequestRecord& record() {
+    if (!record_) record_ = std::make_unique<RequestRecord>();
+    return *record_;
+  }
+  std::unique_ptr<RequestRecord> record_;
   std::unique_ptr<ProxyExchange> exchange_;
   std::optional<int> rejection_;    // the status a parser hook refused the request with
   std::optional<LocalAnswer> local_answer_;  // answered without an upstream once the message is read (404, 301)
@@ -165,7 +170,22 @@ class Http1Session final : public ClientSession, public ExchangeSink {
     bool field_in_input = false;         // field_end points into the input being parsed
     bool lf_after_field = false;         // a LF followed the name in an earlier input
     size_t head_bytes = 0;               // against limits.max_header_bytes
-  } scan_;
+  };
+  // What reading requests needs, from a request's first byte until the
+  // connection goes idle or becomes a tunnel: an idle connection keeps
+  // none, and the next request starts on a fresh llhttp (at a message
+  // boundary, the same state as resuming the old one).
+  struct Reader {
+    llhttp_t parser{};
+    HeadScan scan;
+  };
+  // The reader, made (llhttp_init) when there is none.
+  Reader& reader();
+  // Frees the reader, or, while llhttp runs (parsing_), once execute() ends.
+  void drop_reader();
+  std::unique_ptr<Reader> reader_;
+  bool parsing_ = false;      // execute() is running: the reader stays
+  bool drop_reader_ = false;  // drop_reader() was asked for while parsing_
 };
 
 // The transition tables (util/state.h).

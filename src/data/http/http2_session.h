@@ -102,6 +102,9 @@ class Http2Session final : public ClientSession, public Flushable {
   const ConnectionInfo& info() const { return info_; }
   bool output_congested() const { return transport_->buffered_output() > kOutputHighWatermark; }
   void schedule_send();
+  // A tunnel stream passed bytes on: the connection's buffers go once
+  // written (ClientTransport::release_buffers), so an idle tunnel keeps none.
+  void release_buffers() { transport_->release_buffers(); }
   // True when the certificate covers `host` (lowercase, no port; "[v6]" or
   // IPv4 literal or DNS name), or there is no certificate to check.
   bool certificate_covers(std::string_view host) const;

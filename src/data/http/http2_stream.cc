@@ -206,6 +206,7 @@ void Http2Stream::forward_tunnel(std::string_view data) {
   if (session_->env().counters) session_->env().counters->tunnel_bytes_to_upstream.add(data.size());
   tunnel_timer_.arm(session_->env().config->timeouts.tunnel);
   exchange_->on_tunnel_data(data);
+  session_->release_buffers();
 }
 
 void Http2Stream::open_tunnel(const ResponseHead& upstream_head, std::string_view) {
@@ -232,6 +233,12 @@ void Http2Stream::open_tunnel(const ResponseHead& upstream_head, std::string_vie
   transition(response_, ResponsePhase::Tunnel);
   if (request_ == RequestPhase::Body) transition(request_, RequestPhase::Tunnel);
   submit_head(head, true, false);
+  // What only the request's routing, the upstream request and the 101's
+  // check needed goes: a tunnel may stay open for hours.
+  record_.release_head_fields();
+  std::string().swap(authority_);
+  std::string().swap(cookie_);
+  std::string().swap(websocket_accept_);
   if (session_->env().counters) session_->env().counters->tunnels_opened.add();
   tunnel_timer_.init(
       session_->env().loop, [](void* self) { static_cast<Http2Stream*>(self)->on_tunnel_idle(); }, this);
@@ -389,7 +396,12 @@ ssize_t Http2Stream::read_response(uint8_t* buf, size_t length, uint32_t* data_f
   out_off_ += n;
   bytes_out_ += n;
   if (out_off_ == out_.size()) {
-    out_.clear();
+    if (response_ == ResponsePhase::Tunnel) {
+      std::string().swap(out_);  // an idle tunnel keeps no buffer
+      session_->release_buffers();
+    } else {
+      out_.clear();
+    }
     out_off_ = 0;
   } else if (out_off_ > kResponseHighWatermark) {
     out_.erase(0, out_off_);

@@ -69,7 +69,7 @@ ProxyExchange::ProxyExchange(uv_loop_t* loop, ExchangeSink* sink, upstream::Upst
     : loop_(loop),
       sink_(sink),
       group_(group),
-      vars_(headers.vars),
+      record_(headers.record),
       method_(head.method),
       chunked_request_(head.chunked),
       idempotent_(head.idempotent()),
@@ -80,6 +80,7 @@ ProxyExchange::ProxyExchange(uv_loop_t* loop, ExchangeSink* sink, upstream::Upst
       h2c_(group->config().protocol == config::UpstreamProtocol::H2c),
       replay_state_(Replay::Partial) {
   const ConnectionInfo& info = sink->connection_info();
+  const HeaderVars vars = header_vars_now();  // for the request's head, built below
   UpstreamRequestOptions opts;
   opts.client_addr = info.remote_addr;
   opts.scheme = scheme_name(info.scheme);
@@ -90,7 +91,7 @@ ProxyExchange::ProxyExchange(uv_loop_t* loop, ExchangeSink* sink, upstream::Upst
   if (headers.rules != nullptr) {
     if (!headers.rules->request.empty()) {
       opts.edit = &headers.rules->request;
-      opts.vars = &vars_;
+      opts.vars = &vars;
     }
     if (!headers.rules->response.empty()) response_edit_ = &headers.rules->response;
   }
@@ -129,7 +130,7 @@ ProxyExchange::~ProxyExchange() { drop_connection(); }
 void ProxyExchange::retire(std::unique_ptr<ProxyExchange>& exchange, RequestRecord* record) {
   if (!exchange) return;
   exchange->cancel();
-  if (record) record->upstream = std::move(exchange->stats_);
+  if (record) record->upstream = std::make_unique<UpstreamStats>(std::move(exchange->stats_));
   uv_loop_t* loop = exchange->loop_;
   LoopContext::of(loop).defer_delete(std::move(exchange));
 }
@@ -380,6 +381,10 @@ void ProxyExchange::fail_grpc(std::string_view reason) {
   sink_->end_response();
 }
 
+HeaderVars ProxyExchange::header_vars_now() const {
+  return record_ != nullptr ? header_vars(sink_->connection_info(), *record_) : HeaderVars{};
+}
+
 double ProxyExchange::ms_since(std::chrono::steady_clock::time_point t) const {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
 }
@@ -447,12 +452,16 @@ void ProxyExchange::on_upstream_head(ResponseHead&& head, bool informational) {
     // Only an Upgrade request's connection lets a 101 through
     // (UpstreamConnection::attach); the client gets the protocol it asked for.
     transition(phase_, Phase::Tunnel);
-    if (response_edit_ != nullptr) apply_edit(head.headers, *response_edit_, vars_);
+    if (response_edit_ != nullptr) apply_edit(head.headers, *response_edit_, header_vars_now());
+    // No header rule applies after this head: nothing of the request's
+    // record is read any more (the session frees its head fields now).
+    record_ = nullptr;
+    response_edit_ = nullptr;
     sink_->open_tunnel(head, upgrade_);
     return;
   }
   transition(phase_, Phase::Streaming);
-  if (response_edit_ != nullptr) apply_edit(head.headers, *response_edit_, vars_);
+  if (response_edit_ != nullptr) apply_edit(head.headers, *response_edit_, header_vars_now());
   if (grpc_) stats_.grpc_status = grpc_status_of(head.headers);  // a trailers-only response's
   // An HTTP/2 response that ended with its HEADERS (H2Stream says so with a
   // zero length) stays bodiless: gRPC's trailers-only form.

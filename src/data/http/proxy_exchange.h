@@ -47,9 +47,6 @@ namespace tlsfront::http {
 
 struct RouteHeaders;
 
-// The header rules an exchange applies (data/http/header_plan.h) and what
-// they need; the views are borrowed from the request's record and
-// connection, which outlive the exchange. Default: no rules, no request ID.
 // How a request read in TLS early data goes up (RFC 8470):
 //   None  not in early data: as any request
 //   Send  a replay-safe request (an early_data_methods method, no body): now,
@@ -58,9 +55,14 @@ struct RouteHeaders;
 //         normal request (the client waits one round trip, never sees a 425)
 enum class EarlyData { None, Send, Hold };
 
+// The header rules an exchange applies (data/http/header_plan.h) and what
+// they need; `record` and the views are borrowed from the request's record
+// and connection, which outlive the exchange. The variables (header_vars)
+// are read from the record when a rule is applied, not kept. Default: no
+// rules, no request ID.
 struct ExchangeHeaders {
   const RouteHeaders* rules = nullptr;
-  HeaderVars vars{};
+  const RequestRecord* record = nullptr;  // null: every variable is ""
   std::string_view request_id_header;
   std::string_view request_id;
   EarlyData early = EarlyData::None;
@@ -172,6 +174,8 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   // response short.
   bool send_encoded(bool ok, const std::string& out);
   double ms_since(std::chrono::steady_clock::time_point t) const;
+  // The variables of the header rules, read now from the record.
+  HeaderVars header_vars_now() const;
 
   // UpstreamConnection::Handler
   void on_upstream_connected() override;
@@ -187,7 +191,9 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   ExchangeSink* sink_;
   upstream::UpstreamGroup* group_;
   const HeaderEdit* response_edit_ = nullptr;  // null: none
-  HeaderVars vars_{};
+  // The header variables' source (ExchangeHeaders::record); null once
+  // no rule can apply any more (a tunnel) or when none was given.
+  const RequestRecord* record_ = nullptr;
   const config::Compression* compression_ = nullptr;  // null: the route does not compress
   std::optional<ContentCoding> accepted_;             // the coding the request accepts, if any
   CompressionBudget* budget_ = nullptr;

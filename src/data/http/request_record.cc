@@ -60,10 +60,11 @@ bool RequestRecord::add_body(size_t n, uint64_t max_body) {
   return max_body == 0 || body_bytes <= max_body;
 }
 
-void RequestRecord::release() {
-  head = RequestHead{};
-  std::string().swap(user_agent);
-  upstream.reset();
+void RequestRecord::release_head_fields() {
+  std::vector<Header>().swap(head.headers);
+  std::string().swap(head.host);
+  std::string().swap(head.upstream_target);
+  std::string().swap(head.upgrade);
 }
 
 void RequestRecord::log_completed(const SessionEnv& env, const ConnectionInfo& info, std::string_view protocol,

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -77,8 +78,10 @@ struct RequestRecord {
   // before routing or when none matched: HeaderPlan::unrouted() applies.
   const RouteHeaders* route_headers = nullptr;
   // Filled when the request's exchange is retired (ProxyExchange::retire);
-  // null when none was started (a local answer).
-  std::optional<UpstreamStats> upstream;
+  // null when none was started (a local answer). On the heap: a session
+  // keeps its record between requests and for a tunnel's life, and needs
+  // these only from the retirement to the log line.
+  std::unique_ptr<UpstreamStats> upstream;
 
   // A new request: everything cleared (the header vector keeps
   // kHeadersReserved entries), both clocks read now, a new request_id.
@@ -86,8 +89,10 @@ struct RequestRecord {
   // Counts `n` more decoded body bytes; false once the body exceeds
   // `max_body` (limits.max_body_bytes; 0: no limit), for a 413.
   [[nodiscard]] bool add_body(size_t n, uint64_t max_body);
-  // Frees what the record grew (between keepalive requests).
-  void release();
+  // Frees what of the head only routing and the upstream request needed
+  // (the header fields, host, upstream_target, upgrade), keeping what
+  // log_completed() writes: a tunnel keeps its record until it ends.
+  void release_head_fields();
 
   // Counts the request (metrics) and writes its access-log line when the log
   // is on; the exchange, if any, is retired first (its stats are in

@@ -116,7 +116,10 @@ void UpstreamConnection::write_now() {
     fail(UpstreamFailure::Reset, make_error(Errc::Upstream, std::string("write: ") + uv_strerror(rc)));
     return;
   }
-  if (out_.capacity() > kKeptOutputBytes) std::string().swap(out_);  // a large request body passed
+  if (out_.capacity() > kKeptOutputBytes || response_ == ResponsePhase::Tunnel) {
+    std::string().swap(out_);  // a large request body passed, or a tunnel's bytes: it keeps no buffer
+    writer_.release_buffer();
+  }
   if (state_ != State::Active) return;
   maybe_shutdown();
   arm_timer(writer_.idle() ? cfg_.read_timeout : cfg_.send_timeout);
@@ -394,9 +397,18 @@ int UpstreamConnection::on_headers_complete() {
     // A 101 we did not ask for is a broken upstream.
     if (!upgrade_) return -1;
     transition(response_, ResponsePhase::Tunnel);
-    timer_.stop();
+    // A tunnel has no deadline of its own (the client session's
+    // timeouts.tunnel covers it): the timer handle goes.
+    timer_.close();
     ++requests_;
     if (handler_) handler_->on_upstream_head(std::move(head_), false);
+    // Nothing of the head is parsed or kept any more (a swap, not a move
+    // assignment, which would keep the strings' buffers).
+    std::string().swap(head_.reason);
+    std::vector<http::Header>().swap(head_.headers);
+    std::string().swap(field_);
+    if (out_.empty()) std::string().swap(out_);
+    writer_.release_buffer();
     // 2: no body, and llhttp stops after this head (HPE_PAUSED_UPGRADE).
     return state_ == State::Closed ? -1 : 2;
   }

@@ -58,8 +58,11 @@ class UpstreamConnection : public Deletable, public Flushable {
   //                                    9110 §15.2.2); bytes go to
   //                                    on_upstream_body unparsed, the
   //                                    backend's EOF is on_upstream_complete,
-  //                                    and no timer runs (the client session
-  //                                    keeps timeouts.tunnel). Final: never
+  //                                    and no timer runs (its handle is
+  //                                    closed: the client session keeps
+  //                                    timeouts.tunnel); the head and the
+  //                                    request buffer are freed, the latter
+  //                                    again after each write. Final: never
   //                                    reused, it ends only with close()
   enum class ResponsePhase { Waiting, Reading, Reusable, Final, Tunnel };
 
