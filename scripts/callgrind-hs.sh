@@ -119,6 +119,7 @@ run() {
   done
   "$hsload" --connect "127.0.0.1:$port" --mode "$mode" --count "$count" \
     --concurrency "$concurrency" --timeout-ms 60000 >"$tmp/hs.out" 2>&1 || { cat "$tmp/hs.out" >&2; exit 1; }
+  cat "$tmp/hs.out" >&2
   grep -q ' errors=0 ' "$tmp/hs.out" || { cat "$tmp/hs.out" >&2; exit 1; }
   kill -TERM "$vpid"
   wait "$vpid" || true
