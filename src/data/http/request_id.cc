@@ -1,15 +1,16 @@
 #include "data/http/request_id.h"
 
-#include <openssl/rand.h>
-
 #include <cstring>
 #include <random>
+
+#include "util/random_batch.h"
 
 namespace tlsfront::http {
 
 void RequestId::generate() {
   unsigned char raw[16];
-  if (RAND_bytes(raw, sizeof raw) != 1) {
+  // A public value: from the thread's batch of RAND_bytes (util/random_batch.h).
+  if (!random_batch::fill(raw, sizeof raw)) {
     // The DRBG failed (it does not on a healthy system): still unique enough
     // to correlate log lines, never a reason to refuse a request.
     thread_local std::mt19937_64 fallback{std::random_device{}()};
