@@ -112,8 +112,11 @@ TEST_F(OpenSslAllocator, ReallocateFollowsOpenSslsRules) {
   p = static_cast<char*>(reallocate(p, 4));  // shrinks, keeps the content
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(std::memcmp(p, "0123", 4), 0);
-  EXPECT_EQ(reallocate(p, 0), nullptr);  // frees: into the cache
-  EXPECT_EQ(thread_stats().blocks, 1u);
+  // glibc's realloc returns a heap chunk (usable 16k + 8: cached); ASan's
+  // reports the exact size asked for (not a glibc size: straight to free()).
+  const bool glibc_chunk = (malloc_usable_size(p) & 15) == 8;
+  EXPECT_EQ(reallocate(p, 0), nullptr);  // frees
+  EXPECT_EQ(thread_stats().blocks, glibc_chunk ? 1u : 0u);
 }
 
 TEST_F(OpenSslAllocator, DrainEmptiesTheThreadsCache) {
