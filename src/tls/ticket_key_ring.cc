@@ -4,10 +4,11 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/params.h>
-#include <openssl/rand.h>
 
 #include <algorithm>
 #include <cstring>
+
+#include "util/random_batch.h"
 
 namespace tlsfront::tls {
 namespace {
@@ -77,7 +78,8 @@ int ticket_key_cb(SSL* ssl, unsigned char key_name[16], unsigned char* iv, EVP_C
     if (key == nullptr) return 0;
     const EVP_CIPHER* cipher = cipher_of(*key);
     const int iv_len = EVP_CIPHER_get_iv_length(cipher);
-    if (iv_len <= 0 || iv_len > EVP_MAX_IV_LENGTH || RAND_bytes(iv, iv_len) != 1) return -1;
+    // A public value: from the thread's batch of RAND_bytes (util/random_batch.h).
+    if (iv_len <= 0 || iv_len > EVP_MAX_IV_LENGTH || !random_batch::fill(iv, static_cast<size_t>(iv_len))) return -1;
     std::memcpy(key_name, key->name.data(), TicketKey::kNameBytes);
     if (EVP_EncryptInit_ex(cctx, cipher, nullptr, key->aes_key.data(), iv) != 1) return -1;
     if (!init_hmac(hctx, *key)) return -1;

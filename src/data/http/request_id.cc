@@ -1,50 +1,25 @@
 #include "data/http/request_id.h"
 
-#include <openssl/rand.h>
-
-#include <array>
 #include <cstring>
 #include <random>
 
+#include "util/random_batch.h"
+
 namespace tlsfront::http {
 
-namespace {
-
-constexpr size_t kIdOctets = 16;
-constexpr size_t kPoolOctets = 1024;  // 64 IDs per RAND_bytes call
-
-// Random octets drawn ahead from the DRBG, handed out kIdOctets at a time.
-struct RandomPool {
-  std::array<unsigned char, kPoolOctets> octets;
-  size_t next = kPoolOctets;  // empty: the first ID draws
-
-  const unsigned char* take() {
-    if (next + kIdOctets > octets.size()) refill();
-    const unsigned char* id = octets.data() + next;
-    next += kIdOctets;
-    return id;
-  }
-
-  void refill() {
-    next = 0;
-    if (RAND_bytes(octets.data(), static_cast<int>(octets.size())) == 1) return;
+void RequestId::generate() {
+  unsigned char raw[16];
+  // A public value: from the thread's batch of RAND_bytes (util/random_batch.h).
+  if (!random_batch::fill(raw, sizeof raw)) {
     // The DRBG failed (it does not on a healthy system): still unique enough
     // to correlate log lines, never a reason to refuse a request.
     thread_local std::mt19937_64 fallback{std::random_device{}()};
-    for (size_t i = 0; i < octets.size(); i += 8) {
-      uint64_t v = fallback();
-      std::memcpy(octets.data() + i, &v, 8);
-    }
+    uint64_t a = fallback(), b = fallback();
+    std::memcpy(raw, &a, 8);
+    std::memcpy(raw + 8, &b, 8);
   }
-};
-
-}  // namespace
-
-void RequestId::generate() {
-  thread_local RandomPool pool;
-  const unsigned char* raw = pool.take();
   static constexpr char kHex[] = "0123456789abcdef";
-  for (size_t i = 0; i < kIdOctets; ++i) {
+  for (size_t i = 0; i < sizeof raw; ++i) {
     bytes_[2 * i] = kHex[raw[i] >> 4];
     bytes_[2 * i + 1] = kHex[raw[i] & 0x0f];
   }

@@ -3,13 +3,11 @@
 // trusts (trust_request_id), that client's own ID when it is 1..128 visible
 // ASCII characters (VCHAR, RFC 5234: 0x21..0x7e). Fixed storage: no
 // allocation per request.
-// The random bits come from OpenSSL's DRBG (RAND_bytes), drawn 1 KiB at a
-// time into a per-thread buffer that hands out 16 octets per ID (64 IDs a
-// draw): one RAND_bytes call per request, with OpenSSL 3.0's provider lookup
-// and DRBG locking, was 8.9 % of the instructions of a proxied HTTP/2
-// request. Every octet is still the DRBG's, each used once. The process
-// never forks, so no two workers or processes share a buffer.
-// Thread affinity: owning worker only (the buffer is thread_local).
+// The random bits come from OpenSSL's DRBG through the thread's batch
+// (util/random_batch.h): one RAND_bytes call per request, with OpenSSL 3.0's
+// provider lookup and DRBG locking, was 8.9 % of the instructions of a
+// proxied HTTP/2 request.
+// Thread affinity: owning worker only.
 #pragma once
 
 #include <array>

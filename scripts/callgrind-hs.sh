@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# callgrind-hs.sh [--mode full|resumed] [--counts "200 1200"] [--keep DIR] BIN [BIN_B]
+#
+# Instructions per TLS handshake of a tlsfront binary (issue #18), counted by
+# callgrind: the proxy runs under `valgrind --tool=callgrind` (one worker,
+# the bench's TLS settings, an nginx backend answering 64 octets), and
+# build/tests/tlsfront_hsload makes N handshakes + one request each, once per
+# count in --counts (a fresh proxy each time). The figure is
+# (Ir(last count) - Ir(first count)) / (last - first): start-up, shutdown and
+# each generator slot's first (full) handshake of a resumed run cancel out.
+# With BIN_B, both binaries are measured alternately and the ratio printed.
+#
+# Loopback only; every process started here is stopped by its PID on exit.
+# --keep DIR keeps the callgrind.out files (callgrind_annotate --inclusive=yes).
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+mode=full
+counts="200 1200"
+keep=
+concurrency=${CG_CONCURRENCY:-8}
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --mode) mode=$2; shift 2 ;;
+    --counts) counts=$2; shift 2 ;;
+    --keep) keep=$2; shift 2 ;;
+    -h|--help) sed -n 2,14p "$0"; exit 0 ;;
+    *) break ;;
+  esac
+done
+[[ $# -ge 1 ]] || { echo "usage: $0 [--mode full|resumed] [--counts \"200 1200\"] [--keep DIR] BIN [BIN_B]" >&2; exit 2; }
+bins=("$@")
+hsload=$repo/build/tests/tlsfront_hsload
+[[ -x $hsload ]] || { echo "build $hsload first (cmake --build build --target tlsfront_hsload)" >&2; exit 2; }
+
+tmp=$(mktemp -d /tmp/callgrind-hs.XXXXXX)
+pids=()
+cleanup() {
+  local p
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+"$repo/scripts/gen-test-pki.sh" "$tmp/pki" >/dev/null 2>&1
+backend_port=$(free_port)
+mkdir -p "$tmp/backend"
+body=$(printf 'tlsfront bench backend %*s' 40 '' | tr ' ' '.')
+cat >"$tmp/backend/nginx.conf" <<EOF
+worker_processes 1;
+daemon off;
+pid $tmp/backend/nginx.pid;
+error_log $tmp/backend/error.log warn;
+$( ((EUID == 0)) && echo "user root;")
+events { worker_connections 1024; }
+http {
+  client_body_temp_path $tmp/backend/cb; proxy_temp_path $tmp/backend/p;
+  fastcgi_temp_path $tmp/backend/f; uwsgi_temp_path $tmp/backend/u; scgi_temp_path $tmp/backend/s;
+  access_log off;
+  keepalive_requests 1000000000;
+  keepalive_timeout 300s;
+  server {
+    listen 127.0.0.1:$backend_port;
+    location / { default_type text/plain; return 200 "$body"; }
+  }
+}
+EOF
+nginx -p "$tmp/backend" -c "$tmp/backend/nginx.conf" >"$tmp/backend/stderr" 2>&1 &
+pids+=($!)
+
+port=$(free_port)
+cat >"$tmp/tlsfront.toml" <<EOF
+workers = 1
+[[listen]]
+address = "127.0.0.1:$port"
+[tls]
+protocols = ["TLSv1.2", "TLSv1.3"]
+ciphers = "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305"
+ciphersuites = "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
+groups = "X25519:P-256"
+prefer_server_ciphers = true
+certificate = "$tmp/pki/localhost.chain.pem"
+key = "$tmp/pki/localhost.key"
+trusted_ca = "$tmp/pki/root.pem"
+session_tickets = true
+[tls.session_cache]
+enabled = true
+size = "10m"
+timeout = "1d"
+[[upstream]]
+name = "backend"
+servers = ["127.0.0.1:$backend_port"]
+keepalive = 64
+keepalive_timeout = "60s"
+[[route]]
+path_prefix = "/"
+upstream = "backend"
+[log]
+access_log = "$tmp/access.log"
+level = "warn"
+[admin]
+enabled = false
+EOF
+
+# run BIN COUNT OUT: Ir of one proxy process that served COUNT handshakes.
+run() {
+  local bin=$1 count=$2 out=$3 vpid i
+  valgrind --tool=callgrind --callgrind-out-file="$out" "$bin" --config "$tmp/tlsfront.toml" \
+    >"$tmp/proxy.out" 2>&1 &
+  vpid=$!
+  pids+=("$vpid")
+  for ((i = 0; i < 600; i++)); do
+    [[ -n $(ss -Htln "sport = :$port") ]] && break
+    kill -0 "$vpid" 2>/dev/null || { cat "$tmp/proxy.out" >&2; exit 1; }
+    sleep 0.1
+  done
+  "$hsload" --connect "127.0.0.1:$port" --mode "$mode" --count "$count" \
+    --concurrency "$concurrency" --timeout-ms 60000 >"$tmp/hs.out" 2>&1 || { cat "$tmp/hs.out" >&2; exit 1; }
+  cat "$tmp/hs.out" >&2
+  grep -q ' errors=0 ' "$tmp/hs.out" || { cat "$tmp/hs.out" >&2; exit 1; }
+  kill -TERM "$vpid"
+  wait "$vpid" || true
+  grep -E '^(summary|totals):' "$out" | head -n 1 | awk '{print $2}'
+}
+
+read -r -a cs <<<"$counts"
+first=${cs[0]} last=${cs[${#cs[@]} - 1]}
+declare -A per
+for b in "${!bins[@]}"; do
+  bin=${bins[$b]}
+  lo=$(run "$bin" "$first" "$tmp/cg.$b.$first")
+  hi=$(run "$bin" "$last" "$tmp/cg.$b.$last")
+  per[$b]=$(( (hi - lo) / (last - first) ))
+  printf '%s mode=%s Ir(%d)=%d Ir(%d)=%d instructions_per_handshake=%d\n' \
+    "$bin" "$mode" "$first" "$lo" "$last" "$hi" "${per[$b]}"
+  if [[ -n $keep ]]; then mkdir -p "$keep"; cp "$tmp/cg.$b.$first" "$tmp/cg.$b.$last" "$keep/"; fi
+done
+if [[ ${#bins[@]} -eq 2 ]]; then
+  awk -v a="${per[0]}" -v b="${per[1]}" 'BEGIN { printf "ratio A/B = %.4f (%+.2f %%)\n", a / b, (a / b - 1) * 100 }'
+fi

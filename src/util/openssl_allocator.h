@@ -1,0 +1,67 @@
+// OpenSslAllocator: OpenSSL's memory functions (CRYPTO_set_mem_functions)
+// backed by glibc's malloc with a bounded per-thread cache of freed blocks.
+//
+// Why: a TLS handshake makes ~740 OpenSSL allocations (issue #18; measured
+// with a counting allocator: ~710 of at most 1,032 octets, ~25 of 3-22 KiB).
+// glibc's tcache keeps 7 blocks per size up to 1,032 octets, so OpenSSL's
+// bursts of same-sized blocks and every larger block go through _int_malloc /
+// _int_free. This cache keeps more of them per thread.
+//
+// Blocks are plain glibc chunks, always: a cached block is one that was
+// freed, kept on the freeing thread's list, and handed out again on that
+// thread. So a block may be freed on any thread (OpenSSL objects cross
+// threads: the control plane builds SSL_CTX, workers use it, sessions sit in a
+// shared cache), by free() as well, and realloc() is glibc's. No header: a
+// block's size class is malloc_usable_size(), and a miss allocates exactly
+// the usable size glibc would have given, so nothing is rounded beyond
+// glibc's own 16-octet granularity (idle memory is unchanged).
+//
+// Classes: usable sizes 24, 40, ..., 1,032 (one list each, glibc's chunk
+// sizes) and, up to kMaxCachedBytes, kMediumSlots exact-size slots (a usable
+// size hashed to a slot; a slot holding another size is not evicted: the
+// block goes to free()). Bounds per thread: kMaxPerClass blocks per class or
+// slot and kMaxThreadBytes in all; beyond them, free(). A thread's cache is
+// returned to free() when the thread exits; afterwards (OpenSSL's own
+// thread-exit and atexit clean-up) its calls go straight to malloc/free.
+//
+// Semantics (OpenSSL 3.0 calls a custom function without its own checks):
+// allocate(0) returns nullptr; reallocate(nullptr, n) allocates;
+// reallocate(p, 0) frees p and returns nullptr; release(nullptr) is a no-op.
+//
+// install() must run before OpenSSL's first allocation (first thing in
+// main()): CRYPTO_set_mem_functions refuses afterwards, and install() then
+// returns false and OpenSSL keeps its defaults. Under AddressSanitizer
+// install() does nothing and returns false, so ASan sees OpenSSL's
+// allocations. Thread affinity: any thread; the cache is thread_local.
+#pragma once
+
+#include <cstddef>
+
+namespace tlsfront::openssl_allocator {
+
+inline constexpr size_t kMaxSmallUsable = 1032;        // glibc's largest tcache chunk
+inline constexpr size_t kMaxCachedBytes = 32 * 1024;   // larger blocks: free()
+inline constexpr size_t kMediumSlots = 32;
+inline constexpr unsigned kMaxPerClass = 64;
+inline constexpr size_t kMaxThreadBytes = 256 * 1024;  // octets cached per thread, at most
+
+// Installs the functions below as OpenSSL's. True when installed.
+bool install();
+// True when install() succeeded in this process.
+bool installed();
+
+// The functions, callable directly (tests). file and line are OpenSSL's.
+void* allocate(size_t n, const char* file = nullptr, int line = 0);
+void* reallocate(void* p, size_t n, const char* file = nullptr, int line = 0);
+void release(void* p, const char* file = nullptr, int line = 0);
+
+struct ThreadStats {
+  size_t blocks = 0;  // blocks cached by the calling thread
+  size_t bytes = 0;   // their usable octets
+  size_t hits = 0;    // allocations served from the cache
+};
+ThreadStats thread_stats();
+// Returns the calling thread's cached blocks to free() (tests; thread exit).
+void drain_thread();
+
+}  // namespace tlsfront::openssl_allocator
