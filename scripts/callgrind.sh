@@ -1,14 +1,23 @@
 #!/usr/bin/env bash
-# callgrind-hs.sh [--mode full|resumed] [--counts "200 1200"] [--keep DIR] BIN [BIN_B]
+# callgrind.sh [--mode full|resumed|h1|h2|h2c] [--counts "A B"] [--keep DIR] BIN [BIN_B]
 #
-# Instructions per TLS handshake of a tlsfront binary (issue #18), counted by
-# callgrind: the proxy runs under `valgrind --tool=callgrind` (one worker,
-# the bench's TLS settings, an nginx backend answering 64 octets), and
-# build/tests/tlsfront_hsload makes N handshakes + one request each, once per
-# count in --counts (a fresh proxy each time). The figure is
-# (Ir(last count) - Ir(first count)) / (last - first): start-up, shutdown and
-# each generator slot's first (full) handshake of a resumed run cancel out.
-# With BIN_B, both binaries are measured alternately and the ratio printed.
+# Instructions per TLS handshake (issue #18) or per proxied request of a
+# tlsfront binary, counted by callgrind: the proxy runs under
+# `valgrind --tool=callgrind` (one worker, the bench's TLS settings, an nginx
+# backend answering 64 octets over HTTP/1.1 and, for h2c, over HTTP/2 with
+# prior knowledge), once per count in --counts (a fresh proxy each time):
+#   full | resumed   build/tests/tlsfront_hsload makes N handshakes + one
+#                    request each (counts "200 1200")
+#   h1 | h2 | h2c    h2load makes N requests over 20 TLS connections, 10 in
+#                    flight on each (HTTP/1.1 pipelined, or HTTP/2 streams),
+#                    to an HTTP/1.1 upstream, or (h2c) HTTP/2 from the client
+#                    and to the upstream (counts "4000 24000")
+# The figure is (Ir(last count) - Ir(first count)) / (last - first):
+# start-up, shutdown, the connections' handshakes and each generator slot's
+# first (full) handshake of a resumed run cancel out. With BIN_B, both
+# binaries are measured alternately and the ratio printed. A proxy's count
+# moves by ~0.1-0.3 % between runs on a loaded host (how the loop batches
+# depends on timing): compare paired, repeated runs for smaller changes.
 #
 # Loopback only; every process started here is stopped by its PID on exit.
 # --keep DIR keeps the callgrind.out files (callgrind_annotate --inclusive=yes).
@@ -16,7 +25,7 @@ set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 mode=full
-counts="200 1200"
+counts=
 keep=
 concurrency=${CG_CONCURRENCY:-8}
 while [[ $# -gt 0 ]]; do
@@ -24,16 +33,22 @@ while [[ $# -gt 0 ]]; do
     --mode) mode=$2; shift 2 ;;
     --counts) counts=$2; shift 2 ;;
     --keep) keep=$2; shift 2 ;;
-    -h|--help) sed -n 2,14p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,23p "$0"; exit 0 ;;
     *) break ;;
   esac
 done
-[[ $# -ge 1 ]] || { echo "usage: $0 [--mode full|resumed] [--counts \"200 1200\"] [--keep DIR] BIN [BIN_B]" >&2; exit 2; }
+[[ $# -ge 1 ]] || { echo "usage: $0 [--mode full|resumed|h1|h2|h2c] [--counts \"A B\"] [--keep DIR] BIN [BIN_B]" >&2; exit 2; }
+case $mode in
+  full|resumed) unit=handshake; counts=${counts:-"200 1200"} ;;
+  h1|h2|h2c) unit=request; counts=${counts:-"4000 24000"}
+    command -v h2load >/dev/null || { echo "h2load not found (scripts/install-deps.sh installs nghttp2-client)" >&2; exit 2; } ;;
+  *) echo "--mode: full, resumed, h1, h2 or h2c, not '$mode'" >&2; exit 2 ;;
+esac
 bins=("$@")
 hsload=$repo/build/tests/tlsfront_hsload
 [[ -x $hsload ]] || { echo "build $hsload first (cmake --build build --target tlsfront_hsload)" >&2; exit 2; }
 
-tmp=$(mktemp -d /tmp/callgrind-hs.XXXXXX)
+tmp=$(mktemp -d /tmp/callgrind.XXXXXX)
 pids=()
 cleanup() {
   local p
@@ -47,6 +62,7 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 
 "$repo/scripts/gen-test-pki.sh" "$tmp/pki" >/dev/null 2>&1
 backend_port=$(free_port)
+backend_h2c_port=$(free_port)
 mkdir -p "$tmp/backend"
 body=$(printf 'tlsfront bench backend %*s' 40 '' | tr ' ' '.')
 cat >"$tmp/backend/nginx.conf" <<EOF
@@ -64,6 +80,10 @@ http {
   keepalive_timeout 300s;
   server {
     listen 127.0.0.1:$backend_port;
+    location / { default_type text/plain; return 200 "$body"; }
+  }
+  server {
+    listen 127.0.0.1:$backend_h2c_port http2;
     location / { default_type text/plain; return 200 "$body"; }
   }
 }
@@ -90,11 +110,21 @@ session_tickets = true
 enabled = true
 size = "10m"
 timeout = "1d"
+[limits]
+keepalive_requests = 1000000000  # as the bench: h2load's connections last the whole run
 [[upstream]]
 name = "backend"
 servers = ["127.0.0.1:$backend_port"]
 keepalive = 64
 keepalive_timeout = "60s"
+[[upstream]]
+name = "backend_h2c"
+protocol = "h2c"
+servers = ["127.0.0.1:$backend_h2c_port"]
+keepalive_requests = 1000000000
+[[route]]
+path_prefix = "/h2up/"
+upstream = "backend_h2c"
 [[route]]
 path_prefix = "/"
 upstream = "backend"
@@ -105,7 +135,7 @@ level = "warn"
 enabled = false
 EOF
 
-# run BIN COUNT OUT: Ir of one proxy process that served COUNT handshakes.
+# run BIN COUNT OUT: Ir of one proxy process that served COUNT handshakes or requests.
 run() {
   local bin=$1 count=$2 out=$3 vpid i
   valgrind --tool=callgrind --callgrind-out-file="$out" "$bin" --config "$tmp/tlsfront.toml" \
@@ -117,10 +147,20 @@ run() {
     kill -0 "$vpid" 2>/dev/null || { cat "$tmp/proxy.out" >&2; exit 1; }
     sleep 0.1
   done
-  "$hsload" --connect "127.0.0.1:$port" --mode "$mode" --count "$count" \
-    --concurrency "$concurrency" --timeout-ms 60000 >"$tmp/hs.out" 2>&1 || { cat "$tmp/hs.out" >&2; exit 1; }
-  cat "$tmp/hs.out" >&2
-  grep -q ' errors=0 ' "$tmp/hs.out" || { cat "$tmp/hs.out" >&2; exit 1; }
+  if [[ $unit == handshake ]]; then
+    "$hsload" --connect "127.0.0.1:$port" --mode "$mode" --count "$count" \
+      --concurrency "$concurrency" --timeout-ms 60000 >"$tmp/hs.out" 2>&1 || { cat "$tmp/hs.out" >&2; exit 1; }
+    cat "$tmp/hs.out" >&2
+    grep -q ' errors=0 ' "$tmp/hs.out" || { cat "$tmp/hs.out" >&2; exit 1; }
+  else
+    local args=(-c20 -m10 -t1 -n "$count") path=/
+    [[ $mode == h1 ]] && args+=(--h1)
+    [[ $mode == h2c ]] && path=/h2up/
+    timeout 600 h2load "${args[@]}" "https://127.0.0.1:$port$path" >"$tmp/h2load.out" 2>&1 \
+      || { cat "$tmp/h2load.out" >&2; exit 1; }
+    grep '^requests:' "$tmp/h2load.out" >&2
+    grep -q " $count succeeded, 0 failed, 0 errored" "$tmp/h2load.out" || { cat "$tmp/h2load.out" >&2; exit 1; }
+  fi
   kill -TERM "$vpid"
   wait "$vpid" || true
   grep -E '^(summary|totals):' "$out" | head -n 1 | awk '{print $2}'
@@ -134,8 +174,8 @@ for b in "${!bins[@]}"; do
   lo=$(run "$bin" "$first" "$tmp/cg.$b.$first")
   hi=$(run "$bin" "$last" "$tmp/cg.$b.$last")
   per[$b]=$(( (hi - lo) / (last - first) ))
-  printf '%s mode=%s Ir(%d)=%d Ir(%d)=%d instructions_per_handshake=%d\n' \
-    "$bin" "$mode" "$first" "$lo" "$last" "$hi" "${per[$b]}"
+  printf '%s mode=%s Ir(%d)=%d Ir(%d)=%d instructions_per_%s=%d\n' \
+    "$bin" "$mode" "$first" "$lo" "$last" "$hi" "$unit" "${per[$b]}"
   if [[ -n $keep ]]; then mkdir -p "$keep"; cp "$tmp/cg.$b.$first" "$tmp/cg.$b.$last" "$keep/"; fi
 done
 if [[ ${#bins[@]} -eq 2 ]]; then
