@@ -1,6 +1,6 @@
-// util/openssl_allocator.h: OpenSSL's allocations through a bounded
-// per-thread cache of glibc chunks; a block may be freed on any thread.
-#include "util/openssl_allocator.h"
+// util/block_cache.h: glibc chunks through a bounded per-thread cache (for
+// OpenSSL and operator new); a block may be freed on any thread.
+#include "util/block_cache.h"
 
 #include <gtest/gtest.h>
 #include <malloc.h>
@@ -11,22 +11,22 @@
 #include <thread>
 #include <vector>
 
-namespace tlsfront::openssl_allocator {
+namespace tlsfront::block_cache {
 namespace {
 
-class OpenSslAllocator : public ::testing::Test {
+class BlockCache : public ::testing::Test {
  protected:
   void SetUp() override { drain_thread(); }
   void TearDown() override { drain_thread(); }
 };
 
-TEST_F(OpenSslAllocator, ZeroOctetsIsNull) {
+TEST_F(BlockCache, ZeroOctetsIsNull) {
   EXPECT_EQ(allocate(0), nullptr);
   release(nullptr);  // a no-op
   EXPECT_EQ(thread_stats().blocks, 0u);
 }
 
-TEST_F(OpenSslAllocator, BlocksAreGlibcChunksOfTheUsualSize) {
+TEST_F(BlockCache, BlocksAreGlibcChunksOfTheUsualSize) {
   for (size_t n : {1u, 24u, 25u, 100u, 1032u, 1033u, 3272u, 16584u, 100000u}) {
     void* p = allocate(n);
     ASSERT_NE(p, nullptr) << n;
@@ -37,7 +37,7 @@ TEST_F(OpenSslAllocator, BlocksAreGlibcChunksOfTheUsualSize) {
   }
 }
 
-TEST_F(OpenSslAllocator, AFreedBlockIsHandedOutAgainOnItsThread) {
+TEST_F(BlockCache, AFreedBlockIsHandedOutAgainOnItsThread) {
   for (size_t n : {40u, 1000u, 3272u, 7608u, 16584u, 21848u}) {
     void* p = allocate(n);
     release(p);
@@ -52,7 +52,7 @@ TEST_F(OpenSslAllocator, AFreedBlockIsHandedOutAgainOnItsThread) {
   }
 }
 
-TEST_F(OpenSslAllocator, SizesWithinOneChunkSizeShareAClass) {
+TEST_F(BlockCache, SizesWithinOneChunkSizeShareAClass) {
   void* p = allocate(30);  // glibc: usable 40
   release(p);
   EXPECT_EQ(allocate(40), p);
@@ -62,28 +62,40 @@ TEST_F(OpenSslAllocator, SizesWithinOneChunkSizeShareAClass) {
   release(other);
 }
 
-TEST_F(OpenSslAllocator, LargeBlocksAreNotCached) {
+TEST_F(BlockCache, LargeBlocksAreNotCached) {
   void* p = allocate(kMaxCachedBytes + 1);
   release(p);
   EXPECT_EQ(thread_stats().blocks, 0u);
 }
 
-TEST_F(OpenSslAllocator, TheCacheIsBoundedPerClassAndPerThread) {
+TEST_F(BlockCache, TheCacheIsBoundedPerClassAndPerThread) {
   std::vector<void*> small;
   for (unsigned i = 0; i < kMaxPerClass + 10; ++i) small.push_back(allocate(40));
   for (void* p : small) release(p);
   EXPECT_EQ(thread_stats().blocks, kMaxPerClass);
   drain_thread();
 
+  // Blocks above kMaxSmallUsable fill half the thread's bytes at most...
   std::vector<void*> big;
   for (unsigned i = 0; i < 40; ++i) big.push_back(allocate(16584));
   for (void* p : big) release(p);
-  EXPECT_LE(thread_stats().bytes, kMaxThreadBytes);
-  EXPECT_GT(thread_stats().bytes, kMaxThreadBytes - 16584 - 16);
+  EXPECT_LE(thread_stats().bytes, kMaxThreadBytes / 2);
+  EXPECT_GT(thread_stats().bytes, kMaxThreadBytes / 2 - 16584 - 16);
   EXPECT_EQ(thread_stats().blocks, thread_stats().bytes / malloc_usable_size(big[0]));
+
+  // ...so small blocks still find room beside them, up to kMaxThreadBytes.
+  const size_t before = thread_stats().blocks;
+  std::vector<void*> more;
+  for (size_t k = 1; k < 64; ++k) {
+    for (unsigned i = 0; i < kMaxPerClass; ++i) more.push_back(allocate(16 * k + 8));
+  }
+  for (void* p : more) release(p);
+  EXPECT_GT(thread_stats().blocks, before + 100);
+  EXPECT_LE(thread_stats().bytes, kMaxThreadBytes);
+  EXPECT_GT(thread_stats().bytes, kMaxThreadBytes - kMaxSmallUsable - 16);
 }
 
-TEST_F(OpenSslAllocator, ABlockFreedOnAnotherThreadJoinsThatThreadsCache) {
+TEST_F(BlockCache, ABlockFreedOnAnotherThreadJoinsThatThreadsCache) {
   void* p = allocate(200);
   ThreadStats there;
   void* q = nullptr;
@@ -101,7 +113,7 @@ TEST_F(OpenSslAllocator, ABlockFreedOnAnotherThreadJoinsThatThreadsCache) {
   std::free(q);
 }
 
-TEST_F(OpenSslAllocator, ReallocateFollowsOpenSslsRules) {
+TEST_F(BlockCache, ReallocateFollowsOpenSslsRules) {
   char* p = static_cast<char*>(reallocate(nullptr, 10));  // an allocation
   ASSERT_NE(p, nullptr);
   std::memcpy(p, "0123456789", 10);
@@ -119,7 +131,7 @@ TEST_F(OpenSslAllocator, ReallocateFollowsOpenSslsRules) {
   EXPECT_EQ(thread_stats().blocks, glibc_chunk ? 1u : 0u);
 }
 
-TEST_F(OpenSslAllocator, DrainEmptiesTheThreadsCache) {
+TEST_F(BlockCache, DrainEmptiesTheThreadsCache) {
   release(allocate(100));
   release(allocate(5000));
   EXPECT_EQ(thread_stats().blocks, 2u);
@@ -130,7 +142,7 @@ TEST_F(OpenSslAllocator, DrainEmptiesTheThreadsCache) {
 
 // ctest runs each test in a process of its own, where OpenSSL has not
 // allocated yet; run with the others in one process, install() is refused.
-TEST_F(OpenSslAllocator, InstalledOpenSslAllocatesThroughIt) {
+TEST_F(BlockCache, InstalledOpenSslAllocatesThroughIt) {
 #if defined(__SANITIZE_ADDRESS__)
   EXPECT_FALSE(install()) << "AddressSanitizer sees OpenSSL's own allocations";
 #else
@@ -146,4 +158,4 @@ TEST_F(OpenSslAllocator, InstalledOpenSslAllocatesThroughIt) {
 }
 
 }  // namespace
-}  // namespace tlsfront::openssl_allocator
+}  // namespace tlsfront::block_cache

@@ -1,4 +1,4 @@
-#include "util/openssl_allocator.h"
+#include "util/block_cache.h"
 
 #include <malloc.h>
 #include <openssl/crypto.h>
@@ -14,7 +14,7 @@
 #endif
 #endif
 
-namespace tlsfront::openssl_allocator {
+namespace tlsfront::block_cache {
 namespace {
 
 // glibc's chunks: usable size = chunk size - 8, chunk sizes multiples of 16,
@@ -114,8 +114,12 @@ void release(void* p, const char*, int) {
     register_drainer();
   }
   size_t u = malloc_usable_size(p);
-  // Only glibc's heap chunk sizes (not an mmapped chunk's) and within bounds.
-  if ((u & 15) != 8 || c.bytes + u > kMaxThreadBytes) return std::free(p);
+  // Only glibc's heap chunk sizes (not an mmapped chunk's) and within bounds:
+  // blocks above kMaxSmallUsable may fill only half of the thread's bytes, so
+  // a handshake's large blocks never crowd out the small ones every request
+  // makes.
+  const size_t limit = u <= kMaxSmallUsable ? kMaxThreadBytes : kMaxThreadBytes / 2;
+  if ((u & 15) != 8 || c.bytes + u > limit) return std::free(p);
   Link* l = static_cast<Link*>(p);
   if (u <= kMaxSmallUsable) {
     size_t k = (u - 8) >> 4;
@@ -185,4 +189,4 @@ bool install() {
 
 bool installed() { return g_installed; }
 
-}  // namespace tlsfront::openssl_allocator
+}  // namespace tlsfront::block_cache
