@@ -75,6 +75,13 @@ size_t utf8_sequence_length(const unsigned char* p, const unsigned char* end) {
 // write checks capacity. The encoder runs once per request; appending to a
 // std::string piece by piece (41 capacity checks and memcpy calls a line)
 // was a third of its instructions.
+// memcpy of n bytes to `out`, returning the end; nothing for n == 0 (an
+// empty string_view may have a null data(), which memcpy must not get).
+inline char* copy_bytes(char* out, const void* src, size_t n) {
+  if (n != 0) std::memcpy(out, src, n);
+  return out + n;
+}
+
 class Cursor {
  public:
   explicit Cursor(char* p) : p_(p) {}
@@ -86,8 +93,7 @@ class Cursor {
     p_ += N - 1;
   }
   void raw(std::string_view s) {
-    std::memcpy(p_, s.data(), s.size());
-    p_ += s.size();
+    p_ = copy_bytes(p_, s.data(), s.size());
   }
   template <typename Int>
   void integer(Int value) {  // at most 20 digits and a sign
@@ -213,8 +219,7 @@ class Cursor {
           continue;
         }
       }
-      std::memcpy(out, run, static_cast<size_t>(p - run));
-      out += p - run;
+      out = copy_bytes(out, run, static_cast<size_t>(p - run));
       if (cls == 1) {
         out = write_escape(out, c);
       } else {
@@ -223,8 +228,7 @@ class Cursor {
       }
       run = ++p;
     }
-    std::memcpy(out, run, static_cast<size_t>(end - run));
-    out += end - run;
+    out = copy_bytes(out, run, static_cast<size_t>(end - run));
     *out++ = '"';
     return out;
   }

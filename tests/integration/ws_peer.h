@@ -28,16 +28,4 @@ inline int start_ws_server(Process& p, const TempDir& dir) {
   return std::atoi(read_file(port_file).c_str());
 }
 
-// For the memory tests, in scope while tlsfront starts (it inherits the
-// environment): ASan keeps freed blocks in a quarantine (256 MB by default)
-// that RSS counts, so a tunnel's passing buffers would look held; this
-// gives it 1 MB. Nothing without ASan.
-struct SmallAsanQuarantine {
-#ifdef __SANITIZE_ADDRESS__
-  std::string saved = std::getenv("ASAN_OPTIONS") ? std::getenv("ASAN_OPTIONS") : "";
-  SmallAsanQuarantine() { ::setenv("ASAN_OPTIONS", (saved + ":quarantine_size_mb=1").c_str(), 1); }
-  ~SmallAsanQuarantine() { ::setenv("ASAN_OPTIONS", saved.c_str(), 1); }
-#endif
-};
-
 }  // namespace tlsfront::itest
