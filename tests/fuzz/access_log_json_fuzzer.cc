@@ -4,7 +4,8 @@
 // must accept the line as one JSON object and give every field back: each
 // string exactly as it went in when it was valid UTF-8 (else valid UTF-8
 // with U+FFFD in it), integers exact, null where the encoder promises null,
-// milliseconds within the 3 decimals written. Any difference aborts.
+// milliseconds within the 3 decimals written, and the line no longer than
+// json_line_room() (the room the encoder wrote into). Any difference aborts.
 #include <fuzzer/FuzzedDataProvider.h>
 #include <simdjson.h>
 
@@ -144,6 +145,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string line;
   tlsfront::log::append_json_line(line, e);
   if (line.empty() || line.back() != '\n' || line.find('\n') != line.size() - 1) fail("not one line", "", line);
+  // The encoder writes into room it sized once: the line must fit it.
+  if (line.size() > tlsfront::log::json_line_room(e)) fail("longer than json_line_room", "", line);
 
   static simdjson::dom::parser parser;
   element doc;
