@@ -11,14 +11,6 @@
 
 #include "util/block_cache.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define TLSFRONT_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TLSFRONT_ASAN 1
-#endif
-#endif
-
 #if !defined(TLSFRONT_ASAN)
 namespace {
 

@@ -6,14 +6,6 @@
 #include <cstdint>
 #include <cstdlib>
 
-#if defined(__SANITIZE_ADDRESS__)
-#define TLSFRONT_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TLSFRONT_ASAN 1
-#endif
-#endif
-
 namespace tlsfront::block_cache {
 namespace {
 

@@ -43,6 +43,17 @@
 
 #include <cstddef>
 
+// TLSFRONT_ASAN: defined under AddressSanitizer (GCC's macro or clang's
+// feature test), where neither OpenSSL's functions nor operator new may
+// bypass ASan's allocator.
+#if defined(__SANITIZE_ADDRESS__)
+#define TLSFRONT_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TLSFRONT_ASAN 1
+#endif
+#endif
+
 namespace tlsfront::block_cache {
 
 inline constexpr size_t kMaxSmallUsable = 1032;        // glibc's largest tcache chunk

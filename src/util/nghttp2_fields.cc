@@ -16,7 +16,6 @@ FieldBlock& FieldBlock::start() {
   block.text_.clear();
   block.nv_.clear();
   block.text_at_.clear();
-  block.octets_ = 0;
   return block;
 }
 
@@ -30,13 +29,17 @@ void FieldBlock::add(std::string_view name, std::string_view value, bool no_inde
   text_.append(value);
   nv_.push_back(nghttp2_nv{nullptr, nullptr, name.size(), value.size(), flags(no_index)});
   text_at_.push_back(at);
-  octets_ += name.size() + value.size() + 4;
 }
 
 void FieldBlock::add_view(std::string_view name, std::string_view value, bool no_index) {
   nv_.push_back(nghttp2_nv{bytes(name), bytes(value), name.size(), value.size(), flags(no_index)});
   text_at_.push_back(kView);
-  octets_ += name.size() + value.size() + 4;
+}
+
+uint64_t FieldBlock::octets() const {
+  uint64_t n = 0;
+  for (const auto& nv : nv_) n += nv.namelen + nv.valuelen + 4;
+  return n;
 }
 
 nghttp2_nv* FieldBlock::nva() {

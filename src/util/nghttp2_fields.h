@@ -36,13 +36,12 @@ class FieldBlock {
   // The array, valid until the next start() on this thread.
   nghttp2_nv* nva();
   size_t size() const { return nv_.size(); }
-  // The fields' octets as RFC 9113 §6.5.2 counts them (name + value + 32)
-  // minus 28: name + value + 4 each, the figure the access log's byte counts use.
-  uint64_t octets() const { return octets_; }
+  // name + value + 4 octets per field: what the access log counts for a
+  // head sent over HTTP/2 (bytes_sent), derived from the array.
+  uint64_t octets() const;
 
  private:
   static constexpr size_t kView = SIZE_MAX;
-  uint64_t octets_ = 0;
   std::string text_;            // the copied fields' name, value, name, value, ... back to back
   std::vector<nghttp2_nv> nv_;  // a copied field's pointers are set by nva(), a view's by add_view()
   std::vector<size_t> text_at_;  // per field: where its name starts in text_, or kView
