@@ -1,5 +1,6 @@
 // RequestId: generated IDs are 32 lowercase hex characters and never repeat,
-// across the refills of the per-thread random pool (64 IDs a draw); adopted
+// across the refills of the thread's random batch (util/random_batch.h:
+// 512 octets, 32 IDs a draw); adopted
 // IDs are 1..128 VCHARs.
 #include "data/http/request_id.h"
 
@@ -23,7 +24,7 @@ bool is_hex_id(std::string_view id) {
 TEST(RequestId, GeneratedIdsAreHexAndDistinctAcrossPoolRefills) {
   std::set<std::string> seen;
   RequestId id;
-  for (int i = 0; i < 1000; ++i) {  // ~16 draws from the DRBG
+  for (int i = 0; i < 1000; ++i) {  // ~32 draws from the DRBG
     id.generate();
     ASSERT_TRUE(is_hex_id(id.view())) << id.view();
     ASSERT_TRUE(seen.insert(std::string(id.view())).second) << "repeated at " << i << ": " << id.view();
