@@ -152,5 +152,35 @@ TEST(HeaderRewrite, Http2FieldsCarryTheAuthorityAndNoConnectionSpecificField) {
                                {"content-length", "3"}}));
 }
 
+
+// RFC 7541 §6.2.3: a value new in every request (the request ID, a
+// configured field with a variable) goes never indexed, so it does not fill
+// both peers' HPACK dynamic tables with entries that are never used again
+// (each one also lengthens nghttp2's search of its table for that name).
+TEST(HeaderRewrite, Http2FieldsNewInEveryRequestAreNeverIndexed) {
+  HeaderEdit edit;
+  FieldTemplate fixed;
+  fixed.name = "X-Env";
+  fixed.segments = {ValueSegment{"prod"}};
+  FieldTemplate per_request;
+  per_request.name = "X-Trace";
+  per_request.segments = {ValueSegment{"", HeaderVar::RequestId, true}};
+  per_request.constant = false;
+  edit.append = {fixed, per_request};
+  HeaderVars vars{};
+  vars[static_cast<size_t>(HeaderVar::RequestId)] = "abc";
+  UpstreamRequestOptions opts;
+  opts.client_addr = "192.0.2.7";
+  opts.request_id_header = "X-Request-ID";
+  opts.request_id = "abc";
+  opts.edit = &edit;
+  opts.vars = &vars;
+  std::vector<std::string> never_indexed;
+  for (const auto& f : upstream_h2_request_fields(get({h("Host", "api"), h("X-Client", "1")}), opts)) {
+    if (f.no_index) never_indexed.push_back(f.name + ": " + f.value);
+  }
+  EXPECT_EQ(never_indexed, (std::vector<std::string>{"x-request-id: abc", "x-trace: abc"}));
+}
+
 }  // namespace
 }  // namespace tlsfront::http

@@ -6,6 +6,7 @@
 #include <malloc.h>
 #include <openssl/crypto.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -71,8 +72,12 @@ TEST_F(BlockCache, LargeBlocksAreNotCached) {
 TEST_F(BlockCache, TheCacheIsBoundedPerClassAndPerThread) {
   std::vector<void*> small;
   for (unsigned i = 0; i < kMaxPerClass + 10; ++i) small.push_back(allocate(40));
+  // glibc may hand out a chunk one class larger (a split's remainder too
+  // small to keep): such a block is cached in its own class.
+  const auto oversized = static_cast<size_t>(
+      std::count_if(small.begin(), small.end(), [](void* p) { return malloc_usable_size(p) != 40; }));
   for (void* p : small) release(p);
-  EXPECT_EQ(thread_stats().blocks, kMaxPerClass);
+  EXPECT_EQ(thread_stats().blocks, std::min<size_t>(kMaxPerClass, small.size() - oversized) + oversized);
   drain_thread();
 
   // Blocks above kMaxSmallUsable fill half the thread's bytes at most...
