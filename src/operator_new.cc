@@ -18,6 +18,7 @@ namespace {
 // returns nullptr, as OpenSSL expects.
 inline void* take(std::size_t n) { return tlsfront::block_cache::allocate(n != 0 ? n : 1); }
 inline void give(void* p) { tlsfront::block_cache::release(p); }
+inline void give(void* p, std::size_t n) { tlsfront::block_cache::release_sized(p, n); }
 
 }  // namespace
 
@@ -33,8 +34,8 @@ void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return take(
 void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return take(n); }
 void operator delete(void* p) noexcept { give(p); }
 void operator delete[](void* p) noexcept { give(p); }
-void operator delete(void* p, std::size_t) noexcept { give(p); }
-void operator delete[](void* p, std::size_t) noexcept { give(p); }
+void operator delete(void* p, std::size_t n) noexcept { give(p, n); }
+void operator delete[](void* p, std::size_t n) noexcept { give(p, n); }
 void operator delete(void* p, const std::nothrow_t&) noexcept { give(p); }
 void operator delete[](void* p, const std::nothrow_t&) noexcept { give(p); }
 #endif

@@ -98,20 +98,16 @@ void* allocate(size_t n, const char*, int) {
   return std::malloc(u);
 }
 
-void release(void* p, const char*, int) {
-  if (!p) return;
-  Cache& c = cache;
-  if (c.state != kLive) {
-    if (c.state == kDead) return std::free(p);
-    register_drainer();
-  }
-  size_t u = malloc_usable_size(p);
-  // Only glibc's heap chunk sizes (not an mmapped chunk's) and within bounds:
-  // blocks above kMaxSmallUsable may fill only half of the thread's bytes, so
-  // a handshake's large blocks never crowd out the small ones every request
-  // makes.
+namespace {
+
+// Caches p, whose usable size is at least u (a glibc heap chunk size, 16c +
+// 8), or frees it when the bounds leave no room.
+inline void push(Cache& c, void* p, size_t u) {
+  // Blocks above kMaxSmallUsable may fill only half of the thread's bytes,
+  // so a handshake's large blocks never crowd out the small ones every
+  // request makes.
   const size_t limit = u <= kMaxSmallUsable ? kMaxThreadBytes : kMaxThreadBytes / 2;
-  if ((u & 15) != 8 || c.bytes + u > limit) return std::free(p);
+  if (c.bytes + u > limit) return std::free(p);
   Link* l = static_cast<Link*>(p);
   if (u <= kMaxSmallUsable) {
     size_t k = (u - 8) >> 4;
@@ -136,6 +132,38 @@ void release(void* p, const char*, int) {
   }
   c.bytes += u;
   ++c.blocks;
+}
+
+// The thread's cache, or null once it is gone (thread exit).
+inline Cache* live_cache() {
+  Cache& c = cache;
+  if (c.state != kLive) {
+    if (c.state == kDead) return nullptr;
+    register_drainer();
+  }
+  return &c;
+}
+
+}  // namespace
+
+void release(void* p, const char*, int) {
+  if (!p) return;
+  Cache* c = live_cache();
+  if (c == nullptr) return std::free(p);
+  size_t u = malloc_usable_size(p);
+  // Only glibc's heap chunk sizes, not an mmapped chunk's.
+  if ((u & 15) != 8) return std::free(p);
+  push(*c, p, u);
+}
+
+void release_sized(void* p, size_t n) {
+  if (!p) return;
+  Cache* c = live_cache();
+  if (c == nullptr) return std::free(p);
+  // malloc(n) gave a chunk of at least usable_for(n) octets: cached in that
+  // class, the block is big enough for whoever takes it next. Blocks this
+  // small are never mmapped chunks (glibc's threshold is 128 KiB at least).
+  push(*c, p, usable_for(n != 0 ? n : 1));
 }
 
 void* reallocate(void* p, size_t n, const char* file, int line) {

@@ -76,6 +76,12 @@ bool installed();
 void* allocate(size_t n, const char* file = nullptr, int line = 0);
 void* reallocate(void* p, size_t n, const char* file = nullptr, int line = 0);
 void release(void* p, const char* file = nullptr, int line = 0);
+// release() for a block known to have been allocated with n octets
+// (malloc(n) or allocate(n); sized operator delete): no malloc_usable_size()
+// call, whose read of the chunk header is a cache miss on a block not touched
+// lately (malloc_usable_size: 3.3 % → 0.4 % of the proxy's CPU samples in
+// an HTTP/2-to-h2c run at full speed, perf record).
+void release_sized(void* p, size_t n);
 
 struct ThreadStats {
   size_t blocks = 0;  // blocks cached by the calling thread

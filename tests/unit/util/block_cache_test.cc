@@ -53,6 +53,31 @@ TEST_F(BlockCache, AFreedBlockIsHandedOutAgainOnItsThread) {
   }
 }
 
+// Sized operator delete's path: the block joins the class of the size it
+// was allocated with, without asking glibc for its usable size.
+TEST_F(BlockCache, ABlockFreedWithItsSizeIsHandedOutAgain) {
+  for (size_t n : {1u, 40u, 1000u, 16584u}) {
+    void* p = allocate(n);
+    release_sized(p, n);
+    EXPECT_EQ(thread_stats().blocks, 1u) << n;
+    EXPECT_GE(thread_stats().bytes, n) << n;  // its class: glibc's chunk size for n
+    EXPECT_LE(thread_stats().bytes, malloc_usable_size(p)) << n;
+    EXPECT_EQ(allocate(n), p) << n;
+    release_sized(p, n);
+    drain_thread();
+  }
+  // One from plain malloc too (libstdc++'s own operator new), and a size
+  // beyond the cached ones goes back to glibc.
+  void* m = std::malloc(200);
+  release_sized(m, 200);
+  EXPECT_EQ(allocate(200), m);
+  release_sized(m, 200);
+  void* big = allocate(kMaxCachedBytes + 1);
+  drain_thread();
+  release_sized(big, kMaxCachedBytes + 1);
+  EXPECT_EQ(thread_stats().blocks, 0u);
+}
+
 TEST_F(BlockCache, SizesWithinOneChunkSizeShareAClass) {
   void* p = allocate(30);  // glibc: usable 40
   release(p);
