@@ -107,7 +107,7 @@ TEST_F(BlockCache, TheCacheIsBoundedPerClassAndPerThread) {
 
   // Blocks above kMaxSmallUsable fill half the thread's bytes at most...
   std::vector<void*> big;
-  for (unsigned i = 0; i < 40; ++i) big.push_back(allocate(16584));
+  for (size_t i = 0; i < kMaxThreadBytes / 2 / 16584 + 10; ++i) big.push_back(allocate(16584));
   for (void* p : big) release(p);
   EXPECT_LE(thread_stats().bytes, kMaxThreadBytes / 2);
   EXPECT_GT(thread_stats().bytes, kMaxThreadBytes / 2 - 16584 - 16);
