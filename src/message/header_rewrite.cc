@@ -27,15 +27,16 @@ void append_header(std::string& out, std::string_view name, std::string_view val
 
 namespace {
 
-// Calls `emit(name, value, per_message)` for every end-to-end field of the
-// request sent upstream, in order: the client's fields (hop-by-hop ones, those its
-// Connection names, framing, Expect and tlsfront's own removed), Host (or
-// `opts.default_host`), X-Forwarded-For, X-Real-IP, X-Forwarded-Proto, the
-// request ID, then the configured additions. `te_trailers`: whether the
-// client's TE asked for trailers (the one TE an HTTP/2 request may carry).
-// `per_message`: the value changes with every request (the request ID, a
-// configured field with a variable), which HTTP/2 sends never indexed, as
-// Header::no_index says.
+// Calls `emit(name, value, token, per_message)` for every end-to-end field of
+// the request sent upstream, in order: the client's fields (hop-by-hop ones,
+// those its Connection names, framing, Expect and tlsfront's own removed),
+// Host (or `opts.default_host`), X-Forwarded-For, X-Real-IP,
+// X-Forwarded-Proto, the request ID, then the configured additions.
+// `te_trailers`: whether the client's TE asked for trailers (the one TE an
+// HTTP/2 request may carry). `token`: classify_header(name), known without a
+// lookup for all but the configured names. `per_message`: the value changes
+// with every request (the request ID, a configured field with a variable),
+// which HTTP/2 sends never indexed, as Header::no_index says.
 template <typename Emit>
 void for_each_upstream_field(const RequestHead& head, const UpstreamRequestOptions& opts, bool& te_trailers,
                              Emit&& emit) {
@@ -75,25 +76,26 @@ void for_each_upstream_field(const RequestHead& head, const UpstreamRequestOptio
         if (erasing && erased(h.name)) continue;
         break;
     }
-    emit(std::string_view(h.name), std::string_view(h.value), false);
+    emit(std::string_view(h.name), std::string_view(h.value), h.token, false);
   }
-  if (!have_host) emit(std::string_view("Host"), opts.default_host, false);
+  if (!have_host) emit(std::string_view("Host"), opts.default_host, HeaderToken::Host, false);
   if (!erased("x-forwarded-for")) {
     if (!xff.empty()) xff.append(", ");
     xff.append(opts.client_addr);
-    emit(std::string_view("X-Forwarded-For"), std::string_view(xff), false);
+    emit(std::string_view("X-Forwarded-For"), std::string_view(xff), HeaderToken::XForwardedFor, false);
   }
-  if (!erased("x-real-ip")) emit(std::string_view("X-Real-IP"), opts.client_addr, false);
-  if (!erased("x-forwarded-proto")) emit(std::string_view("X-Forwarded-Proto"), opts.scheme, false);
+  if (!erased("x-real-ip")) emit(std::string_view("X-Real-IP"), opts.client_addr, HeaderToken::XRealIp, false);
+  if (!erased("x-forwarded-proto"))
+    emit(std::string_view("X-Forwarded-Proto"), opts.scheme, HeaderToken::XForwardedProto, false);
   if (!opts.request_id_header.empty() && !erased(opts.request_id_header)) {
-    emit(opts.request_id_header, opts.request_id, true);
+    emit(opts.request_id_header, opts.request_id, classify_header(opts.request_id_header), true);
   }
   if (edit != nullptr) {
     std::string value;
     for (const auto& f : edit->append) {
       value.clear();
       f.append_value(value, *opts.vars);
-      emit(std::string_view(f.name), std::string_view(value), !f.constant);
+      emit(std::string_view(f.name), std::string_view(value), classify_header(f.name), !f.constant);
     }
   }
 }
@@ -116,8 +118,9 @@ void append_upstream_request_head(std::string& out, const RequestHead& head, con
   out.append(target);
   out.append(" HTTP/1.1\r\n");
   bool te_trailers = false;
-  for_each_upstream_field(head, opts, te_trailers,
-                          [&out](std::string_view name, std::string_view value, bool) { append_header(out, name, value); });
+  for_each_upstream_field(
+      head, opts, te_trailers,
+      [&out](std::string_view name, std::string_view value, HeaderToken, bool) { append_header(out, name, value); });
   if (head.chunked) {
     append_header(out, "Transfer-Encoding", "chunked");
   } else if (head.content_length) {
@@ -142,16 +145,16 @@ std::vector<Header> upstream_h2_request_fields(const RequestHead& head, const Up
   out.push_back(Header{":authority", {}});
   out.push_back(Header{":path", head.upstream_target.empty() ? head.target : head.upstream_target});
   bool te_trailers = false;
-  for_each_upstream_field(head, opts, te_trailers, [&out](std::string_view name, std::string_view value, bool per_message) {
-    HeaderToken token = classify_header(name);
-    if (token == HeaderToken::Host) {
-      // RFC 9113 §8.3.1: the authority goes in :authority, not Host (the
-      // last one wins when a rule adds one).
-      out[2].value = value;
-      return;
-    }
-    out.push_back(Header{lowercase(name), std::string(value), token, per_message});
-  });
+  for_each_upstream_field(head, opts, te_trailers,
+                          [&out](std::string_view name, std::string_view value, HeaderToken token, bool per_message) {
+                            if (token == HeaderToken::Host) {
+                              // RFC 9113 §8.3.1: the authority goes in :authority, not Host (the
+                              // last one wins when a rule adds one).
+                              out[2].value = value;
+                              return;
+                            }
+                            out.push_back(Header{lowercase(name), std::string(value), token, per_message});
+                          });
   if (out[2].value.empty()) out.erase(out.begin() + 2);
   if (te_trailers) out.push_back(Header{"te", "trailers", HeaderToken::Te});
   if (head.content_length) {
