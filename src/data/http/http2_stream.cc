@@ -58,6 +58,7 @@ void Http2Stream::on_header(std::string_view name, std::string_view value) {
   } else if (h.token == HeaderToken::UserAgent) {
     record_.user_agent = value;
   }
+  if (req.headers.empty()) req.headers.reserve(kFieldsReserved);
   req.headers.push_back(std::move(h));
 }
 

@@ -163,6 +163,7 @@ bool H2Stream::on_header(std::string_view name, std::string_view value) {
     std::from_chars(value.data(), value.data() + value.size(), n);
     head_.content_length = n;
   }
+  if (head_.headers.empty()) head_.headers.reserve(http::kFieldsReserved);
   head_.headers.push_back(std::move(h));
   return true;
 }
