@@ -6,6 +6,7 @@
 #include "data/http/response_compression.h"
 #include "log/log.h"
 #include "message/chunked.h"
+#include "message/grpc.h"
 #include "message/header_rewrite.h"
 
 namespace tlsfront::http {
@@ -17,50 +18,6 @@ constexpr int kMaxInformational = 8;
 // for a GOAWAY (or two, while connections roll over), bounded against an
 // upstream that refuses everything.
 constexpr int kMaxUnprocessedRetries = 3;
-// gRPC's UNAVAILABLE (gRPC status codes).
-constexpr int kGrpcUnavailable = 14;
-
-bool is_grpc(const RequestHead& head) {
-  for (const auto& h : head.headers) {
-    if (iequals(h.name, "content-type")) {
-      std::string_view v = h.value;
-      return v.size() >= 16 && iequals(v.substr(0, 16), "application/grpc");
-    }
-  }
-  return false;
-}
-
-// grpc-message is percent-encoded (gRPC over HTTP/2): what is not printable
-// ASCII, and "%".
-std::string grpc_message(std::string_view text) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : text) {
-    if (c >= 0x20 && c <= 0x7e && c != '%') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 15]);
-    }
-  }
-  return out;
-}
-
-// The grpc-status of a header or trailer section, if it has one.
-std::optional<int> grpc_status_of(const std::vector<Header>& fields) {
-  for (const auto& h : fields) {
-    if (!iequals(h.name, "grpc-status")) continue;
-    int n = 0;
-    for (char c : h.value) {
-      if (c < '0' || c > '9' || n > 1000) return std::nullopt;
-      n = n * 10 + (c - '0');
-    }
-    if (h.value.empty()) return std::nullopt;
-    return n;
-  }
-  return std::nullopt;
-}
 }  // namespace
 
 ProxyExchange::ProxyExchange(uv_loop_t* loop, ExchangeSink* sink, upstream::UpstreamGroup* group,
@@ -363,8 +320,7 @@ void ProxyExchange::fail_grpc(std::string_view reason) {
   drop_encoder();
   drop_connection();
   stats_.grpc_status = kGrpcUnavailable;
-  std::vector<Header> status{Header{"grpc-status", std::to_string(kGrpcUnavailable)},
-                             Header{"grpc-message", grpc_message(reason)}};
+  std::vector<Header> status = grpc_status_fields(kGrpcUnavailable, reason);
   if (head_sent) {
     // The call's status, in the trailers that end its stream.
     sink_->send_trailers(status);
