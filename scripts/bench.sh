@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # bench.sh [--rounds N] [--duration S] [--out FILE] [--proxies "tlsfront nginx haproxy h2o nghttpx"] [--tests "h1_rps ..."]
+#          [--proxy-cpu-quota PCT]
 #
 # Side-by-side benchmark of tlsfront, nginx, HAProxy, h2o and nghttpx (issues
 # #7 and #18), public tools only, loopback only. Every server is started here, with its own
@@ -91,6 +92,16 @@
 # build/tlsfront (or TLSFRONT_BIN) / TLSFRONT_B_BIN, in interleaved rounds —
 # the only way to see a 3-5 % change through this machine's noise.
 #
+# --proxy-cpu-quota PCT (or BENCH_PROXY_CPU_QUOTA): each proxy's processes run
+# in a cgroup of their own limited to PCT % of one CPU (cgroup v2 cpu.max or
+# v1 cpu.cfs_quota_us, period 100 ms; needs root). On two cores one h2load
+# cannot saturate a proxy (its CPU is ~0.98 busy while the proxy's is
+# ~0.9), so the rate tests measure the generator and "per proxy core" mixes
+# in how often a proxy with spare time wakes up. Capped, the proxy is the
+# bottleneck: rate / its CPU is its capacity, and a 2 % A/B difference holds
+# from round to round. Latencies (p50/p99, ttfb_new_conn) then include the
+# throttling and mean nothing; the report's header names the quota.
+#
 # Environment: TLSFRONT_BIN (default build/tlsfront, built if missing),
 # BENCH_DURATION (seconds per rate test, default 3), BENCH_ROUNDS (3),
 # BENCH_IDLE_CONNS (2000), BENCH_WS_IDLE_TUNNELS (1000), BENCH_TTFB_SAMPLES (200), BENCH_KEEP_TMP=1 (keep the
@@ -110,6 +121,7 @@ ws_idle_tunnels=${BENCH_WS_IDLE_TUNNELS:-1000}
 ttfb_samples=${BENCH_TTFB_SAMPLES:-200}
 proxies=(tlsfront nginx haproxy h2o nghttpx)
 out=""
+proxy_cpu_quota=${BENCH_PROXY_CPU_QUOTA:-}
 tests=(rss_idle rss_idle_h2 ttfb_new_conn h1_rps h1_gzip_rps h2_rps h2_upstream_rps full_hs resumed_hs)
 
 proxy_cpu=0
@@ -141,12 +153,15 @@ while (($#)); do
     --out) out=${2:?}; shift 2 ;;
     --proxies) read -r -a proxies <<<"${2:?}"; shift 2 ;;
     --tests) read -r -a tests <<<"${2:?}"; shift 2 ;;
+    --proxy-cpu-quota) proxy_cpu_quota=${2:?}; shift 2 ;;
     -h|--help) usage ;;
     *) echo "bench.sh: unknown argument $1" >&2; usage ;;
   esac
 done
 [[ $rounds =~ ^[1-9][0-9]*$ && $duration =~ ^[1-9][0-9]*$ && $idle_conns =~ ^[1-9][0-9]*$ && $ws_idle_tunnels =~ ^[1-9][0-9]*$ ]] \
   || { echo "bench.sh: rounds, duration, idle connections and idle tunnels must be positive integers" >&2; exit 2; }
+[[ -z $proxy_cpu_quota || $proxy_cpu_quota =~ ^([1-9]|[1-9][0-9])$ ]] \
+  || { echo "bench.sh: --proxy-cpu-quota is a percentage of one CPU, 1-99, not '$proxy_cpu_quota'" >&2; exit 2; }
 ((ws_idle_tunnels <= idle_conns)) || { echo "bench.sh: BENCH_WS_IDLE_TUNNELS must not exceed BENCH_IDLE_CONNS (the proxies' connection limits follow the latter)" >&2; exit 2; }
 
 say() { printf '%s\n' "$*" >&2; }
@@ -155,6 +170,7 @@ die() { say "bench.sh: $*"; exit 1; }
 # --- processes: everything started is recorded and stopped by the trap ------
 tmp=""
 started=()            # pids of long-running servers and background generators
+cgroups=()            # --proxy-cpu-quota: the cgroup directories made here, removed on exit
 
 # children PID: the pids whose parent is PID (nginx's workers).
 children() { ps -o pid= --ppid "$1" 2>/dev/null | tr -d ' ' || true; }
@@ -177,10 +193,11 @@ stop_pid() {
 
 # shellcheck disable=SC2317  # called from the traps
 cleanup() {
-  local status=$? pid
+  local status=$? pid dir
   trap - EXIT INT TERM
   ((status == 0)) || say "bench: stopping after an error or a signal (status $status)"
   for pid in "${started[@]}"; do stop_pid "$pid"; done
+  for dir in "${cgroups[@]}"; do rmdir "$dir" 2>/dev/null || true; done
   if [[ -n "$tmp" ]]; then
     if [[ -n ${BENCH_KEEP_TMP:-} ]]; then say "bench: kept $tmp"; else rm -rf "$tmp"; fi
   fi
@@ -643,6 +660,29 @@ start_proxy() {
   # The chain must verify against the dev root, as a browser would check it.
   curl -s -o /dev/null --cacert "$pki/root.pem" "https://127.0.0.1:${port[$name]}/" \
     || die "$name: the certificate chain does not verify against $pki/root.pem"
+  cap_proxy "$name"
+}
+
+# cap_proxy NAME: with --proxy-cpu-quota, NAME's process tree into a cgroup
+# of its own limited to that share of one CPU (processes it forks later
+# follow it there).
+cap_proxy() {
+  [[ -n $proxy_cpu_quota ]] || return 0
+  local dir p quota_us=$((proxy_cpu_quota * 1000))
+  if [[ -f /sys/fs/cgroup/cgroup.controllers ]]; then
+    dir=/sys/fs/cgroup/tlsfront-bench.$$.$1
+    grep -qw cpu /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || echo +cpu >/sys/fs/cgroup/cgroup.subtree_control \
+      || die "--proxy-cpu-quota: cannot enable the cpu controller in /sys/fs/cgroup (cgroup v2; root needed)"
+    mkdir -p "$dir" && cgroups+=("$dir") && echo "$quota_us 100000" >"$dir/cpu.max" \
+      || die "--proxy-cpu-quota: cannot make $dir with cpu.max (root needed)"
+  elif [[ -d /sys/fs/cgroup/cpu ]]; then
+    dir=/sys/fs/cgroup/cpu/tlsfront-bench.$$.$1
+    mkdir -p "$dir" && cgroups+=("$dir") && echo 100000 >"$dir/cpu.cfs_period_us" \
+      && echo "$quota_us" >"$dir/cpu.cfs_quota_us" || die "--proxy-cpu-quota: cannot make $dir with a CFS quota (root needed)"
+  else
+    die "--proxy-cpu-quota: no cgroup cpu controller under /sys/fs/cgroup"
+  fi
+  for p in $(proxy_pids "$1"); do echo "$p" >"$dir/cgroup.procs" || die "--proxy-cpu-quota: cannot move $1's pid $p into $dir"; done
 }
 
 stop_proxy() {
@@ -1273,8 +1313,10 @@ table_row() {
 }
 
 machine="$(nproc) CPUs, $(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)"
-printf '\n%s, %s; %d rounds, %ss per rate test; median (min–max over samples; spread = ± half that range, of the median)\n\n' \
-  "$(date -u +%Y-%m-%dT%H:%MZ)" "$machine" "$rounds" "$duration"
+quota_note=""
+[[ -n $proxy_cpu_quota ]] && quota_note="; each proxy capped at ${proxy_cpu_quota} % of one CPU (latencies include the throttling)"
+printf '\n%s, %s; %d rounds, %ss per rate test%s; median (min–max over samples; spread = ± half that range, of the median)\n\n' \
+  "$(date -u +%Y-%m-%dT%H:%MZ)" "$machine" "$rounds" "$duration" "$quota_note"
 echo "| test | proxy | median | per proxy core | spread | proxy CPU | p50 / p99 ms |"
 echo "|---|---|---|---|---|---|---|"
 for t in "${tests[@]}"; do
