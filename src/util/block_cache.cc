@@ -161,8 +161,9 @@ void release_sized(void* p, size_t n) {
   Cache* c = live_cache();
   if (c == nullptr) return std::free(p);
   // malloc(n) gave a chunk of at least usable_for(n) octets: cached in that
-  // class, the block is big enough for whoever takes it next. Blocks this
-  // small are never mmapped chunks (glibc's threshold is 128 KiB at least).
+  // class, the block is big enough for whoever takes it next. (Cached sizes
+  // are below glibc's default mmap threshold; were a block an mmapped chunk
+  // all the same, free() still takes it back when it leaves the cache.)
   push(*c, p, usable_for(n != 0 ? n : 1));
 }
 
