@@ -111,6 +111,7 @@ Status H2Session::connect(const sockaddr_storage& addr) {
   }
   timer_.init(loop_, [](void* self) { static_cast<H2Session*>(self)->on_timer(); }, this);
   ping_timer_.init(loop_, [](void* self) { static_cast<H2Session*>(self)->on_ping_timer(); }, this);
+  stream_timer_.init(loop_, [](void* self) { static_cast<H2Session*>(self)->on_stream_timer(); }, this);
   uv_tcp_nodelay(tcp_.get(), 1);
   connect_req_ = new uv_connect_t{};
   connect_req_->data = this;
@@ -365,11 +366,35 @@ void H2Session::close(UpstreamFailure failure, const Error& error) {
   writer_.detach();
   timer_.close();
   ping_timer_.close();
+  stream_timer_.close();
   tcp_.close();
   std::unordered_map<int32_t, H2Stream*> streams = std::move(streams_);
   streams_.clear();
   for (auto& [id, s] : streams) s->on_session_failed(failure, error);
   if (pool_) pool_->remove(this);
+}
+
+void H2Session::watch_deadline(uint64_t deadline) {
+  if (deadline >= stream_due_ || state_ == State::Closed) return;
+  stream_due_ = deadline;
+  const uint64_t now = uv_now(loop_);
+  stream_timer_.arm(std::chrono::milliseconds(deadline > now ? deadline - now : 0));
+}
+
+void H2Session::on_stream_timer() {
+  stream_due_ = UINT64_MAX;
+  const uint64_t now = uv_now(loop_);
+  std::vector<int32_t> due;
+  for (const auto& [id, s] : streams_) {
+    if (s->deadline() <= now) due.push_back(id);
+  }
+  // A timed-out stream leaves the session (its handler may end others):
+  // look each one up again.
+  for (int32_t id : due) {
+    H2Stream* s = stream(id);
+    if (s != nullptr && s->deadline() <= now) s->on_deadline();
+  }
+  for (const auto& [id, s] : streams_) watch_deadline(s->deadline());
 }
 
 // --- nghttp2 callbacks ---

@@ -116,6 +116,9 @@ class H2Session : public Deletable, public Flushable {
   int on_data_chunk(int32_t id, std::string_view data);
   int on_stream_close(int32_t id, uint32_t error_code);
   int on_frame_not_send(const nghttp2_frame* frame);
+  // A stream's timeout now runs to `deadline` (uv_now ms): the session's
+  // stream timer fires no later than that.
+  void watch_deadline(uint64_t deadline);
 
  private:
   void on_connect(int status);
@@ -123,6 +126,7 @@ class H2Session : public Deletable, public Flushable {
   void on_write_done(int status);
   void on_timer();
   void on_ping_timer();
+  void on_stream_timer();
   void start_draining();
   // Drains the pool's interest: idle timer when nothing is open, close when
   // draining and nothing is open.
@@ -134,6 +138,8 @@ class H2Session : public Deletable, public Flushable {
   UvHandle<uv_tcp_t> tcp_;
   LazyTimer timer_;       // connect_timeout, then keepalive_timeout while idle
   LazyTimer ping_timer_;  // while idle: h2_ping_interval, then h2_ping_timeout while Pinging
+  LazyTimer stream_timer_;  // the earliest of the streams' deadlines (stream_due_)
+  uint64_t stream_due_ = UINT64_MAX;
   uv_connect_t* connect_req_ = nullptr;
   StreamWriter writer_;
   std::string out_;

@@ -15,9 +15,7 @@ constexpr size_t kMaxResponseFields = 256;
 }  // namespace
 
 H2Stream::H2Stream(uv_loop_t* loop, UpstreamHandler* handler, const config::Upstream& cfg)
-    : loop_(loop), handler_(handler), cfg_(cfg) {
-  timer_.init(loop_, [](void* self) { static_cast<H2Stream*>(self)->on_timer(); }, this);
-}
+    : loop_(loop), handler_(handler), cfg_(cfg) {}
 
 H2Stream::~H2Stream() { close(); }
 
@@ -32,10 +30,9 @@ void H2Stream::leave_session() {
 
 void H2Stream::close() {
   handler_ = nullptr;
-  timer_.stop();
+  deadline_ = kNoDeadline;
   leave_session();
   if (phase_ != Phase::Done) transition(phase_, Phase::Done);
-  timer_.close();
 }
 
 void H2Stream::send(std::string_view bytes) {
@@ -122,13 +119,17 @@ void H2Stream::resume_reading() {
 
 void H2Stream::arm_timer() {
   if (phase_ == Phase::Done) return;
+  std::chrono::milliseconds ms;
   if (buffered_bytes() > 0) {
-    timer_.arm(cfg_.send_timeout);
+    ms = cfg_.send_timeout;
   } else if (!paused_) {
-    timer_.arm(cfg_.read_timeout);
+    ms = cfg_.read_timeout;
   } else {
-    timer_.stop();
+    deadline_ = kNoDeadline;
+    return;
   }
+  deadline_ = uv_now(loop_) + static_cast<uint64_t>(ms.count());
+  if (session_) session_->watch_deadline(deadline_);
 }
 
 void H2Stream::on_connected() {
@@ -223,7 +224,7 @@ void H2Stream::on_end_stream() {
     return;
   }
   transition(phase_, Phase::Done);
-  timer_.stop();
+  deadline_ = kNoDeadline;
   read_end_due_ = false;
   if (UpstreamHandler* h = std::exchange(handler_, nullptr)) h->on_upstream_complete();
 }
@@ -231,7 +232,7 @@ void H2Stream::on_end_stream() {
 void H2Stream::finish(UpstreamFailure failure, Error error) {
   if (phase_ == Phase::Done) return;
   transition(phase_, Phase::Done);
-  timer_.stop();
+  deadline_ = kNoDeadline;
   if (UpstreamHandler* h = std::exchange(handler_, nullptr)) h->on_upstream_error(failure, std::move(error));
 }
 
@@ -258,7 +259,8 @@ void H2Stream::on_not_sent() {
          make_error(Errc::Upstream, "upstream connection went away before the request was sent (GOAWAY)"));
 }
 
-void H2Stream::on_timer() {
+void H2Stream::on_deadline() {
+  deadline_ = kNoDeadline;
   if (phase_ == Phase::Done) return;
   // Request bytes the upstream's flow-control window kept out: a send
   // timeout (RFC 9113 §5.2: it stopped sending WINDOW_UPDATE).

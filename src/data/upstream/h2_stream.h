@@ -14,7 +14,11 @@
 // request bytes wait for the upstream's window (re-armed by each write),
 // else read_timeout while the response is awaited or streams (re-armed by
 // each read and each write, not run while paused); connect_timeout is the
-// session's. Either resets only this stream (RST_STREAM CANCEL).
+// session's. Either resets only this stream (RST_STREAM CANCEL). A stream
+// keeps only its deadline: its session's one timer runs to the earliest of
+// its streams' (a libuv timer per stream cost an init, a heap insert, a
+// close and a free per request: timer work was 3.3 % of an h2c run's CPU
+// samples with it, 1.7 % without; −2.3 % instructions per request).
 // Thread affinity: owning worker only.
 #pragma once
 
@@ -28,7 +32,6 @@
 #include "config/config.h"
 #include "data/upstream/upstream_handler.h"
 #include "message/request.h"
-#include "util/lazy_timer.h"
 #include "util/loop_context.h"
 #include "util/state.h"
 
@@ -94,6 +97,12 @@ class H2Stream : public Deletable {
   void on_session_failed(UpstreamFailure failure, const Error& error);
   // The request HEADERS never went out (the upstream's GOAWAY came first).
   void on_not_sent();
+  // When the stream's timeout runs out (uv_now ms), or kNoDeadline.
+  static constexpr uint64_t kNoDeadline = UINT64_MAX;
+  uint64_t deadline() const { return deadline_; }
+  // The session's timer found the deadline passed: the stream fails with
+  // a send or read timeout and leaves the session.
+  void on_deadline();
   // nghttp2_data_source_read_callback.
   ssize_t read_body(uint8_t* buf, size_t length, uint32_t* data_flags);
   // Called after the session's write: a sender waiting for room goes on.
@@ -102,7 +111,6 @@ class H2Stream : public Deletable {
  private:
   void finish(UpstreamFailure failure, Error error);
   void arm_timer();
-  void on_timer();
   void leave_session();
 
   uv_loop_t* loop_;
@@ -111,7 +119,7 @@ class H2Stream : public Deletable {
   H2Session* session_ = nullptr;
   int32_t id_ = -1;
   Phase phase_ = Phase::Awaiting;
-  LazyTimer timer_;
+  uint64_t deadline_ = kNoDeadline;
   // Request side.
   std::string out_;
   size_t out_off_ = 0;
