@@ -98,9 +98,11 @@
 # cannot saturate a proxy (its CPU is ~0.98 busy while the proxy's is
 # ~0.9), so the rate tests measure the generator and "per proxy core" mixes
 # in how often a proxy with spare time wakes up. Capped, the proxy is the
-# bottleneck: rate / its CPU is its capacity, and a 2 % A/B difference holds
-# from round to round. Latencies (p50/p99, ttfb_new_conn) then include the
-# throttling and mean nothing; the report's header names the quota.
+# bottleneck: rate / its CPU is its capacity (an A/B that showed nothing
+# uncapped showed 1-12 % in each round capped; the host's own noise still
+# asks for several rounds of 10 s). Latencies (p50/p99, ttfb_new_conn) then
+# include the throttling and mean nothing; the report's header names the
+# quota.
 #
 # Environment: TLSFRONT_BIN (default build/tlsfront, built if missing),
 # BENCH_DURATION (seconds per rate test, default 3), BENCH_ROUNDS (3),
