@@ -20,7 +20,7 @@ size_t page_size() {
 
 Nghttp2Memory* self(void* user_data) { return static_cast<Nghttp2Memory*>(user_data); }
 
-// The heap side: the thread's block cache (nghttp2 makes ~19 small
+// The heap side: the thread's block cache (nghttp2 makes ~17 small
 // allocations per proxied HTTP/2 request: streams, header blocks, frame
 // items), or glibc's under AddressSanitizer, which must see every block.
 #if defined(TLSFRONT_ASAN)

@@ -15,7 +15,7 @@
 // would on the heap.
 //
 // Every other block comes from the thread's block cache (util/block_cache;
-// glibc's malloc under AddressSanitizer): nghttp2 makes about 19 small
+// glibc's malloc under AddressSanitizer): nghttp2 makes about 17 small
 // allocations per proxied HTTP/2 request (stream, header block, frame
 // items), −1.5 % instructions per h2c request against plain malloc.
 //

@@ -382,7 +382,7 @@ void H2Session::watch_deadline(uint64_t deadline) {
 }
 
 void H2Session::on_stream_timer() {
-  stream_due_ = UINT64_MAX;
+  stream_due_ = H2Stream::kNoDeadline;
   const uint64_t now = uv_now(loop_);
   std::vector<int32_t> due;
   for (const auto& [id, s] : streams_) {

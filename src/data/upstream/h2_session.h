@@ -139,7 +139,7 @@ class H2Session : public Deletable, public Flushable {
   LazyTimer timer_;       // connect_timeout, then keepalive_timeout while idle
   LazyTimer ping_timer_;  // while idle: h2_ping_interval, then h2_ping_timeout while Pinging
   LazyTimer stream_timer_;  // the earliest of the streams' deadlines (stream_due_)
-  uint64_t stream_due_ = UINT64_MAX;
+  uint64_t stream_due_ = H2Stream::kNoDeadline;
   uv_connect_t* connect_req_ = nullptr;
   StreamWriter writer_;
   std::string out_;
