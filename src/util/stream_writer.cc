@@ -26,6 +26,17 @@ void StreamWriter::detach() {
   done_ = nullptr;
 }
 
+void StreamWriter::adopt(StreamWriter& other, DoneFn done) {
+  stream_ = std::exchange(other.stream_, nullptr);
+  done_ = std::move(done);
+  pending_.swap(other.pending_);
+  inflight_ = std::exchange(other.inflight_, nullptr);
+  if (inflight_) inflight_->owner = this;
+  inflight_bytes_ = std::exchange(other.inflight_bytes_, 0);
+  bytes_written_ = other.bytes_written_;
+  other.detach();
+}
+
 int StreamWriter::send_from(std::string& bytes) {
   if (bytes.empty()) return 0;
   if (inflight_ || !pending_.empty() || stream_ == nullptr) {

@@ -49,6 +49,12 @@ class StreamWriter {
   // Cancels the association: a write still in flight completes into the void.
   void detach();
 
+  // Takes over `other`'s stream, queue, byte count and write in flight (whose
+  // completion now runs `done` here), leaving `other` detached: a socket's
+  // writes change owner without a byte reordered or lost. This writer must
+  // be unattached.
+  void adopt(StreamWriter& other, DoneFn done);
+
  private:
   struct WriteReq;
   int start_write(bool try_now = true);

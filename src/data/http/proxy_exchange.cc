@@ -227,7 +227,7 @@ void ProxyExchange::on_request_body(std::string_view data) {
 }
 
 void ProxyExchange::on_tunnel_data(std::string_view data) {
-  if (phase_ == Phase::Tunnel && conn_) conn_->send(data);
+  if (phase_ == Phase::Tunnel && tunnel_) tunnel_->send(data);
 }
 
 void ProxyExchange::on_request_trailers(std::vector<Header>&& trailers) {
@@ -246,7 +246,7 @@ void ProxyExchange::on_request_trailers(std::vector<Header>&& trailers) {
 }
 
 void ProxyExchange::on_tunnel_end() {
-  if (phase_ == Phase::Tunnel && conn_) conn_->shutdown_write();
+  if (phase_ == Phase::Tunnel && tunnel_) tunnel_->shutdown_write();
 }
 
 void ProxyExchange::on_request_complete() {
@@ -266,6 +266,7 @@ void ProxyExchange::on_request_complete() {
 bool ProxyExchange::request_body_congested() const {
   if (phase_ == Phase::Held) return true;
   if (h2_) return h2_->buffered_bytes() > kUpstreamHighWatermark;
+  if (tunnel_) return tunnel_->buffered_bytes() > kUpstreamHighWatermark;
   return conn_ && conn_->buffered_bytes() > kUpstreamHighWatermark;
 }
 
@@ -273,11 +274,13 @@ void ProxyExchange::on_output_drained() {
   if (phase_ == Phase::Done) return;
   if (conn_) conn_->resume_reading();
   if (h2_) h2_->resume_reading();
+  if (tunnel_) tunnel_->resume_reading();
 }
 
 void ProxyExchange::pause_upstream() {
   if (conn_) conn_->pause_reading();
   if (h2_) h2_->pause_reading();
+  if (tunnel_) tunnel_->pause_reading();
 }
 
 void ProxyExchange::cancel() {
@@ -292,6 +295,11 @@ void ProxyExchange::drop_encoder() {
 }
 
 void ProxyExchange::drop_connection() {
+  if (tunnel_) {
+    tunnel_->detach();
+    tunnel_->close();
+    LoopContext::of(loop_).defer_delete(std::move(tunnel_));
+  }
   if (h2_) {
     h2_->detach();
     h2_->close();
@@ -521,7 +529,7 @@ void ProxyExchange::on_upstream_complete() {
   }
   transition(phase_, Phase::Done);
   stats_.response_ms = ms_since(attempt_start_);
-  if (h2_) drop_connection();  // its connection carries on with the other streams
+  if (h2_ || tunnel_) drop_connection();  // an h2 connection carries on with the other streams
   if (conn_) {
     if (request_complete_ && conn_->reusable() && upgrade_.empty()) {
       pool_->release(std::move(conn_));
@@ -536,8 +544,12 @@ void ProxyExchange::on_upstream_error(upstream::UpstreamFailure failure, Error e
   if (phase_ == Phase::Done) return;
   if (!stats_.error.empty()) stats_.error += ", ";
   stats_.error += to_string(failure);
-  const uint64_t written = conn_ ? conn_->bytes_written() : h2_ ? h2_->bytes_written() : 0;
-  const bool response_started = conn_ ? conn_->response_started() : h2_ && h2_->response_started();
+  const uint64_t written = conn_     ? conn_->bytes_written()
+                           : h2_     ? h2_->bytes_written()
+                           : tunnel_ ? tunnel_->bytes_written()
+                                     : 0;
+  const bool response_started =
+      conn_ ? conn_->response_started() : (h2_ && h2_->response_started()) || tunnel_ != nullptr;
   drop_connection();
   const bool timeout = error.code == Errc::Timeout;
   const ConnectionInfo& info = sink_->connection_info();
@@ -579,6 +591,12 @@ void ProxyExchange::on_upstream_error(upstream::UpstreamFailure failure, Error e
     return;
   }
   fail(timeout ? 504 : 502, error.message());
+}
+
+void ProxyExchange::on_upstream_tunnel(std::unique_ptr<upstream::UpstreamTunnel> tunnel) {
+  tunnel_ = std::move(tunnel);
+  // The connection still passes on the 101 and what followed it, then goes.
+  LoopContext::of(loop_).defer_delete(std::move(conn_));
 }
 
 void ProxyExchange::on_upstream_writable() {

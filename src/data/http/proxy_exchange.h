@@ -186,6 +186,7 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   void on_upstream_read_end() override;
   void on_upstream_error(upstream::UpstreamFailure failure, Error error) override;
   void on_upstream_writable() override;
+  void on_upstream_tunnel(std::unique_ptr<upstream::UpstreamTunnel> tunnel) override;
 
   uv_loop_t* loop_;
   ExchangeSink* sink_;
@@ -215,6 +216,7 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   Replay replay_state_;
   std::unique_ptr<upstream::UpstreamConnection> conn_;
   std::unique_ptr<upstream::H2Stream> h2_;  // h2c: the current attempt's stream
+  std::unique_ptr<upstream::UpstreamTunnel> tunnel_;  // Phase::Tunnel: the upstream side, once the 101 came
   upstream::UpstreamPool* pool_ = nullptr;  // the current attempt's server
   std::vector<upstream::UpstreamPool*> tried_;
   // Everything sent upstream so far while replay_state_ is not Lost (h2c:

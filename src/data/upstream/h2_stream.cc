@@ -8,7 +8,6 @@
 
 namespace tlsfront::upstream {
 namespace {
-constexpr size_t kWriteLowWatermark = 16 * 1024;
 // A response head (or trailer section) larger than this is a bad upstream.
 constexpr size_t kMaxResponseHeadBytes = 64 * 1024;
 constexpr size_t kMaxResponseFields = 256;

@@ -8,7 +8,6 @@
 
 namespace tlsfront::upstream {
 
-constexpr size_t kWriteLowWatermark = 16 * 1024;
 constexpr size_t kKeptOutputBytes = 4 * 1024;  // a pooled connection keeps a request-head-sized buffer
 // A response head larger than this is a bad upstream, not a reason to buffer.
 constexpr size_t kMaxResponseHeadBytes = 64 * 1024;
@@ -103,7 +102,7 @@ void UpstreamConnection::attach(Handler* handler, bool head_request, bool upgrad
 }
 
 void UpstreamConnection::send(std::string_view bytes) {
-  if (state_ == State::Closed || shutdown_wanted_) return;
+  if (state_ == State::Closed) return;
   out_.append(bytes);
   if (buffered_bytes() >= kWriteLowWatermark) notify_writable_ = true;  // a sender may now wait for room
   LoopContext::of(loop_).schedule_flush(this);
@@ -116,12 +115,11 @@ void UpstreamConnection::write_now() {
     fail(UpstreamFailure::Reset, make_error(Errc::Upstream, std::string("write: ") + uv_strerror(rc)));
     return;
   }
-  if (out_.capacity() > kKeptOutputBytes || response_ == ResponsePhase::Tunnel) {
-    std::string().swap(out_);  // a large request body passed, or a tunnel's bytes: it keeps no buffer
+  if (out_.capacity() > kKeptOutputBytes) {
+    std::string().swap(out_);  // a large request body passed: it keeps no buffer
     writer_.release_buffer();
   }
   if (state_ != State::Active) return;
-  maybe_shutdown();
   arm_timer(writer_.idle() ? cfg_.read_timeout : cfg_.send_timeout);
 }
 
@@ -159,24 +157,7 @@ void UpstreamConnection::on_write_done(int status) {
   }
   if (state_ != State::Active) return;
   arm_timer(writer_.idle() ? cfg_.read_timeout : cfg_.send_timeout);
-  maybe_shutdown();
   if (handler_ && writer_.buffered_bytes() < kWriteLowWatermark) handler_->on_upstream_writable();
-}
-
-void UpstreamConnection::shutdown_write() {
-  if (shutdown_wanted_ || state_ == State::Closed) return;
-  shutdown_wanted_ = true;
-  write_now();
-  if (state_ == State::Active) maybe_shutdown();  // or when the queue drains (on_write_done)
-}
-
-void UpstreamConnection::maybe_shutdown() {
-  if (!shutdown_wanted_ || shutdown_sent_ || !writer_.idle() || !out_.empty()) return;
-  shutdown_sent_ = true;
-  auto* req = new uv_shutdown_t{};
-  // libuv reports a failed shutdown through the callback; the tunnel's
-  // reads still see the backend's EOF or error, which end it.
-  if (uv_shutdown(req, tcp_.stream(), [](uv_shutdown_t* r, int) { delete r; }) != 0) delete req;
 }
 
 void UpstreamConnection::pause_reading() {
@@ -224,10 +205,6 @@ void UpstreamConnection::on_read(ssize_t nread, const uv_buf_t* buf) {
     pool_->remove_idle(this);
     return;
   }
-  if (response_ == ResponsePhase::Tunnel) {
-    on_tunnel_read(nread, buf);
-    return;
-  }
   if (nread < 0) {
     if (nread == UV_EOF && response_ == ResponsePhase::Reading) {
       // A close-delimited body ends at EOF (RFC 9112 §6.3 item 8).
@@ -248,10 +225,12 @@ void UpstreamConnection::on_read(ssize_t nread, const uv_buf_t* buf) {
   tail_[0] = nread >= 2 ? data[nread - 2] : tail_[1];
   tail_[1] = data[nread - 1];
   if (err == HPE_PAUSED_UPGRADE && response_ == ResponsePhase::Tunnel) {
-    // The 101's head ended; what follows it in this read is the tunnel's.
+    // The 101's head ended; what follows it in this read is the tunnel's,
+    // the last thing this connection passes on (the socket is the
+    // tunnel's already).
     const char* pos = llhttp_get_error_pos(&parser_);
-    if (handler_ && pos != data + nread)
-      handler_->on_upstream_body(std::string_view(pos, static_cast<size_t>(data + nread - pos)));
+    if (Handler* h = std::exchange(handler_, nullptr); h && pos != data + nread)
+      h->on_upstream_body(std::string_view(pos, static_cast<size_t>(data + nread - pos)));
     return;
   }
   if (err == HPE_PAUSED) {
@@ -298,24 +277,15 @@ void UpstreamConnection::on_timer() {
   fail(failure, make_error(Errc::Timeout, what));
 }
 
-void UpstreamConnection::on_tunnel_read(ssize_t nread, const uv_buf_t* buf) {
-  if (nread == UV_EOF) {
-    // The backend ended the tunnel (its FIN): the whole tunnel ends with it.
-    close();
-    if (Handler* h = std::exchange(handler_, nullptr)) h->on_upstream_complete();
-    return;
-  }
-  if (nread < 0) {
-    fail(UpstreamFailure::Reset,
-         make_error(Errc::Upstream, std::string("recv() failed: ") + uv_strerror(static_cast<int>(nread))));
-    return;
-  }
-  response_bytes_ += static_cast<size_t>(nread);
-  if (handler_) handler_->on_upstream_body(std::string_view(buf->base, static_cast<size_t>(nread)));
-}
+void UpstreamConnection::arm_timer(std::chrono::milliseconds ms) { timer_.arm(ms); }
 
-void UpstreamConnection::arm_timer(std::chrono::milliseconds ms) {
-  if (response_ != ResponsePhase::Tunnel) timer_.arm(ms);
+std::unique_ptr<UpstreamTunnel> UpstreamConnection::hand_over() {
+  LoopContext::of(loop_).cancel_flush(this);
+  timer_.close();  // a tunnel has no deadline of its own: the client session's timeouts.tunnel covers it
+  auto tunnel = std::make_unique<UpstreamTunnel>(loop_, std::move(tcp_), writer_, std::move(out_), handler_, reading_);
+  reading_ = false;
+  transition(state_, State::Closed);
+  return tunnel;
 }
 
 void UpstreamConnection::fail(UpstreamFailure failure, Error error) {
@@ -395,22 +365,13 @@ int UpstreamConnection::on_headers_complete() {
   bool informational = status >= 100 && status < 200;
   if (status == 101) {
     // A 101 we did not ask for is a broken upstream.
-    if (!upgrade_) return -1;
+    if (!upgrade_ || !handler_) return -1;
     transition(response_, ResponsePhase::Tunnel);
-    // A tunnel has no deadline of its own (the client session's
-    // timeouts.tunnel covers it): the timer handle goes.
-    timer_.close();
     ++requests_;
+    handler_->on_upstream_tunnel(hand_over());
     if (handler_) handler_->on_upstream_head(std::move(head_), false);
-    // Nothing of the head is parsed or kept any more (a swap, not a move
-    // assignment, which would keep the strings' buffers).
-    std::string().swap(head_.reason);
-    std::vector<http::Header>().swap(head_.headers);
-    std::string().swap(field_);
-    if (out_.empty()) std::string().swap(out_);
-    writer_.release_buffer();
     // 2: no body, and llhttp stops after this head (HPE_PAUSED_UPGRADE).
-    return state_ == State::Closed ? -1 : 2;
+    return handler_ ? 2 : -1;
   }
   if (handler_) handler_->on_upstream_head(std::move(head_), informational);
   // From here on the parser may deliver a trailer section (chunked only);
@@ -432,7 +393,7 @@ int UpstreamConnection::on_body(const char* at, size_t len) {
 }
 
 int UpstreamConnection::on_message_complete() {
-  if (response_ == ResponsePhase::Tunnel) return 0;
+  if (response_ == ResponsePhase::Tunnel) return 0;  // the 101's: the socket is the tunnel's
   int status = llhttp_get_status_code(&parser_);
   if (status >= 100 && status < 200) {
     transition(response_, ResponsePhase::Waiting);

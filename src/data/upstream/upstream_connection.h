@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "config/config.h"
 #include "data/upstream/upstream_failure.h"
 #include "data/upstream/upstream_handler.h"
+#include "data/upstream/upstream_tunnel.h"
 #include "message/request.h"
 #include "util/lazy_timer.h"
 #include "util/loop_context.h"
@@ -53,17 +55,14 @@ class UpstreamConnection : public Deletable, public Flushable {
   //                                    connection is never reusable either)
   //   Reusable -> Waiting              reused for the next exchange (attach)
   //   Reading  -> Tunnel               a 101 answered an Upgrade request
-  //                                    (attach's `upgrade`): from its head on
-  //                                    the connection is a byte tunnel (RFC
-  //                                    9110 §15.2.2); bytes go to
-  //                                    on_upstream_body unparsed, the
-  //                                    backend's EOF is on_upstream_complete,
-  //                                    and no timer runs (its handle is
-  //                                    closed: the client session keeps
-  //                                    timeouts.tunnel); the head and the
-  //                                    request buffer are freed, the latter
-  //                                    again after each write. Final: never
-  //                                    reused, it ends only with close()
+  //                                    (attach's `upgrade`): the socket goes
+  //                                    to an UpstreamTunnel (RFC 9110
+  //                                    §15.2.2; on_upstream_tunnel, before
+  //                                    on_upstream_head), the connection is
+  //                                    Closed, and what followed the 101 in
+  //                                    its read is its last on_upstream_body.
+  //                                    Final: never reused, it ends only with
+  //                                    close()
   enum class ResponsePhase { Waiting, Reading, Reusable, Final, Tunnel };
 
   // `pool` is borrowed and outlives the connection (owns it or its owner's pool).
@@ -93,11 +92,6 @@ class UpstreamConnection : public Deletable, public Flushable {
   uint64_t bytes_written() const { return writer_.bytes_written() - written_at_attach_; }
   bool response_started() const { return response_bytes_ > 0; }
 
-  // A tunnel's client ended its side (RFC 9113 §8.5: END_STREAM is a FIN):
-  // once every queued byte is written, shutdown(SHUT_WR); reading goes on
-  // until the backend's own EOF. Idempotent; nothing may be sent after it.
-  void shutdown_write();
-
   // Response backpressure: stop/restart reading from the backend.
   void pause_reading();
   void resume_reading();
@@ -119,10 +113,9 @@ class UpstreamConnection : public Deletable, public Flushable {
   friend struct ParserCallbacks;
   void on_connect(int status);
   void on_read(ssize_t nread, const uv_buf_t* buf);
-  void on_tunnel_read(ssize_t nread, const uv_buf_t* buf);
   void on_write_done(int status);
-  // shutdown_write()'s uv_shutdown, once the queue is empty.
-  void maybe_shutdown();
+  // The socket, its write queue and unsent bytes, as a tunnel (a 101).
+  std::unique_ptr<UpstreamTunnel> hand_over();
   void on_timer();
   void arm_timer(std::chrono::milliseconds ms);
   void fail(UpstreamFailure failure, Error error);
@@ -157,9 +150,6 @@ class UpstreamConnection : public Deletable, public Flushable {
   llhttp_t parser_{};
   bool head_request_ = false;
   bool upgrade_ = false;
-  // shutdown_write() was asked for / its uv_shutdown is issued.
-  bool shutdown_wanted_ = false;
-  bool shutdown_sent_ = false;
   bool reading_ = false;
   ResponsePhase response_ = ResponsePhase::Waiting;
   uint64_t requests_ = 0;

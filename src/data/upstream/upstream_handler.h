@@ -4,6 +4,8 @@
 // Thread affinity: owning worker only.
 #pragma once
 
+#include <cstddef>
+#include <memory>
 #include <string_view>
 #include <vector>
 
@@ -12,6 +14,12 @@
 #include "util/result.h"
 
 namespace tlsfront::upstream {
+
+class UpstreamTunnel;
+
+// Bytes: on_upstream_writable comes once a write queue that grew past this
+// drops below it again.
+constexpr size_t kWriteLowWatermark = 16 * 1024;
 
 // Events for the exchange currently attached. Calls happen from this
 // connection's libuv callbacks; the handler must not destroy the connection
@@ -37,6 +45,12 @@ class UpstreamHandler {
   virtual void on_upstream_error(UpstreamFailure failure, Error error) = 0;
   // The write queue dropped below the low watermark.
   virtual void on_upstream_writable() = 0;
+  // A 101 answered an Upgrade request (HTTP/1.1 upstreams only): the
+  // connection's socket is now `tunnel`, which the handler keeps (or the
+  // socket closes with it), and the connection itself may go (defer_delete:
+  // it still passes on the 101's head and what followed it in its read).
+  // The tunnel's events come to this same handler.
+  virtual void on_upstream_tunnel(std::unique_ptr<UpstreamTunnel> tunnel) = 0;
 };
 
 }  // namespace tlsfront::upstream

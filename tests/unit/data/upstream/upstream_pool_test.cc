@@ -33,6 +33,8 @@ struct Recorder : UpstreamConnection::Handler {
     error = std::move(e);
   }
   void on_upstream_writable() override {}
+  void on_upstream_tunnel(std::unique_ptr<UpstreamTunnel> t) override { tunnel = std::move(t); }
+  std::unique_ptr<UpstreamTunnel> tunnel;
 };
 
 class UpstreamPoolTest : public harness::LoopTest {

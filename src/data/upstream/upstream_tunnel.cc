@@ -1,0 +1,129 @@
+#include "data/upstream/upstream_tunnel.h"
+
+#include <utility>
+
+namespace tlsfront::upstream {
+
+UpstreamTunnel::UpstreamTunnel(uv_loop_t* loop, UvHandle<uv_tcp_t> tcp, StreamWriter& writer, std::string out,
+                               UpstreamHandler* handler, bool reading)
+    : loop_(loop), tcp_(std::move(tcp)), out_(std::move(out)), handler_(handler) {
+  tcp_.get()->data = this;
+  writer_.adopt(writer, [this](int status, size_t) { on_write_done(status); });
+  if (!out_.empty()) LoopContext::of(loop_).schedule_flush(this);
+  if (reading) {
+    // The connection's read callback goes: this one takes the next read.
+    uv_read_stop(tcp_.stream());
+    resume_reading();
+  }
+}
+
+UpstreamTunnel::~UpstreamTunnel() {
+  LoopContext::of(loop_).cancel_flush(this);
+  close();
+}
+
+void UpstreamTunnel::send(std::string_view bytes) {
+  if (state_ == State::Closed || shutdown_wanted_ || bytes.empty()) return;
+  out_.append(bytes);
+  if (buffered_bytes() >= kWriteLowWatermark) notify_writable_ = true;  // a sender may now wait for room
+  LoopContext::of(loop_).schedule_flush(this);
+}
+
+void UpstreamTunnel::flush() {
+  write_now();
+  if (state_ == State::Closed) return;
+  // Written at once (no write callback will come): a sender waiting for room goes on.
+  if (notify_writable_ && handler_ && writer_.buffered_bytes() < kWriteLowWatermark) {
+    notify_writable_ = false;
+    handler_->on_upstream_writable();
+  }
+}
+
+void UpstreamTunnel::write_now() {
+  if (state_ == State::Closed) return;
+  if (!out_.empty()) {
+    if (int rc = writer_.send_from(out_); rc != 0) {
+      fail(make_error(Errc::Upstream, std::string("write: ") + uv_strerror(rc)));
+      return;
+    }
+    // What was written is gone: an idle tunnel keeps no buffer.
+    std::string().swap(out_);
+    writer_.release_buffer();
+  }
+  maybe_shutdown();
+}
+
+void UpstreamTunnel::on_write_done(int status) {
+  if (status != 0) {
+    if (status != UV_ECANCELED) fail(make_error(Errc::Upstream, std::string("send() failed: ") + uv_strerror(status)));
+    return;
+  }
+  if (state_ == State::Closed) return;
+  writer_.release_buffer();
+  maybe_shutdown();
+  if (handler_ && writer_.buffered_bytes() < kWriteLowWatermark) handler_->on_upstream_writable();
+}
+
+void UpstreamTunnel::shutdown_write() {
+  if (shutdown_wanted_ || state_ == State::Closed) return;
+  shutdown_wanted_ = true;
+  write_now();  // or when the queue drains (on_write_done)
+}
+
+void UpstreamTunnel::maybe_shutdown() {
+  if (!shutdown_wanted_ || shutdown_sent_ || !writer_.idle() || !out_.empty()) return;
+  shutdown_sent_ = true;
+  auto* req = new uv_shutdown_t{};
+  // libuv reports a failed shutdown through the callback; the reads still
+  // see the backend's FIN or error, which end the tunnel.
+  if (uv_shutdown(req, tcp_.stream(), [](uv_shutdown_t* r, int) { delete r; }) != 0) delete req;
+}
+
+void UpstreamTunnel::pause_reading() {
+  if (!reading_) return;
+  uv_read_stop(tcp_.stream());
+  reading_ = false;
+}
+
+void UpstreamTunnel::resume_reading() {
+  if (reading_ || state_ == State::Closed) return;
+  int rc = uv_read_start(tcp_.stream(), LoopContext::alloc_cb, [](uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
+    if (s->data) static_cast<UpstreamTunnel*>(s->data)->on_read(n, buf);
+  });
+  if (rc != 0) {
+    fail(make_error(Errc::Upstream, std::string("read start: ") + uv_strerror(rc)));
+    return;
+  }
+  reading_ = true;
+}
+
+void UpstreamTunnel::on_read(ssize_t nread, const uv_buf_t* buf) {
+  if (nread == 0) return;
+  if (nread == UV_EOF) {
+    // The backend ended the tunnel (its FIN): the whole tunnel ends with it.
+    close();
+    if (UpstreamHandler* h = std::exchange(handler_, nullptr)) h->on_upstream_complete();
+    return;
+  }
+  if (nread < 0) {
+    fail(make_error(Errc::Upstream, std::string("recv() failed: ") + uv_strerror(static_cast<int>(nread))));
+    return;
+  }
+  if (handler_) handler_->on_upstream_body(std::string_view(buf->base, static_cast<size_t>(nread)));
+}
+
+void UpstreamTunnel::fail(Error error) {
+  close();
+  if (UpstreamHandler* h = std::exchange(handler_, nullptr))
+    h->on_upstream_error(UpstreamFailure::Reset, std::move(error));
+}
+
+void UpstreamTunnel::close() {
+  if (state_ == State::Closed) return;
+  transition(state_, State::Closed);
+  writer_.detach();
+  tcp_.close();
+  reading_ = false;
+}
+
+}  // namespace tlsfront::upstream

@@ -1,0 +1,90 @@
+// UpstreamTunnel: the upstream half of an open tunnel. When a 101 answers an
+// Upgrade request (RFC 9110 §15.2.2, §7.8), the UpstreamConnection that
+// carried the request hands its TCP socket, write queue and unsent bytes
+// over to one of these (UpstreamHandler::on_upstream_tunnel) and is freed:
+// from then on the connection is bytes both ways with no parser, no timer
+// (the client session keeps timeouts.tunnel) and no pool, in about a third of
+// an UpstreamConnection's memory. An idle tunnel holds no buffer.
+//
+// Events go to the same UpstreamHandler as before the 101: the backend's
+// bytes as on_upstream_body, its FIN as on_upstream_complete, a read or
+// write error as on_upstream_error(Reset), room in the write queue as
+// on_upstream_writable.
+//   Open    -> Closed   the backend's FIN or an error (the socket is closed),
+//                       or close()
+//   Closed: final; nothing is sent or reported after it.
+// Thread affinity: owning worker only.
+#pragma once
+
+#include <uv.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "data/upstream/upstream_handler.h"
+#include "util/loop_context.h"
+#include "util/state.h"
+#include "util/stream_writer.h"
+#include "util/uv_handle.h"
+
+namespace tlsfront::upstream {
+
+class UpstreamTunnel : public Deletable, public Flushable {
+ public:
+  enum class State { Open, Closed };
+
+  // Takes over `tcp` (connected; `data` is repointed here), `writer`'s queue
+  // and any write in flight (its completion is reported here), and `out`,
+  // bytes queued but not yet handed to the writer. Reads from the backend
+  // start when `reading` (the connection was reading when it handed over).
+  UpstreamTunnel(uv_loop_t* loop, UvHandle<uv_tcp_t> tcp, StreamWriter& writer, std::string out,
+                 UpstreamHandler* handler, bool reading);
+  ~UpstreamTunnel() override;
+  void flush() override;
+
+  // Queues bytes for the backend; written at the end of the loop iteration.
+  // Nothing is sent after shutdown_write() or once Closed.
+  void send(std::string_view bytes);
+  // The client ended its side (an HTTP/1.1 FIN or HTTP/2 END_STREAM, RFC
+  // 9113 §8.5): once every queued byte is written, shutdown(SHUT_WR); reading
+  // goes on until the backend's own FIN. Idempotent.
+  void shutdown_write();
+  // Backpressure: stop/restart reading from the backend.
+  void pause_reading();
+  void resume_reading();
+  // Bytes queued or in flight, for the sender's watermarks.
+  size_t buffered_bytes() const { return writer_.buffered_bytes() + out_.size(); }
+  // Bytes the kernel accepted over the connection's whole life.
+  uint64_t bytes_written() const { return writer_.bytes_written(); }
+  State state() const { return state_; }
+  // No further events.
+  void detach() { handler_ = nullptr; }
+  // Closes the socket; idempotent.
+  void close();
+
+ private:
+  void write_now();
+  void maybe_shutdown();
+  void on_read(ssize_t nread, const uv_buf_t* buf);
+  void on_write_done(int status);
+  void fail(Error error);
+
+  uv_loop_t* loop_;
+  UvHandle<uv_tcp_t> tcp_;
+  StreamWriter writer_;
+  std::string out_;  // queued by send(), handed to writer_ at the end of the iteration
+  UpstreamHandler* handler_;
+  State state_ = State::Open;
+  bool reading_ = false;
+  bool notify_writable_ = false;  // out_ grew past the low watermark since the last notice
+  bool shutdown_wanted_ = false;
+  bool shutdown_sent_ = false;
+};
+
+constexpr bool legal(UpstreamTunnel::State from, UpstreamTunnel::State to) {
+  return from == UpstreamTunnel::State::Open && to == UpstreamTunnel::State::Closed;
+}
+constexpr const char* name(UpstreamTunnel::State s) { return s == UpstreamTunnel::State::Open ? "Open" : "Closed"; }
+
+}  // namespace tlsfront::upstream
