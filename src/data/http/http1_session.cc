@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "data/http/admission.h"
+#include "log/log.h"
 #include "message/chunked.h"
 #include "message/error_response.h"
 
@@ -47,8 +48,9 @@ Http1Session::Http1Session(const SessionEnv& env, ClientTransport* transport, Co
 }
 
 Http1Session::~Http1Session() {
+  if (env_.loop) LoopContext::of(env_.loop).cancel_flush(this);
   // A tunnel cut by the drain deadline (Connection::abort) still gets its line.
-  if (exchange_ && record().tunnel) log_request();
+  if ((exchange_ || tunnel_) && record().tunnel) log_request();
   ProxyExchange::retire(exchange_);
 }
 
@@ -56,6 +58,7 @@ bool Http1Session::wants_input() const {
   if (close_ == CloseMode::Closed) return false;
   // A tunnel reads whatever the phase before it held back.
   if (request_ != RequestPhase::Tunnel && (request_ == RequestPhase::Complete || !pending_input_.empty())) return false;
+  if (tunnel_) return tunnel_->buffered_bytes() <= upstream::kWriteHighWatermark;
   return !(exchange_ && exchange_->request_body_congested());
 }
 
@@ -65,7 +68,11 @@ void Http1Session::on_data(std::string_view data) {
     record().bytes_received += data.size();
     if (env_.counters) env_.counters->tunnel_bytes_to_upstream.add(data.size());
     arm(TimerPurpose::Tunnel);
-    if (exchange_) exchange_->on_tunnel_data(data);
+    if (tunnel_) {
+      tunnel_->send(data);
+    } else if (exchange_) {
+      exchange_->on_tunnel_data(data);
+    }
     // An idle tunnel keeps no buffer: what was read is passed on.
     transport_->release_buffers();
     return;
@@ -256,6 +263,30 @@ void Http1Session::open_tunnel(const ResponseHead& head, std::string_view protoc
     on_data(early);
   }
   if (wants_input()) transport_->resume_input();
+  // The exchange passes on the rest of the 101's read; then it goes.
+  if (env_.loop) LoopContext::of(env_.loop).schedule_flush(this);
+}
+
+void Http1Session::flush() {
+  if (request_ != RequestPhase::Tunnel || close_ == CloseMode::Closed) return;
+  tunnel_ = ProxyExchange::take_tunnel(exchange_, this, record(), tunnel_attempt_start_);
+}
+
+void Http1Session::on_upstream_body(std::string_view data) {
+  send_response_body(data);
+  if (tunnel_ && output_congested()) tunnel_->pause_reading();
+}
+
+void Http1Session::on_upstream_error(upstream::UpstreamFailure failure, Error error) {
+  if (close_ == CloseMode::Closed) return;
+  if (record().upstream) {
+    std::string& errors = record().upstream->error;
+    if (!errors.empty()) errors += ", ";
+    errors += to_string(failure);
+  }
+  log::warn("conn={} client={}:{} upstream={}: {}", info_.id, info_.remote_addr, info_.remote_port,
+            record().upstream ? std::string_view(record().upstream->addr) : std::string_view("-"), error.message());
+  close(false);
 }
 
 void Http1Session::send_response_head(const ResponseHead& head, bool has_body) {
@@ -328,6 +359,10 @@ void Http1Session::end_response() {
   if (response_ == ResponsePhase::Tunnel) {
     // The upstream closed the tunnel: so does the client connection.
     record().response_complete = true;
+    if (tunnel_ && record().upstream) {
+      record().upstream->response_ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - tunnel_attempt_start_).count();
+    }
     close(true);
     return;
   }
@@ -363,6 +398,7 @@ void Http1Session::on_request_body_writable() {
 
 void Http1Session::on_output_drained() {
   if (exchange_) exchange_->on_output_drained();
+  if (tunnel_) tunnel_->resume_reading();
   if (timer_ == TimerPurpose::Send) {
     transport_->stop_timer();
     timer_ = TimerPurpose::None;
@@ -399,7 +435,7 @@ void Http1Session::finish_request() {
 void Http1Session::close(bool notify) {
   // A request still in flight (its response cut short, or never sent) gets
   // its line now: every request that started is logged once.
-  if (exchange_) log_request();
+  if (exchange_ || tunnel_) log_request();
   transition(close_, CloseMode::Closed);
   transport_->close(notify);
 }
@@ -507,6 +543,12 @@ bool Http1Session::close_if_idle() {
 
 void Http1Session::log_request() {
   ProxyExchange::retire(exchange_, &record());
+  if (tunnel_) {
+    // Maybe inside the tunnel's own callback: it is freed after it.
+    tunnel_->detach();
+    tunnel_->close();
+    LoopContext::of(env_.loop).defer_delete(std::move(tunnel_));
+  }
   const std::string_view protocol = record().head.version_minor == 0 ? "HTTP/1.0" : "HTTP/1.1";
   record().log_completed(env_, info_, protocol, 0, info_.requests == 1);
 }

@@ -8,7 +8,9 @@
 // An Upgrade request (RFC 9110 §7.8; RFC 6455 §4.1) without a body, whose
 // route allows its protocol, goes up with its Upgrade; a 101 makes the
 // connection a byte tunnel (RequestPhase::Tunnel) idle-limited by
-// timeouts.tunnel. Any other answer is an ordinary response after which the
+// timeouts.tunnel; once the 101's read is over the session drives the
+// tunnel's upstream side (upstream::UpstreamTunnel) itself and the exchange
+// goes (flush()): an idle tunnel holds no ProxyExchange. Any other answer is an ordinary response after which the
 // connection closes: bytes the client sent after its Upgrade request are
 // never parsed as a next request (no smuggling past a refused upgrade).
 // Thread affinity: owning worker only.
@@ -37,7 +39,10 @@
 
 namespace tlsfront::http {
 
-class Http1Session final : public ClientSession, public ExchangeSink {
+class Http1Session final : public ClientSession,
+                           public ExchangeSink,
+                           public Flushable,
+                           private upstream::UpstreamHandler {
  public:
   // The request being read (one at a time):
   //   Idle     -> Head      a request's first byte (llhttp on_message_begin)
@@ -102,6 +107,9 @@ class Http1Session final : public ClientSession, public ExchangeSink {
   void on_request_body_writable() override;
   const ConnectionInfo& connection_info() const override { return info_; }
 
+  // Takes the tunnel from the exchange (scheduled by open_tunnel()).
+  void flush() override;
+
  private:
   friend struct RequestParserCallbacks;
   enum class TimerPurpose { None, Header, Body, Idle, Resume, Send, Tunnel };
@@ -124,6 +132,15 @@ class Http1Session final : public ClientSession, public ExchangeSink {
   }
   void arm(TimerPurpose purpose);
   int reject(int status);
+
+  // UpstreamHandler: the tunnel's upstream side, once taken from the exchange.
+  void on_upstream_connected() override {}
+  void on_upstream_head(ResponseHead&&, bool) override {}
+  void on_upstream_body(std::string_view data) override;
+  void on_upstream_complete() override { end_response(); }
+  void on_upstream_error(upstream::UpstreamFailure failure, Error error) override;
+  void on_upstream_writable() override { on_request_body_writable(); }
+  void on_upstream_tunnel(std::unique_ptr<upstream::UpstreamTunnel>) override {}
 
   // llhttp hooks.
   int on_message_begin();
@@ -152,6 +169,10 @@ class Http1Session final : public ClientSession, public ExchangeSink {
   }
   std::unique_ptr<RequestRecord> record_;
   std::unique_ptr<ProxyExchange> exchange_;
+  // A tunnel's upstream side, taken from its exchange (flush()); the request
+  // went up at tunnel_attempt_start_.
+  std::unique_ptr<upstream::UpstreamTunnel> tunnel_;
+  std::chrono::steady_clock::time_point tunnel_attempt_start_;
   std::optional<int> rejection_;    // the status a parser hook refused the request with
   std::optional<LocalAnswer> local_answer_;  // answered without an upstream once the message is read (404, 301)
   std::string pending_input_;        // pipelined bytes parsed after this response

@@ -12,7 +12,6 @@
 namespace tlsfront::http {
 namespace {
 constexpr size_t kMaxReplayBytes = 64 * 1024;
-constexpr size_t kUpstreamHighWatermark = 64 * 1024;
 constexpr int kMaxInformational = 8;
 // Streams an h2c upstream refused unprocessed, retried per exchange: enough
 // for a GOAWAY (or two, while connections roll over), bounded against an
@@ -90,6 +89,17 @@ void ProxyExchange::retire(std::unique_ptr<ProxyExchange>& exchange, RequestReco
   if (record) record->upstream = std::make_unique<UpstreamStats>(std::move(exchange->stats_));
   uv_loop_t* loop = exchange->loop_;
   LoopContext::of(loop).defer_delete(std::move(exchange));
+}
+
+std::unique_ptr<upstream::UpstreamTunnel> ProxyExchange::take_tunnel(
+    std::unique_ptr<ProxyExchange>& exchange, upstream::UpstreamHandler* handler, RequestRecord& record,
+    std::chrono::steady_clock::time_point& attempt_start) {
+  if (!exchange || exchange->phase_ != Phase::Tunnel || !exchange->tunnel_) return nullptr;
+  std::unique_ptr<upstream::UpstreamTunnel> tunnel = std::move(exchange->tunnel_);
+  tunnel->set_handler(handler);
+  attempt_start = exchange->attempt_start_;
+  retire(exchange, &record);
+  return tunnel;
 }
 
 void ProxyExchange::start() {
@@ -265,9 +275,9 @@ void ProxyExchange::on_request_complete() {
 
 bool ProxyExchange::request_body_congested() const {
   if (phase_ == Phase::Held) return true;
-  if (h2_) return h2_->buffered_bytes() > kUpstreamHighWatermark;
-  if (tunnel_) return tunnel_->buffered_bytes() > kUpstreamHighWatermark;
-  return conn_ && conn_->buffered_bytes() > kUpstreamHighWatermark;
+  if (h2_) return h2_->buffered_bytes() > upstream::kWriteHighWatermark;
+  if (tunnel_) return tunnel_->buffered_bytes() > upstream::kWriteHighWatermark;
+  return conn_ && conn_->buffered_bytes() > upstream::kWriteHighWatermark;
 }
 
 void ProxyExchange::on_output_drained() {

@@ -12,7 +12,7 @@ namespace {
 
 // Output pulled from nghttp2 per write: past this the socket is slow and
 // request bodies wait in their streams (bounded there) instead.
-constexpr size_t kWriteHighWatermark = 256 * 1024;
+constexpr size_t kPullHighWatermark = 256 * 1024;
 // The connection window we open (RFC 9113 §6.9.2): streams paused by their
 // clients hold at most one stream window (65,535) each of it.
 constexpr int32_t kConnectionWindow = 16 * 1024 * 1024;
@@ -268,7 +268,7 @@ void H2Session::on_read(ssize_t nread, const uv_buf_t* buf) {
 
 void H2Session::flush() {
   if (state_ != State::Open && state_ != State::Pinging && state_ != State::Draining) return;
-  while (writer_.buffered_bytes() + out_.size() < kWriteHighWatermark) {
+  while (writer_.buffered_bytes() + out_.size() < kPullHighWatermark) {
     const uint8_t* data = nullptr;
     const ssize_t n = nghttp2_session_mem_send(ng_.get(), &data);
     if (n < 0) {

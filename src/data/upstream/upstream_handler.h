@@ -20,6 +20,9 @@ class UpstreamTunnel;
 // Bytes: on_upstream_writable comes once a write queue that grew past this
 // drops below it again.
 constexpr size_t kWriteLowWatermark = 16 * 1024;
+// Bytes: above this many queued for the upstream, the sender stops reading
+// its client until on_upstream_writable.
+constexpr size_t kWriteHighWatermark = 64 * 1024;
 
 // Events for the exchange currently attached. Calls happen from this
 // connection's libuv callbacks; the handler must not destroy the connection

@@ -58,7 +58,8 @@ class UpstreamTunnel : public Deletable, public Flushable {
   // Bytes the kernel accepted over the connection's whole life.
   uint64_t bytes_written() const { return writer_.bytes_written(); }
   State state() const { return state_; }
-  // No further events.
+  // Where the events go from now on; null: nowhere.
+  void set_handler(UpstreamHandler* handler) { handler_ = handler; }
   void detach() { handler_ = nullptr; }
   // Closes the socket; idempotent.
   void close();

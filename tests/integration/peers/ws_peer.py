@@ -9,8 +9,9 @@ server PORT_FILE        echo server on 127.0.0.1:0; writes "PORT\n" to PORT_FILE
                         /refuse: answers 403 (no upgrade).
 echo URL COUNT          sends COUNT messages (text and binary) through URL,
                         checks each echo; prints "ok COUNT".
-slow URL BYTES          reads BYTES of messages with a pause per message
-                        (a slow reader); prints "ok BYTES".
+slow URL BYTES          reads nothing for STALL_SECONDS, then BYTES of
+                        messages with a pause per message (a stalled, then
+                        slow reader); prints "ok BYTES".
 expect_status URL       the handshake must fail; prints the HTTP status.
 expect_close URL        the connection must close without a message; prints "closed".
 The client modes use TLS without verification (loopback, test PKI)."""
@@ -23,6 +24,7 @@ import sys
 import websockets
 
 CHUNK = 64 * 1024
+STALL_SECONDS = 4  # slow mode: how long the reader reads nothing at first
 
 
 async def handler(ws, path):
@@ -89,6 +91,10 @@ async def main():
         async with websockets.connect(url, ssl=client_ssl(), max_size=None, max_queue=1,
                                       read_limit=CHUNK, write_limit=CHUNK) as ws:
             try:
+                # First a reader that does not read at all: what the server
+                # sends meanwhile must stay in the socket buffers, not pile
+                # up in the proxy (its backpressure is what stops the server).
+                await asyncio.sleep(STALL_SECONDS)
                 while got < want:
                     got += len(await asyncio.wait_for(ws.recv(), 30))
                     await asyncio.sleep(0.002)
