@@ -10,9 +10,10 @@
 // connection a byte tunnel (RequestPhase::Tunnel) idle-limited by
 // timeouts.tunnel; once the 101's read is over the session drives the
 // tunnel's upstream side (upstream::UpstreamTunnel) itself and the exchange
-// goes (flush()): an idle tunnel holds no ProxyExchange. Any other answer is an ordinary response after which the
-// connection closes: bytes the client sent after its Upgrade request are
-// never parsed as a next request (no smuggling past a refused upgrade).
+// goes (flush()): an idle tunnel holds no ProxyExchange. Any other answer
+// is an ordinary response after which the connection closes: bytes the
+// client sent after its Upgrade request are never parsed as a next request
+// (no smuggling past a refused upgrade).
 // Thread affinity: owning worker only.
 #pragma once
 
