@@ -67,4 +67,15 @@ const Header* RequestHead::find(HeaderToken token) const {
   return nullptr;
 }
 
+bool valid_response_head(const ResponseHead& head) {
+  if (head.status < 100 || head.status > 599) return false;
+  for (unsigned char c : head.reason) {
+    if ((c < 0x20 && c != '\t') || c == 0x7f) return false;
+  }
+  for (const auto& h : head.headers) {
+    if (!valid_field_name(h.name) || !valid_field_value(h.value)) return false;
+  }
+  return true;
+}
+
 }  // namespace tlsfront::http

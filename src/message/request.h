@@ -80,6 +80,13 @@ struct ResponseHead {
   bool states_length() const { return content_length && status >= 200 && status != 204; }
 };
 
+// What a proxy passes on must be well-formed whatever its upstream sent
+// (llhttp 8.1 accepts a bare CR in the reason phrase and names like "X A"
+// in responses): a status of 100-599, a reason phrase of visible octets,
+// spaces and tabs (RFC 9112 §4), every field name a token and every value
+// free of CR, LF and NUL (RFC 9110 §5.1, §5.5).
+bool valid_response_head(const ResponseHead& head);
+
 // RFC 9110 §7.2 / RFC 3986 §3.2.2: a Host (or :authority) value is a
 // reg-name (or IPv4 address) or a bracketed IPv6 address (checked with
 // inet_pton; no zone ID, nothing after "]" but the port), with an optional

@@ -368,24 +368,6 @@ void ProxyExchange::on_upstream_connected() {
   stats_.connect_ms = ms_since(attempt_start_);
 }
 
-namespace {
-
-// What the client would receive must be well-formed whatever the upstream
-// sent: llhttp 8.1 accepts a bare CR in the reason phrase and names like
-// "X A" in responses.
-bool valid_response_head(const ResponseHead& head) {
-  if (head.status < 100 || head.status > 599) return false;
-  for (unsigned char c : head.reason) {
-    if ((c < 0x20 && c != '\t') || c == 0x7f) return false;
-  }
-  for (const auto& h : head.headers) {
-    if (!valid_field_name(h.name) || !valid_field_value(h.value)) return false;
-  }
-  return true;
-}
-
-}  // namespace
-
 void ProxyExchange::on_upstream_head(ResponseHead&& head, bool informational) {
   if (phase_ == Phase::Done) return;
   if (!valid_response_head(head)) {

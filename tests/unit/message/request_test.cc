@@ -22,5 +22,25 @@ TEST(ValidHost, MalformedLiteralsAndTrailingBytesAreRefused) {
   }
 }
 
+TEST(ValidResponseHead, StatusReasonAndFieldsMustBeWellFormed) {
+  ResponseHead head;
+  head.status = 200;
+  head.reason = "OK\tfine";
+  head.headers.push_back(Header{"X-A", "1", HeaderToken::Other});
+  EXPECT_TRUE(valid_response_head(head));
+  ResponseHead bad = head;
+  bad.status = 600;
+  EXPECT_FALSE(valid_response_head(bad));
+  bad = head;
+  bad.reason = "OK\rX-Injected: 1";
+  EXPECT_FALSE(valid_response_head(bad));
+  bad = head;
+  bad.headers[0].name = "X A";
+  EXPECT_FALSE(valid_response_head(bad));
+  bad = head;
+  bad.headers[0].value = "a\nb";
+  EXPECT_FALSE(valid_response_head(bad));
+}
+
 }  // namespace
 }  // namespace tlsfront::http
