@@ -21,15 +21,62 @@ ssize_t response_read_cb(nghttp2_session*, int32_t, uint8_t* buf, size_t length,
 
 }  // namespace
 
-Http2Stream::Http2Stream(Http2Session* session, int32_t id) : session_(session), id_(id) { record_.begin(); }
+Http2Stream::Http2Stream(Http2Session* session, int32_t id) : session_(session), loop_(session->env().loop), id_(id) {
+  record_.begin();
+}
 
-Http2Stream::~Http2Stream() { ProxyExchange::retire(exchange_); }
+Http2Stream::~Http2Stream() {
+  // The session may be gone already (its streams are freed after it).
+  LoopContext::of(loop_).cancel_flush(this);
+  drop_tunnel();
+  ProxyExchange::retire(exchange_);
+}
+
+void Http2Stream::flush() {
+  if (closed() || response_ != ResponsePhase::Tunnel) return;
+  tunnel_ = ProxyExchange::take_tunnel(exchange_, this, record_, tunnel_attempt_start_);
+}
+
+void Http2Stream::drop_tunnel() {
+  if (!tunnel_) return;
+  tunnel_->detach();
+  tunnel_->close();
+  LoopContext::of(loop_).defer_delete(std::move(tunnel_));
+}
+
+bool Http2Stream::upstream_congested() const {
+  if (tunnel_) return tunnel_->buffered_bytes() > upstream::kWriteHighWatermark;
+  return exchange_ && exchange_->request_body_congested();
+}
+
+void Http2Stream::on_upstream_body(std::string_view data) {
+  send_response_body(data);
+  if (tunnel_ && output_congested()) tunnel_->pause_reading();
+}
+
+void Http2Stream::on_upstream_complete() {
+  if (record_.upstream) {
+    record_.upstream->response_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - tunnel_attempt_start_).count();
+  }
+  end_response();
+}
+
+void Http2Stream::on_upstream_error(upstream::UpstreamFailure failure, Error error) {
+  if (record_.upstream) {
+    std::string& errors = record_.upstream->error;
+    if (!errors.empty()) errors += ", ";
+    errors += to_string(failure);
+  }
+  const ConnectionInfo& info = session_->info();
+  log::warn("conn={} client={}:{} h2 stream {} upstream={}: {}", info.id, info.remote_addr, info.remote_port, id_,
+            record_.upstream ? std::string_view(record_.upstream->addr) : std::string_view("-"), error.message());
+  fail_response(0, error.message());
+}
 
 const ConnectionInfo& Http2Stream::connection_info() const { return session_->info(); }
 
-bool Http2Stream::head_too_large() const {
-  return header_bytes_ > session_->env().config->http2.max_header_list_size;
-}
+bool Http2Stream::head_too_large() const { return header_bytes_ > session_->env().config->http2.max_header_list_size; }
 
 void Http2Stream::on_header(std::string_view name, std::string_view value) {
   // RFC 9113 §6.5.2: the size of a field is name + value + 32.
@@ -38,11 +85,15 @@ void Http2Stream::on_header(std::string_view name, std::string_view value) {
   if (head_too_large()) return;
   RequestHead& req = record_.head;
   if (!name.empty() && name.front() == ':') {
-    if (name == ":method") req.method = value;
-    else if (name == ":path") req.target = value;
-    else if (name == ":authority") authority_ = value;
-    else if (name == ":protocol") protocol_ = value;  // nghttp2: CONNECT only, once we sent the setting
-    return;  // :scheme is "https" or "http" (nghttp2 checked it); we always forward https
+    if (name == ":method")
+      req.method = value;
+    else if (name == ":path")
+      req.target = value;
+    else if (name == ":authority")
+      authority_ = value;
+    else if (name == ":protocol")
+      protocol_ = value;  // nghttp2: CONNECT only, once we sent the setting
+    return;               // :scheme is "https" or "http" (nghttp2 checked it); we always forward https
   }
   if (name == "cookie") {
     // RFC 9113 §8.2.3: crumbs are joined with "; " into one field.
@@ -181,9 +232,9 @@ void Http2Stream::on_trailer(std::string_view name, std::string_view value) {
 }
 
 void Http2Stream::on_tunnel_data(std::string_view data) {
-  if (request_ == RequestPhase::Tunnel && response_ == ResponsePhase::Tunnel && exchange_) {
+  if (request_ == RequestPhase::Tunnel && response_ == ResponsePhase::Tunnel && (exchange_ || tunnel_)) {
     forward_tunnel(data);
-    if (exchange_->request_body_congested()) {
+    if (upstream_congested()) {
       unconsumed_ += data.size();  // acknowledged by on_request_body_writable()
     } else {
       consume(data.size());
@@ -206,7 +257,11 @@ void Http2Stream::on_tunnel_data(std::string_view data) {
 void Http2Stream::forward_tunnel(std::string_view data) {
   if (session_->env().counters) session_->env().counters->tunnel_bytes_to_upstream.add(data.size());
   tunnel_timer_.arm(session_->env().config->timeouts.tunnel);
-  exchange_->on_tunnel_data(data);
+  if (tunnel_) {
+    tunnel_->send(data);
+  } else {
+    exchange_->on_tunnel_data(data);
+  }
   session_->release_buffers();
 }
 
@@ -248,10 +303,12 @@ void Http2Stream::open_tunnel(const ResponseHead& upstream_head, std::string_vie
     std::string early = std::move(early_body_);
     early_body_.clear();
     forward_tunnel(early);
-    if (!exchange_->request_body_congested()) on_request_body_writable();
+    if (!upstream_congested()) on_request_body_writable();
   }
   // END_STREAM came with or right after the CONNECT: the client's half is over.
   if (request_ == RequestPhase::Complete && exchange_) exchange_->on_tunnel_end();
+  // The exchange passes on the rest of the 101's read; then it goes.
+  LoopContext::of(loop_).schedule_flush(this);
 }
 
 void Http2Stream::on_tunnel_idle() {
@@ -260,6 +317,7 @@ void Http2Stream::on_tunnel_idle() {
   log::info("conn={} client={}:{} h2 stream {}: tunnel idle for {} ms; RST_STREAM", info.id, info.remote_addr,
             info.remote_port, id_, session_->env().config->timeouts.tunnel.count());
   if (exchange_) exchange_->cancel();  // retired (and logged) when the reset closes the stream
+  drop_tunnel();
   reset(NGHTTP2_CANCEL);
 }
 
@@ -267,7 +325,11 @@ void Http2Stream::on_request_end() {
   if (request_ == RequestPhase::Complete) return;  // the request already ended
   if (request_ == RequestPhase::Tunnel) {
     transition(request_, RequestPhase::Complete);
-    if (exchange_) exchange_->on_tunnel_end();
+    if (tunnel_) {
+      tunnel_->shutdown_write();
+    } else if (exchange_) {
+      exchange_->on_tunnel_end();
+    }
     return;
   }
   transition(request_, RequestPhase::Complete);
@@ -388,7 +450,9 @@ bool Http2Stream::output_congested() const {
 void Http2Stream::on_output_drained() {
   // Cheap when the upstream is not paused (ProxyExchange pauses it itself
   // whenever output_congested() holds after a sink call).
-  if (exchange_ && !closed() && !output_congested()) exchange_->on_output_drained();
+  if (closed() || output_congested()) return;
+  if (exchange_) exchange_->on_output_drained();
+  if (tunnel_) tunnel_->resume_reading();
 }
 
 ssize_t Http2Stream::read_response(uint8_t* buf, size_t length, uint32_t* data_flags) {
@@ -445,6 +509,7 @@ void Http2Stream::respond_local(const LocalAnswer& answer) {
 
 void Http2Stream::abort_stalled() {
   if (exchange_) exchange_->cancel();  // retired (and logged) when the reset closes the stream
+  drop_tunnel();
   reset(NGHTTP2_CANCEL);
 }
 
@@ -478,6 +543,7 @@ void Http2Stream::on_closed(uint32_t error_code) {
   transition(end_, StreamEnd::Closed);
   tunnel_timer_.close();
   ProxyExchange::retire(exchange_, &record_);
+  drop_tunnel();
   record_.bytes_sent += bytes_out_;
   // A tunnel ends when either side ends it: a client's RST_STREAM too.
   record_.response_complete = response_ == ResponsePhase::EndSent || (record_.tunnel && client_reset);

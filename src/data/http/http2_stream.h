@@ -19,7 +19,9 @@
 // (kResponseHighWatermark pauses the upstream). END_STREAM from the client
 // is a FIN to the upstream, the upstream's EOF is our END_STREAM, an error
 // on the upstream connection is RST_STREAM CONNECT_ERROR (RFC 9113 §8.5),
-// and timeouts.tunnel without a byte either way is RST_STREAM CANCEL.
+// and timeouts.tunnel without a byte either way is RST_STREAM CANCEL. Once
+// the 101's read is over the stream drives the tunnel's upstream side
+// (upstream::UpstreamTunnel) itself and the exchange goes (flush()).
 //
 // Trust: every header byte comes from the client; nghttp2 has already
 // rejected what §8.2-8.3 forbids (uppercase names, connection-specific
@@ -49,7 +51,7 @@ namespace tlsfront::http {
 
 class Http2Session;
 
-class Http2Stream final : public Deletable, public ExchangeSink {
+class Http2Stream final : public Deletable, public ExchangeSink, public Flushable, private upstream::UpstreamHandler {
  public:
   // Response bytes buffered per stream before the upstream is paused.
   static constexpr size_t kResponseHighWatermark = 32 * 1024;
@@ -163,8 +165,22 @@ class Http2Stream final : public Deletable, public ExchangeSink {
     if (exchange_) exchange_->on_handshake_done();
   }
   const ConnectionInfo& connection_info() const override;
+  // Takes the tunnel from the exchange (scheduled by open_tunnel()).
+  void flush() override;
 
  private:
+  // UpstreamHandler: the tunnel's upstream side, once taken from the exchange.
+  void on_upstream_connected() override {}
+  void on_upstream_head(ResponseHead&&, bool) override {}
+  void on_upstream_body(std::string_view data) override;
+  void on_upstream_complete() override;
+  void on_upstream_error(upstream::UpstreamFailure failure, Error error) override;
+  void on_upstream_writable() override { on_request_body_writable(); }
+  void on_upstream_tunnel(std::unique_ptr<upstream::UpstreamTunnel>) override {}
+  // The tunnel's upstream write queue (or the exchange's) is above its mark.
+  bool upstream_congested() const;
+  // The taken tunnel closes (freed after the current callback).
+  void drop_tunnel();
   // tlsfront's own answer (an error, a route's return or redirect), sent as
   // an upstream response would be.
   void respond_local(const LocalAnswer& answer);
@@ -187,6 +203,7 @@ class Http2Stream final : public Deletable, public ExchangeSink {
   bool final_head_sent() const { return final_head_ > 0 && heads_sent_ >= final_head_; }
 
   Http2Session* session_;
+  uv_loop_t* loop_;  // the session's
   int32_t id_;
   RequestPhase request_ = RequestPhase::Head;
   UpstreamPhase upstream_ = UpstreamPhase::None;
@@ -205,6 +222,10 @@ class Http2Stream final : public Deletable, public ExchangeSink {
   LazyTimer tunnel_timer_;        // timeouts.tunnel, from open_tunnel on
   size_t header_bytes_ = 0;  // RFC 9113 §6.5.2 sizes, against max_header_list_size
   std::unique_ptr<ProxyExchange> exchange_;
+  // A tunnel's upstream side, taken from its exchange (flush()); the request
+  // went up at tunnel_attempt_start_.
+  std::unique_ptr<upstream::UpstreamTunnel> tunnel_;
+  std::chrono::steady_clock::time_point tunnel_attempt_start_;
   std::string early_body_;  // DATA received while Pending
   std::vector<Header> request_trailers_;  // until the exchange takes them at the request's end
   size_t unconsumed_ = 0;   // received, not yet acknowledged by WINDOW_UPDATE
