@@ -185,6 +185,7 @@ TEST_F(Tunnel, ClientClosesMidStream) {
   auto lines = proxy_.wait_log_lines(1);
   ASSERT_EQ(lines.size(), 1u);
   expect_tunnel_line(lines[0]);
+  EXPECT_EQ(json_raw(lines[0], "upstream_response_ms"), std::string("null")) << lines[0];
   ASSERT_TRUE(wait_until([&] { return metrics().find("\ntlsfront_tunnels_open 0\n") != std::string::npos; }));
 }
 
@@ -194,6 +195,8 @@ TEST_F(Tunnel, UpstreamClosesMidStream) {
   auto lines = proxy_.wait_log_lines(1);
   ASSERT_EQ(lines.size(), 1u);
   expect_tunnel_line(lines[0]);
+  // The upstream ended it: the tunnel is its response, complete.
+  EXPECT_NE(json_raw(lines[0], "upstream_response_ms").value_or("null"), "null") << lines[0];
 }
 
 TEST_F(Tunnel, IdleTimeoutClosesTheTunnel) {

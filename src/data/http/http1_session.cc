@@ -269,7 +269,7 @@ void Http1Session::open_tunnel(const ResponseHead& head, std::string_view protoc
 
 void Http1Session::flush() {
   if (request_ != RequestPhase::Tunnel || close_ == CloseMode::Closed) return;
-  tunnel_ = ProxyExchange::take_tunnel(exchange_, this, record(), tunnel_attempt_start_);
+  tunnel_ = ProxyExchange::take_tunnel(exchange_, this, record());
 }
 
 void Http1Session::on_upstream_body(std::string_view data) {
@@ -361,7 +361,8 @@ void Http1Session::end_response() {
     record().response_complete = true;
     if (tunnel_ && record().upstream) {
       record().upstream->response_ms =
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - tunnel_attempt_start_).count();
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - tunnel_->attempt_start())
+              .count();
     }
     close(true);
     return;

@@ -170,10 +170,8 @@ class Http1Session final : public ClientSession,
   }
   std::unique_ptr<RequestRecord> record_;
   std::unique_ptr<ProxyExchange> exchange_;
-  // A tunnel's upstream side, taken from its exchange (flush()); the request
-  // went up at tunnel_attempt_start_.
+  // A tunnel's upstream side, taken from its exchange (flush()).
   std::unique_ptr<upstream::UpstreamTunnel> tunnel_;
-  std::chrono::steady_clock::time_point tunnel_attempt_start_;
   std::optional<int> rejection_;    // the status a parser hook refused the request with
   std::optional<LocalAnswer> local_answer_;  // answered without an upstream once the message is read (404, 301)
   std::string pending_input_;        // pipelined bytes parsed after this response

@@ -34,7 +34,7 @@ Http2Stream::~Http2Stream() {
 
 void Http2Stream::flush() {
   if (closed() || response_ != ResponsePhase::Tunnel) return;
-  tunnel_ = ProxyExchange::take_tunnel(exchange_, this, record_, tunnel_attempt_start_);
+  tunnel_ = ProxyExchange::take_tunnel(exchange_, this, record_);
 }
 
 void Http2Stream::drop_tunnel() {
@@ -55,9 +55,9 @@ void Http2Stream::on_upstream_body(std::string_view data) {
 }
 
 void Http2Stream::on_upstream_complete() {
-  if (record_.upstream) {
+  if (tunnel_ && record_.upstream) {
     record_.upstream->response_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - tunnel_attempt_start_).count();
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - tunnel_->attempt_start()).count();
   }
   end_response();
 }

@@ -222,10 +222,8 @@ class Http2Stream final : public Deletable, public ExchangeSink, public Flushabl
   LazyTimer tunnel_timer_;        // timeouts.tunnel, from open_tunnel on
   size_t header_bytes_ = 0;  // RFC 9113 §6.5.2 sizes, against max_header_list_size
   std::unique_ptr<ProxyExchange> exchange_;
-  // A tunnel's upstream side, taken from its exchange (flush()); the request
-  // went up at tunnel_attempt_start_.
+  // A tunnel's upstream side, taken from its exchange (flush()).
   std::unique_ptr<upstream::UpstreamTunnel> tunnel_;
-  std::chrono::steady_clock::time_point tunnel_attempt_start_;
   std::string early_body_;  // DATA received while Pending
   std::vector<Header> request_trailers_;  // until the exchange takes them at the request's end
   size_t unconsumed_ = 0;   // received, not yet acknowledged by WINDOW_UPDATE

@@ -91,13 +91,13 @@ void ProxyExchange::retire(std::unique_ptr<ProxyExchange>& exchange, RequestReco
   LoopContext::of(loop).defer_delete(std::move(exchange));
 }
 
-std::unique_ptr<upstream::UpstreamTunnel> ProxyExchange::take_tunnel(
-    std::unique_ptr<ProxyExchange>& exchange, upstream::UpstreamHandler* handler, RequestRecord& record,
-    std::chrono::steady_clock::time_point& attempt_start) {
+std::unique_ptr<upstream::UpstreamTunnel> ProxyExchange::take_tunnel(std::unique_ptr<ProxyExchange>& exchange,
+                                                                     upstream::UpstreamHandler* handler,
+                                                                     RequestRecord& record) {
   if (!exchange || exchange->phase_ != Phase::Tunnel || !exchange->tunnel_) return nullptr;
   std::unique_ptr<upstream::UpstreamTunnel> tunnel = std::move(exchange->tunnel_);
   tunnel->set_handler(handler);
-  attempt_start = exchange->attempt_start_;
+  tunnel->set_attempt_start(exchange->attempt_start_);
   retire(exchange, &record);
   return tunnel;
 }

@@ -116,14 +116,14 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   // upstream stats move into record->upstream first, for the access log.
   static void retire(std::unique_ptr<ProxyExchange>& exchange, RequestRecord* record = nullptr);
   // Phase::Tunnel, once the 101's read is over: the tunnel's upstream side
-  // goes to `handler` (its events come there from now on), `attempt_start`
-  // is when the request went up, and the exchange is retired into `record`
-  // as by retire(). Null, with the exchange left as it is, in any other
-  // phase. An HTTP/1.1 session drives its tunnel without the exchange.
+  // goes to `handler` (its events come there from now on; its
+  // attempt_start() is the exchange's last attempt's), and the exchange is
+  // retired into `record` as by retire(). Null, with the exchange left as
+  // it is, in any other phase. Sessions drive their tunnels without the
+  // exchange.
   static std::unique_ptr<upstream::UpstreamTunnel> take_tunnel(std::unique_ptr<ProxyExchange>& exchange,
                                                                upstream::UpstreamHandler* handler,
-                                                               RequestRecord& record,
-                                                               std::chrono::steady_clock::time_point& attempt_start);
+                                                               RequestRecord& record);
 
   // Sends the request head upstream (an EarlyData::Hold request in early
   // data: once on_handshake_done() is called). Failures are reported through

@@ -18,6 +18,7 @@
 
 #include <uv.h>
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -58,6 +59,10 @@ class UpstreamTunnel : public Deletable, public Flushable {
   // Bytes the kernel accepted over the connection's whole life.
   uint64_t bytes_written() const { return writer_.bytes_written(); }
   State state() const { return state_; }
+  // When the request that opened the tunnel went up (its exchange's last
+  // attempt), for the access log's upstream_response_ms.
+  std::chrono::steady_clock::time_point attempt_start() const { return attempt_start_; }
+  void set_attempt_start(std::chrono::steady_clock::time_point t) { attempt_start_ = t; }
   // Where the events go from now on; null: nowhere.
   void set_handler(UpstreamHandler* handler) { handler_ = handler; }
   void detach() { handler_ = nullptr; }
@@ -76,6 +81,7 @@ class UpstreamTunnel : public Deletable, public Flushable {
   StreamWriter writer_;
   std::string out_;  // queued by send(), handed to writer_ at the end of the iteration
   UpstreamHandler* handler_;
+  std::chrono::steady_clock::time_point attempt_start_{};
   State state_ = State::Open;
   bool reading_ = false;
   bool notify_writable_ = false;  // out_ grew past the low watermark since the last notice
