@@ -541,27 +541,7 @@ void Importer::access_log(const std::vector<const Directive*>& v) {
 void Importer::log_format(const std::string& name) {
   if (http_ == nullptr) return;
   for (const Directive& d : http_->children) {
-    if (d.name != "log_format" || d.args.empty() || d.args[0] != name) continue;
-    std::string mapped, unmapped;
-    for (size_t i = 1; i < d.args.size(); ++i) {
-      const std::string& a = d.args[i];
-      for (size_t p = a.find('$'); p != std::string::npos; p = a.find('$', p + 1)) {
-        size_t e = p + 1;
-        if (e < a.size() && a[e] == '{') ++e;
-        size_t b = e;
-        while (e < a.size() && (std::isalnum(static_cast<unsigned char>(a[e])) || a[e] == '_')) ++e;
-        std::string var = a.substr(b, e - b);
-        if (var.empty()) continue;
-        std::string_view field = log_field_of(var);
-        std::string& into = field.empty() ? unmapped : mapped;
-        std::string item = field.empty() ? "$" + var : "$" + var + " → " + std::string(field);
-        if (into.find(item) == std::string::npos) into += (into.empty() ? "" : ", ") + item;
-      }
-    }
-    std::string why = "not carried over: tlsfront's access log is JSON with fixed fields";
-    if (!mapped.empty()) why += "; its fields: " + mapped;
-    if (!unmapped.empty()) why += "; no field for " + unmapped;
-    l_.note(d, why);
+    if (d.name == "log_format" && !d.args.empty() && d.args[0] == name) l_.note(d, log_format_reason(d.args));
   }
 }
 

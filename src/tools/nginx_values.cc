@@ -1,6 +1,7 @@
 #include "tools/nginx_values.h"
 
 #include <array>
+#include <cctype>
 #include <utility>
 
 #include <fmt/format.h>
@@ -205,6 +206,29 @@ std::string_view log_field_of(std::string_view v) {
     if (name == v) return field;
   }
   return {};
+}
+
+std::string log_format_reason(const std::vector<std::string>& args) {
+  std::string mapped, unmapped;
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    for (size_t p = a.find('$'); p != std::string::npos; p = a.find('$', p + 1)) {
+      size_t e = p + 1;
+      if (e < a.size() && a[e] == '{') ++e;
+      size_t b = e;
+      while (e < a.size() && (std::isalnum(static_cast<unsigned char>(a[e])) || a[e] == '_')) ++e;
+      std::string var = a.substr(b, e - b);
+      if (var.empty()) continue;
+      std::string_view field = log_field_of(var);
+      std::string& into = field.empty() ? unmapped : mapped;
+      std::string item = field.empty() ? "$" + var : "$" + var + " → " + std::string(field);
+      if (into.find(item) == std::string::npos) into += (into.empty() ? "" : ", ") + item;
+    }
+  }
+  std::string why = "not carried over: tlsfront's access log is JSON with fixed fields";
+  if (!mapped.empty()) why += "; its fields: " + mapped;
+  if (!unmapped.empty()) why += "; no field for " + unmapped;
+  return why;
 }
 
 bool valid_utf8(std::string_view s) {

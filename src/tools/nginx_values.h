@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "config/config.h"
 
@@ -38,6 +39,11 @@ std::string_view grpc_reason(std::string_view directive);
 // The access-log field of tlsfront's JSON line holding what the nginx
 // variable `name` (without "$") logs, or "" when there is none.
 std::string_view log_field_of(std::string_view name);
+
+// Why a `log_format NAME STRING...` (its arguments, NAME first) is not
+// carried over, with the fields that hold its variables and those that
+// have none ("$request → method, path, protocol", "$gzip_ratio").
+std::string log_format_reason(const std::vector<std::string>& args);
 
 // True when `text` is well-formed UTF-8 (what a TOML file must be).
 bool valid_utf8(std::string_view text);
