@@ -102,7 +102,9 @@
 # uncapped showed 1-12 % in each round capped; the host's own noise still
 # asks for several rounds of 10 s). Latencies (p50/p99, ttfb_new_conn) then
 # include the throttling and mean nothing; the report's header names the
-# quota.
+# quota. The ws_echo rows need 25: at 50 the echo server and the TLS
+# client on the load CPU still saturate it (load_cpu_busy 1.0 in the
+# report); at 25 it stays below 0.4 (2026-12-02).
 #
 # Environment: TLSFRONT_BIN (default build/tlsfront, built if missing),
 # BENCH_DURATION (seconds per rate test, default 3), BENCH_ROUNDS (3),
