@@ -155,6 +155,23 @@ TEST_F(H1H1, BadUpstreamResponseIs502) {
   EXPECT_EQ(json_string(lines[0], "upstream_error"), std::string("invalid_response")) << lines[0];
 }
 
+TEST_F(H1H1, ResponseHeadOverTheLimitAsAWholeIs502) {
+  // Every field is under 64 KiB, the head is not (as H2Stream bounds it): it
+  // must not be buffered and passed on whole (256 such fields: 16 MB).
+  std::string head = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n";
+  for (int i = 0; i < 3; ++i) head += "X-Big-" + std::to_string(i) + ": " + std::string(30'000, 'a') + "\r\n";
+  FakeUpstream big(head + "\r\nok");
+  ProxyOptions o;
+  o.upstream_servers = {big.address()};
+  ASSERT_TRUE(start_proxy(o));
+  HttpResponse r = http_get(port(), "/big-head");
+  ASSERT_EQ(r.curl_code, CURLE_OK) << r.error;
+  EXPECT_EQ(r.status, 502);
+  auto lines = proxy_.wait_log_lines(1);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(json_string(lines[0], "upstream_error"), std::string("invalid_response")) << lines[0];
+}
+
 TEST_F(H1H1, UpstreamClosesMidBodyIsNotAComplete200) {
   FakeUpstream truncating("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly 20 bytes here..");
   ProxyOptions o;

@@ -9,7 +9,9 @@
 namespace tlsfront::upstream {
 
 constexpr size_t kKeptOutputBytes = 4 * 1024;  // a pooled connection keeps a request-head-sized buffer
-// A response head larger than this is a bad upstream, not a reason to buffer.
+// A response head (status line reason, field names and values, all of them
+// together; a trailer section likewise) larger than this is a bad upstream,
+// not a reason to buffer (as H2Stream's).
 constexpr size_t kMaxResponseHeadBytes = 64 * 1024;
 
 #define TLSFRONT_PARSER_SELF static_cast<UpstreamConnection*>(p->data)
@@ -318,13 +320,14 @@ int UpstreamConnection::on_message_begin() {
   head_.headers.reserve(http::kHeadersReserved);
   field_.clear();
   in_value_ = false;
+  head_bytes_ = 0;
   transition(response_, ResponsePhase::Reading);
   return 0;
 }
 
 int UpstreamConnection::on_status(const char* at, size_t len) {
   head_.reason.append(at, len);
-  return head_.reason.size() > kMaxResponseHeadBytes ? -1 : 0;
+  return (head_bytes_ += len) > kMaxResponseHeadBytes ? -1 : 0;
 }
 
 int UpstreamConnection::on_header_field(const char* at, size_t len) {
@@ -337,7 +340,7 @@ int UpstreamConnection::on_header_field(const char* at, size_t len) {
     field_.clear();
   }
   field_.append(at, len);
-  return field_.size() > kMaxResponseHeadBytes ? -1 : 0;
+  return (head_bytes_ += len) > kMaxResponseHeadBytes ? -1 : 0;
 }
 
 int UpstreamConnection::on_header_value(const char* at, size_t len) {
@@ -347,7 +350,7 @@ int UpstreamConnection::on_header_value(const char* at, size_t len) {
     head_.headers.push_back(http::Header{field_, {}, http::classify_header(field_)});
   }
   head_.headers.back().value.append(at, len);
-  return head_.headers.back().value.size() > kMaxResponseHeadBytes ? -1 : 0;
+  return (head_bytes_ += len) > kMaxResponseHeadBytes ? -1 : 0;
 }
 
 int UpstreamConnection::on_header_value_complete() { return 0; }
@@ -379,6 +382,7 @@ int UpstreamConnection::on_headers_complete() {
   head_.headers.clear();
   field_.clear();
   in_value_ = false;
+  head_bytes_ = 0;  // a trailer section has a budget of its own
   if (state_ == State::Closed) return -1;
   // RFC 9110 §6.4.1: a response to HEAD, a 1xx, 204 or 304 has no content,
   // whatever its Content-Length or Transfer-Encoding says (llhttp 8.1 would

@@ -158,6 +158,7 @@ class UpstreamConnection : public Deletable, public Flushable {
   http::ResponseHead head_;
   std::string field_;
   bool in_value_ = false;
+  size_t head_bytes_ = 0;  // of the head (or trailer section) being parsed
   const char* input_begin_ = nullptr;  // the buffer being parsed (address compares only)
   char tail_[2] = {0, 0};              // last two bytes of the previous read
 };
