@@ -78,4 +78,12 @@ bool valid_response_head(const ResponseHead& head) {
   return true;
 }
 
+bool switches_to(const ResponseHead& head, std::string_view protocol) {
+  std::vector<std::string_view> offered;
+  for (const auto& h : head.headers) {
+    if (h.token == HeaderToken::Upgrade) split_list(h.value, offered);
+  }
+  return !offered.empty() && iequals(offered.front(), protocol);
+}
+
 }  // namespace tlsfront::http

@@ -87,6 +87,12 @@ struct ResponseHead {
 // free of CR, LF and NUL (RFC 9110 §5.1, §5.5).
 bool valid_response_head(const ResponseHead& head);
 
+// RFC 9110 §7.8, §15.2.2: a 101 names in its Upgrade field the protocol in
+// effect after it, which must be the one the request asked for: true when
+// the field's first protocol is `protocol` (case-insensitively, as a
+// client compares it; RFC 6455 §4.1). False for a 101 without the field.
+bool switches_to(const ResponseHead& head, std::string_view protocol);
+
 // RFC 9110 §7.2 / RFC 3986 §3.2.2: a Host (or :authority) value is a
 // reg-name (or IPv4 address) or a bracketed IPv6 address (checked with
 // inet_pton; no zone ID, nothing after "]" but the port), with an optional

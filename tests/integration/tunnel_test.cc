@@ -90,6 +90,18 @@ class Tunnel : public ProxyTest {
     buf.clear();
     ASSERT_TRUE(read_until(c, buf, server_frame("ping"))) << buf;
   }
+  // The upstream's 101 is refused: the client gets a 502, the log no tunnel.
+  void expect_101_refused() {
+    TlsClient c;
+    ASSERT_TRUE(c.connect(port())) << c.error();
+    ASSERT_TRUE(c.write(upgrade_request("/echo")));
+    const std::string got = c.read_all(milliseconds(10'000));
+    EXPECT_TRUE(got.starts_with("HTTP/1.1 502 ")) << got;
+    auto lines = proxy_.wait_log_lines(1);
+    ASSERT_EQ(lines.size(), 1u);
+    EXPECT_EQ(json_string(lines[0], "upstream_error"), std::string("invalid_response")) << lines[0];
+    EXPECT_EQ(json_raw(lines[0], "tunnel"), std::string("false")) << lines[0];
+  }
   void expect_tunnel_line(const std::string& line) {
     EXPECT_EQ(json_raw(line, "status"), std::string("101")) << line;
     EXPECT_EQ(json_raw(line, "tunnel"), std::string("true")) << line;
@@ -173,6 +185,24 @@ TEST_F(Tunnel, NoRequestSmuggledAfterARefusedUpgrade) {
   EXPECT_NE(requests[0].find("Upgrade: websocket\r\n"), std::string::npos) << requests[0];
   EXPECT_NE(requests[0].find("Connection: upgrade\r\n"), std::string::npos) << requests[0];
   EXPECT_EQ(backend_.count("req"), 1u);
+}
+
+// A 101 that switches to another protocol (or names none) is no tunnel the
+// client asked for: 502, never passed on as "Upgrade: websocket".
+TEST_F(Tunnel, A101ToAnotherProtocolIs502) {
+  FakeUpstream other("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n");
+  ProxyOptions o;
+  o.upstream_servers = {other.address()};
+  ASSERT_TRUE(start(o));
+  expect_101_refused();
+}
+
+TEST_F(Tunnel, A101WithoutUpgradeIs502) {
+  FakeUpstream other("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n\r\n");
+  ProxyOptions o;
+  o.upstream_servers = {other.address()};
+  ASSERT_TRUE(start(o));
+  expect_101_refused();
 }
 
 TEST_F(Tunnel, ClientClosesMidStream) {

@@ -375,6 +375,12 @@ void ProxyExchange::on_upstream_head(ResponseHead&& head, bool informational) {
                       make_error(Errc::Protocol, "upstream sent an invalid response head"));
     return;
   }
+  if (head.status == 101 && !switches_to(head, upgrade_)) {
+    // Anything else would be passed on as the protocol the client asked for.
+    on_upstream_error(upstream::UpstreamFailure::InvalidResponse,
+                      make_error(Errc::Protocol, "upstream's 101 does not switch to the protocol the request asked for"));
+    return;
+  }
   strip_response_headers(head.headers);
   if (informational) {
     // Bounded: an upstream streaming 1xx forever must not grow our buffers.

@@ -42,5 +42,17 @@ TEST(ValidResponseHead, StatusReasonAndFieldsMustBeWellFormed) {
   EXPECT_FALSE(valid_response_head(bad));
 }
 
+TEST(SwitchesTo, TheUpgradeFieldMustNameTheProtocolAskedFor) {
+  ResponseHead head;
+  head.status = 101;
+  EXPECT_FALSE(switches_to(head, "websocket"));  // no Upgrade field
+  head.headers.push_back(Header{"Upgrade", "WebSocket", HeaderToken::Upgrade});
+  EXPECT_TRUE(switches_to(head, "websocket"));
+  head.headers[0].value = "h2c";
+  EXPECT_FALSE(switches_to(head, "websocket"));
+  head.headers[0].value = "";
+  EXPECT_FALSE(switches_to(head, "websocket"));
+}
+
 }  // namespace
 }  // namespace tlsfront::http
