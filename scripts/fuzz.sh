@@ -31,14 +31,11 @@ done
 declare -A dict=([h1_request]=h1 [h2_session]=h2 [upstream_response]=h1 [config_toml]=toml [nginx_import]=nginx [request_path]=path [accept_encoding]=accept_encoding)
 
 scripts/install-deps.sh
-# As in test.sh: paths hashed relative to the checkout, the build directory
-# left out of the hash of these -g compiles, so other clones hit too.
-export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
-launcher=()
-command -v ccache >/dev/null && launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+# shellcheck source=scripts/ccache-env.sh
+source scripts/ccache-env.sh
 build_start=$SECONDS
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DTLSFRONT_FUZZ=ON -DTLSFRONT_TESTS=OFF "${launcher[@]}" >/dev/null
+  -DTLSFRONT_FUZZ=ON -DTLSFRONT_TESTS=OFF "${ccache_args[@]}" >/dev/null
 cmake --build build-fuzz --target $(printf 'fuzz_%s ' "${targets[@]}")
 echo "fuzz: build took $((SECONDS - build_start)) s"
 

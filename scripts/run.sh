@@ -9,7 +9,9 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 scripts/install-deps.sh
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+# shellcheck source=scripts/ccache-env.sh
+source scripts/ccache-env.sh
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "${ccache_args[@]}"
 cmake --build build --target tlsfront tlsfront_test_backend
 
 if [[ ! -s build/dev-pki/localhost.chain.pem || ! -s build/dev-pki/root.pem ]]; then

@@ -27,16 +27,9 @@ for arg in "$@"; do
 done
 
 scripts/install-deps.sh
-# ccache (installed by install-deps) keeps rebuilds of unchanged files cheap,
-# also across clones: paths below the checkout are hashed relative to it, and
-# the build directory is left out of the hash of -g compiles (ccache's
-# hash_dir, on by default, made every clone's sanitizer build miss; the cost
-# is that a cached object's debug info names the directory it was first built
-# in).
-if command -v ccache >/dev/null; then
-  export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
-  cmake_args+=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-fi
+# shellcheck source=scripts/ccache-env.sh
+source scripts/ccache-env.sh
+cmake_args+=("${ccache_args[@]}")
 cmake -S . -B "$dir" -G Ninja "${cmake_args[@]}"
 cmake --build "$dir"
 

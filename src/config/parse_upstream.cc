@@ -31,7 +31,7 @@ Status parse_servers(const TableReader& t, std::vector<Endpoint>& out) {
     if (!endpoint.ok()) {
       std::string detail = endpoint.error().detail;
       if (text->get().starts_with("https://")) {
-        detail += "; tlsfront speaks plain HTTP/1.1 to upstream servers: TLS to them is not supported yet";
+        detail += "; tlsfront speaks cleartext HTTP/1.1 or h2c to upstream servers: TLS to them is not supported yet";
       }
       return t.context().error(element.source(), path, detail);
     }

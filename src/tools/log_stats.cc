@@ -107,6 +107,10 @@ bool LineParser::parse(std::string_view line, LogRecord& out) {
       has_status = ok;
     } else if (key == "upstream_connection_reused") {
       ok = get_optional_bool(v, out.upstream_connection_reused);
+    } else if (key == "tunnel") {
+      std::optional<bool> tunnel;
+      ok = get_optional_bool(v, tunnel);
+      out.tunnel = tunnel.value_or(false);
     } else if (auto str = find_field(kStringFields, key)) {
       ok = get_string(v, out.*str);
     } else if (auto ms = find_field(kDurationFields, key)) {
@@ -127,8 +131,12 @@ void Stats::add(const LogRecord& r) {
     ++slot(ciphers, r.ssl_cipher.empty() ? std::string_view("(none)") : r.ssl_cipher, kMaxKeys);
     (resumption == "none" ? handshake_full_ms : handshake_resumed_ms).add(*r.tls_handshake_ms);
   }
-  if (r.request_time_ms) request_ms.add(*r.request_time_ms);
-  if (r.upstream_response_ms) upstream_response_ms.add(*r.upstream_response_ms);
+  if (r.tunnel) {
+    ++tunnels;
+  } else {
+    if (r.request_time_ms) request_ms.add(*r.request_time_ms);
+    if (r.upstream_response_ms) upstream_response_ms.add(*r.upstream_response_ms);
+  }
   if (r.upstream_connection_reused) {
     ++upstream_requests;
     if (*r.upstream_connection_reused) ++upstream_reused;

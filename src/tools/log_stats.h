@@ -37,6 +37,7 @@ struct LogRecord {
   int status = 0;
   std::optional<double> request_time_ms, tls_handshake_ms, upstream_response_ms;
   std::optional<bool> upstream_connection_reused;
+  bool tunnel = false;  // an Upgrade tunnel's line (its times are the tunnel's life)
 };
 
 class LineParser {
@@ -60,7 +61,10 @@ struct Stats {
   // Per handshake, by value; keys are at most kMaxKeys distinct (then "(other)").
   std::map<std::string, uint64_t, std::less<>> resumption, versions, ciphers;
   QuantileSketch handshake_full_ms, handshake_resumed_ms;  // tls_handshake_ms
+  // Of requests that were not tunnels: a tunnel's times are how long it
+  // stayed open (a WebSocket's hours would be the p99).
   QuantileSketch request_ms, upstream_response_ms;
+  uint64_t tunnels = 0;
   uint64_t upstream_requests = 0, upstream_reused = 0;  // lines with upstream_connection_reused set
   std::array<uint64_t, 6> status_class{};               // [1..5]: 1xx..5xx; [0]: anything else
   uint64_t status_499 = 0, status_502 = 0, status_504 = 0;

@@ -52,6 +52,10 @@ void text_stats(std::string& out, const Stats& s) {
   fmt::format_to(o, "  {:<22}{}\n", "ciphers", shares(s.ciphers, s.handshakes));
   fmt::format_to(o, "  {:<22}full     {}\n", "tls_handshake_ms", percentiles(s.handshake_full_ms));
   fmt::format_to(o, "  {:<22}resumed  {}\n", "", percentiles(s.handshake_resumed_ms));
+  if (s.tunnels > 0) {
+    fmt::format_to(o, "  {:<22}{} (Upgrade tunnels: not in the times below, which are how long they stayed open)\n",
+                   "tunnels", s.tunnels);
+  }
   fmt::format_to(o, "  {:<22}{}\n", "request_time_ms", percentiles(s.request_ms));
   fmt::format_to(o, "  {:<22}{}\n", "upstream_response_ms", percentiles(s.upstream_response_ms));
   fmt::format_to(o, "  {:<22}{:.1f}% of {} requests sent upstream\n", "upstream reuse", share(s.upstream_reused, s.upstream_requests),
@@ -94,7 +98,7 @@ void json_stats(std::string& out, const Stats& s) {
   json_sketch(out, s.handshake_full_ms);
   out += ",\"resumed\":";
   json_sketch(out, s.handshake_resumed_ms);
-  out += "},\"request_time_ms\":";
+  fmt::format_to(Out(out), "}},\"tunnels\":{},\"request_time_ms\":", s.tunnels);
   json_sketch(out, s.request_ms);
   out += ",\"upstream_response_ms\":";
   json_sketch(out, s.upstream_response_ms);

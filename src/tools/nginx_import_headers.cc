@@ -343,8 +343,9 @@ void leftovers(const Directive& block, Ledger& l) {
     if (d.block && (d.name == "server" || d.name == "location") && !l.was_examined(d)) continue;  // listed as a whole
     if (d.block) leftovers(d, l);
     if (d.name == "proxy_http_version") {
-      l.note(d, d.args == std::vector<std::string>{"1.1"} ? "not needed: HTTP/1.1 is the only mode to upstreams"
-                                                          : "no equivalent: tlsfront speaks HTTP/1.1 to upstreams");
+      l.note(d, d.args == std::vector<std::string>{"1.1"}
+                    ? "not needed: HTTP/1.1 to http/1.1 upstreams is the default"
+                    : "no equivalent: tlsfront speaks HTTP/1.1 or h2c to upstreams ([[upstream]] protocol)");
     } else if ((d.name == "add_header" || d.name == "proxy_set_header" || d.name == "proxy_hide_header" ||
                 d.name == "grpc_set_header" || d.name == "grpc_hide_header") &&
                !l.carried(d) && !l.noted(d)) {

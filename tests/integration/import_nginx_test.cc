@@ -38,7 +38,7 @@ TEST(ImportNginx, TheWriteupsServerBlockImportsAndPassesTest) {
   EXPECT_EQ(r.out, "");
   const std::string conf = dir.file("writeup.conf");
   EXPECT_NE(r.err.find(conf + ":44: ssl_early_data: carried over; only GET, HEAD and OPTIONS without a body"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find(conf + ":54: proxy_http_version: not needed: HTTP/1.1 is the only mode to upstreams\n"), std::string::npos)
+  EXPECT_NE(r.err.find(conf + ":54: proxy_http_version: not needed: HTTP/1.1 to http/1.1 upstreams is the default\n"), std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("tlsfront import-nginx: " + conf + ": written to " + dir.file("out.toml") +
                        "; 17 report line(s) above (not carried over, or carried over with a difference)\n"),

@@ -278,7 +278,7 @@ name = "a"
 servers = ["127.0.0.1:1", "https://api.internal:443/"]
 )"),
             R"(t.toml:8:27: upstream[0].servers[1]: invalid address "https://api.internal:443/" (a URL is not an address: )"
-            R"(expected "host:port" without a scheme, e.g. "127.0.0.1:8080"); tlsfront speaks plain HTTP/1.1 to )"
+            R"(expected "host:port" without a scheme, e.g. "127.0.0.1:8080"); tlsfront speaks cleartext HTTP/1.1 or h2c to )"
             R"(upstream servers: TLS to them is not supported yet)");
   EXPECT_EQ(load_error(with("[log]\nformat = \"json\"\n")),
             R"(t.toml:15:1: log.format: unknown key "format")");

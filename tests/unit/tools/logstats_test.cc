@@ -156,6 +156,26 @@ TEST(StatsTable, GroupsAreBounded) {
   EXPECT_EQ(t.groups().at("(other)").requests, 50u);
 }
 
+// A tunnel's line says how long it stayed open: counted, not a latency.
+TEST(StatsTable, TunnelsAreCountedApartFromTheLatencies) {
+  StatsTable t;
+  t.add_line(line_of(entry(200, 1.0)));
+  log::AccessLogEntry tunnel = entry(101, std::nullopt);
+  tunnel.tunnel = true;
+  tunnel.request_time_ms = 3'600'000;
+  tunnel.upstream_response_ms = 3'600'000;
+  t.add_line(line_of(tunnel));
+  const Stats& s = t.overall();
+  EXPECT_EQ(s.requests, 2u);
+  EXPECT_EQ(s.tunnels, 1u);
+  EXPECT_EQ(s.request_ms.count(), 1u);
+  EXPECT_EQ(s.upstream_response_ms.count(), 1u);
+  EXPECT_LT(*s.request_ms.quantile(0.99), 10.0);
+  EXPECT_EQ(s.status_class[1], 1u);
+  EXPECT_NE(render_json(t, 2).find("\"tunnels\":1,"), std::string::npos) << render_json(t, 2);
+  EXPECT_NE(render_text(t, 2).find("tunnels               1 (Upgrade tunnels"), std::string::npos) << render_text(t, 2);
+}
+
 TEST(LogstatsReport, JsonIsOneObjectAndEscapesKeys) {
   StatsTable t(Grouping::Sni);
   log::AccessLogEntry e = entry(200, 1.0);

@@ -195,7 +195,7 @@ TEST(NginxImport, WebSocketPatternIsNotNeeded) {
   Outcome r = run(server(
       "proxy_http_version 1.1;\nproxy_set_header Upgrade $http_upgrade;\nproxy_set_header Connection \"upgrade\";"));
   ASSERT_TRUE(r.ok) << r.error;
-  EXPECT_REPORTS(r, "n.conf:7: proxy_http_version: not needed: HTTP/1.1 is the only mode to upstreams\n");
+  EXPECT_REPORTS(r, "n.conf:7: proxy_http_version: not needed: HTTP/1.1 to http/1.1 upstreams is the default\n");
   EXPECT_REPORTS(r, "n.conf:8: proxy_set_header: not needed: tlsfront forwards the Upgrade a route allows");
   EXPECT_REPORTS(r, "n.conf:9: proxy_set_header: not needed: tlsfront forwards the Upgrade a route allows");
   ASSERT_FALSE(r.cfg.routes.empty());
@@ -211,7 +211,7 @@ TEST(NginxImport, ProxySetHeaderBecomesRequestHeaders) {
       "proxy_set_header Upgrade $http_upgrade;\nproxy_set_header X-Edge again;\nproxy_set_header Host \"\";\n"
       "proxy_set_header Host api.internal;"));
   ASSERT_TRUE(r.ok) << r.error;
-  EXPECT_REPORTS(r, "n.conf:7: proxy_http_version: no equivalent: tlsfront speaks HTTP/1.1 to upstreams\n");
+  EXPECT_REPORTS(r, "n.conf:7: proxy_http_version: no equivalent: tlsfront speaks HTTP/1.1 or h2c to upstreams ([[upstream]] protocol)\n");
   EXPECT_REPORTS(r, "n.conf:8: proxy_set_header: not needed: tlsfront removes the client's Connection");
   EXPECT_REPORTS(r, "n.conf:9: proxy_set_header: not needed: tlsfront adds X-Real-IP\n");
   EXPECT_REPORTS(r, "n.conf:10: proxy_set_header: not needed: tlsfront adds X-Forwarded-Proto\n");
