@@ -343,6 +343,11 @@ TEST_F(Cli, ShutdownTimeoutCutsOffWhatIsStillInFlight) {
   EXPECT_NE(r.status, 200);  // cut off: the 6 s response never came
   EXPECT_NE(proxy.process().err().find("in-flight requests get up to 500 ms"), std::string::npos)
       << proxy.process().err();
+  // Logged all the same, as the answer tlsfront gave up with.
+  auto lines = proxy.wait_log_lines(1);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(json_raw(lines[0], "status"), std::string("503")) << lines[0];
+  EXPECT_EQ(json_raw(lines[0], "response_complete"), std::string("false")) << lines[0];
   proxy.stop();
   backend.stop();
 }

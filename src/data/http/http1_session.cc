@@ -49,8 +49,13 @@ Http1Session::Http1Session(const SessionEnv& env, ClientTransport* transport, Co
 
 Http1Session::~Http1Session() {
   if (env_.loop) LoopContext::of(env_.loop).cancel_flush(this);
-  // A tunnel cut by the drain deadline (Connection::abort) still gets its line.
-  if ((exchange_ || tunnel_) && record().tunnel) log_request();
+  // A request or tunnel still in flight when the drain deadline tears the
+  // connection down (Connection::abort) gets its line too: a request with
+  // no status sent yet as 503, the answer tlsfront gave up with.
+  if (exchange_ || tunnel_) {
+    if (record().status == 0) record().status = 503;
+    log_request();
+  }
   ProxyExchange::retire(exchange_);
 }
 

@@ -59,7 +59,8 @@ struct RequestRecord {
   // The status the client was sent (its head reached the client
   // connection); when none was: 499 if the client went away first, else the
   // status tlsfront would have answered (502 for an upstream that failed
-  // after its head was queued, 400 for a stream error).
+  // after its head was queued, 400 for a stream error, 503 for a request cut
+  // by the drain deadline).
   int status = 0;
   bool response_complete = false;  // the whole response was handed to the client connection
   // A 101 opened a tunnel (bytes_* then include the tunnel's bytes; the line
