@@ -49,11 +49,13 @@ Http1Session::Http1Session(const SessionEnv& env, ClientTransport* transport, Co
 
 Http1Session::~Http1Session() {
   if (env_.loop) LoopContext::of(env_.loop).cancel_flush(this);
-  // A request or tunnel still in flight when the drain deadline tears the
-  // connection down (Connection::abort) gets its line too: a request with
-  // no status sent yet as 503, the answer tlsfront gave up with.
+  // A request or tunnel still in flight when the connection is torn down
+  // gets its line too: by the drain deadline (Connection::abort), a request
+  // with no status sent yet as 503, the answer tlsfront gave up with; by a
+  // failed write to the client, as 499 (it went away).
   if (exchange_ || tunnel_) {
-    if (record().status == 0) record().status = 503;
+    const bool draining = env_.shutting_down != nullptr && *env_.shutting_down;
+    if (record().status == 0) record().status = draining ? 503 : 499;
     log_request();
   }
   ProxyExchange::retire(exchange_);
