@@ -76,7 +76,9 @@ void Http2Stream::on_upstream_error(upstream::UpstreamFailure failure, Error err
 
 const ConnectionInfo& Http2Stream::connection_info() const { return session_->info(); }
 
-bool Http2Stream::head_too_large() const { return header_bytes_ > session_->env().config->http2.max_header_list_size; }
+bool Http2Stream::head_too_large() const {
+  return header_bytes_ > session_->env().config->http2.max_header_list_size;
+}
 
 void Http2Stream::on_header(std::string_view name, std::string_view value) {
   // RFC 9113 §6.5.2: the size of a field is name + value + 32.
@@ -85,15 +87,11 @@ void Http2Stream::on_header(std::string_view name, std::string_view value) {
   if (head_too_large()) return;
   RequestHead& req = record_.head;
   if (!name.empty() && name.front() == ':') {
-    if (name == ":method")
-      req.method = value;
-    else if (name == ":path")
-      req.target = value;
-    else if (name == ":authority")
-      authority_ = value;
-    else if (name == ":protocol")
-      protocol_ = value;  // nghttp2: CONNECT only, once we sent the setting
-    return;               // :scheme is "https" or "http" (nghttp2 checked it); we always forward https
+    if (name == ":method") req.method = value;
+    else if (name == ":path") req.target = value;
+    else if (name == ":authority") authority_ = value;
+    else if (name == ":protocol") protocol_ = value;  // nghttp2: CONNECT only, once we sent the setting
+    return;  // :scheme is "https" or "http" (nghttp2 checked it); we always forward https
   }
   if (name == "cookie") {
     // RFC 9113 §8.2.3: crumbs are joined with "; " into one field.
