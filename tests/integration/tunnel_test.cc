@@ -90,8 +90,13 @@ class Tunnel : public ProxyTest {
     buf.clear();
     ASSERT_TRUE(read_until(c, buf, server_frame("ping"))) << buf;
   }
-  // The upstream's 101 is refused: the client gets a 502, the log no tunnel.
-  void expect_101_refused() {
+  // An upstream answering `response` to an Upgrade: the client gets a 502,
+  // the log no tunnel.
+  void expect_101_refused(const std::string& response) {
+    FakeUpstream other(response);
+    ProxyOptions o;
+    o.upstream_servers = {other.address()};
+    ASSERT_TRUE(start(o));
     TlsClient c;
     ASSERT_TRUE(c.connect(port())) << c.error();
     ASSERT_TRUE(c.write(upgrade_request("/echo")));
@@ -190,19 +195,11 @@ TEST_F(Tunnel, NoRequestSmuggledAfterARefusedUpgrade) {
 // A 101 that switches to another protocol (or names none) is no tunnel the
 // client asked for: 502, never passed on as "Upgrade: websocket".
 TEST_F(Tunnel, A101ToAnotherProtocolIs502) {
-  FakeUpstream other("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n");
-  ProxyOptions o;
-  o.upstream_servers = {other.address()};
-  ASSERT_TRUE(start(o));
-  expect_101_refused();
+  expect_101_refused("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n");
 }
 
 TEST_F(Tunnel, A101WithoutUpgradeIs502) {
-  FakeUpstream other("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n\r\n");
-  ProxyOptions o;
-  o.upstream_servers = {other.address()};
-  ASSERT_TRUE(start(o));
-  expect_101_refused();
+  expect_101_refused("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n\r\n");
 }
 
 TEST_F(Tunnel, ClientClosesMidStream) {
