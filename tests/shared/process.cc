@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -85,10 +86,16 @@ bool Process::start(const std::vector<std::string>& argv, const std::string& std
   rlimit nofile{};
   ::getrlimit(RLIMIT_NOFILE, &nofile);
   if (open_files_limit_ > 0) nofile.rlim_cur = std::min<rlim_t>(open_files_limit_, nofile.rlim_max);
+  const pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) return false;
   if (pid == 0) {
     // Child: only async-signal-safe calls until exec.
+    // A test process that dies without stopping its children (an ASan
+    // abort, a crash, a kill) takes them with it: nothing it started
+    // outlives it. (The signal follows the thread that forked: processes
+    // are started from the test's own thread.)
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) ::_exit(126);
     ::signal(SIGPIPE, SIG_DFL);
     sigset_t none;
     sigemptyset(&none);
