@@ -286,11 +286,7 @@ void Http1Session::on_upstream_body(std::string_view data) {
 
 void Http1Session::on_upstream_error(upstream::UpstreamFailure failure, Error error) {
   if (close_ == CloseMode::Closed) return;
-  if (record().upstream) {
-    std::string& errors = record().upstream->error;
-    if (!errors.empty()) errors += ", ";
-    errors += to_string(failure);
-  }
+  if (record().upstream) record().upstream->add_error(failure);
   log::warn("conn={} client={}:{} upstream={}: {}", info_.id, info_.remote_addr, info_.remote_port,
             record().upstream ? std::string_view(record().upstream->addr) : std::string_view("-"), error.message());
   close(false);
@@ -366,11 +362,7 @@ void Http1Session::end_response() {
   if (response_ == ResponsePhase::Tunnel) {
     // The upstream closed the tunnel: so does the client connection.
     record().response_complete = true;
-    if (tunnel_ && record().upstream) {
-      record().upstream->response_ms =
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - tunnel_->attempt_start())
-              .count();
-    }
+    if (tunnel_ && record().upstream) record().upstream->response_ms = tunnel_->response_ms();
     close(true);
     return;
   }
@@ -551,12 +543,7 @@ bool Http1Session::close_if_idle() {
 
 void Http1Session::log_request() {
   ProxyExchange::retire(exchange_, &record());
-  if (tunnel_) {
-    // Maybe inside the tunnel's own callback: it is freed after it.
-    tunnel_->detach();
-    tunnel_->close();
-    LoopContext::of(env_.loop).defer_delete(std::move(tunnel_));
-  }
+  upstream::UpstreamTunnel::retire(tunnel_);  // maybe inside its own callback
   const std::string_view protocol = record().head.version_minor == 0 ? "HTTP/1.0" : "HTTP/1.1";
   record().log_completed(env_, info_, protocol, 0, info_.requests == 1);
 }

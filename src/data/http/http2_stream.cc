@@ -28,20 +28,13 @@ Http2Stream::Http2Stream(Http2Session* session, int32_t id) : session_(session),
 Http2Stream::~Http2Stream() {
   // The session may be gone already (its streams are freed after it).
   LoopContext::of(loop_).cancel_flush(this);
-  drop_tunnel();
+  upstream::UpstreamTunnel::retire(tunnel_);
   ProxyExchange::retire(exchange_);
 }
 
 void Http2Stream::flush() {
   if (closed() || response_ != ResponsePhase::Tunnel) return;
   tunnel_ = ProxyExchange::take_tunnel(exchange_, this, record_);
-}
-
-void Http2Stream::drop_tunnel() {
-  if (!tunnel_) return;
-  tunnel_->detach();
-  tunnel_->close();
-  LoopContext::of(loop_).defer_delete(std::move(tunnel_));
 }
 
 bool Http2Stream::upstream_congested() const {
@@ -55,19 +48,12 @@ void Http2Stream::on_upstream_body(std::string_view data) {
 }
 
 void Http2Stream::on_upstream_complete() {
-  if (tunnel_ && record_.upstream) {
-    record_.upstream->response_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - tunnel_->attempt_start()).count();
-  }
+  if (tunnel_ && record_.upstream) record_.upstream->response_ms = tunnel_->response_ms();
   end_response();
 }
 
 void Http2Stream::on_upstream_error(upstream::UpstreamFailure failure, Error error) {
-  if (record_.upstream) {
-    std::string& errors = record_.upstream->error;
-    if (!errors.empty()) errors += ", ";
-    errors += to_string(failure);
-  }
+  if (record_.upstream) record_.upstream->add_error(failure);
   const ConnectionInfo& info = session_->info();
   log::warn("conn={} client={}:{} h2 stream {} upstream={}: {}", info.id, info.remote_addr, info.remote_port, id_,
             record_.upstream ? std::string_view(record_.upstream->addr) : std::string_view("-"), error.message());
@@ -272,8 +258,7 @@ void Http2Stream::open_tunnel(const ResponseHead& upstream_head, std::string_vie
               info.remote_addr, info.remote_port, id_);
     respond_local(502);  // retires the exchange: its stats are the record's now
     if (UpstreamStats* stats = record_.upstream ? &*record_.upstream : nullptr) {
-      if (!stats->error.empty()) stats->error += ", ";
-      stats->error += to_string(upstream::UpstreamFailure::InvalidResponse);
+      stats->add_error(upstream::UpstreamFailure::InvalidResponse);
     }
     return;
   }
@@ -315,7 +300,7 @@ void Http2Stream::on_tunnel_idle() {
   log::info("conn={} client={}:{} h2 stream {}: tunnel idle for {} ms; RST_STREAM", info.id, info.remote_addr,
             info.remote_port, id_, session_->env().config->timeouts.tunnel.count());
   if (exchange_) exchange_->cancel();  // retired (and logged) when the reset closes the stream
-  drop_tunnel();
+  upstream::UpstreamTunnel::retire(tunnel_);
   reset(NGHTTP2_CANCEL);
 }
 
@@ -507,7 +492,7 @@ void Http2Stream::respond_local(const LocalAnswer& answer) {
 
 void Http2Stream::abort_stalled() {
   if (exchange_) exchange_->cancel();  // retired (and logged) when the reset closes the stream
-  drop_tunnel();
+  upstream::UpstreamTunnel::retire(tunnel_);
   reset(NGHTTP2_CANCEL);
 }
 
@@ -541,7 +526,7 @@ void Http2Stream::on_closed(uint32_t error_code) {
   transition(end_, StreamEnd::Closed);
   tunnel_timer_.close();
   ProxyExchange::retire(exchange_, &record_);
-  drop_tunnel();
+  upstream::UpstreamTunnel::retire(tunnel_);
   record_.bytes_sent += bytes_out_;
   // A tunnel ends when either side ends it: a client's RST_STREAM too.
   record_.response_complete = response_ == ResponsePhase::EndSent || (record_.tunnel && client_reset);

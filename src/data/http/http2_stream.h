@@ -179,8 +179,6 @@ class Http2Stream final : public Deletable, public ExchangeSink, public Flushabl
   void on_upstream_tunnel(std::unique_ptr<upstream::UpstreamTunnel>) override {}
   // The tunnel's upstream write queue (or the exchange's) is above its mark.
   bool upstream_congested() const;
-  // The taken tunnel closes (freed after the current callback).
-  void drop_tunnel();
   // tlsfront's own answer (an error, a route's return or redirect), sent as
   // an upstream response would be.
   void respond_local(const LocalAnswer& answer);

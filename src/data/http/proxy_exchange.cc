@@ -305,11 +305,7 @@ void ProxyExchange::drop_encoder() {
 }
 
 void ProxyExchange::drop_connection() {
-  if (tunnel_) {
-    tunnel_->detach();
-    tunnel_->close();
-    LoopContext::of(loop_).defer_delete(std::move(tunnel_));
-  }
+  upstream::UpstreamTunnel::retire(tunnel_);
   if (h2_) {
     h2_->detach();
     h2_->close();
@@ -540,8 +536,7 @@ void ProxyExchange::on_upstream_complete() {
 
 void ProxyExchange::on_upstream_error(upstream::UpstreamFailure failure, Error error) {
   if (phase_ == Phase::Done) return;
-  if (!stats_.error.empty()) stats_.error += ", ";
-  stats_.error += to_string(failure);
+  stats_.add_error(failure);
   const uint64_t written = conn_     ? conn_->bytes_written()
                            : h2_     ? h2_->bytes_written()
                            : tunnel_ ? tunnel_->bytes_written()

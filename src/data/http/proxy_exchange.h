@@ -116,11 +116,10 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   // upstream stats move into record->upstream first, for the access log.
   static void retire(std::unique_ptr<ProxyExchange>& exchange, RequestRecord* record = nullptr);
   // Phase::Tunnel, once the 101's read is over: the tunnel's upstream side
-  // goes to `handler` (its events come there from now on; its
-  // attempt_start() is the exchange's last attempt's), and the exchange is
-  // retired into `record` as by retire(). Null, with the exchange left as
-  // it is, in any other phase. Sessions drive their tunnels without the
-  // exchange.
+  // goes to `handler` (its events come there from now on; its response_ms()
+  // counts from the exchange's last attempt), and the exchange is retired
+  // into `record` as by retire(). Null, with the exchange left as it is, in
+  // any other phase. Sessions drive their tunnels without the exchange.
   static std::unique_ptr<upstream::UpstreamTunnel> take_tunnel(std::unique_ptr<ProxyExchange>& exchange,
                                                                upstream::UpstreamHandler* handler,
                                                                RequestRecord& record);

@@ -18,6 +18,7 @@
 #include "data/http/exchange_sink.h"
 #include "data/http/request_id.h"
 #include "data/http/session_env.h"
+#include "data/upstream/upstream_failure.h"
 #include "message/request.h"
 
 namespace tlsfront::http {
@@ -33,6 +34,11 @@ struct UpstreamStats {
   // none): "refused", "refused, timeout_read". "no_live_upstreams" when no
   // server could be tried. Empty: nothing failed.
   std::string error;
+  // Appends `f`'s name to `error`, ", " separated.
+  void add_error(upstream::UpstreamFailure f) {
+    if (!error.empty()) error += ", ";
+    error += to_string(f);
+  }
   int status = 0;    // the upstream's final status; 0: none received
   std::optional<double> connect_ms;
   std::optional<double> response_ms;

@@ -118,6 +118,14 @@ void UpstreamTunnel::fail(Error error) {
     h->on_upstream_error(UpstreamFailure::Reset, std::move(error));
 }
 
+void UpstreamTunnel::retire(std::unique_ptr<UpstreamTunnel>& tunnel) {
+  if (!tunnel) return;
+  tunnel->detach();
+  tunnel->close();
+  uv_loop_t* loop = tunnel->loop_;
+  LoopContext::of(loop).defer_delete(std::move(tunnel));
+}
+
 void UpstreamTunnel::close() {
   if (state_ == State::Closed) return;
   transition(state_, State::Closed);

@@ -20,6 +20,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -60,14 +61,20 @@ class UpstreamTunnel : public Deletable, public Flushable {
   uint64_t bytes_written() const { return writer_.bytes_written(); }
   State state() const { return state_; }
   // When the request that opened the tunnel went up (its exchange's last
-  // attempt), for the access log's upstream_response_ms.
-  std::chrono::steady_clock::time_point attempt_start() const { return attempt_start_; }
+  // attempt), and the milliseconds since: the access log's
+  // upstream_response_ms once the backend ends the tunnel.
   void set_attempt_start(std::chrono::steady_clock::time_point t) { attempt_start_ = t; }
+  double response_ms() const {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - attempt_start_).count();
+  }
   // Where the events go from now on; null: nowhere.
   void set_handler(UpstreamHandler* handler) { handler_ = handler; }
   void detach() { handler_ = nullptr; }
   // Closes the socket; idempotent.
   void close();
+  // The owner lets go of `tunnel` (when set): no further events, the socket
+  // closed, the object freed after the current callback (defer_delete).
+  static void retire(std::unique_ptr<UpstreamTunnel>& tunnel);
 
  private:
   void write_now();
