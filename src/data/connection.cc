@@ -273,11 +273,11 @@ void Connection::open_session(http::ConnectionInfo info, bool h2) {
   metrics::WorkerCounters& counters = worker_.counters();
   if (h2) {
     counters.connections_h2.add();
-    session_ = std::make_unique<http::Http2Session>(worker_.session_env(*generation_), this, std::move(info),
+    session_ = std::make_unique<http::Http2Session>(generation_->env, this, std::move(info),
                                                     SSL_get_certificate(stream_->tls_stream().ssl()));
   } else {
     counters.connections_http1.add();
-    session_ = std::make_unique<http::Http1Session>(worker_.session_env(*generation_), this, std::move(info));
+    session_ = std::make_unique<http::Http1Session>(generation_->env, this, std::move(info));
   }
 }
 

@@ -106,16 +106,6 @@ void Worker::join() {
   if (thread_.joinable()) thread_.join();
 }
 
-http::SessionEnv Worker::session_env(const WorkerGeneration& wgen) {
-  http::SessionEnv env = env_;
-  env.config = &wgen.gen->config;
-  env.router = &wgen.gen->router;
-  env.headers = &wgen.gen->headers;
-  env.upstreams = &wgen.upstreams;
-  env.counters = counters_;
-  return env;
-}
-
 std::shared_ptr<const WorkerGeneration> Worker::current_generation() {
   std::shared_ptr<const Generation> gen = current_->load();
   if (generation_ && generation_->gen == gen) return generation_;
@@ -131,17 +121,23 @@ std::shared_ptr<const WorkerGeneration> Worker::current_generation() {
     }
     next->upstreams.push_back(group ? group : std::make_shared<upstream::UpstreamGroup>(&loop_, u, counters_));
   }
+  next->env = env_;
+  next->env.config = &gen->config;
+  next->env.router = &gen->router;
+  next->env.headers = &gen->headers;
+  next->env.upstreams = &next->upstreams;
+  next->env.counters = counters_;
   generation_ = std::move(next);
   return generation_;
 }
 
 void Worker::run(std::vector<ListenSocket> sockets) {
-  std::shared_ptr<const Generation> gen = current_generation()->gen;
   access_log_ = std::make_unique<log::AccessLog>(log_writer_, &loop_);
   env_.loop = &loop_;
   env_.access_log = log_writer_ ? access_log_.get() : nullptr;
   env_.shutting_down = &shutting_down_;
   env_.compression_budget = &compression_budget_;
+  std::shared_ptr<const Generation> gen = current_generation()->gen;  // its env copies env_
   if (const auto& sc = gen->config.tls.session_cache; sc.enabled && sc.store == config::SessionStore::Redis) {
     auto store = RedisSessionStore::create(sc, &loop_, index_, counters_);
     if (store) {

@@ -72,6 +72,10 @@ struct WorkerGeneration {
   std::shared_ptr<const Generation> gen;
   std::vector<std::shared_ptr<upstream::UpstreamGroup>> upstreams;
   LoopContext* loop_ctx = nullptr;
+  // What this generation's sessions borrow (the worker's parts and this
+  // generation's config, router, header plan and upstreams): one per
+  // generation, so a session holds a reference, not a 72-octet copy.
+  http::SessionEnv env;
   ~WorkerGeneration();
 };
 
@@ -104,7 +108,6 @@ class Worker {
   // Worker-thread API for connections.
   uv_loop_t* loop() { return &loop_; }
   metrics::WorkerCounters& counters() { return *counters_; }
-  http::SessionEnv session_env(const WorkerGeneration& wgen);
   // This worker's shared session store ([tls.session_cache] store = "redis"),
   // or nullptr. Borrowed; lives until the worker stops (after its connections).
   tls::RemoteSessionStore* session_store() { return session_store_.get(); }

@@ -153,7 +153,7 @@ class Http1Session final : public ClientSession,
   int on_message_complete();
   int validate_head();
 
-  SessionEnv env_;
+  const SessionEnv& env_;  // the connection's WorkerGeneration's (outlives the session)
   ClientTransport* transport_;
   ConnectionInfo info_;
   TimerPurpose timer_ = TimerPurpose::None;

@@ -150,7 +150,7 @@ class Http2Session final : public ClientSession, public Flushable {
   void close_now(bool notify);
   void update_timer();
 
-  SessionEnv env_;
+  const SessionEnv& env_;  // the connection's WorkerGeneration's (outlives the session)
   ClientTransport* transport_;
   ConnectionInfo info_;
   X509* certificate_;
