@@ -309,6 +309,12 @@ void Connection::resume_input() {
   pump();
 }
 
+void Connection::replace_session(std::unique_ptr<http::ClientSession> next) {
+  LoopContext::of(worker_.loop()).defer_delete(std::move(session_));  // the caller is still running
+  session_ = std::move(next);
+  if (session_->wants_input()) resume_input();
+}
+
 void Connection::send(std::string_view plaintext) {
   if (state_ != State::Open && state_ != State::Early) return;
   // A head and a small body: one allocation (the buffer is freed when idle).

@@ -8,11 +8,15 @@
 
 #include <string_view>
 
+#include "util/loop_context.h"
+
 namespace tlsfront::http {
 
-class ClientSession {
+// A Deletable: a session that hands its connection to another
+// (ClientTransport::replace_session) is deleted at the end of the loop
+// iteration, not inside its own call.
+class ClientSession : public Deletable {
  public:
-  virtual ~ClientSession() = default;
   // Plaintext from the client; `data` is valid during the call only.
   virtual void on_data(std::string_view data) = 0;
   // False while the session takes no more input (flow control); the

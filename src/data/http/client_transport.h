@@ -1,12 +1,15 @@
 // ClientTransport: what a client-side HTTP session needs from its connection
 // (implemented by data::Connection, over TLS or cleartext): plaintext out, one timer,
-// input flow control, and close.
+// input flow control, close, and the hand-over to a tunnel.
 // Thread affinity: owning worker only.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
+#include <memory>
 #include <string_view>
+
+#include "data/http/client_session.h"
 
 namespace tlsfront::http {
 
@@ -37,6 +40,12 @@ class ClientTransport {
   // tunnel costs little memory (nginx frees a keepalive connection's
   // buffers likewise). Cheap to call often. Default: nothing.
   virtual void release_buffers() {}
+  // The calling session hands the connection to `next` (an HTTP/1.1
+  // session whose Upgrade became a tunnel: TunnelSession): from now on
+  // `next` gets the input and the events, and input it wants is delivered
+  // to it. The caller must return at once without touching the transport
+  // again; it is deleted at the end of the loop iteration.
+  virtual void replace_session(std::unique_ptr<ClientSession> next) = 0;
 };
 
 }  // namespace tlsfront::http

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "data/http/admission.h"
+#include "data/http/tunnel_session.h"
 #include "log/log.h"
 #include "message/chunked.h"
 #include "message/error_response.h"
@@ -53,7 +54,7 @@ Http1Session::~Http1Session() {
   // gets its line too: by the drain deadline (Connection::abort), a request
   // with no status sent yet as 503, the answer tlsfront gave up with; by a
   // failed write to the client, as 499 (it went away).
-  if (exchange_ || tunnel_) {
+  if (exchange_) {
     const bool draining = env_.shutting_down != nullptr && *env_.shutting_down;
     if (record().status == 0) record().status = draining ? 503 : 499;
     log_request();
@@ -65,7 +66,6 @@ bool Http1Session::wants_input() const {
   if (close_ == CloseMode::Closed) return false;
   // A tunnel reads whatever the phase before it held back.
   if (request_ != RequestPhase::Tunnel && (request_ == RequestPhase::Complete || !pending_input_.empty())) return false;
-  if (tunnel_) return tunnel_->buffered_bytes() <= upstream::kWriteHighWatermark;
   return !(exchange_ && exchange_->request_body_congested());
 }
 
@@ -75,11 +75,7 @@ void Http1Session::on_data(std::string_view data) {
     record().bytes_received += data.size();
     if (env_.counters) env_.counters->tunnel_bytes_to_upstream.add(data.size());
     arm(TimerPurpose::Tunnel);
-    if (tunnel_) {
-      tunnel_->send(data);
-    } else if (exchange_) {
-      exchange_->on_tunnel_data(data);
-    }
+    if (exchange_) exchange_->on_tunnel_data(data);
     // An idle tunnel keeps no buffer: what was read is passed on.
     transport_->release_buffers();
     return;
@@ -276,20 +272,12 @@ void Http1Session::open_tunnel(const ResponseHead& head, std::string_view protoc
 
 void Http1Session::flush() {
   if (request_ != RequestPhase::Tunnel || close_ == CloseMode::Closed) return;
-  tunnel_ = ProxyExchange::take_tunnel(exchange_, this, record());
-}
-
-void Http1Session::on_upstream_body(std::string_view data) {
-  send_response_body(data);
-  if (tunnel_ && output_congested()) tunnel_->pause_reading();
-}
-
-void Http1Session::on_upstream_error(upstream::UpstreamFailure failure, Error error) {
-  if (close_ == CloseMode::Closed) return;
-  if (record().upstream) record().upstream->add_error(failure);
-  log::warn("conn={} client={}:{} upstream={}: {}", info_.id, info_.remote_addr, info_.remote_port,
-            record().upstream ? std::string_view(record().upstream->addr) : std::string_view("-"), error.message());
-  close(false);
+  std::unique_ptr<upstream::UpstreamTunnel> tunnel = ProxyExchange::take_tunnel(exchange_, nullptr, record());
+  if (!tunnel) return;  // the exchange ended it already
+  transition(close_, CloseMode::Closed);
+  transport_->replace_session(std::make_unique<TunnelSession>(env_, transport_, std::move(info_),
+                                                              record_->to_tunnel(), std::move(tunnel)));
+  // This session is deleted at the end of the iteration.
 }
 
 void Http1Session::send_response_head(const ResponseHead& head, bool has_body) {
@@ -362,7 +350,6 @@ void Http1Session::end_response() {
   if (response_ == ResponsePhase::Tunnel) {
     // The upstream closed the tunnel: so does the client connection.
     record().response_complete = true;
-    if (tunnel_ && record().upstream) record().upstream->response_ms = tunnel_->response_ms();
     close(true);
     return;
   }
@@ -398,7 +385,6 @@ void Http1Session::on_request_body_writable() {
 
 void Http1Session::on_output_drained() {
   if (exchange_) exchange_->on_output_drained();
-  if (tunnel_) tunnel_->resume_reading();
   if (timer_ == TimerPurpose::Send) {
     transport_->stop_timer();
     timer_ = TimerPurpose::None;
@@ -435,7 +421,7 @@ void Http1Session::finish_request() {
 void Http1Session::close(bool notify) {
   // A request still in flight (its response cut short, or never sent) gets
   // its line now: every request that started is logged once.
-  if (exchange_ || tunnel_) log_request();
+  if (exchange_) log_request();
   transition(close_, CloseMode::Closed);
   transport_->close(notify);
 }
@@ -543,7 +529,6 @@ bool Http1Session::close_if_idle() {
 
 void Http1Session::log_request() {
   ProxyExchange::retire(exchange_, &record());
-  upstream::UpstreamTunnel::retire(tunnel_);  // maybe inside its own callback
   const std::string_view protocol = record().head.version_minor == 0 ? "HTTP/1.0" : "HTTP/1.1";
   record().log_completed(env_, info_, protocol, 0, info_.requests == 1);
 }

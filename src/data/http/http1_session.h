@@ -8,9 +8,10 @@
 // An Upgrade request (RFC 9110 §7.8; RFC 6455 §4.1) without a body, whose
 // route allows its protocol, goes up with its Upgrade; a 101 makes the
 // connection a byte tunnel (RequestPhase::Tunnel) idle-limited by
-// timeouts.tunnel; once the 101's read is over the session drives the
-// tunnel's upstream side (upstream::UpstreamTunnel) itself and the exchange
-// goes (flush()): an idle tunnel holds no ProxyExchange. Any other answer
+// timeouts.tunnel; once the 101's read is over the connection goes to a
+// TunnelSession with the tunnel's upstream side (upstream::UpstreamTunnel)
+// and the request's TunnelRecord (flush()): an open tunnel holds neither
+// this session nor a ProxyExchange. Any other answer
 // is an ordinary response after which the connection closes: bytes the
 // client sent after its Upgrade request are never parsed as a next request
 // (no smuggling past a refused upgrade).
@@ -40,10 +41,7 @@
 
 namespace tlsfront::http {
 
-class Http1Session final : public ClientSession,
-                           public ExchangeSink,
-                           public Flushable,
-                           private upstream::UpstreamHandler {
+class Http1Session final : public ClientSession, public ExchangeSink, public Flushable {
  public:
   // The request being read (one at a time):
   //   Idle     -> Head      a request's first byte (llhttp on_message_begin)
@@ -54,7 +52,8 @@ class Http1Session final : public ClientSession,
   //   Complete -> Idle      its response ended and the connection stays open
   //   Complete -> Tunnel    the upstream's 101 to an Upgrade request went out:
   //                         every later client byte is the tunnel's (final:
-  //                         the connection closes when the tunnel ends)
+  //                         the connection goes to a TunnelSession, or
+  //                         closes if the tunnel ends before)
   // A request refused mid-way (400, 408, 413, ...) keeps its phase: the
   // connection closes after the answer (CloseMode), and Head or Body then
   // says the client may still be sending (so the transport lingers).
@@ -108,7 +107,8 @@ class Http1Session final : public ClientSession,
   void on_request_body_writable() override;
   const ConnectionInfo& connection_info() const override { return info_; }
 
-  // Takes the tunnel from the exchange (scheduled by open_tunnel()).
+  // Hands the connection to a TunnelSession with the tunnel taken from the
+  // exchange (scheduled by open_tunnel()).
   void flush() override;
 
  private:
@@ -133,15 +133,6 @@ class Http1Session final : public ClientSession,
   }
   void arm(TimerPurpose purpose);
   int reject(int status);
-
-  // UpstreamHandler: the tunnel's upstream side, once taken from the exchange.
-  void on_upstream_connected() override {}
-  void on_upstream_head(ResponseHead&&, bool) override {}
-  void on_upstream_body(std::string_view data) override;
-  void on_upstream_complete() override { end_response(); }
-  void on_upstream_error(upstream::UpstreamFailure failure, Error error) override;
-  void on_upstream_writable() override { on_request_body_writable(); }
-  void on_upstream_tunnel(std::unique_ptr<upstream::UpstreamTunnel>) override {}
 
   // llhttp hooks.
   int on_message_begin();
@@ -170,8 +161,6 @@ class Http1Session final : public ClientSession,
   }
   std::unique_ptr<RequestRecord> record_;
   std::unique_ptr<ProxyExchange> exchange_;
-  // A tunnel's upstream side, taken from its exchange (flush()).
-  std::unique_ptr<upstream::UpstreamTunnel> tunnel_;
   std::optional<int> rejection_;    // the status a parser hook refused the request with
   std::optional<LocalAnswer> local_answer_;  // answered without an upstream once the message is read (404, 301)
   std::string pending_input_;        // pipelined bytes parsed after this response

@@ -34,8 +34,26 @@ void fill_access_log_entry(log::AccessLogEntry& e, const ConnectionInfo& info, c
   }
 }
 
-}  // namespace
+// Counts the request and writes its line: `e` holds the request's own
+// fields (protocol, status and tunnel among them); the connection's, the
+// upstream side's and the durations are added here.
+void finish_line(const SessionEnv& env, const ConnectionInfo& info, const UpstreamStats* upstream,
+                 std::chrono::steady_clock::time_point start, bool with_handshake_time, log::AccessLogEntry& e) {
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  if (env.counters) {
+    env.counters->count_request(e.protocol, e.status, elapsed);
+    if (e.tunnel) env.counters->tunnels_closed.add();
+    if (upstream && upstream->too_early_retried) env.counters->early_data_too_early_retried.add();
+  }
+  if (!env.access_log) return;
+  fill_access_log_entry(e, info, upstream);
+  e.request_time_ms = std::chrono::duration<double, std::milli>(elapsed).count();
+  // In early data the handshake has not ended yet: no time to report.
+  if (with_handshake_time && info.scheme == Scheme::Https && !info.early_data) e.tls_handshake_ms = info.tls_handshake_ms;
+  env.access_log->log(e);
+}
 
+}  // namespace
 
 void RequestRecord::begin() {
   head = RequestHead{};
@@ -69,15 +87,7 @@ void RequestRecord::release_head_fields() {
 
 void RequestRecord::log_completed(const SessionEnv& env, const ConnectionInfo& info, std::string_view protocol,
                                   uint32_t stream_id, bool with_handshake_time) const {
-  const auto elapsed = std::chrono::steady_clock::now() - start;
-  if (env.counters) {
-    env.counters->count_request(protocol, status, elapsed);
-    if (tunnel) env.counters->tunnels_closed.add();
-    if (upstream && upstream->too_early_retried) env.counters->early_data_too_early_retried.add();
-  }
-  if (!env.access_log) return;
   log::AccessLogEntry e;
-  fill_access_log_entry(e, info, upstream ? &*upstream : nullptr);
   e.time = time;
   e.protocol = protocol;
   e.method = head.method;
@@ -88,13 +98,48 @@ void RequestRecord::log_completed(const SessionEnv& env, const ConnectionInfo& i
   e.ssl_early_data = early_data;
   e.bytes_sent = bytes_sent;
   e.bytes_received = bytes_received;
-  e.request_time_ms = std::chrono::duration<double, std::milli>(elapsed).count();
-  // In early data the handshake has not ended yet: no time to report.
-  if (with_handshake_time && info.scheme == Scheme::Https && !info.early_data) e.tls_handshake_ms = info.tls_handshake_ms;
   e.stream_id = stream_id;
   e.user_agent = user_agent;
   e.request_id = request_id.view();
-  env.access_log->log(e);
+  finish_line(env, info, upstream.get(), start, with_handshake_time, e);
+}
+
+TunnelRecord RequestRecord::to_tunnel() {
+  TunnelRecord t;
+  t.time = time;
+  t.start = start;
+  t.bytes_sent = bytes_sent;
+  t.bytes_received = bytes_received;
+  t.status = status;
+  t.response_complete = response_complete;
+  t.early_data = early_data;
+  t.http10 = head.version_minor == 0;
+  const std::string_view id = request_id.view();
+  t.text.reserve(head.method.size() + head.target.size() + user_agent.size() + id.size());
+  t.text.append(head.method).append(head.target).append(user_agent).append(id);
+  t.method_length = static_cast<uint32_t>(head.method.size());
+  t.target_length = static_cast<uint32_t>(head.target.size());
+  t.user_agent_length = static_cast<uint32_t>(user_agent.size());
+  t.upstream = std::move(upstream);
+  return t;
+}
+
+void TunnelRecord::log_completed(const SessionEnv& env, const ConnectionInfo& info, bool with_handshake_time) const {
+  log::AccessLogEntry e;
+  const std::string_view all = text;
+  e.time = time;
+  e.protocol = http10 ? "HTTP/1.0" : "HTTP/1.1";
+  e.method = all.substr(0, method_length);
+  e.path = all.substr(method_length, target_length);
+  e.user_agent = all.substr(method_length + target_length, user_agent_length);
+  e.request_id = all.substr(method_length + target_length + user_agent_length);
+  e.status = status;
+  e.response_complete = response_complete;
+  e.tunnel = true;
+  e.ssl_early_data = early_data;
+  e.bytes_sent = bytes_sent;
+  e.bytes_received = bytes_received;
+  finish_line(env, info, upstream.get(), start, with_handshake_time, e);
 }
 
 }  // namespace tlsfront::http

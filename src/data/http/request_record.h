@@ -58,6 +58,8 @@ struct UpstreamStats {
   std::optional<int> grpc_status;
 };
 
+struct TunnelRecord;
+
 struct RequestRecord {
   RequestHead head;
   std::chrono::system_clock::time_point time{};   // request start, wall clock (the log's `time`)
@@ -100,6 +102,10 @@ struct RequestRecord {
   // (the header fields, host, upstream_target, upgrade), keeping what
   // log_completed() writes: a tunnel keeps its record until it ends.
   void release_head_fields();
+  // The record of an HTTP/1.1 request whose 101 opened a tunnel, in the
+  // compact form the tunnel keeps until its line is written; this record
+  // is left moved from.
+  TunnelRecord to_tunnel();
 
   // Counts the request (metrics) and writes its access-log line when the log
   // is on; the exchange, if any, is retired first (its stats are in
@@ -108,6 +114,33 @@ struct RequestRecord {
   // connection's first logged request carries tls_handshake_ms.
   void log_completed(const SessionEnv& env, const ConnectionInfo& info, std::string_view protocol,
                      uint32_t stream_id, bool with_handshake_time) const;
+};
+
+// What an open HTTP/1.1 Upgrade tunnel keeps of its request for its log
+// line (RequestRecord::to_tunnel()): the record without the request head,
+// its strings in one buffer. About 100 octets and that buffer, against
+// RequestRecord's 456 and its strings: a tunnel may stay open for hours,
+// and a worker may hold tens of thousands. The fields mean what
+// RequestRecord's do; status is the 101's.
+struct TunnelRecord {
+  std::chrono::system_clock::time_point time{};
+  std::chrono::steady_clock::time_point start{};
+  uint64_t bytes_sent = 0;
+  uint64_t bytes_received = 0;
+  int status = 0;
+  bool response_complete = false;
+  bool early_data = false;
+  bool http10 = false;  // "HTTP/1.0" in the log, else "HTTP/1.1"
+  // The method, the request-target, the user agent and the request ID,
+  // back to back; the lengths of the first three.
+  std::string text;
+  uint32_t method_length = 0;
+  uint32_t target_length = 0;
+  uint32_t user_agent_length = 0;
+  std::unique_ptr<UpstreamStats> upstream;  // as RequestRecord's; null: no exchange was made
+
+  // As RequestRecord::log_completed (an HTTP/1.1 connection: no stream).
+  void log_completed(const SessionEnv& env, const ConnectionInfo& info, bool with_handshake_time) const;
 };
 
 }  // namespace tlsfront::http

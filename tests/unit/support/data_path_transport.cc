@@ -59,6 +59,12 @@ void FakeTransport::release_buffers() {
   record("release");
 }
 
+void FakeTransport::replace_session(std::unique_ptr<http::ClientSession> next) {
+  successor_ = std::move(next);
+  session_ = successor_.get();
+  deliver();
+}
+
 void FakeTransport::feed(std::string_view bytes) {
   if (closed()) return;
   input_.append(bytes);

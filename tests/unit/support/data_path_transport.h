@@ -11,6 +11,7 @@
 #include <uv.h>
 
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -41,6 +42,8 @@ class FakeTransport final : public http::ClientTransport {
   void stop_timer() override;
   void resume_input() override;
   void release_buffers() override;
+  // Attaches `next` and keeps it (the test keeps the session it made).
+  void replace_session(std::unique_ptr<http::ClientSession> next) override;
 
   // Test side: client bytes in. Delivered while the session wants input;
   // the rest waits for resume_input(). Nothing is delivered after close().
@@ -78,6 +81,7 @@ class FakeTransport final : public http::ClientTransport {
   void record(std::string event);
 
   http::ClientSession* session_ = nullptr;
+  std::unique_ptr<http::ClientSession> successor_;  // from replace_session()
   UvHandle<uv_timer_t> zero_timer_;  // for 0 ms timers only
   std::string output_;
   size_t taken_ = 0;
