@@ -2,7 +2,7 @@
 
 namespace tlsfront {
 
-LoopContext::LoopContext(uv_loop_t* loop) : loop_(loop), read_buf_(new char[kReadBufferBytes]) {
+LoopContext::LoopContext(uv_loop_t* loop) : loop_(loop), read_buf_(new char[kReadBufferBytes]), timers_(loop) {
   loop->data = this;
   check_.init([loop](uv_check_t* h) { return uv_check_init(loop, h); }, this);
   uv_check_start(check_.get(), [](uv_check_t* h) {
@@ -69,6 +69,7 @@ void LoopContext::close() {
   flushes_.clear();
   check_.close();
   idle_.close();
+  timers_.close();
 }
 
 }  // namespace tlsfront

@@ -12,6 +12,7 @@
 #include <memory>
 #include <vector>
 
+#include "util/lazy_timer.h"
 #include "util/uv_handle.h"
 
 namespace tlsfront {
@@ -60,6 +61,8 @@ class LoopContext {
   void close();
 
   uv_loop_t* loop() const { return loop_; }
+  // The loop's lazy timers (util/lazy_timer.h).
+  TimerQueue& timers() { return timers_; }
 
  private:
   uv_loop_t* loop_;
@@ -70,6 +73,7 @@ class LoopContext {
   std::vector<Flushable*> flushes_;
   std::vector<std::unique_ptr<Deletable>> deferred_;
   std::unique_ptr<char[]> read_buf_;
+  TimerQueue timers_;
 };
 
 }  // namespace tlsfront
