@@ -73,7 +73,8 @@ Status Connection::accept(UniqueFd fd, const config::Endpoint* address) {
     // The generation outlives the connection, so the entry may be borrowed.
     if (address && l.address == *address) listener_ = &l;
   }
-  writer_.attach(tcp_.stream(), [this](int status, size_t) { on_write_done(status); });
+  writer_.attach(
+      tcp_.stream(), [](void* self, int status, size_t) { static_cast<Connection*>(self)->on_write_done(status); }, this);
   if (listener_ != nullptr && !listener_->tls) {
     stream_.emplace(ClientStream::cleartext());
     state_ = State::Open;  // the first state of a cleartext connection (no handshake)
@@ -204,7 +205,7 @@ http::ConnectionInfo Connection::base_info() const {
   info.listener = listener_;
   info.remote_addr = remote_addr_;
   info.remote_port = remote_port_;
-  info.server_port = std::to_string(local_port(tcp_.get()));
+  info.set_server_port(local_port(tcp_.get()));
   info.trust_request_id = listener_ != nullptr && listener_->trust_request_id;
   return info;
 }

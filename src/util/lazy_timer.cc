@@ -108,7 +108,7 @@ void TimerQueue::run() {
   handle_due_ = LazyTimer::kNever;  // the libuv timer is one-shot: it stopped
   running_ = true;
   const uint64_t now = uv_now(loop_);
-  const uint64_t first_new = next_order_;  // timers armed from here on wait for the next pass
+  const uint64_t first_new = next_order_;  // timers armed from here on wait for libuv's next call
   while (!heap_.empty()) {
     LazyTimer* t = heap_[0];
     if (t->due_ > now || t->order_ >= first_new) break;

@@ -13,10 +13,9 @@
 // to hold a 152-octet uv_timer_t on the heap, which a worker holding tens of
 // thousands of idle connections or WebSocket tunnels pays for each.
 //
-// Times are the loop's clock (uv_now, ms). A timer armed with 0 ms fires on
-// the next loop iteration, never in the pass that runs it (a callback that
-// re-arms at 0 cannot keep the loop in its timer phase). Thread affinity:
-// the loop's thread.
+// Times are the loop's clock (uv_now, ms); a timer armed with 0 ms fires
+// when libuv next runs its timers, as a libuv timer of 0 ms would. Thread
+// affinity: the loop's thread.
 #pragma once
 
 #include <uv.h>

@@ -12,9 +12,10 @@ struct StreamWriter::WriteReq {
 
 StreamWriter::~StreamWriter() { detach(); }
 
-void StreamWriter::attach(uv_stream_t* stream, DoneFn done) {
+void StreamWriter::attach(uv_stream_t* stream, DoneFn done, void* owner) {
   stream_ = stream;
-  done_ = std::move(done);
+  done_ = done;
+  owner_ = owner;
 }
 
 void StreamWriter::detach() {
@@ -24,11 +25,13 @@ void StreamWriter::detach() {
   pending_.clear();
   stream_ = nullptr;
   done_ = nullptr;
+  owner_ = nullptr;
 }
 
-void StreamWriter::adopt(StreamWriter& other, DoneFn done) {
+void StreamWriter::adopt(StreamWriter& other, DoneFn done, void* owner) {
   stream_ = std::exchange(other.stream_, nullptr);
-  done_ = std::move(done);
+  done_ = done;
+  owner_ = owner;
   pending_.swap(other.pending_);
   inflight_ = std::exchange(other.inflight_, nullptr);
   if (inflight_) inflight_->owner = this;
@@ -103,7 +106,7 @@ void StreamWriter::on_write_done(int status, size_t bytes) {
     int rc = start_write();
     if (rc != 0) status = rc;
   }
-  if (done_) done_(status, bytes);
+  if (done_) done_(owner_, status, bytes);
 }
 
 }  // namespace tlsfront

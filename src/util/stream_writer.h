@@ -10,25 +10,26 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <string>
 
 namespace tlsfront {
 
 class StreamWriter {
  public:
-  // Called after each completed write with the libuv status (0 or a UV_E*
-  // code) and the number of bytes that write carried.
-  using DoneFn = std::function<void(int status, size_t bytes)>;
+  // Called after each completed write with the owner given to attach() or
+  // adopt(), the libuv status (0 or a UV_E* code) and the number of bytes
+  // that write carried. A plain function and a pointer, not a
+  // std::function: 16 octets less in every connection.
+  using DoneFn = void (*)(void* owner, int status, size_t bytes);
 
   StreamWriter() = default;
   ~StreamWriter();
   StreamWriter(const StreamWriter&) = delete;
   StreamWriter& operator=(const StreamWriter&) = delete;
 
-  // Borrowed `stream` must stay open while writes may be issued; `done` runs on
-  // every write completion (not after the writer is destroyed).
-  void attach(uv_stream_t* stream, DoneFn done);
+  // Borrowed `stream` must stay open while writes may be issued; `done`(`owner`, ...)
+  // runs on every write completion (not after the writer is destroyed).
+  void attach(uv_stream_t* stream, DoneFn done, void* owner);
 
   // Writes `bytes` and leaves it empty with its capacity (a caller's reused
   // buffer): when nothing is pending the socket takes what it can at once
@@ -53,7 +54,7 @@ class StreamWriter {
   // completion now runs `done` here), leaving `other` detached: a socket's
   // writes change owner without a byte reordered or lost. This writer must
   // be unattached.
-  void adopt(StreamWriter& other, DoneFn done);
+  void adopt(StreamWriter& other, DoneFn done, void* owner);
 
  private:
   struct WriteReq;
@@ -61,7 +62,8 @@ class StreamWriter {
   void on_write_done(int status, size_t bytes);
 
   uv_stream_t* stream_ = nullptr;
-  DoneFn done_;
+  DoneFn done_ = nullptr;
+  void* owner_ = nullptr;
   std::string pending_;
   WriteReq* inflight_ = nullptr;
   size_t inflight_bytes_ = 0;

@@ -5,6 +5,8 @@
 // Thread affinity: owning worker only.
 #pragma once
 
+#include <charconv>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -20,16 +22,15 @@ namespace tlsfront::http {
 enum class Scheme : uint8_t { Https, Http };
 constexpr std::string_view scheme_name(Scheme s) { return s == Scheme::Https ? "https" : "http"; }
 
+// A connection's facts, for its sessions' access-log lines, header variables
+// and admission. Its fields are ordered so the small ones share one word
+// (168 octets): every open session and tunnel holds one.
 struct ConnectionInfo {
   uint64_t id = 0;
-  Scheme scheme = Scheme::Https;
   // The [[listen]] entry it came from (in the connection's generation, which
   // outlives the session); null in unit tests: a TLS listener's defaults.
   const config::Listener* listener = nullptr;
   std::string remote_addr;
-  uint16_t remote_port = 0;
-  std::string server_port;         // the local port, in decimal ($server_port)
-  bool trust_request_id = false;   // the listener's trust_request_id
   // The TLS facts; "" (false) on a cleartext connection. The views are of
   // static strings (literals, OpenSSL's version and cipher tables), so a
   // session that lives for hours keeps no copy of them.
@@ -37,15 +38,25 @@ struct ConnectionInfo {
   std::string_view alpn;          // "h2" | "http/1.1" | "" (the only ones a listener offers)
   std::string_view ssl_protocol;  // SSL_get_version: "TLSv1.3"
   std::string_view ssl_cipher;    // SSL_CIPHER_get_name: "TLS_AES_128_GCM_SHA256"
-  bool ssl_session_reused = false;
   const char* ssl_resumption = "none";  // "none" | "cache" | "ticket"; "" on cleartext
   double tls_handshake_ms = 0;
+  uint64_t requests = 0;  // requests started on this connection so far
+  uint16_t remote_port = 0;
+  // The local port in decimal, NUL-terminated ($server_port): set_server_port().
+  char server_port[6] = {};
+  Scheme scheme = Scheme::Https;
+  bool trust_request_id = false;  // the listener's trust_request_id
+  bool ssl_session_reused = false;
   // The connection is in TLS early data (0-RTT, RFC 8446 §2.3): the client's
   // early data was accepted and its Finished has not arrived, so what it sent
   // so far may be a replay (RFC 8470). Cleared by
   // ClientSession::on_handshake_done().
   bool early_data = false;
-  uint64_t requests = 0;  // requests started on this connection so far
+
+  void set_server_port(uint16_t port) {
+    const auto end = std::to_chars(server_port, server_port + sizeof server_port - 1, port).ptr;
+    *end = '\0';
+  }
 };
 
 class ExchangeSink {

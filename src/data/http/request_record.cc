@@ -120,7 +120,7 @@ TunnelRecord RequestRecord::to_tunnel() {
   t.method_length = static_cast<uint32_t>(head.method.size());
   t.target_length = static_cast<uint32_t>(head.target.size());
   t.user_agent_length = static_cast<uint32_t>(user_agent.size());
-  t.upstream = std::move(upstream);
+  if (upstream) t.upstream = std::move(*upstream);
   return t;
 }
 
@@ -139,7 +139,7 @@ void TunnelRecord::log_completed(const SessionEnv& env, const ConnectionInfo& in
   e.ssl_early_data = early_data;
   e.bytes_sent = bytes_sent;
   e.bytes_received = bytes_received;
-  finish_line(env, info, upstream.get(), start, with_handshake_time, e);
+  finish_line(env, info, upstream ? &*upstream : nullptr, start, with_handshake_time, e);
 }
 
 }  // namespace tlsfront::http

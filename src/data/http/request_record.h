@@ -137,7 +137,7 @@ struct TunnelRecord {
   uint32_t method_length = 0;
   uint32_t target_length = 0;
   uint32_t user_agent_length = 0;
-  std::unique_ptr<UpstreamStats> upstream;  // as RequestRecord's; null: no exchange was made
+  std::optional<UpstreamStats> upstream;  // as RequestRecord's (here inline); none: no exchange was made
 
   // As RequestRecord::log_completed (an HTTP/1.1 connection: no stream).
   void log_completed(const SessionEnv& env, const ConnectionInfo& info, bool with_handshake_time) const;

@@ -130,7 +130,8 @@ Status H2Session::connect(const sockaddr_storage& addr) {
     transition(state_, State::Closed);
     return make_error(Errc::Upstream, std::string("connect: ") + uv_strerror(rc));
   }
-  writer_.attach(tcp_.stream(), [this](int status, size_t) { on_write_done(status); });
+  writer_.attach(
+      tcp_.stream(), [](void* self, int status, size_t) { static_cast<H2Session*>(self)->on_write_done(status); }, this);
   timer_.arm(cfg_.connect_timeout);
   return {};
 }

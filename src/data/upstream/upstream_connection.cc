@@ -84,7 +84,8 @@ Status UpstreamConnection::connect(const sockaddr_storage& addr) {
     transition(state_, State::Closed);
     return make_error(Errc::Upstream, std::string("connect: ") + uv_strerror(rc));
   }
-  writer_.attach(tcp_.stream(), [this](int status, size_t) { on_write_done(status); });
+  writer_.attach(
+      tcp_.stream(), [](void* self, int status, size_t) { static_cast<UpstreamConnection*>(self)->on_write_done(status); }, this);
   arm_timer(cfg_.connect_timeout);
   return {};
 }

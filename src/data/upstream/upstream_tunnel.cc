@@ -8,7 +8,8 @@ UpstreamTunnel::UpstreamTunnel(uv_loop_t* loop, UvHandle<uv_tcp_t> tcp, StreamWr
                                UpstreamHandler* handler, bool reading)
     : loop_(loop), tcp_(std::move(tcp)), out_(std::move(out)), handler_(handler) {
   tcp_.get()->data = this;
-  writer_.adopt(writer, [this](int status, size_t) { on_write_done(status); });
+  writer_.adopt(
+      writer, [](void* self, int status, size_t) { static_cast<UpstreamTunnel*>(self)->on_write_done(status); }, this);
   if (!out_.empty()) LoopContext::of(loop_).schedule_flush(this);
   if (reading) {
     // The connection's read callback goes: this one takes the next read.

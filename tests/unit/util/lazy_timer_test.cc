@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "support/loop_test.h"
+#include "util/loop_context.h"
 
 namespace tlsfront {
 namespace {
@@ -123,6 +124,35 @@ TEST_F(LazyTimerTest, ClosedTimerNeverCallsBack) {
   timer_.arm(milliseconds(0));  // no-op after close
   uv_run(&loop_, UV_RUN_DEFAULT);
   EXPECT_TRUE(fired_at_.empty());
+}
+
+// Many timers share the loop's one libuv timer: each fires at its own
+// deadline, in deadline order, equal deadlines in the order they were armed.
+TEST_F(LazyTimerTest, ManyTimersFireInDeadlineThenArmingOrder) {
+  struct Entry {
+    LazyTimer timer;
+    int id = 0;
+    std::vector<int>* order = nullptr;
+  };
+  std::vector<int> order;
+  std::vector<std::unique_ptr<Entry>> entries;
+  const int deadlines[] = {30, 10, 20, 10, 0, 30, 5};
+  for (int i = 0; i < 7; ++i) {
+    auto e = std::make_unique<Entry>();
+    e->id = i;
+    e->order = &order;
+    ASSERT_EQ(e->timer.init(&loop_, [](void* p) {
+      auto* entry = static_cast<Entry*>(p);
+      entry->order->push_back(entry->id);
+    }, e.get()), 0);
+    e->timer.arm(milliseconds(deadlines[i]));
+    entries.push_back(std::move(e));
+  }
+  entries[5]->timer.close();  // leaves the queue: never fires
+  entries.erase(entries.begin() + 2);  // destroyed while queued: never fires
+  uv_run(&loop_, UV_RUN_DEFAULT);
+  EXPECT_EQ(order, (std::vector<int>{4, 6, 1, 3, 0}));
+  EXPECT_EQ(LoopContext::of(&loop_).timers().queued(), 0u);
 }
 
 }  // namespace
