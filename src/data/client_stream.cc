@@ -16,7 +16,7 @@ Status ClientStream::write(std::string& data) {
     data.clear();
     return st;
   }
-  std::string& out = std::get<Cleartext>(impl_).out;
+  std::string& out = cleartext_state().out;
   if (out.empty()) {
     out.swap(data);  // the caller keeps the old buffer's capacity
   } else {
@@ -29,7 +29,7 @@ Status ClientStream::write(std::string& data) {
 bool ClientStream::release_buffers() {
   if (auto* t = std::get_if<tls::TlsStream>(&impl_)) return t->release_buffers();
   if (pending_input() != 0 || pending_output() != 0) return false;
-  Cleartext& c = std::get<Cleartext>(impl_);
+  Cleartext& c = cleartext_state();
   std::string().swap(c.in);
   std::string().swap(c.out);
   c.in_off = 0;

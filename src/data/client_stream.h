@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -25,7 +26,7 @@ class ClientStream {
  public:
   // Over TLS from borrowed `ctx` (tls::TlsStream::create). Errors: Errc::Tls.
   [[nodiscard]] static Result<ClientStream> tls(SSL_CTX* ctx);
-  static ClientStream cleartext() { return ClientStream(Cleartext{}); }
+  static ClientStream cleartext() { return ClientStream(std::make_unique<Cleartext>()); }
 
   bool is_tls() const { return std::holds_alternative<tls::TlsStream>(impl_); }
   // The TLS stream (handshake, SSL facts); is_tls() only.
@@ -35,13 +36,13 @@ class ClientStream {
   // Bytes received from the socket (copied).
   void feed(std::string_view bytes) {
     if (auto* t = std::get_if<tls::TlsStream>(&impl_)) return t->feed(bytes);
-    std::get<Cleartext>(impl_).feed(bytes);
+    cleartext_state().feed(bytes);
   }
   // Up to `len` bytes of the session's input into `buf`; 0 when more must
   // be fed. Errors (TLS only): Errc::Closed on close_notify, Errc::Tls.
   [[nodiscard]] Result<size_t> read(char* buf, size_t len) {
     if (auto* t = std::get_if<tls::TlsStream>(&impl_)) return t->read(buf, len);
-    return std::get<Cleartext>(impl_).read(buf, len);
+    return cleartext_state().read(buf, len);
   }
   // Takes the session's output in `data` (left empty) into output():
   // encrypted, or moved as it is. Errors (TLS only): Errc::Tls.
@@ -49,16 +50,16 @@ class ClientStream {
   // What waits for the socket: write from it, then erase what the socket took.
   std::string& output() {
     if (auto* t = std::get_if<tls::TlsStream>(&impl_)) return t->output();
-    return std::get<Cleartext>(impl_).out;
+    return cleartext_state().out;
   }
   size_t pending_output() const {
     if (const auto* t = std::get_if<tls::TlsStream>(&impl_)) return t->pending_output();
-    return std::get<Cleartext>(impl_).out.size();
+    return cleartext_state().out.size();
   }
   // Bytes fed and not yet read (bytes).
   size_t pending_input() const {
     if (const auto* t = std::get_if<tls::TlsStream>(&impl_)) return t->pending_input();
-    const Cleartext& c = std::get<Cleartext>(impl_);
+    const Cleartext& c = cleartext_state();
     return c.in.size() - c.in_off;
   }
   // TLS: queues close_notify (tls::TlsStream::shutdown). Cleartext: nothing.
@@ -77,9 +78,13 @@ class ClientStream {
     size_t read(char* buf, size_t len);
   };
   explicit ClientStream(tls::TlsStream t) : impl_(std::move(t)) {}
-  explicit ClientStream(Cleartext c) : impl_(std::move(c)) {}
+  explicit ClientStream(std::unique_ptr<Cleartext> c) : impl_(std::move(c)) {}
+  Cleartext& cleartext_state() { return *std::get<std::unique_ptr<Cleartext>>(impl_); }
+  const Cleartext& cleartext_state() const { return *std::get<std::unique_ptr<Cleartext>>(impl_); }
 
-  std::variant<tls::TlsStream, Cleartext> impl_;
+  // A cleartext connection's buffers are on the heap, so the variant is the
+  // TLS stream's size: every TLS connection holds one.
+  std::variant<tls::TlsStream, std::unique_ptr<Cleartext>> impl_;
 };
 
 }  // namespace tlsfront::data

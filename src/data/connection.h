@@ -71,7 +71,7 @@ class Connection final : public Deletable, public Flushable, public http::Client
   //              until the client closes, at most kLingerTimeout) | Closed
   //              (nothing more can come from the client, or timeouts.send)
   // Lingering -> Closed
-  enum class State { Handshake, Early, Open, Closing, Lingering, Closed };
+  enum class State : uint8_t { Handshake, Early, Open, Closing, Lingering, Closed };
 
   bool closed() const { return state_ == State::Closed; }
 
@@ -127,7 +127,6 @@ class Connection final : public Deletable, public Flushable, public http::Client
   // Before session_: the upstream groups the session's exchanges use outlive it.
   std::shared_ptr<const WorkerGeneration> generation_;
   uint64_t id_;
-  State state_ = State::Handshake;
   UvHandle<uv_tcp_t> tcp_;
   LazyTimer timer_;
   StreamWriter writer_;
@@ -140,10 +139,11 @@ class Connection final : public Deletable, public Flushable, public http::Client
   bool reading_ = false;
   bool release_pending_ = false;  // release_buffers() once the output is written
   bool client_done_ = false;  // EOF, close_notify, or the session said no more input comes
-  uv_shutdown_t* shutdown_req_ = nullptr;
   bool notify_on_close_ = false;
-  std::string remote_addr_;
+  State state_ = State::Handshake;  // the small fields together: one word
   uint16_t remote_port_ = 0;
+  uv_shutdown_t* shutdown_req_ = nullptr;
+  std::string remote_addr_;
   const config::Listener* listener_ = nullptr;  // its [[listen]] entry (in generation_); null: TLS defaults
   std::chrono::steady_clock::time_point accepted_at_;
   // In the loop's clock (ms): when the handshake must be done (accept +

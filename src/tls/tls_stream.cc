@@ -143,7 +143,8 @@ Status TlsStream::read_early_data() {
     size_t n = 0;
     const int rc = SSL_read_early_data(ssl_.get(), buf, sizeof(buf), &n);
     if (rc == SSL_READ_EARLY_DATA_SUCCESS) {
-      early_.append(buf, n);
+      if (!early_) early_ = std::make_unique<EarlyInput>();
+      early_->data.append(buf, n);
       if (phase_ == Phase::Handshaking) transition(phase_, Phase::Early);
       continue;
     }
@@ -175,14 +176,11 @@ Error TlsStream::handshake_failed() {
 }
 
 Result<size_t> TlsStream::read(char* buf, size_t len) {
-  if (early_off_ < early_.size()) {  // early data comes before anything read after the handshake
-    const size_t n = std::min(len, early_.size() - early_off_);
-    std::memcpy(buf, early_.data() + early_off_, n);
-    early_off_ += n;
-    if (early_off_ == early_.size()) {
-      std::string().swap(early_);
-      early_off_ = 0;
-    }
+  if (early_ && early_->off < early_->data.size()) {  // early data comes before anything read after the handshake
+    const size_t n = std::min(len, early_->data.size() - early_->off);
+    std::memcpy(buf, early_->data.data() + early_->off, n);
+    early_->off += n;
+    if (early_->off == early_->data.size()) early_.reset();
     return n;
   }
   if (phase_ == Phase::Early) return size_t{0};  // handshake() reads what comes next
@@ -240,8 +238,7 @@ size_t TlsStream::take_output(std::string& out) {
 
 bool TlsStream::release_buffers() {
   if (pending_input() != 0 || pending_output() != 0) return false;
-  std::string().swap(early_);
-  early_off_ = 0;
+  early_.reset();
   std::string().swap(io_->in);
   std::string().swap(io_->out);
   io_->in_off = 0;

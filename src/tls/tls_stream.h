@@ -97,7 +97,9 @@ class TlsStream {
   size_t pending_output() const { return io_->out.size(); }
   // Input not yet read (bytes): ciphertext fed but not decrypted, and early
   // data decrypted but not read.
-  size_t pending_input() const { return io_->in.size() - io_->in_off + early_.size() - early_off_; }
+  size_t pending_input() const {
+    return io_->in.size() - io_->in_off + (early_ ? early_->data.size() - early_->off : 0);
+  }
 
   // An idle connection's memory: when both buffers are empty, frees what they
   // grew to (a handshake flight, the largest response so far). Returns whether
@@ -136,8 +138,13 @@ class TlsStream {
   HandshakeRefusal refusal_ = HandshakeRefusal::None;
   bool early_done_ = false;
   bool early_overflow_ = false;  // SSL_read_early_data said FINISH (or is never called)
-  std::string early_;        // early data decrypted, read from early_off_
-  size_t early_off_ = 0;
+  // Early data decrypted, read from `off`; on the heap only while some
+  // waits (0-RTT is rare; every connection holds the pointer).
+  struct EarlyInput {
+    std::string data;
+    size_t off = 0;
+  };
+  std::unique_ptr<EarlyInput> early_;
 };
 
 // The transition table (util/state.h).

@@ -39,16 +39,11 @@ struct UpstreamStats {
     if (!error.empty()) error += ", ";
     error += to_string(f);
   }
-  int status = 0;    // the upstream's final status; 0: none received
   std::optional<double> connect_ms;
   std::optional<double> response_ms;
-  std::optional<bool> connection_reused;
   // The content coding tlsfront applied to the response body ("gzip",
   // "br"; a static string), "" when the body went out as the upstream sent it.
   std::string_view content_encoding;
-  // The request went up in early data with Early-Data: 1, the upstream
-  // answered 425 (RFC 8470 §5.2), and it was sent again after the handshake.
-  bool too_early_retried = false;
   // What the upstream group speaks ("http/1.1", "h2c"; a static string), ""
   // before an exchange was made.
   std::string_view protocol;
@@ -56,6 +51,12 @@ struct UpstreamStats {
   // trailers-only head), or the one tlsfront answered with; none when the
   // request was not gRPC or no status came.
   std::optional<int> grpc_status;
+  // The small fields last, in one word (a tunnel keeps these stats for hours).
+  int status = 0;  // the upstream's final status; 0: none received
+  std::optional<bool> connection_reused;
+  // The request went up in early data with Early-Data: 1, the upstream
+  // answered 425 (RFC 8470 §5.2), and it was sent again after the handshake.
+  bool too_early_retried = false;
 };
 
 struct TunnelRecord;
@@ -118,8 +119,8 @@ struct RequestRecord {
 
 // What an open HTTP/1.1 Upgrade tunnel keeps of its request for its log
 // line (RequestRecord::to_tunnel()): the record without the request head,
-// its strings in one buffer. About 100 octets and that buffer, against
-// RequestRecord's 456 and its strings: a tunnel may stay open for hours,
+// its strings in one buffer, the upstream's stats inline: 240 octets and
+// that buffer, against RequestRecord's 456, its strings and its stats (152): a tunnel may stay open for hours,
 // and a worker may hold tens of thousands. The fields mean what
 // RequestRecord's do; status is the 101's.
 struct TunnelRecord {
@@ -127,16 +128,16 @@ struct TunnelRecord {
   std::chrono::steady_clock::time_point start{};
   uint64_t bytes_sent = 0;
   uint64_t bytes_received = 0;
-  int status = 0;
-  bool response_complete = false;
-  bool early_data = false;
-  bool http10 = false;  // "HTTP/1.0" in the log, else "HTTP/1.1"
   // The method, the request-target, the user agent and the request ID,
   // back to back; the lengths of the first three.
   std::string text;
   uint32_t method_length = 0;
   uint32_t target_length = 0;
   uint32_t user_agent_length = 0;
+  int status = 0;
+  bool response_complete = false;
+  bool early_data = false;
+  bool http10 = false;  // "HTTP/1.0" in the log, else "HTTP/1.1"
   std::optional<UpstreamStats> upstream;  // as RequestRecord's (here inline); none: no exchange was made
 
   // As RequestRecord::log_completed (an HTTP/1.1 connection: no stream).
