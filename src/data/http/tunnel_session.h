@@ -4,9 +4,10 @@
 // timeouts.tunnel. Http1Session hands the connection over once the 101's
 // read is over (ClientTransport::replace_session), keeping only what the
 // tunnel's one access-log line needs (TunnelRecord): an open tunnel holds
-// this (~370 octets), not the HTTP/1.1 session (528), its request record
-// (456) and their buffers, since a worker may hold tens of thousands of
-// WebSockets for hours.
+// this (456 octets, the record and upstream stats inline) and one string,
+// not the HTTP/1.1 session (392), its request record (456), the upstream
+// stats (144) and their strings, since a worker may hold tens of thousands
+// of WebSockets for hours.
 //
 // Backpressure both ways: client bytes are taken only while the upstream
 // side holds at most kWriteHighWatermark unsent; the upstream is read only
