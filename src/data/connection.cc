@@ -36,8 +36,10 @@ void peer_address(uv_tcp_t* tcp, std::string& addr, uint16_t& port) {
   addr = buf;
 }
 
-// The local port the client connected to ($server_port).
+// The local port the client connected to ($server_port); 0 once the handle
+// is closed (a TunnelSession's line written as its connection goes).
 uint16_t local_port(uv_tcp_t* tcp) {
+  if (tcp == nullptr) return 0;
   sockaddr_storage ss{};
   int len = sizeof(ss);
   if (uv_tcp_getsockname(tcp, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return 0;
@@ -78,10 +80,7 @@ Status Connection::accept(UniqueFd fd, const config::Endpoint* address) {
   if (listener_ != nullptr && !listener_->tls) {
     stream_.emplace(ClientStream::cleartext());
     state_ = State::Open;  // the first state of a cleartext connection (no handshake)
-    http::ConnectionInfo info = base_info();
-    info.scheme = http::Scheme::Http;
-    info.ssl_resumption = "";
-    open_session(std::move(info), false);
+    open_session(connection_facts(), false);
     update_reading();
     return {};
   }
@@ -207,6 +206,14 @@ http::ConnectionInfo Connection::base_info() const {
   info.remote_port = remote_port_;
   info.set_server_port(local_port(tcp_.get()));
   info.trust_request_id = listener_ != nullptr && listener_->trust_request_id;
+  return info;
+}
+
+http::ConnectionInfo Connection::connection_facts() const {
+  if (stream_ && stream_->is_tls()) return tls_info();
+  http::ConnectionInfo info = base_info();
+  info.scheme = http::Scheme::Http;
+  info.ssl_resumption = "";
   return info;
 }
 

@@ -85,6 +85,7 @@ class Connection final : public Deletable, public Flushable, public http::Client
   void release_buffers() override;
   void client_done() override { client_done_ = true; }
   void replace_session(std::unique_ptr<http::ClientSession> next) override;
+  http::ConnectionInfo connection_facts() const override;
 
   // Flushable: encrypts queued plaintext (TLS) and writes the result.
   void flush() override;

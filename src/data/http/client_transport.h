@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "data/http/client_session.h"
+#include "data/http/exchange_sink.h"
 
 namespace tlsfront::http {
 
@@ -46,6 +47,11 @@ class ClientTransport {
   // to it. The caller must return at once without touching the transport
   // again; it is deleted at the end of the loop iteration.
   virtual void replace_session(std::unique_ptr<ClientSession> next) = 0;
+  // The connection's facts, built anew (as its session got them when it
+  // started): for a session that keeps none between its start and its log
+  // line (TunnelSession). `requests`, `tls_handshake_ms` and `early_data`
+  // are the session's to set.
+  virtual ConnectionInfo connection_facts() const = 0;
 };
 
 }  // namespace tlsfront::http

@@ -275,8 +275,8 @@ void Http1Session::flush() {
   std::unique_ptr<upstream::UpstreamTunnel> tunnel = ProxyExchange::take_tunnel(exchange_, nullptr, record());
   if (!tunnel) return;  // the exchange ended it already
   transition(close_, CloseMode::Closed);
-  transport_->replace_session(std::make_unique<TunnelSession>(env_, transport_, std::move(info_),
-                                                              record_->to_tunnel(), std::move(tunnel)));
+  transport_->replace_session(
+      std::make_unique<TunnelSession>(env_, transport_, info_, record_->to_tunnel(), std::move(tunnel)));
   // This session is deleted at the end of the iteration.
 }
 

@@ -8,9 +8,15 @@
 
 namespace tlsfront::http {
 
-TunnelSession::TunnelSession(const SessionEnv& env, ClientTransport* transport, ConnectionInfo info,
+TunnelSession::TunnelSession(const SessionEnv& env, ClientTransport* transport, const ConnectionInfo& info,
                              TunnelRecord record, std::unique_ptr<upstream::UpstreamTunnel> tunnel)
-    : env_(env), transport_(transport), info_(std::move(info)), record_(std::move(record)), tunnel_(std::move(tunnel)) {
+    : env_(env),
+      transport_(transport),
+      record_(std::move(record)),
+      tunnel_(std::move(tunnel)),
+      requests_(info.requests),
+      tls_handshake_ms_(info.tls_handshake_ms),
+      early_data_(info.early_data) {
   tunnel_->set_handler(this);
   if (transport_->buffered_output() > kOutputHighWatermark) tunnel_->pause_reading();
   arm();
@@ -45,8 +51,8 @@ void TunnelSession::on_client_closed() {
 void TunnelSession::on_handshake_done(double tls_handshake_ms) {
   // The Upgrade request came in early data and the 101 went out before
   // the handshake ended.
-  info_.early_data = false;
-  info_.tls_handshake_ms = tls_handshake_ms;
+  early_data_ = false;
+  tls_handshake_ms_ = tls_handshake_ms;
 }
 
 void TunnelSession::on_upstream_body(std::string_view data) {
@@ -70,7 +76,8 @@ void TunnelSession::on_upstream_complete() {
 void TunnelSession::on_upstream_error(upstream::UpstreamFailure failure, Error error) {
   if (state_ == State::Closed) return;
   if (record_.upstream) record_.upstream->add_error(failure);
-  log::warn("conn={} client={}:{} upstream={}: {}", info_.id, info_.remote_addr, info_.remote_port,
+  const ConnectionInfo facts = info();
+  log::warn("conn={} client={}:{} upstream={}: {}", facts.id, facts.remote_addr, facts.remote_port,
             record_.upstream ? std::string_view(record_.upstream->addr) : std::string_view("-"), error.message());
   close(false);
 }
@@ -79,10 +86,19 @@ void TunnelSession::on_upstream_writable() {
   if (wants_input()) transport_->resume_input();
 }
 
+ConnectionInfo TunnelSession::info() const {
+  ConnectionInfo facts = transport_->connection_facts();
+  facts.requests = requests_;
+  facts.tls_handshake_ms = tls_handshake_ms_;
+  facts.early_data = early_data_;
+  return facts;
+}
+
 void TunnelSession::log() {
   if (!tunnel_) return;
   upstream::UpstreamTunnel::retire(tunnel_);  // maybe inside its own callback
-  record_.log_completed(env_, info_, info_.requests == 1);
+  if (env_.counters == nullptr && env_.access_log == nullptr) return;
+  record_.log_completed(env_, info(), requests_ == 1);
 }
 
 void TunnelSession::close(bool notify) {

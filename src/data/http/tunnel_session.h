@@ -3,8 +3,10 @@
 // tunnel between the client and upstream::UpstreamTunnel, idle-limited by
 // timeouts.tunnel. Http1Session hands the connection over once the 101's
 // read is over (ClientTransport::replace_session), keeping only what the
-// tunnel's one access-log line needs (TunnelRecord): an open tunnel holds
-// this (456 octets, the record and upstream stats inline) and one string,
+// tunnel's one access-log line needs (TunnelRecord; the connection's facts
+// are asked of the transport when the line is written,
+// ClientTransport::connection_facts): an open tunnel holds this (304
+// octets, the record and upstream stats inline) and one string,
 // not the HTTP/1.1 session (392), its request record (456), the upstream
 // stats (144) and their strings, since a worker may hold tens of thousands
 // of WebSockets for hours.
@@ -40,10 +42,11 @@ class TunnelSession final : public ClientSession, private upstream::UpstreamHand
   // Closed: logged, the transport closing (final)
   enum class State { Open, Closed };
 
-  // `env` and `transport` are borrowed (the connection's); `tunnel` is the
-  // upstream side, open, its handler becomes this session. Arms
-  // timeouts.tunnel.
-  TunnelSession(const SessionEnv& env, ClientTransport* transport, ConnectionInfo info, TunnelRecord record,
+  // `env` and `transport` are borrowed (the connection's); of `info` the
+  // session keeps what only it knows (requests, the handshake time, early
+  // data); `tunnel` is the upstream side, open, its handler becomes this
+  // session. Arms timeouts.tunnel.
+  TunnelSession(const SessionEnv& env, ClientTransport* transport, const ConnectionInfo& info, TunnelRecord record,
                 std::unique_ptr<upstream::UpstreamTunnel> tunnel);
   // A tunnel still open (the drain deadline, a failed client write) is
   // logged as it stands, response_complete false.
@@ -73,6 +76,8 @@ class TunnelSession final : public ClientSession, private upstream::UpstreamHand
   void on_upstream_tunnel(std::unique_ptr<upstream::UpstreamTunnel>) override {}
 
   void arm() { transport_->arm_timer(env_.config->timeouts.tunnel); }
+  // The connection's facts with the session's own.
+  ConnectionInfo info() const;
   // Logs the tunnel and retires its upstream side (once).
   void log();
   // The one way the session ends: logged, then the transport closes.
@@ -81,9 +86,11 @@ class TunnelSession final : public ClientSession, private upstream::UpstreamHand
 
   const SessionEnv& env_;
   ClientTransport* transport_;
-  ConnectionInfo info_;
   TunnelRecord record_;
   std::unique_ptr<upstream::UpstreamTunnel> tunnel_;  // null once logged
+  uint64_t requests_;        // ConnectionInfo::requests
+  double tls_handshake_ms_;  // ConnectionInfo::tls_handshake_ms
+  bool early_data_;          // ConnectionInfo::early_data
   State state_ = State::Open;
 };
 

@@ -1,5 +1,7 @@
 #include "data_path_transport.h"
 
+#include "data_path_env.h"
+
 namespace tlsfront::harness {
 
 FakeTransport::FakeTransport(uv_loop_t* loop) {
@@ -64,6 +66,8 @@ void FakeTransport::replace_session(std::unique_ptr<http::ClientSession> next) {
   session_ = successor_.get();
   deliver();
 }
+
+http::ConnectionInfo FakeTransport::connection_facts() const { return test_connection_info(); }
 
 void FakeTransport::feed(std::string_view bytes) {
   if (closed()) return;

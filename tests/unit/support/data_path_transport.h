@@ -44,6 +44,8 @@ class FakeTransport final : public http::ClientTransport {
   void release_buffers() override;
   // Attaches `next` and keeps it (the test keeps the session it made).
   void replace_session(std::unique_ptr<http::ClientSession> next) override;
+  // test_connection_info().
+  http::ConnectionInfo connection_facts() const override;
 
   // Test side: client bytes in. Delivered while the session wants input;
   // the rest waits for resume_input(). Nothing is delivered after close().
