@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include <sys/socket.h>
+
 #include "config/units.h"
 #include "data/upstream/h2_pool.h"
 #include "util/nghttp2_fields.h"
@@ -282,7 +284,7 @@ void H2Session::flush() {
   }
   if (!out_.empty()) {
     if (int rc = writer_.send_from(out_); rc != 0) {
-      close(UpstreamFailure::Reset, make_error(Errc::Upstream, std::string("write: ") + uv_strerror(rc)));
+      fail_write(make_error(Errc::Upstream, std::string("write: ") + uv_strerror(rc)));
       return;
     }
   }
@@ -298,13 +300,26 @@ void H2Session::flush() {
 
 void H2Session::on_write_done(int status) {
   if (status != 0) {
-    if (status != UV_ECANCELED) {
-      close(UpstreamFailure::Reset, make_error(Errc::Upstream, std::string("send() failed: ") + uv_strerror(status)));
-    }
+    if (status != UV_ECANCELED) fail_write(make_error(Errc::Upstream, std::string("send() failed: ") + uv_strerror(status)));
     return;
   }
   if (nghttp2_session_want_write(ng_.get())) schedule_send();
   if (state_ == State::Draining && streams_.empty() && writer_.idle()) close_idle();
+}
+
+void H2Session::fail_write(const Error& error) {
+  uv_os_fd_t fd = -1;
+  if (tcp_.get() != nullptr && uv_fileno(tcp_.handle(), &fd) == 0) {
+    char buf[16 * 1024];
+    // Bounded: at most what the socket's receive buffer held.
+    for (int i = 0; i < 64 && state_ != State::Closed && !in_recv_; ++i) {
+      const ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+      if (n <= 0) break;
+      const uv_buf_t b = uv_buf_init(buf, static_cast<unsigned>(n));
+      on_read(n, &b);
+    }
+  }
+  close(UpstreamFailure::Reset, error);
 }
 
 void H2Session::on_timer() {

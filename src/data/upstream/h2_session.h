@@ -124,6 +124,13 @@ class H2Session : public Deletable, public Flushable {
   void on_connect(int status);
   void on_read(ssize_t nread, const uv_buf_t* buf);
   void on_write_done(int status);
+  // A write failed (the upstream reset or closed the connection): reads
+  // what it sent before that and the socket still holds, then closes with
+  // `error`. A GOAWAY among it tells the streams the server never processed
+  // (above its last-stream-id, RFC 9113 §6.8), which go elsewhere, from
+  // those it may have, which fail; without the read, a GOAWAY that came just
+  // before the reset failed them all.
+  void fail_write(const Error& error);
   void on_timer();
   void on_ping_timer();
   void on_stream_timer();
