@@ -118,6 +118,33 @@ TEST_F(H2cUpstream, Http1AndHttp2ClientsThroughOneConnection) {
   }
 }
 
+TEST_F(H2cUpstream, MalformedResponseFieldNeverReachesTheClient) {
+  // ProxyExchange leaves an h2 head's field checks to nghttp2 (RFC 9113
+  // §8.2.1, §8.1.1): a response with a value holding a control octet, a
+  // name that is not a token or an uppercase name is malformed, and its
+  // stream is reset (502), never passed on in part.
+  ASSERT_TRUE(start());
+  for (const char* f : {"none", "ctl", "space", "upper"}) {
+    const bool good = std::string_view(f) == "none";
+    for (bool http2 : {false, true}) {
+      HttpRequest get;
+      get.path = std::string("/badfield?f=") + f;
+      get.http2 = http2;
+      HttpResponse r = http(port(), get);
+      EXPECT_EQ(r.status, good ? 200 : 502) << f << " " << r.error;
+      EXPECT_EQ(r.header("x-ok"), good ? std::optional<std::string>("fine") : std::nullopt) << f << r.headers;
+      EXPECT_EQ(r.header("x-none"), good ? std::optional<std::string>("ok") : std::nullopt) << f << r.headers;
+      for (const char* name : {"x-ctl", "x bad", "x-up"}) {
+        EXPECT_EQ(r.header(name), std::nullopt) << f << r.headers;
+      }
+    }
+  }
+  for (const auto& line : proxy_.wait_log_lines(8)) {
+    const bool good = json_string(line, "path") == std::string("/badfield?f=none");
+    EXPECT_EQ(json_raw(line, "upstream_error"), good ? std::string("null") : std::string(R"("stream_reset")")) << line;
+  }
+}
+
 TEST_F(H2cUpstream, ParallelRequestsShareOneConnection) {
   ProxyOptions o;
   o.workers = 1;

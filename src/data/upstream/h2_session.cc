@@ -77,6 +77,8 @@ nghttp2_option* options() {
     // Until the server's SETTINGS say otherwise (RFC 9113 §6.5.2's default
     // is unlimited; 100 is what §5.1.2 recommends a server allow).
     nghttp2_option_set_peer_max_concurrent_streams(o, 100);
+    // HTTP messaging stays on (no nghttp2_option_set_no_http_messaging):
+    // ProxyExchange relies on nghttp2's field checks for h2 response heads.
     return o;
   }();
   return opt;
