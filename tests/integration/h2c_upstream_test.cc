@@ -145,6 +145,25 @@ TEST_F(H2cUpstream, MalformedResponseFieldNeverReachesTheClient) {
   }
 }
 
+TEST_F(H2cUpstream, LargeUploadGoesOnAfterTheStreamBufferFilled) {
+  // 1 MB of request body from either kind of client outruns the peer (its
+  // stream window is 64 KiB, reopened as python3-h2 reads): the stream's
+  // buffer passes its high watermark, the client's body is paused, and the
+  // session's flush, once nghttp2 has drained the buffer, resumes it
+  // (H2Session::wait_writable). Without that the upload would stall.
+  ASSERT_TRUE(start());
+  for (bool http2 : {false, true}) {
+    HttpRequest post;
+    post.method = "POST";
+    post.path = "/echo";
+    post.http2 = http2;
+    post.body = std::string(1'000'000, 'b');  // within the default max_body_bytes (1m)
+    HttpResponse r = http(port(), post);
+    EXPECT_EQ(r.status, 200) << r.error;
+    EXPECT_EQ(r.body, "ok POST /echo 1000000");
+  }
+}
+
 TEST_F(H2cUpstream, ParallelRequestsShareOneConnection) {
   ProxyOptions o;
   o.workers = 1;

@@ -290,12 +290,16 @@ void H2Session::flush() {
       return;
     }
   }
-  // Streams waiting for room in their request buffers go on.
-  std::vector<int32_t> ids;
-  for (const auto& [id, s] : streams_) ids.push_back(id);
-  for (int32_t id : ids) {
-    if (H2Stream* s = stream(id)) s->notify_writable();
-    if (state_ == State::Closed) return;
+  // Streams waiting for room in their request buffers go on; one still
+  // above its low watermark waits for the next flush.
+  if (!writable_waiting_.empty()) {
+    std::vector<int32_t> ids;
+    ids.swap(writable_waiting_);
+    for (int32_t id : ids) {
+      H2Stream* s = stream(id);
+      if (s != nullptr && !s->notify_writable()) writable_waiting_.push_back(id);
+      if (state_ == State::Closed) return;
+    }
   }
   if (state_ == State::Draining && streams_.empty() && writer_.idle()) close_idle();
 }

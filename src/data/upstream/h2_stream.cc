@@ -42,7 +42,10 @@ void H2Stream::send(std::string_view bytes) {
   }
   out_.append(bytes);
   arm_timer();  // send_timeout until nghttp2 takes them
-  if (buffered_bytes() >= kWriteLowWatermark) notify_writable_ = true;
+  if (!notify_writable_ && buffered_bytes() >= kWriteLowWatermark) {
+    notify_writable_ = true;
+    if (session_) session_->wait_writable(id_);
+  }
   if (deferred_ && session_) {
     deferred_ = false;
     nghttp2_session_resume_data(session_->ng(), id_);
@@ -93,10 +96,12 @@ ssize_t H2Stream::read_body(uint8_t* buf, size_t length, uint32_t* data_flags) {
   return static_cast<ssize_t>(n);
 }
 
-void H2Stream::notify_writable() {
-  if (!notify_writable_ || buffered_bytes() >= kWriteLowWatermark) return;
+bool H2Stream::notify_writable() {
+  if (!notify_writable_) return true;
+  if (buffered_bytes() >= kWriteLowWatermark) return false;
   notify_writable_ = false;
   if (handler_) handler_->on_upstream_writable();
+  return true;
 }
 
 void H2Stream::pause_reading() {

@@ -105,8 +105,10 @@ class H2Stream : public Deletable {
   void on_deadline();
   // nghttp2_data_source_read_callback.
   ssize_t read_body(uint8_t* buf, size_t length, uint32_t* data_flags);
-  // Called after the session's write: a sender waiting for room goes on.
-  void notify_writable();
+  // Called after the session's write for a stream that asked
+  // (H2Session::wait_writable): a sender waiting for room goes on. False
+  // when its buffer is still above the low watermark (it keeps waiting).
+  bool notify_writable();
 
  private:
   void finish(UpstreamFailure failure, Error error);
