@@ -55,6 +55,7 @@ class H2cUpstream : public ProxyTest {
   std::vector<std::string> requests() const { return lines_of(read_file(port_file_ + ".requests")); }
   size_t connections() const { return lines_of(read_file(port_file_ + ".conns")).size(); }
   size_t pings() const { return lines_of(read_file(port_file_ + ".pings")).size(); }
+  std::vector<std::string> resets() const { return lines_of(read_file(port_file_ + ".resets")); }
   // The one upstream server's value of `metric` (0 when absent).
   double metric(const std::string& name) {
     const std::string key =
@@ -197,6 +198,38 @@ TEST_F(H2cUpstream, LargeResponseStreamsToBothClientKinds) {
     EXPECT_EQ(resp.body.size(), 5'000'000u) << (h2 ? "h2" : "h1");
     EXPECT_EQ(resp.body.find_first_not_of('x'), std::string::npos);
   }
+}
+
+TEST_F(H2cUpstream, OnlyAStreamLeftOpenIsReset) {
+  // A stream whose request and response both ended is closed as it is
+  // (RFC 9113 §5.1): no RST_STREAM goes up for it (one per request did).
+  // One the client gives up mid-response is reset with CANCEL.
+  ProxyOptions o;
+  o.workers = 1;
+  ASSERT_TRUE(start({}, o));
+  for (bool http2 : {false, true}) {
+    HttpRequest post;
+    post.method = "POST";
+    post.path = "/echo";
+    post.body = "abc";
+    post.http2 = http2;
+    EXPECT_EQ(http(port(), post).status, 200);
+    EXPECT_EQ(http_get(port(), "/echo").status, 200);
+    HttpRequest big;
+    big.path = "/big?n=100000";
+    big.http2 = http2;
+    EXPECT_EQ(http(port(), big).body.size(), 100'000u);
+  }
+  h2::Client c;
+  ASSERT_TRUE(c.connect(port()));
+  ASSERT_TRUE(c.send_headers(1, h2::get_request("/big?n=5000000"), true));
+  ASSERT_TRUE(c.wait_for([](const h2::Frame& f) { return f.stream == 1 && f.type == h2::kData; }).has_value());
+  ASSERT_TRUE(c.send_frame(h2::kRstStream, 0, 1, std::string("\0\0\0\x08", 4)));  // CANCEL
+  ASSERT_TRUE(wait_until([&] { return !resets().empty(); }));
+  auto lines = resets();
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_TRUE(lines[0].ends_with(" 8")) << lines[0];
+  EXPECT_EQ(requests().size(), 7u);
 }
 
 TEST_F(H2cUpstream, RequestAndResponseTrailersOverHttp2) {

@@ -183,10 +183,18 @@ void H2Session::release(H2Stream* stream, bool reset) {
   if (it == streams_.end() || it->second != stream) return;
   streams_.erase(it);
   if (state_ != State::Closed && nghttp2_session_find_stream(ng_.get(), id) != nullptr) {
-    // Still open on our side: the exchange is done with it (RFC 9113 §8.1:
-    // NO_ERROR after a complete response to an unfinished request).
-    nghttp2_submit_rst_stream(ng_.get(), NGHTTP2_FLAG_NONE, id, reset ? NGHTTP2_CANCEL : NGHTTP2_NO_ERROR);
-    schedule_send();
+    if (in_recv_ && !reset) {
+      // Let go from inside the read that carried its END_STREAM, which
+      // nghttp2 closes the stream on once the frame is processed: only a
+      // stream still open after the read is reset (on_read). Resetting
+      // every stream had cost the upstream a 13-octet frame per request.
+      released_in_recv_.push_back(id);
+    } else {
+      // Still open on our side: the exchange is done with it (RFC 9113
+      // §8.1: NO_ERROR after a complete response to an unfinished request).
+      nghttp2_submit_rst_stream(ng_.get(), NGHTTP2_FLAG_NONE, id, reset ? NGHTTP2_CANCEL : NGHTTP2_NO_ERROR);
+      schedule_send();
+    }
   }
   check_idle();
 }
@@ -259,6 +267,12 @@ void H2Session::on_read(ssize_t nread, const uv_buf_t* buf) {
           make_error(Errc::Protocol, std::string("upstream broke HTTP/2: ") + nghttp2_strerror(static_cast<int>(rc))));
     return;
   }
+  for (int32_t id : released_in_recv_) {
+    if (nghttp2_session_find_stream(ng_.get(), id) != nullptr) {
+      nghttp2_submit_rst_stream(ng_.get(), NGHTTP2_FLAG_NONE, id, NGHTTP2_NO_ERROR);
+    }
+  }
+  released_in_recv_.clear();
   std::vector<int32_t> touched = std::move(read_touched_);
   read_touched_.clear();
   for (int32_t id : touched) {

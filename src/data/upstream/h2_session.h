@@ -158,6 +158,7 @@ class H2Session : public Deletable, public Flushable {
   Nghttp2SessionPtr ng_;
   std::unordered_map<int32_t, H2Stream*> streams_;
   std::vector<int32_t> read_touched_;  // streams given bytes by the current read
+  std::vector<int32_t> released_in_recv_;  // let go during the current read, not reset (release())
   // Streams whose senders wait for room (wait_writable): a flush visits
   // these, not every open stream (with 200 streams in flight, building and
   // walking a list of all of them was 3 % of a full-speed h2c run's CPU).

@@ -25,7 +25,9 @@ fields, the body's length and the trailers).
   anything else 404
 
 Every PING received (and answered, by python3-h2) appends a line to
-PORT_FILE.pings.
+PORT_FILE.pings, every RST_STREAM frame received a line "SID ERROR_CODE" to
+PORT_FILE.resets (read off the bytes: python3-h2 reports none for a stream
+already closed).
 
 --goaway-after N: once a connection has received N requests it sends GOAWAY
 with the N-th stream as last-stream-id (RFC 9113 §6.8), answers the streams
@@ -62,6 +64,8 @@ class Conn:
         self.received = 0
         self.last_stream = None
         self.stalled = False
+        self.raw = b""  # received bytes not yet split into frames (for .resets)
+        self.preface = 24  # octets of the client's connection preface still to skip
 
     def send(self):
         data = self.h2.data_to_send()
@@ -117,6 +121,20 @@ class Conn:
             else:
                 self.pending[sid] = left
 
+    def note_resets(self, data):
+        self.raw += data
+        skip = min(self.preface, len(self.raw))
+        self.preface -= skip
+        self.raw = self.raw[skip:]
+        while len(self.raw) >= 9:
+            length = int.from_bytes(self.raw[0:3], "big")
+            if len(self.raw) < 9 + length:
+                break
+            if self.raw[3] == 3 and length == 4:  # RST_STREAM
+                sid = int.from_bytes(self.raw[5:9], "big") & 0x7FFFFFFF
+                append(self.port_file + ".resets", "%d %d" % (sid, int.from_bytes(self.raw[9:13], "big")))
+            self.raw = self.raw[9 + length:]
+
     def run(self):
         self.h2.initiate_connection()
         self.send()
@@ -127,6 +145,7 @@ class Conn:
                 return
             if not data:
                 return
+            self.note_resets(data)
             try:
                 events = self.h2.receive_data(data)
             except Exception:
