@@ -366,18 +366,6 @@ void ProxyExchange::on_upstream_connected() {
 
 void ProxyExchange::on_upstream_head(ResponseHead&& head, bool informational) {
   if (phase_ == Phase::Done) return;
-  // An h2 upstream's fields were checked by nghttp2 as it decoded them
-  // (RFC 9113 §8.2.1: a name that is not a lowercase token or a value with
-  // NUL, CR, LF or another control octet never reaches us; the session keeps
-  // nghttp2's HTTP messaging checks on), so only the status is ours to
-  // check; llhttp, under an HTTP/1.1 head, is more lenient.
-  const bool well_formed =
-      h2_fields_.empty() ? valid_response_head(head) : head.status >= 100 && head.status <= 599;
-  if (!well_formed) {
-    on_upstream_error(upstream::UpstreamFailure::InvalidResponse,
-                      make_error(Errc::Protocol, "upstream sent an invalid response head"));
-    return;
-  }
   if (head.status == 101 && !switches_to(head, upgrade_)) {
     // Anything else would be passed on as the protocol the client asked for.
     on_upstream_error(upstream::UpstreamFailure::InvalidResponse,

@@ -78,7 +78,7 @@ nghttp2_option* options() {
     // is unlimited; 100 is what §5.1.2 recommends a server allow).
     nghttp2_option_set_peer_max_concurrent_streams(o, 100);
     // HTTP messaging stays on (no nghttp2_option_set_no_http_messaging):
-    // ProxyExchange relies on nghttp2's field checks for h2 response heads.
+    // the heads H2Stream passes on are well-formed by nghttp2's field checks.
     return o;
   }();
   return opt;

@@ -156,7 +156,7 @@ bool H2Stream::on_header(std::string_view name, std::string_view value) {
     int status = 0;
     std::from_chars(value.data(), value.data() + value.size(), status);  // nghttp2 checked: 3 digits
     head_.status = status;
-    return true;
+    return status >= 100 && status <= 599;  // else malformed (RFC 9110 §15): reset, as nghttp2 does for fields
   }
   http::Header h{std::string(name), std::string(value), http::classify_header(name)};
   if (final_head_) {

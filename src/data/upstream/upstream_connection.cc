@@ -365,6 +365,11 @@ int UpstreamConnection::on_headers_complete() {
   head_.version_minor = llhttp_get_http_minor(&parser_);
   head_.chunked = (parser_.flags & F_CHUNKED) != 0;
   if (parser_.flags & F_CONTENT_LENGTH) head_.content_length = parser_.content_length;
+  if (!http::valid_response_head(head_)) {
+    // llhttp 8.1 is more lenient than what a proxy may pass on.
+    fail(UpstreamFailure::InvalidResponse, make_error(Errc::Protocol, "upstream sent an invalid response head"));
+    return -1;
+  }
   const int status = head_.status;
   bool informational = status >= 100 && status < 200;
   if (status == 101) {

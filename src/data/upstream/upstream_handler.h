@@ -31,7 +31,10 @@ class UpstreamHandler {
  public:
   virtual ~UpstreamHandler() = default;
   virtual void on_upstream_connected() = 0;
-  // A 1xx interim response (`informational`) or the final response head.
+  // A 1xx interim response (`informational`) or the final response head,
+  // well-formed (http::valid_response_head): an UpstreamConnection checks
+  // what llhttp passed, nghttp2 an H2Stream's fields (RFC 9113 §8.2.1) and
+  // the stream its status; a malformed head fails the request instead.
   virtual void on_upstream_head(http::ResponseHead&& head, bool informational) = 0;
   virtual void on_upstream_body(std::string_view data) = 0;  // valid during the call only
   // The trailer section of a chunked response (RFC 9112 §7.1.2), as

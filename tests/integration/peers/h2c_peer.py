@@ -11,11 +11,12 @@ fields, the body's length and the trailers).
   /echo         200, "ok <method> <path> <body bytes>", with response trailers
                 (x-trailer: done) when the request's te is "trailers"
   /big?n=BYTES  200 with BYTES of "x", sent as the flow-control window allows
-  /badfield?f=none|ctl|space|upper
+  /badfield?f=none|ctl|space|upper|status
                 200 whose HEADERS (HPACK literals, encoded here: python3-h2
                 would refuse to send them) carry "x-ok: fine" and one more
                 field: "x-none: ok", or a malformed one: "x-ctl: a<0x01>b",
-                "x bad: v" or "X-Up: v"; END_STREAM
+                "x bad: v" or "X-Up: v"; END_STREAM. "status": the same
+                with ":status 700" and "x-none: ok"
   /stall        200 "stalled", then this connection is never read again (a
                 server gone silent: PINGs go unanswered)
   /noread       never answered, and its request DATA never acknowledged with
@@ -89,10 +90,13 @@ class Conn:
             if trailers:
                 self.h2.send_headers(sid, [("x-trailer", "done")], end_stream=True)
         elif path.startswith("/badfield?f="):
-            bad = {"none": (b"x-none", b"ok"), "ctl": (b"x-ctl", b"a\x01b"), "space": (b"x bad", b"v"), "upper": (b"X-Up", b"v")}
+            kind = path[len("/badfield?f="):]
+            bad = {"none": (b"x-none", b"ok"), "ctl": (b"x-ctl", b"a\x01b"), "space": (b"x bad", b"v"), "upper": (b"X-Up", b"v"),
+                   "status": (b"x-none", b"ok")}
             self.send()
-            block = b"\x88"  # :status 200, indexed (RFC 7541 static table 8)
-            for name, value in (bad[path[len("/badfield?f="):]], (b"x-ok", b"fine")):
+            # :status 200 indexed (RFC 7541 static table 8), or 700 as a literal with that name.
+            block = b"\x08\x03700" if kind == "status" else b"\x88"
+            for name, value in (bad[kind], (b"x-ok", b"fine")):
                 block += b"\x00" + bytes([len(name)]) + name + bytes([len(value)]) + value  # literal, not indexed
             self.sock.sendall(len(block).to_bytes(3, "big") + bytes([1, 0x5]) + sid.to_bytes(4, "big") + block)
         elif path == "/stall":
