@@ -222,6 +222,7 @@ void Http2Session::close_now(bool notify) {
     LoopContext::of(env_.loop).defer_delete(std::move(stream));
   }
   streams_.clear();
+  finished_streams_ = pending_streams_ = 0;
   transport_->close(notify);
 }
 
@@ -231,13 +232,11 @@ void Http2Session::update_timer() {
     want = TimerPurpose::Header;  // armed once, when the block opened: CONTINUATIONs do not extend it
   } else if (output_congested()) {
     want = TimerPurpose::Send;
-  } else if (std::all_of(streams_.begin(), streams_.end(),
-                         [](const auto& s) { return s.second->response_finished(); })) {
+  } else if (finished_streams_ == streams_.size()) {
     // No stream or only ones whose response is out (request bodies being
     // dropped): idle, whatever the client keeps sending.
     want = TimerPurpose::Idle;
-  } else if (std::any_of(streams_.begin(), streams_.end(),
-                         [](const auto& s) { return s.second->has_pending_output(); })) {
+  } else if (pending_streams_ > 0) {
     want = TimerPurpose::Stall;
   }
   if (want == timer_) return;
@@ -250,11 +249,7 @@ void Http2Session::update_timer() {
       if (streams_.empty()) transport_->release_buffers();  // what was sent goes out first
       break;
     case TimerPurpose::Send: transport_->arm_timer(env_.config->timeouts.send); break;
-    case TimerPurpose::Stall:
-      stall_marks_.clear();
-      for (const auto& [id, s] : streams_) stall_marks_[id] = s->bytes_out();
-      transport_->arm_timer(env_.config->timeouts.send);
-      break;
+    case TimerPurpose::Stall: transport_->arm_timer(env_.config->timeouts.send); break;
   }
 }
 
@@ -278,10 +273,13 @@ void Http2Session::on_timer() {
     case TimerPurpose::Send:
       close_now(false);  // the client stopped reading
       return;
-    case TimerPurpose::Stall:
+    case TimerPurpose::Stall: {
+      // Streams whose output has not moved for the whole timeout (one armed
+      // later waits for the next firing: at most twice the timeout).
+      const uint64_t now = uv_now(env_.loop);
+      const auto timeout = static_cast<uint64_t>(env_.config->timeouts.send.count());
       for (auto& [id, s] : streams_) {
-        auto mark = stall_marks_.find(id);
-        if (s->has_pending_output() && mark != stall_marks_.end() && mark->second == s->bytes_out()) {
+        if (s->has_pending_output() && now - s->output_moved_at() >= timeout) {
           log::info("conn={} client={}:{} h2: stream {} got no window for {} ms; RST_STREAM", info_.id,
                     info_.remote_addr, info_.remote_port, id, env_.config->timeouts.send.count());
           s->abort_stalled();
@@ -289,6 +287,7 @@ void Http2Session::on_timer() {
       }
       schedule_send();
       break;
+    }
     case TimerPurpose::None:
       break;
   }
@@ -296,7 +295,15 @@ void Http2Session::on_timer() {
 
 void Http2Session::on_output_drained() {
   if (closed_) return;
-  for (auto& [id, stream] : streams_) stream->on_output_drained();
+  if (!drain_waiting_.empty()) {
+    // A stream still congested enrols again (Http2Stream::output_congested).
+    std::vector<int32_t> ids;
+    ids.swap(drain_waiting_);
+    for (int32_t id : ids) {
+      if (Http2Stream* s = find(id)) s->on_output_drained();
+      if (closed_) return;
+    }
+  }
   schedule_send();
   if (wants_input()) transport_->resume_input();
 }
@@ -527,6 +534,8 @@ int Http2Session::on_stream_close(int32_t stream_id, uint32_t error_code) {
   recently_closed_.push_back({stream_id, error_code == NGHTTP2_NO_ERROR && it->second->ended_by_both_sides()});
   it->second->on_closed(error_code);
   if (recently_closed_.size() > kRecentlyClosed) recently_closed_.pop_front();
+  if (it->second->response_finished()) --finished_streams_;
+  if (it->second->has_pending_output()) --pending_streams_;
   LoopContext::of(env_.loop).defer_delete(std::move(it->second));
   streams_.erase(it);
   update_timer();

@@ -113,6 +113,15 @@ class Http2Session final : public ClientSession, public Flushable {
   // Counts a stream the client (or its protocol error) ended before its
   // response did; over the budget the connection ends with ENHANCE_YOUR_CALM.
   void count_reset();
+  // A stream's response went out whole (its END_STREAM frame was sent).
+  void note_response_finished() { ++finished_streams_; }
+  // A stream's response output became pending (true) or was all taken by
+  // nghttp2 (false): the counts that let the timer's purpose be chosen
+  // without visiting every stream on every event.
+  void note_pending_output(bool pending) { pending ? ++pending_streams_ : --pending_streams_; }
+  // Stream `id` found the connection's output congested and paused its
+  // upstream: on_output_drained tells it, and only the streams so enrolled.
+  void wait_drained(int32_t id) { drain_waiting_.push_back(id); }
 
   // nghttp2 callbacks (trampolines in http2_session.cc).
   int on_begin_frame(const nghttp2_frame_hd* hd);
@@ -165,7 +174,11 @@ class Http2Session final : public ClientSession, public Flushable {
     bool ended_by_both;  // END_STREAM both ways, no RST_STREAM either way
   };
   std::deque<ClosedStream> recently_closed_;  // bounded (kRecentlyClosed in the .cc)
-  std::unordered_map<int32_t, uint64_t> stall_marks_;  // Stall: bytes_out() when armed
+  // Streams to tell when the output drains (wait_drained): with hundreds of
+  // streams, visiting each one after every write was a share of the CPU.
+  std::vector<int32_t> drain_waiting_;
+  size_t finished_streams_ = 0;  // of streams_: response_finished()
+  size_t pending_streams_ = 0;   // of streams_: has_pending_output()
   std::optional<uint32_t> terminate_code_;  // set by a callback that stops input
   bool header_block_open_ = false;          // HEADERS without END_HEADERS seen, CONTINUATION due
   // Each open stream's send window when a SETTINGS frame began (for §6.9.2).

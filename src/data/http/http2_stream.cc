@@ -394,6 +394,10 @@ void Http2Stream::send_response_body(std::string_view data) {
     if (session_->env().counters) session_->env().counters->tunnel_bytes_to_client.add(data.size());
     tunnel_timer_.arm(session_->env().config->timeouts.tunnel);
   }
+  if (pending_output() == 0) {
+    output_moved_at_ = uv_now(loop_);
+    session_->note_pending_output(true);
+  }
   out_.append(data);
   resume_provider();
   session_->schedule_send();
@@ -427,12 +431,19 @@ void Http2Stream::fail_response(int status, std::string_view) {
 }
 
 bool Http2Stream::output_congested() const {
-  return pending_output() > kResponseHighWatermark || session_->output_congested();
+  if (pending_output() > kResponseHighWatermark) return true;  // read_response() tells when it drains
+  if (!session_->output_congested()) return false;
+  if (!drain_waiting_) {
+    drain_waiting_ = true;
+    session_->wait_drained(id_);
+  }
+  return true;
 }
 
 void Http2Stream::on_output_drained() {
   // Cheap when the upstream is not paused (ProxyExchange pauses it itself
   // whenever output_congested() holds after a sink call).
+  drain_waiting_ = false;
   if (closed() || output_congested()) return;
   if (exchange_) exchange_->on_output_drained();
   if (tunnel_) tunnel_->resume_reading();
@@ -440,9 +451,13 @@ void Http2Stream::on_output_drained() {
 
 ssize_t Http2Stream::read_response(uint8_t* buf, size_t length, uint32_t* data_flags) {
   size_t n = std::min(length, pending_output());
-  if (n > 0) std::memcpy(buf, out_.data() + out_off_, n);
+  if (n > 0) {
+    std::memcpy(buf, out_.data() + out_off_, n);
+    output_moved_at_ = uv_now(loop_);
+  }
   out_off_ += n;
   bytes_out_ += n;
+  if (n > 0 && out_off_ == out_.size()) session_->note_pending_output(false);
   if (out_off_ == out_.size()) {
     if (response_ == ResponsePhase::Tunnel) {
       std::string().swap(out_);  // an idle tunnel keeps no buffer
@@ -504,6 +519,7 @@ void Http2Stream::reset(uint32_t error_code) {
 
 void Http2Stream::on_response_end_sent() {
   transition(response_, ResponsePhase::EndSent);
+  session_->note_response_finished();
   drop_held_body();  // bytes held back for an upstream that no longer wants them
   // RFC 9113 §8.1: the response is complete and the rest of the request is
   // not wanted: RST_STREAM NO_ERROR, unless the client may still finish the

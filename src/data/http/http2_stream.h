@@ -139,10 +139,11 @@ class Http2Stream final : public Deletable, public ExchangeSink, public Flushabl
   bool ended_by_both_sides() const {
     return request_ == RequestPhase::Complete && response_ == ResponsePhase::EndSent && end_ == StreamEnd::Open;
   }
-  // Response bytes waiting for the client's flow-control window, and the
-  // total handed to nghttp2 so far (progress marks for the stall timeout).
+  // Response bytes waiting for the client's flow-control window, and when
+  // (the loop's clock, uv_now ms) they last moved: became pending or were
+  // taken by nghttp2 (the stall timeout's progress mark).
   bool has_pending_output() const { return pending_output() > 0; }
-  uint64_t bytes_out() const { return bytes_out_; }
+  uint64_t output_moved_at() const { return output_moved_at_; }
   // The client opened no window for timeouts.send: RST_STREAM CANCEL.
   void abort_stalled();
   bool closed() const { return end_ == StreamEnd::Closed; }
@@ -157,6 +158,9 @@ class Http2Stream final : public Deletable, public ExchangeSink, public Flushabl
   void send_trailers(const std::vector<Header>& trailers) override;
   void end_response() override;
   void fail_response(int status, std::string_view reason) override;
+  // True while this stream or the connection holds more than its high
+  // watermark. A true answer for the connection's output also enrols the
+  // stream for the session's next on_output_drained (Http2Session::wait_drained).
   bool output_congested() const override;
   void on_request_body_writable() override;
   // The client's handshake completed (Http2Session::on_handshake_done): a
@@ -232,7 +236,9 @@ class Http2Stream final : public Deletable, public ExchangeSink, public Flushabl
   size_t out_off_ = 0;
   std::vector<Header> trailers_;  // submitted (nghttp2_submit_trailer) after the last DATA
   bool provider_deferred_ = false;  // the data provider returned NGHTTP2_ERR_DEFERRED
+  mutable bool drain_waiting_ = false;  // on the session's wait_drained list
   uint64_t bytes_out_ = 0;          // response body bytes nghttp2 has taken
+  uint64_t output_moved_at_ = 0;    // uv_now when pending output last moved (has_pending_output())
 };
 
 // The transition tables (util/state.h).

@@ -1,7 +1,8 @@
 // Http2Session (and its Http2Streams) driven by an nghttp2 client session
 // (harness::H2Client) through a FakeTransport, proxying to a ScriptedUpstream
 // on the same loop: one GET, two concurrent streams, a client reset
-// cancelling its upstream exchange, 431 for a too large header list.
+// cancelling its upstream exchange, a stream paused by congested output
+// going on when it drains, 431 for a too large header list.
 #include "data/http/http2_session.h"
 
 #include <gtest/gtest.h>
@@ -128,6 +129,29 @@ TEST_F(Http2SessionTest, UpstreamFailingRightAfterItsHeadIsLogged502NotTheQueued
   const std::string log = access_log_text();
   EXPECT_NE(log.find("\"status\":502,\"response_complete\":false,\"bytes_sent\":0,"), std::string::npos) << log;
   EXPECT_NE(log.find("\"upstream_error\":\"invalid_response\",\"upstream_status\":200,"), std::string::npos) << log;
+}
+
+// A stream whose exchange paused its upstream because the connection's
+// output was congested (here at a 1xx: no DATA of its own is queued whose
+// sending would wake it) reads on once that output drains.
+TEST_F(Http2SessionTest, StreamPausedByCongestedOutputResumesWhenItDrains) {
+  start();
+  upstream().script(Reply::hold());
+  int32_t id = client_.submit("GET", "/hints");
+  ASSERT_TRUE(until_upstream_requests(1));
+  settle();
+  transport().set_buffered_output(1 << 20);  // the client stopped reading
+  upstream().write(0, "HTTP/1.1 103 Early Hints\r\nLink: </x>; rel=preload\r\n\r\n");
+  settle();
+  upstream().write(0, "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nA");
+  settle();
+  EXPECT_FALSE(client_.stream(id).closed);
+  transport().set_buffered_output(0);
+  h2().on_output_drained();
+  ASSERT_TRUE(until_stream_closed(id));
+  EXPECT_EQ(client_.stream(id).status, 200);
+  EXPECT_EQ(client_.stream(id).body, "A");
+  EXPECT_FALSE(client_.failed());
 }
 
 TEST_F(Http2SessionTest, CompleteStreamIsLoggedComplete) {
