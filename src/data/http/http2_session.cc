@@ -3,9 +3,12 @@
 #include <openssl/x509v3.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "log/log.h"
+#include "util/state.h"
 
 namespace tlsfront::http {
 namespace {
@@ -227,6 +230,19 @@ void Http2Session::close_now(bool notify) {
 }
 
 void Http2Session::update_timer() {
+#if TLSFRONT_CHECK_TRANSITIONS
+  // The counts against a walk over the streams (sanitizer and fuzz builds).
+  size_t finished = 0, pending = 0;
+  for (const auto& [id, st] : streams_) {
+    finished += st->response_finished();
+    pending += st->has_pending_output();
+  }
+  if (finished != finished_streams_ || pending != pending_streams_) {
+    std::fprintf(stderr, "Http2Session: %zu/%zu streams finished, %zu/%zu with pending output (counted/walked)\n",
+                 finished_streams_, finished, pending_streams_, pending);
+    std::abort();
+  }
+#endif
   TimerPurpose want = TimerPurpose::None;
   if (header_block_open_) {
     want = TimerPurpose::Header;  // armed once, when the block opened: CONTINUATIONs do not extend it
