@@ -108,6 +108,9 @@
 #
 # Environment: TLSFRONT_BIN (default build/tlsfront, built if missing),
 # BENCH_DURATION (seconds per rate test, default 3), BENCH_ROUNDS (3),
+# BENCH_H2_STREAMS (10: streams in flight on each of h2_rps's and
+# h2_upstream_rps's 20 connections, h2load -m; 50 puts 1,000 in flight, where
+# every proxy batches deeply and per-request code decides: issue #16's notes),
 # BENCH_IDLE_CONNS (2000), BENCH_WS_IDLE_TUNNELS (1000), BENCH_TTFB_SAMPLES (200), BENCH_KEEP_TMP=1 (keep the
 # temporary directory with every configuration and log, for inspection),
 # BENCH_PERF=DIR (perf record -g of each proxy's process tree during full_hs and
@@ -123,6 +126,7 @@ duration=${BENCH_DURATION:-3}
 idle_conns=${BENCH_IDLE_CONNS:-2000}
 ws_idle_tunnels=${BENCH_WS_IDLE_TUNNELS:-1000}
 ttfb_samples=${BENCH_TTFB_SAMPLES:-200}
+h2_streams=${BENCH_H2_STREAMS:-10}
 proxies=(tlsfront nginx haproxy h2o nghttpx)
 out=""
 proxy_cpu_quota=${BENCH_PROXY_CPU_QUOTA:-}
@@ -166,6 +170,8 @@ done
   || { echo "bench.sh: rounds, duration, idle connections and idle tunnels must be positive integers" >&2; exit 2; }
 [[ -z $proxy_cpu_quota || $proxy_cpu_quota =~ ^([1-9]|[1-9][0-9])$ ]] \
   || { echo "bench.sh: --proxy-cpu-quota is a percentage of one CPU, 1-99, not '$proxy_cpu_quota'" >&2; exit 2; }
+[[ $h2_streams =~ ^[1-9][0-9]{0,3}$ ]] \
+  || { echo "bench.sh: BENCH_H2_STREAMS is a count of streams per connection, 1-9999, not '$h2_streams'" >&2; exit 2; }
 ((ws_idle_tunnels <= idle_conns)) || { echo "bench.sh: BENCH_WS_IDLE_TUNNELS must not exceed BENCH_IDLE_CONNS (the proxies' connection limits follow the latter)" >&2; exit 2; }
 
 say() { printf '%s\n' "$*" >&2; }
@@ -864,7 +870,7 @@ run_h2_rps() {
     m[error]="n/a: ALPN h2 not negotiated"
     return
   fi
-  with_cpu "$name" on_load_cpu $((duration + 20)) h2load -c20 -m10 -t1 -D"$duration" "$(url_of "$name")" >"$o" 2>&1 \
+  with_cpu "$name" on_load_cpu $((duration + 20)) h2load -c20 -m"$h2_streams" -t1 -D"$duration" "$(url_of "$name")" >"$o" 2>&1 \
     || { m[error]="h2load failed: $(tail -n 2 "$o" | tr '\n' ' ')"; return; }
   grep -q '^Application protocol: h2' "$o" || { m[error]="h2load did not negotiate h2"; return; }
   read -r ok bad runs < <(h2load_totals "$o")
@@ -885,7 +891,7 @@ run_h2_upstream_rps() {
   [[ $(curl -sk --http2 -o /dev/null -m 5 -w '%{http_code}' "$url") == 200 ]] || { m[error]="no 200 from $url"; return; }
   proto=$(tail -n 1 "$tmp/backend/h2c.log" 2>/dev/null)
   [[ $proto == HTTP/2.0 ]] || { m[error]="the backend saw ${proto:-nothing}, not HTTP/2.0"; return; }
-  with_cpu "$name" on_load_cpu $((duration + 20)) h2load -c20 -m10 -t1 -D"$duration" "$url" >"$o" 2>&1 \
+  with_cpu "$name" on_load_cpu $((duration + 20)) h2load -c20 -m"$h2_streams" -t1 -D"$duration" "$url" >"$o" 2>&1 \
     || { m[error]="h2load failed: $(tail -n 2 "$o" | tr '\n' ' ')"; return; }
   read -r ok bad runs < <(h2load_totals "$o")
   m[count]=$ok
@@ -1319,6 +1325,7 @@ table_row() {
 machine="$(nproc) CPUs, $(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)"
 quota_note=""
 [[ -n $proxy_cpu_quota ]] && quota_note="; each proxy capped at ${proxy_cpu_quota} % of one CPU (latencies include the throttling)"
+((h2_streams != 10)) && quota_note+="; h2_rps and h2_upstream_rps with ${h2_streams} streams in flight per connection (BENCH_H2_STREAMS)"
 printf '\n%s, %s; %d rounds, %ss per rate test%s; median (min–max over samples; spread = ± half that range, of the median)\n\n' \
   "$(date -u +%Y-%m-%dT%H:%MZ)" "$machine" "$rounds" "$duration" "$quota_note"
 echo "| test | proxy | median | per proxy core | spread | proxy CPU | p50 / p99 ms |"
