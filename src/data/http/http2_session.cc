@@ -316,7 +316,7 @@ void Http2Session::on_output_drained() {
     std::vector<int32_t> ids;
     ids.swap(drain_waiting_);
     for (int32_t id : ids) {
-      if (Http2Stream* s = find(id)) s->on_output_drained();
+      if (Http2Stream* s = find(id)) s->on_drain_notice();
       if (closed_) return;
     }
   }

@@ -122,6 +122,8 @@ class Http2Session final : public ClientSession, public Flushable {
   // Stream `id` found the connection's output congested and paused its
   // upstream: on_output_drained tells it, and only the streams so enrolled.
   void wait_drained(int32_t id) { drain_waiting_.push_back(id); }
+  // Entries on that list (tests: at most one per stream).
+  size_t drain_waiting() const { return drain_waiting_.size(); }
 
   // nghttp2 callbacks (trampolines in http2_session.cc).
   int on_begin_frame(const nghttp2_frame_hd* hd);

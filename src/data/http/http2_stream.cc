@@ -443,7 +443,6 @@ bool Http2Stream::output_congested() const {
 void Http2Stream::on_output_drained() {
   // Cheap when the upstream is not paused (ProxyExchange pauses it itself
   // whenever output_congested() holds after a sink call).
-  drain_waiting_ = false;
   if (closed() || output_congested()) return;
   if (exchange_) exchange_->on_output_drained();
   if (tunnel_) tunnel_->resume_reading();

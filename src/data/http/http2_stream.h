@@ -127,6 +127,14 @@ class Http2Stream final : public Deletable, public ExchangeSink, public Flushabl
   void on_response_end_sent();
   // The connection's output drained: let a paused upstream read on.
   void on_output_drained();
+  // The session's drain notice for a stream on its wait_drained list (the
+  // one call that takes it off: read_response() calls on_output_drained()
+  // at every chunk, and clearing the mark there let the stream enrol again
+  // while its id was still listed).
+  void on_drain_notice() {
+    drain_waiting_ = false;
+    on_output_drained();
+  }
   // A HEADERS frame of this stream went out (1xx, final head or trailers).
   void on_headers_sent() { ++heads_sent_; }
   // nghttp2_data_source_read_callback for the response body.

@@ -2,7 +2,8 @@
 // (harness::H2Client) through a FakeTransport, proxying to a ScriptedUpstream
 // on the same loop: one GET, two concurrent streams, a client reset
 // cancelling its upstream exchange, a stream paused by congested output
-// going on when it drains, 431 for a too large header list.
+// going on when it drains (and listed for that once), 431 for a too large
+// header list.
 #include "data/http/http2_session.h"
 
 #include <gtest/gtest.h>
@@ -152,6 +153,29 @@ TEST_F(Http2SessionTest, StreamPausedByCongestedOutputResumesWhenItDrains) {
   EXPECT_EQ(client_.stream(id).status, 200);
   EXPECT_EQ(client_.stream(id).body, "A");
   EXPECT_FALSE(client_.failed());
+}
+
+// A stream congested again and again while the output never falls under its
+// low watermark (so no drain notice comes) is listed for that notice once,
+// not once per congestion: nghttp2 taking its chunks must not take it off.
+TEST_F(Http2SessionTest, StreamWaitsForTheDrainNoticeOnceHoweverOftenCongested) {
+  start();
+  upstream().script(Reply::hold());
+  int32_t id = client_.submit("GET", "/big");
+  ASSERT_TRUE(until_upstream_requests(1));
+  settle();
+  upstream().write(0, "HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n");
+  settle();
+  for (int i = 0; i < 20; ++i) {
+    transport().set_buffered_output(100 * 1024);  // congested: the exchange enrols and pauses
+    upstream().write(0, std::string(1000, 'x'));
+    settle();
+    transport().set_buffered_output(32 * 1024);  // below the high watermark, above the low one
+    h2().flush();                                // as after a WINDOW_UPDATE: nghttp2 takes the chunk
+    settle();
+  }
+  EXPECT_EQ(client_.stream(id).body.size(), 20u * 1000);
+  EXPECT_EQ(h2().drain_waiting(), 1u);
 }
 
 TEST_F(Http2SessionTest, CompleteStreamIsLoggedComplete) {
