@@ -120,7 +120,7 @@ TEST_F(H2cUpstream, Http1AndHttp2ClientsThroughOneConnection) {
 }
 
 TEST_F(H2cUpstream, MalformedResponseFieldNeverReachesTheClient) {
-  // ProxyExchange leaves an h2 head's field checks to nghttp2 (RFC 9113
+  // An h2 head's fields are checked by nghttp2 as it decodes them (RFC 9113
   // §8.2.1, §8.1.1): a response with a value holding a control octet, a
   // name that is not a token or an uppercase name is malformed, and its
   // stream is reset (502), never passed on in part. So is one whose status
