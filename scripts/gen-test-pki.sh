@@ -15,6 +15,7 @@
 #   other-name.pem/.key (+ other-name.chain.pem) leaf for other.example only
 #   wildcard.pem/.key (+ wildcard.chain.pem)    leaf for *.wild.example and wild.example
 #   other-root.pem/.key                         unrelated self-signed CA "tlsfront unrelated root"
+#   client.pem/.key (+ client.chain.pem)        client certificate "tlsfront test client", clientAuth
 #   localhost.shuffled.pem                      root, intermediate, other-root, leaf (in that order)
 #   not-yet-valid.pem/.key                      valid 2099-01-01 .. 2100-01-01 only
 #   issuers/intermediate.pem                    a directory for [tls] issuers_dir
@@ -104,6 +105,13 @@ extendedKeyUsage       = serverAuth
 subjectKeyIdentifier   = hash
 authorityKeyIdentifier = keyid
 subjectAltName         = DNS:other.example
+
+[ v3_leaf_client ]
+basicConstraints       = critical, CA:FALSE
+keyUsage               = critical, digitalSignature
+extendedKeyUsage       = clientAuth
+subjectKeyIdentifier   = hash
+authorityKeyIdentifier = keyid
 
 [ v3_leaf_wildcard ]
 basicConstraints       = critical, CA:FALSE
@@ -215,6 +223,10 @@ cat "$dir/rsa.pem" "$dir/intermediate.pem" >"$dir/rsa.chain.pem"
 ec_key "$dir/other-name.key"
 sign_leaf other-name "$dir/other-name.key" other.example v3_leaf_other
 cat "$dir/other-name.pem" "$dir/intermediate.pem" >"$dir/other-name.chain.pem"
+
+ec_key "$dir/client.key"
+sign_leaf client "$dir/client.key" "tlsfront test client" v3_leaf_client
+cat "$dir/client.pem" "$dir/intermediate.pem" >"$dir/client.chain.pem"
 
 ec_key "$dir/wildcard.key"
 sign_leaf wildcard "$dir/wildcard.key" "*.wild.example" v3_leaf_wildcard

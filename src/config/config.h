@@ -192,14 +192,41 @@ struct Tls {
 };
 
 // [[upstream]]
-// What an [[upstream]]'s servers speak: HTTP/1.1, or HTTP/2 over cleartext
-// TCP with prior knowledge (RFC 9113 §3.3: no Upgrade, no ALPN).
-enum class UpstreamProtocol : uint8_t { Http1, H2c };
-constexpr const char* protocol_name(UpstreamProtocol p) { return p == UpstreamProtocol::H2c ? "h2c" : "http/1.1"; }
+// What an [[upstream]]'s servers speak: HTTP/1.1 (over TLS when its `tls` is
+// enabled), HTTP/2 over cleartext TCP with prior knowledge (RFC 9113 §3.3:
+// no Upgrade, no ALPN), or HTTP/2 over TLS (ALPN "h2", RFC 9113 §3.2; TLS
+// is implied).
+enum class UpstreamProtocol : uint8_t { Http1, H2c, H2 };
+constexpr const char* protocol_name(UpstreamProtocol p) {
+  return p == UpstreamProtocol::H2c ? "h2c" : p == UpstreamProtocol::H2 ? "h2" : "http/1.1";
+}
+// Whether the servers are spoken to through multiplexed HTTP/2 sessions.
+constexpr bool is_http2(UpstreamProtocol p) { return p != UpstreamProtocol::Http1; }
+
+// [upstream.tls] (or `tls = true` for every default): TLS to the group's
+// servers, nginx's `proxy_pass https://` with its proxy_ssl_* directives.
+// Unlike nginx (proxy_ssl_verify off), the server's certificate is verified
+// by default.
+struct UpstreamTls {
+  bool enabled = false;
+  // server_name: sent as SNI (RFC 6066 §3) and the name the certificate must
+  // carry (RFC 6125). "" (the default): no SNI, and the certificate must
+  // carry the server's IP address (a "localhost" server: that name).
+  std::string server_name;
+  bool verify = true;       // false: any certificate (nginx's default, a trap)
+  std::string trusted_ca;   // PEM file of trust anchors; "" = OpenSSL's default store (the system's)
+  std::string certificate;  // client certificate chain (PEM), for servers that ask for one; with `key`
+  std::string key;
+  std::vector<TlsVersion> protocols{TlsVersion::Tls12, TlsVersion::Tls13};
+  bool session_reuse = true;  // resume the last session with each server (nginx's proxy_ssl_session_reuse)
+  std::string origin;         // "file:line:col" of the table (or `tls = true`), for errors found later
+  bool operator==(const UpstreamTls&) const = default;
+};
 
 struct Upstream {
   std::string name;                  // name = "api" (required, unique)
-  UpstreamProtocol protocol = UpstreamProtocol::Http1;  // protocol = "http/1.1" | "h2c"
+  UpstreamProtocol protocol = UpstreamProtocol::Http1;  // protocol = "http/1.1" | "h2c" | "h2"
+  UpstreamTls tls;                   // [upstream.tls]; enabled whenever protocol = "h2"
   std::vector<Endpoint> servers;     // servers = ["127.0.0.1:9000"] (required, >= 1)
   size_t keepalive = 32;             // max idle keepalive connections per worker per server (0 = no pooling)
   Millis keepalive_timeout{60'000};  // idle pooled connection closed after this
@@ -208,7 +235,7 @@ struct Upstream {
   Millis read_timeout{60'000};       // between two reads of the response
   Millis send_timeout{60'000};       // between two writes of the request
   Millis fail_timeout{10'000};       // a server that refused a connection is skipped this long
-  // h2c only (RFC 9113 §6.7): a connection that carries no stream sends a
+  // h2c and h2 only (RFC 9113 §6.7): a connection that carries no stream sends a
   // PING after h2_ping_interval idle (0 = never), and is closed when no PING
   // ACK came back within h2_ping_timeout.
   Millis h2_ping_interval{0};

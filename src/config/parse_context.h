@@ -139,6 +139,9 @@ Error missing_table(const ParseContext& ctx, std::string_view key, bool array_of
 [[nodiscard]] Status check_acme_upstreams(const TableReader& root, const std::vector<Listener>& listeners,
                                           const std::vector<Upstream>& upstreams);
 [[nodiscard]] Status parse_tls(const TableReader& root, Tls& out);
+// The `protocols` key of `t` ([tls] or [upstream.tls]): "TLSv1.2" /
+// "TLSv1.3", not empty, no duplicate; `out` untouched when absent.
+[[nodiscard]] Status parse_tls_protocols(const TableReader& t, std::vector<TlsVersion>& out);
 // [[certificate]] entries or the [tls] certificate/key shorthand (`tls` is the
 // [tls] table); called by parse_tls after tls.strict_sni is read.
 [[nodiscard]] Status parse_certificates(const TableReader& root, const TableReader& tls, Tls& out);
@@ -148,6 +151,10 @@ Error missing_table(const ParseContext& ctx, std::string_view key, bool array_of
 [[nodiscard]] Status parse_ocsp(const TableReader& parent, Ocsp& out);
 [[nodiscard]] Status parse_ocsp_cache_dir(const TableReader& tls, std::string& out);
 [[nodiscard]] Status parse_upstream(const TableReader& root, std::vector<Upstream>& out);
+// parse_upstream_tls.cc: the `tls` key of one [[upstream]] table `t` (a
+// table, or true/false) into `u.tls`, once u.protocol is known ("h2"
+// enables it).
+[[nodiscard]] Status parse_upstream_tls(const TableReader& t, Upstream& u);
 [[nodiscard]] Status parse_route(const TableReader& root, const std::vector<Upstream>& upstreams,
                                  std::vector<Route>& out);
 // parse_compression.cc: top-level [compression] into `defaults`, then each

@@ -7,9 +7,8 @@
 #include "config/units.h"
 
 namespace tlsfront::config::detail {
-namespace {
 
-Status parse_protocols(const TableReader& t, std::vector<TlsVersion>& out) {
+Status parse_tls_protocols(const TableReader& t, std::vector<TlsVersion>& out) {
   auto array = t.get_array("protocols", Presence::Optional);
   if (!array.ok()) return array.take_error();
   if (*array == nullptr) return {};
@@ -42,6 +41,8 @@ Status parse_protocols(const TableReader& t, std::vector<TlsVersion>& out) {
   out = std::move(protocols);
   return {};
 }
+
+namespace {
 
 // The redis_* keys of [tls.session_cache]; only accepted with store = "redis".
 // redis_user, redis_password_file and redis_prefix: the same for every
@@ -232,7 +233,7 @@ Status parse_tls(const TableReader& root, Tls& out) {
       !s.ok()) {
     return s;
   }
-  if (Status s = parse_protocols(t, out.protocols); !s.ok()) return s;
+  if (Status s = parse_tls_protocols(t, out.protocols); !s.ok()) return s;
   if (Status s = t.get_string("ciphers", out.ciphers, Presence::Optional, false); !s.ok()) return s;
   if (Status s = t.get_string("ciphersuites", out.ciphersuites, Presence::Optional, false); !s.ok()) {
     return s;

@@ -31,7 +31,7 @@ Status parse_servers(const TableReader& t, std::vector<Endpoint>& out) {
     if (!endpoint.ok()) {
       std::string detail = endpoint.error().detail;
       if (text->get().starts_with("https://")) {
-        detail += "; tlsfront speaks cleartext HTTP/1.1 or h2c to upstream servers: TLS to them is not supported yet";
+        detail += "; for TLS to the servers, set tls = true or write an [upstream.tls] table";
       }
       return t.context().error(element.source(), path, detail);
     }
@@ -40,8 +40,7 @@ Status parse_servers(const TableReader& t, std::vector<Endpoint>& out) {
   return {};
 }
 
-// protocol = "http/1.1" (default) | "h2c". "h2" (HTTP/2 over TLS, ALPN)
-// waits for TLS to upstreams.
+// protocol = "http/1.1" (default) | "h2c" | "h2" (HTTP/2 over TLS, ALPN).
 Status parse_protocol(const TableReader& t, UpstreamProtocol& out) {
   if (t.find("protocol") == nullptr) return {};
   std::string text;
@@ -51,22 +50,21 @@ Status parse_protocol(const TableReader& t, UpstreamProtocol& out) {
   } else if (text == "h2c") {
     out = UpstreamProtocol::H2c;
   } else if (text == "h2") {
-    return t.error_at("protocol",
-                      "\"h2\" (HTTP/2 over TLS) needs TLS to upstream servers, which is not supported "
-                      "yet; \"h2c\" is HTTP/2 over cleartext TCP (prior knowledge)");
+    out = UpstreamProtocol::H2;
   } else {
-    return t.error_at("protocol", "unknown protocol " + quote(text) + " (expected \"http/1.1\" or \"h2c\")");
+    return t.error_at("protocol",
+                      "unknown protocol " + quote(text) + " (expected \"http/1.1\", \"h2c\" or \"h2\")");
   }
   return {};
 }
 
 // h2_ping_interval / h2_ping_timeout: HTTP/2 PING liveness (RFC 9113 §6.7)
-// of idle h2c connections (Envoy's connection_keepalive interval/timeout).
+// of idle HTTP/2 connections (Envoy's connection_keepalive interval/timeout).
 Status parse_ping(const TableReader& t, Upstream& u) {
-  if (u.protocol != UpstreamProtocol::H2c) {
+  if (!is_http2(u.protocol)) {
     for (std::string_view key : {"h2_ping_interval", "h2_ping_timeout"}) {
       if (t.find(key) != nullptr) {
-        return t.error_at(key, "only applies to protocol = \"h2c\" (an HTTP/1.1 connection has no PING)");
+        return t.error_at(key, "only applies to protocol = \"h2c\" or \"h2\" (an HTTP/1.1 connection has no PING)");
       }
     }
     return {};
@@ -79,7 +77,7 @@ Status parse_ping(const TableReader& t, Upstream& u) {
 Status parse_one(const TableReader& t, Upstream& u) {
   if (Status s = t.check_keys({"name", "servers", "keepalive", "keepalive_timeout", "keepalive_requests",
                                "connect_timeout", "read_timeout", "send_timeout", "fail_timeout", "protocol",
-                               "h2_ping_interval", "h2_ping_timeout"});
+                               "h2_ping_interval", "h2_ping_timeout", "tls"});
       !s.ok()) {
     return s;
   }
@@ -90,6 +88,7 @@ Status parse_one(const TableReader& t, Upstream& u) {
   }
   if (Status s = parse_servers(t, u.servers); !s.ok()) return s;
   if (Status s = parse_protocol(t, u.protocol); !s.ok()) return s;
+  if (Status s = parse_upstream_tls(t, u); !s.ok()) return s;
 
   constexpr int64_t kMaxInt = std::numeric_limits<int32_t>::max();
   constexpr int64_t kMaxInt64 = std::numeric_limits<int64_t>::max();
@@ -107,13 +106,13 @@ Status parse_one(const TableReader& t, Upstream& u) {
   // 0 is allowed: a failed server is never skipped.
   if (Status s = t.get_duration("fail_timeout", Millis{0}, u.fail_timeout); !s.ok()) return s;
   if (Status s = parse_ping(t, u); !s.ok()) return s;
-  if (u.protocol == UpstreamProtocol::H2c && u.keepalive == 0) {
-    // An h2c connection carries many streams at once and stays open between
+  if (is_http2(u.protocol) && u.keepalive == 0) {
+    // An HTTP/2 connection carries many streams at once and stays open between
     // them: there is nothing to turn off, and one connection per request
     // would undo what HTTP/2 is for.
     return t.error_at("keepalive",
-                      "must be >= 1 with protocol = \"h2c\" (it bounds the HTTP/2 connections per "
-                      "worker per server)");
+                      "must be >= 1 with protocol = \"" + std::string(protocol_name(u.protocol)) +
+                          "\" (it bounds the HTTP/2 connections per worker per server)");
   }
   return {};
 }

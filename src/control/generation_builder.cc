@@ -12,6 +12,15 @@ Result<std::shared_ptr<const data::Generation>> build_generation(config::Config 
   auto index = tls::CertIndex::create(gen->config.tls, session_cache, tickets);
   if (!index) return index.take_error();
   gen->tls = std::move(index).value();
+  for (const config::Upstream& u : gen->config.upstreams) {
+    if (!u.tls.enabled) {
+      gen->upstream_tls.emplace_back();
+      continue;
+    }
+    auto ctx = tls::UpstreamTlsContext::create(u);
+    if (!ctx) return ctx.take_error();
+    gen->upstream_tls.push_back(std::move(ctx).value());
+  }
   if (ocsp) {
     if (auto st = ocsp->prepare(*gen->tls, gen->config.tls.ocsp_cache_dir, gen->ocsp); !st) return st.take_error();
   }

@@ -1,6 +1,7 @@
 // Generation: one immutable, validated configuration with everything built
 // from it that is shared by the workers: the certificates with their TLS
-// contexts (chosen by SNI), the router and the compiled header rules.
+// contexts (chosen by SNI), the router, the compiled header rules and the
+// TLS contexts towards upstreams.
 // Built off-loop by the control thread (control/generation_builder.h),
 // published through an atomic shared_ptr; each connection holds the
 // generation it was accepted under until it closes.
@@ -8,12 +9,14 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "config/config.h"
 #include "data/http/header_plan.h"
 #include "data/http/router.h"
 #include "tls/cert_index.h"
 #include "tls/ocsp_stapler.h"
+#include "tls/upstream_tls_context.h"
 #include "util/result.h"
 
 namespace tlsfront::data {
@@ -26,6 +29,9 @@ struct Generation {
   tls::OcspRegistry ocsp;
   http::Router router;
   http::HeaderPlan headers;  // response_headers / request_headers, compiled
+  // The client TLS context of each [[upstream]], indexed like
+  // config.upstreams; null where its tls is off.
+  std::vector<std::shared_ptr<const tls::UpstreamTlsContext>> upstream_tls;
 
   // `tls` is set by the builder right after construction (the index
   // borrows this copy of the config's certificate entries).

@@ -112,14 +112,21 @@ std::shared_ptr<const WorkerGeneration> Worker::current_generation() {
   auto next = std::make_shared<WorkerGeneration>();
   next->gen = gen;
   next->loop_ctx = loop_ctx_.get();
-  for (const auto& u : gen->config.upstreams) {
+  for (size_t i = 0; i < gen->config.upstreams.size(); ++i) {
+    const config::Upstream& u = gen->config.upstreams[i];
+    const auto& tls = gen->upstream_tls.at(i);
     std::shared_ptr<upstream::UpstreamGroup> group;
     if (generation_) {
       for (const auto& old : generation_->upstreams) {
         if (old->config() == u) group = old;
       }
     }
-    next->upstreams.push_back(group ? group : std::make_shared<upstream::UpstreamGroup>(&loop_, u, counters_));
+    if (group) {
+      group->set_tls(tls);  // the files were read again: new connections use what they say now
+    } else {
+      group = std::make_shared<upstream::UpstreamGroup>(&loop_, u, counters_, tls);
+    }
+    next->upstreams.push_back(std::move(group));
   }
   next->env = env_;
   next->env.config = &gen->config;

@@ -83,6 +83,17 @@ Result<TlsStream> TlsStream::create(SSL_CTX* ctx) {
   clear_errors();
   SslPtr ssl(SSL_new(ctx));
   if (!ssl) return openssl_error(Errc::Tls, "SSL_new");
+  SSL_set_accept_state(ssl.get());
+  return wrap(std::move(ssl));
+}
+
+Result<TlsStream> TlsStream::create_client(SslPtr ssl) {
+  clear_errors();
+  SSL_set_connect_state(ssl.get());
+  return wrap(std::move(ssl));
+}
+
+Result<TlsStream> TlsStream::wrap(SslPtr ssl) {
   const BIO_METHOD* method = bio_method();
   BIO* bio = method ? BIO_new(method) : nullptr;
   if (!bio) return openssl_error(Errc::Tls, "BIO_new");
@@ -90,7 +101,6 @@ Result<TlsStream> TlsStream::create(SSL_CTX* ctx) {
   BIO_set_data(bio, io.get());
   // One BIO both ways: SSL_set_bio takes a single reference when rbio == wbio.
   SSL_set_bio(ssl.get(), bio, bio);
-  SSL_set_accept_state(ssl.get());
   return TlsStream(std::move(io), std::move(ssl));
 }
 
@@ -116,7 +126,7 @@ Result<bool> TlsStream::handshake() {
     // SSL_read_early_data must come first whenever the context allows early
     // data (after FINISH it is an error to call it again); without it, a
     // client's early data is skipped by SSL_do_handshake.
-    if (SSL_get_max_early_data(ssl_.get()) == 0) {
+    if (!SSL_is_server(ssl_.get()) || SSL_get_max_early_data(ssl_.get()) == 0) {
       early_done_ = true;
     } else {
       if (Status s = read_early_data(); !s) return s.take_error();

@@ -1,4 +1,4 @@
-// TlsStream: one server-side SSL* driven over a BIO of our own (BIO_meth_new)
+// TlsStream: one SSL* (server side, or client side towards an upstream) driven over a BIO of our own (BIO_meth_new)
 // whose read and write go straight to two buffers held here, so the event loop
 // owns all socket I/O. Ciphertext from the socket goes in with feed(); plaintext
 // comes out of read(); plaintext given to write() becomes ciphertext in
@@ -45,6 +45,11 @@ class TlsStream {
   // Creates the SSL* from borrowed `ctx`, which must outlive this stream (the
   // connection holds its Generation). Errors: Errc::Tls.
   [[nodiscard]] static Result<TlsStream> create(SSL_CTX* ctx);
+  // The client side of a connection to an upstream: `ssl` made by
+  // UpstreamTlsContext::new_ssl (SNI, verification, session set), put in
+  // connect state; the first handshake() writes the ClientHello. A client
+  // never reads early data or pauses. Errors: Errc::Tls.
+  [[nodiscard]] static Result<TlsStream> create_client(SslPtr ssl);
 
   TlsStream(TlsStream&&) noexcept = default;
   TlsStream& operator=(TlsStream&&) noexcept = default;
@@ -126,6 +131,8 @@ class TlsStream {
   static const BIO_METHOD* bio_method();
 
   TlsStream(std::unique_ptr<Io> io, SslPtr ssl) : io_(std::move(io)), ssl_(std::move(ssl)) {}
+  // Puts `ssl` on a BIO of ours.
+  static Result<TlsStream> wrap(SslPtr ssl);
   // SSL_read_early_data until it needs input or says FINISH (early_done_);
   // moves Handshaking to Early once OpenSSL accepted the early data.
   Status read_early_data();

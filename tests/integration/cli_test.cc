@@ -146,7 +146,7 @@ TEST_F(Cli, TestUpstreamUrlIsNotAnAddress) {
                        "expected \"host:port\" without a scheme"),
             std::string::npos)
       << r.err;
-  EXPECT_NE(r.err.find("TLS to them is not supported yet"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("for TLS to the servers, set tls = true or write an [upstream.tls] table"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("brackets"), std::string::npos) << r.err;
 }
 

@@ -126,7 +126,7 @@ TEST_F(Grpc, Http1UpstreamGetsNoGrpcCall) {
   // A gRPC call routed to an http/1.1 upstream: UNAVAILABLE at once, never forwarded.
   ASSERT_TRUE(start({}, {}, "http/1.1"));
   EXPECT_EQ(call({"unary", "x"}),
-            "error UNAVAILABLE upstream backend speaks HTTP/1.1; gRPC needs protocol = \"h2c\"\n");
+            "error UNAVAILABLE upstream backend speaks HTTP/1.1; gRPC needs protocol = \"h2c\" or \"h2\"\n");
   EXPECT_EQ(upstream_connections(), 0u);
   auto lines = proxy_.wait_log_lines(1);
   ASSERT_EQ(lines.size(), 1u);

@@ -5,7 +5,8 @@
 
 namespace tlsfront::itest {
 
-bool Nginx::start(const std::string& cert, const std::string& key, const std::string& server_extra) {
+bool Nginx::start(const std::string& cert, const std::string& key, const std::string& server_extra,
+                  const std::string& listen_extra) {
   port_ = free_port();
   prefix_ = dir_.file("nginx");
   ::mkdir(prefix_.c_str(), 0755);
@@ -15,7 +16,8 @@ bool Nginx::start(const std::string& cert, const std::string& key, const std::st
   for (const char* t : {"client_body", "proxy", "fastcgi", "uwsgi", "scgi"}) {
     conf += std::string("  ") + t + "_temp_path " + prefix_ + "/" + t + ";\n";
   }
-  conf += "  server {\n    listen 127.0.0.1:" + std::to_string(port_) + " ssl;\n    ssl_certificate " + cert +
+  conf += "  server {\n    listen 127.0.0.1:" + std::to_string(port_) + " ssl" +
+          (listen_extra.empty() ? "" : " " + listen_extra) + ";\n    ssl_certificate " + cert +
           ";\n    ssl_certificate_key " + key + ";\n    ssl_protocols TLSv1.2 TLSv1.3;\n" + server_extra +
           "    location / { return 200 \"nginx\\n\"; }\n  }\n}\n";
   write_file(prefix_ + "/nginx.conf", conf);

@@ -20,9 +20,12 @@ class Nginx {
   Nginx& operator=(const Nginx&) = delete;
   // One TLS server block (TLS 1.2 and 1.3, `location /` answers 200 "nginx")
   // with `cert` and `key`; `server_extra`: more lines in it (ssl_stapling ...,
-  // a second ssl_certificate ..., ssl_session_ticket_key ...). True once it
-  // accepts connections; false (with a gtest failure naming its stderr) if not.
-  bool start(const std::string& cert, const std::string& key, const std::string& server_extra = "");
+  // a second ssl_certificate ..., ssl_session_ticket_key ..., locations
+  // before `location /`); `listen_extra`: parameters after `ssl` on the
+  // listen line ("http2"). True once it accepts connections; false (with a
+  // gtest failure naming its stderr) if not.
+  bool start(const std::string& cert, const std::string& key, const std::string& server_extra = "",
+             const std::string& listen_extra = "");
   void stop() { process_.stop(); }
   int port() const { return port_; }
   Process& process() { return process_; }

@@ -33,7 +33,7 @@ ProxyExchange::ProxyExchange(uv_loop_t* loop, ExchangeSink* sink, upstream::Upst
       early_(headers.early),
       has_body_(head.has_body()),
       grpc_(is_grpc(head)),
-      h2c_(group->config().protocol == config::UpstreamProtocol::H2c),
+      http2_upstream_(config::is_http2(group->config().protocol)),
       replay_state_(Replay::Partial) {
   const ConnectionInfo& info = sink->connection_info();
   const HeaderVars vars = header_vars_now();  // for the request's head, built below
@@ -57,7 +57,7 @@ ProxyExchange::ProxyExchange(uv_loop_t* loop, ExchangeSink* sink, upstream::Upst
     accepted_ = accepted_coding(*compression, head);
   }
   stats_.protocol = config::protocol_name(group->config().protocol);
-  if (h2c_) {
+  if (http2_upstream_) {
     // HTTP/2 has no Upgrade (RFC 9113 §8.6): an Upgrade request goes up as
     // an ordinary one, and no 101 can open a tunnel.
     h2_fields_ = upstream_h2_request_fields(head, opts);
@@ -69,7 +69,7 @@ ProxyExchange::ProxyExchange(uv_loop_t* loop, ExchangeSink* sink, upstream::Upst
   if (early_ == EarlyData::Send && !own_early_data) {
     // RFC 8470 §5.1: an intermediary adds it; a client's own is forwarded
     // as it is. HTTP/1.1: before the head's last CRLF (a Send request has no body).
-    if (h2c_) {
+    if (http2_upstream_) {
       early_line_ = h2_fields_.size();
       h2_fields_.push_back(Header{"early-data", "1", HeaderToken::Other});
     } else {
@@ -127,7 +127,7 @@ void ProxyExchange::on_handshake_done() {
 
 void ProxyExchange::strip_early_data_line() {
   if (early_line_ == std::string::npos) return;
-  if (h2c_) {
+  if (http2_upstream_) {
     h2_fields_.erase(h2_fields_.begin() + static_cast<std::ptrdiff_t>(early_line_));
   } else {
     replay_.erase(early_line_, std::string_view("Early-Data: 1\r\n").size());
@@ -136,10 +136,10 @@ void ProxyExchange::strip_early_data_line() {
 }
 
 void ProxyExchange::begin() {
-  if (grpc_ && !h2c_) {
+  if (grpc_ && !http2_upstream_) {
     // gRPC needs HTTP/2 end to end (trailers, full-duplex streams).
     stats_.error = "grpc_needs_h2c";
-    fail_grpc("upstream " + group_->config().name + " speaks HTTP/1.1; gRPC needs protocol = \"h2c\"");
+    fail_grpc("upstream " + group_->config().name + " speaks HTTP/1.1; gRPC needs protocol = \"h2c\" or \"h2\"");
     return;
   }
   upstream::UpstreamPool* pool = group_->pick(tried_);

@@ -217,7 +217,7 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   size_t early_line_ = std::string::npos;
   const bool has_body_;        // the request has a body (a Content-Length > 0, or chunked / unknown length)
   const bool grpc_;            // content-type application/grpc*
-  const bool h2c_;             // the group's protocol is h2c
+  const bool http2_upstream_;  // the group speaks HTTP/2 (h2c or h2)
   std::vector<Header> h2_fields_;         // h2c: the request head as HTTP/2 fields
   std::vector<Header> request_trailers_;  // the client's, filtered, for the upstream
   Phase phase_ = Phase::Created;

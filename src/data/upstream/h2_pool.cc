@@ -7,8 +7,8 @@
 namespace tlsfront::upstream {
 
 H2Pool::H2Pool(uv_loop_t* loop, const config::Upstream& cfg, const sockaddr_storage& addr, std::string address,
-               metrics::UpstreamServerCounters* counters)
-    : loop_(loop), cfg_(cfg), addr_(addr), address_(std::move(address)), counters_(counters) {}
+               metrics::UpstreamServerCounters* counters, TlsTarget* tls)
+    : loop_(loop), cfg_(cfg), addr_(addr), address_(std::move(address)), counters_(counters), tls_(tls) {}
 
 H2Pool::~H2Pool() { sessions_.clear(); }
 
@@ -26,7 +26,7 @@ Result<H2Pool::Lease> H2Pool::open_stream(UpstreamHandler* handler, const std::v
   if (chosen == nullptr && usable >= std::max<size_t>(cfg_.keepalive, 1)) chosen = least;
   bool reused = chosen != nullptr && chosen->state() == H2Session::State::Open;
   if (chosen == nullptr) {
-    auto session = std::make_unique<H2Session>(loop_, this, cfg_);
+    auto session = std::make_unique<H2Session>(loop_, this, cfg_, tls_);
     if (counters_) counters_->connections_created.add();
     if (auto st = session->connect(addr_); !st) return st.take_error();
     chosen = session.get();

@@ -1,4 +1,5 @@
-// H2Pool: one worker's h2c connections (H2Sessions) to one upstream server.
+// H2Pool: one worker's HTTP/2 connections (H2Sessions; h2c, or h2 over TLS)
+// to one upstream server.
 // A request joins the open session with the most streams that still has
 // room (so load packs onto few connections and idle ones time out; one
 // whose server's SETTINGS have not arrived yet takes every stream); when
@@ -30,8 +31,9 @@ class H2Pool {
  public:
   // `cfg`, `counters` (may be null) borrowed; they outlive the pool.
   // `address`: the server as configured ("127.0.0.1:50051"), for logs.
+  // `tls`: the owning UpstreamPool's (borrowed; its ctx null for h2c).
   H2Pool(uv_loop_t* loop, const config::Upstream& cfg, const sockaddr_storage& addr, std::string address,
-         metrics::UpstreamServerCounters* counters);
+         metrics::UpstreamServerCounters* counters, TlsTarget* tls = nullptr);
   ~H2Pool();
   H2Pool(const H2Pool&) = delete;
   H2Pool& operator=(const H2Pool&) = delete;
@@ -64,6 +66,7 @@ class H2Pool {
   sockaddr_storage addr_;
   std::string address_;
   metrics::UpstreamServerCounters* counters_;
+  TlsTarget* tls_;
   std::vector<std::unique_ptr<H2Session>> sessions_;
 };
 

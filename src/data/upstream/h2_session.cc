@@ -86,7 +86,8 @@ nghttp2_option* options() {
 
 }  // namespace
 
-H2Session::H2Session(uv_loop_t* loop, H2Pool* pool, const config::Upstream& cfg) : loop_(loop), pool_(pool), cfg_(cfg) {
+H2Session::H2Session(uv_loop_t* loop, H2Pool* pool, const config::Upstream& cfg, TlsTarget* tls)
+    : loop_(loop), pool_(pool), cfg_(cfg), tls_target_(tls && tls->ctx ? tls : nullptr) {
   nghttp2_session* s = nullptr;
   // The frame buffer in pages of its own, as for client sessions (Nghttp2Memory).
   if (nghttp2_session_client_new3(&s, callbacks(), this, options(), memory_.mem()) != 0) std::abort();  // OOM
@@ -162,7 +163,7 @@ Status H2Session::submit(H2Stream* stream, const std::vector<http::Header>& fiel
   stream->bind(this, id);
   streams_[id] = stream;
   ++streams_opened_;
-  if (state_ != State::Connecting) timer_.stop();  // no longer idle (a connecting one keeps its connect timer)
+  if (!connecting()) timer_.stop();  // no longer idle (a connecting one keeps its connect timer)
   ping_timer_.stop();
   if (pool_ && streams_.size() == 1) pool_->update_idle_gauge();
   if (state_ == State::Open) stream->on_joined_open();
@@ -228,15 +229,36 @@ void H2Session::on_connect(int status) {
           make_error(Errc::Upstream, std::string("connect() failed: ") + uv_strerror(status)));
     return;
   }
-  transition(state_, State::Open);
-  timer_.stop();
+  if (!start_reading()) return;
+  if (tls_target_) {
+    // The connect timer goes on: connect_timeout covers the handshake too.
+    Result<std::unique_ptr<UpstreamTls>> tls = UpstreamTls::start(*tls_target_);
+    if (!tls) {
+      close(UpstreamFailure::TlsHandshake, tls.error());
+      return;
+    }
+    tls_ = std::move(tls).value();
+    transition(state_, State::Handshaking);
+    if (int rc = tls_->flush(writer_); rc != 0) {
+      close(UpstreamFailure::Reset, make_error(Errc::Upstream, std::string("write: ") + uv_strerror(rc)));
+    }
+    return;
+  }
+  on_established();
+}
+
+bool H2Session::start_reading() {
   int rc = uv_read_start(tcp_.stream(), LoopContext::alloc_cb, [](uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
     if (s->data) static_cast<H2Session*>(s->data)->on_read(n, buf);
   });
-  if (rc != 0) {
-    close(UpstreamFailure::Reset, make_error(Errc::Upstream, std::string("read start: ") + uv_strerror(rc)));
-    return;
-  }
+  if (rc == 0) return true;
+  close(UpstreamFailure::Reset, make_error(Errc::Upstream, std::string("read start: ") + uv_strerror(rc)));
+  return false;
+}
+
+void H2Session::on_established() {
+  transition(state_, State::Open);
+  timer_.stop();
   schedule_send();
   // Handlers may close streams (and so this session) from here: by id.
   std::vector<int32_t> ids;
@@ -252,15 +274,51 @@ void H2Session::on_connect(int status) {
 void H2Session::on_read(ssize_t nread, const uv_buf_t* buf) {
   if (nread == 0) return;
   if (nread < 0) {
+    const char* what = state_ == State::Handshaking ? "upstream closed the connection during the TLS handshake"
+                                                    : "upstream closed the HTTP/2 connection";
     close(nread == UV_EOF ? UpstreamFailure::Closed : UpstreamFailure::Reset,
-          make_error(Errc::Upstream, nread == UV_EOF
-                                         ? "upstream closed the HTTP/2 connection"
-                                         : std::string("recv() failed: ") + uv_strerror(static_cast<int>(nread))));
+          make_error(Errc::Upstream, nread == UV_EOF ? std::string(what)
+                                                     : std::string("recv() failed: ") + uv_strerror(static_cast<int>(nread))));
     return;
   }
+  if (tls_) {
+    on_ciphertext(std::string_view(buf->base, static_cast<size_t>(nread)));
+  } else {
+    on_bytes(buf->base, static_cast<size_t>(nread));
+  }
+}
+
+void H2Session::on_ciphertext(std::string_view ciphertext) {
+  Result<bool> done = tls_->feed(ciphertext);
+  if (!done) {
+    close(state_ == State::Handshaking ? UpstreamFailure::TlsHandshake : UpstreamFailure::Reset, done.error());
+    return;
+  }
+  if (int rc = tls_->flush(writer_); rc != 0) {
+    fail_write(make_error(Errc::Upstream, std::string("write: ") + uv_strerror(rc)));
+    return;
+  }
+  if (state_ == State::Handshaking) {
+    if (!*done) return;
+    on_established();
+  }
+  char plain[16 * 1024];  // one TLS record's plaintext at most
+  while (state_ != State::Closed) {
+    Result<size_t> n = tls_->read(plain, sizeof plain);
+    if (!n) {
+      const bool closed = n.error().code == Errc::Closed;  // close_notify (RFC 8446 §6.1)
+      close(closed ? UpstreamFailure::Closed : UpstreamFailure::Reset,
+            closed ? make_error(Errc::Upstream, "upstream closed the HTTP/2 connection") : n.error());
+      return;
+    }
+    if (*n == 0) break;
+    on_bytes(plain, *n);
+  }
+}
+
+void H2Session::on_bytes(const char* data, size_t len) {
   in_recv_ = true;
-  const ssize_t rc =
-      nghttp2_session_mem_recv(ng_.get(), reinterpret_cast<const uint8_t*>(buf->base), static_cast<size_t>(nread));
+  const ssize_t rc = nghttp2_session_mem_recv(ng_.get(), reinterpret_cast<const uint8_t*>(data), len);
   in_recv_ = false;
   if (state_ == State::Closed) return;
   if (rc < 0) {
@@ -300,7 +358,7 @@ void H2Session::flush() {
     out_.append(reinterpret_cast<const char*>(data), static_cast<size_t>(n));
   }
   if (!out_.empty()) {
-    if (int rc = writer_.send_from(out_); rc != 0) {
+    if (int rc = send_bytes(writer_, tls_.get(), out_); rc != 0) {
       fail_write(make_error(Errc::Upstream, std::string("write: ") + uv_strerror(rc)));
       return;
     }
@@ -344,8 +402,10 @@ void H2Session::fail_write(const Error& error) {
 }
 
 void H2Session::on_timer() {
-  if (state_ == State::Connecting) {
-    close(UpstreamFailure::TimeoutConnect, make_error(Errc::Timeout, "upstream timed out while connecting"));
+  if (connecting()) {
+    close(UpstreamFailure::TimeoutConnect,
+          make_error(Errc::Timeout, state_ == State::Handshaking ? "upstream timed out during the TLS handshake"
+                                                                : "upstream timed out while connecting"));
     return;
   }
   if (streams_.empty()) close_idle();  // keepalive_timeout
@@ -379,7 +439,7 @@ void H2Session::start_draining() {
 void H2Session::close_idle() {
   if (state_ == State::Closed) return;
   // (Not from inside nghttp2_session_mem_recv, which mem_send must not nest in.)
-  if (state_ != State::Connecting && !in_recv_ && writer_.idle() && out_.empty()) {
+  if (!connecting() && !in_recv_ && writer_.idle() && out_.empty()) {
     // A courtesy GOAWAY, written at once if the socket takes it.
     nghttp2_submit_goaway(ng_.get(), NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(ng_.get()),
                           NGHTTP2_NO_ERROR, nullptr, 0);
@@ -387,7 +447,7 @@ void H2Session::close_idle() {
     const ssize_t n = nghttp2_session_mem_send(ng_.get(), &data);
     if (n > 0) {
       std::string bytes(reinterpret_cast<const char*>(data), static_cast<size_t>(n));
-      (void)writer_.send_from(bytes);
+      (void)send_bytes(writer_, tls_.get(), bytes);
     }
   }
   close(UpstreamFailure::Closed, make_error(Errc::Upstream, "upstream connection closed"));

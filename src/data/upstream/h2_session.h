@@ -1,6 +1,7 @@
-// H2Session: one cleartext TCP connection to an h2c upstream server and the
-// nghttp2 client session on it (RFC 9113 §3.3, prior knowledge: the client
-// preface and SETTINGS go first, no Upgrade), carrying many H2Streams at
+// H2Session: one TCP connection to an HTTP/2 upstream server and the nghttp2
+// client session on it: cleartext for h2c (RFC 9113 §3.3, prior knowledge:
+// the client preface and SETTINGS go first, no Upgrade), or over TLS with
+// ALPN "h2" for protocol = "h2" (§3.2; UpstreamTls), carrying many H2Streams at
 // once, up to the server's SETTINGS_MAX_CONCURRENT_STREAMS (nghttp2 holds
 // any above that until a stream closes).
 //
@@ -30,6 +31,7 @@
 
 #include "config/config.h"
 #include "data/upstream/h2_stream.h"
+#include "data/upstream/upstream_tls.h"
 #include "message/request.h"
 #include "util/lazy_timer.h"
 #include "util/loop_context.h"
@@ -48,7 +50,11 @@ class H2Session : public Deletable, public Flushable {
  public:
   // The connection's lifecycle:
   //   Connecting -> Open       connected; preface and SETTINGS queued
+  //   Connecting -> Handshaking  connected; TLS to do (protocol = "h2")
   //   Connecting -> Closed     connect failed or connect_timeout passed
+  //   Handshaking -> Open      TLS done and the server selected "h2"
+  //   Handshaking -> Closed    the handshake failed, the server did not
+  //                            select "h2", or connect_timeout passed
   //   Open       -> Pinging    idle (no stream) for h2_ping_interval: PING
   //                            sent (RFC 9113 §6.7); no new stream meanwhile
   //   Open       -> Draining   GOAWAY received, or keepalive_requests
@@ -63,10 +69,11 @@ class H2Session : public Deletable, public Flushable {
   //   Draining   -> Closed     its last stream ended (GOAWAY NO_ERROR sent),
   //                            or an error
   //   Closed     -> Closed     close() is idempotent
-  enum class State { Connecting, Open, Pinging, Draining, Closed };
+  enum class State { Connecting, Handshaking, Open, Pinging, Draining, Closed };
 
-  // `pool` borrowed, outlives the session (owns it); `cfg` is its group's.
-  H2Session(uv_loop_t* loop, H2Pool* pool, const config::Upstream& cfg);
+  // `pool` borrowed, outlives the session (owns it); `cfg` is its group's;
+  // `tls` the pool's server's (borrowed; null or no context: h2c).
+  H2Session(uv_loop_t* loop, H2Pool* pool, const config::Upstream& cfg, TlsTarget* tls = nullptr);
   ~H2Session() override;
   H2Session(const H2Session&) = delete;
   H2Session& operator=(const H2Session&) = delete;
@@ -74,14 +81,16 @@ class H2Session : public Deletable, public Flushable {
   // Starts a non-blocking connect. Errc::Upstream on immediate failure.
   [[nodiscard]] Status connect(const sockaddr_storage& addr);
 
-  // True while a new stream may start here now: Connecting or Open,
+  // True while a new stream may start here now: Connecting, Handshaking or Open,
   // keepalive_requests not reached, and fewer open streams than the
   // server's SETTINGS allow (before they arrive: any number, held by
   // nghttp2 above its default of 100 until they do).
   bool has_room() const;
-  // Connecting or Open (not pinging, not draining): may take a new stream,
-  // and counts against the pool's limit.
-  bool usable() const { return state_ == State::Connecting || state_ == State::Open; }
+  // Connecting, Handshaking or Open (not pinging, not draining): may take a
+  // new stream, and counts against the pool's limit.
+  bool usable() const { return connecting() || state_ == State::Open; }
+  // Not yet ready for frames: the TCP connect or the TLS handshake runs.
+  bool connecting() const { return state_ == State::Connecting || state_ == State::Handshaking; }
   // Connected and carrying no stream (the pool's idle gauge).
   bool idle() const { return (state_ == State::Open || state_ == State::Pinging) && streams_.empty(); }
   size_t open_streams() const { return streams_.size(); }
@@ -125,7 +134,15 @@ class H2Session : public Deletable, public Flushable {
 
  private:
   void on_connect(int status);
+  // Connected (and TLS done): the preface goes out, the streams start.
+  void on_established();
+  // Starts reading the socket; false when the session closed instead.
+  bool start_reading();
   void on_read(ssize_t nread, const uv_buf_t* buf);
+  // TLS: `ciphertext` read; the handshake advanced, the plaintext processed.
+  void on_ciphertext(std::string_view ciphertext);
+  // HTTP/2 frames' bytes (plaintext) for nghttp2.
+  void on_bytes(const char* data, size_t len);
   void on_write_done(int status);
   // A write failed (the upstream reset or closed the connection): reads
   // what it sent before that and the socket still holds, then closes with
@@ -146,7 +163,9 @@ class H2Session : public Deletable, public Flushable {
   H2Pool* pool_;
   const config::Upstream& cfg_;
   UvHandle<uv_tcp_t> tcp_;
-  LazyTimer timer_;       // connect_timeout, then keepalive_timeout while idle
+  TlsTarget* tls_target_;             // null or no context: h2c
+  std::unique_ptr<UpstreamTls> tls_;  // from the TCP connect on, for h2
+  LazyTimer timer_;       // connect_timeout (TCP and TLS), then keepalive_timeout while idle
   LazyTimer ping_timer_;  // while idle: h2_ping_interval, then h2_ping_timeout while Pinging
   LazyTimer stream_timer_;  // the earliest of the streams' deadlines (stream_due_)
   uint64_t stream_due_ = H2Stream::kNoDeadline;
@@ -171,7 +190,8 @@ class H2Session : public Deletable, public Flushable {
 constexpr bool legal(H2Session::State from, H2Session::State to) {
   using S = H2Session::State;
   switch (from) {
-    case S::Connecting: return to == S::Open || to == S::Closed;
+    case S::Connecting: return to == S::Open || to == S::Handshaking || to == S::Closed;
+    case S::Handshaking: return to == S::Open || to == S::Closed;
     case S::Open: return to == S::Pinging || to == S::Draining || to == S::Closed;
     case S::Pinging: return to == S::Open || to == S::Draining || to == S::Closed;
     case S::Draining: return to == S::Closed;
@@ -180,7 +200,7 @@ constexpr bool legal(H2Session::State from, H2Session::State to) {
   return false;
 }
 constexpr const char* name(H2Session::State s) {
-  constexpr const char* names[] = {"Connecting", "Open", "Pinging", "Draining", "Closed"};
+  constexpr const char* names[] = {"Connecting", "Handshaking", "Open", "Pinging", "Draining", "Closed"};
   return names[static_cast<int>(s)];
 }
 

@@ -50,8 +50,9 @@ namespace {
 const llhttp_settings_t kResponseSettings = ParserCallbacks::make();
 }  // namespace
 
-UpstreamConnection::UpstreamConnection(uv_loop_t* loop, UpstreamPool* pool, const config::Upstream& cfg)
-    : loop_(loop), pool_(pool), cfg_(cfg) {
+UpstreamConnection::UpstreamConnection(uv_loop_t* loop, UpstreamPool* pool, const config::Upstream& cfg,
+                                       TlsTarget* tls)
+    : loop_(loop), pool_(pool), cfg_(cfg), tls_target_(tls && tls->ctx ? tls : nullptr) {
   llhttp_init(&parser_, HTTP_RESPONSE, &kResponseSettings);
   parser_.data = this;
 }
@@ -114,7 +115,9 @@ void UpstreamConnection::send(std::string_view bytes) {
 
 void UpstreamConnection::write_now() {
   if (state_ == State::Closed || out_.empty()) return;
-  if (int rc = writer_.send_from(out_); rc != 0) {
+  // Over TLS the request waits for the handshake (on_established writes it).
+  if (tls_target_ && (!tls_ || !tls_->handshake_done())) return;
+  if (int rc = send_bytes(writer_, tls_.get(), out_); rc != 0) {
     fail(UpstreamFailure::Reset, make_error(Errc::Upstream, std::string("write: ") + uv_strerror(rc)));
     return;
   }
@@ -145,7 +148,29 @@ void UpstreamConnection::on_connect(int status) {
          make_error(Errc::Upstream, std::string("connect() failed: ") + uv_strerror(status)));
     return;
   }
+  if (tls_target_) {
+    // The connect timer goes on: connect_timeout covers the handshake too.
+    Result<std::unique_ptr<UpstreamTls>> tls = UpstreamTls::start(*tls_target_);
+    if (!tls) {
+      fail(UpstreamFailure::TlsHandshake, tls.take_error());
+      return;
+    }
+    tls_ = std::move(tls).value();
+    transition(state_, State::Handshaking);
+    if (int rc = tls_->flush(writer_); rc != 0) {
+      fail(UpstreamFailure::Reset, make_error(Errc::Upstream, std::string("write: ") + uv_strerror(rc)));
+      return;
+    }
+    resume_reading();
+    return;
+  }
+  on_established();
+}
+
+void UpstreamConnection::on_established() {
   transition(state_, State::Active);
+  if (tls_) write_now();  // what was queued while the handshake ran
+  if (state_ != State::Active) return;
   arm_timer(writer_.idle() ? cfg_.read_timeout : cfg_.send_timeout);
   resume_reading();
   if (handler_) handler_->on_upstream_connected();
@@ -202,6 +227,10 @@ bool UpstreamConnection::still_open() const {
 
 void UpstreamConnection::on_read(ssize_t nread, const uv_buf_t* buf) {
   if (nread == 0) return;
+  if (nread > 0 && tls_) {
+    on_ciphertext(std::string_view(buf->base, static_cast<size_t>(nread)));
+    return;
+  }
   if (state_ == State::Idle) {
     // Bytes or EOF on an idle connection: it can no longer carry a request.
     close();
@@ -209,19 +238,66 @@ void UpstreamConnection::on_read(ssize_t nread, const uv_buf_t* buf) {
     return;
   }
   if (nread < 0) {
-    if (nread == UV_EOF && response_ == ResponsePhase::Reading) {
-      // A close-delimited body ends at EOF (RFC 9112 §6.3 item 8).
-      llhttp_errno_t err = llhttp_finish(&parser_);
-      if (err == HPE_OK && response_ != ResponsePhase::Reading) return;
-    }
-    fail(nread == UV_EOF ? UpstreamFailure::Closed : UpstreamFailure::Reset,
-         make_error(Errc::Upstream, nread == UV_EOF ? "upstream prematurely closed connection"
-                                                    : std::string("recv() failed: ") + uv_strerror(static_cast<int>(nread))));
+    on_end(static_cast<int>(nread));
     return;
   }
+  on_bytes(buf->base, static_cast<size_t>(nread));
+}
+
+void UpstreamConnection::on_end(int status) {
+  if (status == UV_EOF && response_ == ResponsePhase::Reading) {
+    // A close-delimited body ends at EOF (RFC 9112 §6.3 item 8).
+    llhttp_errno_t err = llhttp_finish(&parser_);
+    if (err == HPE_OK && response_ != ResponsePhase::Reading) return;
+  }
+  const char* what = state_ == State::Handshaking ? "upstream closed the connection during the TLS handshake"
+                                                  : "upstream prematurely closed connection";
+  fail(status == UV_EOF ? UpstreamFailure::Closed : UpstreamFailure::Reset,
+       make_error(Errc::Upstream, status == UV_EOF ? std::string(what) : std::string("recv() failed: ") + uv_strerror(status)));
+}
+
+void UpstreamConnection::on_ciphertext(std::string_view ciphertext) {
+  Result<bool> done = tls_->feed(ciphertext);
+  if (!done) {
+    fail(state_ == State::Handshaking ? UpstreamFailure::TlsHandshake : UpstreamFailure::Reset, done.take_error());
+    return;
+  }
+  if (int rc = tls_->flush(writer_); rc != 0) {
+    fail(UpstreamFailure::Reset, make_error(Errc::Upstream, std::string("write: ") + uv_strerror(rc)));
+    return;
+  }
+  if (state_ == State::Handshaking) {
+    if (!*done) return;
+    on_established();
+  }
+  char plain[16 * 1024];  // one TLS record's plaintext at most
+  // A 101 hands tls_ to a tunnel from inside on_bytes: what is left is the tunnel's.
+  while (tls_ && state_ != State::Closed) {
+    Result<size_t> n = tls_->read(plain, sizeof plain);
+    if (n && *n == 0) break;
+    if (state_ == State::Idle) {
+      // Data, close_notify or an error on an idle connection: it is done.
+      close();
+      pool_->remove_idle(this);
+      return;
+    }
+    if (!n) {
+      if (n.error().code == Errc::Closed) {
+        on_end(UV_EOF);  // close_notify: the server's end of the connection (RFC 8446 §6.1)
+      } else {
+        fail(UpstreamFailure::Reset, n.take_error());
+      }
+      return;
+    }
+    on_bytes(plain, *n);
+  }
+  if (tls_ && state_ != State::Closed) (void)tls_->flush(writer_);  // e.g. a KeyUpdate's answer
+}
+
+void UpstreamConnection::on_bytes(const char* data, size_t len) {
+  const auto nread = static_cast<ssize_t>(len);
   arm_timer(cfg_.read_timeout);
-  response_bytes_ += static_cast<size_t>(nread);
-  const char* data = buf->base;
+  response_bytes_ += len;
   input_begin_ = data;
   llhttp_errno_t err = llhttp_execute(&parser_, data, static_cast<size_t>(nread));
   // The last two bytes, for preceded_by_crlf() at the start of the next read.
@@ -267,10 +343,11 @@ void UpstreamConnection::on_timer() {
     pool_->remove_idle(this);
     return;
   }
-  UpstreamFailure failure = state_ == State::Connecting ? UpstreamFailure::TimeoutConnect
-                            : writer_.idle()            ? UpstreamFailure::TimeoutRead
-                                                        : UpstreamFailure::TimeoutSend;
-  const char* what = failure == UpstreamFailure::TimeoutConnect ? "upstream timed out while connecting"
+  UpstreamFailure failure = state_ == State::Connecting || state_ == State::Handshaking ? UpstreamFailure::TimeoutConnect
+                            : writer_.idle()                                             ? UpstreamFailure::TimeoutRead
+                                                                                         : UpstreamFailure::TimeoutSend;
+  const char* what = state_ == State::Handshaking                ? "upstream timed out during the TLS handshake"
+                     : failure == UpstreamFailure::TimeoutConnect ? "upstream timed out while connecting"
                      : failure == UpstreamFailure::TimeoutRead  ? "upstream timed out while reading response header"
                                                                 : "upstream timed out while sending request";
   if (state_ == State::Active && response_bytes_ > 0) {
@@ -285,7 +362,9 @@ void UpstreamConnection::arm_timer(std::chrono::milliseconds ms) { timer_.arm(ms
 std::unique_ptr<UpstreamTunnel> UpstreamConnection::hand_over() {
   LoopContext::of(loop_).cancel_flush(this);
   timer_.close();  // a tunnel has no deadline of its own: the client session's timeouts.tunnel covers it
-  auto tunnel = std::make_unique<UpstreamTunnel>(loop_, std::move(tcp_), writer_, std::move(out_), handler_, reading_);
+  if (tls_) tls_->forget_slot();
+  auto tunnel =
+      std::make_unique<UpstreamTunnel>(loop_, std::move(tcp_), std::move(tls_), writer_, std::move(out_), handler_, reading_);
   reading_ = false;
   transition(state_, State::Closed);
   return tunnel;

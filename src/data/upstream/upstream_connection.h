@@ -1,8 +1,10 @@
 // UpstreamConnection: one TCP connection to an upstream server speaking
-// HTTP/1.1, with its own llhttp response parser. It carries one exchange at a
+// HTTP/1.1, over TLS when its pool's TlsTarget has a context (UpstreamTls),
+// with its own llhttp response parser. It carries one exchange at a
 // time (attach/detach) and, between exchanges, sits idle in its UpstreamPool
 // still reading so a close by the backend is seen at once.
-// States: Connecting -> Active <-> Idle -> Closed (see data/upstream/POOL.md).
+// States: Connecting [-> Handshaking] -> Active <-> Idle -> Closed (see
+// data/upstream/POOL.md).
 // Thread affinity: owning worker only.
 #pragma once
 
@@ -21,6 +23,7 @@
 #include "config/config.h"
 #include "data/upstream/upstream_failure.h"
 #include "data/upstream/upstream_handler.h"
+#include "data/upstream/upstream_tls.h"
 #include "data/upstream/upstream_tunnel.h"
 #include "message/request.h"
 #include "util/lazy_timer.h"
@@ -40,11 +43,13 @@ class UpstreamConnection : public Deletable, public Flushable {
   using Handler = UpstreamHandler;
 
   // The connection (data/upstream/POOL.md has the picture):
-  //   Connecting -> Active (connected) | Closed
-  //   Active     -> Idle (parked in the pool) | Closed
+  //   Connecting  -> Active (connected) | Handshaking (connected, TLS
+  //                  to do) | Closed
+  //   Handshaking -> Active (handshake done: the request goes out) | Closed
+  //   Active      -> Idle (parked in the pool) | Closed
   //   Idle       -> Active (reused) | Closed
   //   Closed     -> Closed (close() is idempotent)
-  enum class State { Connecting, Active, Idle, Closed };
+  enum class State { Connecting, Handshaking, Active, Idle, Closed };
   // The response of the attached exchange, as parsed:
   //   Waiting  -> Reading              its first byte (llhttp on_message_begin)
   //   Reading  -> Waiting              a 1xx ended; the final response follows
@@ -65,8 +70,9 @@ class UpstreamConnection : public Deletable, public Flushable {
   //                                    close()
   enum class ResponsePhase { Waiting, Reading, Reusable, Final, Tunnel };
 
-  // `pool` is borrowed and outlives the connection (owns it or its owner's pool).
-  UpstreamConnection(uv_loop_t* loop, UpstreamPool* pool, const config::Upstream& cfg);
+  // `pool` is borrowed and outlives the connection (owns it or its owner's
+  // pool); so is `tls` (the pool's; null or without a context: cleartext).
+  UpstreamConnection(uv_loop_t* loop, UpstreamPool* pool, const config::Upstream& cfg, TlsTarget* tls = nullptr);
   ~UpstreamConnection() override;
   void flush() override;
 
@@ -113,6 +119,14 @@ class UpstreamConnection : public Deletable, public Flushable {
   friend struct ParserCallbacks;
   void on_connect(int status);
   void on_read(ssize_t nread, const uv_buf_t* buf);
+  // TLS: `ciphertext` read; the handshake advanced, the plaintext parsed.
+  void on_ciphertext(std::string_view ciphertext);
+  // Response bytes (plaintext) to parse.
+  void on_bytes(const char* data, size_t len);
+  // The server's end: EOF (UV_EOF, or a TLS close_notify) or a read error.
+  void on_end(int status);
+  // The connection is ready for the request (TCP connected, TLS done).
+  void on_established();
   void on_write_done(int status);
   // The socket, its write queue and unsent bytes, as a tunnel (a 101).
   std::unique_ptr<UpstreamTunnel> hand_over();
@@ -135,6 +149,8 @@ class UpstreamConnection : public Deletable, public Flushable {
   UpstreamPool* pool_;
   const config::Upstream& cfg_;
   UvHandle<uv_tcp_t> tcp_;
+  TlsTarget* tls_target_;            // null or no context: cleartext
+  std::unique_ptr<UpstreamTls> tls_;  // from the TCP connect on, when TLS
   LazyTimer timer_;
   // Request bytes, written at the end of the loop iteration (LoopContext
   // flush, in order with the responses to clients): the requests an
@@ -167,7 +183,8 @@ class UpstreamConnection : public Deletable, public Flushable {
 constexpr bool legal(UpstreamConnection::State from, UpstreamConnection::State to) {
   using S = UpstreamConnection::State;
   switch (from) {
-    case S::Connecting: return to == S::Active || to == S::Closed;
+    case S::Connecting: return to == S::Active || to == S::Handshaking || to == S::Closed;
+    case S::Handshaking: return to == S::Active || to == S::Closed;
     case S::Active: return to == S::Idle || to == S::Closed;
     case S::Idle: return to == S::Active || to == S::Closed;
     case S::Closed: return to == S::Closed;
@@ -175,7 +192,7 @@ constexpr bool legal(UpstreamConnection::State from, UpstreamConnection::State t
   return false;
 }
 constexpr const char* name(UpstreamConnection::State s) {
-  constexpr const char* names[] = {"Connecting", "Active", "Idle", "Closed"};
+  constexpr const char* names[] = {"Connecting", "Handshaking", "Active", "Idle", "Closed"};
   return names[static_cast<int>(s)];
 }
 constexpr bool legal(UpstreamConnection::ResponsePhase from, UpstreamConnection::ResponsePhase to) {

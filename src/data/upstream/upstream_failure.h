@@ -16,6 +16,7 @@ enum class UpstreamFailure {
   Reset,            // a read or write failed (ECONNRESET, EPIPE, ...)
   Closed,           // EOF before the response was complete
   InvalidResponse,  // the response failed HTTP/1.1 parsing or our checks
+  TlsHandshake,     // TLS to the server failed: its certificate, a protocol error, no ALPN "h2"
   // HTTP/2 (h2c): the upstream did not process the stream (REFUSED_STREAM,
   // or above its GOAWAY's last-stream-id, RFC 9113 §6.8 / §8.7): safe to
   // retry on another connection, whatever the method.
@@ -33,6 +34,7 @@ constexpr std::string_view to_string(UpstreamFailure f) {
     case UpstreamFailure::Reset: return "reset";
     case UpstreamFailure::Closed: return "closed";
     case UpstreamFailure::InvalidResponse: return "invalid_response";
+    case UpstreamFailure::TlsHandshake: return "tls_handshake";
     case UpstreamFailure::Unprocessed: return "unprocessed";
     case UpstreamFailure::StreamReset: return "stream_reset";
   }

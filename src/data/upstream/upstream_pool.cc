@@ -5,16 +5,25 @@
 namespace tlsfront::upstream {
 
 UpstreamPool::UpstreamPool(uv_loop_t* loop, const config::Upstream& cfg, const config::Endpoint& server,
-                           metrics::UpstreamServerCounters* counters)
+                           metrics::UpstreamServerCounters* counters,
+                           std::shared_ptr<const tls::UpstreamTlsContext> tls)
     : loop_(loop), cfg_(cfg), address_(server.to_string()), counters_(counters) {
+  tls_.ctx = std::move(tls);
+  tls_.server = server;
   if (server.host.find(':') != std::string::npos) {
     addr_ok_ = uv_ip6_addr(server.host.c_str(), server.port, reinterpret_cast<sockaddr_in6*>(&addr_)) == 0;
   } else {
     addr_ok_ = uv_ip4_addr(server.host.c_str(), server.port, reinterpret_cast<sockaddr_in*>(&addr_)) == 0;
   }
-  if (cfg.protocol == config::UpstreamProtocol::H2c) {
-    h2_ = std::make_unique<H2Pool>(loop, cfg, addr_, address_, counters);
+  if (config::is_http2(cfg.protocol)) {
+    h2_ = std::make_unique<H2Pool>(loop, cfg, addr_, address_, counters, &tls_);
   }
+}
+
+void UpstreamPool::set_tls(std::shared_ptr<const tls::UpstreamTlsContext> tls) {
+  if (tls_.ctx == tls) return;
+  tls_.ctx = std::move(tls);
+  tls_.session.session.reset();
 }
 
 Result<H2Pool::Lease> UpstreamPool::open_h2_stream(UpstreamHandler* handler, const std::vector<http::Header>& fields,
@@ -38,7 +47,7 @@ Result<UpstreamPool::Lease> UpstreamPool::acquire(bool allow_reuse, bool check_o
   }
   update_idle_gauge();
   if (!addr_ok_) return make_error(Errc::Upstream, "invalid upstream address " + address_);
-  auto conn = std::make_unique<UpstreamConnection>(loop_, this, cfg_);
+  auto conn = std::make_unique<UpstreamConnection>(loop_, this, cfg_, &tls_);
   if (counters_) counters_->connections_created.add();
   if (auto st = conn->connect(addr_); !st) return st.take_error();
   return Lease{std::move(conn), false};
@@ -91,12 +100,17 @@ void UpstreamPool::close_idle() {
   update_idle_gauge();
 }
 
-UpstreamGroup::UpstreamGroup(uv_loop_t* loop, config::Upstream cfg, metrics::WorkerCounters* counters)
+UpstreamGroup::UpstreamGroup(uv_loop_t* loop, config::Upstream cfg, metrics::WorkerCounters* counters,
+                             std::shared_ptr<const tls::UpstreamTlsContext> tls)
     : cfg_(std::move(cfg)) {
   for (const auto& server : cfg_.servers) {
     pools_.push_back(std::make_unique<UpstreamPool>(
-        loop, cfg_, server, counters ? counters->upstream(cfg_.name, server.to_string()) : nullptr));
+        loop, cfg_, server, counters ? counters->upstream(cfg_.name, server.to_string()) : nullptr, tls));
   }
+}
+
+void UpstreamGroup::set_tls(const std::shared_ptr<const tls::UpstreamTlsContext>& tls) {
+  for (auto& p : pools_) p->set_tls(tls);
 }
 
 UpstreamPool* UpstreamGroup::pick(const std::vector<UpstreamPool*>& tried) {

@@ -1,6 +1,7 @@
 // UpstreamPool: the keepalive connections of one worker to one upstream server
-// (nginx's `keepalive N`); for an h2c upstream, its H2Pool of multiplexed
-// connections instead. Idle connections are reused LIFO (the warmest
+// (nginx's `keepalive N`); for an HTTP/2 upstream (h2c or h2), its H2Pool of
+// multiplexed connections instead. With TLS, the pool keeps the context and
+// the last session the server gave (TlsTarget) for its connections. Idle connections are reused LIFO (the warmest
 // first), bounded by `keepalive`, closed after `keepalive_timeout` idle or
 // `keepalive_requests` requests, and dropped as soon as the backend closes them.
 // Thread affinity: owning worker only (no locks: every worker has its own).
@@ -17,6 +18,7 @@
 #include "config/config.h"
 #include "data/upstream/h2_pool.h"
 #include "data/upstream/upstream_connection.h"
+#include "data/upstream/upstream_tls.h"
 #include "metrics/counters.h"
 #include "util/result.h"
 
@@ -26,8 +28,10 @@ class UpstreamPool {
  public:
   // `cfg` is borrowed and must outlive the pool (its UpstreamGroup owns both);
   // so is `counters` (this server's in the worker's metrics; null: none).
+  // `tls`: the group's client TLS context (null: cleartext).
   UpstreamPool(uv_loop_t* loop, const config::Upstream& cfg, const config::Endpoint& server,
-               metrics::UpstreamServerCounters* counters = nullptr);
+               metrics::UpstreamServerCounters* counters = nullptr,
+               std::shared_ptr<const tls::UpstreamTlsContext> tls = nullptr);
   ~UpstreamPool();
   UpstreamPool(const UpstreamPool&) = delete;
   UpstreamPool& operator=(const UpstreamPool&) = delete;
@@ -45,7 +49,13 @@ class UpstreamPool {
   // Errors: Errc::Upstream.
   [[nodiscard]] Result<Lease> acquire(bool allow_reuse, bool check_open = true);
 
-  // protocol = "h2c": a new stream on one of this server's multiplexed
+  // A reload built a new TLS context for the group (its files may have
+  // changed): new connections use it, and the session kept for the old one
+  // is dropped (it was verified under the old settings). Open connections
+  // keep theirs.
+  void set_tls(std::shared_ptr<const tls::UpstreamTlsContext> tls);
+
+  // protocol = "h2c" or "h2": a new stream on one of this server's multiplexed
   // connections (H2Pool::open_stream). Errors: Errc::Upstream.
   [[nodiscard]] Result<H2Pool::Lease> open_h2_stream(UpstreamHandler* handler, const std::vector<http::Header>& fields,
                                                      bool has_body);
@@ -76,7 +86,8 @@ class UpstreamPool {
   sockaddr_storage addr_{};
   bool addr_ok_ = false;
   std::vector<std::unique_ptr<UpstreamConnection>> idle_;
-  std::unique_ptr<H2Pool> h2_;  // protocol = "h2c" only
+  TlsTarget tls_;               // its ctx is null for a cleartext upstream
+  std::unique_ptr<H2Pool> h2_;  // protocol = "h2c" or "h2" only
   std::chrono::steady_clock::time_point down_until_{};
   metrics::UpstreamServerCounters* counters_;
   void update_idle_gauge();
@@ -88,12 +99,17 @@ class UpstreamGroup {
  public:
   // `counters` (borrowed, may be null): the worker's metrics, where each
   // server's counters are found by upstream name and address.
-  UpstreamGroup(uv_loop_t* loop, config::Upstream cfg, metrics::WorkerCounters* counters = nullptr);
+  // `tls`: the client TLS context built for `cfg` (null when cfg.tls is off).
+  UpstreamGroup(uv_loop_t* loop, config::Upstream cfg, metrics::WorkerCounters* counters = nullptr,
+                std::shared_ptr<const tls::UpstreamTlsContext> tls = nullptr);
   // The next server in round-robin order that is up and not in `tried`; when
   // every untried server is down, the next untried one anyway (nginx too
   // retries when all peers are marked down). nullptr when all were tried.
   UpstreamPool* pick(const std::vector<UpstreamPool*>& tried);
   const config::Upstream& config() const { return cfg_; }
+  // The group is kept across a reload: the new generation's TLS context
+  // (UpstreamPool::set_tls) for each server.
+  void set_tls(const std::shared_ptr<const tls::UpstreamTlsContext>& tls);
   void close_idle();
 
  private:

@@ -4,13 +4,15 @@
 
 namespace tlsfront::upstream {
 
-UpstreamTunnel::UpstreamTunnel(uv_loop_t* loop, UvHandle<uv_tcp_t> tcp, StreamWriter& writer, std::string out,
-                               UpstreamHandler* handler, bool reading)
-    : loop_(loop), tcp_(std::move(tcp)), out_(std::move(out)), handler_(handler) {
+UpstreamTunnel::UpstreamTunnel(uv_loop_t* loop, UvHandle<uv_tcp_t> tcp, std::unique_ptr<UpstreamTls> tls,
+                               StreamWriter& writer, std::string out, UpstreamHandler* handler, bool reading)
+    : loop_(loop), tcp_(std::move(tcp)), tls_(std::move(tls)), out_(std::move(out)), handler_(handler) {
   tcp_.get()->data = this;
   writer_.adopt(
       writer, [](void* self, int status, size_t) { static_cast<UpstreamTunnel*>(self)->on_write_done(status); }, this);
-  if (!out_.empty()) LoopContext::of(loop_).schedule_flush(this);
+  // Records that came with the 101 are read once the handler has the tunnel.
+  tls_pending_ = tls_ && tls_->pending_input() > 0;
+  if (!out_.empty() || tls_pending_) LoopContext::of(loop_).schedule_flush(this);
   if (reading) {
     // The connection's read callback goes: this one takes the next read.
     uv_read_stop(tcp_.stream());
@@ -31,6 +33,7 @@ void UpstreamTunnel::send(std::string_view bytes) {
 }
 
 void UpstreamTunnel::flush() {
+  if (std::exchange(tls_pending_, false)) read_tls();
   write_now();
   if (state_ == State::Closed) return;
   // Written at once (no write callback will come): a sender waiting for room goes on.
@@ -43,7 +46,7 @@ void UpstreamTunnel::flush() {
 void UpstreamTunnel::write_now() {
   if (state_ == State::Closed) return;
   if (!out_.empty()) {
-    if (int rc = writer_.send_from(out_); rc != 0) {
+    if (int rc = send_bytes(writer_, tls_.get(), out_); rc != 0) {
       fail(make_error(Errc::Upstream, std::string("write: ") + uv_strerror(rc)));
       return;
     }
@@ -73,6 +76,15 @@ void UpstreamTunnel::shutdown_write() {
 
 void UpstreamTunnel::maybe_shutdown() {
   if (!shutdown_wanted_ || shutdown_sent_ || !writer_.idle() || !out_.empty()) return;
+  if (tls_ && tls_->handshake_done()) {
+    // close_notify first; the FIN follows once it is written.
+    tls_->close_notify();
+    if (int rc = tls_->flush(writer_); rc != 0) {
+      fail(make_error(Errc::Upstream, std::string("write: ") + uv_strerror(rc)));
+      return;
+    }
+    if (!writer_.idle()) return;
+  }
   shutdown_sent_ = true;
   auto* req = new uv_shutdown_t{};
   // libuv reports a failed shutdown through the callback; the reads still
@@ -101,16 +113,46 @@ void UpstreamTunnel::resume_reading() {
 void UpstreamTunnel::on_read(ssize_t nread, const uv_buf_t* buf) {
   if (nread == 0) return;
   if (nread == UV_EOF) {
-    // The backend ended the tunnel (its FIN): the whole tunnel ends with it.
-    close();
-    if (UpstreamHandler* h = std::exchange(handler_, nullptr)) h->on_upstream_complete();
+    on_end();
     return;
   }
   if (nread < 0) {
     fail(make_error(Errc::Upstream, std::string("recv() failed: ") + uv_strerror(static_cast<int>(nread))));
     return;
   }
-  if (handler_) handler_->on_upstream_body(std::string_view(buf->base, static_cast<size_t>(nread)));
+  if (!tls_) {
+    if (handler_) handler_->on_upstream_body(std::string_view(buf->base, static_cast<size_t>(nread)));
+    return;
+  }
+  if (Result<bool> fed = tls_->feed(std::string_view(buf->base, static_cast<size_t>(nread))); !fed) {
+    fail(fed.take_error());
+    return;
+  }
+  read_tls();
+}
+
+void UpstreamTunnel::read_tls() {
+  char plain[16 * 1024];  // one TLS record's plaintext at most
+  while (state_ != State::Closed) {
+    Result<size_t> n = tls_->read(plain, sizeof plain);
+    if (!n) {
+      if (n.error().code == Errc::Closed) {
+        on_end();
+      } else {
+        fail(n.take_error());
+      }
+      return;
+    }
+    if (*n == 0) break;
+    if (handler_) handler_->on_upstream_body(std::string_view(plain, *n));
+  }
+  if (state_ != State::Closed) (void)tls_->flush(writer_);
+}
+
+void UpstreamTunnel::on_end() {
+  // The backend ended the tunnel (its FIN): the whole tunnel ends with it.
+  close();
+  if (UpstreamHandler* h = std::exchange(handler_, nullptr)) h->on_upstream_complete();
 }
 
 void UpstreamTunnel::fail(Error error) {

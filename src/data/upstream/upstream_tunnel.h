@@ -1,7 +1,8 @@
 // UpstreamTunnel: the upstream half of an open tunnel. When a 101 answers an
 // Upgrade request (RFC 9110 §15.2.2, §7.8), the UpstreamConnection that
 // carried the request hands its TCP socket, write queue and unsent bytes
-// over to one of these (UpstreamHandler::on_upstream_tunnel) and is freed:
+// over to one of these (UpstreamHandler::on_upstream_tunnel), with its TLS
+// layer when the upstream speaks TLS, and is freed:
 // from then on the connection is bytes both ways with no parser, no timer
 // (the client session keeps timeouts.tunnel) and no pool, in about a third of
 // an UpstreamConnection's memory. An idle tunnel holds no buffer.
@@ -25,6 +26,7 @@
 #include <string_view>
 
 #include "data/upstream/upstream_handler.h"
+#include "data/upstream/upstream_tls.h"
 #include "util/loop_context.h"
 #include "util/state.h"
 #include "util/stream_writer.h"
@@ -36,12 +38,14 @@ class UpstreamTunnel : public Deletable, public Flushable {
  public:
   enum class State { Open, Closed };
 
-  // Takes over `tcp` (connected; `data` is repointed here), `writer`'s queue
-  // and any write in flight (its completion is reported here), and `out`,
-  // bytes queued but not yet handed to the writer. Reads from the backend
-  // start when `reading` (the connection was reading when it handed over).
-  UpstreamTunnel(uv_loop_t* loop, UvHandle<uv_tcp_t> tcp, StreamWriter& writer, std::string out,
-                 UpstreamHandler* handler, bool reading);
+  // Takes over `tcp` (connected; `data` is repointed here), its TLS layer
+  // `tls` (null: cleartext; input it holds beyond the 101 is passed on at
+  // the end of the loop iteration), `writer`'s queue and any write in flight
+  // (its completion is reported here), and `out`, bytes queued but not yet
+  // handed to the writer. Reads from the backend start when `reading` (the
+  // connection was reading when it handed over).
+  UpstreamTunnel(uv_loop_t* loop, UvHandle<uv_tcp_t> tcp, std::unique_ptr<UpstreamTls> tls, StreamWriter& writer,
+                 std::string out, UpstreamHandler* handler, bool reading);
   ~UpstreamTunnel() override;
   void flush() override;
 
@@ -49,7 +53,9 @@ class UpstreamTunnel : public Deletable, public Flushable {
   // Nothing is sent after shutdown_write() or once Closed.
   void send(std::string_view bytes);
   // The client ended its side (an HTTP/1.1 FIN or HTTP/2 END_STREAM, RFC
-  // 9113 §8.5): once every queued byte is written, shutdown(SHUT_WR); reading
+  // 9113 §8.5): once every queued byte is written, shutdown(SHUT_WR) (over
+  // TLS: a close_notify first, RFC 8446 §6.1, which TLS 1.3 allows as a
+  // half-close); reading
   // goes on until the backend's own FIN. Idempotent.
   void shutdown_write();
   // Backpressure: stop/restart reading from the backend.
@@ -80,11 +86,16 @@ class UpstreamTunnel : public Deletable, public Flushable {
   void write_now();
   void maybe_shutdown();
   void on_read(ssize_t nread, const uv_buf_t* buf);
+  // The backend ended the tunnel (FIN or close_notify).
+  void on_end();
+  // TLS: passes on the plaintext of what was fed.
+  void read_tls();
   void on_write_done(int status);
   void fail(Error error);
 
   uv_loop_t* loop_;
   UvHandle<uv_tcp_t> tcp_;
+  std::unique_ptr<UpstreamTls> tls_;  // null: cleartext
   StreamWriter writer_;
   std::string out_;  // queued by send(), handed to writer_ at the end of the iteration
   UpstreamHandler* handler_;
@@ -94,6 +105,7 @@ class UpstreamTunnel : public Deletable, public Flushable {
   bool notify_writable_ = false;  // out_ grew past the low watermark since the last notice
   bool shutdown_wanted_ = false;
   bool shutdown_sent_ = false;
+  bool tls_pending_ = false;  // fed TLS input to pass on at the next flush
 };
 
 constexpr bool legal(UpstreamTunnel::State from, UpstreamTunnel::State to) {

@@ -267,7 +267,7 @@ aaa = 1
 )"),
             R"(t.toml:11:1: upstream[1].weight: unknown key "weight")");
   EXPECT_EQ(load_error(with("hosts = [\"a\"]\n")), R"(t.toml:14:1: route[0].hosts: unknown key "hosts")");
-  // An https:// URL where an address belongs: said to be a URL, and that TLS upstreams are not supported yet.
+  // An https:// URL where an address belongs: said to be a URL, and how TLS to the servers is asked for.
   EXPECT_EQ(load_error(R"([[listen]]
 address = "127.0.0.1:8443"
 [tls]
@@ -278,8 +278,8 @@ name = "a"
 servers = ["127.0.0.1:1", "https://api.internal:443/"]
 )"),
             R"(t.toml:8:27: upstream[0].servers[1]: invalid address "https://api.internal:443/" (a URL is not an address: )"
-            R"(expected "host:port" without a scheme, e.g. "127.0.0.1:8080"); tlsfront speaks cleartext HTTP/1.1 or h2c to )"
-            R"(upstream servers: TLS to them is not supported yet)");
+            R"(expected "host:port" without a scheme, e.g. "127.0.0.1:8080"); for TLS to the servers, set tls = true or )"
+            R"(write an [upstream.tls] table)");
   EXPECT_EQ(load_error(with("[log]\nformat = \"json\"\n")),
             R"(t.toml:15:1: log.format: unknown key "format")");
   EXPECT_EQ(load_error(with("[limits]\nmax_headers = 10\n")),
@@ -479,11 +479,9 @@ TEST(Loader, UpstreamProtocol) {
   EXPECT_EQ(load_ok(head + route).upstreams.at(0).protocol, UpstreamProtocol::Http1);
   EXPECT_EQ(load_ok(head + "protocol = \"http/1.1\"\n" + route).upstreams.at(0).protocol, UpstreamProtocol::Http1);
   EXPECT_EQ(load_ok(head + "protocol = \"h2c\"\n" + route).upstreams.at(0).protocol, UpstreamProtocol::H2c);
-  EXPECT_EQ(load_error(head + "protocol = \"h2\"\n"),
-            R"(t.toml:9:1: upstream[0].protocol: "h2" (HTTP/2 over TLS) needs TLS to upstream servers, which is )"
-            R"(not supported yet; "h2c" is HTTP/2 over cleartext TCP (prior knowledge))");
+  EXPECT_EQ(load_ok(head + "protocol = \"h2\"\n" + route).upstreams.at(0).protocol, UpstreamProtocol::H2);
   EXPECT_EQ(load_error(head + "protocol = \"HTTP/2\"\n"),
-            R"(t.toml:9:1: upstream[0].protocol: unknown protocol "HTTP/2" (expected "http/1.1" or "h2c"))");
+            R"(t.toml:9:1: upstream[0].protocol: unknown protocol "HTTP/2" (expected "http/1.1", "h2c" or "h2"))");
   EXPECT_EQ(load_error(head + "protocol = 2\n"), "t.toml:9:1: upstream[0].protocol: expected a string, got integer");
   EXPECT_EQ(load_error(head + "protocol = \"h2c\"\nkeepalive = 0\n"),
             "t.toml:10:1: upstream[0].keepalive: must be >= 1 with protocol = \"h2c\" (it bounds the HTTP/2 "
@@ -504,10 +502,10 @@ TEST(Loader, UpstreamH2Ping) {
   EXPECT_EQ(on.h2_ping_interval, 30s);
   EXPECT_EQ(on.h2_ping_timeout, 2s);
   EXPECT_EQ(load_error(head + "h2_ping_interval = \"30s\"\n"),
-            "t.toml:9:1: upstream[0].h2_ping_interval: only applies to protocol = \"h2c\" (an HTTP/1.1 "
+            "t.toml:9:1: upstream[0].h2_ping_interval: only applies to protocol = \"h2c\" or \"h2\" (an HTTP/1.1 "
             "connection has no PING)");
   EXPECT_EQ(load_error(head + "protocol = \"http/1.1\"\nh2_ping_timeout = \"1s\"\n"),
-            "t.toml:10:1: upstream[0].h2_ping_timeout: only applies to protocol = \"h2c\" (an HTTP/1.1 "
+            "t.toml:10:1: upstream[0].h2_ping_timeout: only applies to protocol = \"h2c\" or \"h2\" (an HTTP/1.1 "
             "connection has no PING)");
   EXPECT_EQ(load_error(head + "protocol = \"h2c\"\nh2_ping_interval = \"30s\"\nh2_ping_timeout = 0\n"),
             "t.toml:11:1: upstream[0].h2_ping_timeout: must be greater than 0, got 0");

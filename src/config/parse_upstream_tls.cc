@@ -1,0 +1,101 @@
+// [upstream.tls] (or `tls = true`): TLS to one [[upstream]]'s servers.
+#include <arpa/inet.h>
+
+#include <string>
+
+#include "config/parse_context.h"
+#include "config/units.h"
+
+namespace tlsfront::config::detail {
+namespace {
+
+bool is_ip_literal(const std::string& text) {
+  unsigned char buf[sizeof(in6_addr)];
+  return inet_pton(AF_INET, text.c_str(), buf) == 1 || inet_pton(AF_INET6, text.c_str(), buf) == 1;
+}
+
+// A DNS name as SNI carries it (RFC 6066 §3: no IP literal, no trailing
+// dot): labels of letters, digits, '-' and '_', 1-63 octets each, 253 in all.
+bool is_dns_name(std::string_view name) {
+  if (name.empty() || name.size() > 253) return false;
+  size_t label = 0;
+  for (char c : name) {
+    if (c == '.') {
+      if (label == 0) return false;
+      label = 0;
+      continue;
+    }
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+    if (!ok || ++label > 63) return false;
+  }
+  return label != 0;
+}
+
+Status parse_server_name(const TableReader& t, std::string& out) {
+  if (Status s = t.get_string("server_name", out, Presence::Optional, /*allow_empty=*/false); !s.ok()) return s;
+  if (out.empty() || is_ip_literal(out)) return {};
+  if (!is_dns_name(out)) {
+    return t.error_at("server_name", "invalid server name " + quote(out) +
+                                         " (expected a DNS name such as \"api.internal\", without a trailing dot, "
+                                         "or an IP address)");
+  }
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return {};
+}
+
+Status parse_table(const TableReader& t, UpstreamTls& out) {
+  if (Status s = t.check_keys(
+          {"enabled", "server_name", "verify", "trusted_ca", "certificate", "key", "protocols", "session_reuse"});
+      !s.ok()) {
+    return s;
+  }
+  if (Status s = t.get_bool("enabled", out.enabled); !s.ok()) return s;
+  if (Status s = parse_server_name(t, out.server_name); !s.ok()) return s;
+  if (Status s = t.get_bool("verify", out.verify); !s.ok()) return s;
+  if (Status s = t.get_path("trusted_ca", out.trusted_ca, Presence::Optional, false); !s.ok()) return s;
+  if (!out.verify && t.find("trusted_ca") != nullptr) {
+    return t.error_at("trusted_ca", "has no use with verify = false (no certificate is checked)");
+  }
+  if (Status s = t.get_path("certificate", out.certificate, Presence::Optional, false); !s.ok()) return s;
+  if (Status s = t.get_path("key", out.key, Presence::Optional, false); !s.ok()) return s;
+  if (out.certificate.empty() != out.key.empty()) {
+    const char* present = out.certificate.empty() ? "key" : "certificate";
+    return t.error_at(present, "a client certificate needs both certificate and key");
+  }
+  if (Status s = parse_tls_protocols(t, out.protocols); !s.ok()) return s;
+  if (Status s = t.get_bool("session_reuse", out.session_reuse); !s.ok()) return s;
+  return {};
+}
+
+}  // namespace
+
+Status parse_upstream_tls(const TableReader& t, Upstream& u) {
+  const toml::node* node = t.find("tls");
+  const bool h2 = u.protocol == UpstreamProtocol::H2;
+  if (node == nullptr) {
+    u.tls.enabled = h2;
+    if (h2) u.tls.origin = t.position_of("protocol");
+    return {};
+  }
+  u.tls.origin = t.position_of("tls");
+  if (const auto* flag = node->as_boolean()) {
+    u.tls.enabled = flag->get();
+  } else if (const auto* table = node->as_table()) {
+    u.tls.enabled = true;  // a [upstream.tls] table turns TLS on unless it says enabled = false
+    TableReader sub(t.context(), *table, t.path_of("tls"));
+    if (Status s = parse_table(sub, u.tls); !s.ok()) return s;
+  } else {
+    return type_error(t.context(), *node, t.path_of("tls"), "a table ([upstream.tls]) or a boolean");
+  }
+  if (h2 && !u.tls.enabled) {
+    return t.error_at("tls", "protocol = \"h2\" is HTTP/2 over TLS; for HTTP/2 over cleartext TCP use protocol = \"h2c\"");
+  }
+  if (u.protocol == UpstreamProtocol::H2c && u.tls.enabled) {
+    return t.error_at("tls", "protocol = \"h2c\" is HTTP/2 over cleartext TCP; for HTTP/2 over TLS use protocol = \"h2\"");
+  }
+  return {};
+}
+
+}  // namespace tlsfront::config::detail

@@ -1,0 +1,117 @@
+#include "tls/upstream_tls_context.h"
+
+#include <arpa/inet.h>
+#include <openssl/x509v3.h>
+
+#include <algorithm>
+
+#include "tls/openssl_error.h"
+
+namespace tlsfront::tls {
+namespace {
+
+int slot_ex_index() {
+  static const int index = SSL_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+  return index;
+}
+
+// SSL_SESS_CACHE_CLIENT with no internal store: OpenSSL hands every new
+// session here (after a full handshake, or a TLS 1.3 NewSessionTicket read
+// later), and the connection's slot keeps the latest. Returning 1 takes the
+// reference.
+int new_session_cb(SSL* ssl, SSL_SESSION* session) noexcept {
+  auto* slot = static_cast<SessionSlot*>(SSL_get_ex_data(ssl, slot_ex_index()));
+  if (slot == nullptr || !SSL_SESSION_is_resumable(session)) return 0;
+  slot->session.reset(session);
+  return 1;
+}
+
+int to_openssl_version(config::TlsVersion v) {
+  return v == config::TlsVersion::Tls13 ? TLS1_3_VERSION : TLS1_2_VERSION;
+}
+
+Error load_error(const config::Upstream& u, std::string_view key, const std::string& path) {
+  const std::string setting = "upstream[" + u.name + "].tls." + std::string(key);
+  std::string message = "cannot load " + path;
+  if (std::string q = drain_openssl_errors(); !q.empty()) message += " (" + q + ")";
+  return config_error(u.tls.origin, setting, std::move(message));
+}
+
+}  // namespace
+
+Result<std::shared_ptr<const UpstreamTlsContext>> UpstreamTlsContext::create(const config::Upstream& u) {
+  const config::UpstreamTls& cfg = u.tls;
+  SslCtxPtr ctx(SSL_CTX_new(TLS_client_method()));
+  if (!ctx) return openssl_error(Errc::Tls, "SSL_CTX_new");
+  SSL_CTX* c = ctx.get();
+  const auto [lo, hi] = std::minmax_element(cfg.protocols.begin(), cfg.protocols.end());
+  if (!SSL_CTX_set_min_proto_version(c, to_openssl_version(*lo)) ||
+      !SSL_CTX_set_max_proto_version(c, to_openssl_version(*hi))) {
+    return openssl_error(Errc::Tls, "SSL_CTX_set_min/max_proto_version");
+  }
+  SSL_CTX_set_options(c, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION | (cfg.session_reuse ? 0 : SSL_OP_NO_TICKET));
+  SSL_CTX_set_mode(c, SSL_MODE_RELEASE_BUFFERS);
+  if (cfg.verify) {
+    SSL_CTX_set_verify(c, SSL_VERIFY_PEER, nullptr);
+    if (!cfg.trusted_ca.empty()) {
+      if (SSL_CTX_load_verify_file(c, cfg.trusted_ca.c_str()) != 1) return load_error(u, "trusted_ca", cfg.trusted_ca);
+    } else if (SSL_CTX_set_default_verify_paths(c) != 1) {
+      return openssl_error(Errc::Tls, "SSL_CTX_set_default_verify_paths");
+    }
+  } else {
+    SSL_CTX_set_verify(c, SSL_VERIFY_NONE, nullptr);
+  }
+  if (!cfg.certificate.empty()) {
+    if (SSL_CTX_use_certificate_chain_file(c, cfg.certificate.c_str()) != 1) {
+      return load_error(u, "certificate", cfg.certificate);
+    }
+    if (SSL_CTX_use_PrivateKey_file(c, cfg.key.c_str(), SSL_FILETYPE_PEM) != 1) return load_error(u, "key", cfg.key);
+    if (SSL_CTX_check_private_key(c) != 1) {
+      drain_openssl_errors();
+      return config_error(cfg.origin, "upstream[" + u.name + "].tls.key",
+                          "does not match the certificate " + cfg.certificate);
+    }
+  }
+  const bool http2 = u.protocol == config::UpstreamProtocol::H2;
+  static constexpr unsigned char kH2[] = {2, 'h', '2'};
+  static constexpr unsigned char kHttp11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+  if (SSL_CTX_set_alpn_protos(c, http2 ? kH2 : kHttp11, http2 ? sizeof kH2 : sizeof kHttp11) != 0) {
+    return openssl_error(Errc::Tls, "SSL_CTX_set_alpn_protos");
+  }
+  if (cfg.session_reuse) {
+    SSL_CTX_set_session_cache_mode(c, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+    SSL_CTX_sess_set_new_cb(c, new_session_cb);
+  } else {
+    SSL_CTX_set_session_cache_mode(c, SSL_SESS_CACHE_OFF);
+  }
+  return std::shared_ptr<const UpstreamTlsContext>(new UpstreamTlsContext(std::move(ctx), cfg, http2));
+}
+
+Result<SslPtr> UpstreamTlsContext::new_ssl(const config::Endpoint& server, SessionSlot* slot) const {
+  SslPtr ssl(SSL_new(ctx_.get()));
+  if (!ssl) return openssl_error(Errc::Tls, "SSL_new");
+  SSL* s = ssl.get();
+  // The name to verify and send: server_name, else "localhost" for that
+  // server, else the server's IP address, which is checked but never sent
+  // (RFC 6066 §3: SNI carries host names only).
+  const std::string& name = !cfg_.server_name.empty() ? cfg_.server_name : server.host;
+  unsigned char ip[16];
+  const bool is_ip = inet_pton(AF_INET, name.c_str(), ip) == 1 || inet_pton(AF_INET6, name.c_str(), ip) == 1;
+  if (!is_ip && SSL_set_tlsext_host_name(s, name.c_str()) != 1) return openssl_error(Errc::Tls, "SNI");
+  if (cfg_.verify) {
+    X509_VERIFY_PARAM* param = SSL_get0_param(s);
+    const int ok = is_ip ? X509_VERIFY_PARAM_set1_ip_asc(param, name.c_str()) : SSL_set1_host(s, name.c_str());
+    if (ok != 1) return openssl_error(Errc::Tls, "the name to verify");
+    // Names match whole labels; a wildcard covers one (RFC 6125 §6.4.3).
+    X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+  }
+  if (cfg_.session_reuse && slot != nullptr) {
+    SSL_set_ex_data(s, slot_ex_index(), slot);
+    if (slot->session) SSL_set_session(s, slot->session.get());
+  }
+  return ssl;
+}
+
+void UpstreamTlsContext::forget_slot(SSL* ssl) { SSL_set_ex_data(ssl, slot_ex_index(), nullptr); }
+
+}  // namespace tlsfront::tls
