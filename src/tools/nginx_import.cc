@@ -571,7 +571,7 @@ Result<Imported> import(const std::vector<Directive>& tree, const std::string& b
     } else {
       im.globals();
       import_certificates(im.servers(), base_dir, m, ledger);
-      import_proxy(*im.http(), im.servers(), im.default_server(), m, ledger);
+      import_proxy(*im.http(), im.servers(), im.default_server(), base_dir, m, ledger);
       import_headers(*im.http(), im.servers()[im.default_server()], m, ledger);
       import_compression(im.servers()[im.default_server()], m, ledger);
       if (m.listens.empty()) missing = "no usable TLS listen address";

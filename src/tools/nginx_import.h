@@ -42,8 +42,12 @@
 //   - grpc_pass (grpc://ADDR, ADDR or an upstream block's name) becomes a
 //     route to an [[upstream]] with protocol = "h2c" (never keepalive = 0),
 //     its timeouts from grpc_connect/read/send_timeout, its header rules
-//     from grpc_set_header / grpc_hide_header; grpcs:// is listed (no TLS
-//     to upstreams).
+//     from grpc_set_header / grpc_hide_header; grpcs:// the same with
+//     protocol = "h2".
+//   - proxy_pass https:// (grpc_pass grpcs://): the [[upstream]] gets a
+//     `tls` table from the proxy_ssl_* (grpc_ssl_*) directives that apply
+//     (nginx_import_upstream_tls.cc); nginx verifies nothing by default, so
+//     without proxy_ssl_verify on it says verify = false, reported.
 //
 // Relative paths resolve against the main file's directory (nginx: its
 // configuration prefix for certificates and includes, which is that directory

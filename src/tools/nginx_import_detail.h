@@ -173,16 +173,27 @@ struct PassDirectives {
   const char *pass, *connect_timeout, *read_timeout, *send_timeout, *set_header, *hide_header;
 };
 const PassDirectives& pass_directives(PassKind kind);
-// grpc_pass's argument (`grpc://host:port` or `host:port`) as "host[:port]";
-// empty, and the report line in `why`, for grpcs:// (no TLS to upstreams),
-// unix: and anything else.
-std::string grpc_target(const std::string& arg, std::string& why);
+// grpc_pass's argument (`grpc://host:port`, `grpcs://host:port` — then
+// `tls` is set — or `host:port`) as "host[:port]"; empty, and the report
+// line in `why`, for unix: and anything else.
+std::string grpc_target(const std::string& arg, bool& tls, std::string& why);
+
+// The `tls` inline table of the [[upstream]] a `proxy_pass https://` (or
+// `grpc_pass grpcs://`, `kind`) location `pass` goes to, from the
+// proxy_ssl_* (grpc_ssl_*) directives that apply in `chain`
+// (nginx_import_upstream_tls.cc): verify = false unless nginx verifies (its
+// default does not: reported), trusted_ca, server_name (ssl_name, else
+// nginx's $proxy_host: `proxy_host`), certificate, key, protocols,
+// session_reuse; the rest reported. Relative paths against `base_dir`.
+std::string upstream_tls_value(const Directive& pass, const Chain& chain, PassKind kind, const std::string& proxy_host,
+                               const std::string& base_dir, Ledger& l);
 
 // Upstreams and routes (nginx_import_proxy.cc): the upstream blocks of
 // `http`, the proxy_pass and grpc_pass locations of `servers` (grpc_pass:
 // an [[upstream]] with protocol = "h2c", its timeouts from grpc_*_timeout).
 // `def` is the default server.
-void import_proxy(const Directive& http, const std::vector<Server>& servers, size_t def, Model& m, Ledger& ledger);
+void import_proxy(const Directive& http, const std::vector<Server>& servers, size_t def, const std::string& base_dir,
+                  Model& m, Ledger& ledger);
 
 // Header rules (nginx_import_headers.cc): add_header, proxy_hide_header and
 // proxy_set_header as nginx applies them to each imported route (per

@@ -18,14 +18,11 @@ const PassDirectives& pass_directives(PassKind kind) {
   return kind == PassKind::Grpc ? kGrpc : kHttp;
 }
 
-std::string grpc_target(const std::string& arg, std::string& why) {
+std::string grpc_target(const std::string& arg, bool& tls, std::string& why) {
   // nginx: grpc_pass [grpc://|grpcs://]address, no URI; the address a
   // host[:port] or unix:path.
-  if (arg.starts_with("grpcs://")) {
-    why = "no equivalent yet: grpcs:// is gRPC over TLS, and tlsfront has no TLS to upstreams (no route)";
-    return {};
-  }
-  std::string address = arg.starts_with("grpc://") ? arg.substr(7) : arg;
+  tls = arg.starts_with("grpcs://");
+  std::string address = tls ? arg.substr(8) : arg.starts_with("grpc://") ? arg.substr(7) : arg;
   if (address.starts_with("unix:")) {
     why = "not carried over: no UNIX-domain upstreams (no route)";
     return {};
@@ -54,7 +51,7 @@ std::string_view grpc_reason(std::string_view d) {
   for (const auto& [name, why] : kReasons) {
     if (name == d) return why;
   }
-  if (d.starts_with("grpc_ssl_")) return "no equivalent yet: no TLS to upstreams";
+  if (d.starts_with("grpc_ssl_")) return "not carried over: no grpc_pass grpcs:// location that was imported uses it";
   return "no equivalent: other grpc_ settings";
 }
 

@@ -27,13 +27,13 @@ std::string sanitize(const std::string& name) {
   return out.empty() ? "upstream" : out;
 }
 
-// "host[:port]" (port 80 when absent) → "ip:port", or the reason it is not one.
-Result<std::string> server_address(const std::string& text) {
+// "host[:port]" (`default_port` when absent) → "ip:port", or the reason it is not one.
+Result<std::string> server_address(const std::string& text, int default_port = 80) {
   std::string a = text;
   bool bracketed = a.starts_with("[");
   size_t close = bracketed ? a.find(']') : std::string::npos;
   bool has_port = bracketed ? close != std::string::npos && close + 1 < a.size() : a.find(':') != std::string::npos;
-  if (!has_port) a += ":80";
+  if (!has_port) a += ":" + std::to_string(default_port);
   auto ep = config::parse_endpoint(a, /*allow_localhost=*/true);
   if (!ep.ok()) return make_error(Errc::InvalidArgument, ep.error().detail);
   return ep->to_string();
@@ -49,19 +49,22 @@ struct UpstreamBlock {
 
 class ProxyImporter {
  public:
-  ProxyImporter(Model& m, Ledger& l) : m_(m), l_(l) {}
+  ProxyImporter(const std::string& base_dir, Model& m, Ledger& l) : base_dir_(base_dir), m_(m), l_(l) {}
 
   void upstream(const Directive& d);
   void locations(const Server& s, const Directive& block, const Chain& outer, std::vector<Model::Route>& out);
 
  private:
   std::string route_upstream(const Directive& pass, const Chain& chain, const std::string& prefix, PassKind kind);
-  std::string variant(const UpstreamBlock& u, const Chain& chain, PassKind kind);
+  // The [[upstream]] for `u` with the timeouts (and, when `tls`, the TLS
+  // settings) that apply in `chain`: one per distinct combination.
+  std::string variant(const UpstreamBlock& u, const Directive& pass, const Chain& chain, PassKind kind, bool tls);
 
+  const std::string& base_dir_;
   Model& m_;
   Ledger& l_;
   std::map<std::string, UpstreamBlock> blocks_;
-  std::map<std::string, std::string> variants_;  // "name connect read send [h2c]" → [[upstream]] name
+  std::map<std::string, std::string> variants_;  // "name connect read send [h2c] [tls {...}]" → [[upstream]] name
 
  public:
   std::set<std::string> used_;  // upstream blocks some route uses
@@ -163,7 +166,8 @@ void ProxyImporter::upstream(const Directive& d) {
   blocks_[u.name] = std::move(u);
 }
 
-std::string ProxyImporter::variant(const UpstreamBlock& u, const Chain& chain, PassKind kind) {
+std::string ProxyImporter::variant(const UpstreamBlock& u, const Directive& pass, const Chain& chain, PassKind kind,
+                                   bool tls) {
   struct T {
     const char* directive;
     const char* key;
@@ -190,6 +194,8 @@ std::string ProxyImporter::variant(const UpstreamBlock& u, const Chain& chain, P
     id += " " + config::format_duration(ms);
   }
   if (kind == PassKind::Grpc) id += " h2c";
+  const std::string tls_value = tls ? upstream_tls_value(pass, chain, kind, u.name, base_dir_, l_) : "";
+  if (tls) id += " tls " + tls_value;
   if (auto it = variants_.find(id); it != variants_.end()) return it->second;
   std::string name = sanitize(u.name);
   for (int n = 2; std::any_of(m_.upstreams.begin(), m_.upstreams.end(), [&](const auto& x) { return x.name == name; }); ++n) {
@@ -199,7 +205,8 @@ std::string ProxyImporter::variant(const UpstreamBlock& u, const Chain& chain, P
   for (size_t i = 0; i < u.servers.size(); ++i) servers += (i ? ", " : "") + toml_string(u.servers[i]);
   Keys keys{{"servers", servers + "]", u.block ? origin(*u.block) : std::string(names.pass) + " address"}};
   if (kind == PassKind::Grpc) {
-    keys.push_back({"protocol", toml_string("h2c"), "grpc_pass: HTTP/2 with prior knowledge"});
+    keys.push_back(tls ? Key{"protocol", toml_string("h2"), "grpc_pass grpcs://: HTTP/2 over TLS"}
+                       : Key{"protocol", toml_string("h2c"), "grpc_pass: HTTP/2 with prior knowledge"});
   }
   for (const Key& k : u.keys) {
     // An h2c upstream always keeps its connections (keepalive >= 1 bounds
@@ -208,23 +215,21 @@ std::string ProxyImporter::variant(const UpstreamBlock& u, const Chain& chain, P
     keys.push_back(k);
   }
   keys.insert(keys.end(), timeouts.begin(), timeouts.end());
+  if (tls) keys.push_back({"tls", tls_value, origin(pass)});
   m_.upstreams.push_back({name, std::move(keys), u.implicit ? "" : "upstream " + u.name});
   variants_[id] = name;
   return name;
 }
 
-// proxy_pass's URL → "host[:port]", or "" with a report line.
-std::string http_target(const Directive& pass, const std::string& prefix, Ledger& l) {
+// proxy_pass's URL → "host[:port]" (`tls` for https://), or "" with a report line.
+std::string http_target(const Directive& pass, const std::string& prefix, bool& tls, Ledger& l) {
   const std::string& url = pass.args[0];
-  if (url.starts_with("https://")) {
-    l.note(pass, "no equivalent yet: TLS to upstreams (no route)");
+  tls = url.starts_with("https://");
+  if (!tls && !url.starts_with("http://")) {
+    l.note(pass, "not carried over: not an http:// or https:// URL (no route)");
     return {};
   }
-  if (!url.starts_with("http://")) {
-    l.note(pass, "not carried over: not an http:// URL (no route)");
-    return {};
-  }
-  std::string rest = url.substr(7);
+  std::string rest = url.substr(tls ? 8 : 7);
   size_t slash = rest.find('/');
   std::string hostport = rest.substr(0, slash), uri = slash == std::string::npos ? "" : rest.substr(slash);
   if (!uri.empty() && uri != prefix) {
@@ -242,7 +247,9 @@ std::string ProxyImporter::route_upstream(const Directive& pass, const Chain& ch
     return {};
   }
   std::string why;
-  std::string hostport = kind == PassKind::Grpc ? grpc_target(pass.args[0], why) : http_target(pass, prefix, l_);
+  bool tls = false;
+  std::string hostport =
+      kind == PassKind::Grpc ? grpc_target(pass.args[0], tls, why) : http_target(pass, prefix, tls, l_);
   if (hostport.empty()) {
     if (!why.empty()) l_.note(pass, why);
     return {};
@@ -255,7 +262,7 @@ std::string ProxyImporter::route_upstream(const Directive& pass, const Chain& ch
       return {};
     }
   } else {
-    auto addr = server_address(hostport);
+    auto addr = server_address(hostport, tls ? 443 : 80);
     if (!addr.ok()) {
       l_.note(pass, "not carried over: " + addr.error().detail + " (no route)");
       return {};
@@ -263,17 +270,19 @@ std::string ProxyImporter::route_upstream(const Directive& pass, const Chain& ch
     UpstreamBlock implicit{*addr, nullptr, {*addr},
                            {{"keepalive", "0", "nginx keeps no idle connections without an upstream block's `keepalive`"}},
                            true};
-    u = &(blocks_[hostport] = std::move(implicit));
+    // Kept by address: http://10.0.0.5 (port 80) and https://10.0.0.5 (443) differ.
+    u = &blocks_.try_emplace(*addr, std::move(implicit)).first->second;
   }
   l_.carry(pass);
   if (kind == PassKind::Grpc) {
     const bool keepalive = std::any_of(u->keys.begin(), u->keys.end(),
                                        [](const Key& k) { return k.key == "keepalive" && k.value != "0"; });
-    l_.note(pass, keepalive ? "carried over as an h2c upstream; the upstream block's keepalive bounds its HTTP/2 "
-                              "connections per worker per server (each carrying many calls), not idle ones"
-                            : "carried over as an h2c upstream: calls share up to keepalive (32) HTTP/2 "
-                              "connections per worker per server, where nginx without the upstream block's "
-                              "keepalive opens one connection per call");
+    const std::string as = tls ? "an h2 upstream (HTTP/2 over TLS)" : "an h2c upstream";
+    l_.note(pass, keepalive ? "carried over as " + as + "; the upstream block's keepalive bounds its HTTP/2 "
+                                  "connections per worker per server (each carrying many calls), not idle ones"
+                            : "carried over as " + as + ": calls share up to keepalive (32) HTTP/2 "
+                                  "connections per worker per server, where nginx without the upstream block's "
+                                  "keepalive opens one connection per call");
   } else {
     bool host_set = false;
     for (const Directive* h : effective(chain, "proxy_set_header")) {
@@ -285,7 +294,7 @@ std::string ProxyImporter::route_upstream(const Directive& pass, const Chain& ch
     }
   }
   used_.insert(hostport);
-  return variant(*u, chain, kind);
+  return variant(*u, pass, chain, kind, tls);
 }
 
 // An nginx regex location (PCRE, searched anywhere in the path) as a
@@ -460,8 +469,9 @@ void note_shadowed_prefixes(const std::vector<Model::Route>& routes, Ledger& l) 
 
 }  // namespace
 
-void import_proxy(const Directive& http, const std::vector<Server>& servers, size_t def, Model& m, Ledger& l) {
-  ProxyImporter p(m, l);
+void import_proxy(const Directive& http, const std::vector<Server>& servers, size_t def, const std::string& base_dir,
+                  Model& m, Ledger& l) {
+  ProxyImporter p(base_dir, m, l);
   for (const Directive& d : http.children) {
     if (d.name == "upstream" && d.block) p.upstream(d);
   }

@@ -132,8 +132,6 @@ std::string_view known_reason(std::string_view d) {
       {"proxy_next_upstream",
        "no equivalent: a request failing on a reused connection before any response byte is retried once (README: Upstreams)"},
       {"proxy_intercept_errors", "no equivalent: backend responses are passed through"},
-      {"proxy_ssl_server_name", "no equivalent yet: no TLS to upstreams"},
-      {"proxy_ssl_verify", "no equivalent yet: no TLS to upstreams"},
       {"ssl_dhparam", "not needed: ECDHE key exchange only"},
       {"ssl_client_certificate", "no equivalent: no client certificates"},
       {"ssl_verify_client", "no equivalent: no client certificates"},
@@ -168,6 +166,7 @@ std::string_view known_reason(std::string_view d) {
     return "no equivalent: HTTP/1.1 and h2c upstreams only";
   }
   if (d.starts_with("proxy_cache")) return "no equivalent: no cache";
+  if (d.starts_with("proxy_ssl_")) return "not carried over: no proxy_pass https:// location that was imported uses it";
   if (d.starts_with("limit_")) return "no equivalent yet: no rate or connection limits";
   return {};
 }

@@ -26,7 +26,7 @@ TEST(NginxImport, LocationsBecomeRoutesInNginxsOrder) {
       "location ^~ /a/b/ { proxy_pass http://app; }\n"
       "location = /x { proxy_pass http://app; }\n"
       "location ~* \\.jpg$ { proxy_pass http://app; }\n"
-      "location /s/ { proxy_pass https://127.0.0.1:9443; }\n"
+      "location /s/ { proxy_pass ftp://127.0.0.1:21; }\n"
       "location /v/ { proxy_pass http://$host; }\n"
       "location /n/ { proxy_pass http://app.internal:80; }\n"
       "location /u/ { proxy_pass http://app/other/; }\n"
@@ -62,7 +62,7 @@ TEST(NginxImport, LocationsBecomeRoutesInNginxsOrder) {
   EXPECT_EQ(r.cfg.routes[5].upstream, "app-2");
   EXPECT_EQ(r.cfg.routes[1].upstream, "app");
   EXPECT_REPORTS(r, "n.conf:8: location: carried over as path_regex \"(?i).*\\\\.jpg\": RE2, tried in file order after exact and ^~ routes");
-  EXPECT_REPORTS(r, "n.conf:9: proxy_pass: no equivalent yet: TLS to upstreams (no route)\n");
+  EXPECT_REPORTS(r, "n.conf:9: proxy_pass: not carried over: not an http:// or https:// URL (no route)\n");
   EXPECT_REPORTS(r, "n.conf:10: proxy_pass: not carried over: proxy_pass with variables (no route)\n");
   EXPECT_REPORTS(r, "n.conf:11: proxy_pass: not carried over: invalid address \"app.internal:80\"");
   EXPECT_REPORTS(r, "n.conf:12: proxy_pass: not carried over: with the URI /other/ nginx replaces the location's prefix /u/");
@@ -353,13 +353,68 @@ TEST(NginxImport, GrpcPassBecomesAnH2cUpstream) {
   EXPECT_REPORTS(r, "n.conf:8: grpc_buffer_size: not needed: gRPC messages are streamed frame by frame");
   EXPECT_REPORTS(r, "n.conf:8: grpc_socket_keepalive: not carried over: no TCP keepalive; h2_ping_interval checks");
   EXPECT_REPORTS(r, "n.conf:9: grpc_pass: carried over as an h2c upstream: calls share up to keepalive (32)");
+  // grpcs://: HTTP/2 over TLS; nginx's grpc_ssl_verify is off by default.
+  ASSERT_EQ(ups.count("127.0.0.1_50071"), 1u) << r.toml;
+  EXPECT_EQ(ups["127.0.0.1_50071"]->protocol, config::UpstreamProtocol::H2);
+  EXPECT_TRUE(ups["127.0.0.1_50071"]->tls.enabled);
+  EXPECT_FALSE(ups["127.0.0.1_50071"]->tls.verify);
+  EXPECT_REPORTS(r, "n.conf:10: grpc_pass: carried over as an h2 upstream (HTTP/2 over TLS): calls share");
   EXPECT_REPORTS(r,
-                 "n.conf:10: grpc_pass: no equivalent yet: grpcs:// is gRPC over TLS, and tlsfront has no TLS to "
-                 "upstreams (no route)\n");
+                 "n.conf:10: grpc_pass: carried over as verify = false: nginx checks no certificate of the server "
+                 "(grpc_ssl_verify off, its default), tlsfront checks it by default; set trusted_ca and drop "
+                 "verify = false\n");
   EXPECT_REPORTS(r, "n.conf:11: grpc_pass: not carried over: no UNIX-domain upstreams (no route)\n");
   EXPECT_EQ(r.report.find("grpc_read_timeout"), std::string::npos) << r.report;  // carried over
   EXPECT_EQ(r.report.find("grpc_set_header"), std::string::npos) << r.report;
   EXPECT_NE(r.toml.find("protocol = \"h2c\""), std::string::npos) << r.toml;
+}
+
+TEST(NginxImport, ProxyPassHttpsBecomesAnUpstreamWithTls) {
+  Outcome r = run(server(
+      "location /pay/ { proxy_pass https://pay; proxy_ssl_verify on; proxy_ssl_trusted_certificate ca.pem;\n"
+      "  proxy_ssl_name payments.internal; proxy_ssl_server_name on; proxy_ssl_certificate /etc/c/client.pem;\n"
+      "  proxy_ssl_certificate_key client.key; proxy_ssl_protocols TLSv1 TLSv1.2 TLSv1.3;\n"
+      "  proxy_ssl_session_reuse off; proxy_ssl_ciphers HIGH; }\n"
+      "location /checked/ { proxy_pass https://pay; proxy_ssl_verify on; proxy_ssl_trusted_certificate ca.pem; }\n"
+      "location /any/ { proxy_pass https://10.0.0.9; }\n"
+      "location /cleartext/ { proxy_pass http://10.0.0.9; }",
+      "upstream pay { server 10.0.3.7:443; keepalive 4; }\nproxy_ssl_verify_depth 3;"));
+  ASSERT_TRUE(r.ok) << r.error;
+  std::map<std::string, const config::Upstream*> ups;
+  for (const auto& u : r.cfg.upstreams) ups[u.name] = &u;
+  ASSERT_EQ(ups.count("pay"), 1u) << r.toml;
+  const config::UpstreamTls& pay = ups["pay"]->tls;
+  EXPECT_TRUE(pay.enabled);
+  EXPECT_TRUE(pay.verify);
+  EXPECT_EQ(pay.trusted_ca, "/etc/nginx/ca.pem");
+  EXPECT_EQ(pay.server_name, "payments.internal");
+  EXPECT_EQ(pay.certificate, "/etc/c/client.pem");
+  EXPECT_EQ(pay.key, "/etc/nginx/client.key");
+  EXPECT_EQ(pay.protocols, (std::vector<config::TlsVersion>{config::TlsVersion::Tls12, config::TlsVersion::Tls13}));
+  EXPECT_FALSE(pay.session_reuse);
+  EXPECT_EQ(ups["pay"]->keepalive, 4u);
+  // Other TLS settings on the same block: another [[upstream]]; the name
+  // nginx checks by default is $proxy_host, the block's name.
+  ASSERT_EQ(ups.count("pay-2"), 1u) << r.toml;
+  EXPECT_EQ(ups["pay-2"]->tls.server_name, "pay");
+  EXPECT_TRUE(ups["pay-2"]->tls.session_reuse);
+  // An address: port 443 for https://, 80 for http:// (two upstreams).
+  ASSERT_EQ(ups.count("10.0.0.9_443"), 1u) << r.toml;
+  EXPECT_EQ(ups["10.0.0.9_443"]->servers.at(0).port, 443);
+  EXPECT_FALSE(ups["10.0.0.9_443"]->tls.verify);
+  ASSERT_EQ(ups.count("10.0.0.9_80"), 1u) << r.toml;
+  EXPECT_FALSE(ups["10.0.0.9_80"]->tls.enabled);
+
+  EXPECT_REPORTS(r, "n.conf:10: proxy_ssl_protocols: carried over without what is older than TLSv1.2\n");
+  EXPECT_REPORTS(r, "n.conf:11: proxy_ssl_ciphers: no equivalent yet: TLS to upstreams takes OpenSSL's defaults");
+  EXPECT_REPORTS(r, "proxy_ssl_verify_depth: no equivalent yet: TLS to upstreams takes OpenSSL's defaults");
+  EXPECT_REPORTS(r, "n.conf:12: proxy_pass: carried over as server_name \"pay\", which tlsfront also sends as SNI");
+  EXPECT_REPORTS(r, "n.conf:13: proxy_pass: carried over as verify = false: nginx checks no certificate");
+  for (const char* carried : {"proxy_ssl_trusted_certificate", "proxy_ssl_name", "proxy_ssl_server_name",
+                              "proxy_ssl_certificate", "proxy_ssl_certificate_key", "proxy_ssl_session_reuse",
+                              "proxy_ssl_verify"}) {
+    EXPECT_EQ(r.report.find(std::string(": ") + carried + ":"), std::string::npos) << carried << "\n" << r.report;
+  }
 }
 
 }  // namespace
