@@ -81,6 +81,8 @@ struct UpstreamServerCounters {
   Counter retries;              // an exchange went on to another attempt after an error on this server
   Counter idle;                 // gauge: idle keepalive connections now (h2c: connections with no stream)
   Counter h2_ping_timeouts;     // h2c connections closed because a PING went unanswered (RFC 9113 §6.7)
+  Counter tls_handshakes;       // TLS handshakes completed with the server ([upstream.tls])
+  Counter tls_resumed;          // of those, the ones that resumed a session
 };
 
 enum class HandshakeKind { Full, ResumedCache, ResumedTicket };

@@ -242,7 +242,8 @@ std::string render_prometheus(const ProcessMetrics& m) {
 
   struct Row {
     std::string upstream, server;
-    uint64_t created = 0, reused = 0, failures = 0, retries = 0, idle = 0, ping_timeouts = 0;
+    uint64_t created = 0, reused = 0, failures = 0, retries = 0, idle = 0, ping_timeouts = 0, tls_handshakes = 0,
+             tls_resumed = 0;
   };
   std::map<std::pair<std::string, std::string>, Row> rows;
   for (const WorkerCounters* w : m.workers) {
@@ -254,6 +255,8 @@ std::string render_prometheus(const ProcessMetrics& m) {
       r.retries += c.retries.get();
       r.idle += c.idle.get();
       r.ping_timeouts += c.h2_ping_timeouts.get();
+      r.tls_handshakes += c.tls_handshakes.get();
+      r.tls_resumed += c.tls_resumed.get();
     });
   }
   auto upstream_metric = [&](std::string_view name, std::string_view type, std::string_view help, auto field) {
@@ -268,14 +271,18 @@ std::string render_prometheus(const ProcessMetrics& m) {
   upstream_metric("tlsfront_upstream_connections_reused_total", "counter",
                   "Requests sent on a pooled keepalive upstream connection.", &Row::reused);
   upstream_metric("tlsfront_upstream_idle_connections", "gauge",
-                  "Idle keepalive upstream connections (h2c: connections carrying no stream).", &Row::idle);
+                  "Idle keepalive upstream connections (HTTP/2: connections carrying no stream).", &Row::idle);
   upstream_metric("tlsfront_upstream_failures_total", "counter",
                   "Upstream connection failures (the server is skipped for fail_timeout).", &Row::failures);
   upstream_metric("tlsfront_upstream_retries_total", "counter",
                   "Exchanges retried on another attempt after an error on this server.", &Row::retries);
   upstream_metric("tlsfront_upstream_h2_ping_timeouts_total", "counter",
-                  "h2c upstream connections closed because a PING went unanswered within h2_ping_timeout.",
+                  "HTTP/2 upstream connections closed because a PING went unanswered within h2_ping_timeout.",
                   &Row::ping_timeouts);
+  upstream_metric("tlsfront_upstream_tls_handshakes_total", "counter",
+                  "TLS handshakes completed with the upstream server ([upstream.tls]).", &Row::tls_handshakes);
+  upstream_metric("tlsfront_upstream_tls_resumed_total", "counter",
+                  "Upstream TLS handshakes that resumed a session (session_reuse).", &Row::tls_resumed);
 
   if (m.access_log_bytes) {
     single(out, "tlsfront_access_log_bytes_total", "counter", "Access log bytes written.", *m.access_log_bytes);

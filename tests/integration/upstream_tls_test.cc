@@ -4,8 +4,11 @@
 // connections, a handshake failure (wrong name, untrusted issuer, no ALPN
 // "h2") a 502 naming why and moving on to the next server, verify = false,
 // a client certificate for a server that asks for one, HTTP/2 over TLS for
-// HTTP/1.1 and HTTP/2 clients on one connection, and a server that accepts
-// TCP but never answers the ClientHello (connect_timeout covers the handshake).
+// HTTP/1.1 and HTTP/2 clients on one connection, a server that accepts
+// TCP but never answers the ClientHello (connect_timeout covers the
+// handshake), the handshake and resumption metrics, and a reload that reads
+// a changed trust file again for an unchanged [[upstream]].
+#include <signal.h>
 #include <sys/socket.h>
 #include <curl/curl.h>
 #include <netinet/in.h>
@@ -86,6 +89,10 @@ TEST_F(UpstreamTls, NewConnectionsResumeTheLastSession) {
   }
   EXPECT_EQ(seen,
             "HTTP/1.1 sni= reused=. client=\nHTTP/1.1 sni= reused=r client=\nHTTP/1.1 sni= reused=r client=\n");
+  const std::string labels = "{upstream=\"backend\",server=\"127.0.0.1:" + std::to_string(nginx_.port()) + "\"}";
+  auto m = scrape_metrics(proxy_.admin_port());
+  EXPECT_EQ(m["tlsfront_upstream_tls_handshakes_total" + labels], 3);
+  EXPECT_EQ(m["tlsfront_upstream_tls_resumed_total" + labels], 2);
 }
 
 TEST_F(UpstreamTls, SessionReuseOffMakesFullHandshakes) {
@@ -226,6 +233,21 @@ TEST_F(UpstreamTls, SilentServerTimesOutInTheHandshake) {
   EXPECT_TRUE(wait_until([&] {
     return warnings().find("upstream timed out during the TLS handshake") != std::string::npos;
   })) << warnings();
+}
+
+TEST_F(UpstreamTls, ReloadReadsTheTrustFileAgain) {
+  // The same [[upstream]] text before and after: its pools are kept, and
+  // the reloaded generation's context (the file's new contents) is theirs.
+  const std::string ca = dir_.file("upstream-ca.pem");
+  write_file(ca, read_file(pki("other-root.pem")));
+  ASSERT_TRUE(start("trusted_ca = \"" + ca + "\""));
+  EXPECT_EQ(get("/info").status, 502);  // not the issuer
+  write_file(ca, read_file(pki("root.pem")));
+  proxy_.process().signal(SIGHUP);
+  ASSERT_TRUE(wait_until([&] { return warnings().find("reload: generation 2 is live") != std::string::npos; }))
+      << warnings();
+  HttpResponse r = get("/info");
+  EXPECT_EQ(r.status, 200) << r.error << r.body;
 }
 
 }  // namespace

@@ -10,6 +10,7 @@ UpstreamPool::UpstreamPool(uv_loop_t* loop, const config::Upstream& cfg, const c
     : loop_(loop), cfg_(cfg), address_(server.to_string()), counters_(counters) {
   tls_.ctx = std::move(tls);
   tls_.server = server;
+  tls_.counters = counters;
   if (server.host.find(':') != std::string::npos) {
     addr_ok_ = uv_ip6_addr(server.host.c_str(), server.port, reinterpret_cast<sockaddr_in6*>(&addr_)) == 0;
   } else {

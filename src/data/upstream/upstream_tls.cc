@@ -13,7 +13,7 @@ Result<std::unique_ptr<UpstreamTls>> UpstreamTls::start(TlsTarget& target) {
   if (!ssl) return make_error(Errc::Upstream, "TLS to upstream: " + ssl.error().message());
   Result<tls::TlsStream> stream = tls::TlsStream::create_client(std::move(ssl).value());
   if (!stream) return make_error(Errc::Upstream, "TLS to upstream: " + stream.error().message());
-  auto self = std::unique_ptr<UpstreamTls>(new UpstreamTls(std::move(stream).value(), target.ctx->http2()));
+  auto self = std::unique_ptr<UpstreamTls>(new UpstreamTls(std::move(stream).value(), target.ctx->http2(), target.counters));
   const std::string& name = target.ctx->config().server_name;
   self->name_ = name.empty() ? target.server.host : name;
   // The ClientHello: handshake() writes it and asks for input.
@@ -27,6 +27,10 @@ Result<bool> UpstreamTls::feed(std::string_view ciphertext) {
   Result<bool> done = stream_.handshake();
   if (!done) return handshake_error(done.error());
   if (!*done) return false;
+  if (counters_) {
+    counters_->tls_handshakes.add();
+    if (resumed()) counters_->tls_resumed.add();
+  }
   if (http2_) {
     const unsigned char* alpn = nullptr;
     unsigned int len = 0;

@@ -19,6 +19,7 @@
 #include <string_view>
 
 #include "config/config.h"
+#include "metrics/counters.h"
 #include "tls/tls_stream.h"
 #include "tls/upstream_tls_context.h"
 #include "util/result.h"
@@ -33,6 +34,7 @@ struct TlsTarget {
   std::shared_ptr<const tls::UpstreamTlsContext> ctx;
   config::Endpoint server;
   tls::SessionSlot session;  // the last session the server gave this worker
+  metrics::UpstreamServerCounters* counters = nullptr;  // handshakes counted here (null: none)
 };
 
 class UpstreamTls {
@@ -76,12 +78,14 @@ class UpstreamTls {
   void forget_slot() { tls::UpstreamTlsContext::forget_slot(stream_.ssl()); }
 
  private:
-  UpstreamTls(tls::TlsStream stream, bool http2) : stream_(std::move(stream)), http2_(http2) {}
+  UpstreamTls(tls::TlsStream stream, bool http2, metrics::UpstreamServerCounters* counters)
+      : stream_(std::move(stream)), http2_(http2), counters_(counters) {}
   // The handshake failed with `failed` (TlsStream's): why, in words.
   Error handshake_error(const Error& failed) const;
 
   tls::TlsStream stream_;
   bool http2_;
+  metrics::UpstreamServerCounters* counters_;
   std::string name_;  // what the certificate had to carry, for errors
 };
 
