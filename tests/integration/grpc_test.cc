@@ -10,13 +10,11 @@
 #include <set>
 #include <string>
 
+#include "grpc_peer.h"
 #include "harness.h"
 
 namespace tlsfront::itest {
 namespace {
-
-const std::string kPeer = std::string(TLSFRONT_SOURCE_DIR) + "/tests/integration/peers/grpc_peer.py";
-constexpr const char* kPython = "/usr/bin/python3";  // Debian's, which has python3-grpcio
 
 class Grpc : public ProxyTest {
  protected:
@@ -24,30 +22,17 @@ class Grpc : public ProxyTest {
   // tlsfront with it as an h2c upstream (`protocol`).
   bool start(std::vector<std::string> server_args = {}, ProxyOptions o = {}, std::string protocol = "h2c") {
     port_file_ = dir_.file("grpc.port");
-    std::vector<std::string> argv = {kPython, kPeer, "server", port_file_};
-    argv.insert(argv.end(), server_args.begin(), server_args.end());
-    if (!server_.start(argv, dir_.file("grpc.out"), dir_.file("grpc.err"))) return false;
-    if (!wait_until([&] { return read_file(port_file_).ends_with("\n"); }, milliseconds(20'000))) {
-      ADD_FAILURE() << "grpc_peer did not start: " << server_.err();
-      return false;
-    }
+    const int grpc_port = start_grpc_server(server_, dir_, port_file_, server_args);
+    if (grpc_port == 0) return false;
     if (o.upstream_servers.empty()) {
-      o.upstream_servers = {"127.0.0.1:" + std::to_string(std::atoi(read_file(port_file_).c_str()))};
+      o.upstream_servers = {"127.0.0.1:" + std::to_string(grpc_port)};
     }
     o.upstream_extra += "protocol = \"" + protocol + "\"\n";
     return start_proxy(o);
   }
   // One grpc_peer client call against tlsfront; its output line.
   std::string call(const std::vector<std::string>& args, milliseconds timeout = milliseconds(90'000)) {
-    std::vector<std::string> argv = {kPython, kPeer, args[0], "localhost:" + std::to_string(port()), pki("root.pem")};
-    argv.insert(argv.end(), args.begin() + 1, args.end());
-    Process p;
-    const std::string out = dir_.file("client.out");
-    if (!p.start(argv, out, dir_.file("client.err"))) return "";
-    if (!p.wait_exit(timeout)) p.stop();
-    std::string text = read_file(out);
-    if (text.empty()) text = read_file(dir_.file("client.err"));
-    return text;
+    return grpc_call(dir_, port(), args, timeout);
   }
   // Distinct peers (upstream connections) the service saw.
   size_t upstream_connections() const {
@@ -101,7 +86,7 @@ TEST_F(Grpc, DeadlineExceeded) {
 
 TEST_F(Grpc, ServiceKilledMidStreamIsUnavailable) {
   ASSERT_TRUE(start());
-  std::vector<std::string> argv = {kPython, kPeer, "stream_until_killed", "localhost:" + std::to_string(port()),
+  std::vector<std::string> argv = {kGrpcPython, kGrpcPeer, "stream_until_killed", "localhost:" + std::to_string(port()),
                                    pki("root.pem")};
   Process client;
   const std::string out = dir_.file("stream.out");

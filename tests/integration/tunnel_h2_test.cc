@@ -21,61 +21,6 @@ namespace {
 constexpr uint16_t kEnableConnectProtocol = 0x8;  // RFC 8441 §3
 constexpr uint32_t kConnectError = 0xa;           // RFC 9113 §7
 
-h2::Fields extended_connect(const std::string& path, const std::string& protocol = "websocket") {
-  return {{":method", "CONNECT"},      {":protocol", protocol}, {":scheme", "https"},
-          {":authority", "localhost"}, {":path", path},         {"sec-websocket-version", "13"}};
-}
-
-// RFC 6455 §5.2 framing. A client frame is masked (§5.3) with a fixed key.
-std::string ws_frame(uint8_t opcode, std::string_view payload, bool masked = true) {
-  std::string f;
-  f += static_cast<char>(0x80 | opcode);
-  const uint8_t mask_bit = masked ? 0x80 : 0;
-  const size_t n = payload.size();
-  if (n < 126) {
-    f += static_cast<char>(mask_bit | n);
-  } else if (n < 65536) {
-    f += static_cast<char>(mask_bit | 126);
-    f += static_cast<char>(n >> 8);
-    f += static_cast<char>(n);
-  } else {
-    f += static_cast<char>(mask_bit | 127);
-    for (int shift = 56; shift >= 0; shift -= 8) f += static_cast<char>(static_cast<uint64_t>(n) >> shift);
-  }
-  if (!masked) return f.append(payload);
-  const char key[4] = {0x1f, 0x2e, 0x3d, 0x4c};
-  f.append(key, 4);
-  for (size_t i = 0; i < n; ++i) f += static_cast<char>(payload[i] ^ key[i % 4]);
-  return f;
-}
-
-struct WsMessage {
-  uint8_t opcode = 0;
-  std::string payload;
-};
-
-// Takes one whole server frame (unmasked) off the front of `buf`.
-std::optional<WsMessage> take_ws_frame(std::string& buf) {
-  if (buf.size() < 2) return std::nullopt;
-  const auto byte = [&](size_t i) { return static_cast<uint8_t>(buf[i]); };
-  size_t len = byte(1) & 0x7f;
-  size_t at = 2;
-  if (len == 126) {
-    if (buf.size() < 4) return std::nullopt;
-    len = size_t{byte(2)} << 8 | byte(3);
-    at = 4;
-  } else if (len == 127) {
-    if (buf.size() < 10) return std::nullopt;
-    len = 0;
-    for (size_t i = 2; i < 10; ++i) len = len << 8 | byte(i);
-    at = 10;
-  }
-  if (buf.size() < at + len) return std::nullopt;
-  WsMessage m{static_cast<uint8_t>(byte(0) & 0x0f), buf.substr(at, len)};
-  buf.erase(0, at + len);
-  return m;
-}
-
 class H2Tunnel : public ProxyTest {
  protected:
   // Starts the WebSocket server and tlsfront in front of it.
@@ -99,53 +44,18 @@ class H2Tunnel : public ProxyTest {
     }
     return value;
   }
-  // Opens a tunnel on `stream` to `path`: the response HEADERS (nullopt if
-  // none came).
   std::optional<h2::Frame> open(h2::Client& c, uint32_t stream, const std::string& path) {
-    if (!c.send_headers(stream, extended_connect(path), false)) return std::nullopt;
-    return c.wait_for([stream](const h2::Frame& x) {
-      return x.stream == stream && (x.type == h2::kHeaders || x.type == h2::kRstStream);
-    });
+    return open_h2_tunnel(c, stream, path);
   }
-  // Sends `payload` as one masked WebSocket message on `stream` (split over
-  // DATA frames of at most 16 KiB, the default SETTINGS_MAX_FRAME_SIZE).
   static bool send_ws(h2::Client& c, uint32_t stream, uint8_t opcode, std::string_view payload,
                       bool end_stream = false) {
-    const std::string f = ws_frame(opcode, payload);
-    for (size_t at = 0; at < f.size(); at += 16384) {
-      const bool last = at + 16384 >= f.size();
-      if (!c.send_frame(h2::kData, last && end_stream ? h2::kEndStream : 0, stream, f.substr(at, 16384))) return false;
-    }
-    return true;
+    return send_h2_ws(c, stream, opcode, payload, end_stream);
   }
-  // The next WebSocket message from the server on `stream`; nullopt when the
-  // stream ended (end_ is set) or the deadline passed.
   std::optional<WsMessage> next_ws(h2::Client& c, uint32_t stream, milliseconds timeout = kDefaultDeadline) {
-    const auto deadline = Clock::now() + timeout;
-    while (true) {
-      if (auto m = take_ws_frame(ws_buf_)) return m;
-      if (end_ || Clock::now() >= deadline) return std::nullopt;
-      auto f = c.wait_for([stream](const h2::Frame& x) { return x.stream == stream; },
-                          std::chrono::duration_cast<milliseconds>(deadline - Clock::now()));
-      if (!f) return std::nullopt;
-      take_data(*f);
-    }
+    return tunnel_.next(c, stream, timeout);
   }
-  // A frame of the tunnel's stream: its DATA into ws_buf_, its end into end_.
-  void take_data(const h2::Frame& f) {
-    if (f.type == h2::kData) ws_buf_ += f.payload;
-    if (f.type == h2::kRstStream || (f.type == h2::kData && (f.flags & h2::kEndStream))) end_ = f;
-  }
-  // Reads `stream` until it ends (END_STREAM or RST_STREAM: end_).
   bool wait_stream_end(h2::Client& c, uint32_t stream, milliseconds timeout = kDefaultDeadline) {
-    const auto deadline = Clock::now() + timeout;
-    while (!end_ && Clock::now() < deadline) {
-      auto f = c.wait_for([stream](const h2::Frame& x) { return x.stream == stream; },
-                          std::chrono::duration_cast<milliseconds>(deadline - Clock::now()));
-      if (!f) break;
-      take_data(*f);
-    }
-    return end_.has_value();
+    return tunnel_.wait_end(c, stream, timeout);
   }
   void expect_echo(h2::Client& c, uint32_t stream, const std::string& text) {
     ASSERT_TRUE(send_ws(c, stream, 0x1, text));
@@ -169,16 +79,8 @@ class H2Tunnel : public ProxyTest {
 
   Process ws_;
   int ws_port_ = 0;
-  std::string ws_buf_;            // tunnel bytes from the server not yet taken as frames
-  std::optional<h2::Frame> end_;  // the frame that ended the tunnel stream
+  H2WsReader tunnel_;  // the tunnel stream under test
 };
-
-int status_of(const h2::Frame& f) {
-  for (const auto& [k, v] : f.fields) {
-    if (k == ":status") return std::atoi(v.c_str());
-  }
-  return 0;
-}
 
 bool has_field(const h2::Frame& f, const std::string& name) {
   for (const auto& [k, v] : f.fields) {
@@ -212,7 +114,7 @@ TEST_F(H2Tunnel, EchoOverHttp2) {
   ASSERT_TRUE(close.has_value());
   EXPECT_EQ(close->opcode, 0x8);
   ASSERT_TRUE(wait_stream_end(c, 1));
-  EXPECT_EQ(end_->type, h2::kData) << "the upstream's close was not END_STREAM";
+  EXPECT_EQ(tunnel_.end->type, h2::kData) << "the upstream's close was not END_STREAM";
   auto lines = proxy_.wait_log_lines(1);
   ASSERT_EQ(lines.size(), 1u);
   expect_tunnel_line(lines[0]);
@@ -272,8 +174,8 @@ TEST_F(H2Tunnel, RefusedUpgradeIsTheStreamsStatus) {
   ASSERT_EQ(head->type, h2::kHeaders);
   EXPECT_EQ(status_of(*head), 403);
   ASSERT_TRUE(wait_stream_end(c, 1));
-  EXPECT_EQ(end_->type, h2::kData);
-  EXPECT_EQ(ws_buf_, "upgrade refused\n");
+  EXPECT_EQ(tunnel_.end->type, h2::kData);
+  EXPECT_EQ(tunnel_.buf, "upgrade refused\n");
   // RFC 9113 §8.1: the response is complete and no tunnel follows, so the
   // rest of the request is not wanted.
   auto reset = c.wait_for([](const h2::Frame& x) { return x.stream == 1 && x.type == h2::kRstStream; });
@@ -304,7 +206,7 @@ TEST_F(H2Tunnel, ClientResetClosesTheUpstreamConnection) {
   EXPECT_EQ(json_raw(lines[0], "response_complete"), std::string("true")) << lines[0];
   ASSERT_TRUE(wait_until([&] { return metrics().find("\ntlsfront_tunnels_open 0\n") != std::string::npos; }));
   // The connection goes on: a new tunnel on it works.
-  ws_buf_.clear();
+  tunnel_.buf.clear();
   head = open(c, 3, "/echo");
   ASSERT_TRUE(head.has_value());
   ASSERT_EQ(status_of(*head), 200);
@@ -326,7 +228,7 @@ TEST_F(H2Tunnel, ClientEndStreamIsAFinToTheUpstream) {
   ASSERT_TRUE(c.send_frame(h2::kData, h2::kEndStream, 1, ""));
   EXPECT_TRUE(upstream_closed("/echo")) << read_file(dir_.file("ws.out"));
   ASSERT_TRUE(wait_stream_end(c, 1));
-  EXPECT_EQ(end_->type, h2::kData) << "RST_STREAM code " << end_->error_code();
+  EXPECT_EQ(tunnel_.end->type, h2::kData) << "RST_STREAM code " << tunnel_.end->error_code();
   auto lines = proxy_.wait_log_lines(1);
   ASSERT_EQ(lines.size(), 1u);
   expect_tunnel_line(lines[0]);
@@ -343,8 +245,8 @@ TEST_F(H2Tunnel, UpstreamCloseEndsTheStream) {
   // The upstream aborts its connection: END_STREAM (its FIN) or
   // RST_STREAM CONNECT_ERROR (a reset), never a stream left open.
   ASSERT_TRUE(wait_stream_end(c, 1));
-  if (end_->type == h2::kRstStream) {
-    EXPECT_EQ(end_->error_code(), kConnectError);
+  if (tunnel_.end->type == h2::kRstStream) {
+    EXPECT_EQ(tunnel_.end->error_code(), kConnectError);
   } else {
     ASSERT_TRUE(c.send_frame(h2::kData, h2::kEndStream, 1, ""));  // our half ends too
   }
@@ -387,8 +289,8 @@ TEST_F(H2Tunnel, IdleTimeoutResetsTheStream) {
   expect_echo(c, 1, "ping");
   if (HasFatalFailure()) return;
   ASSERT_TRUE(wait_stream_end(c, 1));
-  ASSERT_EQ(end_->type, h2::kRstStream);
-  EXPECT_EQ(end_->error_code(), h2::kCancel);
+  ASSERT_EQ(tunnel_.end->type, h2::kRstStream);
+  EXPECT_EQ(tunnel_.end->error_code(), h2::kCancel);
   EXPECT_TRUE(upstream_closed("/echo")) << read_file(dir_.file("ws.out"));
   auto lines = proxy_.wait_log_lines(1);
   ASSERT_EQ(lines.size(), 1u);

@@ -16,11 +16,6 @@
 namespace tlsfront::itest {
 namespace {
 
-std::string upgrade_request(std::string_view path) {
-  return "GET " + std::string(path) +
-         " HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-         "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
-}
 // A masked client text frame (RFC 6455 §5.2; the masking key 0 leaves the payload as is).
 std::string client_frame(std::string_view text) {
   std::string f = "\x81";
@@ -34,16 +29,6 @@ std::string server_frame(std::string_view text) {
   f.push_back(static_cast<char>(text.size()));
   f.append(text);
   return f;
-}
-
-// Reads until `buf` holds `want` (bounded by `timeout`).
-bool read_until(TlsClient& c, std::string& buf, std::string_view want, milliseconds timeout = milliseconds(10'000)) {
-  const auto deadline = Clock::now() + timeout;
-  while (buf.find(want) == std::string::npos) {
-    if (Clock::now() > deadline || c.closed()) return false;
-    buf += c.read_available(milliseconds(200));
-  }
-  return true;
 }
 
 size_t rss_kib(pid_t pid) {

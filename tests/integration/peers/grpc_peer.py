@@ -3,9 +3,10 @@
 
 No generated code: the methods take and return raw bytes (generic handlers).
 
-  grpc_peer.py server PORT_FILE [--max-age-ms N] [--workers N]
+  grpc_peer.py server PORT_FILE [--max-age-ms N] [--workers N] [--tls CERT KEY]
       Serves /test.Echo/{Unary,ServerStream,ClientStream,Bidi,Slow} on
-      127.0.0.1 (h2c), writes "PORT\\n" to PORT_FILE once listening, and on
+      127.0.0.1 (h2c; with --tls, HTTP/2 over TLS only, ALPN h2, with CERT
+      (a PEM chain) and KEY), writes "PORT\\n" to PORT_FILE once listening, and on
       every call appends its peer (one per upstream connection) to
       PORT_FILE.peers. --max-age-ms: gRPC's max_connection_age, so the server
       sends GOAWAY (gracefully) on every connection that old.
@@ -27,7 +28,7 @@ IDENTITY = (lambda b: b, lambda b: b)
 SERVICE = "test.Echo"
 
 
-def server(port_file, max_age_ms=None, workers=256):
+def server(port_file, max_age_ms=None, workers=256, tls=None):
     lock = threading.Lock()
     peers_path = port_file + ".peers"
 
@@ -90,7 +91,14 @@ def server(port_file, max_age_ms=None, workers=256):
         options += [("grpc.max_connection_age_ms", max_age_ms), ("grpc.max_connection_age_grace_ms", 10000)]
     srv = grpc.server(futures.ThreadPoolExecutor(max_workers=workers), options=options)
     srv.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
-    port = srv.add_insecure_port("127.0.0.1:0")
+    if tls:
+        with open(tls[0], "rb") as f:
+            chain = f.read()
+        with open(tls[1], "rb") as f:
+            key = f.read()
+        port = srv.add_secure_port("127.0.0.1:0", grpc.ssl_server_credentials(((key, chain),)))
+    else:
+        port = srv.add_insecure_port("127.0.0.1:0")
     srv.start()
     with open(port_file + ".tmp", "w") as f:
         f.write("%d\n" % port)
@@ -199,14 +207,18 @@ def main():
     if sys.argv[1] == "server":
         max_age = None
         workers = 256
+        tls = None
         rest = sys.argv[3:]
         while rest:
             if rest[0] == "--max-age-ms":
                 max_age = int(rest[1])
             elif rest[0] == "--workers":
                 workers = int(rest[1])
+            elif rest[0] == "--tls":
+                tls = (rest[1], rest[2])
+                rest = rest[1:]
             rest = rest[2:]
-        server(sys.argv[2], max_age, workers)
+        server(sys.argv[2], max_age, workers, tls)
         return
     print(client(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]), flush=True)
 

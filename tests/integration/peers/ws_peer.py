@@ -1,12 +1,19 @@
 #!/usr/bin/python3
 """WebSocket peers for the tunnel tests (python3-websockets, RFC 6455).
 
-server PORT_FILE        echo server on 127.0.0.1:0; writes "PORT\n" to PORT_FILE
+server PORT_FILE [--tls CERT KEY]
+                        echo server on 127.0.0.1:0; writes "PORT\n" to PORT_FILE
                         and "closed PATH" to stdout when a connection ends.
+                        --tls: serves TLS only (wss), with CERT (a PEM chain)
+                        and KEY.
                         /echo: echoes every message; /stream/N: sends N bytes
-                        (64 KiB binary messages) then closes; /close: closes
-                        the TCP connection right after the handshake;
-                        /refuse: answers 403 (no upgrade).
+                        (64 KiB binary messages) then closes; /seq/N: the
+                        same with each byte known (seq_message), so that a
+                        reader can check order; /greet: sends GREETING
+                        (two messages, the second 40,000 bytes) in the same
+                        write as its 101, then echoes; /close: closes the TCP
+                        connection right after the handshake; /refuse:
+                        answers 403 (no upgrade).
 echo URL COUNT          sends COUNT messages (text and binary) through URL,
                         checks each echo; prints "ok COUNT".
 slow URL BYTES          reads nothing for STALL_SECONDS, then BYTES of
@@ -25,6 +32,41 @@ import websockets
 
 CHUNK = 64 * 1024
 STALL_SECONDS = 4  # slow mode: how long the reader reads nothing at first
+# /seq/N: message k of a stream holds bytes (k + i) % 251 for i = 0, 1, ...
+SEQ_PATTERN = bytes(i % 251 for i in range(CHUNK + 251))
+
+
+def seq_message(k, n):
+    return SEQ_PATTERN[k % 251:k % 251 + n]
+
+
+def server_frame(opcode, payload):
+    """An unmasked RFC 6455 frame (FIN set), as a server sends it."""
+    n = len(payload)
+    if n < 126:
+        head = bytes([0x80 | opcode, n])
+    elif n < 65536:
+        head = bytes([0x80 | opcode, 126]) + n.to_bytes(2, "big")
+    else:
+        head = bytes([0x80 | opcode, 127]) + n.to_bytes(8, "big")
+    return head + payload
+
+
+# /greet: a text message, then a binary one larger than a TLS record (over
+# TLS the write is then several records in one flight).
+GREETING = server_frame(0x1, b"hello from upstream") + server_frame(0x2, bytes(i % 256 for i in range(40000)))
+
+
+class Protocol(websockets.WebSocketServerProtocol):
+    def write_http_response(self, status, headers, body=None):
+        if status != http.HTTPStatus.SWITCHING_PROTOCOLS or self.path != "/greet":
+            return super().write_http_response(status, headers, body)
+        # The 101 and the first messages in one write: one TLS flight (the
+        # 101 and the text message share a record), so that the proxy reads
+        # them together.
+        self.response_headers = headers
+        head = f"HTTP/1.1 {status.value} {status.phrase}\r\n" + str(headers)
+        self.transport.write(head.encode() + GREETING)
 
 
 async def handler(ws, path):
@@ -35,7 +77,7 @@ async def handler(ws, path):
 
 
 async def serve(ws, path):
-    if path == "/echo":
+    if path in ("/echo", "/greet"):
         async for message in ws:
             await ws.send(message)
     elif path.startswith("/stream/"):
@@ -45,6 +87,15 @@ async def serve(ws, path):
             n = min(left, CHUNK)
             await ws.send(block[:n])
             left -= n
+        await ws.close()
+    elif path.startswith("/seq/"):
+        left = int(path.rsplit("/", 1)[1])
+        k = 0
+        while left > 0:
+            n = min(left, CHUNK)
+            await ws.send(seq_message(k, n))
+            left -= n
+            k += 1
         await ws.close()
     elif path == "/close":
         ws.transport.abort()
@@ -66,7 +117,12 @@ def client_ssl():
 async def main():
     mode = sys.argv[1]
     if mode == "server":
-        server = await websockets.serve(handler, "127.0.0.1", 0, process_request=refuse, max_size=None)
+        server_ssl = None
+        if sys.argv[3:4] == ["--tls"]:
+            server_ssl = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            server_ssl.load_cert_chain(sys.argv[4], sys.argv[5])
+        server = await websockets.serve(handler, "127.0.0.1", 0, process_request=refuse, max_size=None,
+                                        ssl=server_ssl, create_protocol=Protocol)
         port = server.sockets[0].getsockname()[1]
         tmp = sys.argv[2] + ".tmp"
         with open(tmp, "w") as f:
