@@ -7,7 +7,9 @@
 // none failed and none processed twice. PING liveness of idle connections
 // (RFC 9113 §6.7): a server gone silent is dropped before a request meets
 // it, a healthy one stays; idle connections on the idle gauge; the send
-// timeout of one stream whose window the server never reopens.
+// timeout of one stream whose window the server never reopens; request
+// bodies queued together beyond one flush's pull to a server with large
+// windows.
 #include <fstream>
 #include <map>
 #include <set>
@@ -163,6 +165,40 @@ TEST_F(H2cUpstream, LargeUploadGoesOnAfterTheStreamBufferFilled) {
     HttpResponse r = http(port(), post);
     EXPECT_EQ(r.status, 200) << r.error;
     EXPECT_EQ(r.body, "ok POST /echo 1000000");
+  }
+}
+
+TEST_F(H2cUpstream, Http2RequestBodiesQueuedTogetherAllGoOut) {
+  // Four 1 MB bodies from one HTTP/2 client (its stream windows let each
+  // come whole) to a server whose windows (16 MiB) take them all without a
+  // WINDOW_UPDATE: far more than one flush pulls from nghttp2
+  // (kPullHighWatermark) waits at once. A flush whose bytes the socket took
+  // at once must go on by itself; when it did not, the rest waited for an
+  // event that never came (no client data left, no frame from the server)
+  // and the requests ran into send_timeout.
+  ProxyOptions o;
+  o.workers = 1;
+  o.extra = "[http2]\ninitial_window_size = 1048576\n";
+  o.upstream_extra = "send_timeout = \"5s\"\nread_timeout = \"30s\"\n";
+  ASSERT_TRUE(start({"--window", "16777216"}, o));
+  for (int round = 0; round < 3; ++round) {
+    std::vector<HttpRequest> reqs(4);
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      reqs[i].http2 = true;
+      reqs[i].method = "POST";
+      reqs[i].path = "/echo?r=" + std::to_string(round) + "&i=" + std::to_string(i);
+      reqs[i].body = std::string(1'000'000, static_cast<char>('a' + i));
+    }
+    auto responses = http2_parallel(port(), reqs);
+    ASSERT_EQ(responses.size(), 4u);
+    for (size_t i = 0; i < responses.size(); ++i) {
+      EXPECT_EQ(responses[i].status, 200) << round << " " << i << " " << responses[i].error;
+      EXPECT_EQ(responses[i].body, "ok POST " + reqs[i].path + " 1000000") << round << " " << i;
+    }
+  }
+  EXPECT_EQ(connections(), 1u);
+  for (const auto& line : proxy_.wait_log_lines(12)) {
+    EXPECT_EQ(json_raw(line, "upstream_error"), std::string("null")) << line;
   }
 }
 

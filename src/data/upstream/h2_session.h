@@ -17,7 +17,9 @@
 // streams are bounded by their own read/send timeouts instead.
 //
 // Output is batched per loop iteration (Flushable) and pulled from nghttp2
-// only while the socket's queue is below kWriteHighWatermark.
+// only while the socket's queue and the pulled bytes stay below 256 KiB
+// (kPullHighWatermark) per flush; a flush that stops there queues its write,
+// whose completion pulls the rest.
 // Thread affinity: owning worker only.
 #pragma once
 

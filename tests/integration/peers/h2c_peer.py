@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """A plain HTTP/2 server over cleartext TCP (h2c, prior knowledge) on python3-h2.
 
-  h2c_peer.py PORT_FILE [--goaway-after N]
+  h2c_peer.py PORT_FILE [--goaway-after N] [--window BYTES]
 
 Listens on 127.0.0.1 (a free port, written as "PORT\\n" to PORT_FILE), and
 appends one line per accepted connection to PORT_FILE.conns and one JSON
@@ -30,6 +30,11 @@ PORT_FILE.pings, every RST_STREAM frame received a line "SID ERROR_CODE" to
 PORT_FILE.resets (read off the bytes: python3-h2 reports none for a stream
 already closed).
 
+--window BYTES: the connection's window and every stream's initial window
+(SETTINGS_INITIAL_WINDOW_SIZE) are BYTES instead of 65,535; python3-h2 then
+sends WINDOW_UPDATE only after BYTES/2 have been read, so a client's
+request bodies up to that go up with no frame coming back.
+
 --goaway-after N: once a connection has received N requests it sends GOAWAY
 with the N-th stream as last-stream-id (RFC 9113 §6.8), answers the streams
 up to it, never processes those above it, and closes when it is done.
@@ -44,6 +49,7 @@ import time
 import h2.config
 import h2.connection
 import h2.events
+import h2.settings
 
 lock = threading.Lock()
 
@@ -55,10 +61,11 @@ def append(path, line):
 
 
 class Conn:
-    def __init__(self, sock, port_file, goaway_after):
+    def __init__(self, sock, port_file, goaway_after, window):
         self.sock = sock
         self.port_file = port_file
         self.goaway_after = goaway_after
+        self.window = window
         self.h2 = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False, header_encoding="utf-8"))
         self.streams = {}
         self.pending = {}  # stream id -> bytes still to send
@@ -141,6 +148,9 @@ class Conn:
 
     def run(self):
         self.h2.initiate_connection()
+        if self.window:
+            self.h2.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: self.window})
+            self.h2.increment_flow_control_window(self.window - 65535)
         self.send()
         while True:
             try:
@@ -212,9 +222,9 @@ class Conn:
 
 def main():
     port_file = sys.argv[1]
-    goaway_after = 0
-    if len(sys.argv) > 3 and sys.argv[2] == "--goaway-after":
-        goaway_after = int(sys.argv[3])
+    opts = dict(zip(sys.argv[2::2], sys.argv[3::2]))
+    goaway_after = int(opts.get("--goaway-after", 0))
+    window = int(opts.get("--window", 0))
     srv = socket.socket()
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     srv.bind(("127.0.0.1", 0))
@@ -225,7 +235,7 @@ def main():
     while True:
         sock, addr = srv.accept()
         append(port_file + ".conns", "%s:%d" % addr)
-        threading.Thread(target=Conn(sock, port_file, goaway_after).run, daemon=True).start()
+        threading.Thread(target=Conn(sock, port_file, goaway_after, window).run, daemon=True).start()
 
 
 if __name__ == "__main__":
