@@ -9,7 +9,8 @@
 // it, a healthy one stays; idle connections on the idle gauge; the send
 // timeout of one stream whose window the server never reopens; request
 // bodies queued together beyond one flush's pull to a server with large
-// windows.
+// windows; a connection error (a malformed frame from the server) failing
+// its streams at once.
 #include <fstream>
 #include <map>
 #include <set>
@@ -200,6 +201,39 @@ TEST_F(H2cUpstream, Http2RequestBodiesQueuedTogetherAllGoOut) {
   for (const auto& line : proxy_.wait_log_lines(12)) {
     EXPECT_EQ(json_raw(line, "upstream_error"), std::string("null")) << line;
   }
+}
+
+TEST_F(H2cUpstream, ConnectionErrorFailsItsStreamsAtOnce) {
+  // A server that breaks HTTP/2 on the connection (RFC 9113 §5.4.1: a DATA
+  // frame on stream 0, a field block HPACK cannot decode): nghttp2 ends the
+  // connection with GOAWAY, and its streams fail with a 502 there and then
+  // (invalid_response), not after read_timeout on a connection nothing
+  // more will come from.
+  ProxyOptions o;
+  o.workers = 1;
+  o.upstream_extra = "read_timeout = \"30s\"\n";
+  ASSERT_TRUE(start({}, o));
+  for (const char* f : {"data0", "hpack"}) {
+    for (bool http2 : {false, true}) {
+      HttpRequest get;
+      get.path = std::string("/badframe?f=") + f;
+      get.http2 = http2;
+      get.timeout = milliseconds(10'000);
+      const auto started = Clock::now();
+      HttpResponse r = http(port(), get);
+      EXPECT_EQ(r.status, 502) << f << " " << r.error;
+      EXPECT_LT(Clock::now() - started, milliseconds(5'000)) << f;
+    }
+  }
+  // A new connection serves the next request.
+  EXPECT_EQ(http_get(port(), "/echo").status, 200);
+  EXPECT_EQ(connections(), 5u);
+  auto lines = proxy_.wait_log_lines(5);
+  ASSERT_EQ(lines.size(), 5u);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(json_string(lines[i], "upstream_error"), std::string("invalid_response")) << lines[i];
+  }
+  EXPECT_NE(proxy_.process().err().find("upstream broke HTTP/2"), std::string::npos) << proxy_.process().err();
 }
 
 TEST_F(H2cUpstream, ParallelRequestsShareOneConnection) {

@@ -373,6 +373,20 @@ void H2Session::flush() {
       return;
     }
   }
+  // nghttp2 wants neither to read nor to write: it ended the connection over
+  // the server's connection error (RFC 9113 §5.4.1; a malformed frame, a
+  // field block HPACK cannot decode) and its GOAWAY just went out. Nothing
+  // more will come for the streams, and a stream given to the session now
+  // would never be sent: it closes, and they fail at once.
+  if (!capped && !nghttp2_session_want_read(ng_.get()) && !nghttp2_session_want_write(ng_.get())) {
+    if (streams_.empty()) {
+      close(UpstreamFailure::Closed, make_error(Errc::Upstream, "upstream HTTP/2 connection ended"));
+    } else {
+      close(UpstreamFailure::InvalidResponse,
+            make_error(Errc::Protocol, "upstream broke HTTP/2: connection error, GOAWAY sent"));
+    }
+    return;
+  }
   // Streams waiting for room in their request buffers go on; one still
   // above its low watermark waits for the next flush.
   if (!writable_waiting_.empty()) {

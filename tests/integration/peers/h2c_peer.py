@@ -19,6 +19,12 @@ fields, the body's length and the trailers).
                 with ":status 700" and "x-none: ok"
   /stall        200 "stalled", then this connection is never read again (a
                 server gone silent: PINGs go unanswered)
+  /badframe?f=data0|hpack
+                a connection error (RFC 9113 §5.4.1) instead of an answer: a
+                DATA frame on stream 0 (PROTOCOL_ERROR, §6.1), or a HEADERS
+                whose block indexes past the HPACK tables (COMPRESSION_ERROR,
+                RFC 7541 §2.3.3); the connection then stays open, read but
+                never answered, until the client closes it
   /noread       never answered, and its request DATA never acknowledged with
                 a stream WINDOW_UPDATE (the connection's window is), so the
                 client's send stalls on this stream only; a line "noread SID"
@@ -72,6 +78,7 @@ class Conn:
         self.received = 0
         self.last_stream = None
         self.stalled = False
+        self.broken = False  # a malformed frame went out (/badframe): nothing more is sent
         self.raw = b""  # received bytes not yet split into frames (for .resets)
         self.preface = 24  # octets of the client's connection preface still to skip
 
@@ -106,6 +113,15 @@ class Conn:
             for name, value in (bad[kind], (b"x-ok", b"fine")):
                 block += b"\x00" + bytes([len(name)]) + name + bytes([len(value)]) + value  # literal, not indexed
             self.sock.sendall(len(block).to_bytes(3, "big") + bytes([1, 0x5]) + sid.to_bytes(4, "big") + block)
+        elif path.startswith("/badframe?f="):
+            self.send()
+            if path.endswith("=data0"):
+                frame = (3).to_bytes(3, "big") + bytes([0, 0x1]) + (0).to_bytes(4, "big") + b"bad"
+            else:
+                # Indexed field 126: past the static table and an empty dynamic one.
+                frame = (1).to_bytes(3, "big") + bytes([1, 0x5]) + sid.to_bytes(4, "big") + bytes([0x80 | 126])
+            self.sock.sendall(frame)
+            self.broken = True
         elif path == "/stall":
             self.h2.send_headers(sid, [(":status", "200")])
             self.h2.send_data(sid, b"stalled", end_stream=True)
@@ -160,6 +176,8 @@ class Conn:
             if not data:
                 return
             self.note_resets(data)
+            if self.broken:
+                continue  # python3-h2 is out of step with what the client saw
             try:
                 events = self.h2.receive_data(data)
             except Exception:
