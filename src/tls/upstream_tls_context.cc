@@ -4,6 +4,8 @@
 #include <openssl/x509v3.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
 
 #include "tls/openssl_error.h"
 
@@ -15,13 +17,22 @@ int slot_ex_index() {
   return index;
 }
 
+// The UpstreamTlsContext::id() of an SSL_CTX, kept in it: the SSL_CTX outlives
+// its UpstreamTlsContext while a connection holds it.
+int id_ex_index() {
+  static const int index = SSL_CTX_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+  return index;
+}
+
 // SSL_SESS_CACHE_CLIENT with no internal store: OpenSSL hands every new
 // session here (after a full handshake, or a TLS 1.3 NewSessionTicket read
-// later), and the connection's slot keeps the latest. Returning 1 takes the
-// reference.
+// later), and the connection's slot keeps the latest if it still belongs to
+// the connection's context. Returning 1 takes the reference.
 int new_session_cb(SSL* ssl, SSL_SESSION* session) noexcept {
   auto* slot = static_cast<SessionSlot*>(SSL_get_ex_data(ssl, slot_ex_index()));
   if (slot == nullptr || !SSL_SESSION_is_resumable(session)) return 0;
+  const auto from = reinterpret_cast<uintptr_t>(SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), id_ex_index()));
+  if (from != slot->context) return 0;  // a context a reload replaced: its session is not resumed
   slot->session.reset(session);
   return 1;
 }
@@ -84,7 +95,12 @@ Result<std::shared_ptr<const UpstreamTlsContext>> UpstreamTlsContext::create(con
   } else {
     SSL_CTX_set_session_cache_mode(c, SSL_SESS_CACHE_OFF);
   }
-  return std::shared_ptr<const UpstreamTlsContext>(new UpstreamTlsContext(std::move(ctx), cfg, http2));
+  static std::atomic<uint64_t> last_id{0};
+  const uint64_t id = ++last_id;
+  if (SSL_CTX_set_ex_data(c, id_ex_index(), reinterpret_cast<void*>(static_cast<uintptr_t>(id))) != 1) {
+    return openssl_error(Errc::Tls, "SSL_CTX_set_ex_data");
+  }
+  return std::shared_ptr<const UpstreamTlsContext>(new UpstreamTlsContext(std::move(ctx), cfg, http2, id));
 }
 
 Result<SslPtr> UpstreamTlsContext::new_ssl(const config::Endpoint& server, SessionSlot* slot) const {
@@ -106,6 +122,12 @@ Result<SslPtr> UpstreamTlsContext::new_ssl(const config::Endpoint& server, Sessi
     X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
   }
   if (cfg_.session_reuse && slot != nullptr) {
+    if (slot->context != id_) {
+      // The slot's session (if any) is another context's: verified against
+      // what that one trusted, it is not resumed here.
+      slot->session.reset();
+      slot->context = id_;
+    }
     SSL_set_ex_data(s, slot_ex_index(), slot);
     if (slot->session) SSL_set_session(s, slot->session.get());
   }

@@ -9,6 +9,7 @@
 // shared read-only by every worker (SSL_new on a shared SSL_CTX is safe).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -22,9 +23,14 @@ namespace tlsfront::tls {
 // one the server gave this slot's owner (a worker's pool for that server).
 // new_ssl() offers it; the session callback replaces it whenever the server
 // issues a new one (a TLS 1.3 NewSessionTicket, a TLS 1.2 handshake).
+// A slot belongs to one context at a time, the last whose new_ssl() used it:
+// a session from another (the one a reload replaced, whose connection
+// finished its handshake late) is neither kept nor offered, since resuming
+// it would skip the certificate check the new context makes.
 // Thread affinity: the owning worker only (a slot is never shared).
 struct SessionSlot {
   SslSessionPtr session;
+  uint64_t context = 0;  // the UpstreamTlsContext::id() the slot belongs to; 0: none yet
 };
 
 class UpstreamTlsContext {
@@ -40,7 +46,8 @@ class UpstreamTlsContext {
   // carry the server's IP address (RFC 6125 §1.7.2: IP SAN), or, for a
   // "localhost" server, that name; with session_reuse, the slot's session
   // offered and new ones stored into `slot` (borrowed: it must outlive the
-  // SSL or be unhooked with forget_slot first; null: none kept).
+  // SSL or be unhooked with forget_slot first; null: none kept); a slot
+  // that belonged to another context is emptied and now belongs to this one.
   // Errors: Errc::Tls.
   [[nodiscard]] Result<SslPtr> new_ssl(const config::Endpoint& server, SessionSlot* slot) const;
   // Stops `ssl` from storing sessions into its slot (the SSL is handed to a
@@ -51,13 +58,16 @@ class UpstreamTlsContext {
   bool http2() const { return http2_; }
   SSL_CTX* get() const { return ctx_.get(); }
   const config::UpstreamTls& config() const { return cfg_; }
+  // Unique in the process (never 0): which context a SessionSlot's session is from.
+  uint64_t id() const { return id_; }
 
  private:
-  UpstreamTlsContext(SslCtxPtr ctx, config::UpstreamTls cfg, bool http2)
-      : ctx_(std::move(ctx)), cfg_(std::move(cfg)), http2_(http2) {}
+  UpstreamTlsContext(SslCtxPtr ctx, config::UpstreamTls cfg, bool http2, uint64_t id)
+      : ctx_(std::move(ctx)), cfg_(std::move(cfg)), http2_(http2), id_(id) {}
   SslCtxPtr ctx_;
   config::UpstreamTls cfg_;
   bool http2_;
+  uint64_t id_;
 };
 
 }  // namespace tlsfront::tls

@@ -26,6 +26,7 @@ void StreamWriter::detach() {
   stream_ = nullptr;
   done_ = nullptr;
   owner_ = nullptr;
+  queue_next_ = false;
 }
 
 void StreamWriter::adopt(StreamWriter& other, DoneFn done, void* owner) {
@@ -42,10 +43,12 @@ void StreamWriter::adopt(StreamWriter& other, DoneFn done, void* owner) {
 
 int StreamWriter::send_from(std::string& bytes) {
   if (bytes.empty()) return 0;
-  if (inflight_ || !pending_.empty() || stream_ == nullptr) {
+  if (inflight_ || !pending_.empty() || stream_ == nullptr || queue_next_) {
+    const bool try_now = !queue_next_;
+    queue_next_ = false;
     pending_.append(bytes);
     bytes.clear();
-    return inflight_ ? 0 : start_write();
+    return inflight_ ? 0 : start_write(try_now);
   }
   uv_buf_t now = uv_buf_init(bytes.data(), static_cast<unsigned>(bytes.size()));
   int n = uv_try_write(stream_, &now, 1);

@@ -37,6 +37,13 @@ class StreamWriter {
   // and written with uv_write. `done` runs only for queued writes. Returns a
   // UV_E* code on a synchronous failure, 0 otherwise.
   int send_from(std::string& bytes);
+  // The next send_from() queues its bytes (uv_write: libuv still writes them
+  // at once if it can) instead of trying the socket first, so that `done`
+  // runs once they are written, in a later loop iteration. For an owner that
+  // stopped pulling output at a cap of its own: the completion tells it to go
+  // on, and a socket that took everything at once cannot leave the rest
+  // waiting for an event that never comes.
+  void queue_next() { queue_next_ = true; }
 
   // Bytes queued or in flight, for watermarks.
   size_t buffered_bytes() const { return pending_.size() + inflight_bytes_; }
@@ -68,6 +75,7 @@ class StreamWriter {
   WriteReq* inflight_ = nullptr;
   size_t inflight_bytes_ = 0;
   uint64_t bytes_written_ = 0;
+  bool queue_next_ = false;  // queue_next(): the next send_from() queues
 };
 
 }  // namespace tlsfront

@@ -7,7 +7,10 @@
 // none failed and none processed twice. PING liveness of idle connections
 // (RFC 9113 §6.7): a server gone silent is dropped before a request meets
 // it, a healthy one stays; idle connections on the idle gauge; the send
-// timeout of one stream whose window the server never reopens.
+// timeout of one stream whose window the server never reopens; request
+// bodies queued together beyond one flush's pull to a server with large
+// windows; a connection error (a malformed frame from the server) failing
+// its streams at once.
 #include <fstream>
 #include <map>
 #include <set>
@@ -164,6 +167,73 @@ TEST_F(H2cUpstream, LargeUploadGoesOnAfterTheStreamBufferFilled) {
     EXPECT_EQ(r.status, 200) << r.error;
     EXPECT_EQ(r.body, "ok POST /echo 1000000");
   }
+}
+
+TEST_F(H2cUpstream, Http2RequestBodiesQueuedTogetherAllGoOut) {
+  // Four 1 MB bodies from one HTTP/2 client (its stream windows let each
+  // come whole) to a server whose windows (16 MiB) take them all without a
+  // WINDOW_UPDATE: far more than one flush pulls from nghttp2
+  // (kPullHighWatermark) waits at once. A flush whose bytes the socket took
+  // at once must go on by itself; when it did not, the rest waited for an
+  // event that never came (no client data left, no frame from the server)
+  // and the requests ran into send_timeout.
+  ProxyOptions o;
+  o.workers = 1;
+  o.extra = "[http2]\ninitial_window_size = 1048576\n";
+  o.upstream_extra = "send_timeout = \"5s\"\nread_timeout = \"30s\"\n";
+  ASSERT_TRUE(start({"--window", "16777216"}, o));
+  for (int round = 0; round < 3; ++round) {
+    std::vector<HttpRequest> reqs(4);
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      reqs[i].http2 = true;
+      reqs[i].method = "POST";
+      reqs[i].path = "/echo?r=" + std::to_string(round) + "&i=" + std::to_string(i);
+      reqs[i].body = std::string(1'000'000, static_cast<char>('a' + i));
+    }
+    auto responses = http2_parallel(port(), reqs);
+    ASSERT_EQ(responses.size(), 4u);
+    for (size_t i = 0; i < responses.size(); ++i) {
+      EXPECT_EQ(responses[i].status, 200) << round << " " << i << " " << responses[i].error;
+      EXPECT_EQ(responses[i].body, "ok POST " + reqs[i].path + " 1000000") << round << " " << i;
+    }
+  }
+  EXPECT_EQ(connections(), 1u);
+  for (const auto& line : proxy_.wait_log_lines(12)) {
+    EXPECT_EQ(json_raw(line, "upstream_error"), std::string("null")) << line;
+  }
+}
+
+TEST_F(H2cUpstream, ConnectionErrorFailsItsStreamsAtOnce) {
+  // A server that breaks HTTP/2 on the connection (RFC 9113 §5.4.1: a DATA
+  // frame on stream 0, a field block HPACK cannot decode): nghttp2 ends the
+  // connection with GOAWAY, and its streams fail with a 502 there and then
+  // (invalid_response), not after read_timeout on a connection nothing
+  // more will come from.
+  ProxyOptions o;
+  o.workers = 1;
+  o.upstream_extra = "read_timeout = \"30s\"\n";
+  ASSERT_TRUE(start({}, o));
+  for (const char* f : {"data0", "hpack"}) {
+    for (bool http2 : {false, true}) {
+      HttpRequest get;
+      get.path = std::string("/badframe?f=") + f;
+      get.http2 = http2;
+      get.timeout = milliseconds(10'000);
+      const auto started = Clock::now();
+      HttpResponse r = http(port(), get);
+      EXPECT_EQ(r.status, 502) << f << " " << r.error;
+      EXPECT_LT(Clock::now() - started, milliseconds(5'000)) << f;
+    }
+  }
+  // A new connection serves the next request.
+  EXPECT_EQ(http_get(port(), "/echo").status, 200);
+  EXPECT_EQ(connections(), 5u);
+  auto lines = proxy_.wait_log_lines(5);
+  ASSERT_EQ(lines.size(), 5u);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(json_string(lines[i], "upstream_error"), std::string("invalid_response")) << lines[i];
+  }
+  EXPECT_NE(proxy_.process().err().find("upstream broke HTTP/2"), std::string::npos) << proxy_.process().err();
 }
 
 TEST_F(H2cUpstream, ParallelRequestsShareOneConnection) {

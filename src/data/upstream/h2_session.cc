@@ -346,6 +346,7 @@ void H2Session::on_bytes(const char* data, size_t len) {
 
 void H2Session::flush() {
   if (state_ != State::Open && state_ != State::Pinging && state_ != State::Draining) return;
+  bool capped = true;  // stopped at kPullHighWatermark, not because nghttp2 had nothing more
   while (writer_.buffered_bytes() + out_.size() < kPullHighWatermark) {
     const uint8_t* data = nullptr;
     const ssize_t n = nghttp2_session_mem_send(ng_.get(), &data);
@@ -354,14 +355,37 @@ void H2Session::flush() {
             make_error(Errc::Upstream, std::string("HTTP/2 send failed: ") + nghttp2_strerror(static_cast<int>(n))));
       return;
     }
-    if (n == 0) break;
+    if (n == 0) {
+      capped = false;
+      break;
+    }
     out_.append(reinterpret_cast<const char*>(data), static_cast<size_t>(n));
   }
   if (!out_.empty()) {
+    // More waits in nghttp2 (several streams' bodies at once): the write's
+    // completion (on_write_done) pulls it, in a later loop iteration. Had
+    // the socket taken these bytes at once there would be no completion,
+    // and nothing else might come to flush again (no client data left, no
+    // frame from a server whose windows are open).
+    if (capped) writer_.queue_next();
     if (int rc = send_bytes(writer_, tls_.get(), out_); rc != 0) {
       fail_write(make_error(Errc::Upstream, std::string("write: ") + uv_strerror(rc)));
       return;
     }
+  }
+  // nghttp2 wants neither to read nor to write: it ended the connection over
+  // the server's connection error (RFC 9113 §5.4.1; a malformed frame, a
+  // field block HPACK cannot decode) and its GOAWAY just went out. Nothing
+  // more will come for the streams, and a stream given to the session now
+  // would never be sent: it closes, and they fail at once.
+  if (!capped && !nghttp2_session_want_read(ng_.get()) && !nghttp2_session_want_write(ng_.get())) {
+    if (streams_.empty()) {
+      close(UpstreamFailure::Closed, make_error(Errc::Upstream, "upstream HTTP/2 connection ended"));
+    } else {
+      close(UpstreamFailure::InvalidResponse,
+            make_error(Errc::Protocol, "upstream broke HTTP/2: connection error, GOAWAY sent"));
+    }
+    return;
   }
   // Streams waiting for room in their request buffers go on; one still
   // above its low watermark waits for the next flush.

@@ -17,7 +17,9 @@
 // streams are bounded by their own read/send timeouts instead.
 //
 // Output is batched per loop iteration (Flushable) and pulled from nghttp2
-// only while the socket's queue is below kWriteHighWatermark.
+// only while the socket's queue and the pulled bytes stay below 256 KiB
+// (kPullHighWatermark) per flush; a flush that stops there queues its write,
+// whose completion pulls the rest.
 // Thread affinity: owning worker only.
 #pragma once
 
@@ -59,8 +61,10 @@ class H2Session : public Deletable, public Flushable {
   //                            sent (RFC 9113 §6.7); no new stream meanwhile
   //   Open       -> Draining   GOAWAY received, or keepalive_requests
   //                            streams opened: no new stream
-  //   Open       -> Closed     EOF, read/write error, protocol error, or
-  //                            idle for keepalive_timeout
+  //   Open       -> Closed     EOF, read/write error, protocol error (the
+  //                            server's frames, or nghttp2's GOAWAY over a
+  //                            connection error gone out), or idle for
+  //                            keepalive_timeout
   //   Pinging    -> Open       the PING ACK arrived: usable again, next PING
   //                            after another h2_ping_interval
   //   Pinging    -> Draining   GOAWAY received

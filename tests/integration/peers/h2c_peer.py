@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """A plain HTTP/2 server over cleartext TCP (h2c, prior knowledge) on python3-h2.
 
-  h2c_peer.py PORT_FILE [--goaway-after N]
+  h2c_peer.py PORT_FILE [--goaway-after N] [--window BYTES]
 
 Listens on 127.0.0.1 (a free port, written as "PORT\\n" to PORT_FILE), and
 appends one line per accepted connection to PORT_FILE.conns and one JSON
@@ -19,6 +19,12 @@ fields, the body's length and the trailers).
                 with ":status 700" and "x-none: ok"
   /stall        200 "stalled", then this connection is never read again (a
                 server gone silent: PINGs go unanswered)
+  /badframe?f=data0|hpack
+                a connection error (RFC 9113 §5.4.1) instead of an answer: a
+                DATA frame on stream 0 (PROTOCOL_ERROR, §6.1), or a HEADERS
+                whose block indexes past the HPACK tables (COMPRESSION_ERROR,
+                RFC 7541 §2.3.3); the connection then stays open, read but
+                never answered, until the client closes it
   /noread       never answered, and its request DATA never acknowledged with
                 a stream WINDOW_UPDATE (the connection's window is), so the
                 client's send stalls on this stream only; a line "noread SID"
@@ -29,6 +35,11 @@ Every PING received (and answered, by python3-h2) appends a line to
 PORT_FILE.pings, every RST_STREAM frame received a line "SID ERROR_CODE" to
 PORT_FILE.resets (read off the bytes: python3-h2 reports none for a stream
 already closed).
+
+--window BYTES: the connection's window and every stream's initial window
+(SETTINGS_INITIAL_WINDOW_SIZE) are BYTES instead of 65,535; python3-h2 then
+sends WINDOW_UPDATE only after BYTES/2 have been read, so a client's
+request bodies up to that go up with no frame coming back.
 
 --goaway-after N: once a connection has received N requests it sends GOAWAY
 with the N-th stream as last-stream-id (RFC 9113 §6.8), answers the streams
@@ -44,6 +55,7 @@ import time
 import h2.config
 import h2.connection
 import h2.events
+import h2.settings
 
 lock = threading.Lock()
 
@@ -55,16 +67,18 @@ def append(path, line):
 
 
 class Conn:
-    def __init__(self, sock, port_file, goaway_after):
+    def __init__(self, sock, port_file, goaway_after, window):
         self.sock = sock
         self.port_file = port_file
         self.goaway_after = goaway_after
+        self.window = window
         self.h2 = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False, header_encoding="utf-8"))
         self.streams = {}
         self.pending = {}  # stream id -> bytes still to send
         self.received = 0
         self.last_stream = None
         self.stalled = False
+        self.broken = False  # a malformed frame went out (/badframe): nothing more is sent
         self.raw = b""  # received bytes not yet split into frames (for .resets)
         self.preface = 24  # octets of the client's connection preface still to skip
 
@@ -99,6 +113,15 @@ class Conn:
             for name, value in (bad[kind], (b"x-ok", b"fine")):
                 block += b"\x00" + bytes([len(name)]) + name + bytes([len(value)]) + value  # literal, not indexed
             self.sock.sendall(len(block).to_bytes(3, "big") + bytes([1, 0x5]) + sid.to_bytes(4, "big") + block)
+        elif path.startswith("/badframe?f="):
+            self.send()
+            if path.endswith("=data0"):
+                frame = (3).to_bytes(3, "big") + bytes([0, 0x1]) + (0).to_bytes(4, "big") + b"bad"
+            else:
+                # Indexed field 126: past the static table and an empty dynamic one.
+                frame = (1).to_bytes(3, "big") + bytes([1, 0x5]) + sid.to_bytes(4, "big") + bytes([0x80 | 126])
+            self.sock.sendall(frame)
+            self.broken = True
         elif path == "/stall":
             self.h2.send_headers(sid, [(":status", "200")])
             self.h2.send_data(sid, b"stalled", end_stream=True)
@@ -141,6 +164,9 @@ class Conn:
 
     def run(self):
         self.h2.initiate_connection()
+        if self.window:
+            self.h2.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: self.window})
+            self.h2.increment_flow_control_window(self.window - 65535)
         self.send()
         while True:
             try:
@@ -150,6 +176,8 @@ class Conn:
             if not data:
                 return
             self.note_resets(data)
+            if self.broken:
+                continue  # python3-h2 is out of step with what the client saw
             try:
                 events = self.h2.receive_data(data)
             except Exception:
@@ -212,9 +240,9 @@ class Conn:
 
 def main():
     port_file = sys.argv[1]
-    goaway_after = 0
-    if len(sys.argv) > 3 and sys.argv[2] == "--goaway-after":
-        goaway_after = int(sys.argv[3])
+    opts = dict(zip(sys.argv[2::2], sys.argv[3::2]))
+    goaway_after = int(opts.get("--goaway-after", 0))
+    window = int(opts.get("--window", 0))
     srv = socket.socket()
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     srv.bind(("127.0.0.1", 0))
@@ -225,7 +253,7 @@ def main():
     while True:
         sock, addr = srv.accept()
         append(port_file + ".conns", "%s:%d" % addr)
-        threading.Thread(target=Conn(sock, port_file, goaway_after).run, daemon=True).start()
+        threading.Thread(target=Conn(sock, port_file, goaway_after, window).run, daemon=True).start()
 
 
 if __name__ == "__main__":
