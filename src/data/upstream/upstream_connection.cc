@@ -247,14 +247,21 @@ void UpstreamConnection::on_read(ssize_t nread, const uv_buf_t* buf) {
   on_bytes(buf->base, static_cast<size_t>(nread));
 }
 
-void UpstreamConnection::on_end(int status) {
-  if (status == UV_EOF && response_ == ResponsePhase::Reading) {
+void UpstreamConnection::on_end(int status, bool close_notify) {
+  // Over TLS only the server's close_notify ends a close-delimited body: a
+  // bare FIN may be anyone's on the path, and what it cut is incomplete
+  // (RFC 8446 §6.1, RFC 9112 §9.8).
+  const bool truncated = status == UV_EOF && tls_ && !close_notify && response_ == ResponsePhase::Reading &&
+                         llhttp_message_needs_eof(&parser_) == 1;
+  if (status == UV_EOF && response_ == ResponsePhase::Reading && !truncated) {
     // A close-delimited body ends at EOF (RFC 9112 §6.3 item 8).
     llhttp_errno_t err = llhttp_finish(&parser_);
     if (err == HPE_OK && response_ != ResponsePhase::Reading) return;
   }
   const char* what = state_ == State::Handshaking ? "upstream closed the connection during the TLS handshake"
-                                                  : "upstream prematurely closed connection";
+                     : truncated
+                         ? "upstream closed the connection without a TLS close_notify: the response is truncated"
+                         : "upstream prematurely closed connection";
   fail(status == UV_EOF ? UpstreamFailure::Closed : UpstreamFailure::Reset,
        make_error(Errc::Upstream, status == UV_EOF ? std::string(what) : std::string("recv() failed: ") + uv_strerror(status)));
 }
@@ -286,7 +293,7 @@ void UpstreamConnection::on_ciphertext(std::string_view ciphertext) {
     }
     if (!n) {
       if (n.error().code == Errc::Closed) {
-        on_end(UV_EOF);  // close_notify: the server's end of the connection (RFC 8446 §6.1)
+        on_end(UV_EOF, /*close_notify=*/true);  // the server's end of the connection (RFC 8446 §6.1)
       } else {
         fail(UpstreamFailure::Reset, n.take_error());
       }

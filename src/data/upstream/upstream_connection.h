@@ -123,8 +123,9 @@ class UpstreamConnection : public Deletable, public Flushable {
   void on_ciphertext(std::string_view ciphertext);
   // Response bytes (plaintext) to parse.
   void on_bytes(const char* data, size_t len);
-  // The server's end: EOF (UV_EOF, or a TLS close_notify) or a read error.
-  void on_end(int status);
+  // The server's end: EOF (UV_EOF; over TLS `close_notify` says whether the
+  // server sent one before its FIN) or a read error.
+  void on_end(int status, bool close_notify = false);
   // The connection is ready for the request (TCP connected, TLS done).
   void on_established();
   void on_write_done(int status);

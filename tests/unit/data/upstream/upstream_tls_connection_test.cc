@@ -130,5 +130,50 @@ TEST_F(UpstreamTlsConnectionTest, BodyQueuedDuringTheHandshakeIsSentWhole) {
   EXPECT_EQ(x.body, std::to_string(kBody));
 }
 
+// A server that answers `response` (a close-delimited body: no
+// Content-Length, not chunked) and closes: after a close_notify when
+// `close_notify`, else with a bare TCP FIN.
+std::unique_ptr<ThreadTlsServer> close_delimited(std::string response, bool close_notify) {
+  return std::make_unique<ThreadTlsServer>([response, close_notify](SSL* ssl, int) {
+    if (SSL_accept(ssl) != 1 || ThreadTlsServer::read_request(ssl) < 0) return;
+    if (!ThreadTlsServer::write_all(ssl, response)) return;
+    if (close_notify) SSL_shutdown(ssl);
+    // Without: the SSL is freed and the socket closed, nothing more said.
+  });
+}
+
+TEST_F(UpstreamTlsConnectionTest, CloseDelimitedBodyEndsWithCloseNotify) {
+  for (const char* status_line : {"HTTP/1.1 200 OK\r\nConnection: close\r\n", "HTTP/1.0 200 OK\r\n"}) {
+    SCOPED_TRACE(status_line);
+    server_ = close_delimited(std::string(status_line) + "\r\nhello", /*close_notify=*/true);
+    make_pool();
+    Exchange x;
+    conn_ = start(x, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+    run_until([&] { return x.done(); });
+    EXPECT_TRUE(x.complete) << (x.error ? x.error->message() : "");
+    EXPECT_EQ(x.body, "hello");
+    release_objects();
+  }
+}
+
+TEST_F(UpstreamTlsConnectionTest, CloseDelimitedBodyCutByATcpFinIsTruncated) {
+  // RFC 8446 §6.1, RFC 9112 §9.8: without close_notify the body may have
+  // been cut by anyone on the path; it is an incomplete response.
+  for (const char* status_line : {"HTTP/1.1 200 OK\r\nConnection: close\r\n", "HTTP/1.0 200 OK\r\n"}) {
+    SCOPED_TRACE(status_line);
+    server_ = close_delimited(std::string(status_line) + "\r\nhello", /*close_notify=*/false);
+    make_pool();
+    Exchange x;
+    conn_ = start(x, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+    run_until([&] { return x.done(); });
+    EXPECT_FALSE(x.complete);
+    ASSERT_TRUE(x.error.has_value());
+    EXPECT_EQ(x.failure, UpstreamFailure::Closed);
+    EXPECT_NE(x.error->message().find("close_notify"), std::string::npos) << x.error->message();
+    EXPECT_EQ(x.body, "hello");  // what came before the cut was passed on
+    release_objects();
+  }
+}
+
 }  // namespace
 }  // namespace tlsfront::upstream
