@@ -186,21 +186,41 @@ void UpstreamConnection::on_write_done(int status) {
     }
     return;
   }
+  if (writer_.buffered_bytes() < kWriteLowWatermark) {
+    tls_answers_ = 0;
+    if (std::exchange(answers_held_, false)) start_reading();  // the server read our answers: read it again
+  }
   if (state_ != State::Active) return;
   arm_timer(writer_.idle() ? cfg_.read_timeout : cfg_.send_timeout);
   if (handler_ && writer_.buffered_bytes() < kWriteLowWatermark) handler_->on_upstream_writable();
 }
 
 void UpstreamConnection::pause_reading() {
-  if (reading_) {
-    uv_read_stop(tcp_.stream());
-    reading_ = false;
-  }
+  paused_ = true;
+  stop_reading();
   if (state_ == State::Active && writer_.idle()) timer_.stop();
 }
 
 void UpstreamConnection::resume_reading() {
-  if (reading_ || state_ == State::Closed || state_ == State::Connecting) return;
+  paused_ = false;
+  start_reading();
+}
+
+void UpstreamConnection::stop_reading() {
+  if (!reading_) return;
+  uv_read_stop(tcp_.stream());
+  reading_ = false;
+}
+
+void UpstreamConnection::hold_reads_if_flooded(size_t answered) {
+  tls_answers_ += answered;
+  if (tls_answers_ <= kWriteHighWatermark || writer_.buffered_bytes() <= kWriteHighWatermark) return;
+  answers_held_ = true;
+  stop_reading();
+}
+
+void UpstreamConnection::start_reading() {
+  if (reading_ || paused_ || answers_held_ || state_ == State::Closed || state_ == State::Connecting) return;
   int rc = uv_read_start(tcp_.stream(), LoopContext::alloc_cb, [](uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
     if (s->data) static_cast<UpstreamConnection*>(s->data)->on_read(n, buf);
   });
@@ -301,7 +321,12 @@ void UpstreamConnection::on_ciphertext(std::string_view ciphertext) {
     }
     on_bytes(plain, *n);
   }
-  if (tls_ && state_ != State::Closed) (void)tls_->flush(writer_);  // e.g. a KeyUpdate's answer
+  if (!tls_ || state_ == State::Closed) return;
+  // What reading made the TLS layer answer (a no_renegotiation alert per
+  // HelloRequest, a KeyUpdate): bounded, as the server may never read it.
+  const size_t answered = tls_->pending_output();
+  (void)tls_->flush(writer_);
+  hold_reads_if_flooded(answered);
 }
 
 void UpstreamConnection::on_bytes(const char* data, size_t len) {

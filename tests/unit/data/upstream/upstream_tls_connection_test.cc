@@ -2,7 +2,8 @@
 // UpstreamTls, through an UpstreamPool) against a blocking OpenSSL server
 // on a thread (support/thread_tls_server.h) that misbehaves at the TLS
 // layer: a slow handshake while a large request body waits, a
-// close-delimited body ended with or without close_notify.
+// close-delimited body ended with or without close_notify, a flood of TLS
+// 1.3 KeyUpdates that each ask for ours while it never reads.
 #include <openssl/ssl.h>
 
 #include <gtest/gtest.h>
@@ -174,6 +175,75 @@ TEST_F(UpstreamTlsConnectionTest, CloseDelimitedBodyCutByATcpFinIsTruncated) {
     release_objects();
   }
 }
+
+// A server that answers one request with 200 "ok" (keepalive), then sends
+// post-handshake messages as fast as its socket takes them and never reads,
+// until `reset` is set: then it resets the connection (SO_LINGER 0). With
+// `version` TLS 1.3 they are KeyUpdates asking for ours (RFC 8446 §4.6.3),
+// with TLS 1.2 HelloRequests (RFC 5246 §7.4.1.1). `sent` counts them.
+std::unique_ptr<ThreadTlsServer> post_handshake_flood(std::atomic<bool>& reset, std::atomic<long>& sent, int version) {
+  return std::make_unique<ThreadTlsServer>(
+      [&reset, &sent](SSL* ssl, int fd) {
+        if (SSL_accept(ssl) != 1 || ThreadTlsServer::read_request(ssl) < 0 || !answer(ssl, "ok")) return;
+        timeval tv{0, 20 * 1000};  // a full socket: look at `reset` every 20 ms
+        ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+        while (!reset.load()) {
+          if (SSL_version(ssl) == TLS1_3_VERSION) {
+            if (SSL_get_key_update_type(ssl) == SSL_KEY_UPDATE_NONE) SSL_key_update(ssl, SSL_KEY_UPDATE_REQUESTED);
+          } else {
+            SSL_renegotiate(ssl);  // a HelloRequest
+          }
+          const int rc = SSL_do_handshake(ssl);  // sends it
+          if (rc == 1) {
+            ++sent;
+          } else if (SSL_get_error(ssl, rc) != SSL_ERROR_WANT_WRITE) {
+            return;
+          }
+        }
+        linger l{1, 0};
+        ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+      },
+      version);
+}
+
+// The protocol version of the flood: TLS 1.3 KeyUpdates or TLS 1.2
+// HelloRequests.
+class UpstreamTlsFloodTest : public UpstreamTlsConnectionTest, public ::testing::WithParamInterface<int> {};
+
+TEST_P(UpstreamTlsFloodTest, PostHandshakeFloodOnAnIdleConnectionIsBounded) {
+  // A HelloRequest makes OpenSSL queue a no_renegotiation alert at once (a
+  // KeyUpdate, ours at our next write); the server reads none: reading
+  // stops while our write queue is above kWriteHighWatermark.
+  std::atomic<bool> reset{false};
+  std::atomic<long> sent{0};
+  server_ = post_handshake_flood(reset, sent, GetParam());
+  make_pool();
+  Exchange x;
+  conn_ = start(x, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+  run_until([&] { return x.done(); });
+  ASSERT_TRUE(x.complete);
+  UpstreamConnection* idle = conn_.get();
+  pool_->release(std::move(conn_));
+  ASSERT_EQ(pool_->idle_count(), 1u);
+  size_t most = 0;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
+  run_until([&] {
+    if (pool_->idle_count() == 1) most = std::max(most, idle->buffered_bytes());
+    return std::chrono::steady_clock::now() > until;
+  });
+  EXPECT_GT(sent.load(), 1000);  // it did flood
+  EXPECT_EQ(idle->state(), UpstreamConnection::State::Idle);
+  EXPECT_EQ(pool_->idle_count(), 1u);  // a flood alone is no reason to drop it (keepalive_timeout is)
+  // At most the watermark plus the answers to one read (64 KiB of records).
+  EXPECT_LE(most, kWriteHighWatermark + 2 * LoopContext::kReadBufferBytes) << sent.load() << " sent";
+  reset = true;
+  server_.reset();
+}
+
+INSTANTIATE_TEST_SUITE_P(Versions, UpstreamTlsFloodTest, ::testing::Values(TLS1_3_VERSION, TLS1_2_VERSION),
+                         [](const auto& info) {
+                           return std::string(info.param == TLS1_3_VERSION ? "KeyUpdate" : "HelloRequest");
+                         });
 
 }  // namespace
 }  // namespace tlsfront::upstream
