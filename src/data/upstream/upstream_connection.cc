@@ -325,7 +325,10 @@ void UpstreamConnection::on_ciphertext(std::string_view ciphertext) {
   // What reading made the TLS layer answer (a no_renegotiation alert per
   // HelloRequest, a KeyUpdate): bounded, as the server may never read it.
   const size_t answered = tls_->pending_output();
-  (void)tls_->flush(writer_);
+  if (int rc = tls_->flush(writer_); rc != 0) {
+    fail(UpstreamFailure::Reset, make_error(Errc::Upstream, std::string("write: ") + uv_strerror(rc)));
+    return;
+  }
   hold_reads_if_flooded(answered);
 }
 
@@ -406,7 +409,12 @@ std::unique_ptr<UpstreamTunnel> UpstreamConnection::hand_over() {
 }
 
 void UpstreamConnection::fail(UpstreamFailure failure, Error error) {
+  const bool idle = state_ == State::Idle;
   close();
+  if (idle) {
+    pool_->remove_idle(this);  // no exchange to tell (e.g. a failed write of a TLS answer): it leaves the pool
+    return;
+  }
   if (Handler* h = std::exchange(handler_, nullptr)) h->on_upstream_error(failure, std::move(error));
 }
 

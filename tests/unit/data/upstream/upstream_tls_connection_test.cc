@@ -5,6 +5,7 @@
 // close-delimited body ended with or without close_notify, a flood of TLS
 // 1.3 KeyUpdates that each ask for ours while it never reads.
 #include <openssl/ssl.h>
+#include <signal.h>
 
 #include <gtest/gtest.h>
 
@@ -65,6 +66,7 @@ struct Exchange : UpstreamConnection::Handler {
 
 class UpstreamTlsConnectionTest : public harness::LoopTest {
  protected:
+  static void SetUpTestSuite() { ::signal(SIGPIPE, SIG_IGN); }  // as Server::run: a write to a dead peer fails
   // A pool with TLS towards `server_` (which must be set), verifying its
   // certificate (the test root; the IP address 127.0.0.1).
   void make_pool() {
@@ -238,6 +240,31 @@ TEST_P(UpstreamTlsFloodTest, PostHandshakeFloodOnAnIdleConnectionIsBounded) {
   EXPECT_LE(most, kWriteHighWatermark + 2 * LoopContext::kReadBufferBytes) << sent.load() << " sent";
   reset = true;
   server_.reset();
+}
+
+TEST_F(UpstreamTlsConnectionTest, IdleConnectionWhoseWriteFailsLeavesThePool) {
+  // The flood holds our reads with answers queued; the server's reset then
+  // fails that write: the connection closes and must leave the pool.
+  std::atomic<bool> reset{false};
+  std::atomic<long> sent{0};
+  server_ = post_handshake_flood(reset, sent, TLS1_2_VERSION);
+  make_pool();
+  Exchange x;
+  conn_ = start(x, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+  run_until([&] { return x.done(); });
+  ASSERT_TRUE(x.complete);
+  UpstreamConnection* idle = conn_.get();
+  pool_->release(std::move(conn_));
+  run_until([&] { return idle->buffered_bytes() > kWriteHighWatermark; });
+  ASSERT_GT(idle->buffered_bytes(), kWriteHighWatermark);
+  reset = true;
+  run_until([&] { return pool_->idle_count() == 0; });
+  EXPECT_EQ(pool_->idle_count(), 0u);
+  auto lease = pool_->acquire(true, /*check_open=*/false);
+  ASSERT_TRUE(lease.ok());
+  EXPECT_FALSE(lease->reused);
+  EXPECT_NE(lease->conn->state(), UpstreamConnection::State::Closed);
+  conn_ = std::move(lease->conn);
 }
 
 INSTANTIATE_TEST_SUITE_P(Versions, UpstreamTlsFloodTest, ::testing::Values(TLS1_3_VERSION, TLS1_2_VERSION),
