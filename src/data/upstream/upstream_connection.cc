@@ -169,7 +169,10 @@ void UpstreamConnection::on_connect(int status) {
 
 void UpstreamConnection::on_established() {
   transition(state_, State::Active);
-  if (tls_) write_now();  // what was queued while the handshake ran
+  // What was queued while the handshake ran goes out; flush() also tells a
+  // sender waiting for room (the socket may take it all at once, and then
+  // no write callback would).
+  if (tls_) flush();
   if (state_ != State::Active) return;
   arm_timer(writer_.idle() ? cfg_.read_timeout : cfg_.send_timeout);
   resume_reading();
@@ -183,21 +186,41 @@ void UpstreamConnection::on_write_done(int status) {
     }
     return;
   }
+  if (writer_.buffered_bytes() < kWriteLowWatermark) {
+    tls_answers_ = 0;
+    if (std::exchange(answers_held_, false)) start_reading();  // the server read our answers: read it again
+  }
   if (state_ != State::Active) return;
   arm_timer(writer_.idle() ? cfg_.read_timeout : cfg_.send_timeout);
   if (handler_ && writer_.buffered_bytes() < kWriteLowWatermark) handler_->on_upstream_writable();
 }
 
 void UpstreamConnection::pause_reading() {
-  if (reading_) {
-    uv_read_stop(tcp_.stream());
-    reading_ = false;
-  }
+  paused_ = true;
+  stop_reading();
   if (state_ == State::Active && writer_.idle()) timer_.stop();
 }
 
 void UpstreamConnection::resume_reading() {
-  if (reading_ || state_ == State::Closed || state_ == State::Connecting) return;
+  paused_ = false;
+  start_reading();
+}
+
+void UpstreamConnection::stop_reading() {
+  if (!reading_) return;
+  uv_read_stop(tcp_.stream());
+  reading_ = false;
+}
+
+void UpstreamConnection::hold_reads_if_flooded(size_t answered) {
+  tls_answers_ += answered;
+  if (tls_answers_ <= kWriteHighWatermark || writer_.buffered_bytes() <= kWriteHighWatermark) return;
+  answers_held_ = true;
+  stop_reading();
+}
+
+void UpstreamConnection::start_reading() {
+  if (reading_ || paused_ || answers_held_ || state_ == State::Closed || state_ == State::Connecting) return;
   int rc = uv_read_start(tcp_.stream(), LoopContext::alloc_cb, [](uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
     if (s->data) static_cast<UpstreamConnection*>(s->data)->on_read(n, buf);
   });
@@ -244,14 +267,21 @@ void UpstreamConnection::on_read(ssize_t nread, const uv_buf_t* buf) {
   on_bytes(buf->base, static_cast<size_t>(nread));
 }
 
-void UpstreamConnection::on_end(int status) {
-  if (status == UV_EOF && response_ == ResponsePhase::Reading) {
+void UpstreamConnection::on_end(int status, bool close_notify) {
+  // Over TLS only the server's close_notify ends a close-delimited body: a
+  // bare FIN may be anyone's on the path, and what it cut is incomplete
+  // (RFC 8446 §6.1, RFC 9112 §9.8).
+  const bool truncated = status == UV_EOF && tls_ && !close_notify && response_ == ResponsePhase::Reading &&
+                         llhttp_message_needs_eof(&parser_) == 1;
+  if (status == UV_EOF && response_ == ResponsePhase::Reading && !truncated) {
     // A close-delimited body ends at EOF (RFC 9112 §6.3 item 8).
     llhttp_errno_t err = llhttp_finish(&parser_);
     if (err == HPE_OK && response_ != ResponsePhase::Reading) return;
   }
   const char* what = state_ == State::Handshaking ? "upstream closed the connection during the TLS handshake"
-                                                  : "upstream prematurely closed connection";
+                     : truncated
+                         ? "upstream closed the connection without a TLS close_notify: the response is truncated"
+                         : "upstream prematurely closed connection";
   fail(status == UV_EOF ? UpstreamFailure::Closed : UpstreamFailure::Reset,
        make_error(Errc::Upstream, status == UV_EOF ? std::string(what) : std::string("recv() failed: ") + uv_strerror(status)));
 }
@@ -283,7 +313,7 @@ void UpstreamConnection::on_ciphertext(std::string_view ciphertext) {
     }
     if (!n) {
       if (n.error().code == Errc::Closed) {
-        on_end(UV_EOF);  // close_notify: the server's end of the connection (RFC 8446 §6.1)
+        on_end(UV_EOF, /*close_notify=*/true);  // the server's end of the connection (RFC 8446 §6.1)
       } else {
         fail(UpstreamFailure::Reset, n.take_error());
       }
@@ -291,7 +321,15 @@ void UpstreamConnection::on_ciphertext(std::string_view ciphertext) {
     }
     on_bytes(plain, *n);
   }
-  if (tls_ && state_ != State::Closed) (void)tls_->flush(writer_);  // e.g. a KeyUpdate's answer
+  if (!tls_ || state_ == State::Closed) return;
+  // What reading made the TLS layer answer (a no_renegotiation alert per
+  // HelloRequest, a KeyUpdate): bounded, as the server may never read it.
+  const size_t answered = tls_->pending_output();
+  if (int rc = tls_->flush(writer_); rc != 0) {
+    fail(UpstreamFailure::Reset, make_error(Errc::Upstream, std::string("write: ") + uv_strerror(rc)));
+    return;
+  }
+  hold_reads_if_flooded(answered);
 }
 
 void UpstreamConnection::on_bytes(const char* data, size_t len) {
@@ -371,7 +409,12 @@ std::unique_ptr<UpstreamTunnel> UpstreamConnection::hand_over() {
 }
 
 void UpstreamConnection::fail(UpstreamFailure failure, Error error) {
+  const bool idle = state_ == State::Idle;
   close();
+  if (idle) {
+    pool_->remove_idle(this);  // no exchange to tell (e.g. a failed write of a TLS answer): it leaves the pool
+    return;
+  }
   if (Handler* h = std::exchange(handler_, nullptr)) h->on_upstream_error(failure, std::move(error));
 }
 

@@ -98,7 +98,12 @@ class UpstreamConnection : public Deletable, public Flushable {
   uint64_t bytes_written() const { return writer_.bytes_written() - written_at_attach_; }
   bool response_started() const { return response_bytes_ > 0; }
 
-  // Response backpressure: stop/restart reading from the backend.
+  // Response backpressure: stop/restart reading from the backend. Over
+  // TLS, reading also stops by itself while the server leaves unread more
+  // than kWriteHighWatermark of what its post-handshake messages made us
+  // answer (a HelloRequest flood: a no_renegotiation alert each), until our
+  // write queue drains under kWriteLowWatermark; a connection that never
+  // drains ends by its timer (keepalive_timeout idle, else send/read_timeout).
   void pause_reading();
   void resume_reading();
 
@@ -123,8 +128,9 @@ class UpstreamConnection : public Deletable, public Flushable {
   void on_ciphertext(std::string_view ciphertext);
   // Response bytes (plaintext) to parse.
   void on_bytes(const char* data, size_t len);
-  // The server's end: EOF (UV_EOF, or a TLS close_notify) or a read error.
-  void on_end(int status);
+  // The server's end: EOF (UV_EOF; over TLS `close_notify` says whether the
+  // server sent one before its FIN) or a read error.
+  void on_end(int status, bool close_notify = false);
   // The connection is ready for the request (TCP connected, TLS done).
   void on_established();
   void on_write_done(int status);
@@ -132,6 +138,13 @@ class UpstreamConnection : public Deletable, public Flushable {
   std::unique_ptr<UpstreamTunnel> hand_over();
   void on_timer();
   void arm_timer(std::chrono::milliseconds ms);
+  // uv_read_start unless paused (pause_reading) or held (answers_held_).
+  void start_reading();
+  void stop_reading();
+  // TLS: `answered` octets the TLS layer queued in answer to what was read
+  // went to the writer; holds reads when too much of it waits (see
+  // pause_reading).
+  void hold_reads_if_flooded(size_t answered);
   void fail(UpstreamFailure failure, Error error);
 
   // llhttp hooks.
@@ -167,6 +180,9 @@ class UpstreamConnection : public Deletable, public Flushable {
   bool head_request_ = false;
   bool upgrade_ = false;
   bool reading_ = false;
+  bool paused_ = false;        // the handler's pause_reading()
+  bool answers_held_ = false;  // reads held: the server does not read our TLS answers
+  size_t tls_answers_ = 0;     // octets of TLS answers queued since the write queue last drained
   ResponsePhase response_ = ResponsePhase::Waiting;
   uint64_t requests_ = 0;
   uint64_t written_at_attach_ = 0;

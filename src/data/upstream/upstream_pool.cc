@@ -39,7 +39,8 @@ Result<UpstreamPool::Lease> UpstreamPool::acquire(bool allow_reuse, bool check_o
   while (allow_reuse && !idle_.empty()) {
     std::unique_ptr<UpstreamConnection> conn = std::move(idle_.back());
     idle_.pop_back();
-    if (!check_open || conn->still_open()) {
+    // Only an Idle one: a connection that closed itself is never handed out.
+    if (conn->state() == UpstreamConnection::State::Idle && (!check_open || conn->still_open())) {
       update_idle_gauge();
       if (counters_) counters_->connections_reused.add();
       return Lease{std::move(conn), true};

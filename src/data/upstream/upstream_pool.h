@@ -45,7 +45,9 @@ class UpstreamPool {
   // already connecting. Idle connections are read while parked, so a close
   // by the backend is seen at the next poll; `check_open` also peeks
   // (recv MSG_PEEK) for a close that arrived since, one syscall per reuse —
-  // for requests that could not be retried on a new connection.
+  // for requests that could not be retried on a new connection. A
+  // connection that is not Idle is never handed out (an idle one that
+  // fails, e.g. a write of a TLS answer, leaves the pool: remove_idle).
   // Errors: Errc::Upstream.
   [[nodiscard]] Result<Lease> acquire(bool allow_reuse, bool check_open = true);
 
@@ -64,7 +66,8 @@ class UpstreamPool {
   // reusable and the pool has room, otherwise closes it.
   void release(std::unique_ptr<UpstreamConnection> conn);
 
-  // Called by an idle connection that closed itself (EOF, timeout, junk).
+  // Called by an idle connection that closed itself (EOF, timeout, junk, a
+  // failed write).
   void remove_idle(UpstreamConnection* conn);
 
   // Health for the balancer: a server that refused a connection is skipped

@@ -72,8 +72,9 @@ class UpstreamTls {
   // Queues a close_notify (RFC 8446 §6.1) for the next send() or flush():
   // the end of what this side sends. Idempotent.
   void close_notify() { stream_.shutdown(); }
-  // Input fed but not yet read.
+  // Input fed but not yet read; output queued but not yet written (octets).
   size_t pending_input() const { return stream_.pending_input(); }
+  size_t pending_output() const { return stream_.pending_output(); }
   // Unhooks the session slot (a tunnel may outlive the pool that owns it).
   void forget_slot() { tls::UpstreamTlsContext::forget_slot(stream_.ssl()); }
 

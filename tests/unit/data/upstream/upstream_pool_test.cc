@@ -89,6 +89,27 @@ TEST_F(UpstreamPoolTest, DropsIdleConnectionTheBackendClosed) {
   EXPECT_EQ(server_->accepted(), 2);
 }
 
+TEST_F(UpstreamPoolTest, AcquireNeverHandsOutAConnectionThatIsNotIdle) {
+  pool_ = std::make_unique<UpstreamPool>(&loop_, cfg_, cfg_.servers[0]);
+  auto lease = pool_->acquire(true);
+  ASSERT_TRUE(lease.ok());
+  Recorder r;
+  lease->conn->attach(&r, false);
+  lease->conn->send("GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+  run_until([&] { return r.complete; });
+  UpstreamConnection* parked = lease->conn.get();
+  pool_->release(std::move(lease->conn));
+  ASSERT_EQ(pool_->idle_count(), 1u);
+  parked->close();  // closed without the pool hearing of it
+  // Even without the open check (a request that could be retried).
+  auto next = pool_->acquire(true, /*check_open=*/false);
+  ASSERT_TRUE(next.ok());
+  EXPECT_FALSE(next->reused);
+  EXPECT_EQ(next->conn->state(), UpstreamConnection::State::Connecting);  // a new one
+  EXPECT_EQ(pool_->idle_count(), 0u);
+  ctx_->defer_delete(std::move(next->conn));
+}
+
 TEST_F(UpstreamPoolTest, KeepaliveZeroNeverPools) {
   cfg_.keepalive = 0;
   pool_ = std::make_unique<UpstreamPool>(&loop_, cfg_, cfg_.servers[0]);
