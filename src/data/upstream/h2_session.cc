@@ -314,6 +314,15 @@ void H2Session::on_ciphertext(std::string_view ciphertext) {
     if (*n == 0) break;
     on_bytes(plain, *n);
   }
+  if (state_ == State::Closed) return;
+  // What reading made the TLS layer answer, bounded: a server that sends
+  // post-handshake messages without reading ours is dropped.
+  bool flooded = false;
+  if (int rc = tls_->answer(writer_, flooded); rc != 0) {
+    fail_write(make_error(Errc::Upstream, std::string("write: ") + uv_strerror(rc)));
+  } else if (flooded) {
+    close(UpstreamFailure::InvalidResponse, UpstreamTls::flood_error());
+  }
 }
 
 void H2Session::on_bytes(const char* data, size_t len) {
@@ -473,6 +482,7 @@ void H2Session::close_idle() {
       std::string bytes(reinterpret_cast<const char*>(data), static_cast<size_t>(n));
       (void)send_bytes(writer_, tls_.get(), bytes);
     }
+    if (tls_) tls_->close_notify_now(writer_);  // after the GOAWAY (RFC 8446 §6.1)
   }
   close(UpstreamFailure::Closed, make_error(Errc::Upstream, "upstream connection closed"));
 }

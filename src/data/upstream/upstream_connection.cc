@@ -186,9 +186,8 @@ void UpstreamConnection::on_write_done(int status) {
     }
     return;
   }
-  if (writer_.buffered_bytes() < kWriteLowWatermark) {
-    tls_answers_ = 0;
-    if (std::exchange(answers_held_, false)) start_reading();  // the server read our answers: read it again
+  if (writer_.buffered_bytes() < kWriteLowWatermark && std::exchange(answers_held_, false)) {
+    start_reading();  // the server read our TLS answers: read it again
   }
   if (state_ != State::Active) return;
   arm_timer(writer_.idle() ? cfg_.read_timeout : cfg_.send_timeout);
@@ -210,13 +209,6 @@ void UpstreamConnection::stop_reading() {
   if (!reading_) return;
   uv_read_stop(tcp_.stream());
   reading_ = false;
-}
-
-void UpstreamConnection::hold_reads_if_flooded(size_t answered) {
-  tls_answers_ += answered;
-  if (tls_answers_ <= kWriteHighWatermark || writer_.buffered_bytes() <= kWriteHighWatermark) return;
-  answers_held_ = true;
-  stop_reading();
 }
 
 void UpstreamConnection::start_reading() {
@@ -322,14 +314,17 @@ void UpstreamConnection::on_ciphertext(std::string_view ciphertext) {
     on_bytes(plain, *n);
   }
   if (!tls_ || state_ == State::Closed) return;
-  // What reading made the TLS layer answer (a no_renegotiation alert per
-  // HelloRequest, a KeyUpdate): bounded, as the server may never read it.
-  const size_t answered = tls_->pending_output();
-  if (int rc = tls_->flush(writer_); rc != 0) {
+  // What reading made the TLS layer answer: bounded, as the server may
+  // never read it (see pause_reading).
+  bool flooded = false;
+  if (int rc = tls_->answer(writer_, flooded); rc != 0) {
     fail(UpstreamFailure::Reset, make_error(Errc::Upstream, std::string("write: ") + uv_strerror(rc)));
     return;
   }
-  hold_reads_if_flooded(answered);
+  if (flooded) {
+    answers_held_ = true;
+    stop_reading();
+  }
 }
 
 void UpstreamConnection::on_bytes(const char* data, size_t len) {
@@ -420,6 +415,7 @@ void UpstreamConnection::fail(UpstreamFailure failure, Error error) {
 
 void UpstreamConnection::close() {
   if (state_ == State::Closed && !tcp_.active()) return;
+  if (tls_ && state_ != State::Closed) tls_->close_notify_now(writer_);
   transition(state_, State::Closed);
   if (connect_req_) {
     connect_req_->data = nullptr;  // the request is freed by its own callback (UV_ECANCELED)

@@ -141,10 +141,6 @@ class UpstreamConnection : public Deletable, public Flushable {
   // uv_read_start unless paused (pause_reading) or held (answers_held_).
   void start_reading();
   void stop_reading();
-  // TLS: `answered` octets the TLS layer queued in answer to what was read
-  // went to the writer; holds reads when too much of it waits (see
-  // pause_reading).
-  void hold_reads_if_flooded(size_t answered);
   void fail(UpstreamFailure failure, Error error);
 
   // llhttp hooks.
@@ -182,7 +178,6 @@ class UpstreamConnection : public Deletable, public Flushable {
   bool reading_ = false;
   bool paused_ = false;        // the handler's pause_reading()
   bool answers_held_ = false;  // reads held: the server does not read our TLS answers
-  size_t tls_answers_ = 0;     // octets of TLS answers queued since the write queue last drained
   ResponsePhase response_ = ResponsePhase::Waiting;
   uint64_t requests_ = 0;
   uint64_t written_at_attach_ = 0;

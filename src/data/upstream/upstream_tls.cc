@@ -62,6 +62,11 @@ Error UpstreamTls::handshake_error(const Error& failed) const {
   return make_error(Errc::Upstream, std::move(message));
 }
 
+Error UpstreamTls::flood_error() {
+  return make_error(Errc::Protocol,
+                    "upstream sends TLS post-handshake messages (HelloRequest, KeyUpdate) without reading our answers");
+}
+
 Result<size_t> UpstreamTls::read(char* buf, size_t len) {
   Result<size_t> n = stream_.read(buf, len);
   if (!n && n.error().code == Errc::Tls) return make_error(Errc::Upstream, "upstream TLS: " + n.error().message());

@@ -19,6 +19,7 @@
 #include <string_view>
 
 #include "config/config.h"
+#include "data/upstream/upstream_handler.h"
 #include "metrics/counters.h"
 #include "tls/tls_stream.h"
 #include "tls/upstream_tls_context.h"
@@ -68,10 +69,36 @@ class UpstreamTls {
   int flush(StreamWriter& writer) {
     return stream_.pending_output() == 0 ? 0 : writer.send_from(stream_.output());
   }
+  // flush() after a read, counting what the read made the TLS layer answer
+  // by itself (a no_renegotiation alert per TLS 1.2 HelloRequest, a
+  // KeyUpdate's update) since `writer` last held under kWriteLowWatermark.
+  // `flooded` is set when more than kWriteHighWatermark of such answers
+  // wait unread by the server: one sending post-handshake messages without
+  // reading ours, which the owner stops reading from or drops, rather than
+  // queue its answers without bound. Returns 0 or a UV_E* code.
+  int answer(StreamWriter& writer, bool& flooded) {
+    if (writer.buffered_bytes() < kWriteLowWatermark) answered_ = 0;
+    answered_ += stream_.pending_output();
+    const int rc = flush(writer);
+    flooded = answered_ > kWriteHighWatermark && writer.buffered_bytes() > kWriteHighWatermark;
+    return rc;
+  }
+  // What an owner that drops a flooding server says (Errc::Protocol).
+  static Error flood_error();
 
   // Queues a close_notify (RFC 8446 §6.1) for the next send() or flush():
   // the end of what this side sends. Idempotent.
   void close_notify() { stream_.shutdown(); }
+  // For an owner about to close its socket: a close_notify written now if
+  // nothing waits before it in `writer` and the socket takes it (the
+  // owner's close cancels what it does not), so the server can tell our
+  // end from a truncation, as nginx does when it closes an upstream
+  // connection. Nothing after a failed handshake or a TLS error.
+  void close_notify_now(StreamWriter& writer) {
+    if (!stream_.handshake_done() || !writer.idle()) return;
+    close_notify();
+    (void)flush(writer);
+  }
   // Input fed but not yet read; output queued but not yet written (octets).
   size_t pending_input() const { return stream_.pending_input(); }
   size_t pending_output() const { return stream_.pending_output(); }
@@ -87,6 +114,7 @@ class UpstreamTls {
   tls::TlsStream stream_;
   bool http2_;
   metrics::UpstreamServerCounters* counters_;
+  size_t answered_ = 0;  // octets answer() queued since the writer last drained
   std::string name_;  // what the certificate had to carry, for errors
 };
 

@@ -146,7 +146,15 @@ void UpstreamTunnel::read_tls() {
     if (*n == 0) break;
     if (handler_) handler_->on_upstream_body(std::string_view(plain, *n));
   }
-  if (state_ != State::Closed) (void)tls_->flush(writer_);
+  if (state_ == State::Closed) return;
+  // What reading made the TLS layer answer, bounded: a server that sends
+  // post-handshake messages without reading ours ends the tunnel.
+  bool flooded = false;
+  if (int rc = tls_->answer(writer_, flooded); rc != 0) {
+    fail(make_error(Errc::Upstream, std::string("write: ") + uv_strerror(rc)));
+  } else if (flooded) {
+    fail(UpstreamTls::flood_error());
+  }
 }
 
 void UpstreamTunnel::on_end() {
@@ -171,6 +179,7 @@ void UpstreamTunnel::retire(std::unique_ptr<UpstreamTunnel>& tunnel) {
 
 void UpstreamTunnel::close() {
   if (state_ == State::Closed) return;
+  if (tls_ && !shutdown_sent_ && out_.empty()) tls_->close_notify_now(writer_);
   transition(state_, State::Closed);
   writer_.detach();
   tcp_.close();

@@ -3,7 +3,8 @@
 // on a thread (support/thread_tls_server.h) that misbehaves at the TLS
 // layer: a slow handshake while a large request body waits, a
 // close-delimited body ended with or without close_notify, a flood of TLS
-// 1.3 KeyUpdates that each ask for ours while it never reads.
+// 1.3 KeyUpdates or TLS 1.2 HelloRequests while it never reads (on an idle
+// connection, and in a tunnel), and the close_notify of our own close.
 #include <openssl/ssl.h>
 #include <signal.h>
 
@@ -60,8 +61,9 @@ struct Exchange : UpstreamConnection::Handler {
     ++writable;
     pump();
   }
-  void on_upstream_tunnel(std::unique_ptr<UpstreamTunnel>) override {}
+  void on_upstream_tunnel(std::unique_ptr<UpstreamTunnel> t) override { tunnel = std::move(t); }
   bool done() const { return complete || error.has_value(); }
+  std::unique_ptr<UpstreamTunnel> tunnel;  // after a 101
 };
 
 class UpstreamTlsConnectionTest : public harness::LoopTest {
@@ -80,18 +82,21 @@ class UpstreamTlsConnectionTest : public harness::LoopTest {
   }
   // Starts an exchange on a connection from the pool: `head`, then a body of
   // `body_bytes` sent as the connection takes it.
-  std::unique_ptr<UpstreamConnection> start(Exchange& x, const std::string& head, size_t body_bytes = 0) {
+  // `upgrade`: the request asks for one (a 101 opens a tunnel).
+  std::unique_ptr<UpstreamConnection> start(Exchange& x, const std::string& head, size_t body_bytes = 0,
+                                            bool upgrade = false) {
     auto lease = pool_->acquire(true);
     EXPECT_TRUE(lease.ok());
     if (!lease.ok()) return nullptr;
     x.conn = lease->conn.get();
     x.body_left = body_bytes;
-    x.conn->attach(&x, false);
+    x.conn->attach(&x, false, upgrade);
     x.conn->send(head);
     x.pump();
     return std::move(lease->conn);
   }
   void release_objects() override {
+    if (tunnel_) UpstreamTunnel::retire(tunnel_);
     if (conn_) ctx_->defer_delete(std::move(conn_));
     pool_.reset();
     server_.reset();
@@ -101,6 +106,7 @@ class UpstreamTlsConnectionTest : public harness::LoopTest {
   config::Upstream cfg_;
   std::unique_ptr<UpstreamPool> pool_;
   std::unique_ptr<UpstreamConnection> conn_;
+  std::unique_ptr<UpstreamTunnel> tunnel_;
 };
 
 // Writes a 200 whose body is `text`, with Content-Length.
@@ -183,10 +189,13 @@ TEST_F(UpstreamTlsConnectionTest, CloseDelimitedBodyCutByATcpFinIsTruncated) {
 // until `reset` is set: then it resets the connection (SO_LINGER 0). With
 // `version` TLS 1.3 they are KeyUpdates asking for ours (RFC 8446 §4.6.3),
 // with TLS 1.2 HelloRequests (RFC 5246 §7.4.1.1). `sent` counts them.
-std::unique_ptr<ThreadTlsServer> post_handshake_flood(std::atomic<bool>& reset, std::atomic<long>& sent, int version) {
+// `response`: what it answers instead (a 101 opens a tunnel).
+std::unique_ptr<ThreadTlsServer> post_handshake_flood(std::atomic<bool>& reset, std::atomic<long>& sent, int version,
+                                                      std::string response = {}) {
   return std::make_unique<ThreadTlsServer>(
-      [&reset, &sent](SSL* ssl, int fd) {
-        if (SSL_accept(ssl) != 1 || ThreadTlsServer::read_request(ssl) < 0 || !answer(ssl, "ok")) return;
+      [&reset, &sent, response](SSL* ssl, int fd) {
+        if (SSL_accept(ssl) != 1 || ThreadTlsServer::read_request(ssl) < 0) return;
+        if (!(response.empty() ? answer(ssl, "ok") : ThreadTlsServer::write_all(ssl, response))) return;
         timeval tv{0, 20 * 1000};  // a full socket: look at `reset` every 20 ms
         ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
         while (!reset.load()) {
@@ -265,6 +274,57 @@ TEST_F(UpstreamTlsConnectionTest, IdleConnectionWhoseWriteFailsLeavesThePool) {
   EXPECT_FALSE(lease->reused);
   EXPECT_NE(lease->conn->state(), UpstreamConnection::State::Closed);
   conn_ = std::move(lease->conn);
+}
+
+TEST_F(UpstreamTlsConnectionTest, TunnelDropsAServerThatFloodsWithoutReading) {
+  // After a 101 the tunnel reads on for the client; the HelloRequests'
+  // answers must not pile up in its write queue: past kWriteHighWatermark
+  // of them, the tunnel ends.
+  std::atomic<bool> reset{false};
+  std::atomic<long> sent{0};
+  server_ =
+      post_handshake_flood(reset, sent, TLS1_2_VERSION,
+                           "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: upgrade\r\n\r\n");
+  make_pool();
+  Exchange x;
+  conn_ = start(x, "GET / HTTP/1.1\r\nHost: t\r\nUpgrade: websocket\r\nConnection: upgrade\r\n\r\n", 0,
+                /*upgrade=*/true);
+  run_until([&] { return x.tunnel != nullptr || x.done(); });
+  ASSERT_TRUE(x.tunnel) << (x.error ? x.error->message() : "no tunnel");
+  tunnel_ = std::move(x.tunnel);
+  Exchange t;
+  tunnel_->set_handler(&t);
+  size_t most = 0;
+  run_until([&] {
+    most = std::max(most, tunnel_->buffered_bytes());
+    return t.done();
+  });
+  ASSERT_TRUE(t.error.has_value()) << sent.load() << " sent, " << tunnel_->buffered_bytes() << " queued";
+  EXPECT_NE(t.error->message().find("post-handshake"), std::string::npos) << t.error->message();
+  EXPECT_LE(most, kWriteHighWatermark + 2 * LoopContext::kReadBufferBytes);
+  reset = true;
+  server_.reset();
+}
+
+TEST_F(UpstreamTlsConnectionTest, ClosingAnIdleConnectionSendsCloseNotify) {
+  // The server can tell our end from a truncation (RFC 8446 §6.1).
+  std::atomic<int> how{-1};  // SSL_get_error of the server's read after the answer
+  server_ = std::make_unique<ThreadTlsServer>([&how](SSL* ssl, int) {
+    if (SSL_accept(ssl) != 1 || ThreadTlsServer::read_request(ssl) < 0 || !answer(ssl, "ok")) return;
+    char buf[64];
+    const int n = SSL_read(ssl, buf, sizeof buf);
+    how = SSL_get_error(ssl, n);
+  });
+  make_pool();
+  Exchange x;
+  conn_ = start(x, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+  run_until([&] { return x.done(); });
+  ASSERT_TRUE(x.complete);
+  pool_->release(std::move(conn_));
+  ASSERT_EQ(pool_->idle_count(), 1u);
+  pool_->close_idle();
+  run_until([&] { return how.load() != -1; });
+  EXPECT_EQ(how.load(), SSL_ERROR_ZERO_RETURN);  // not SSL_ERROR_SSL (an unexpected EOF)
 }
 
 INSTANTIATE_TEST_SUITE_P(Versions, UpstreamTlsFloodTest, ::testing::Values(TLS1_3_VERSION, TLS1_2_VERSION),
