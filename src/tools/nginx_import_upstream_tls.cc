@@ -22,14 +22,24 @@ std::string host_of(const std::string& proxy_host) {
   return proxy_host.substr(0, proxy_host.find(':'));
 }
 
+// What [upstream.tls] server_name takes (config/parse_upstream_tls.cc): an
+// IP address, or a DNS name of labels of 1-63 letters, digits, '-' or '_'
+// (no empty label, no trailing dot), 253 octets in all.
 bool usable_name(const std::string& name) {
-  if (name.empty() || name.ends_with(".") || name.size() > 253) return false;
+  if (name.empty() || name.size() > 253) return false;
   unsigned char ip[16];
   if (inet_pton(AF_INET6, name.c_str(), ip) == 1) return true;
+  size_t label = 0;
   for (char c : name) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.' && c != '_') return false;
+    if (c == '.') {
+      if (label == 0) return false;
+      label = 0;
+      continue;
+    }
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') return false;
+    if (++label > 63) return false;
   }
-  return true;
+  return label != 0;
 }
 
 }  // namespace

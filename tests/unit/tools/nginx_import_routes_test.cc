@@ -417,5 +417,22 @@ TEST(NginxImport, ProxyPassHttpsBecomesAnUpstreamWithTls) {
   }
 }
 
+// A proxy_ssl_name the loader would refuse as server_name (an empty label,
+// a leading dot, a label over 63 octets) is reported, not carried over:
+// the import made a configuration that failed to load, the whole of it.
+TEST(NginxImport, ProxySslNameTheLoaderRefusesIsNotCarriedOver) {
+  const std::string long_label(64, 'a');
+  Outcome r =
+      run(server("location /a/ { proxy_pass https://10.0.0.7; proxy_ssl_verify on; proxy_ssl_name a..b; }\n"
+                 "location /b/ { proxy_pass https://10.0.0.8; proxy_ssl_verify on; proxy_ssl_name .a.b; }\n"
+                 "location /c/ { proxy_pass https://10.0.0.9; proxy_ssl_verify on; proxy_ssl_name " +
+                 long_label + ".example; }"));
+  ASSERT_TRUE(r.ok) << r.error;
+  for (const auto& u : r.cfg.upstreams) EXPECT_EQ(u.tls.server_name, "") << u.name;
+  EXPECT_REPORTS(r, "proxy_ssl_name: not carried over: \"a..b\" is not a name tlsfront can send or check");
+  EXPECT_REPORTS(r, "proxy_ssl_name: not carried over: \".a.b\" is not a name tlsfront can send or check");
+  EXPECT_REPORTS(r, "proxy_ssl_name: not carried over: \"" + long_label + ".example\" is not a name");
+}
+
 }  // namespace
 }  // namespace tlsfront::tools::nginx
