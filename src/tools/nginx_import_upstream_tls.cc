@@ -71,6 +71,14 @@ std::string upstream_tls_value(const Directive& pass, const Chain& chain, PassKi
   }
   // The name nginx checks (verify on) and sends (server_name on): ssl_name, by default $proxy_host.
   const Directive* name = one("name");
+  if (const Directive* d = effective_one(chain, p + "name"); d != nullptr && name == nullptr) {
+    // nginx evaluates it per request (e.g. $host); tlsfront has one name per [[upstream]].
+    l.note(*d,
+           "not carried over: a name with a variable has no equivalent (one name per upstream); the name "
+           "checked is " +
+               (verified ? toml_string(host_of(proxy_host)) + ", nginx's default ($proxy_host)"
+                         : std::string("none: verify = false")));
+  }
   const Directive* sni = one("server_name");
   if (sni) l.carry(*sni);
   const bool sends = sni != nullptr && sni->args[0] == "on";

@@ -434,5 +434,18 @@ TEST(NginxImport, ProxySslNameTheLoaderRefusesIsNotCarriedOver) {
   EXPECT_REPORTS(r, "proxy_ssl_name: not carried over: \"" + long_label + ".example\" is not a name");
 }
 
+// proxy_ssl_name $host: nginx checks (and sends) the client's Host, which
+// tlsfront cannot; the report says so, and which name is checked instead.
+// It said "no proxy_pass https:// location that was imported uses it".
+TEST(NginxImport, ProxySslNameWithAVariableIsReported) {
+  Outcome r = run(server("location /a/ { proxy_pass https://pay; proxy_ssl_verify on; proxy_ssl_name $host; }",
+                         "upstream pay { server 10.0.3.7:443; }"));
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_REPORTS(r,
+                 "proxy_ssl_name: not carried over: a name with a variable has no equivalent (one name per "
+                 "upstream); the name checked is \"pay\", nginx's default ($proxy_host)");
+  EXPECT_EQ(r.report.find("proxy_ssl_name: not carried over: no proxy_pass"), std::string::npos) << r.report;
+}
+
 }  // namespace
 }  // namespace tlsfront::tools::nginx
