@@ -73,10 +73,14 @@ Result<std::shared_ptr<const UpstreamTlsContext>> UpstreamTlsContext::create(con
     SSL_CTX_set_verify(c, SSL_VERIFY_NONE, nullptr);
   }
   if (!cfg.certificate.empty()) {
+    // The key first: a certificate that does not match it then drops it
+    // (OpenSSL's SSL_CTX_use_certificate) and the check below says so,
+    // where the other order fails in the key's loading ("key values
+    // mismatch").
+    if (SSL_CTX_use_PrivateKey_file(c, cfg.key.c_str(), SSL_FILETYPE_PEM) != 1) return load_error(u, "key", cfg.key);
     if (SSL_CTX_use_certificate_chain_file(c, cfg.certificate.c_str()) != 1) {
       return load_error(u, "certificate", cfg.certificate);
     }
-    if (SSL_CTX_use_PrivateKey_file(c, cfg.key.c_str(), SSL_FILETYPE_PEM) != 1) return load_error(u, "key", cfg.key);
     if (SSL_CTX_check_private_key(c) != 1) {
       drain_openssl_errors();
       return config_error(cfg.origin, "upstream[" + u.name + "].tls.key",

@@ -420,6 +420,9 @@ void H2Session::on_write_done(int status) {
 }
 
 void H2Session::fail_write(const Error& error) {
+  // Nothing more is written: the reads below may make the TLS layer answer,
+  // and a write failing again inside them would recurse into here.
+  writer_.detach();
   uv_os_fd_t fd = -1;
   if (tcp_.get() != nullptr && uv_fileno(tcp_.handle(), &fd) == 0) {
     char buf[16 * 1024];

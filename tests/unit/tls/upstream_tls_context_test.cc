@@ -4,6 +4,7 @@
 // trust file read again, maybe changed); a connection of the old one that
 // finishes after that must not leave its session for the new one to resume
 // (resumption skips the certificate check the new context would make).
+// And a client key that does not match its certificate is named as such.
 #include "tls/upstream_tls_context.h"
 
 #include <gtest/gtest.h>
@@ -126,6 +127,19 @@ TEST(UpstreamTlsContextTest, SessionResumedOnlyByTheContextItCameFrom) {
       EXPECT_EQ(slot.session.get(), kept) << "the old context's session replaced the new one's";
     }
   }
+}
+
+TEST(UpstreamTlsContextTest, KeyThatDoesNotMatchTheCertificateIsNamed) {
+  config::Upstream u = upstream();
+  u.tls.certificate = kPki + "/client.pem";
+  u.tls.key = kPki + "/localhost.key";  // a valid key, another certificate's
+  auto ctx = UpstreamTlsContext::create(u);
+  ASSERT_FALSE(ctx.ok());
+  EXPECT_NE(ctx.error().message().find("upstream[backend].tls.key"), std::string::npos) << ctx.error().message();
+  EXPECT_NE(ctx.error().message().find("does not match the certificate " + u.tls.certificate), std::string::npos)
+      << ctx.error().message();
+  u.tls.key = kPki + "/client.key";
+  EXPECT_TRUE(UpstreamTlsContext::create(u).ok());
 }
 
 }  // namespace
