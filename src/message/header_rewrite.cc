@@ -141,7 +141,7 @@ std::vector<Header> upstream_h2_request_fields(const RequestHead& head, const Up
   std::vector<Header> out;
   out.reserve(head.headers.size() + 10);
   out.push_back(Header{":method", head.method});
-  out.push_back(Header{":scheme", "http"});
+  out.push_back(Header{":scheme", opts.upstream_tls ? "https" : "http"});
   out.push_back(Header{":authority", {}});
   out.push_back(Header{":path", head.upstream_target.empty() ? head.target : head.upstream_target});
   bool te_trailers = false;

@@ -22,6 +22,7 @@ struct UpstreamRequestOptions {
   std::string_view scheme = "https";  // X-Forwarded-Proto value: the client's listener's
   std::string_view default_host;   // Host to send when the client sent none (HTTP/1.0)
   bool close = false;              // send "Connection: close" (no keepalive pool)
+  bool upstream_tls = false;       // the upstream is spoken to over TLS: an h2 request's :scheme is "https"
   // The request's ID, sent as `request_id_header` ("": not sent; a client's
   // field of that name is never forwarded, since tlsfront's replaces it).
   std::string_view request_id_header;
@@ -34,8 +35,9 @@ struct UpstreamRequestOptions {
 // Appends the HTTP/1.1 request head to send upstream for `head` to `out`.
 void append_upstream_request_head(std::string& out, const RequestHead& head, const UpstreamRequestOptions& opts);
 
-// The same request as HTTP/2 fields for an h2c upstream (RFC 9113 §8.3):
-// :method, :scheme "http", :authority (from Host; omitted when there is
+// The same request as HTTP/2 fields for an h2c or h2 upstream (RFC 9113
+// §8.3): :method, :scheme ("https" over TLS, else "http": the scheme of the
+// connection it goes on, RFC 9113 §8.3.1), :authority (from Host; omitted when there is
 // none), :path, then the fields append_upstream_request_head() would send,
 // names lowercased (§8.2.1), Host moved into :authority and no
 // connection-specific field (§8.2.2) but "te: trailers" when the client's

@@ -58,7 +58,10 @@ class ProxyImporter {
   std::string route_upstream(const Directive& pass, const Chain& chain, const std::string& prefix, PassKind kind);
   // The [[upstream]] for `u` with the timeouts (and, when `tls`, the TLS
   // settings) that apply in `chain`: one per distinct combination.
-  std::string variant(const UpstreamBlock& u, const Directive& pass, const Chain& chain, PassKind kind, bool tls);
+  // `proxy_host`: the pass's host[:port] as written (nginx's $proxy_host,
+  // the TLS name by default: "localhost", not the address it stands for).
+  std::string variant(const UpstreamBlock& u, const Directive& pass, const Chain& chain, PassKind kind, bool tls,
+                      const std::string& proxy_host);
 
   const std::string& base_dir_;
   Model& m_;
@@ -167,7 +170,7 @@ void ProxyImporter::upstream(const Directive& d) {
 }
 
 std::string ProxyImporter::variant(const UpstreamBlock& u, const Directive& pass, const Chain& chain, PassKind kind,
-                                   bool tls) {
+                                   bool tls, const std::string& proxy_host) {
   struct T {
     const char* directive;
     const char* key;
@@ -194,7 +197,7 @@ std::string ProxyImporter::variant(const UpstreamBlock& u, const Directive& pass
     id += " " + config::format_duration(ms);
   }
   if (kind == PassKind::Grpc) id += " h2c";
-  const std::string tls_value = tls ? upstream_tls_value(pass, chain, kind, u.name, base_dir_, l_) : "";
+  const std::string tls_value = tls ? upstream_tls_value(pass, chain, kind, proxy_host, base_dir_, l_) : "";
   if (tls) id += " tls " + tls_value;
   if (auto it = variants_.find(id); it != variants_.end()) return it->second;
   std::string name = sanitize(u.name);
@@ -294,7 +297,7 @@ std::string ProxyImporter::route_upstream(const Directive& pass, const Chain& ch
     }
   }
   used_.insert(hostport);
-  return variant(*u, pass, chain, kind, tls);
+  return variant(*u, pass, chain, kind, tls, hostport);
 }
 
 // An nginx regex location (PCRE, searched anywhere in the path) as a

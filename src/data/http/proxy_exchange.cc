@@ -42,6 +42,7 @@ ProxyExchange::ProxyExchange(uv_loop_t* loop, ExchangeSink* sink, upstream::Upst
   opts.scheme = scheme_name(info.scheme);
   opts.default_host = group->config().name;
   opts.close = group->config().keepalive == 0;
+  opts.upstream_tls = group->config().tls.enabled;
   opts.request_id_header = headers.request_id_header;
   opts.request_id = headers.request_id;
   if (headers.rules != nullptr) {

@@ -112,9 +112,10 @@ TEST(HeaderToken, ClassifiesCaseInsensitively) {
   EXPECT_FALSE(list_contains("closer", "close"));
 }
 
-// The same request as HTTP/2 fields for an h2c upstream.
-std::vector<std::pair<std::string, std::string>> h2_fields(const RequestHead& r) {
+// The same request as HTTP/2 fields for an h2c upstream (`tls`: an h2 one).
+std::vector<std::pair<std::string, std::string>> h2_fields(const RequestHead& r, bool tls = false) {
   UpstreamRequestOptions opts;
+  opts.upstream_tls = tls;
   opts.client_addr = "192.0.2.7";
   opts.default_host = "api";
   std::vector<std::pair<std::string, std::string>> out;
@@ -152,6 +153,13 @@ TEST(HeaderRewrite, Http2FieldsCarryTheAuthorityAndNoConnectionSpecificField) {
                                {"content-length", "3"}}));
 }
 
+TEST(HeaderRewrite, Http2FieldsOverTlsSayHttps) {
+  // RFC 9113 §8.3.1: :scheme is the target URI's, https for a connection
+  // over TLS (protocol = "h2"), whatever the client's listener was.
+  const auto fields = h2_fields(get({h("Host", "api")}), /*tls=*/true);
+  ASSERT_GE(fields.size(), 2u);
+  EXPECT_EQ(fields[1], (std::pair<std::string, std::string>{":scheme", "https"}));
+}
 
 // RFC 7541 §6.2.3: a value new in every request (the request ID, a
 // configured field with a variable) goes never indexed, so it does not fill

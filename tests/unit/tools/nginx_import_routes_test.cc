@@ -377,7 +377,9 @@ TEST(NginxImport, ProxyPassHttpsBecomesAnUpstreamWithTls) {
       "  proxy_ssl_session_reuse off; proxy_ssl_ciphers HIGH; }\n"
       "location /checked/ { proxy_pass https://pay; proxy_ssl_verify on; proxy_ssl_trusted_certificate ca.pem; }\n"
       "location /any/ { proxy_pass https://10.0.0.9; }\n"
-      "location /cleartext/ { proxy_pass http://10.0.0.9; }",
+      "location /cleartext/ { proxy_pass http://10.0.0.9; }\n"
+      "location /local/ { proxy_pass https://localhost:8443; proxy_ssl_verify on; proxy_ssl_trusted_certificate "
+      "ca.pem; }",
       "upstream pay { server 10.0.3.7:443; keepalive 4; }\nproxy_ssl_verify_depth 3;"));
   ASSERT_TRUE(r.ok) << r.error;
   std::map<std::string, const config::Upstream*> ups;
@@ -404,6 +406,9 @@ TEST(NginxImport, ProxyPassHttpsBecomesAnUpstreamWithTls) {
   EXPECT_FALSE(ups["10.0.0.9_443"]->tls.verify);
   ASSERT_EQ(ups.count("10.0.0.9_80"), 1u) << r.toml;
   EXPECT_FALSE(ups["10.0.0.9_80"]->tls.enabled);
+  // localhost is 127.0.0.1 to tlsfront, but the name nginx checks and sends.
+  ASSERT_EQ(ups.count("127.0.0.1_8443"), 1u) << r.toml;
+  EXPECT_EQ(ups["127.0.0.1_8443"]->tls.server_name, "localhost");
 
   EXPECT_REPORTS(r, "n.conf:10: proxy_ssl_protocols: carried over without what is older than TLSv1.2\n");
   EXPECT_REPORTS(r, "n.conf:11: proxy_ssl_ciphers: no equivalent yet: TLS to upstreams takes OpenSSL's defaults");
