@@ -7,7 +7,8 @@
 // HTTP/1.1 and HTTP/2 clients on one connection, a server that accepts
 // TCP but never answers the ClientHello (connect_timeout covers the
 // handshake), the handshake and resumption metrics, and a reload that reads
-// a changed trust file again for an unchanged [[upstream]].
+// a changed trust file again for an unchanged [[upstream]] and retires the
+// connections made under the old one.
 #include <signal.h>
 #include <sys/socket.h>
 #include <curl/curl.h>
@@ -248,6 +249,24 @@ TEST_F(UpstreamTls, ReloadReadsTheTrustFileAgain) {
       << warnings();
   HttpResponse r = get("/info");
   EXPECT_EQ(r.status, 200) << r.error << r.body;
+}
+
+TEST_F(UpstreamTls, ReloadRetiresConnectionsMadeUnderTheOldTrust) {
+  // A CA removed from the trust file at a reload: the connection it
+  // verified, kept alive in the pool, must not carry the next request.
+  const std::string ca = dir_.file("upstream-ca.pem");
+  write_file(ca, read_file(pki("root.pem")));
+  ASSERT_TRUE(start("trusted_ca = \"" + ca + "\""));
+  ASSERT_EQ(get("/info").status, 200);
+  write_file(ca, read_file(pki("other-root.pem")));
+  proxy_.process().signal(SIGHUP);
+  ASSERT_TRUE(wait_until([&] { return warnings().find("reload: generation 2 is live") != std::string::npos; }))
+      << warnings();
+  HttpResponse r = get("/info");
+  EXPECT_EQ(r.status, 502) << r.body;
+  auto lines = proxy_.wait_log_lines(2);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(json_string(lines[1], "upstream_error"), std::string("tls_handshake")) << lines[1];
 }
 
 }  // namespace

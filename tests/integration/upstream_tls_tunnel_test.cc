@@ -324,7 +324,8 @@ TEST_F(UpstreamTlsTunnel, EightMegabytesInOrderToAnHttp2ClientThenTheServerClose
 // gRPC over protocol = "h2" (HTTP/2 over TLS, ALPN h2) to the TLS-only service.
 class UpstreamTlsGrpc : public ProxyTest {
  protected:
-  bool start(const std::string& protocol = "h2") {
+  // `tls`: the [upstream.tls] keys for protocol = "h2".
+  bool start(const std::string& protocol = "h2", const std::string& tls = kTrustedCa) {
     grpc_port_ = start_grpc_server(server_, dir_, dir_.file("grpc.port"),
                                    {"--tls", pki("localhost.chain.pem"), pki("localhost.key")});
     if (grpc_port_ == 0) return false;
@@ -332,7 +333,7 @@ class UpstreamTlsGrpc : public ProxyTest {
     o.workers = 1;
     o.upstream_servers = {"127.0.0.1:" + std::to_string(grpc_port_)};
     o.upstream_extra = "protocol = \"" + protocol + "\"\nconnect_timeout = \"3s\"\n";
-    if (protocol == "h2") o.upstream_extra += "tls = { " + kTrustedCa + " }\n";
+    if (protocol == "h2") o.upstream_extra += "tls = { " + tls + " }\n";
     return start_proxy(o);
   }
   std::string call(const std::vector<std::string>& args) { return grpc_call(dir_, port(), args); }
@@ -349,6 +350,16 @@ class UpstreamTlsGrpc : public ProxyTest {
 TEST_F(UpstreamTlsGrpc, TheServiceRefusesCleartext) {
   ASSERT_TRUE(start("h2c"));
   EXPECT_EQ(call({"unary", "hello"}).rfind("error UNAVAILABLE ", 0), 0u);
+}
+
+// A failed handshake's reasons stay in the error log: the caller learns
+// the fact, not the names checked or the settings to change.
+TEST_F(UpstreamTlsGrpc, AFailedHandshakeIsUnavailableWithoutItsReasons) {
+  ASSERT_TRUE(start("h2", "trusted_ca = \"" + pki("other-root.pem") + "\""));
+  EXPECT_EQ(call({"unary", "hello"}), "error UNAVAILABLE upstream TLS handshake failed\n");
+  EXPECT_TRUE(wait_until([&] {
+    return read_file(dir_.file("tlsfront.err")).find("certificate verify failed") != std::string::npos;
+  })) << read_file(dir_.file("tlsfront.err"));
 }
 
 TEST_F(UpstreamTlsGrpc, UnaryAndLongStreams) {

@@ -579,7 +579,11 @@ void ProxyExchange::on_upstream_error(upstream::UpstreamFailure failure, Error e
     attempt(pool_, false);
     return;
   }
-  fail(timeout ? 504 : 502, error.message());
+  // A failed handshake's reasons (names checked, settings to change) are
+  // the error log's: a gRPC client's grpc-message gets the fact only.
+  fail(timeout ? 504 : 502, failure == upstream::UpstreamFailure::TlsHandshake
+                                ? std::string_view("upstream TLS handshake failed")
+                                : std::string_view(error.message()));
 }
 
 void ProxyExchange::on_upstream_tunnel(std::unique_ptr<upstream::UpstreamTunnel> tunnel) {

@@ -59,6 +59,10 @@ void H2Pool::count_ping_timeout(const std::string& why) {
   log::warn("upstream {} server {}: HTTP/2 connection closed: {} (RFC 9113 §6.7)", cfg_.name, address_, why);
 }
 
+void H2Pool::drain() {
+  for (const auto& s : sessions_) s->start_draining();
+}
+
 void H2Pool::close_idle() {
   std::vector<H2Session*> idle;
   for (const auto& s : sessions_) {

@@ -58,6 +58,9 @@ class H2Pool {
   void count_ping_timeout(const std::string& why);
   // Closes the sessions that carry no stream (shutdown).
   void close_idle();
+  // Every open session takes no new stream and closes after its last one
+  // (a reload replaced the TLS context they were made with).
+  void drain();
   size_t sessions() const { return sessions_.size(); }
 
  private:

@@ -98,6 +98,8 @@ class H2Session : public Deletable, public Flushable {
   // Connected and carrying no stream (the pool's idle gauge).
   bool idle() const { return (state_ == State::Open || state_ == State::Pinging) && streams_.empty(); }
   size_t open_streams() const { return streams_.size(); }
+  // Open or Pinging -> Draining: no new stream; closes after its last one.
+  void start_draining();
   State state() const { return state_; }
 
   // Submits `stream`'s request (`fields`: pseudo-headers first, lowercase
@@ -158,7 +160,6 @@ class H2Session : public Deletable, public Flushable {
   void on_timer();
   void on_ping_timer();
   void on_stream_timer();
-  void start_draining();
   // Drains the pool's interest: idle timer when nothing is open, close when
   // draining and nothing is open.
   void check_idle();

@@ -115,6 +115,9 @@ class UpstreamConnection : public Deletable, public Flushable {
   // True after a complete response that allows keepalive
   // (llhttp_should_keep_alive) and the request was written in full.
   bool reusable() const { return response_ == ResponsePhase::Reusable && state_ != State::Closed; }
+  // Cleartext, or TLS made with the pool's current context (not one a
+  // reload replaced since).
+  bool tls_current() const { return !tls_ || tls_->made_by(tls_target_->ctx.get()); }
   uint64_t requests() const { return requests_; }
   State state() const { return state_; }
   // Closes the socket; idempotent. The owner still frees the object.

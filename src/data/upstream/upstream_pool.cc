@@ -25,6 +25,11 @@ void UpstreamPool::set_tls(std::shared_ptr<const tls::UpstreamTlsContext> tls) {
   if (tls_.ctx == tls) return;
   tls_.ctx = std::move(tls);
   tls_.session.session.reset();
+  // What was verified under the old settings (a trust file since changed:
+  // a CA removed) carries no new request: idle connections close, busy
+  // ones at their release, HTTP/2 ones once their streams end.
+  close_idle();
+  if (h2_) h2_->drain();
 }
 
 Result<H2Pool::Lease> UpstreamPool::open_h2_stream(UpstreamHandler* handler, const std::vector<http::Header>& fields,
@@ -58,7 +63,7 @@ Result<UpstreamPool::Lease> UpstreamPool::acquire(bool allow_reuse, bool check_o
 void UpstreamPool::release(std::unique_ptr<UpstreamConnection> conn) {
   if (!conn) return;
   conn->detach();
-  if (!conn->reusable() || idle_.size() >= cfg_.keepalive) {
+  if (!conn->reusable() || !conn->tls_current() || idle_.size() >= cfg_.keepalive) {
     conn->close();
     LoopContext::of(loop_).defer_delete(std::move(conn));
     return;

@@ -50,6 +50,11 @@ class UpstreamTls {
   // did not select "h2".
   [[nodiscard]] Result<bool> feed(std::string_view ciphertext);
   bool handshake_done() const { return stream_.handshake_done(); }
+  // Whether this connection was made with `ctx` (false for null): a reload
+  // gives the pool a new context, and connections of the old one retire.
+  bool made_by(const tls::UpstreamTlsContext* ctx) const {
+    return ctx != nullptr && SSL_get_SSL_CTX(stream_.ssl()) == ctx->get();
+  }
   // Whether the handshake resumed the slot's session.
   bool resumed() const { return SSL_session_reused(stream_.ssl()) == 1; }
 
