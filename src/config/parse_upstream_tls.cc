@@ -1,6 +1,4 @@
 // [upstream.tls] (or `tls = true`): TLS to one [[upstream]]'s servers.
-#include <arpa/inet.h>
-
 #include <string>
 
 #include "config/parse_context.h"
@@ -9,32 +7,10 @@
 namespace tlsfront::config::detail {
 namespace {
 
-bool is_ip_literal(const std::string& text) {
-  unsigned char buf[sizeof(in6_addr)];
-  return inet_pton(AF_INET, text.c_str(), buf) == 1 || inet_pton(AF_INET6, text.c_str(), buf) == 1;
-}
-
-// A DNS name as SNI carries it (RFC 6066 §3: no IP literal, no trailing
-// dot): labels of letters, digits, '-' and '_', 1-63 octets each, 253 in all.
-bool is_dns_name(std::string_view name) {
-  if (name.empty() || name.size() > 253) return false;
-  size_t label = 0;
-  for (char c : name) {
-    if (c == '.') {
-      if (label == 0) return false;
-      label = 0;
-      continue;
-    }
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
-    if (!ok || ++label > 63) return false;
-  }
-  return label != 0;
-}
-
 Status parse_server_name(const TableReader& t, std::string& out) {
   if (Status s = t.get_string("server_name", out, Presence::Optional, /*allow_empty=*/false); !s.ok()) return s;
   if (out.empty() || is_ip_literal(out)) return {};
-  if (!is_dns_name(out)) {
+  if (!is_upstream_dns_name(out)) {
     return t.error_at("server_name", "invalid server name " + quote(out) +
                                          " (expected a DNS name such as \"api.internal\", without a trailing dot, "
                                          "or an IP address)");

@@ -275,6 +275,27 @@ Result<Endpoint> parse_endpoint(std::string_view text, bool allow_localhost, boo
                      : "host must be an IP literal; names are not resolved");
 }
 
+bool is_ip_literal(std::string_view text) {
+  const std::string z(text);  // inet_pton wants a terminated string
+  unsigned char buf[sizeof(in6_addr)];
+  return inet_pton(AF_INET, z.c_str(), buf) == 1 || inet_pton(AF_INET6, z.c_str(), buf) == 1;
+}
+
+bool is_upstream_dns_name(std::string_view name) {
+  if (name.empty() || name.size() > 253) return false;
+  size_t label = 0;
+  for (char c : name) {
+    if (c == '.') {
+      if (label == 0) return false;
+      label = 0;
+      continue;
+    }
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+    if (!ok || ++label > 63) return false;
+  }
+  return label != 0;
+}
+
 std::string check_dns_name(std::string& name) {
   for (char& c : name) {
     if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');

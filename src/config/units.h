@@ -60,6 +60,14 @@ std::string format_size(uint64_t bytes);
 // in place. Returns "" when valid, else why not ("has an empty label").
 std::string check_dns_name(std::string& name);
 
+// An IPv4 or IPv6 literal, without brackets ("10.0.3.7", "::1").
+bool is_ip_literal(std::string_view text);
+
+// A DNS name as [upstream.tls] server_name takes it (and sends as SNI, RFC
+// 6066 §3: no trailing dot): labels of letters (any case), digits, '-' and
+// '_' (internal names have them), 1..63 bytes each, 253 in all.
+bool is_upstream_dns_name(std::string_view name);
+
 // `text` in double quotes, with '"', '\' and control bytes escaped, for
 // error messages.
 std::string quote(std::string_view text);

@@ -1,12 +1,12 @@
 #include "tls/upstream_tls_context.h"
 
-#include <arpa/inet.h>
 #include <openssl/x509v3.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
 
+#include "config/units.h"
 #include "tls/openssl_error.h"
 
 namespace tlsfront::tls {
@@ -111,12 +111,11 @@ Result<SslPtr> UpstreamTlsContext::new_ssl(const config::Endpoint& server, Sessi
   SslPtr ssl(SSL_new(ctx_.get()));
   if (!ssl) return openssl_error(Errc::Tls, "SSL_new");
   SSL* s = ssl.get();
-  // The name to verify and send: server_name, else "localhost" for that
-  // server, else the server's IP address, which is checked but never sent
-  // (RFC 6066 §3: SNI carries host names only).
+  // The name to verify and send: server_name, else the server's IP address
+  // (a server written "localhost" is 127.0.0.1 by then), which is checked
+  // but never sent (RFC 6066 §3: SNI carries host names only).
   const std::string& name = !cfg_.server_name.empty() ? cfg_.server_name : server.host;
-  unsigned char ip[16];
-  const bool is_ip = inet_pton(AF_INET, name.c_str(), ip) == 1 || inet_pton(AF_INET6, name.c_str(), ip) == 1;
+  const bool is_ip = config::is_ip_literal(name);
   if (!is_ip && SSL_set_tlsext_host_name(s, name.c_str()) != 1) return openssl_error(Errc::Tls, "SNI");
   if (cfg_.verify) {
     X509_VERIFY_PARAM* param = SSL_get0_param(s);

@@ -43,8 +43,8 @@ class UpstreamTlsContext {
 
   // The SSL for one connection to `server` (client mode): SNI and the
   // verified name from server_name; without one, the certificate must
-  // carry the server's IP address (RFC 6125 §1.7.2: IP SAN), or, for a
-  // "localhost" server, that name; with session_reuse, the slot's session
+  // carry the server's IP address (RFC 6125 §1.7.2: IP SAN; "localhost"
+  // was parsed to 127.0.0.1); with session_reuse, the slot's session
   // offered and new ones stored into `slot` (borrowed: it must outlive the
   // SSL or be unhooked with forget_slot first; null: none kept); a slot
   // that belonged to another context is emptied and now belongs to this one.

@@ -1,11 +1,10 @@
 // import-nginx: the TLS of a `proxy_pass https://` or `grpc_pass grpcs://`
 // location as the [[upstream]]'s `tls` inline table, from the proxy_ssl_*
 // (grpc_ssl_*) directives that apply to it (tools/nginx_import_detail.h).
-#include <arpa/inet.h>
-
 #include <string>
 #include <vector>
 
+#include "config/units.h"
 #include "tools/nginx_import_detail.h"
 #include "tools/nginx_values.h"
 
@@ -22,31 +21,8 @@ std::string host_of(const std::string& proxy_host) {
   return proxy_host.substr(0, proxy_host.find(':'));
 }
 
-// An IPv4 or IPv6 literal: checked in the certificate, never sent as SNI
-// (RFC 6066 §3).
-bool ip_literal(const std::string& name) {
-  unsigned char ip[16];
-  return inet_pton(AF_INET, name.c_str(), ip) == 1 || inet_pton(AF_INET6, name.c_str(), ip) == 1;
-}
-
-// What [upstream.tls] server_name takes (config/parse_upstream_tls.cc): an
-// IP address, or a DNS name of labels of 1-63 letters, digits, '-' or '_'
-// (no empty label, no trailing dot), 253 octets in all.
-bool usable_name(const std::string& name) {
-  if (name.empty() || name.size() > 253) return false;
-  if (ip_literal(name)) return true;
-  size_t label = 0;
-  for (char c : name) {
-    if (c == '.') {
-      if (label == 0) return false;
-      label = 0;
-      continue;
-    }
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') return false;
-    if (++label > 63) return false;
-  }
-  return label != 0;
-}
+// What [upstream.tls] server_name takes: an IP address or a DNS name.
+bool usable_name(const std::string& name) { return config::is_ip_literal(name) || config::is_upstream_dns_name(name); }
 
 }  // namespace
 
@@ -92,7 +68,7 @@ std::string upstream_tls_value(const Directive& pass, const Chain& chain, PassKi
   if (name) l.carry(*name);
   if ((verified || sends) && usable_name(server_name)) {
     parts.push_back("server_name = " + toml_string(server_name));
-    if (verified && !sends && !ip_literal(server_name)) {
+    if (verified && !sends && !config::is_ip_literal(server_name)) {
       l.note(name ? *name : pass, "carried over as server_name " + toml_string(server_name) +
                                       ", which tlsfront also sends as SNI (nginx: " + p + "server_name off)");
     }
