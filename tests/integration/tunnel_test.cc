@@ -51,13 +51,7 @@ class Tunnel : public ProxyTest {
   }
   // Runs a ws_peer client mode against wss://localhost:<proxy>/<path>; its stdout.
   std::string client(const std::vector<std::string>& args, milliseconds timeout = milliseconds(60'000)) {
-    std::vector<std::string> argv = {kPython, kWsPeer, args[0], "wss://localhost:" + std::to_string(port()) + args[1]};
-    argv.insert(argv.end(), args.begin() + 2, args.end());
-    Process p;
-    const std::string out = dir_.file("client.out");
-    if (!p.start(argv, out, dir_.file("client.err"))) return "";
-    if (!p.wait_exit(timeout)) p.stop();
-    return read_file(out) + read_file(dir_.file("client.err"));
+    return run_ws_client(dir_, port(), args, timeout);
   }
   std::string metrics() {
     return plain_request(proxy_.admin_port(), "GET /metrics HTTP/1.1\r\nHost: admin\r\nConnection: close\r\n\r\n");

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <optional>
@@ -36,6 +37,20 @@ inline int start_ws_server(Process& p, const TempDir& dir, const std::vector<std
     return 0;
   }
   return std::atoi(read_file(port_file).c_str());
+}
+
+// Runs ws_peer.py's client mode args[0] against wss://localhost:<port><args[1]>
+// with the rest of `args` (dir/client.out, dir/client.err): its stdout and
+// stderr, once it exits or `timeout` passes.
+inline std::string run_ws_client(const TempDir& dir, int port, const std::vector<std::string>& args,
+                                 std::chrono::milliseconds timeout) {
+  std::vector<std::string> argv = {kPython, kWsPeer, args[0], "wss://localhost:" + std::to_string(port) + args[1]};
+  argv.insert(argv.end(), args.begin() + 2, args.end());
+  Process p;
+  const std::string out = dir.file("client.out");
+  if (!p.start(argv, out, dir.file("client.err"))) return "";
+  if (!p.wait_exit(timeout)) p.stop();
+  return read_file(out) + read_file(dir.file("client.err"));
 }
 
 // An HTTP/1.1 WebSocket upgrade request for `path` (RFC 6455 §4.1, the
