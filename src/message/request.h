@@ -73,6 +73,10 @@ struct ResponseHead {
   std::vector<Header> headers;
   std::optional<uint64_t> content_length;
   bool chunked = false;
+  // An HTTP/2 upstream's final head whose HEADERS frame did not end the
+  // stream: a trailer section may follow the body, whatever its
+  // Content-Length says (RFC 9113 §8.1). False for an HTTP/1.1 upstream's.
+  bool trailers_may_follow = false;
 
   // The Content-Length a response to the client states: its body's length,
   // or for a response without a body (HEAD, 304) the length the body would

@@ -10,7 +10,9 @@
 // timeout of one stream whose window the server never reopens; request
 // bodies queued together beyond one flush's pull to a server with large
 // windows; a connection error (a malformed frame from the server) failing
-// its streams at once.
+// its streams at once. A response whose HEADERS carry a content-length
+// and do not end the stream keeps its trailers, for both client kinds.
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <set>
@@ -346,6 +348,115 @@ TEST_F(H2cUpstream, ResponseTrailersToHttp1ClientsOnlyWithTeTrailers) {
   ASSERT_EQ(reqs.size(), 2u);
   EXPECT_NE(reqs[0].find(R"(["te", "trailers"])"), std::string::npos) << reqs[0];
   EXPECT_EQ(reqs[1].find(R"("te")"), std::string::npos) << reqs[1];
+}
+
+// An HTTP/1.1 request over TLS with Connection: close; everything that
+// came back until the proxy closed.
+std::string raw_http1(int port, const std::string& path, const std::string& extra_headers) {
+  TlsClient c;
+  if (!c.connect(port)) return "connect failed: " + c.error();
+  c.write("GET " + path + " HTTP/1.1\r\nHost: localhost\r\n" + extra_headers + "Connection: close\r\n\r\n");
+  return c.read_all();
+}
+
+// The stream's HEADERS frames up to END_STREAM, and its DATA bytes.
+struct H2Answer {
+  std::vector<h2::Frame> heads;
+  std::string data;
+  bool ended = false;
+};
+H2Answer h2_answer(int port, const std::string& path) {
+  H2Answer a;
+  h2::Client c;
+  if (!c.connect(port)) return a;
+  h2::Fields req = {{":method", "POST"},
+                    {":scheme", "https"},
+                    {":authority", "localhost"},
+                    {":path", path},
+                    {"content-type", "application/grpc"},
+                    {"te", "trailers"}};
+  if (!c.send_headers(1, req, true)) return a;
+  a.ended = c.wait_for([&](const h2::Frame& f) {
+               if (f.stream != 1) return false;
+               if (f.type == h2::kHeaders) a.heads.push_back(f);
+               if (f.type == h2::kData) a.data += f.payload;  // no padding from nghttp2
+               return (f.flags & h2::kEndStream) != 0 || f.type == h2::kRstStream;
+             }).has_value();
+  return a;
+}
+
+TEST_F(H2cUpstream, TrailersAfterAnEmptyBodyWithContentLength) {
+  // The upstream's HEADERS says content-length: 0 but does not end the
+  // stream: trailers follow (nginx's add_trailer on an http2 listener). The
+  // client's HEADERS must not end the stream either, or the trailers
+  // (grpc-status) are lost.
+  ASSERT_TRUE(start());
+  H2Answer a = h2_answer(port(), "/lentrailers?n=0");
+  ASSERT_TRUE(a.ended);
+  ASSERT_EQ(a.heads.size(), 2u);  // the response head and its trailers
+  EXPECT_EQ(a.heads[0].flags & h2::kEndStream, 0);
+  const h2::Fields& head = a.heads[0].fields;
+  EXPECT_NE(std::find(head.begin(), head.end(), h2::Fields::value_type{":status", "200"}), head.end());
+  EXPECT_NE(std::find(head.begin(), head.end(), h2::Fields::value_type{"content-length", "0"}), head.end());
+  EXPECT_EQ(a.heads[1].fields, (h2::Fields{{"grpc-status", "0"}, {"grpc-message", "ok"}}));
+  EXPECT_NE(a.heads[1].flags & h2::kEndStream, 0);
+  EXPECT_EQ(a.data, "");
+
+  // HTTP/1.1 with TE: trailers: chunked (no Content-Length), an empty body
+  // and the trailers in the last chunk.
+  std::string with = raw_http1(port(), "/lentrailers?n=0", "TE: trailers\r\n");
+  auto [head1, body1] = split_head(with);
+  EXPECT_TRUE(head1.starts_with("HTTP/1.1 200 ")) << with;
+  EXPECT_EQ(header_values(head1, "transfer-encoding"), std::vector<std::string>{"chunked"}) << with;
+  EXPECT_TRUE(header_values(head1, "content-length").empty()) << with;
+  EXPECT_EQ(body1, "0\r\ngrpc-status: 0\r\ngrpc-message: ok\r\n\r\n") << with;
+  // Without it: Content-Length: 0, nothing else.
+  std::string without = raw_http1(port(), "/lentrailers?n=0", "");
+  auto [head2, body2] = split_head(without);
+  EXPECT_TRUE(head2.starts_with("HTTP/1.1 200 ")) << without;
+  EXPECT_EQ(header_values(head2, "content-length"), std::vector<std::string>{"0"}) << without;
+  EXPECT_TRUE(header_values(head2, "transfer-encoding").empty()) << without;
+  EXPECT_EQ(body2, "") << without;
+
+  auto lines = proxy_.wait_log_lines(3);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(json_raw(lines[0], "grpc_status"), std::string("0")) << lines[0];
+}
+
+TEST_F(H2cUpstream, TrailersAfterABodyWithContentLength) {
+  // content-length: 5, five bytes, then trailers. An HTTP/1.1 client that
+  // said TE: trailers gets the body chunked with them (only a chunked body
+  // carries trailers: RFC 9110 §6.5, RFC 9112 §7.1.2); one that did not
+  // gets the Content-Length and the body; an HTTP/2 client all of it.
+  ASSERT_TRUE(start());
+  std::string with = raw_http1(port(), "/lentrailers?n=5", "TE: trailers\r\n");
+  auto [head1, body1] = split_head(with);
+  EXPECT_TRUE(head1.starts_with("HTTP/1.1 200 ")) << with;
+  EXPECT_EQ(header_values(head1, "transfer-encoding"), std::vector<std::string>{"chunked"}) << with;
+  EXPECT_TRUE(header_values(head1, "content-length").empty()) << with;
+  EXPECT_EQ(body1, "5\r\nxxxxx\r\n0\r\ngrpc-status: 0\r\ngrpc-message: ok\r\n\r\n") << with;
+
+  std::string without = raw_http1(port(), "/lentrailers?n=5", "");
+  auto [head2, body2] = split_head(without);
+  EXPECT_TRUE(head2.starts_with("HTTP/1.1 200 ")) << without;
+  EXPECT_EQ(header_values(head2, "content-length"), std::vector<std::string>{"5"}) << without;
+  EXPECT_TRUE(header_values(head2, "transfer-encoding").empty()) << without;
+  EXPECT_EQ(body2, "xxxxx") << without;
+
+  // HTTP/1.0 has no chunked coding: the length, the body, no trailers.
+  TlsClient c10;
+  ASSERT_TRUE(c10.connect(port()));
+  c10.write("GET /lentrailers?n=5 HTTP/1.0\r\nHost: localhost\r\nTE: trailers\r\n\r\n");
+  std::string old = c10.read_all();
+  auto [head3, body3] = split_head(old);
+  EXPECT_EQ(header_values(head3, "content-length"), std::vector<std::string>{"5"}) << old;
+  EXPECT_EQ(body3, "xxxxx") << old;
+
+  H2Answer a = h2_answer(port(), "/lentrailers?n=5");
+  ASSERT_TRUE(a.ended);
+  ASSERT_EQ(a.heads.size(), 2u);
+  EXPECT_EQ(a.data, "xxxxx");
+  EXPECT_EQ(a.heads[1].fields, (h2::Fields{{"grpc-status", "0"}, {"grpc-message", "ok"}}));
 }
 
 TEST_F(H2cUpstream, GoawayUnderLoadRetriesUnprocessedStreams) {

@@ -66,7 +66,9 @@ class ExchangeSink {
   // headers already removed.
   virtual void send_informational(const ResponseHead& head) = 0;
   // The final response head; hop-by-hop headers are already removed, framing
-  // is the sink's to choose from head.content_length / `has_body`.
+  // is the sink's to choose from head.content_length / `has_body` (and
+  // head.trailers_may_follow: an HTTP/1.1 client asking for trailers then
+  // needs a chunked body).
   virtual void send_response_head(const ResponseHead& head, bool has_body) = 0;
   // The upstream's 101 (RFC 9110 §15.2.2) to a request that asked to
   // upgrade to `protocol` (lowercase; RequestHead::upgrade), hop-by-hop

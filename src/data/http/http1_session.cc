@@ -286,7 +286,14 @@ void Http1Session::send_response_head(const ResponseHead& head, bool has_body) {
   std::string& out = head_scratch();
   append_status_and_headers(out, head);
   ResponsePhase framing = ResponsePhase::Sized;
-  if (has_body && !head.content_length) {
+  // An HTTP/2 upstream's response may end in trailers whatever its
+  // Content-Length says; only a chunked body carries them to an HTTP/1.1
+  // client (RFC 9110 §6.5, RFC 9112 §7.1.2), so one that asked for them
+  // gets the body chunked, without the length (as nginx does when it
+  // expects trailers).
+  const bool chunk_for_trailers = has_body && head.content_length && head.trailers_may_follow &&
+                                  record().head.version_minor >= 1 && client_accepts_trailers();
+  if ((has_body && !head.content_length) || chunk_for_trailers) {
     if (record().head.version_minor >= 1) {
       out += "Transfer-Encoding: chunked\r\n";
       framing = ResponsePhase::Chunked;
@@ -330,13 +337,16 @@ void Http1Session::send_response_body(std::string_view data) {
   if (timer_ == TimerPurpose::None && output_congested()) arm(TimerPurpose::Send);
 }
 
-void Http1Session::send_trailers(const std::vector<Header>& trailers) {
-  if (response_ != ResponsePhase::Chunked) return;
+bool Http1Session::client_accepts_trailers() {
   const Header* te = record().head.find(HeaderToken::Te);
-  if (te == nullptr) return;
+  if (te == nullptr) return false;
   std::vector<std::string_view> codings;
   split_list(te->value, codings);
-  if (std::none_of(codings.begin(), codings.end(), [](std::string_view c) { return iequals(c, "trailers"); })) return;
+  return std::any_of(codings.begin(), codings.end(), [](std::string_view c) { return iequals(c, "trailers"); });
+}
+
+void Http1Session::send_trailers(const std::vector<Header>& trailers) {
+  if (response_ != ResponsePhase::Chunked || !client_accepts_trailers()) return;
   trailer_section_.clear();
   for (const auto& h : trailers) {
     trailer_section_ += h.name;

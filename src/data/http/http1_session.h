@@ -101,6 +101,8 @@ class Http1Session final : public ClientSession, public ExchangeSink, public Flu
   // Kept for the last chunk when the response is chunked and the request's
   // TE asked for trailers (RFC 9110 §10.1.4); dropped otherwise.
   void send_trailers(const std::vector<Header>& trailers) override;
+  // The request's TE lists "trailers" (RFC 9110 §10.1.4).
+  bool client_accepts_trailers();
   void end_response() override;
   void fail_response(int status, std::string_view reason) override;
   bool output_congested() const override;

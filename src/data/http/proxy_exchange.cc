@@ -417,9 +417,12 @@ void ProxyExchange::on_upstream_head(ResponseHead&& head, bool informational) {
   transition(phase_, Phase::Streaming);
   if (response_edit_ != nullptr) apply_edit(head.headers, *response_edit_, header_vars_now());
   if (grpc_) stats_.grpc_status = grpc_status_of(head.headers);  // a trailers-only response's
-  // An HTTP/2 response that ended with its HEADERS (H2Stream says so with a
-  // zero length) stays bodiless: gRPC's trailers-only form.
-  bool has_body = !response_has_no_body(method_, head.status) && !(h2_ && head.content_length == 0);
+  // An HTTP/2 response that ended with its HEADERS (a zero length, no
+  // trailers to follow) stays bodiless: gRPC's trailers-only form. One that
+  // did not end the stream keeps its end open for the trailers, even with a
+  // content-length: 0 (the client's HEADERS must not carry END_STREAM).
+  bool has_body =
+      !response_has_no_body(method_, head.status) && !(h2_ && head.content_length == 0 && !head.trailers_may_follow);
   if (compression_ != nullptr) {
     switch (judge_response(*compression_, method_, head, has_body && accepted_.has_value())) {
       case CompressionVerdict::Untouched:

@@ -189,8 +189,10 @@ void H2Stream::on_headers_end(bool end_stream) {
     final_head_ = true;
     transition(phase_, Phase::Streaming);
     // The stream ends with its head (gRPC's trailers-only form): no body,
-    // which a zero length tells the exchange.
+    // which a zero length tells the exchange. Otherwise a body, trailers or
+    // both may follow, even after a content-length: 0.
     if (end_stream && !head_.content_length) head_.content_length = 0;
+    head_.trailers_may_follow = !end_stream;
   }
   http::ResponseHead head = std::move(head_);
   head_ = http::ResponseHead{};

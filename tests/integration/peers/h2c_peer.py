@@ -11,6 +11,12 @@ fields, the body's length and the trailers).
   /echo         200, "ok <method> <path> <body bytes>", with response trailers
                 (x-trailer: done) when the request's te is "trailers"
   /big?n=BYTES  200 with BYTES of "x", sent as the flow-control window allows
+  /lentrailers?n=BYTES
+                200 (content-type application/grpc) with "content-length:
+                BYTES" in a HEADERS frame that does not end the stream,
+                BYTES of "x" (no DATA frame when 0), then trailers
+                (grpc-status: 0, grpc-message: ok) ending the stream: what
+                nginx's add_trailer on an http2 listener sends
   /badfield?f=none|ctl|space|upper|status
                 200 whose HEADERS (HPACK literals, encoded here: python3-h2
                 would refuse to send them) carry "x-ok: fine" and one more
@@ -103,6 +109,13 @@ class Conn:
             self.h2.send_data(sid, body, end_stream=not trailers)
             if trailers:
                 self.h2.send_headers(sid, [("x-trailer", "done")], end_stream=True)
+        elif path.startswith("/lentrailers?n="):
+            n = int(path[len("/lentrailers?n="):])
+            self.h2.send_headers(sid, [(":status", "200"), ("content-type", "application/grpc"),
+                                       ("content-length", str(n))])
+            if n > 0:
+                self.h2.send_data(sid, b"x" * n)
+            self.h2.send_headers(sid, [("grpc-status", "0"), ("grpc-message", "ok")], end_stream=True)
         elif path.startswith("/badfield?f="):
             kind = path[len("/badfield?f="):]
             bad = {"none": (b"x-none", b"ok"), "ctl": (b"x-ctl", b"a\x01b"), "space": (b"x bad", b"v"), "upper": (b"X-Up", b"v"),
