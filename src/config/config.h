@@ -211,7 +211,8 @@ struct UpstreamTls {
   bool enabled = false;
   // server_name: sent as SNI (RFC 6066 §3) and the name the certificate must
   // carry (RFC 6125). "" (the default): no SNI, and the certificate must
-  // carry the server's IP address (a "localhost" server: that name).
+  // carry the server's IP address (a server written "localhost" is
+  // 127.0.0.1).
   std::string server_name;
   bool verify = true;       // false: any certificate (nginx's default, a trap)
   std::string trusted_ca;   // PEM file of trust anchors; "" = OpenSSL's default store (the system's)
