@@ -267,7 +267,10 @@ void H2Session::on_established() {
   for (int32_t id : ids) {
     if (H2Stream* s = stream(id)) s->on_connected();
   }
-  if (state_ == State::Open && streams_opened_ >= cfg_.keepalive_requests) start_draining();
+  // A handshake that began before a reload replaced the pool's TLS context
+  // serves what waits here and takes nothing new (UpstreamPool::set_tls).
+  const bool old_context = tls_ && !tls_->made_by(tls_target_->ctx.get());
+  if (state_ == State::Open && (streams_opened_ >= cfg_.keepalive_requests || old_context)) start_draining();
   check_idle();
 }
 
