@@ -350,10 +350,7 @@ void H2Session::on_bytes(const char* data, size_t len) {
     if (H2Stream* s = stream(id)) s->on_read_end();
     if (state_ == State::Closed) return;
   }
-  schedule_send();
-  if (!nghttp2_session_want_read(ng_.get()) && !nghttp2_session_want_write(ng_.get())) {
-    close(UpstreamFailure::Closed, make_error(Errc::Upstream, "upstream ended the HTTP/2 connection"));
-  }
+  schedule_send();  // which also closes a session nghttp2 is done with (flush)
 }
 
 void H2Session::flush() {
@@ -385,14 +382,15 @@ void H2Session::flush() {
       return;
     }
   }
-  // nghttp2 wants neither to read nor to write: it ended the connection over
-  // the server's connection error (RFC 9113 §5.4.1; a malformed frame, a
-  // field block HPACK cannot decode) and its GOAWAY just went out. Nothing
-  // more will come for the streams, and a stream given to the session now
-  // would never be sent: it closes, and they fail at once.
+  // nghttp2 wants neither to read nor to write: the server ended the
+  // connection (its GOAWAY, every stream done), or nghttp2 did over the
+  // server's connection error (RFC 9113 §5.4.1; a malformed frame, a field
+  // block HPACK cannot decode) and its GOAWAY just went out. Nothing more
+  // will come for the streams, and a stream given to the session now would
+  // never be sent: it closes, and they fail at once.
   if (!capped && !nghttp2_session_want_read(ng_.get()) && !nghttp2_session_want_write(ng_.get())) {
     if (streams_.empty()) {
-      close(UpstreamFailure::Closed, make_error(Errc::Upstream, "upstream HTTP/2 connection ended"));
+      close(UpstreamFailure::Closed, make_error(Errc::Upstream, "upstream ended the HTTP/2 connection"));
     } else {
       close(UpstreamFailure::InvalidResponse,
             make_error(Errc::Protocol, "upstream broke HTTP/2: connection error, GOAWAY sent"));
