@@ -7,9 +7,6 @@
 // on the server's thread.
 #pragma once
 
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -23,6 +20,8 @@
 #include <thread>
 #include <vector>
 
+#include "support/loopback_listener.h"
+
 namespace tlsfront {
 
 class ThreadHttpServer {
@@ -30,29 +29,18 @@ class ThreadHttpServer {
   using Answer = std::function<std::optional<std::string>(const std::string& head)>;
 
   explicit ThreadHttpServer(Answer answer) : answer_(std::move(answer)) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
-    ::listen(fd_, 16);
-    socklen_t len = sizeof sa;
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&sa), &len);
-    port_ = ntohs(sa.sin_port);
-    EXPECT_EQ(::pipe2(wake_, O_CLOEXEC), 0);
     thread_ = std::thread([this] { run(); });
   }
   ~ThreadHttpServer() {
-    (void)!::write(wake_[1], "x", 1);
+    listener_.wake();
     thread_.join();
-    ::close(fd_);
-    ::close(wake_[0]);
-    ::close(wake_[1]);
   }
   ThreadHttpServer(const ThreadHttpServer&) = delete;
   ThreadHttpServer& operator=(const ThreadHttpServer&) = delete;
 
-  std::string url(const std::string& path) const { return "http://127.0.0.1:" + std::to_string(port_) + path; }
+  std::string url(const std::string& path) const {
+    return "http://127.0.0.1:" + std::to_string(listener_.port()) + path;
+  }
   int accepted() const { return accepted_.load(); }  // connections so far
   int answered() const { return answered_.load(); }  // answers sent so far
 
@@ -66,11 +54,8 @@ class ThreadHttpServer {
   void run() {
     std::vector<int> held;  // closed at the end
     while (true) {
-      pollfd p[2] = {{fd_, POLLIN, 0}, {wake_[0], POLLIN, 0}};
-      if (::poll(p, 2, -1) < 0) continue;
-      if (p[1].revents) break;
-      const int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (c < 0) continue;
+      const int c = listener_.accept();
+      if (c < 0) break;
       ++accepted_;
       std::string in;
       char buf[4096];
@@ -95,9 +80,7 @@ class ThreadHttpServer {
   }
 
   Answer answer_;
-  int fd_ = -1;
-  int port_ = 0;
-  int wake_[2] = {-1, -1};
+  LoopbackListener listener_;
   std::atomic<int> accepted_{0}, answered_{0};
   std::thread thread_;
 };

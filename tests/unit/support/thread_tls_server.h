@@ -12,11 +12,7 @@
 // on the server's thread (it may only touch atomics of the test's).
 #pragma once
 
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
 #include <openssl/ssl.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -30,6 +26,7 @@
 #include <string>
 #include <thread>
 
+#include "support/loopback_listener.h"
 #include "support/test_pki.h"
 #include "util/openssl_ptr.h"
 
@@ -45,34 +42,21 @@ class ThreadTlsServer {
     EXPECT_TRUE(ctx_ && SSL_CTX_use_certificate_chain_file(ctx_.get(), (kPki + "/localhost.chain.pem").c_str()) == 1 &&
                 SSL_CTX_use_PrivateKey_file(ctx_.get(), (kPki + "/localhost.key").c_str(), SSL_FILETYPE_PEM) == 1);
     SSL_CTX_set_max_proto_version(ctx_.get(), max_version);
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
-    ::listen(fd_, 16);
-    socklen_t len = sizeof sa;
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&sa), &len);
-    port_ = ntohs(sa.sin_port);
-    EXPECT_EQ(::pipe2(wake_, O_CLOEXEC), 0);
     thread_ = std::thread([this] { run(); });
   }
   ~ThreadTlsServer() {
     stop_ = true;
-    (void)!::write(wake_[1], "x", 1);
+    listener_.wake();
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (conn_ >= 0) ::shutdown(conn_, SHUT_RDWR);
     }
     thread_.join();
-    ::close(fd_);
-    ::close(wake_[0]);
-    ::close(wake_[1]);
   }
   ThreadTlsServer(const ThreadTlsServer&) = delete;
   ThreadTlsServer& operator=(const ThreadTlsServer&) = delete;
 
-  uint16_t port() const { return port_; }
+  uint16_t port() const { return listener_.port(); }
   int accepted() const { return accepted_.load(); }  // connections so far
   int finished() const { return finished_.load(); }  // scripts returned so far
   bool stopping() const { return stop_.load(); }     // for a script's loops
@@ -107,11 +91,8 @@ class ThreadTlsServer {
  private:
   void run() {
     while (!stop_) {
-      pollfd p[2] = {{fd_, POLLIN, 0}, {wake_[0], POLLIN, 0}};
-      if (::poll(p, 2, -1) < 0) continue;
-      if (p[1].revents) break;
-      const int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (c < 0) continue;
+      const int c = listener_.accept();
+      if (c < 0) break;
       ++accepted_;
       timeval tv{5, 0};
       ::setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
@@ -136,9 +117,7 @@ class ThreadTlsServer {
 
   Script script_;
   SslCtxPtr ctx_;
-  int fd_ = -1;
-  int wake_[2] = {-1, -1};
-  uint16_t port_ = 0;
+  LoopbackListener listener_;
   std::mutex mu_;
   int conn_ = -1;  // the connection the script has (mu_)
   std::atomic<bool> stop_{false};
