@@ -3,6 +3,8 @@
 #include <netinet/in.h>
 #include <openssl/ssl.h>
 
+#include <utility>
+
 #include "data/http/http1_session.h"
 #include "data/http/http2_session.h"
 #include "log/log.h"
@@ -298,6 +300,11 @@ void Connection::pump() {
       if (n.error().code == Errc::Closed) {
         client_done_ = true;  // close_notify: nothing follows it (RFC 8446 §6.1)
         session_->on_client_closed();
+      } else if (stream_->is_tls() && stream_->tls_stream().post_handshake_flood()) {
+        log::info("conn={} client={}:{} {}; unexpected_message alert", id_, remote_addr_, remote_port_,
+                  n.error().message());
+        worker_.counters().count_flood(metrics::Flood::TlsPostHandshake);
+        close(false);  // the alert is in the stream's output
       } else {
         log::debug("conn={} {}:{} {}", id_, remote_addr_, remote_port_, n.error().message());
         close(false);
@@ -384,6 +391,10 @@ void Connection::close(bool notify) {
   if (closing()) return;
   const bool handshake_done = state_ == State::Open;
   const bool session_output = handshake_done || state_ == State::Early;  // 0.5-RTT data is still sent
+  // Closed in early data (the request said Connection: close, or was
+  // refused) before the client's Finished: the handshake never completes,
+  // and the early data it accepted is counted here.
+  if (state_ == State::Early) count_handshake_failure(metrics::HandshakeFailure::Closed);
   transition(state_, State::Closing);
   update_reading();
   if (session_output && !encrypt_pending()) return;
@@ -445,6 +456,7 @@ static_assert(static_cast<int>(tls::HandshakeRefusal::ProtocolVersion) - 1 ==
               static_cast<int>(tls::HandshakeRefusal::SniRefused) - 1 == static_cast<int>(metrics::Refusal::SniRefused));
 
 void Connection::count_handshake_failure(metrics::HandshakeFailure reason) {
+  if (std::exchange(handshake_failure_counted_, true)) return;
   metrics::WorkerCounters& counters = worker_.counters();
   count_early_data();
   counters.handshake_failures[static_cast<size_t>(reason)].add();

@@ -141,6 +141,7 @@ class Connection final : public Deletable, public Flushable, public http::Client
   bool release_pending_ = false;  // release_buffers() once the output is written
   bool client_done_ = false;  // EOF, close_notify, or the session said no more input comes
   bool notify_on_close_ = false;
+  bool handshake_failure_counted_ = false;  // count_handshake_failure() once per connection
   State state_ = State::Handshake;  // the small fields together: one word
   uint16_t remote_port_ = 0;
   uv_shutdown_t* shutdown_req_ = nullptr;

@@ -32,7 +32,7 @@ class Counter {
 // Upper bounds in seconds of the duration histograms' buckets (Prometheus
 // `le`; +Inf is implied).
 inline constexpr std::array<double, 15> kDurationBuckets = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
-                                                            0.25,   0.5,   1,      2.5,   5,    10,   30};
+                                                            0.25,   0.5,   1,      2.5,   5,    10,    30};
 
 class Histogram {
  public:
@@ -83,6 +83,7 @@ struct UpstreamServerCounters {
   Counter h2_ping_timeouts;     // h2c connections closed because a PING went unanswered (RFC 9113 §6.7)
   Counter tls_handshakes;       // TLS handshakes completed with the server ([upstream.tls])
   Counter tls_resumed;          // of those, the ones that resumed a session
+  Counter floods;               // connections closed because the server flooded (TLS post-handshake, HTTP/2 control)
 };
 
 enum class HandshakeKind { Full, ResumedCache, ResumedTicket };
@@ -111,14 +112,21 @@ enum class EarlyRejection { Disabled, Replay, RedisUnavailable, TooLarge, Ticket
 inline constexpr const char* kEarlyRejectionNames[] = {"disabled", "replay", "redis_unavailable", "too_large",
                                                        "ticket"};
 
+// Client connections cut off for making a worker work without progress:
+// TLS post-handshake messages (KeyUpdate, renegotiation; tls/tls_stream.h),
+// HTTP/2 control frames (SETTINGS, PING, PRIORITY, WINDOW_UPDATE, empty
+// DATA) and HTTP/2 streams reset before their response ended (rapid reset).
+enum class Flood { TlsPostHandshake, H2ControlFrames, H2Resets };
+inline constexpr const char* kFloodNames[] = {"tls_post_handshake", "h2_control_frames", "h2_resets"};
+
 struct WorkerCounters {
   Counter connections_accepted;
-  Counter connections_closed;  // active = accepted - closed
-  Counter connections_http1, connections_h2;  // by protocol after the handshake (ALPN)
-  std::array<Counter, 3> handshakes;          // by HandshakeKind
-  std::array<Counter, 3> handshake_failures;  // by HandshakeFailure
-  std::array<Histogram, 3> handshake_duration;  // accept -> handshake done, by HandshakeKind
-  LabelPairCounters negotiated;                 // (version, cipher) of completed handshakes
+  Counter connections_closed;                    // active = accepted - closed
+  Counter connections_http1, connections_h2;     // by protocol after the handshake (ALPN)
+  std::array<Counter, 3> handshakes;             // by HandshakeKind
+  std::array<Counter, 3> handshake_failures;     // by HandshakeFailure
+  std::array<Histogram, 3> handshake_duration;   // accept -> handshake done, by HandshakeKind
+  LabelPairCounters negotiated;                  // (version, cipher) of completed handshakes
   std::array<Counter, 6> client_hello_versions;  // by OfferedVersion, once per ClientHello seen
   std::array<Counter, 4> handshakes_refused;     // by Refusal (also counted as failures "error")
   // Requests by protocol (HTTP/1.0, HTTP/1.1, HTTP/2.0) and status class
@@ -154,6 +162,9 @@ struct WorkerCounters {
   Counter early_data_offered, early_data_accepted;
   std::array<Counter, 5> early_data_rejected;
   Counter early_data_requests_sent, early_data_requests_held, early_data_too_early_retried;
+  // Client connections closed for a flood, by Flood.
+  std::array<Counter, 3> client_floods;
+  void count_flood(Flood kind) { client_floods[static_cast<size_t>(kind)].add(); }
 
   void count_request(std::string_view protocol, int status, std::chrono::nanoseconds duration);
 

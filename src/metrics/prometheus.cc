@@ -110,6 +110,14 @@ std::string render_prometheus(const ProcessMetrics& m) {
          "Upstream 425 (Too Early) answers to requests sent in early data, sent again after the handshake.",
          sum(m, [](const WorkerCounters& w) { return w.early_data_too_early_retried.get(); }));
 
+  header(out, "tlsfront_client_floods_total", "counter",
+         "Client connections closed for a flood: TLS post-handshake messages (KeyUpdate, renegotiation), HTTP/2 "
+         "control frames, HTTP/2 streams reset before their response.");
+  for (size_t k = 0; k < std::size(kFloodNames); ++k) {
+    fmt::format_to(std::back_inserter(out), "tlsfront_client_floods_total{{kind=\"{}\"}} {}\n", kFloodNames[k],
+                   sum(m, [k](const WorkerCounters& w) { return w.client_floods[k].get(); }));
+  }
+
   header(out, "tlsfront_accept_errors_total", "counter",
          "Failed accepts by errno (each pauses that worker's accepting; 'other' is any errno but these four).");
   for (size_t e = 0; e < std::size(kAcceptErrorNames); ++e) {
@@ -148,7 +156,8 @@ std::string render_prometheus(const ProcessMetrics& m) {
                    sum(m, [k](const WorkerCounters& w) { return w.handshakes[k].get(); }));
   }
   header(out, "tlsfront_tls_handshake_failures_total", "counter",
-         "TLS handshakes that did not complete: timeout, error (alert or protocol error), closed by the client.");
+         "TLS handshakes that did not complete: timeout, error (alert or protocol error), closed (by the client; or by "
+         "tlsfront after answering early data, before the client's Finished).");
   static constexpr const char* kReasons[] = {"timeout", "error", "closed"};
   for (size_t r = 0; r < 3; ++r) {
     fmt::format_to(std::back_inserter(out), "tlsfront_tls_handshake_failures_total{{reason=\"{}\"}} {}\n", kReasons[r],
@@ -243,7 +252,7 @@ std::string render_prometheus(const ProcessMetrics& m) {
   struct Row {
     std::string upstream, server;
     uint64_t created = 0, reused = 0, failures = 0, retries = 0, idle = 0, ping_timeouts = 0, tls_handshakes = 0,
-             tls_resumed = 0;
+             tls_resumed = 0, floods = 0;
   };
   std::map<std::pair<std::string, std::string>, Row> rows;
   for (const WorkerCounters* w : m.workers) {
@@ -257,6 +266,7 @@ std::string render_prometheus(const ProcessMetrics& m) {
       r.ping_timeouts += c.h2_ping_timeouts.get();
       r.tls_handshakes += c.tls_handshakes.get();
       r.tls_resumed += c.tls_resumed.get();
+      r.floods += c.floods.get();
     });
   }
   auto upstream_metric = [&](std::string_view name, std::string_view type, std::string_view help, auto field) {
@@ -283,6 +293,10 @@ std::string render_prometheus(const ProcessMetrics& m) {
                   "TLS handshakes completed with the upstream server ([upstream.tls]).", &Row::tls_handshakes);
   upstream_metric("tlsfront_upstream_tls_resumed_total", "counter",
                   "Upstream TLS handshakes that resumed a session (session_reuse).", &Row::tls_resumed);
+  upstream_metric("tlsfront_upstream_floods_total", "counter",
+                  "Upstream connections closed because the server flooded: TLS post-handshake messages, HTTP/2 "
+                  "control frames (empty DATA, WINDOW_UPDATE, PRIORITY, SETTINGS, PING).",
+                  &Row::floods);
 
   if (m.access_log_bytes) {
     single(out, "tlsfront_access_log_bytes_total", "counter", "Access log bytes written.", *m.access_log_bytes);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 
 #include "tls/handshake_facts.h"
 #include "tls/openssl_error.h"
@@ -24,7 +25,7 @@ void clear_errors() {
 int TlsStream::bio_read(BIO* bio, char* data, size_t len, size_t* read) {
   auto* io = static_cast<Io*>(BIO_get_data(bio));
   BIO_clear_retry_flags(bio);
-  const size_t avail = io->in.size() - io->in_off;
+  const size_t avail = io->refuse ? 0 : io->in.size() - io->in_off;
   if (avail == 0) {
     BIO_set_retry_read(bio);  // "retry later", not end of file
     *read = 0;
@@ -77,6 +78,59 @@ const BIO_METHOD* TlsStream::bio_method() {
     return m;
   }();
   return method;
+}
+
+void TlsStream::on_message_cb(int write_p, int, int content_type, const void* buf, size_t len, SSL*, void* arg) {
+  auto* io = static_cast<Io*>(arg);
+  if (!io->post_handshake || io->flooded) return;
+  // What a renegotiation attempt costs us is the no_renegotiation warning
+  // OpenSSL sends back; a close_notify is no answer to anything.
+  const auto* bytes = static_cast<const unsigned char*>(buf);
+  const bool received = write_p == 0 && content_type == SSL3_RT_HANDSHAKE;
+  const bool warned = write_p == 1 && content_type == SSL3_RT_ALERT && len == 2 && bytes[0] == SSL3_AL_WARNING &&
+                      bytes[1] != SSL_AD_CLOSE_NOTIFY;
+  if (!received && !warned) return;
+  if (++io->run > kMaxPostHandshakeRun || !io->rate.take()) io->flooded = io->refuse = true;
+}
+
+void TlsStream::start_counting() {
+  io_->post_handshake = true;
+  SSL_set_msg_callback_arg(ssl_.get(), io_.get());
+  SSL_set_msg_callback(ssl_.get(), on_message_cb);
+}
+
+Error TlsStream::flood_error() {
+  Io& io = *io_;
+  io.in.clear();
+  io.in_off = 0;
+  clear_errors();
+  if (SSL_version(ssl_.get()) >= TLS1_3_VERSION) {
+    // OpenSSL 3.0 has no call that sends an alert of our choosing. A record
+    // whose outer type is not application_data after the handshake is one
+    // RFC 8446 §5 requires it to answer with a fatal unexpected_message
+    // alert, so it is given one in place of the peer's remaining input,
+    // and sends its alert.
+    static constexpr char kUnexpectedRecord[] = {0x16, 0x03, 0x03, 0x00, 0x01, 0x00};
+    io.in.assign(kUnexpectedRecord, sizeof(kUnexpectedRecord));
+    io.refuse = false;
+    char sink[64];
+    size_t n = 0;
+    (void)SSL_read_ex(ssl_.get(), sink, sizeof(sink), &n);
+    io.refuse = true;
+    io.in.clear();
+  } else {
+    // TLS 1.2 decrypts a record before it looks at its type: no record of
+    // ours could make OpenSSL say unexpected_message. A close_notify where
+    // OpenSSL still allows one (not while it answers a HelloRequest); the
+    // connection's close says the rest.
+    SSL_shutdown(ssl_.get());
+  }
+  clear_errors();
+  if (phase_ != Phase::Failed) transition(phase_, Phase::Failed);
+  return make_error(Errc::Protocol, "TLS post-handshake message flood (KeyUpdate, renegotiation): more than " +
+                                        std::to_string(kMaxPostHandshakeRun) +
+                                        " without application data, or faster than " +
+                                        std::to_string(static_cast<int>(kPostHandshakePerSecond)) + "/s");
 }
 
 Result<TlsStream> TlsStream::create(SSL_CTX* ctx) {
@@ -136,6 +190,7 @@ Result<bool> TlsStream::handshake() {
   int rc = SSL_do_handshake(ssl_.get());
   if (rc == 1) {
     transition(phase_, Phase::Open);
+    start_counting();
     return true;
   }
   int err = SSL_get_error(ssl_.get(), rc);
@@ -197,7 +252,12 @@ Result<size_t> TlsStream::read(char* buf, size_t len) {
   clear_errors();
   size_t n = 0;
   int rc = SSL_read_ex(ssl_.get(), buf, len, &n);
-  if (rc == 1) return n;
+  if (rc == 1) {
+    io_->run = 0;  // application data: the post-handshake messages before it made progress
+    return n;
+  }
+  if (io_->flooded)
+    return phase_ == Phase::Failed ? make_error(Errc::Protocol, "TLS post-handshake message flood") : flood_error();
   int err = SSL_get_error(ssl_.get(), rc);
   switch (err) {
     case SSL_ERROR_WANT_READ:

@@ -17,6 +17,7 @@
 #include "util/openssl_ptr.h"
 #include "util/result.h"
 #include "util/state.h"
+#include "util/token_bucket.h"
 
 namespace tlsfront::tls {
 
@@ -83,8 +84,29 @@ class TlsStream {
 
   // Reads up to `len` plaintext bytes into `buf` (in Early: early data
   // only). Returns the count, or 0 when more ciphertext is needed. Errors: Errc::Closed on close_notify,
-  // Errc::Tls on a protocol error.
+  // Errc::Tls on a protocol error, Errc::Protocol when the peer passed the
+  // post-handshake message bound (post_handshake_flood(), below).
   [[nodiscard]] Result<size_t> read(char* buf, size_t len);
+
+  // The bound on post-handshake messages: handshake messages received after
+  // the handshake (TLS 1.3 KeyUpdate, NewSessionTicket, RFC 8446 §4.6; TLS
+  // 1.2 HelloRequest) and the warning alerts OpenSSL answers renegotiation
+  // attempts with (RFC 5746 no_renegotiation). Each costs key derivations
+  // or an answer and moves no application data, so a peer that loops on
+  // them (SSL_key_update with update_requested) would hold a core.
+  // read() fails once more than kMaxPostHandshakeRun of them arrive without
+  // application data in between (BoringSSL closes after 32 KeyUpdates), or
+  // once they come faster than the kPostHandshakeBurst /
+  // kPostHandshakePerSecond token bucket allows: OpenSSL is given no more
+  // of the peer's input, and in TLS 1.3 a fatal unexpected_message alert
+  // (RFC 8446 §6.2) waits in output() (in TLS 1.2 a close_notify where
+  // OpenSSL allows one). Legitimate peers send a few (session tickets after
+  // a handshake; a KeyUpdate every few GiB).
+  static constexpr uint32_t kMaxPostHandshakeRun = 32;
+  static constexpr double kPostHandshakeBurst = 64;
+  static constexpr double kPostHandshakePerSecond = 4;
+  // True once read() failed for that reason.
+  bool post_handshake_flood() const { return io_->flooded; }
 
   // Encrypts `plaintext` into the output (in Early: as 0.5-RTT data,
   // SSL_write_early_data). Errors: Errc::Tls.
@@ -124,11 +146,27 @@ class TlsStream {
     std::string in;  // ciphertext fed, consumed from in_off
     size_t in_off = 0;
     std::string out;  // ciphertext produced, not yet taken
+    // The post-handshake bound (on_message_cb): counting from the end of
+    // the handshake; messages since the last application data read; the
+    // rate; set once passed (bio_read then gives OpenSSL nothing more).
+    bool post_handshake = false;
+    bool flooded = false;
+    bool refuse = false;
+    uint32_t run = 0;
+    TokenBucket rate{kPostHandshakeBurst, kPostHandshakePerSecond, TokenBucket::Clock::time_point{}};
   };
   static int bio_read(BIO* bio, char* data, size_t len, size_t* read);
   static int bio_write(BIO* bio, const char* data, size_t len, size_t* written);
   static long bio_ctrl(BIO* bio, int cmd, long num, void* ptr);
   static const BIO_METHOD* bio_method();
+  // SSL_set_msg_callback: charges post-handshake messages to the bound.
+  static void on_message_cb(int write_p, int version, int content_type, const void* buf, size_t len, SSL* ssl,
+                            void* arg);
+  // The handshake is over: post-handshake messages count from here.
+  void start_counting();
+  // Makes OpenSSL fail the connection with a fatal unexpected_message
+  // alert (queued in output()) after a flood. Errors: always Errc::Protocol.
+  Error flood_error();
 
   TlsStream(std::unique_ptr<Io> io, SslPtr ssl) : io_(std::move(io)), ssl_(std::move(ssl)) {}
   // Puts `ssl` on a BIO of ours.
@@ -158,12 +196,18 @@ class TlsStream {
 constexpr bool legal(TlsStream::Phase from, TlsStream::Phase to) {
   using P = TlsStream::Phase;
   switch (from) {
-    case P::Handshaking: return to == P::Paused || to == P::Early || to == P::Open || to == P::Failed;
-    case P::Paused: return to == P::Handshaking;
-    case P::Early: return to == P::Open || to == P::Failed;
-    case P::Open: return to == P::Closed || to == P::Failed;
-    case P::Closed: return to == P::Failed;
-    case P::Failed: return false;
+    case P::Handshaking:
+      return to == P::Paused || to == P::Early || to == P::Open || to == P::Failed;
+    case P::Paused:
+      return to == P::Handshaking;
+    case P::Early:
+      return to == P::Open || to == P::Failed;
+    case P::Open:
+      return to == P::Closed || to == P::Failed;
+    case P::Closed:
+      return to == P::Failed;
+    case P::Failed:
+      return false;
   }
   return false;
 }

@@ -255,6 +255,24 @@ TEST_F(EarlyData, SafeRequestGoesUpBeforeTheClientFinished) {
   EXPECT_EQ(metric("tlsfront_early_data_requests_total{action=\"sent\"}"), 1);
 }
 
+TEST_F(EarlyData, ConnectionClosedInEarlyDataIsCounted) {
+  // "Connection: close" on the request read in early data: the response
+  // goes out as 0.5-RTT data and tlsfront closes before the client's
+  // Finished. The accepted early data (a replay, had it been one) still
+  // shows in the metrics, and the handshake as one that did not complete.
+  ASSERT_TRUE(start());
+  SessionPtr s = fresh_session();
+  ASSERT_TRUE(s);
+  EarlyClient c;
+  ASSERT_TRUE(c.connect(port(), s.get()));
+  ASSERT_TRUE(c.send_early("GET /bye HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"));
+  ASSERT_TRUE(wait_until([&] { return recorded_with("GET /bye ") == 1; }));
+  EXPECT_TRUE(wait_metric("tlsfront_early_data_offered_total", 1));
+  EXPECT_TRUE(wait_metric("tlsfront_early_data_accepted_total", 1));
+  EXPECT_TRUE(wait_metric("tlsfront_tls_handshake_failures_total{reason=\"closed\"}", 1));
+  EXPECT_EQ(json_raw(log_line("/bye"), "ssl_early_data"), "true");
+}
+
 TEST_F(EarlyData, UnsafeRequestWaitsForTheHandshake) {
   ASSERT_TRUE(start());
   SessionPtr s = fresh_session();

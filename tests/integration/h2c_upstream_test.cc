@@ -496,6 +496,67 @@ TEST_F(H2cUpstream, GoawayUnderLoadRetriesUnprocessedStreams) {
   EXPECT_GE(retried, 1u);
 }
 
+TEST_F(H2cUpstream, StreamsRefusedEveryTimeAreRetriedThreeTimes) {
+  // RFC 9113 §8.7: REFUSED_STREAM means unprocessed, so any method may go
+  // again; a server that refuses everything gets the request four times in
+  // all (three retries), then the client a 502. (An idempotent request's
+  // fourth refusal once fell through to the retry of a stale pooled
+  // connection: a fifth.)
+  ProxyOptions o;
+  o.workers = 1;
+  ASSERT_TRUE(start({}, o));
+  for (const char* method : {"GET", "POST"}) {
+  for (bool http2 : {false, true}) {
+    SCOPED_TRACE(std::string(method) + (http2 ? " h2 client" : " h1 client"));
+    const size_t before = requests().size();
+    HttpRequest post;
+    post.method = method;
+    post.path = "/refuse";
+    if (post.method == "POST") post.body = "payload";
+    post.http2 = http2;
+    HttpResponse r = http(port(), post);
+    EXPECT_EQ(r.status, 502) << r.error;
+    // The peer records each request before it refuses it, so all are here
+    // by the time the 502 is.
+    EXPECT_EQ(requests().size() - before, 4u);
+  }
+  }
+  for (const auto& line : proxy_.wait_log_lines(4)) {
+    EXPECT_EQ(json_string(line, "upstream_error"), std::string("unprocessed, unprocessed, unprocessed, unprocessed"))
+        << line;
+  }
+}
+
+TEST_F(H2cUpstream, ControlFrameFloodsCloseTheConnection) {
+  // A server that answers with HEADERS, then frames that move nothing
+  // forward (CVE-2019-9512/-9515/-9518 and their kin), gets GOAWAY
+  // ENHANCE_YOUR_CALM and the connection closes: the response fails
+  // (invalid_response), the flood is counted, and the next request goes
+  // to a new connection. Without a bound the worker spent a core on each
+  // for as long as the server liked, every request still a 200.
+  ProxyOptions o;
+  o.workers = 1;
+  ASSERT_TRUE(start({}, o));
+  const std::vector<std::string> kinds = {"data0", "window", "priority", "ping", "settings", "unknown"};
+  for (const std::string& kind : kinds) {
+    HttpRequest get;
+    get.path = "/flood?f=" + kind;
+    get.timeout = milliseconds(20'000);
+    HttpResponse r = http(port(), get);
+    EXPECT_EQ(r.body.find("done"), std::string::npos) << kind << ": the flood ran to its end";
+    EXPECT_EQ(http_get(port(), "/echo").status, 200) << kind;
+  }
+  EXPECT_EQ(metric("tlsfront_upstream_floods_total"), static_cast<double>(kinds.size()));
+  auto lines = proxy_.wait_log_lines(2 * kinds.size());
+  ASSERT_EQ(lines.size(), 2 * kinds.size());
+  for (size_t i = 0; i < lines.size(); i += 2) {
+    EXPECT_EQ(json_string(lines[i], "upstream_error"), std::string("invalid_response")) << lines[i];
+  }
+  wait_until([&] { return lines_of(read_file(port_file_ + ".goaways")).size() >= kinds.size(); });
+  for (const auto& code : lines_of(read_file(port_file_ + ".goaways"))) EXPECT_EQ(code, "11");  // ENHANCE_YOUR_CALM
+  EXPECT_NE(proxy_.process().err().find("flooded HTTP/2 control frames"), std::string::npos);
+}
+
 TEST_F(H2cUpstream, UnansweredPingClosesTheIdleConnection) {
   // The peer answers /stall, then never reads that connection again: the
   // idle connection's PING goes unanswered and tlsfront closes it, so the

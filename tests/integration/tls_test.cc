@@ -1,5 +1,6 @@
 // TLS front end: protocol versions, session resumption (as the access log
 // reports it), handshake timing fields, ALPN, SNI, the handshake timeout.
+#include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -284,6 +285,38 @@ TEST_F(H1H1, HandshakeTimeoutClosesConnection) {
   HttpResponse r = http_get(port(), "/after");
   ASSERT_EQ(r.curl_code, CURLE_OK) << r.error;
   EXPECT_EQ(r.status, 200);
+}
+
+TEST_F(H1H1, KeyUpdateFloodIsCutOffAndCounted) {
+  // A TLS 1.3 client that loops on KeyUpdate asking for ours (RFC 8446
+  // §4.6.3) and never reads: each one costs the worker two key derivations.
+  // Past TlsStream's bound it gets unexpected_message and the connection
+  // closes, counted; a well-behaved client on the same worker is served.
+  ProxyOptions o;
+  o.workers = 1;
+  ASSERT_TRUE(start_proxy(o));
+  TlsClient flood;
+  TlsOptions t;
+  t.min_version = TLS1_3_VERSION;
+  ASSERT_TRUE(flood.connect(port(), t)) << flood.error();
+  int sent = 0;
+  for (; sent < 10'000; ++sent) {  // the server reads on and discards after it closed (lingering close)
+    if (SSL_key_update(flood.ssl(), SSL_KEY_UPDATE_REQUESTED) != 1) break;
+    const int rc = SSL_do_handshake(flood.ssl());  // writes it
+    if (rc != 1) {
+      const int e = SSL_get_error(flood.ssl(), rc);
+      if (e != SSL_ERROR_WANT_WRITE) break;  // the server closed
+      flood.read_available(milliseconds(10));  // our socket buffer is full: has the server closed?
+      if (flood.closed()) break;
+    }
+  }
+  flood.read_all(milliseconds(10'000));
+  EXPECT_TRUE(flood.closed()) << sent << " KeyUpdates sent";
+  EXPECT_EQ(ERR_GET_REASON(ERR_peek_last_error()), SSL_R_SSLV3_ALERT_UNEXPECTED_MESSAGE) << flood.error();
+  EXPECT_EQ(http_get(port(), "/after").status, 200);
+  auto m = scrape_metrics(proxy_.admin_port());
+  EXPECT_EQ(m["tlsfront_client_floods_total{kind=\"tls_post_handshake\"}"], 1);
+  EXPECT_NE(proxy_.process().err().find("TLS post-handshake message flood"), std::string::npos);
 }
 
 }  // namespace

@@ -30,6 +30,7 @@ ProxyExchange::ProxyExchange(uv_loop_t* loop, ExchangeSink* sink, upstream::Upst
       chunked_request_(head.chunked),
       idempotent_(head.idempotent()),
       upgrade_(head.upgrade),
+      extended_connect_(head.extended_connect),
       early_(headers.early),
       has_body_(head.has_body()),
       grpc_(is_grpc(head)),
@@ -141,6 +142,18 @@ void ProxyExchange::begin() {
     // gRPC needs HTTP/2 end to end (trailers, full-duplex streams).
     stats_.error = "grpc_needs_h2c";
     fail_grpc("upstream " + group_->config().name + " speaks HTTP/1.1; gRPC needs protocol = \"h2c\" or \"h2\"");
+    return;
+  }
+  if (extended_connect_ && http2_upstream_) {
+    // RFC 8441 asks for a tunnel, which this upstream cannot carry (HTTP/2
+    // has no Upgrade, RFC 9113 §8.6): refused before anything is sent,
+    // rather than run as the GET it is mapped to.
+    stats_.error = "upgrade_needs_http1";
+    const ConnectionInfo& info = sink_->connection_info();
+    log::warn("conn={} client={}:{} {} tunnel (RFC 8441 extended CONNECT) refused: upstream {} speaks HTTP/2; "
+              "tunnels need protocol = \"http/1.1\"",
+              info.id, info.remote_addr, info.remote_port, upgrade_, group_->config().name);
+    fail(501, "the upstream cannot carry this tunnel");
     return;
   }
   upstream::UpstreamPool* pool = group_->pick(tried_);
@@ -551,13 +564,17 @@ void ProxyExchange::on_upstream_error(upstream::UpstreamFailure failure, Error e
     fail(0, error.message());
     return;
   }
-  if (failure == upstream::UpstreamFailure::Unprocessed && replay_state_ != Replay::Lost &&
-      unprocessed_retries_ < kMaxUnprocessedRetries) {
+  if (failure == upstream::UpstreamFailure::Unprocessed) {
     // RFC 9113 §6.8: the server did not process the stream, so any method
-    // may go again, on another connection (the refusing one is draining).
-    ++unprocessed_retries_;
-    pool_->count_retry();
-    attempt(pool_, true);
+    // may go again, on another connection (the refusing one is draining);
+    // kMaxUnprocessedRetries times in all, none of the other retries after.
+    if (replay_state_ != Replay::Lost && unprocessed_retries_ < kMaxUnprocessedRetries) {
+      ++unprocessed_retries_;
+      pool_->count_retry();
+      attempt(pool_, true);
+      return;
+    }
+    fail(502, error.message());
     return;
   }
   if (phase_ == Phase::Connecting) {

@@ -212,6 +212,7 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   const bool chunked_request_;
   const bool idempotent_;
   const std::string upgrade_;  // the Upgrade protocol asked for; "": an ordinary request
+  const bool extended_connect_;  // an RFC 8441 extended CONNECT (upgrade_ set): a tunnel or nothing
   const EarlyData early_;
   // Where replay_ holds the "Early-Data: 1" line we added; npos: none.
   size_t early_line_ = std::string::npos;

@@ -59,6 +59,12 @@ void H2Pool::count_ping_timeout(const std::string& why) {
   log::warn("upstream {} server {}: HTTP/2 connection closed: {} (RFC 9113 §6.7)", cfg_.name, address_, why);
 }
 
+void H2Pool::count_flood(const std::string& why) {
+  if (counters_) counters_->floods.add();
+  // One line per connection: each costs the server a new connection.
+  log::warn("upstream {} server {}: HTTP/2 connection closed: {}", cfg_.name, address_, why);
+}
+
 void H2Pool::drain() {
   for (const auto& s : sessions_) s->start_draining();
 }

@@ -56,6 +56,8 @@ class H2Pool {
   // A session closes because its PING went unanswered (`why`): counted
   // and logged.
   void count_ping_timeout(const std::string& why);
+  // A session closed because the server flooded control frames (H2Session::end_flood).
+  void count_flood(const std::string& why);
   // Closes the sessions that carry no stream (shutdown).
   void close_idle();
   // Every open session takes no new stream and closes after its last one

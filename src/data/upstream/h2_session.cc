@@ -21,6 +21,9 @@ constexpr int32_t kConnectionWindow = 16 * 1024 * 1024;
 
 #define TLSFRONT_H2 static_cast<H2Session*>(user_data)
 
+int begin_frame_cb(nghttp2_session*, const nghttp2_frame_hd* hd, void* user_data) {
+  return TLSFRONT_H2->on_begin_frame(hd);
+}
 int begin_headers_cb(nghttp2_session*, const nghttp2_frame* frame, void* user_data) {
   return TLSFRONT_H2->on_begin_headers(frame);
 }
@@ -53,21 +56,6 @@ ssize_t body_read_cb(nghttp2_session*, int32_t stream_id, uint8_t* buf, size_t l
   return stream->read_body(buf, length, data_flags);
 }
 
-nghttp2_session_callbacks* callbacks() {
-  static nghttp2_session_callbacks* cbs = [] {
-    nghttp2_session_callbacks* c = nullptr;
-    nghttp2_session_callbacks_new(&c);
-    nghttp2_session_callbacks_set_on_begin_headers_callback(c, begin_headers_cb);
-    nghttp2_session_callbacks_set_on_header_callback(c, header_cb);
-    nghttp2_session_callbacks_set_on_frame_recv_callback(c, frame_recv_cb);
-    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(c, data_chunk_cb);
-    nghttp2_session_callbacks_set_on_stream_close_callback(c, stream_close_cb);
-    nghttp2_session_callbacks_set_on_frame_not_send_callback(c, frame_not_send_cb);
-    return c;
-  }();
-  return cbs;
-}
-
 nghttp2_option* options() {
   static nghttp2_option* opt = [] {
     nghttp2_option* o = nullptr;
@@ -79,9 +67,27 @@ nghttp2_option* options() {
     nghttp2_option_set_peer_max_concurrent_streams(o, 100);
     // HTTP messaging stays on (no nghttp2_option_set_no_http_messaging):
     // the heads H2Stream passes on are well-formed by nghttp2's field checks.
+    H2ControlBudget::see_unknown_frames(o);  // so that they are charged (on_begin_frame)
     return o;
   }();
   return opt;
+}
+
+nghttp2_session_callbacks* callbacks() {
+  static nghttp2_session_callbacks* cbs = [] {
+    nghttp2_session_callbacks* c = nullptr;
+    nghttp2_session_callbacks_new(&c);
+    nghttp2_session_callbacks_set_on_begin_frame_callback(c, begin_frame_cb);
+    nghttp2_session_callbacks_set_on_begin_headers_callback(c, begin_headers_cb);
+    nghttp2_session_callbacks_set_on_header_callback(c, header_cb);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(c, frame_recv_cb);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(c, data_chunk_cb);
+    nghttp2_session_callbacks_set_on_stream_close_callback(c, stream_close_cb);
+    nghttp2_session_callbacks_set_on_frame_not_send_callback(c, frame_not_send_cb);
+    H2ControlBudget::drop_unknown_frames(c);
+    return c;
+  }();
+  return cbs;
 }
 
 }  // namespace
@@ -114,9 +120,12 @@ Status H2Session::connect(const sockaddr_storage& addr) {
     transition(state_, State::Closed);
     return make_error(Errc::Upstream, std::string("socket: ") + uv_strerror(rc));
   }
-  timer_.init(loop_, [](void* self) { static_cast<H2Session*>(self)->on_timer(); }, this);
-  ping_timer_.init(loop_, [](void* self) { static_cast<H2Session*>(self)->on_ping_timer(); }, this);
-  stream_timer_.init(loop_, [](void* self) { static_cast<H2Session*>(self)->on_stream_timer(); }, this);
+  timer_.init(
+      loop_, [](void* self) { static_cast<H2Session*>(self)->on_timer(); }, this);
+  ping_timer_.init(
+      loop_, [](void* self) { static_cast<H2Session*>(self)->on_ping_timer(); }, this);
+  stream_timer_.init(
+      loop_, [](void* self) { static_cast<H2Session*>(self)->on_stream_timer(); }, this);
   uv_tcp_nodelay(tcp_.get(), 1);
   connect_req_ = new uv_connect_t{};
   connect_req_->data = this;
@@ -136,7 +145,8 @@ Status H2Session::connect(const sockaddr_storage& addr) {
     return make_error(Errc::Upstream, std::string("connect: ") + uv_strerror(rc));
   }
   writer_.attach(
-      tcp_.stream(), [](void* self, int status, size_t) { static_cast<H2Session*>(self)->on_write_done(status); }, this);
+      tcp_.stream(), [](void* self, int status, size_t) { static_cast<H2Session*>(self)->on_write_done(status); },
+      this);
   timer_.arm(cfg_.connect_timeout);
   return {};
 }
@@ -280,8 +290,9 @@ void H2Session::on_read(ssize_t nread, const uv_buf_t* buf) {
     const char* what = state_ == State::Handshaking ? "upstream closed the connection during the TLS handshake"
                                                     : "upstream closed the HTTP/2 connection";
     close(nread == UV_EOF ? UpstreamFailure::Closed : UpstreamFailure::Reset,
-          make_error(Errc::Upstream, nread == UV_EOF ? std::string(what)
-                                                     : std::string("recv() failed: ") + uv_strerror(static_cast<int>(nread))));
+          make_error(Errc::Upstream, nread == UV_EOF
+                                         ? std::string(what)
+                                         : std::string("recv() failed: ") + uv_strerror(static_cast<int>(nread))));
     return;
   }
   if (tls_) {
@@ -310,6 +321,11 @@ void H2Session::on_ciphertext(std::string_view ciphertext) {
     Result<size_t> n = tls_->read(plain, sizeof plain);
     if (!n) {
       const bool closed = n.error().code == Errc::Closed;  // close_notify (RFC 8446 §6.1)
+      if (tls_->flooded()) {
+        tls_->close_notify_now(writer_);  // its unexpected_message alert
+        close(UpstreamFailure::InvalidResponse, n.error());
+        return;
+      }
       close(closed ? UpstreamFailure::Closed : UpstreamFailure::Reset,
             closed ? make_error(Errc::Upstream, "upstream closed the HTTP/2 connection") : n.error());
       return;
@@ -333,6 +349,11 @@ void H2Session::on_bytes(const char* data, size_t len) {
   const ssize_t rc = nghttp2_session_mem_recv(ng_.get(), reinterpret_cast<const uint8_t*>(data), len);
   in_recv_ = false;
   if (state_ == State::Closed) return;
+  // nghttp2's own bound: ACKs (SETTINGS, PING) queued faster than we write.
+  if (rc < 0 && (flooded_ || rc == NGHTTP2_ERR_FLOODED)) {
+    end_flood();
+    return;
+  }
   if (rc < 0) {
     close(UpstreamFailure::InvalidResponse,
           make_error(Errc::Protocol, std::string("upstream broke HTTP/2: ") + nghttp2_strerror(static_cast<int>(rc))));
@@ -413,7 +434,8 @@ void H2Session::flush() {
 
 void H2Session::on_write_done(int status) {
   if (status != 0) {
-    if (status != UV_ECANCELED) fail_write(make_error(Errc::Upstream, std::string("send() failed: ") + uv_strerror(status)));
+    if (status != UV_ECANCELED)
+      fail_write(make_error(Errc::Upstream, std::string("send() failed: ") + uv_strerror(status)));
     return;
   }
   if (nghttp2_session_want_write(ng_.get())) schedule_send();
@@ -442,7 +464,7 @@ void H2Session::on_timer() {
   if (connecting()) {
     close(UpstreamFailure::TimeoutConnect,
           make_error(Errc::Timeout, state_ == State::Handshaking ? "upstream timed out during the TLS handshake"
-                                                                : "upstream timed out while connecting"));
+                                                                 : "upstream timed out while connecting"));
     return;
   }
   if (streams_.empty()) close_idle();  // keepalive_timeout
@@ -532,7 +554,42 @@ void H2Session::on_stream_timer() {
   for (const auto& [id, s] : streams_) watch_deadline(s->deadline());
 }
 
+void H2Session::end_flood() {
+  // RFC 9113 §5.4.1: GOAWAY ENHANCE_YOUR_CALM, written now if the socket
+  // takes it, then close; the streams fail (invalid_response) and their
+  // exchanges may retry elsewhere.
+  nghttp2_session_terminate_session(ng_.get(), NGHTTP2_ENHANCE_YOUR_CALM);
+  const uint8_t* data = nullptr;
+  const ssize_t n = nghttp2_session_mem_send(ng_.get(), &data);
+  if (n > 0 && writer_.idle()) {
+    std::string bytes(reinterpret_cast<const char*>(data), static_cast<size_t>(n));
+    (void)send_bytes(writer_, tls_.get(), bytes);
+  }
+  const Error error = make_error(Errc::Protocol,
+                                 "upstream flooded HTTP/2 control frames (empty DATA, WINDOW_UPDATE, PRIORITY, "
+                                 "SETTINGS, PING or unknown types); GOAWAY ENHANCE_YOUR_CALM");
+  if (pool_) pool_->count_flood(error.message());
+  close(UpstreamFailure::InvalidResponse, error);
+}
+
 // --- nghttp2 callbacks ---
+
+int H2Session::on_begin_frame(const nghttp2_frame_hd* hd) {
+  nghttp2_session* ng = ng_.get();
+  const bool unproductive =
+      H2ControlBudget::unproductive(*hd,
+                                    [this, ng](int32_t id) {
+                                      if (id == 0) return nghttp2_session_get_remote_window_size(ng) <= 0;
+                                      return stream(id) != nullptr &&
+                                             nghttp2_session_get_stream_remote_window_size(ng, id) <= 0;
+                                    }) ||
+      // DATA for a stream we no longer have (reset, released): a window's
+      // worth may be in flight after our RST_STREAM, a stream of it is not.
+      (hd->type == NGHTTP2_DATA && stream(hd->stream_id) == nullptr);
+  if (!unproductive || control_budget_.charge()) return 0;
+  flooded_ = true;
+  return NGHTTP2_ERR_CALLBACK_FAILURE;
+}
 
 int H2Session::on_begin_headers(const nghttp2_frame* frame) {
   if (frame->hd.type != NGHTTP2_HEADERS) return 0;

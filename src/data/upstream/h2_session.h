@@ -16,6 +16,13 @@
 // dropping the connection) is found before a request is given to it. Open
 // streams are bounded by their own read/send timeouts instead.
 //
+// Floods: frames that move nothing forward (empty DATA, WINDOW_UPDATE on
+// an open window, PRIORITY, SETTINGS, PING, unknown types; DATA for a
+// stream no longer ours) are charged to an H2ControlBudget as a client's
+// are; past it the session sends GOAWAY ENHANCE_YOUR_CALM, its streams fail
+// with invalid_response, and the server's `floods` counter and a warning
+// record it. TLS post-handshake floods: UpstreamTls.
+//
 // Output is batched per loop iteration (Flushable) and pulled from nghttp2
 // only while the socket's queue and the pulled bytes stay below 256 KiB
 // (kPullHighWatermark) per flush; a flush that stops there queues its write,
@@ -35,6 +42,7 @@
 #include "data/upstream/h2_stream.h"
 #include "data/upstream/upstream_tls.h"
 #include "message/request.h"
+#include "util/h2_control_budget.h"
 #include "util/lazy_timer.h"
 #include "util/loop_context.h"
 #include "util/nghttp2_memory.h"
@@ -128,6 +136,9 @@ class H2Session : public Deletable, public Flushable {
   void close_idle();
 
   // --- nghttp2 callbacks ---
+  // Charges frames that make no progress to control_budget_; past it the
+  // read fails and end_flood() closes the session.
+  int on_begin_frame(const nghttp2_frame_hd* hd);
   int on_begin_headers(const nghttp2_frame* frame);
   int on_header(const nghttp2_frame* frame, std::string_view name, std::string_view value);
   int on_frame_recv(const nghttp2_frame* frame);
@@ -163,6 +174,9 @@ class H2Session : public Deletable, public Flushable {
   // Drains the pool's interest: idle timer when nothing is open, close when
   // draining and nothing is open.
   void check_idle();
+  // The server passed control_budget_ (util/h2_control_budget.h): GOAWAY
+  // ENHANCE_YOUR_CALM, counted and logged by the pool, then close.
+  void end_flood();
 
   uv_loop_t* loop_;
   H2Pool* pool_;
@@ -170,9 +184,9 @@ class H2Session : public Deletable, public Flushable {
   UvHandle<uv_tcp_t> tcp_;
   TlsTarget* tls_target_;             // null or no context: h2c
   std::unique_ptr<UpstreamTls> tls_;  // from the TCP connect on, for h2
-  LazyTimer timer_;       // connect_timeout (TCP and TLS), then keepalive_timeout while idle
-  LazyTimer ping_timer_;  // while idle: h2_ping_interval, then h2_ping_timeout while Pinging
-  LazyTimer stream_timer_;  // the earliest of the streams' deadlines (stream_due_)
+  LazyTimer timer_;                   // connect_timeout (TCP and TLS), then keepalive_timeout while idle
+  LazyTimer ping_timer_;              // while idle: h2_ping_interval, then h2_ping_timeout while Pinging
+  LazyTimer stream_timer_;            // the earliest of the streams' deadlines (stream_due_)
   uint64_t stream_due_ = H2Stream::kNoDeadline;
   uv_connect_t* connect_req_ = nullptr;
   StreamWriter writer_;
@@ -181,13 +195,15 @@ class H2Session : public Deletable, public Flushable {
   Nghttp2Memory memory_;  // before ng_: nghttp2 frees into it when the session is deleted
   Nghttp2SessionPtr ng_;
   std::unordered_map<int32_t, H2Stream*> streams_;
-  std::vector<int32_t> read_touched_;  // streams given bytes by the current read
+  std::vector<int32_t> read_touched_;      // streams given bytes by the current read
   std::vector<int32_t> released_in_recv_;  // let go during the current read, not reset (release())
   // Streams whose senders wait for room (wait_writable): a flush visits
   // these, not every open stream (with 200 streams in flight, building and
   // walking a list of all of them was 3 % of a full-speed h2c run's CPU).
   std::vector<int32_t> writable_waiting_;
   uint64_t streams_opened_ = 0;
+  H2ControlBudget control_budget_;  // the server's frames that move nothing forward
+  bool flooded_ = false;            // control_budget_ ran out during the current read
   bool in_recv_ = false;            // inside nghttp2_session_mem_recv
   bool settings_received_ = false;  // the server's first SETTINGS arrived (its stream limit is known)
 };
@@ -195,12 +211,18 @@ class H2Session : public Deletable, public Flushable {
 constexpr bool legal(H2Session::State from, H2Session::State to) {
   using S = H2Session::State;
   switch (from) {
-    case S::Connecting: return to == S::Open || to == S::Handshaking || to == S::Closed;
-    case S::Handshaking: return to == S::Open || to == S::Closed;
-    case S::Open: return to == S::Pinging || to == S::Draining || to == S::Closed;
-    case S::Pinging: return to == S::Open || to == S::Draining || to == S::Closed;
-    case S::Draining: return to == S::Closed;
-    case S::Closed: return to == S::Closed;
+    case S::Connecting:
+      return to == S::Open || to == S::Handshaking || to == S::Closed;
+    case S::Handshaking:
+      return to == S::Open || to == S::Closed;
+    case S::Open:
+      return to == S::Pinging || to == S::Draining || to == S::Closed;
+    case S::Pinging:
+      return to == S::Open || to == S::Draining || to == S::Closed;
+    case S::Draining:
+      return to == S::Closed;
+    case S::Closed:
+      return to == S::Closed;
   }
   return false;
 }

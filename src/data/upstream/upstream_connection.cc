@@ -307,7 +307,7 @@ void UpstreamConnection::on_ciphertext(std::string_view ciphertext) {
       if (n.error().code == Errc::Closed) {
         on_end(UV_EOF, /*close_notify=*/true);  // the server's end of the connection (RFC 8446 §6.1)
       } else {
-        fail(UpstreamFailure::Reset, n.take_error());
+        fail(tls_->flooded() ? UpstreamFailure::InvalidResponse : UpstreamFailure::Reset, n.take_error());
       }
       return;
     }

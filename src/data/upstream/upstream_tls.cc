@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "log/log.h"
 #include "tls/openssl_error.h"
 
 namespace tlsfront::upstream {
@@ -13,7 +14,8 @@ Result<std::unique_ptr<UpstreamTls>> UpstreamTls::start(TlsTarget& target) {
   if (!ssl) return make_error(Errc::Upstream, "TLS to upstream: " + ssl.error().message());
   Result<tls::TlsStream> stream = tls::TlsStream::create_client(std::move(ssl).value());
   if (!stream) return make_error(Errc::Upstream, "TLS to upstream: " + stream.error().message());
-  auto self = std::unique_ptr<UpstreamTls>(new UpstreamTls(std::move(stream).value(), target.ctx->http2(), target.counters));
+  auto self =
+      std::unique_ptr<UpstreamTls>(new UpstreamTls(std::move(stream).value(), target.ctx->http2(), target.counters));
   const std::string& name = target.ctx->config().server_name;
   self->name_ = name.empty() ? target.server.host : name;
   // The ClientHello: handshake() writes it and asks for input.
@@ -69,7 +71,14 @@ Error UpstreamTls::flood_error() {
 
 Result<size_t> UpstreamTls::read(char* buf, size_t len) {
   Result<size_t> n = stream_.read(buf, len);
-  if (!n && n.error().code == Errc::Tls) return make_error(Errc::Upstream, "upstream TLS: " + n.error().message());
+  if (n) return n;
+  if (n.error().code == Errc::Tls) return make_error(Errc::Upstream, "upstream TLS: " + n.error().message());
+  if (n.error().code == Errc::Protocol && flooded()) {
+    if (counters_) counters_->floods.add();
+    log::warn("upstream TLS peer {}: {}; connection closed with an unexpected_message alert", name_,
+              n.error().message());
+    return make_error(Errc::Protocol, "upstream " + n.error().message());
+  }
   return n;
 }
 

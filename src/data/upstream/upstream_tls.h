@@ -34,7 +34,7 @@ namespace tlsfront::upstream {
 struct TlsTarget {
   std::shared_ptr<const tls::UpstreamTlsContext> ctx;
   config::Endpoint server;
-  tls::SessionSlot session;  // the last session the server gave this worker
+  tls::SessionSlot session;                             // the last session the server gave this worker
   metrics::UpstreamServerCounters* counters = nullptr;  // handshakes counted here (null: none)
 };
 
@@ -61,8 +61,15 @@ class UpstreamTls {
   // Up to `len` plaintext octets decrypted from what was fed; 0 when more
   // ciphertext is needed (handshake messages such as session tickets are
   // consumed on the way). Errors: Errc::Closed on the server's
-  // close_notify; Errc::Upstream on a TLS error.
+  // close_notify; Errc::Upstream on a TLS error; Errc::Protocol when the
+  // server passed the bound on post-handshake messages (TlsStream's:
+  // KeyUpdates, HelloRequests, session tickets without application data
+  // between, or too fast), counted in the server's `floods` and logged:
+  // flooded() is then true, the owner fails its exchange with
+  // invalid_response and closes, and close_notify_now() writes the fatal
+  // unexpected_message alert instead of a close_notify.
   [[nodiscard]] Result<size_t> read(char* buf, size_t len);
+  bool flooded() const { return stream_.post_handshake_flood(); }
 
   // Encrypts `plaintext` (left empty, its capacity kept) once the handshake
   // is done, and writes the records, with anything the TLS layer queued
@@ -71,9 +78,7 @@ class UpstreamTls {
   int send(StreamWriter& writer, std::string& plaintext);
   // Writes what the TLS layer queued by itself (a handshake flight, an
   // answer to a post-handshake message). Returns 0 or a UV_E* code.
-  int flush(StreamWriter& writer) {
-    return stream_.pending_output() == 0 ? 0 : writer.send_from(stream_.output());
-  }
+  int flush(StreamWriter& writer) { return stream_.pending_output() == 0 ? 0 : writer.send_from(stream_.output()); }
   // flush() after a read, counting what the read made the TLS layer answer
   // by itself (a no_renegotiation alert per TLS 1.2 HelloRequest, a
   // KeyUpdate's update) since `writer` last held under kWriteLowWatermark.
@@ -100,7 +105,12 @@ class UpstreamTls {
   // end from a truncation, as nginx does when it closes an upstream
   // connection. Nothing after a failed handshake or a TLS error.
   void close_notify_now(StreamWriter& writer) {
-    if (!stream_.handshake_done() || !writer.idle()) return;
+    if (!writer.idle()) return;
+    if (flooded()) {
+      (void)flush(writer);  // the alert read() left
+      return;
+    }
+    if (!stream_.handshake_done()) return;
     close_notify();
     (void)flush(writer);
   }
@@ -120,7 +130,7 @@ class UpstreamTls {
   bool http2_;
   metrics::UpstreamServerCounters* counters_;
   size_t answered_ = 0;  // octets answer() queued since the writer last drained
-  std::string name_;  // what the certificate had to carry, for errors
+  std::string name_;     // what the certificate had to carry, for errors
 };
 
 // Writes `bytes` (left empty) through `writer`: encrypted by `tls` when it

@@ -165,8 +165,9 @@ void UpstreamTunnel::on_end() {
 
 void UpstreamTunnel::fail(Error error) {
   close();
+  const bool flooded = tls_ && tls_->flooded();  // TLS post-handshake messages past the bound
   if (UpstreamHandler* h = std::exchange(handler_, nullptr))
-    h->on_upstream_error(UpstreamFailure::Reset, std::move(error));
+    h->on_upstream_error(flooded ? UpstreamFailure::InvalidResponse : UpstreamFailure::Reset, std::move(error));
 }
 
 void UpstreamTunnel::retire(std::unique_ptr<UpstreamTunnel>& tunnel) {

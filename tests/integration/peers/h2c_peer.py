@@ -35,12 +35,21 @@ fields, the body's length and the trailers).
                 a stream WINDOW_UPDATE (the connection's window is), so the
                 client's send stalls on this stream only; a line "noread SID"
                 goes to PORT_FILE.stalled at its first DATA
+  /refuse       RST_STREAM REFUSED_STREAM (RFC 9113 §8.7: not processed)
+  /flood?f=data0|window|priority|ping|settings|unknown
+                200 HEADERS without END_STREAM, then up to 100,000 frames
+                that move nothing forward, written as fast as the client
+                reads: empty DATA on the stream, WINDOW_UPDATE on stream 0
+                (increment 1), PRIORITY on the stream, PING, empty SETTINGS,
+                or frames of an unknown type (0xfa); then "done" and
+                END_STREAM if the connection is still there
   anything else 404
 
 Every PING received (and answered, by python3-h2) appends a line to
 PORT_FILE.pings, every RST_STREAM frame received a line "SID ERROR_CODE" to
 PORT_FILE.resets (read off the bytes: python3-h2 reports none for a stream
-already closed).
+already closed), every GOAWAY frame received its error code to
+PORT_FILE.goaways.
 
 --window BYTES: the connection's window and every stream's initial window
 (SETTINGS_INITIAL_WINDOW_SIZE) are BYTES instead of 65,535; python3-h2 then
@@ -60,6 +69,7 @@ import time
 
 import h2.config
 import h2.connection
+import h2.errors
 import h2.events
 import h2.settings
 
@@ -135,6 +145,10 @@ class Conn:
                 frame = (1).to_bytes(3, "big") + bytes([1, 0x5]) + sid.to_bytes(4, "big") + bytes([0x80 | 126])
             self.sock.sendall(frame)
             self.broken = True
+        elif path == "/refuse":
+            self.h2.reset_stream(sid, error_code=h2.errors.ErrorCodes.REFUSED_STREAM)
+        elif path.startswith("/flood?f="):
+            self.flood(sid, path[len("/flood?f="):])
         elif path == "/stall":
             self.h2.send_headers(sid, [(":status", "200")])
             self.h2.send_data(sid, b"stalled", end_stream=True)
@@ -145,6 +159,26 @@ class Conn:
             self.pump()
         else:
             self.h2.send_headers(sid, [(":status", "404")], end_stream=True)
+
+    def flood(self, sid, kind):
+        self.h2.send_headers(sid, [(":status", "200"), ("content-type", "text/plain")])
+        self.send()
+        frame = {
+            "data0": (0).to_bytes(3, "big") + bytes([0, 0]) + sid.to_bytes(4, "big"),
+            "window": (4).to_bytes(3, "big") + bytes([8, 0]) + (0).to_bytes(4, "big") + (1).to_bytes(4, "big"),
+            "priority": (5).to_bytes(3, "big") + bytes([2, 0]) + sid.to_bytes(4, "big") + (0).to_bytes(4, "big") + b"\x10",
+            "ping": (8).to_bytes(3, "big") + bytes([6, 0]) + (0).to_bytes(4, "big") + b"floodpng",
+            "settings": (0).to_bytes(3, "big") + bytes([4, 0]) + (0).to_bytes(4, "big"),
+            "unknown": (0).to_bytes(3, "big") + bytes([0xFA, 0]) + (0).to_bytes(4, "big"),
+        }[kind]
+        self.broken = True  # python3-h2 knows nothing of these frames
+        try:
+            for _ in range(100):
+                self.sock.sendall(frame * 1000)
+            done = b"done"
+            self.sock.sendall(len(done).to_bytes(3, "big") + bytes([0, 1]) + sid.to_bytes(4, "big") + done)
+        except OSError:
+            pass
 
     def pump(self):
         for sid in list(self.pending):
@@ -173,6 +207,8 @@ class Conn:
             if self.raw[3] == 3 and length == 4:  # RST_STREAM
                 sid = int.from_bytes(self.raw[5:9], "big") & 0x7FFFFFFF
                 append(self.port_file + ".resets", "%d %d" % (sid, int.from_bytes(self.raw[9:13], "big")))
+            if self.raw[3] == 7 and length >= 8:  # GOAWAY
+                append(self.port_file + ".goaways", "%d" % int.from_bytes(self.raw[13:17], "big"))
             self.raw = self.raw[9 + length:]
 
     def run(self):

@@ -112,6 +112,141 @@ TEST_F(TlsStreamTest, Tls12SessionResumption) {
   EXPECT_TRUE(reused);
 }
 
+// A TLS 1.3 client that asks for KeyUpdates: `updates` of them in one
+// flight, each a record OpenSSL answers with a key derivation (and, with
+// update_requested, a KeyUpdate of ours).
+void send_key_updates(MemoryTlsClient& c, TlsStream& s, int updates) {
+  std::string flight;
+  for (int i = 0; i < updates; ++i) {
+    ASSERT_EQ(SSL_key_update(c.ssl.get(), SSL_KEY_UPDATE_REQUESTED), 1);
+    ASSERT_EQ(SSL_do_handshake(c.ssl.get()), 1);
+    flight += c.take_output();
+  }
+  s.feed(flight);
+}
+
+// Reads until `s` fails or has nothing more; the error, or Errc::Ok.
+Errc read_all(TlsStream& s) {
+  char buf[256];
+  for (int i = 0; i < 1000; ++i) {
+    auto n = s.read(buf, sizeof(buf));
+    if (!n) return n.error().code;
+    if (*n == 0) return Errc::Ok;
+  }
+  return Errc::Ok;
+}
+
+// The OpenSSL reason of the alert the client received, reading what `s` wrote.
+int alert_received(MemoryTlsClient& c, TlsStream& s) {
+  std::string out;
+  s.take_output(out);
+  c.give(out);
+  ERR_clear_error();
+  char buf[64];
+  for (int i = 0; i < 200; ++i) {
+    if (SSL_read(c.ssl.get(), buf, sizeof(buf)) <= 0 && SSL_get_error(c.ssl.get(), -1) != SSL_ERROR_WANT_READ) {
+      break;
+    }
+  }
+  return ERR_GET_REASON(ERR_peek_last_error());
+}
+
+// RFC 8446 §4.6.3 KeyUpdates without application data in between: past
+// kMaxPostHandshakeRun the stream stops taking input and the client gets a
+// fatal unexpected_message alert.
+TEST_F(TlsStreamTest, KeyUpdateFloodEndsWithUnexpectedMessage) {
+  SSL_CTX_set_min_proto_version(client_ctx_.get(), TLS1_3_VERSION);
+  auto stream = TlsStream::create(server_->get());
+  ASSERT_TRUE(stream.ok());
+  MemoryTlsClient c(client_ctx_.get(), nullptr);
+  pump_handshake(c, *stream);
+  ASSERT_TRUE(stream->handshake_done());
+  send_key_updates(c, *stream, 1000);
+  EXPECT_EQ(read_all(*stream), Errc::Protocol);
+  EXPECT_TRUE(stream->post_handshake_flood());
+  EXPECT_EQ(stream->phase(), TlsStream::Phase::Failed);
+  // OpenSSL processed no more than the bound (one KeyUpdate of ours each).
+  std::string out = stream->output();
+  EXPECT_LT(out.size(), 100u * (TlsStream::kMaxPostHandshakeRun + 2));
+  EXPECT_EQ(alert_received(c, *stream), SSL_R_SSLV3_ALERT_UNEXPECTED_MESSAGE);
+}
+
+// A few KeyUpdates between application data are what a long-lived client
+// sends; the same, far faster than kPostHandshakePerSecond, is a flood.
+TEST_F(TlsStreamTest, KeyUpdatesBetweenDataPassUntilTheRateBound) {
+  SSL_CTX_set_min_proto_version(client_ctx_.get(), TLS1_3_VERSION);
+  auto stream = TlsStream::create(server_->get());
+  ASSERT_TRUE(stream.ok());
+  MemoryTlsClient c(client_ctx_.get(), nullptr);
+  pump_handshake(c, *stream);
+  ASSERT_TRUE(stream->handshake_done());
+  char buf[64];
+  int rounds = 0;
+  for (; rounds < 200; ++rounds) {
+    send_key_updates(c, *stream, TlsStream::kMaxPostHandshakeRun / 4);
+    c.send(*stream, "x");
+    auto n = stream->read(buf, sizeof(buf));
+    if (!n) {
+      EXPECT_EQ(n.error().code, Errc::Protocol);
+      break;
+    }
+    ASSERT_EQ(*n, 1u) << "round " << rounds;
+  }
+  // The burst passes (a few rounds), the loop's rate does not.
+  EXPECT_GE(rounds, 2);
+  EXPECT_LT(rounds, 200);
+  EXPECT_TRUE(stream->post_handshake_flood());
+}
+
+// The client side (towards an upstream) against a TLS 1.2 server that asks
+// for renegotiation again and again (RFC 5246 §7.4.1.1 HelloRequest): each
+// costs a no_renegotiation alert; past the bound the stream stops reading
+// and answering (TLS 1.2 decrypts before it checks a record's type, so no
+// unexpected_message can be had from OpenSSL; the connection's close ends
+// it).
+TEST_F(TlsStreamTest, HelloRequestFloodIsCutOff) {
+  SslPtr server(SSL_new(server_->get()));
+  ASSERT_TRUE(server);
+  SSL_set_max_proto_version(server.get(), TLS1_2_VERSION);
+  SSL_clear_options(server.get(), SSL_OP_NO_RENEGOTIATION);  // tlsfront's contexts refuse to ask
+  BIO* in = BIO_new(BIO_s_mem());
+  BIO* out = BIO_new(BIO_s_mem());
+  BIO_set_mem_eof_return(in, -1);
+  SSL_set_bio(server.get(), in, out);
+  SSL_set_accept_state(server.get());
+  SslPtr ssl(SSL_new(client_ctx_.get()));
+  SSL_set_tlsext_host_name(ssl.get(), "localhost");
+  SSL_set1_host(ssl.get(), "localhost");
+  auto stream = TlsStream::create_client(std::move(ssl));
+  ASSERT_TRUE(stream.ok());
+  auto carry = [&] {  // both ways, once
+    std::string to_server;
+    stream->take_output(to_server);
+    if (!to_server.empty()) BIO_write(in, to_server.data(), static_cast<int>(to_server.size()));
+    char* data = nullptr;
+    const long n = BIO_get_mem_data(out, &data);
+    stream->feed(std::string_view(data, n > 0 ? static_cast<size_t>(n) : 0));
+    (void)BIO_reset(out);
+  };
+  for (int i = 0; i < 20 && !stream->handshake_done(); ++i) {
+    ASSERT_TRUE(stream->handshake().ok());
+    carry();
+    SSL_do_handshake(server.get());
+    carry();
+  }
+  ASSERT_TRUE(stream->handshake_done());
+  ASSERT_TRUE(SSL_is_init_finished(server.get()));
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_EQ(SSL_renegotiate(server.get()), 1);
+    SSL_do_handshake(server.get());  // writes the HelloRequest
+  }
+  carry();
+  EXPECT_EQ(read_all(*stream), Errc::Protocol);
+  EXPECT_TRUE(stream->post_handshake_flood());
+  // Answered no more than the bound's worth (a 31-octet alert each).
+  EXPECT_LT(stream->pending_output(), size_t{40} * (TlsStream::kMaxPostHandshakeRun + 1));
+}
+
 TEST_F(TlsStreamTest, GarbageIsAHandshakeError) {
   auto stream = TlsStream::create(server_->get());
   ASSERT_TRUE(stream.ok());

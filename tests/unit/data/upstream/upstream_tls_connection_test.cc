@@ -3,8 +3,9 @@
 // on a thread (support/thread_tls_server.h) that misbehaves at the TLS
 // layer: a slow handshake while a large request body waits, a
 // close-delimited body ended with or without close_notify, a flood of TLS
-// 1.3 KeyUpdates or TLS 1.2 HelloRequests while it never reads (on an idle
-// connection, and in a tunnel), and the close_notify of our own close.
+// 1.3 KeyUpdates or TLS 1.2 HelloRequests (on an idle connection, between
+// a response's bytes, and in a tunnel), and the close_notify of our own
+// close.
 #include <openssl/ssl.h>
 #include <signal.h>
 
@@ -79,7 +80,7 @@ class UpstreamTlsConnectionTest : public harness::LoopTest {
     cfg_.tls.trusted_ca = tls::testing::kPki + "/root.pem";
     auto ctx = tls::UpstreamTlsContext::create(cfg_);
     ASSERT_TRUE(ctx.ok()) << ctx.error().message();
-    pool_ = std::make_unique<UpstreamPool>(&loop_, cfg_, cfg_.servers[0], nullptr, std::move(ctx).value());
+    pool_ = std::make_unique<UpstreamPool>(&loop_, cfg_, cfg_.servers[0], &counters_, std::move(ctx).value());
   }
   // Starts an exchange on a connection from the pool: `head`, then a body of
   // `body_bytes` sent as the connection takes it.
@@ -114,6 +115,7 @@ class UpstreamTlsConnectionTest : public harness::LoopTest {
   }
 
   std::unique_ptr<ThreadTlsServer> server_;
+  metrics::UpstreamServerCounters counters_;
   config::Upstream cfg_;
   std::unique_ptr<UpstreamPool> pool_;
   std::unique_ptr<UpstreamConnection> conn_;
@@ -232,10 +234,10 @@ std::unique_ptr<ThreadTlsServer> post_handshake_flood(std::atomic<bool>& reset, 
 // HelloRequests.
 class UpstreamTlsFloodTest : public UpstreamTlsConnectionTest, public ::testing::WithParamInterface<int> {};
 
-TEST_P(UpstreamTlsFloodTest, PostHandshakeFloodOnAnIdleConnectionIsBounded) {
-  // A HelloRequest makes OpenSSL queue a no_renegotiation alert at once (a
-  // KeyUpdate, ours at our next write); the server reads none: reading
-  // stops while our write queue is above kWriteHighWatermark.
+TEST_P(UpstreamTlsFloodTest, PostHandshakeFloodClosesAnIdleConnection) {
+  // Each message costs a key derivation and an answer (a no_renegotiation
+  // alert per HelloRequest, a KeyUpdate of ours per KeyUpdate): past
+  // TlsStream's bound the connection leaves the pool, counted.
   std::atomic<bool> reset{false};
   std::atomic<long> sent{0};
   server_ = post_handshake_flood(reset, sent, GetParam());
@@ -245,52 +247,51 @@ TEST_P(UpstreamTlsFloodTest, PostHandshakeFloodOnAnIdleConnectionIsBounded) {
   run_until([&] { return x.done(); });
   ASSERT_TRUE(x.complete);
   UpstreamConnection* idle = conn_.get();
-  pool_->release(std::move(conn_));
-  ASSERT_EQ(pool_->idle_count(), 1u);
-  size_t most = 0;
-  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
-  run_until([&] {
+  size_t most = idle->buffered_bytes();
+  pool_->release(std::move(conn_));  // the flood may have closed it already (it came with the answer)
+  run_long([&] {
     if (pool_->idle_count() == 1) most = std::max(most, idle->buffered_bytes());
-    return std::chrono::steady_clock::now() > until;
+    return pool_->idle_count() == 0;
   });
-  EXPECT_GT(sent.load(), 1000);  // it did flood
-  EXPECT_EQ(idle->state(), UpstreamConnection::State::Idle);
-  EXPECT_EQ(pool_->idle_count(), 1u);  // a flood alone is no reason to drop it (keepalive_timeout is)
-  // At most the watermark plus the answers to one read (64 KiB of records).
-  EXPECT_LE(most, kWriteHighWatermark + 2 * LoopContext::kReadBufferBytes) << sent.load() << " sent";
+  EXPECT_EQ(pool_->idle_count(), 0u) << sent.load() << " sent";
+  EXPECT_EQ(counters_.floods.get(), 1u);
+  EXPECT_LT(most, size_t{16 * 1024});  // a few answers queued, never the flood's worth
   reset = true;
   server_.reset();
 }
 
-TEST_F(UpstreamTlsConnectionTest, IdleConnectionWhoseWriteFailsLeavesThePool) {
-  // The flood holds our reads with answers queued; the server's reset then
-  // fails that write: the connection closes and must leave the pool.
-  std::atomic<bool> reset{false};
+TEST_F(UpstreamTlsConnectionTest, KeyUpdatesBetweenResponseBytesFailTheExchange) {
+  // A server that reads what we answer but sends each byte of its body
+  // after a KeyUpdate asking for ours: application data between them does
+  // not make the flood acceptable (TlsStream's rate bound).
+  constexpr int kBody = 100000;
   std::atomic<long> sent{0};
-  server_ = post_handshake_flood(reset, sent, TLS1_2_VERSION);
+  server_ = std::make_unique<ThreadTlsServer>(
+      [&sent](SSL* ssl, int) {
+        if (SSL_accept(ssl) != 1 || ThreadTlsServer::read_request(ssl) < 0) return;
+        if (!ThreadTlsServer::write_all(ssl,
+                                        "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(kBody) + "\r\n\r\n"))
+          return;
+        for (int i = 0; i < kBody; ++i) {
+          if (SSL_key_update(ssl, SSL_KEY_UPDATE_REQUESTED) != 1 || !ThreadTlsServer::write_all(ssl, "x")) return;
+          ++sent;
+        }
+      },
+      TLS1_3_VERSION);
   make_pool();
   Exchange x;
   conn_ = start(x, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
-  run_until([&] { return x.done(); });
-  ASSERT_TRUE(x.complete);
-  UpstreamConnection* idle = conn_.get();
-  pool_->release(std::move(conn_));
-  run_long([&] { return idle->buffered_bytes() > kWriteHighWatermark; });
-  ASSERT_GT(idle->buffered_bytes(), kWriteHighWatermark);
-  reset = true;
-  run_until([&] { return pool_->idle_count() == 0; });
-  EXPECT_EQ(pool_->idle_count(), 0u);
-  auto lease = pool_->acquire(true, /*check_open=*/false);
-  ASSERT_TRUE(lease.ok());
-  EXPECT_FALSE(lease->reused);
-  EXPECT_NE(lease->conn->state(), UpstreamConnection::State::Closed);
-  conn_ = std::move(lease->conn);
+  run_long([&] { return x.done(); });
+  ASSERT_TRUE(x.error.has_value()) << x.body.size() << " body bytes, " << sent.load() << " key updates";
+  EXPECT_EQ(x.failure, UpstreamFailure::InvalidResponse);
+  EXPECT_NE(x.error->message().find("post-handshake"), std::string::npos) << x.error->message();
+  EXPECT_LT(x.body.size(), 1000u);
+  EXPECT_EQ(counters_.floods.get(), 1u);
 }
 
 TEST_F(UpstreamTlsConnectionTest, TunnelDropsAServerThatFloodsWithoutReading) {
-  // After a 101 the tunnel reads on for the client; the HelloRequests'
-  // answers must not pile up in its write queue: past kWriteHighWatermark
-  // of them, the tunnel ends.
+  // After a 101 the tunnel reads on for the client; the HelloRequests end
+  // it (TlsStream's bound) before their answers pile up in its write queue.
   std::atomic<bool> reset{false};
   std::atomic<long> sent{0};
   server_ =
@@ -312,6 +313,7 @@ TEST_F(UpstreamTlsConnectionTest, TunnelDropsAServerThatFloodsWithoutReading) {
   });
   ASSERT_TRUE(t.error.has_value()) << sent.load() << " sent, " << tunnel_->buffered_bytes() << " queued";
   EXPECT_NE(t.error->message().find("post-handshake"), std::string::npos) << t.error->message();
+  EXPECT_EQ(t.failure, UpstreamFailure::InvalidResponse);
   EXPECT_LE(most, kWriteHighWatermark + 2 * LoopContext::kReadBufferBytes);
   reset = true;
   server_.reset();
