@@ -301,8 +301,9 @@ TEST_F(EarlyData, UpgradeRequestWaitsForTheHandshake) {
   ASSERT_TRUE(s);
   EarlyClient c;
   ASSERT_TRUE(c.connect(port(), s.get()));
-  ASSERT_TRUE(c.send_early("GET /ws HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
-                           "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"));
+  ASSERT_TRUE(
+      c.send_early("GET /ws HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+                   "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"));
   ASSERT_TRUE(wait_metric("tlsfront_early_data_requests_total{action=\"held\"}", 1));
   std::this_thread::sleep_for(milliseconds(200));
   EXPECT_EQ(recorded_with("GET /ws "), 0u) << "an Upgrade in early data reached the backend before the handshake";

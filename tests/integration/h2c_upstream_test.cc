@@ -21,6 +21,7 @@
 
 #include "h2_frames.h"
 #include "harness.h"
+#include "ws_peer.h"
 
 namespace tlsfront::itest {
 namespace {
@@ -506,20 +507,20 @@ TEST_F(H2cUpstream, StreamsRefusedEveryTimeAreRetriedThreeTimes) {
   o.workers = 1;
   ASSERT_TRUE(start({}, o));
   for (const char* method : {"GET", "POST"}) {
-  for (bool http2 : {false, true}) {
-    SCOPED_TRACE(std::string(method) + (http2 ? " h2 client" : " h1 client"));
-    const size_t before = requests().size();
-    HttpRequest post;
-    post.method = method;
-    post.path = "/refuse";
-    if (post.method == "POST") post.body = "payload";
-    post.http2 = http2;
-    HttpResponse r = http(port(), post);
-    EXPECT_EQ(r.status, 502) << r.error;
-    // The peer records each request before it refuses it, so all are here
-    // by the time the 502 is.
-    EXPECT_EQ(requests().size() - before, 4u);
-  }
+    for (bool http2 : {false, true}) {
+      SCOPED_TRACE(std::string(method) + (http2 ? " h2 client" : " h1 client"));
+      const size_t before = requests().size();
+      HttpRequest post;
+      post.method = method;
+      post.path = "/refuse";
+      if (post.method == "POST") post.body = "payload";
+      post.http2 = http2;
+      HttpResponse r = http(port(), post);
+      EXPECT_EQ(r.status, 502) << r.error;
+      // The peer records each request before it refuses it, so all are here
+      // by the time the 502 is.
+      EXPECT_EQ(requests().size() - before, 4u);
+    }
   }
   for (const auto& line : proxy_.wait_log_lines(4)) {
     EXPECT_EQ(json_string(line, "upstream_error"), std::string("unprocessed, unprocessed, unprocessed, unprocessed"))
@@ -555,6 +556,25 @@ TEST_F(H2cUpstream, ControlFrameFloodsCloseTheConnection) {
   wait_until([&] { return lines_of(read_file(port_file_ + ".goaways")).size() >= kinds.size(); });
   for (const auto& code : lines_of(read_file(port_file_ + ".goaways"))) EXPECT_EQ(code, "11");  // ENHANCE_YOUR_CALM
   EXPECT_NE(proxy_.process().err().find("flooded HTTP/2 control frames"), std::string::npos);
+}
+
+TEST_F(H2cUpstream, ExtendedConnectIsRefusedBeforeItIsSent) {
+  // RFC 8441 asks for a tunnel; HTTP/2 to the upstream has no Upgrade
+  // (RFC 9113 §8.6), so the request is refused (501) rather than run there
+  // as the GET it maps to, and the log says why.
+  ProxyOptions o;
+  o.routes = "[[route]]\npath_prefix = \"/\"\nupstream = \"backend\"\nupgrade = [\"websocket\"]\n";
+  ASSERT_TRUE(start({}, o));
+  h2::Client c;
+  ASSERT_TRUE(c.connect(port()));
+  auto head = open_h2_tunnel(c, 1, "/echo");
+  ASSERT_TRUE(head.has_value());
+  EXPECT_EQ(status_of(*head), 501);
+  EXPECT_TRUE(requests().empty()) << "the upstream got " << requests().front();
+  auto lines = proxy_.wait_log_lines(1);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(json_string(lines[0], "upstream_error"), std::string("upgrade_needs_http1")) << lines[0];
+  EXPECT_NE(proxy_.process().err().find("tunnels need protocol = \"http/1.1\""), std::string::npos);
 }
 
 TEST_F(H2cUpstream, UnansweredPingClosesTheIdleConnection) {

@@ -138,11 +138,11 @@ TEST_F(H1H1, CurlSessionResumedThroughShare) {
     curl_easy_setopt(c, CURLOPT_FRESH_CONNECT, 1L);
     curl_easy_setopt(c, CURLOPT_FORBID_REUSE, 1L);
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10'000L);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION,
-                     +[](char* d, size_t s, size_t n, void* u) -> size_t {
-                       static_cast<std::string*>(u)->append(d, s * n);
-                       return s * n;
-                     });
+    curl_easy_setopt(
+        c, CURLOPT_WRITEFUNCTION, +[](char* d, size_t s, size_t n, void* u) -> size_t {
+          static_cast<std::string*>(u)->append(d, s * n);
+          return s * n;
+        });
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
     CURLcode rc = curl_easy_perform(c);
     long status = 0;
@@ -305,7 +305,7 @@ TEST_F(H1H1, KeyUpdateFloodIsCutOffAndCounted) {
     const int rc = SSL_do_handshake(flood.ssl());  // writes it
     if (rc != 1) {
       const int e = SSL_get_error(flood.ssl(), rc);
-      if (e != SSL_ERROR_WANT_WRITE) break;  // the server closed
+      if (e != SSL_ERROR_WANT_WRITE) break;    // the server closed
       flood.read_available(milliseconds(10));  // our socket buffer is full: has the server closed?
       if (flood.closed()) break;
     }
