@@ -29,7 +29,12 @@ bool valid_host(std::string_view h) {
       name = h.substr(0, colon);
       port = h.substr(colon + 1);
     }
-    // reg-name / IPv4address characters (unreserved, "%" of pct-encoded).
+    // reg-name / IPv4address characters (unreserved, "%" of pct-encoded),
+    // in labels that are not empty; one trailing dot is allowed.
+    if (name.ends_with('.')) name.remove_suffix(1);
+    if (name.empty() || name.front() == '.' || name.back() == '.' || name.find("..") != std::string_view::npos) {
+      return false;
+    }
     for (char c : name) {
       bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
                 c == '_' || c == '~' || c == '%';
@@ -53,6 +58,21 @@ std::string host_key(std::string_view h) {
   std::string out(h);
   for (char& c : out) c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c;
   return out;
+}
+
+void set_routing_host(RequestHead& head) {
+  head.host.clear();
+  for (auto& h : head.headers) {
+    if (h.token != HeaderToken::Host) continue;
+    std::string& v = h.value;
+    if (!v.empty() && v.front() != '[') {
+      size_t end = v.find(':');  // the name's end
+      if (end == std::string::npos) end = v.size();
+      if (end > 1 && v[end - 1] == '.') v.erase(end - 1, 1);
+    }
+    head.host = host_key(v);
+    return;
+  }
 }
 
 bool RequestHead::idempotent() const {

@@ -43,7 +43,7 @@ struct RequestHead {
   bool chunked = false;
   bool keep_alive = true;        // llhttp_should_keep_alive at headers-complete
   bool expect_continue = false;  // "Expect: 100-continue"
-  std::string host;              // Host value lowercased, port stripped (routing key)
+  std::string host;              // Host value lowercased, port and a trailing dot stripped (routing key)
   // What the upstream request line carries instead of `target` when the
   // route says pass_normalized and normalization changed the path: the
   // normalized path and the query as sent. "" = `target` as received.
@@ -100,11 +100,26 @@ bool switches_to(const ResponseHead& head, std::string_view protocol);
 // RFC 9110 §7.2 / RFC 3986 §3.2.2: a Host (or :authority) value is a
 // reg-name (or IPv4 address) or a bracketed IPv6 address (checked with
 // inet_pton; no zone ID, nothing after "]" but the port), with an optional
-// 1-5 digit port. Anything else is 400: the route and the upstream must
-// never read two different hosts out of one value.
+// 1-5 digit port. A reg-name has no empty label but for one trailing dot
+// ("a.example." is accepted, then stripped: set_routing_host; "a..example",
+// ".a", "a.example.." and "." are not, as nginx refuses them). Anything
+// else is 400: the route and the upstream must never read two different
+// hosts out of one value.
 bool valid_host(std::string_view host);
 
 // Lowercase host without port ("[::1]" keeps its brackets): the routing key.
 std::string host_key(std::string_view host);
+
+// For a head whose Host field valid_host() accepted (HTTP/1.1's Host, the
+// absolute-form authority put in its place, HTTP/2's :authority copied
+// into it): removes one trailing dot from the field's name, in place and
+// keeping the port ("A.example.:8443" becomes "A.example:8443"; RFC 1034
+// §3.1: a name ending in "." is the absolute form of the same name, and
+// nginx strips it as tlsfront's SNI match does), then sets head.host to
+// its host_key() ("" without a Host field). So the route's host, the
+// HTTP/2 certificate check (421), $host, a cleartext redirect's Location
+// and the Host or :authority the upstream receives name the host one way;
+// a backend never gets "admin.example." where tlsfront routed another host.
+void set_routing_host(RequestHead& head);
 
 }  // namespace tlsfront::http

@@ -74,47 +74,71 @@ struct Utf8Check {
   }
 };
 
-// RFC 3986 §5.2.4 on a path that starts with "/", in place, merging empty
-// segments; false when ".." would climb above the root.
-bool remove_dot_segments(std::string& p) {
+// RFC 3986 §5.2.4 on a path that starts with "/", in place: the output
+// buffer is p[0, w), "/" + segment repeated, empty segments included (the
+// input's "/" at r - 1 is always at or after w). Then runs of "/" are
+// merged. Fails when ".." would climb above the root or remove an empty
+// segment (request_path.h says why). Linear: ".." scans back over the one
+// segment it removes.
+PathError remove_dot_segments(std::string& p) {
   const size_t n = p.size();
-  size_t w = 1;  // output is p[0, w): always "/" + segments, ending in "/" between them
-  size_t r = 1;
-  while (r <= n) {
+  size_t w = 0;
+  size_t r = 1;  // the current segment starts at r, after its "/"
+  for (;;) {
     size_t e = p.find('/', r);
     if (e == std::string::npos) e = n;
     const size_t len = e - r;
     const bool last = e == n;
-    if (len == 0 || (len == 1 && p[r] == '.')) {
-      // empty segment (merged) or "." (removed); the output ends with "/" already
+    if (len == 1 && p[r] == '.') {
+      if (last) p[w++] = '/';  // "/a/." is "/a/"
     } else if (len == 2 && p[r] == '.' && p[r + 1] == '.') {
-      if (w == 1) return false;
-      --w;  // the "/" closing the previous segment
-      while (p[w - 1] != '/') --w;
+      if (w == 0) return PathError::AboveRoot;
+      size_t k = w - 1;  // the "/" before the output's last segment
+      while (p[k] != '/') --k;
+      if (k == w - 1) return PathError::DotDotEmpty;
+      w = k;
+      if (last) p[w++] = '/';  // "/a/b/.." is "/a/"
     } else {
+      p[w++] = '/';
       std::memmove(p.data() + w, p.data() + r, len);
       w += len;
-      if (!last) p[w++] = '/';
     }
+    if (last) break;
     r = e + 1;
   }
-  p.resize(w);
-  return true;
+  size_t m = 0;
+  for (size_t i = 0; i < w; ++i) {
+    if (p[i] == '/' && m > 0 && p[m - 1] == '/') continue;
+    p[m++] = p[i];
+  }
+  p.resize(m);
+  return PathError::None;
 }
 
 }  // namespace
 
 const char* describe(PathError error) {
   switch (error) {
-    case PathError::None: return "none";
-    case PathError::NotOriginForm: return "not origin-form";
-    case PathError::AboveRoot: return "above root";
-    case PathError::EncodedSlash: return "encoded slash";
-    case PathError::EncodedNul: return "encoded NUL";
-    case PathError::BadPercent: return "bad percent-encoding";
-    case PathError::BadUtf8: return "invalid UTF-8";
-    case PathError::BadByte: return "bad byte";
-    case PathError::Fragment: return "fragment";
+    case PathError::None:
+      return "none";
+    case PathError::NotOriginForm:
+      return "not origin-form";
+    case PathError::AboveRoot:
+      return "above root";
+    case PathError::DotDotEmpty:
+      return "\"..\" after an empty segment";
+    case PathError::EncodedSlash:
+      return "encoded slash";
+    case PathError::EncodedNul:
+      return "encoded NUL";
+    case PathError::BadPercent:
+      return "bad percent-encoding";
+    case PathError::BadUtf8:
+      return "invalid UTF-8";
+    case PathError::BadByte:
+      return "bad byte";
+    case PathError::Fragment:
+      return "fragment";
   }
   return "?";
 }
@@ -159,7 +183,8 @@ PathError normalize_target(std::string_view target, std::string& scratch, Normal
     return PathError::None;
   }
 
-  // Percent-encoding first (so %2e%2e is ".."), then the segments.
+  // Percent-encoding first (so %2e%2e is ".."), then the dot segments, then
+  // the slashes.
   static constexpr char kHex[] = "0123456789ABCDEF";
   scratch.clear();
   scratch.reserve(path.size());
@@ -188,7 +213,7 @@ PathError normalize_target(std::string_view target, std::string& scratch, Normal
     i += 2;
   }
   if (utf8.need > 0) return PathError::BadUtf8;
-  if (!remove_dot_segments(scratch)) return PathError::AboveRoot;
+  if (const PathError e = remove_dot_segments(scratch); e != PathError::None) return e;
   out.changed = scratch != path;
   out.path = out.changed ? std::string_view(scratch) : path;  // unchanged: always the target's own bytes
   return PathError::None;

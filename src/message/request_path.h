@@ -5,12 +5,24 @@
 //   - percent-encoded unreserved characters (ALPHA DIGIT - . _ ~, RFC 3986
 //     §2.3) are decoded; every other percent-encoding is kept, its hex
 //     uppercased (§6.2.2.1: %2f and %2F are the same octet);
-//   - "." and ".." segments are removed (§5.2.4), also when written %2e;
-//   - runs of "/" are merged into one ("//a///b" is "/a/b");
+//   - "." and ".." segments are removed (§5.2.4), also when written %2e
+//     (§2.3: %2E is "."), empty segments kept as §5.2.4 keeps them;
+//   - then runs of "/" are merged into one ("//a///b" is "/a/b"), as nginx
+//     does (merge_slashes);
 //   - the query ("?" and after) is never normalized and never part of the path.
 // Rejected (the caller answers 400 and routes nothing), with the reason:
 //   - ".." that would climb above "/" (RFC 3986 clamps it; a client that
 //     sends it is probing);
+//   - ".." that would remove an empty segment ("/admin//../x",
+//     "/admin//%2e%2e/x", "/admin//./../x", "/a/b//.."): the upstream gets
+//     the target as sent (unless pass_normalized), and backends read it two
+//     ways: RFC 3986 §5.2.4 and WHATWG URL (Envoy too) remove the empty
+//     segment ("/admin/x"), while a server that merges slashes first (nginx,
+//     merge_slashes on) removes "admin" ("/x"). No route chosen can agree
+//     with both, so neither is routed. With this refused, every accepted
+//     path is the same whether slashes are merged before or after dot
+//     segments are removed: the route's path is what the upstream resolves,
+//     up to runs of "/" (tests/fuzz/request_path_fuzzer.cc checks it);
 //   - %2F or %5C (an encoded "/" or "\"): a backend that decodes it sees a
 //     different path than the one routed on;
 //   - %00, and a "%" not followed by two hex digits (RFC 3986 §2.1);
@@ -38,6 +50,7 @@ enum class PathError {
   None,
   NotOriginForm,  // does not start with "/"
   AboveRoot,      // ".." above "/"
+  DotDotEmpty,    // ".." that would remove an empty segment ("//..")
   EncodedSlash,   // %2F or %5C
   EncodedNul,     // %00
   BadPercent,     // "%" without two hex digits

@@ -133,8 +133,8 @@ TEST_F(Cleartext, RedirectsWith301ForGetAndHeadAnd308Otherwise) {
 }
 
 // The Host's port is stripped (https_port names the TLS one), its case
-// folded; an IPv6 literal keeps its brackets; an absolute-form target's
-// authority is the host.
+// folded, one trailing dot dropped (the same name); an IPv6 literal keeps
+// its brackets; an absolute-form target's authority is the host.
 TEST_F(Cleartext, LocationHostAndPort) {
   ProxyOptions o;
   o.workers = 1;  // the access log in request order
@@ -145,6 +145,8 @@ TEST_F(Cleartext, LocationHostAndPort) {
     std::string host, location;
   } cases[] = {
       {"Example.COM:8080", "https://example.com:8443/p?x=1"},
+      {"Example.COM.:8080", "https://example.com:8443/p?x=1"},
+      {"example.", "https://example:8443/p?x=1"},
       {"[::1]:8080", "https://[::1]:8443/p?x=1"},
       {"[2001:db8::1]", "https://[2001:db8::1]:8443/p?x=1"},
       {"192.0.2.7", "https://192.0.2.7:8443/p?x=1"},
@@ -173,7 +175,7 @@ TEST_F(Cleartext, MissingOrInvalidHostIs400) {
   EXPECT_EQ(raw_status(cp, "GET /x HTTP/1.0\r\n\r\n", &resp), 400) << resp;  // HTTP/1.0: Host optional
   EXPECT_EQ(resp.find("Location"), std::string::npos) << resp;
   EXPECT_EQ(raw_status(cp, "GET /x HTTP/1.1\r\nConnection: close\r\n\r\n"), 400);
-  for (const char* host : {"a_b.example", "%65vil.example", "-a.example", "a..example", "example.", "a~b",
+  for (const char* host : {"a_b.example", "%65vil.example", "-a.example", "a..example", "example..", ".example", "a~b",
                            "[fe80::1%25eth0]", "[::g]", "x.example:"}) {
     SCOPED_TRACE(host);
     EXPECT_EQ(raw_status(cp, std::string("GET /x HTTP/1.1\r\nHost: ") + host + "\r\nConnection: close\r\n\r\n", &resp),

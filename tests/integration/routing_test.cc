@@ -1,8 +1,8 @@
 // Routing through the real binary: the request target normalized before
 // matching (message/request_path.h), what each backend then received (the
 // target as sent, or normalized under pass_normalized), and the matching keys
-// (path_prefix, path_exact, path_regex, methods, host wildcards), over
-// HTTP/1.1 and HTTP/2 from curl and from a raw TLS client.
+// (path_prefix, path_exact, path_regex, methods, hosts and their wildcards,
+// a trailing dot), over HTTP/1.1 and HTTP/2 from curl and from raw clients.
 #include <curl/curl.h>
 
 #include <algorithm>
@@ -10,15 +10,20 @@
 #include <string>
 #include <vector>
 
+#include "h2_frames.h"
 #include "harness.h"
 
 namespace tlsfront::itest {
 namespace {
 
 // Upstream names, one recording backend each.
-const char* const kUpstreams[] = {"slow", "api", "exact", "regex", "writes", "norm", "wild", "rest"};
+const char* const kUpstreams[] = {"slow", "api", "exact", "regex", "writes", "norm", "local", "wild", "rest"};
 
 constexpr const char* kRoutes = R"(
+[[route]]
+path_prefix = "/admin/"
+return = { status = 403, body = "no" }
+
 [[route]]
 path_prefix = "/api/slow/"
 upstream = "slow"
@@ -47,6 +52,11 @@ pass_normalized = true
 upstream = "norm"
 
 [[route]]
+host = "localhost"
+path_prefix = "/local/"
+upstream = "local"
+
+[[route]]
 host = "*.example.test"
 upstream = "wild"
 
@@ -56,7 +66,7 @@ upstream = "rest"
 
 struct Row {
   std::string target;
-  std::string route;     // upstream expected, or "400" / "404"
+  std::string route;     // upstream expected, or "400" / "403" / "404"
   std::string received;  // the backend's request-target ("" = as sent)
 };
 
@@ -109,6 +119,18 @@ const std::vector<Row>& table() {
       {"/norm/%7e%2a?q=/../", "norm", "/norm/~%2A?q=/../"},
       {"/norm/plain?x=1", "norm", "/norm/plain?x=1"},
       {"/norm/../api/x", "api", ""},
+      // ".." removing an empty segment: RFC 3986 §5.2.4 and WHATWG resolve
+      // "/admin//../x" to "/admin/x", nginx (merging slashes first) to "/x";
+      // routed "/x", they reached the catch-all past the 403.
+      {"/admin/x", "403", ""},
+      {"/admin//../x", "400", ""},
+      {"/admin//%2e%2e/x", "400", ""},
+      {"/admin//%2E%2e/x", "400", ""},
+      {"/admin//./../x", "400", ""},
+      {"/admin//.%2e/x", "400", ""},
+      {"/x//../admin/y", "400", ""},  // "/x/admin/y" to RFC 3986, "/admin/y" to nginx
+      {"/api/x//y/../z", "api", ""},  // ".." after "y": both orders read "/api/x/z" (up to "//")
+      {"/admin/../api//x", "api", ""},
   };
   return rows;
 }
@@ -164,7 +186,7 @@ class Routing : public ProxyTest {
       ASSERT_EQ(r.curl_code, CURLE_OK) << row.target << ": " << r.error;
       EXPECT_EQ(r.http_version, http2 ? CURL_HTTP_VERSION_2_0 : CURL_HTTP_VERSION_1_1);
       auto [routed, received] = routed_since(before);
-      if (row.route == "400" || row.route == "404") {
+      if (row.route == "400" || row.route == "403" || row.route == "404") {
         EXPECT_EQ(std::to_string(r.status), row.route) << row.target;
         EXPECT_EQ(routed, "") << row.target << " reached a backend as " << received;
         continue;
@@ -247,6 +269,9 @@ TEST_F(Routing, RawTargets) {
       {"GET http://a.example.test?y=1 HTTP/1.1", "other", 200, "wild", "/?y=1"},
       {"GET /x HTTP/1.1", "a.example.test", 200, "wild", "/x"},
       {"GET /x HTTP/1.1", "A.Example.Test:8443", 200, "wild", "/x"},
+      {"GET /x HTTP/1.1", "a.example.test.", 200, "wild", "/x"},  // one trailing dot: the same name
+      {"GET https://A.example.test./x HTTP/1.1", "other", 200, "wild", "/x"},
+      {"GET https://a.example.test../x HTTP/1.1", "other", 400, "", ""},
       {"GET /x HTTP/1.1", "a.b.example.test", 200, "rest", "/x"},
       {"GET /x HTTP/1.1", "example.test", 200, "rest", "/x"},
   };
@@ -261,6 +286,61 @@ TEST_F(Routing, RawTargets) {
     auto [routed, received] = routed_since(before);
     EXPECT_EQ(routed, row.route) << row.request_line;
     EXPECT_EQ(received, row.received) << row.request_line;
+  }
+}
+
+// Host (HTTP/1.1) and :authority (HTTP/2) ending in one dot, the absolute
+// form of the same name: stripped (as nginx and tlsfront's SNI match do)
+// for routing and from the Host the upstream receives, the same on both
+// protocols; two dots or an empty label are 400. On HTTP/1.1 "localhost."
+// skipped the host route and reached the catch-all with the dotted Host; on
+// HTTP/2 it was 421 (the certificate check was given the dot).
+TEST_F(Routing, HostTrailingDotIsStrippedOnHttp1AndHttp2) {
+  ASSERT_TRUE(start());
+  struct HostRow {
+    std::string host;
+    int status;
+    std::string route;      // "" for none
+    std::string forwarded;  // the Host the backend got
+  };
+  const std::string p = std::to_string(port());
+  const HostRow rows[] = {
+      {"localhost", 200, "local", "localhost"},
+      {"localhost.", 200, "local", "localhost"},
+      {"LocalHost.:" + p, 200, "local", "LocalHost:" + p},
+      {"127.0.0.1.", 200, "rest", "127.0.0.1"},  // the host route names localhost only
+      {"localhost..", 400, "", ""},
+      {"localhost..:" + p, 400, "", ""},
+      {".localhost", 400, "", ""},
+      {"local..host", 400, "", ""},
+  };
+  for (bool http2 : {false, true}) {
+    for (const HostRow& row : rows) {
+      SCOPED_TRACE((http2 ? "HTTP/2 :authority " : "HTTP/1.1 Host ") + row.host);
+      auto before = counts();
+      int status = 0;
+      if (http2) {
+        h2::Client c;
+        ASSERT_TRUE(c.connect(port()));
+        ASSERT_TRUE(c.send_headers(1, h2::get_request("/local/x", row.host), true));
+        status = c.wait_status(1);
+      } else {
+        TlsClient c;
+        ASSERT_TRUE(c.connect(port())) << c.error();
+        ASSERT_TRUE(c.write("GET /local/x HTTP/1.1\r\nHost: " + row.host + "\r\nConnection: close\r\n\r\n"));
+        auto r = c.read_response();
+        ASSERT_TRUE(r.has_value());
+        status = r->status;
+      }
+      EXPECT_EQ(status, row.status);
+      auto [routed, received] = routed_since(before);
+      EXPECT_EQ(routed, row.route);
+      if (routed.empty() || routed != row.route) continue;
+      const size_t i = std::find(std::begin(kUpstreams), std::end(kUpstreams), routed) - std::begin(kUpstreams);
+      const auto names = backends_[i]->records("req");
+      auto [head, body] = split_head(backends_[i]->read_record(names.back()));
+      EXPECT_EQ(header_values(head, "Host"), std::vector<std::string>{row.forwarded}) << head;
+    }
   }
 }
 

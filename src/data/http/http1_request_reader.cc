@@ -191,7 +191,6 @@ int Http1Session::validate_head() {
     // RFC 9112 §3.2.2: the authority wins over Host, and what is forwarded
     // must say the same thing that was routed on.
     std::string host_value(authority);
-    req.host = host_key(authority);
     if (end == std::string_view::npos) {
       req.target = "/";
     } else if (rest[end] == '?') {
@@ -201,11 +200,12 @@ int Http1Session::validate_head() {
     }
     std::erase_if(req.headers, [](const Header& h) { return h.token == HeaderToken::Host; });
     req.headers.insert(req.headers.begin(), Header{"Host", std::move(host_value), HeaderToken::Host});
+    set_routing_host(req);
     return 0;
   } else {
     return 400;
   }
-  if (host) req.host = host_key(host->value);
+  set_routing_host(req);  // one trailing dot goes, from the Host forwarded too
   return 0;
 }
 

@@ -126,7 +126,7 @@ bool Http2Stream::on_request_head(bool end_stream) {
     respond_local(400);
     return false;
   }
-  req.host = host_key(host_value);
+  set_routing_host(req);  // the Host field forwarded (:authority's copy) loses a trailing dot too
   if (!session_->certificate_covers(req.host)) {
     respond_local(421);  // RFC 9110 §15.5.20: coalesced onto the wrong connection
     return false;

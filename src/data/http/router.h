@@ -35,7 +35,8 @@ class Router {
     config::RouteAction action = config::RouteAction::Proxy;
     const config::FixedAnswer* answer = nullptr;  // action Return or Redirect: the router's copy
   };
-  // `host` lowercase without port; `path` normalized (no query). nullopt
+  // `host` lowercase without port or trailing dot (RequestHead::host:
+  // message/request.h, set_routing_host); `path` normalized (no query). nullopt
   // when no route matches (404).
   std::optional<Match> match(std::string_view host, std::string_view method, std::string_view path) const;
 
