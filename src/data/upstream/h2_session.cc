@@ -305,6 +305,7 @@ void H2Session::on_read(ssize_t nread, const uv_buf_t* buf) {
 void H2Session::on_ciphertext(std::string_view ciphertext) {
   Result<bool> done = tls_->feed(ciphertext);
   if (!done) {
+    tls_->close_notify_now(writer_);  // the alert of the failure
     close(state_ == State::Handshaking ? UpstreamFailure::TlsHandshake : UpstreamFailure::Reset, done.error());
     return;
   }

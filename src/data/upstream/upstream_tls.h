@@ -66,8 +66,8 @@ class UpstreamTls {
   // KeyUpdates, HelloRequests, session tickets without application data
   // between, or too fast), counted in the server's `floods` and logged:
   // flooded() is then true, the owner fails its exchange with
-  // invalid_response and closes, and close_notify_now() writes the fatal
-  // unexpected_message alert instead of a close_notify.
+  // invalid_response and closes, and close_notify_now() writes the
+  // alert TlsStream left.
   [[nodiscard]] Result<size_t> read(char* buf, size_t len);
   bool flooded() const { return stream_.post_handshake_flood(); }
 
@@ -103,11 +103,16 @@ class UpstreamTls {
   // nothing waits before it in `writer` and the socket takes it (the
   // owner's close cancels what it does not), so the server can tell our
   // end from a truncation, as nginx does when it closes an upstream
-  // connection. Nothing after a failed handshake or a TLS error.
+  // connection. After a failed handshake, a TLS error or a flood: the
+  // fatal alert OpenSSL queued instead, so the server learns why (RFC 8446
+  // §6.2) rather than seeing an unexpected EOF.
   void close_notify_now(StreamWriter& writer) {
     if (!writer.idle()) return;
-    if (flooded()) {
-      (void)flush(writer);  // the alert read() left
+    if (stream_.phase() == tls::TlsStream::Phase::Failed) {
+      // The fatal alert OpenSSL queued instead (RFC 8446 §6.2): a failed
+      // handshake's (bad_certificate, unknown_ca, certificate_expired, ...),
+      // a TLS error's, a flood's.
+      (void)flush(writer);
       return;
     }
     if (!stream_.handshake_done()) return;

@@ -6,6 +6,7 @@
 // 1.3 KeyUpdates or TLS 1.2 HelloRequests (on an idle connection, between
 // a response's bytes, and in a tunnel), and the close_notify of our own
 // close.
+#include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <signal.h>
 
@@ -73,11 +74,12 @@ class UpstreamTlsConnectionTest : public harness::LoopTest {
   static void SetUpTestSuite() { ::signal(SIGPIPE, SIG_IGN); }  // as Server::run: a write to a dead peer fails
   // A pool with TLS towards `server_` (which must be set), verifying its
   // certificate (the test root; the IP address 127.0.0.1).
-  void make_pool() {
+  // `trusted_ca_set`: cfg_.tls.trusted_ca is the test's, not the root.
+  void make_pool(bool trusted_ca_set = false) {
     cfg_.name = "t";
     cfg_.servers = {config::Endpoint{"127.0.0.1", server_->port()}};
     cfg_.tls.enabled = true;
-    cfg_.tls.trusted_ca = tls::testing::kPki + "/root.pem";
+    if (!trusted_ca_set) cfg_.tls.trusted_ca = tls::testing::kPki + "/root.pem";
     auto ctx = tls::UpstreamTlsContext::create(cfg_);
     ASSERT_TRUE(ctx.ok()) << ctx.error().message();
     pool_ = std::make_unique<UpstreamPool>(&loop_, cfg_, cfg_.servers[0], &counters_, std::move(ctx).value());
@@ -317,6 +319,24 @@ TEST_F(UpstreamTlsConnectionTest, TunnelDropsAServerThatFloodsWithoutReading) {
   EXPECT_LE(most, kWriteHighWatermark + 2 * LoopContext::kReadBufferBytes);
   reset = true;
   server_.reset();
+}
+
+TEST_F(UpstreamTlsConnectionTest, FailedVerificationSendsItsAlert) {
+  // RFC 8446 §6.2: the server learns why (unknown_ca), not an unexpected EOF.
+  std::atomic<int> reason{-1};  // ERR_GET_REASON of the server's failed accept
+  server_ = std::make_unique<ThreadTlsServer>([&reason](SSL* ssl, int) {
+    ERR_clear_error();
+    reason = SSL_accept(ssl) == 1 ? 0 : ERR_GET_REASON(ERR_peek_last_error());
+  });
+  cfg_.tls.trusted_ca = tls::testing::kPki + "/other-root.pem";
+  make_pool(/*trusted_ca_set=*/true);
+  Exchange x;
+  conn_ = start(x, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+  run_until([&] { return x.done() && reason.load() != -1; });
+  ASSERT_TRUE(x.error.has_value());
+  EXPECT_EQ(x.failure, UpstreamFailure::TlsHandshake);
+  EXPECT_NE(x.error->message().find("certificate verify failed"), std::string::npos) << x.error->message();
+  EXPECT_EQ(reason.load(), SSL_R_TLSV1_ALERT_UNKNOWN_CA);
 }
 
 TEST_F(UpstreamTlsConnectionTest, ClosingAnIdleConnectionSendsCloseNotify) {
