@@ -135,7 +135,7 @@ class H2Session : public Deletable, public Flushable {
   // Closes an idle session (no stream to fail), GOAWAY first when open.
   void close_idle();
 
-  // --- nghttp2 callbacks ---
+  // --- nghttp2 callbacks (h2_session_frames.cc) ---
   // Charges frames that make no progress to control_budget_; past it the
   // read fails and end_flood() closes the session.
   int on_begin_frame(const nghttp2_frame_hd* hd);
