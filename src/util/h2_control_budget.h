@@ -17,11 +17,20 @@
 //   (§5.5: ignored, so free to loop). HEADERS, CONTINUATION (bounded by
 //   nghttp2's own limits), RST_STREAM (the rapid-reset budget's) and
 //   PUSH_PROMISE (refused) are not charged here.
+//
+// Answers to our DATA are not a flood: a peer may acknowledge each DATA
+// frame we send with a few such frames (WINDOW_UPDATE for the stream and
+// the connection, a BDP PING as gRPC does; a gRPC bidi stream of small
+// messages answers each one). So each DATA frame we send (earn()) gives the
+// peer kCreditPerDataFrame frames that charge() takes before the bucket;
+// credit is capped at kBurst. A peer thus makes us handle a bounded number
+// of control frames per DATA frame we chose to send, plus the bucket.
 // Thread affinity: one owner (the session's worker).
 #pragma once
 
 #include <nghttp2/nghttp2.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "util/token_bucket.h"
@@ -59,8 +68,20 @@ class H2ControlBudget {
     }
   }
 
-  // Spends a token for an unproductive frame; false once over the budget.
-  bool charge() { return bucket_.take(); }
+  static constexpr uint32_t kCreditPerDataFrame = 3;
+
+  // A DATA frame carrying octets went to the peer.
+  void earn() { credit_ = std::min<uint32_t>(credit_ + kCreditPerDataFrame, static_cast<uint32_t>(kBurst)); }
+
+  // Spends credit or a token for an unproductive frame; false once over
+  // the budget.
+  bool charge() {
+    if (credit_ > 0) {
+      --credit_;
+      return true;
+    }
+    return bucket_.take();
+  }
 
   // nghttp2 skips frames of unknown types without a callback. So that
   // on_begin_frame can see (and charge) them, a session's option tells it
@@ -80,6 +101,7 @@ class H2ControlBudget {
 
  private:
   TokenBucket bucket_{kBurst, kPerSecond, TokenBucket::Clock::time_point{}};
+  uint32_t credit_ = 0;  // frames the peer may send free (earn())
 };
 
 }  // namespace tlsfront

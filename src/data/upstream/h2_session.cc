@@ -53,7 +53,9 @@ ssize_t body_read_cb(nghttp2_session*, int32_t stream_id, uint8_t* buf, size_t l
   auto* session = static_cast<H2Session*>(source->ptr);
   H2Stream* stream = session->stream(stream_id);
   if (stream == nullptr) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // resets the stream
-  return stream->read_body(buf, length, data_flags);
+  const ssize_t n = stream->read_body(buf, length, data_flags);
+  if (n > 0) session->note_data_sent();
+  return n;
 }
 
 nghttp2_option* options() {

@@ -17,11 +17,11 @@
 // streams are bounded by their own read/send timeouts instead.
 //
 // Floods: frames that move nothing forward (empty DATA, WINDOW_UPDATE on
-// an open window, PRIORITY, SETTINGS, PING, unknown types; DATA for a
-// stream no longer ours) are charged to an H2ControlBudget as a client's
-// are; past it the session sends GOAWAY ENHANCE_YOUR_CALM, its streams fail
-// with invalid_response, and the server's `floods` counter and a warning
-// record it. TLS post-handshake floods: UpstreamTls.
+// an open window, PRIORITY, SETTINGS, PING, GOAWAY, unknown types) are
+// charged to an H2ControlBudget as a client's are; past it the session
+// sends GOAWAY ENHANCE_YOUR_CALM, its streams fail with invalid_response,
+// and the server's `floods` counter and a warning record it. TLS
+// post-handshake floods: UpstreamTls.
 //
 // Output is batched per loop iteration (Flushable) and pulled from nghttp2
 // only while the socket's queue and the pulled bytes stay below 256 KiB
@@ -116,6 +116,9 @@ class H2Session : public Deletable, public Flushable {
 
   // The open stream `id`, or nullptr.
   H2Stream* stream(int32_t id) const;
+  // A DATA frame with octets went to the server: the WINDOW_UPDATE (or
+  // PING) frames it answers with are not charged as a flood.
+  void note_data_sent() { control_budget_.earn(); }
 
   // --- called by H2Stream ---
   nghttp2_session* ng() const { return ng_.get(); }

@@ -31,17 +31,13 @@ void H2Session::end_flood() {
 // --- nghttp2 callbacks ---
 
 int H2Session::on_begin_frame(const nghttp2_frame_hd* hd) {
+  // (DATA with octets costs what it carries, whichever stream it names: it
+  // is not charged.)
   nghttp2_session* ng = ng_.get();
-  const bool unproductive =
-      H2ControlBudget::unproductive(*hd,
-                                    [this, ng](int32_t id) {
-                                      if (id == 0) return nghttp2_session_get_remote_window_size(ng) <= 0;
-                                      return stream(id) != nullptr &&
-                                             nghttp2_session_get_stream_remote_window_size(ng, id) <= 0;
-                                    }) ||
-      // DATA for a stream we no longer have (reset, released): a window's
-      // worth may be in flight after our RST_STREAM, a stream of it is not.
-      (hd->type == NGHTTP2_DATA && stream(hd->stream_id) == nullptr);
+  const bool unproductive = H2ControlBudget::unproductive(*hd, [this, ng](int32_t id) {
+    if (id == 0) return nghttp2_session_get_remote_window_size(ng) <= 0;
+    return stream(id) != nullptr && nghttp2_session_get_stream_remote_window_size(ng, id) <= 0;
+  });
   if (!unproductive || control_budget_.charge()) return 0;
   flooded_ = true;
   return NGHTTP2_ERR_CALLBACK_FAILURE;
