@@ -18,13 +18,16 @@
 //   nghttp2's own limits), RST_STREAM (the rapid-reset budget's) and
 //   PUSH_PROMISE (refused) are not charged here.
 //
-// Answers to our DATA are not a flood: a peer may acknowledge each DATA
+// Answers to real work are not a flood: a peer may acknowledge each DATA
 // frame we send with a few such frames (WINDOW_UPDATE for the stream and
 // the connection, a BDP PING as gRPC does; a gRPC bidi stream of small
-// messages answers each one). So each DATA frame we send (earn()) gives the
-// peer kCreditPerDataFrame frames that charge() takes before the bucket;
-// credit is capped at kBurst. A peer thus makes us handle a bounded number
-// of control frames per DATA frame we chose to send, plus the bucket.
+// messages answers each one), and widen each new stream's window at once
+// (a gRPC client sends a WINDOW_UPDATE with every call). So each DATA frame
+// sent and each stream opened (earn()) gives the peer kCreditPerEarn frames
+// that charge() takes before the bucket; credit is capped at kBurst. A peer
+// thus makes us handle a bounded number of control frames per unit of real
+// work, plus the bucket (as Envoy bounds WINDOW_UPDATE per DATA frame sent
+// and PRIORITY per stream opened).
 // Thread affinity: one owner (the session's worker).
 #pragma once
 
@@ -68,10 +71,10 @@ class H2ControlBudget {
     }
   }
 
-  static constexpr uint32_t kCreditPerDataFrame = 3;
+  static constexpr uint32_t kCreditPerEarn = 3;
 
-  // A DATA frame carrying octets went to the peer.
-  void earn() { credit_ = std::min<uint32_t>(credit_ + kCreditPerDataFrame, static_cast<uint32_t>(kBurst)); }
+  // A DATA frame carrying octets went to the peer, or a stream opened.
+  void earn() { credit_ = std::min<uint32_t>(credit_ + kCreditPerEarn, static_cast<uint32_t>(kBurst)); }
 
   // Spends credit or a token for an unproductive frame; false once over
   // the budget.

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <utility>
 
 #include "h2_frames.h"
 #include "harness.h"
@@ -140,6 +141,7 @@ TEST_F(H2Abuse, ControlFrameFloodsGetEnhanceYourCalm) {
     const char* name;
     std::string prelude;
     std::string frame;
+    bool prelude_answered = false;  // wait for the prelude request's response first
   };
   h2::Fields post = {{":method", "POST"}, {":scheme", "https"}, {":authority", "localhost"}, {":path", "/echo"}};
   std::vector<Flood> floods = {
@@ -147,12 +149,24 @@ TEST_F(H2Abuse, ControlFrameFloodsGetEnhanceYourCalm) {
       {"SETTINGS", "", h2::frame(h2::kSettings, 0, 0, "")},
       {"empty DATA", h2::frame(h2::kHeaders, h2::kEndHeaders, 1, h2::hpack(post)), h2::frame(h2::kData, 0, 1, "")},
       {"PRIORITY", "", h2::frame(h2::kPriority, 0, 3, be32(0) + std::string(1, '\x10'))},
+      // A WINDOW_UPDATE that opens a window nothing waits on, on the
+      // connection and on a stream whose response is long gone.
+      {"WINDOW_UPDATE", "", h2::frame(h2::kWindowUpdate, 0, 0, be32(1))},
+      {"WINDOW_UPDATE on a closed stream",
+       h2::frame(h2::kHeaders, h2::kEndHeaders | h2::kEndStream, 1, h2::hpack(h2::get_request("/fast"))),
+       h2::frame(h2::kWindowUpdate, 0, 1, be32(1)), true},
+      // RFC 9113 §5.5: a frame of an unknown type is ignored, so free to loop.
+      {"unknown type", "", h2::frame(0x20, 0, 0, std::string(8, 'u'))},
   };
   for (const auto& f : floods) {
     SCOPED_TRACE(f.name);
     h2::Client c;
     ASSERT_TRUE(c.connect(port()));
     std::string bytes = f.prelude;
+    if (f.prelude_answered) {
+      ASSERT_TRUE(c.send(std::exchange(bytes, "")));
+      ASSERT_TRUE(c.wait_for([](const h2::Frame& x) { return x.stream == 1 && (x.flags & h2::kEndStream); }));
+    }
     for (int i = 0; i < 3000; ++i) bytes += f.frame;
     c.send(bytes);
     auto g = goaway_then_close(c);
@@ -160,8 +174,16 @@ TEST_F(H2Abuse, ControlFrameFloodsGetEnhanceYourCalm) {
     EXPECT_EQ(g->error_code(), h2::kEnhanceYourCalm);
     expect_still_serving(port());
   }
-  EXPECT_EQ(backend_.count("req"), floods.size());  // only the /after requests
+  // Only the /after requests (and the one /fast before its flood).
+  EXPECT_EQ(backend_.count("req"), floods.size() + 1);
   expect_memory_bounded(proxy_.process().pid(), rss_before);
+  auto m = scrape_metrics(proxy_.admin_port());
+  EXPECT_EQ(m["tlsfront_client_floods_total{kind=\"h2_control_frames\"}"], floods.size());
+  // Each GOAWAY is logged once, with its reason.
+  const std::string err = proxy_.process().err();
+  size_t goaways = 0;
+  for (size_t at = err.find("GOAWAY"); at != std::string::npos; at = err.find("GOAWAY", at + 1)) ++goaways;
+  EXPECT_EQ(goaways, floods.size()) << err;
 }
 
 TEST_F(H2Abuse, WindowUpdateOverflowIsFlowControlError) {

@@ -1,5 +1,6 @@
 // RFC 9113 §8.1-8.3 request validation end to end: malformed requests end in
-// a stream error (RST_STREAM PROTOCOL_ERROR) and never reach the backend.
+// a stream error (RST_STREAM PROTOCOL_ERROR) and never reach the backend;
+// §5.1 frames on closed streams and §5.3.1 self-dependent PRIORITY.
 // nghttp2 does most of these checks; these tests hold it to them through
 // tlsfront, and each case also shows the connection stays usable.
 #include <string>
@@ -138,6 +139,80 @@ TEST_F(H2Validation, SecondHeadersAfterEndStreamIsNotASecondRequest) {
   for (const auto& r : backend_.wait_requests(3, milliseconds(500))) {
     EXPECT_EQ(r.find("/second"), std::string::npos) << r;
   }
+}
+
+// RFC 9113 §5.1 "closed": after the client's own RST_STREAM, DATA or
+// HEADERS on that stream is a stream error STREAM_CLOSED (ignoring them is
+// only right after *our* RST_STREAM); the connection goes on.
+TEST_F(H2Validation, FramesAfterTheClientsResetAreStreamClosed) {
+  ASSERT_TRUE(start_proxy());
+  h2::Client c;
+  ASSERT_TRUE(c.connect(port()));
+  const h2::Fields post = {{":method", "POST"}, {":scheme", "https"}, {":authority", "localhost"}, {":path", "/echo"}};
+  ASSERT_TRUE(c.send_headers(1, post, false));
+  ASSERT_TRUE(c.send_headers(3, post, false));
+  ASSERT_TRUE(c.send_frame(h2::kRstStream, 0, 1, std::string("\0\0\0\x08", 4)));  // CANCEL
+  ASSERT_TRUE(c.send_frame(h2::kRstStream, 0, 3, std::string("\0\0\0\x08", 4)));
+  // A PING's answer: the resets were read before what follows.
+  ASSERT_TRUE(c.send_frame(h2::kPing, 0, 0, std::string(8, 'p')));
+  ASSERT_TRUE(c.wait_for([](const h2::Frame& x) { return x.type == h2::kPing && (x.flags & h2::kAck); }));
+  ASSERT_TRUE(c.send_frame(h2::kData, 0, 1, "late body"));
+  ASSERT_TRUE(c.send(h2::frame(h2::kHeaders, h2::kEndHeaders | h2::kEndStream, 3, h2::hpack({{"x-trailer", "1"}}))));
+  for (uint32_t id : {1u, 3u}) {
+    SCOPED_TRACE(id);
+    auto f = c.wait_for([id](const h2::Frame& x) {
+      return x.type == h2::kGoaway || (x.type == h2::kRstStream && x.stream == id);
+    });
+    ASSERT_TRUE(f.has_value()) << "the frame after the client's reset was ignored";
+    EXPECT_EQ(f->type, h2::kRstStream);
+    EXPECT_EQ(f->error_code(), h2::kStreamClosed);
+  }
+  ASSERT_TRUE(c.send_headers(5, base("/after"), true));
+  EXPECT_EQ(c.wait_status(5), 200);
+}
+
+// §5.1: DATA on a stream both sides ended with END_STREAM is a connection
+// error STREAM_CLOSED (as HEADERS already is).
+TEST_F(H2Validation, DataOnAStreamEndedBothWaysIsAConnectionError) {
+  ASSERT_TRUE(start_proxy());
+  h2::Client c;
+  ASSERT_TRUE(c.connect(port()));
+  ASSERT_TRUE(c.send_headers(1, base("/fast"), true));
+  ASSERT_TRUE(c.wait_for([](const h2::Frame& x) { return x.stream == 1 && (x.flags & h2::kEndStream); }));
+  ASSERT_TRUE(c.send_frame(h2::kData, h2::kEndStream, 1, "more"));
+  auto g = c.wait_for([](const h2::Frame& x) { return x.type == h2::kGoaway; });
+  ASSERT_TRUE(g.has_value()) << "DATA on a closed stream was ignored";
+  EXPECT_EQ(g->error_code(), h2::kStreamClosed);
+  EXPECT_TRUE(c.wait_closed());
+}
+
+// §5.3.1: a stream cannot depend on itself, though RFC 7540 priorities are
+// off (SETTINGS_NO_RFC7540_PRIORITIES): on an open stream a stream error
+// PROTOCOL_ERROR (its exchange ends; others go on), on an idle one (which
+// cannot take a RST_STREAM, §6.4) a connection error.
+TEST_F(H2Validation, PriorityOnItselfIsAnError) {
+  ASSERT_TRUE(start_proxy());
+  auto priority = [](uint32_t stream, uint32_t depends_on) {
+    std::string p(4, '\0');
+    for (int i = 0; i < 4; ++i) p[i] = static_cast<char>(depends_on >> (24 - 8 * i));
+    return h2::frame(h2::kPriority, 0, stream, p + std::string(1, '\x0f'));
+  };
+  h2::Client c;
+  ASSERT_TRUE(c.connect(port()));
+  ASSERT_TRUE(c.send_headers(1, base("/slow/2000"), true));
+  ASSERT_TRUE(c.send_headers(3, base("/slow/300"), true));
+  ASSERT_TRUE(c.send(priority(3, 1) + priority(1, 1)));
+  auto f = c.wait_for([](const h2::Frame& x) { return x.type == h2::kGoaway || x.type == h2::kRstStream; });
+  ASSERT_TRUE(f.has_value()) << "the self-dependent PRIORITY was ignored";
+  EXPECT_EQ(f->type, h2::kRstStream);
+  EXPECT_EQ(f->stream, 1u);
+  EXPECT_EQ(f->error_code(), h2::kProtocolError);
+  EXPECT_EQ(c.wait_status(3), 200);  // stream 3 depends on 1: fine
+  ASSERT_TRUE(c.send(priority(9, 9)));
+  auto g = c.wait_for([](const h2::Frame& x) { return x.type == h2::kGoaway; });
+  ASSERT_TRUE(g.has_value());
+  EXPECT_EQ(g->error_code(), h2::kProtocolError);
+  EXPECT_TRUE(c.wait_closed());
 }
 
 }  // namespace

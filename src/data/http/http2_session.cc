@@ -13,18 +13,6 @@
 namespace tlsfront::http {
 namespace {
 
-// Rapid reset (CVE-2023-44487): streams the client ends before their response
-// did. nghttp2's own RST_STREAM limiter (1000 burst, 33/s) stays on behind it.
-constexpr double kResetBurst = 200;
-constexpr double kResetPerSecond = 33;
-// SETTINGS, PING, PRIORITY and empty DATA frames without END_STREAM: none
-// makes progress, so a client needs few (as nghttpx / h2o budget them).
-constexpr double kControlBurst = 1000;
-constexpr double kControlPerSecond = 100;
-// Stream ids remembered after close, so a late frame on one is not taken for
-// a stream id going backwards.
-constexpr size_t kRecentlyClosed = 256;
-
 #define TLSFRONT_SESSION static_cast<Http2Session*>(user_data)
 
 int on_begin_frame_cb(nghttp2_session*, const nghttp2_frame_hd* hd, void* user_data) noexcept {
@@ -72,6 +60,7 @@ const nghttp2_session_callbacks* callbacks() {
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data_chunk_recv_cb);
     nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_stream_close_cb);
     nghttp2_session_callbacks_set_on_frame_send_callback(cb, on_frame_send_cb);
+    H2ControlBudget::drop_unknown_frames(cb);
     return Nghttp2CallbacksPtr(cb);
   }();
   return table.get();
@@ -79,22 +68,11 @@ const nghttp2_session_callbacks* callbacks() {
 
 }  // namespace
 
-bool Http2Session::Budget::take() {
-  auto now = std::chrono::steady_clock::now();
-  tokens = std::min(burst, tokens + std::chrono::duration<double>(now - last).count() * per_second);
-  last = now;
-  if (tokens < 1) return false;
-  tokens -= 1;
-  return true;
-}
-
 Http2Session::Http2Session(const SessionEnv& env, ClientTransport* transport, ConnectionInfo info, X509* certificate)
     : env_(env),
       transport_(transport),
       info_(std::move(info)),
-      certificate_(certificate),
-      resets_{kResetBurst, kResetBurst, kResetPerSecond, std::chrono::steady_clock::now()},
-      control_frames_{kControlBurst, kControlBurst, kControlPerSecond, std::chrono::steady_clock::now()} {
+      certificate_(certificate) {
   const config::Http2& cfg = env_.config->http2;
   nghttp2_option* opt_raw = nullptr;
   if (nghttp2_option_new(&opt_raw) != 0) std::abort();  // OOM
@@ -103,6 +81,7 @@ Http2Session::Http2Session(const SessionEnv& env, ClientTransport* transport, Co
   nghttp2_option_set_no_auto_window_update(opt.get(), 1);
   // A header block may span max_header_list_size / 16 KiB CONTINUATION frames, at least nghttp2's 8.
   nghttp2_option_set_max_continuations(opt.get(), std::max<size_t>(8, cfg.max_header_list_size / 16384 + 2));
+  H2ControlBudget::see_unknown_frames(opt.get());  // so that on_begin_frame charges them
   nghttp2_session* raw = nullptr;
   if (nghttp2_session_server_new3(&raw, callbacks(), this, opt.get(), memory_.mem()) != 0) std::abort();  // OOM
   session_.reset(raw);
@@ -151,18 +130,24 @@ bool Http2Session::wants_input() const { return !closed_ && !input_stopped_ && !
 
 void Http2Session::on_data(std::string_view data) {
   if (closed_ || input_stopped_) return;
+  priority_scanner_.scan(data, self_dependent_, data_streams_);
+  if (!data_streams_.empty()) find_closed_data();
   ssize_t rv = nghttp2_session_mem_recv(session_.get(), reinterpret_cast<const uint8_t*>(data.data()), data.size());
   if (rv < 0) {
-    uint32_t code = NGHTTP2_PROTOCOL_ERROR;
-    if (terminate_code_) {
-      code = *terminate_code_;
-    } else if (rv == NGHTTP2_ERR_FLOODED || rv == NGHTTP2_ERR_TOO_MANY_CONTINUATIONS) {
-      code = NGHTTP2_ENHANCE_YOUR_CALM;
+    // A callback that set terminate_code_ logged its reason already.
+    uint32_t code = terminate_code_.value_or(NGHTTP2_PROTOCOL_ERROR);
+    if (!terminate_code_) {
+      if (rv == NGHTTP2_ERR_FLOODED || rv == NGHTTP2_ERR_TOO_MANY_CONTINUATIONS) code = NGHTTP2_ENHANCE_YOUR_CALM;
+      if (rv == NGHTTP2_ERR_FLOODED && env_.counters != nullptr) {
+        env_.counters->count_flood(metrics::Flood::H2ControlFrames);
+      }
+      log::info("conn={} client={}:{} h2: {}; GOAWAY {}", info_.id, info_.remote_addr, info_.remote_port,
+                nghttp2_strerror(static_cast<int>(rv)), nghttp2_http2_strerror(code));
     }
-    log::info("conn={} client={}:{} h2: {}; GOAWAY {}", info_.id, info_.remote_addr, info_.remote_port,
-              nghttp2_strerror(static_cast<int>(rv)), nghttp2_http2_strerror(code));
     terminate(code);
   }
+  if (!self_dependent_.empty()) reset_self_dependent();
+  if (!closed_data_.empty()) answer_closed_data();
   // Exchanges start after the whole read was processed: a stream opened and
   // reset within it never costs an upstream connection.
   std::vector<int32_t> starts;
@@ -180,14 +165,6 @@ void Http2Session::terminate(uint32_t error_code) {
     nghttp2_session_terminate_session(session_.get(), error_code);
   }
   schedule_send();
-}
-
-void Http2Session::count_reset() {
-  if (!resets_.take() && !terminate_code_) {
-    log::info("conn={} client={}:{} h2: streams reset faster than they complete (rapid reset); GOAWAY",
-              info_.id, info_.remote_addr, info_.remote_port);
-    terminate_code_ = NGHTTP2_ENHANCE_YOUR_CALM;
-  }
 }
 
 void Http2Session::flush() {
@@ -366,60 +343,6 @@ bool Http2Session::certificate_covers(std::string_view host) const {
   return true;
 }
 
-int Http2Session::on_begin_frame(const nghttp2_frame_hd* hd) {
-  // A header block is open from a HEADERS without END_HEADERS until the
-  // CONTINUATION that ends it; any other frame means it ended (or nghttp2
-  // failed the connection).
-  const bool block_open = (hd->type == NGHTTP2_HEADERS || hd->type == NGHTTP2_CONTINUATION) &&
-                          (hd->flags & NGHTTP2_FLAG_END_HEADERS) == 0;
-  if (block_open != header_block_open_) {
-    header_block_open_ = block_open;
-    update_timer();
-  }
-  if (hd->type == NGHTTP2_SETTINGS && (hd->flags & NGHTTP2_FLAG_ACK) == 0) {
-    windows_before_settings_.clear();
-    initial_window_before_settings_ =
-        nghttp2_session_get_remote_settings(session_.get(), NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE);
-    for (const auto& [id, s] : streams_) {
-      windows_before_settings_.push_back(nghttp2_session_get_stream_remote_window_size(session_.get(), id));
-    }
-  }
-  // With NO_RFC7540_PRIORITIES nghttp2 drops PRIORITY frames unseen: check
-  // and count them here. RFC 9113 §6.3: one on stream 0 is a connection error.
-  if (hd->type == NGHTTP2_PRIORITY && hd->stream_id == 0) {
-    log::info("conn={} client={}:{} h2: PRIORITY on stream 0; GOAWAY", info_.id, info_.remote_addr,
-              info_.remote_port);
-    terminate_code_ = NGHTTP2_PROTOCOL_ERROR;
-    return NGHTTP2_ERR_CALLBACK_FAILURE;
-  }
-  if (hd->type == NGHTTP2_PRIORITY && !control_frames_.take() && !terminate_code_) {
-    log::info("conn={} client={}:{} h2: control frame flood; GOAWAY", info_.id, info_.remote_addr,
-              info_.remote_port);
-    terminate_code_ = NGHTTP2_ENHANCE_YOUR_CALM;
-    return NGHTTP2_ERR_CALLBACK_FAILURE;
-  }
-  if (hd->type != NGHTTP2_HEADERS || hd->stream_id > last_stream_id_ || find(hd->stream_id)) return 0;
-  // RFC 9113 §5.1.1: a HEADERS frame on a lower, never opened (or long
-  // closed) stream is a connection error; nghttp2 1.52 ignores it.
-  auto closed = std::find_if(recently_closed_.begin(), recently_closed_.end(),
-                             [id = hd->stream_id](const ClosedStream& c) { return c.id == id; });
-  if (closed != recently_closed_.end()) {
-    // §5.1, "closed": after a RST_STREAM, frames the peer sent before it saw
-    // the reset may still arrive and are ignored. A stream both sides ended
-    // with END_STREAM gets no more HEADERS: a connection error STREAM_CLOSED
-    // (as nghttp2 already answers while the stream is half-closed).
-    if (!closed->ended_by_both) return 0;
-    log::info("conn={} client={}:{} h2: HEADERS on closed stream {}; GOAWAY", info_.id, info_.remote_addr,
-              info_.remote_port, hd->stream_id);
-    terminate_code_ = NGHTTP2_STREAM_CLOSED;
-    return NGHTTP2_ERR_CALLBACK_FAILURE;
-  }
-  log::info("conn={} client={}:{} h2: HEADERS on stream {} after {}; GOAWAY", info_.id, info_.remote_addr,
-            info_.remote_port, hd->stream_id, last_stream_id_);
-  terminate_code_ = NGHTTP2_PROTOCOL_ERROR;
-  return NGHTTP2_ERR_CALLBACK_FAILURE;
-}
-
 int Http2Session::on_begin_headers(const nghttp2_frame* frame) {
   if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
   if (input_stopped_) return NGHTTP2_ERR_CALLBACK_FAILURE;
@@ -430,10 +353,12 @@ int Http2Session::on_begin_headers(const nghttp2_frame* frame) {
     // client: refused, never started nor logged; the client retries it on a
     // new connection (REFUSED_STREAM, RFC 9113 §8.7).
     nghttp2_submit_rst_stream(session_.get(), NGHTTP2_FLAG_NONE, frame->hd.stream_id, NGHTTP2_REFUSED_STREAM);
+    remember_closed(frame->hd.stream_id, ClosedBy::Us);
     schedule_send();
     return 0;
   }
   ++info_.requests;
+  control_frames_.earn();  // a client may widen a new stream's window at once (gRPC does)
   if (info_.requests == limit && !goaway_sent_) {
     // RFC 9113 §6.8: this stream is the last one served; the connection
     // closes once it is done.
@@ -461,7 +386,6 @@ int Http2Session::on_header(const nghttp2_frame* frame, std::string_view name, s
 int Http2Session::on_frame_recv(const nghttp2_frame* frame) {
   const bool end_stream = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
   Http2Stream* s = frame->hd.stream_id != 0 ? find(frame->hd.stream_id) : nullptr;
-  bool unproductive = false;
   switch (frame->hd.type) {
     case NGHTTP2_HEADERS:
       if (header_block_open_) {
@@ -478,7 +402,6 @@ int Http2Session::on_frame_recv(const nghttp2_frame* frame) {
     case NGHTTP2_DATA:
       // Padding counts against flow control but never reaches a stream.
       if (frame->data.padlen > 0) nghttp2_session_consume(session_.get(), frame->hd.stream_id, frame->data.padlen);
-      if (frame->hd.length == 0 && !end_stream) unproductive = true;
       if (s && end_stream) s->on_request_end();
       break;
     case NGHTTP2_RST_STREAM:
@@ -493,41 +416,11 @@ int Http2Session::on_frame_recv(const nghttp2_frame* frame) {
                   info_.id, info_.remote_addr, info_.remote_port);
         terminate_code_ = NGHTTP2_FLOW_CONTROL_ERROR;
       }
-      [[fallthrough]];
-    case NGHTTP2_PING:
-      unproductive = (frame->hd.flags & NGHTTP2_FLAG_ACK) == 0;
       break;
     default:
       break;
   }
-  if (unproductive && !control_frames_.take() && !terminate_code_) {
-    log::info("conn={} client={}:{} h2: control frame flood; GOAWAY", info_.id, info_.remote_addr,
-              info_.remote_port);
-    terminate_code_ = NGHTTP2_ENHANCE_YOUR_CALM;
-  }
   return terminate_code_ ? NGHTTP2_ERR_CALLBACK_FAILURE : 0;
-}
-
-bool Http2Session::settings_overflow_window(const nghttp2_frame* frame) {
-  if (frame->hd.flags & NGHTTP2_FLAG_ACK) return false;
-  // nghttp2 applied the entries in order (a stream whose window would
-  // overflow keeps it and is reset); replay that from the windows before.
-  int64_t initial = initial_window_before_settings_;
-  bool overflow = false;
-  for (size_t i = 0; i < frame->settings.niv; ++i) {
-    const nghttp2_settings_entry& e = frame->settings.iv[i];
-    if (e.settings_id != NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE) continue;
-    const int64_t delta = int64_t{e.value} - initial;
-    for (int64_t& w : windows_before_settings_) {
-      if (w + delta > NGHTTP2_MAX_WINDOW_SIZE) {
-        overflow = true;
-      } else {
-        w += delta;
-      }
-    }
-    initial = e.value;
-  }
-  return overflow;
 }
 
 int Http2Session::on_data_chunk(int32_t stream_id, std::string_view data) {
@@ -547,9 +440,11 @@ int Http2Session::on_stream_close(int32_t stream_id, uint32_t error_code) {
   // A stream we reset for the client's protocol error counts as a reset too
   // ("MadeYouReset"): it cost work and completed nothing.
   if (error_code == NGHTTP2_PROTOCOL_ERROR && !it->second->response_finished()) count_reset();
-  recently_closed_.push_back({stream_id, error_code == NGHTTP2_NO_ERROR && it->second->ended_by_both_sides()});
+  remember_closed(stream_id, it->second->reset_by_client() ? ClosedBy::ClientReset
+                             : error_code == NGHTTP2_NO_ERROR && it->second->ended_by_both_sides()
+                                 ? ClosedBy::BothEnded
+                                 : ClosedBy::Us);
   it->second->on_closed(error_code);
-  if (recently_closed_.size() > kRecentlyClosed) recently_closed_.pop_front();
   if (it->second->response_finished()) --finished_streams_;
   if (it->second->has_pending_output()) --pending_streams_;
   LoopContext::of(env_.loop).defer_delete(std::move(it->second));

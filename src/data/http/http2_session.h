@@ -21,14 +21,22 @@
 // (§6.3; nghttp2 drops PRIORITY unseen under NO_RFC7540_PRIORITIES); a
 // SETTINGS_INITIAL_WINDOW_SIZE that overflows an open stream's window is a
 // connection error FLOW_CONTROL_ERROR (§6.9.2; nghttp2 only resets the
-// stream); a header block not ended within timeouts.header (HEADERS or
+// stream); RFC 9113 §5.1 "closed": DATA or HEADERS after the client's own
+// RST_STREAM is a stream error STREAM_CLOSED, after END_STREAM both ways a
+// connection error STREAM_CLOSED, after our RST_STREAM ignored; a PRIORITY
+// frame whose stream depends on itself is a stream error PROTOCOL_ERROR
+// (§5.3.1; H2PriorityScanner reads what nghttp2 drops unread); a header
+// block not ended within timeouts.header (HEADERS or
 // CONTINUATION without END_HEADERS, then silence) ends the connection with
 // GOAWAY PROTOCOL_ERROR, as a slow HTTP/1.1 head gets 408; request header
 // lists over max_header_list_size (HPACK bombs) answered 431 (Http2Stream);
 // rapid reset
 // (CVE-2023-44487: streams reset by the client before their response ended,
-// token bucket) and control frame floods (SETTINGS, PING, PRIORITY, empty
-// DATA; token bucket) answered with GOAWAY ENHANCE_YOUR_CALM and close;
+// token bucket) and control frame floods (H2ControlBudget: SETTINGS, PING,
+// PRIORITY, GOAWAY, empty DATA, WINDOW_UPDATE that opens no exhausted
+// window, unknown frame types, STREAM_CLOSED answers) answered with GOAWAY
+// ENHANCE_YOUR_CALM and close, counted in tlsfront_client_floods_total; each
+// GOAWAY tlsfront decides is logged once, at info;
 // 421 for an :authority the certificate does not cover (RFC 9110 §15.5.20);
 // GOAWAY NO_ERROR after timeouts.keepalive without streams, and on shutdown
 // with the last stream id honoured (streams in flight finish); a stream whose
@@ -63,10 +71,14 @@
 #include "data/http/client_transport.h"
 #include "data/http/exchange_sink.h"
 #include "data/http/session_env.h"
+#include "data/http/h2_priority_scanner.h"
 #include "data/http/http2_stream.h"
+#include "metrics/counters.h"
 #include "util/loop_context.h"
 #include "util/nghttp2_memory.h"
+#include "util/h2_control_budget.h"
 #include "util/nghttp2_ptr.h"
+#include "util/token_bucket.h"
 
 namespace tlsfront::http {
 
@@ -113,6 +125,9 @@ class Http2Session final : public ClientSession, public Flushable {
   // Counts a stream the client (or its protocol error) ended before its
   // response did; over the budget the connection ends with ENHANCE_YOUR_CALM.
   void count_reset();
+  // A response DATA frame with octets went out: the client's WINDOW_UPDATEs
+  // for it are not charged as a flood (H2ControlBudget::earn).
+  void note_data_sent() { control_frames_.earn(); }
   // A stream's response went out whole (its END_STREAM frame was sent).
   void note_response_finished() { ++finished_streams_; }
   // A stream's response output became pending (true) or was all taken by
@@ -140,13 +155,25 @@ class Http2Session final : public ClientSession, public Flushable {
   bool settings_overflow_window(const nghttp2_frame* frame);
 
  private:
-  // A token bucket: `burst` tokens, refilled at `per_second`.
-  struct Budget {
-    double tokens;
-    double burst;
-    double per_second;
-    std::chrono::steady_clock::time_point last;
-    bool take();
+  // Rapid reset (CVE-2023-44487): streams the client ends before their
+  // response did. nghttp2's own RST_STREAM limiter (1000 burst, 33/s) stays
+  // on behind it.
+  static constexpr double kResetBurst = 200;
+  static constexpr double kResetPerSecond = 33;
+  // Stream ids remembered after close (recently_closed_), so a late frame
+  // on one gets the answer §5.1 asks and is not taken for a stream id going
+  // backwards.
+  static constexpr size_t kRecentlyClosed = 256;
+
+  // How a stream ended, for the frames that may still name it (§5.1).
+  enum class ClosedBy {
+    Us,           // our RST_STREAM (or refusal): late frames are ignored
+    ClientReset,  // the client's RST_STREAM: DATA/HEADERS → RST_STREAM STREAM_CLOSED
+    BothEnded,    // END_STREAM both ways: DATA/HEADERS → GOAWAY STREAM_CLOSED
+  };
+  struct ClosedStream {
+    int32_t id;
+    ClosedBy by;
   };
   // Header: a header block is open (HEADERS without END_HEADERS, waiting for
   // CONTINUATION; timeouts.header, then GOAWAY). Idle: no streams
@@ -156,6 +183,25 @@ class Http2Session final : public ClientSession, public Flushable {
   enum class TimerPurpose { None, Header, Idle, Send, Stall };
 
   Http2Stream* find(int32_t stream_id) const;
+  void remember_closed(int32_t stream_id, ClosedBy by);
+  // DATA or HEADERS on stream `hd.stream_id`, at or below the highest one
+  // opened and no longer open: the answer §5.1 asks (a callback result).
+  int on_frame_for_closed_stream(const nghttp2_frame_hd& hd);
+  // The client flooded (`what`, counted as `kind`): GOAWAY ENHANCE_YOUR_CALM
+  // once input stops. Returns NGHTTP2_ERR_CALLBACK_FAILURE.
+  int flood(const char* what, metrics::Flood kind);
+  // RST_STREAM PROTOCOL_ERROR for each stream H2PriorityScanner found
+  // depending on itself in the last read.
+  void reset_self_dependent();
+  // Of the streams the read's DATA frames name, those already closed (in
+  // recently_closed_) before nghttp2 reads it; answered after it did
+  // (answer_closed_data), as on_frame_for_closed_stream answers HEADERS.
+  void find_closed_data();
+  void answer_closed_data();
+  // The answer §5.1 asks for a frame of `type` on `closed`: 0 when ignored
+  // or answered with RST_STREAM STREAM_CLOSED, else the connection error
+  // (set as terminate_code_).
+  uint32_t answer_closed_stream(const ClosedStream& closed, const char* type);
   // GOAWAY with `error_code`, stop reading, close once it is written.
   void terminate(uint32_t error_code);
   void close_now(bool notify);
@@ -171,11 +217,7 @@ class Http2Session final : public ClientSession, public Flushable {
   std::unordered_map<int32_t, std::unique_ptr<Http2Stream>> streams_;
   std::vector<int32_t> to_start_;
   int32_t last_stream_id_ = 0;           // highest client stream opened
-  struct ClosedStream {
-    int32_t id;
-    bool ended_by_both;  // END_STREAM both ways, no RST_STREAM either way
-  };
-  std::deque<ClosedStream> recently_closed_;  // bounded (kRecentlyClosed in the .cc)
+  std::deque<ClosedStream> recently_closed_;  // at most kRecentlyClosed
   // Streams to tell when the output drains (wait_drained): with hundreds of
   // streams, visiting each one after every write was a share of the CPU.
   std::vector<int32_t> drain_waiting_;
@@ -186,8 +228,12 @@ class Http2Session final : public ClientSession, public Flushable {
   // Each open stream's send window when a SETTINGS frame began (for §6.9.2).
   std::vector<int64_t> windows_before_settings_;
   uint32_t initial_window_before_settings_ = NGHTTP2_INITIAL_WINDOW_SIZE;
-  Budget resets_;
-  Budget control_frames_;
+  TokenBucket resets_{kResetBurst, kResetPerSecond};
+  H2ControlBudget control_frames_;
+  H2PriorityScanner priority_scanner_;
+  std::vector<int32_t> self_dependent_;  // found by priority_scanner_ in the current read
+  std::vector<int32_t> data_streams_;    // likewise
+  std::vector<ClosedStream> closed_data_;  // find_closed_data()'s
   TimerPurpose timer_ = TimerPurpose::None;
   bool input_stopped_ = false;
   bool goaway_sent_ = false;

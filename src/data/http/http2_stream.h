@@ -155,6 +155,8 @@ class Http2Stream final : public Deletable, public ExchangeSink, public Flushabl
   // The client opened no window for timeouts.send: RST_STREAM CANCEL.
   void abort_stalled();
   bool closed() const { return end_ == StreamEnd::Closed; }
+  // The client's RST_STREAM ended the stream (before it closed).
+  bool reset_by_client() const { return end_ == StreamEnd::ClientReset; }
 
   // ExchangeSink
   void send_informational(const ResponseHead& head) override;

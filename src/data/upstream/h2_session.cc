@@ -175,6 +175,7 @@ Status H2Session::submit(H2Stream* stream, const std::vector<http::Header>& fiel
   stream->bind(this, id);
   streams_[id] = stream;
   ++streams_opened_;
+  control_budget_.earn();  // the server may answer a new stream with a WINDOW_UPDATE
   if (!connecting()) timer_.stop();  // no longer idle (a connecting one keeps its connect timer)
   ping_timer_.stop();
   if (pool_ && streams_.size() == 1) pool_->update_idle_gauge();
