@@ -6,29 +6,10 @@
 #include <string>
 
 #include "harness.h"
+#include "import_nginx_support.h"
 
 namespace tlsfront::itest {
 namespace {
-
-namespace fs = std::filesystem;
-
-const std::string kFixtures = std::string(TLSFRONT_SOURCE_DIR) + "/tests/data/nginx/";
-
-// `fixture` (a file or a directory) copied into `dir`, with pki/ (the test
-// PKI's files the fixtures name, a ticket key file) and logs/ beside it.
-void stage(const TempDir& dir, const std::string& fixture) {
-  fs::copy(kFixtures + fixture, dir.path() + (fs::is_directory(kFixtures + fixture) ? "" : "/" + fixture),
-           fs::copy_options::recursive);
-  fs::create_directories(dir.file("pki"));
-  fs::create_directories(dir.file("logs"));
-  for (const char* f : {"localhost.chain.pem", "localhost.key", "rsa.chain.pem", "rsa.key", "other-name.chain.pem",
-                        "other-name.key", "wildcard.chain.pem", "wildcard.key", "root.pem"}) {
-    fs::copy_file(std::string(TLSFRONT_TEST_PKI_DIR) + "/" + f, dir.file(std::string("pki/") + f));
-    if (std::string(f).ends_with(".key")) fs::permissions(dir.file(std::string("pki/") + f), fs::perms::owner_read | fs::perms::owner_write);
-  }
-  write_file(dir.file("pki/ticket.key"), std::string(80, '\x5a'));
-  fs::permissions(dir.file("pki/ticket.key"), fs::perms::owner_read | fs::perms::owner_write);
-}
 
 TEST(ImportNginx, TheWriteupsServerBlockImportsAndPassesTest) {
   TempDir dir;

@@ -1,0 +1,68 @@
+// `tlsfront import-nginx` run as the real binary on what a migration meets
+// beyond the fixtures of import_nginx_test.cc: a server with tens of
+// thousands of add_header lines, each configuration it writes checked by
+// `tlsfront --test`.
+#include <string>
+
+#include "harness.h"
+#include "import_nginx_support.h"
+
+namespace tlsfront::itest {
+namespace {
+
+// One TLS server with the test PKI's certificate around `body`, in an http block.
+std::string tls_server(const std::string& body) {
+  return "http {\n  server {\n    listen 443 ssl;\n    ssl_certificate pki/localhost.chain.pem;\n"
+         "    ssl_certificate_key pki/localhost.key;\n" +
+         body + "  }\n}\n";
+}
+
+// 100k add_header lines in one server (each a different field, every 1000th
+// name repeated in other case with a second value), and a location with its
+// own two: the import groups them by name and writes each once, and the
+// loader and `--test` take the result. Both were quadratic in the number of
+// fields (the import of 20k took 8 s): at this size the run_command
+// deadline (10 s) is far below what they took.
+TEST(ImportNginxMigration, ManyAddHeadersImportOnceEachInOrder) {
+  TempDir dir;
+  stage(dir, "");
+  constexpr int kHeaders = 100'000;
+  std::string body;
+  body.reserve(kHeaders * 40);
+  for (int i = 0; i < kHeaders; ++i) {
+    body += "    add_header X-H" + std::to_string(i) + " v" + std::to_string(i) + ";\n";
+    if (i % 1000 == 0) body += "    add_header x-h" + std::to_string(i) + " w" + std::to_string(i) + ";\n";
+  }
+  body += "    location / { proxy_pass http://127.0.0.1:9000; }\n";
+  body += "    location /own/ { proxy_pass http://127.0.0.1:9000; add_header X-H1 v1; add_header X-Own 1; }\n";
+  write_file(dir.file("nginx.conf"), tls_server(body));
+  RunResult r = run_command(dir, {TLSFRONT_BINARY, "import-nginx", "-o", dir.file("out.toml"), dir.file("nginx.conf")});
+  ASSERT_TRUE(r.status.exited) << "import-nginx did not finish within the deadline";
+  ASSERT_EQ(r.status.code, 0) << r.err.substr(0, 2000);
+  const std::string toml = read_file(dir.file("out.toml"));
+  // The defaults: every field once, in file order, a repeated name's values together.
+  const size_t add = toml.find("\n[response_headers]\nadd = { X-H0 = [\"v0\", \"w0\"], X-H1 = \"v1\", X-H2 = \"v2\", ");
+  ASSERT_NE(add, std::string::npos) << toml.substr(0, 3000);
+  const size_t last = toml.find("X-H99999 = \"v99999\" }", add);
+  EXPECT_NE(last, std::string::npos);
+  EXPECT_NE(toml.find("X-H999 = \"v999\", X-H1000 = [\"v1000\", \"w1000\"], X-H1001 = \"v1001\"", add),
+            std::string::npos);
+  EXPECT_NE(toml.find("X-H99000 = [\"v99000\", \"w99000\"]", add), std::string::npos);
+  // The location with its own: only those (nginx's inheritance), and the
+  // report names what it drops, without the one it repeats.
+  EXPECT_NE(toml.find("response_headers = { inherit = false, add = { X-H1 = \"v1\", X-Own = \"1\" } }"),
+            std::string::npos);
+  const std::string dropped =
+      dir.file("nginx.conf") + ":" + std::to_string(kHeaders + kHeaders / 1000 + 7) +
+      ": add_header: nginx applies none of the enclosing blocks' add_header here (X-H0, x-h0, X-H2, X-H3, ";
+  EXPECT_NE(r.err.find(dropped), std::string::npos) << r.err.substr(r.err.size() > 3000 ? r.err.size() - 3000 : 0);
+
+  write_file(dir.file("out.toml"), trust_test_root(toml, dir));
+  r = run_command(dir, {TLSFRONT_BINARY, "--test", "-c", dir.file("out.toml")});
+  ASSERT_TRUE(r.status.exited) << "--test did not finish within the deadline";
+  EXPECT_EQ(r.status.code, 0) << r.err.substr(0, 2000);
+  EXPECT_NE(r.err.find("test is successful"), std::string::npos) << r.err.substr(0, 2000);
+}
+
+}  // namespace
+}  // namespace tlsfront::itest
