@@ -547,10 +547,19 @@ void Importer::log_format(const std::string& name) {
 
 }  // namespace
 
-Result<Imported> import(const std::vector<Directive>& tree, const std::string& base_dir, const std::string& source,
+Result<Imported> import(const std::vector<Directive>& given, const std::string& base_dir, const std::string& source,
                         std::vector<Note>* notes_on_failure) {
   Model m;
   Ledger ledger;
+  std::vector<Directive> wrapped;
+  if (auto http = http_of_site_file(given)) {
+    wrapped.push_back(std::move(*http));
+    ledger.note(wrapped.front(),
+                "no http block: the file's directives are read as the content of one, as nginx reads a "
+                "sites-available file that nginx.conf's http block includes (relative paths resolve against "
+                "this file's directory; nginx resolves them against its prefix, e.g. /etc/nginx)");
+  }
+  const std::vector<Directive>& tree = wrapped.empty() ? given : wrapped;
   ledger.handled({"ssl_protocols", "ssl_ciphers", "ssl_conf_command", "ssl_ecdh_curve", "ssl_prefer_server_ciphers",
                   "ssl_trusted_certificate", "ssl_session_tickets", "ssl_session_cache", "ssl_session_timeout",
                   "ssl_session_ticket_key", "ssl_early_data", "keepalive_timeout", "keepalive_requests",

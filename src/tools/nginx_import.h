@@ -49,6 +49,10 @@
 //     (nginx_import_upstream_tls.cc); nginx verifies nothing by default, so
 //     without proxy_ssl_verify on it says verify = false, reported.
 //
+// A file with server or upstream blocks and no http block (a
+// sites-available file, which nginx.conf's http block includes) is read as
+// the content of an http block, and the report's first line says so.
+//
 // Relative paths resolve against the main file's directory (nginx: its
 // configuration prefix for certificates and includes, which is that directory
 // in the usual layouts; its prefix for access_log) and are written absolute.

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -114,6 +115,13 @@ bool put(Keys& ks, Key k, const Directive& d, Ledger& l);
 // block that has any (nginx's inheritance of array and scalar directives).
 std::vector<const Directive*> effective(const Chain& chain, const std::string& name);
 const Directive* effective_one(const Chain& chain, const std::string& name);  // the last of those, or null
+
+// A file of server and upstream blocks without an http block (a
+// sites-available file, which nginx.conf's http block includes): its
+// directives wrapped in one http block (at the place of the first), as nginx
+// reads them; nullopt for any other file (one with an http block, or neither
+// server nor upstream blocks).
+std::optional<Directive> http_of_site_file(const std::vector<Directive>& tree);
 
 std::string join_args(const Directive& d);
 size_t count_all(const std::vector<Directive>& v);  // directives in `v`, nested ones included

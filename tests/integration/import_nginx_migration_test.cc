@@ -1,7 +1,7 @@
 // `tlsfront import-nginx` run as the real binary on what a migration meets
 // beyond the fixtures of import_nginx_test.cc: a server with tens of
-// thousands of add_header lines, each configuration it writes checked by
-// `tlsfront --test`.
+// thousands of add_header lines, a sites-available file (no http block);
+// each configuration it writes checked by `tlsfront --test`.
 #include <string>
 
 #include "harness.h"
@@ -62,6 +62,35 @@ TEST(ImportNginxMigration, ManyAddHeadersImportOnceEachInOrder) {
   ASSERT_TRUE(r.status.exited) << "--test did not finish within the deadline";
   EXPECT_EQ(r.status.code, 0) << r.err.substr(0, 2000);
   EXPECT_NE(r.err.find("test is successful"), std::string::npos) << r.err.substr(0, 2000);
+}
+
+// A sites-available file (server and upstream blocks, no http block: the
+// usual layout, where nginx.conf's http block includes it) imports as the
+// content of an http block, says so first, and the result passes --test.
+TEST(ImportNginxMigration, ASitesAvailableFileImportsAsAnHttpBlocksContent) {
+  TempDir dir;
+  stage(dir, "");
+  write_file(dir.file("api.conf"),
+             "upstream api {\n    server 127.0.0.1:9000;\n    keepalive 16;\n}\n\n"
+             "server {\n    listen 443 ssl;\n    http2 on;\n    server_name localhost;\n"
+             "    ssl_certificate pki/localhost.chain.pem;\n    ssl_certificate_key pki/localhost.key;\n"
+             "    location /api/ {\n        proxy_pass http://api;\n    }\n}\n\n"
+             "server {\n    listen 80;\n    server_name localhost;\n    return 301 https://$host$request_uri;\n}\n");
+  RunResult r = run_command(dir, {TLSFRONT_BINARY, "import-nginx", "-o", dir.file("out.toml"), dir.file("api.conf")});
+  ASSERT_EQ(r.status.code, 0) << r.err;
+  const std::string file = dir.file("api.conf");
+  EXPECT_EQ(r.err.find(file + ":1: http: no http block: the file's directives are read as the content of one"), 0u)
+      << r.err;
+  EXPECT_EQ(r.err.find("unsupported"), std::string::npos) << r.err;
+  const std::string toml = read_file(dir.file("out.toml"));
+  EXPECT_NE(toml.find("name = \"api\""), std::string::npos) << toml;
+  EXPECT_NE(toml.find("keepalive = 16"), std::string::npos) << toml;
+  EXPECT_NE(toml.find("path_prefix = \"/api/\""), std::string::npos) << toml;
+  EXPECT_NE(toml.find("alpn = [\"h2\", \"http/1.1\"]"), std::string::npos) << toml;
+  write_file(dir.file("out.toml"), trust_test_root(toml, dir));
+  r = run_command(dir, {TLSFRONT_BINARY, "--test", "-c", dir.file("out.toml")});
+  EXPECT_EQ(r.status.code, 0) << r.err << "\n" << toml;
+  EXPECT_NE(r.err.find("test is successful"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -331,6 +331,33 @@ TEST(NginxImport, NothingUsable) {
   EXPECT_REPORTS(r, "n.conf:1: root: no equivalent: no static files\n");
 }
 
+// A sites-available file: server and upstream blocks, no http block. nginx
+// reads it inside nginx.conf's http block; so does the import, and says so.
+TEST(NginxImport, ASitesAvailableFileIsTheContentOfAnHttpBlock) {
+  Outcome r =
+      run("upstream app { server 127.0.0.1:9000; keepalive 8; }\n"
+          "server {\n  listen 443 ssl;\n  ssl_certificate c.pem;\n  ssl_certificate_key c.key;\n"
+          "  location / { proxy_pass http://app; }\n}\n"
+          "server { listen 80; return 301 https://$host$request_uri; }\n");
+  ASSERT_TRUE(r.ok) << r.error << "\n" << r.report;
+  ASSERT_EQ(r.cfg.upstreams.size(), 1u);
+  EXPECT_EQ(r.cfg.upstreams[0].name, "app");
+  EXPECT_EQ(r.cfg.upstreams[0].keepalive, 8u);
+  ASSERT_EQ(r.cfg.listeners.size(), 2u);
+  EXPECT_TRUE(r.cfg.listeners[0].tls);
+  EXPECT_TRUE(r.cfg.listeners[1].redirect_https);
+  EXPECT_EQ(r.cfg.tls.certificates.at(0).cert, "/etc/nginx/c.pem");
+  EXPECT_EQ(r.report.find("unsupported"), std::string::npos) << r.report;
+  EXPECT_EQ(r.report.find("n.conf:1: http: no http block: the file's directives are read as the content of one, as "
+                          "nginx reads a sites-available file that nginx.conf's http block includes"),
+            0u)
+      << r.report;
+  // A file with an http block, or without server and upstream blocks, is read as before.
+  EXPECT_EQ(run("events { }\n").error, "nothing to import: no http block");
+  EXPECT_EQ(run("http { }\nserver { listen 443 ssl; }\n").error,
+            "nothing to import: no server with a TLS listen (listen ... ssl)");
+}
+
 // A fixture of tests/data/nginx, with the report's file names relative to its directory.
 Outcome fixture(const std::string& name) {
   const std::string dir = std::string(TLSFRONT_SOURCE_DIR) + "/tests/data/nginx/";
