@@ -357,12 +357,6 @@ void Importer::globals() {
     tls.push_back({"prefer_server_ciphers", d.args == std::vector<std::string>{"on"} ? "true" : "false", origin(d)});
     l_.carry(d);
   });
-  global("ssl_trusted_certificate", [&](const auto& v) {
-    const Directive& d = *v.back();
-    if (!one_path(d)) return l_.note(d, "not carried over: one file name without variables");
-    tls.push_back({"trusted_ca", toml_string(absolute(base_, d.args[0])), origin(d)});
-    l_.carry(d);
-  });
   global("ssl_session_tickets", [&](const auto& v) {
     const Directive& d = *v.back();
     tls.push_back({"session_tickets", d.args == std::vector<std::string>{"off"} ? "false" : "true", origin(d)});
@@ -560,14 +554,16 @@ Result<Imported> import(const std::vector<Directive>& given, const std::string& 
                 "this file's directory; nginx resolves them against its prefix, e.g. /etc/nginx)");
   }
   const std::vector<Directive>& tree = wrapped.empty() ? given : wrapped;
+  // clang-format off
   ledger.handled({"ssl_protocols", "ssl_ciphers", "ssl_conf_command", "ssl_ecdh_curve", "ssl_prefer_server_ciphers",
-                  "ssl_trusted_certificate", "ssl_session_tickets", "ssl_session_cache", "ssl_session_timeout",
+                  "ssl_session_tickets", "ssl_session_cache", "ssl_session_timeout",
                   "ssl_session_ticket_key", "ssl_early_data", "keepalive_timeout", "keepalive_requests",
                   "client_max_body_size", "client_header_timeout", "client_body_timeout", "send_timeout",
                   "http2_max_concurrent_streams", "access_log", "log_format", "ssl_certificate", "ssl_certificate_key",
                   "ssl_stapling", "ssl_stapling_file", "ssl_stapling_responder", "ssl_stapling_verify",
                   "proxy_connect_timeout", "proxy_read_timeout", "proxy_send_timeout", "grpc_connect_timeout",
                   "grpc_read_timeout", "grpc_send_timeout", "upstream", "server_name"});
+  // clang-format on
   Importer im(base_dir, m, ledger);
   im.main_context(tree);
   std::string missing;

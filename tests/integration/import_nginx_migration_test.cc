@@ -1,7 +1,9 @@
 // `tlsfront import-nginx` run as the real binary on what a migration meets
 // beyond the fixtures of import_nginx_test.cc: a server with tens of
-// thousands of add_header lines, a sites-available file (no http block);
+// thousands of add_header lines, a sites-available file (no http block),
+// ssl_trusted_certificate naming an intermediate;
 // each configuration it writes checked by `tlsfront --test`.
+#include <filesystem>
 #include <string>
 
 #include "harness.h"
@@ -91,6 +93,32 @@ TEST(ImportNginxMigration, ASitesAvailableFileImportsAsAnHttpBlocksContent) {
   r = run_command(dir, {TLSFRONT_BINARY, "--test", "-c", dir.file("out.toml")});
   EXPECT_EQ(r.status.code, 0) << r.err << "\n" << toml;
   EXPECT_NE(r.err.find("test is successful"), std::string::npos) << r.err;
+}
+
+// ssl_trusted_certificate naming the usual chain.pem (the intermediate
+// alone, which nginx uses to verify OCSP responses): not written as
+// trusted_ca, where tlsfront --test refuses an intermediate as the anchor
+// of the server chain ("incomplete chain ... not a trust anchor in
+// trusted_ca"), but listed with the reason.
+TEST(ImportNginxMigration, SslTrustedCertificateChainIsListedNotTrustedCa) {
+  TempDir dir;
+  stage(dir, "");
+  std::filesystem::copy_file(pki("intermediate.pem"), dir.file("pki/chain.pem"));
+  write_file(dir.file("nginx.conf"), tls_server("    ssl_stapling on;\n    ssl_stapling_verify on;\n"
+                                                "    ssl_trusted_certificate pki/chain.pem;\n"
+                                                "    location / { proxy_pass http://127.0.0.1:9000; }\n"));
+  RunResult r = run_command(dir, {TLSFRONT_BINARY, "import-nginx", "-o", dir.file("out.toml"), dir.file("nginx.conf")});
+  ASSERT_EQ(r.status.code, 0) << r.err;
+  EXPECT_NE(r.err.find(dir.file("nginx.conf") + ":8: ssl_trusted_certificate: not carried over: nginx verifies OCSP "
+                                                "responses (and client certificates) with it"),
+            std::string::npos)
+      << r.err;
+  const std::string toml = read_file(dir.file("out.toml"));
+  EXPECT_EQ(toml.find("trusted_ca"), std::string::npos) << toml;
+  // What the operator adds for the test PKI's private root (a public chain needs nothing): --test passes.
+  write_file(dir.file("out.toml"), trust_test_root(toml, dir));
+  r = run_command(dir, {TLSFRONT_BINARY, "--test", "-c", dir.file("out.toml")});
+  EXPECT_EQ(r.status.code, 0) << r.err << "\n" << toml;
 }
 
 }  // namespace
