@@ -62,8 +62,6 @@ class Importer {
   // servers' different values are listed.
   template <typename F>
   void global(const std::string& name, F apply);
-  void access_log(const std::vector<const Directive*>& v);
-  void log_format(const std::string& name);
 
   std::string base_;
   Model& m_;
@@ -493,50 +491,8 @@ void Importer::globals() {
     m_.http2.push_back({"max_concurrent_streams", std::to_string(n), origin(d)});
     l_.carry(d);
   });
-  global("access_log", [&](const auto& v) { access_log(v); });
-}
-
-void Importer::access_log(const std::vector<const Directive*>& v) {
-  bool kept = false;
-  for (const Directive* d : v) {
-    if (d->args.empty()) continue;
-    const std::string& path = d->args[0];
-    if (kept) {
-      l_.note(*d, "not carried over: tlsfront writes one access log (the first is kept)");
-      continue;
-    }
-    if (path == "off") {
-      m_.log.push_back({"access_log", "\"\"", origin(*d)});
-      l_.carry(*d);
-      kept = true;
-      continue;
-    }
-    if (path.starts_with("syslog:") || has_variable(path) || path.empty()) {
-      l_.note(*d, "not carried over: the access log is a file path without variables");
-      continue;
-    }
-    m_.log.push_back({"access_log", toml_string(absolute(base_, path)), origin(*d)});
-    l_.carry(*d);
-    kept = true;
-    for (size_t i = 1; i < d->args.size(); ++i) {
-      const std::string& p = d->args[i];
-      if (i == 1 && p.find('=') == std::string::npos) {
-        l_.note(*d, "format " + p + " not carried over: tlsfront writes one JSON object per request, its own fields");
-        log_format(p);
-      } else if (p.starts_with("buffer=") || p.starts_with("flush=")) {
-        l_.note(*d, "parameter " + p + " not needed: lines are written in 64 KiB batches, within 50 ms");
-      } else {
-        l_.note(*d, "parameter " + p + " not carried over: no equivalent");
-      }
-    }
-  }
-}
-
-void Importer::log_format(const std::string& name) {
-  if (http_ == nullptr) return;
-  for (const Directive& d : http_->children) {
-    if (d.name == "log_format" && !d.args.empty() && d.args[0] == name) l_.note(d, log_format_reason(d.args));
-  }
+  global("access_log", [&](const auto& v) { import_access_log(v, http_, base_, m_, l_); });
+  if (effective(servers_[def_].chain, "access_log").empty()) default_access_log(servers_[def_], m_, l_);
 }
 
 }  // namespace

@@ -13,6 +13,10 @@
 //     with redirect_https = false; a plain-HTTP server that only redirects
 //     to https (return 301 https://...$request_uri) one that redirects; any
 //     other plain-HTTP server is listed.
+//   - where the default server has no access_log at all (nginx then logs to
+//     its compiled-in default), [log] access_log is tlsfront's usual
+//     /var/log/tlsfront/access.log, and the report says so; `access_log off`
+//     is access_log = "".
 //   - the default server's gzip settings become [compression].
 //   - settings tlsfront has once (protocols, ciphers, session cache, tickets,
 //     client keepalive_timeout, access_log, ...) are taken from the default

@@ -1,8 +1,9 @@
 // `tlsfront import-nginx` run as the real binary on what a migration meets
 // beyond the fixtures of import_nginx_test.cc: a server with tens of
 // thousands of add_header lines, a sites-available file (no http block),
-// ssl_trusted_certificate naming an intermediate;
-// each configuration it writes checked by `tlsfront --test`.
+// ssl_trusted_certificate naming an intermediate, no access_log (nginx's
+// default log); the configurations it writes checked by `tlsfront --test`
+// or served.
 #include <filesystem>
 #include <string>
 
@@ -59,7 +60,7 @@ TEST(ImportNginxMigration, ManyAddHeadersImportOnceEachInOrder) {
       ": add_header: nginx applies none of the enclosing blocks' add_header here (X-H0, x-h0, X-H2, X-H3, ";
   EXPECT_NE(r.err.find(dropped), std::string::npos) << r.err.substr(r.err.size() > 3000 ? r.err.size() - 3000 : 0);
 
-  write_file(dir.file("out.toml"), trust_test_root(toml, dir));
+  write_file(dir.file("out.toml"), runnable_here(toml, dir));
   r = run_command(dir, {TLSFRONT_BINARY, "--test", "-c", dir.file("out.toml")});
   ASSERT_TRUE(r.status.exited) << "--test did not finish within the deadline";
   EXPECT_EQ(r.status.code, 0) << r.err.substr(0, 2000);
@@ -89,7 +90,7 @@ TEST(ImportNginxMigration, ASitesAvailableFileImportsAsAnHttpBlocksContent) {
   EXPECT_NE(toml.find("keepalive = 16"), std::string::npos) << toml;
   EXPECT_NE(toml.find("path_prefix = \"/api/\""), std::string::npos) << toml;
   EXPECT_NE(toml.find("alpn = [\"h2\", \"http/1.1\"]"), std::string::npos) << toml;
-  write_file(dir.file("out.toml"), trust_test_root(toml, dir));
+  write_file(dir.file("out.toml"), runnable_here(toml, dir));
   r = run_command(dir, {TLSFRONT_BINARY, "--test", "-c", dir.file("out.toml")});
   EXPECT_EQ(r.status.code, 0) << r.err << "\n" << toml;
   EXPECT_NE(r.err.find("test is successful"), std::string::npos) << r.err;
@@ -116,9 +117,51 @@ TEST(ImportNginxMigration, SslTrustedCertificateChainIsListedNotTrustedCa) {
   const std::string toml = read_file(dir.file("out.toml"));
   EXPECT_EQ(toml.find("trusted_ca"), std::string::npos) << toml;
   // What the operator adds for the test PKI's private root (a public chain needs nothing): --test passes.
-  write_file(dir.file("out.toml"), trust_test_root(toml, dir));
+  write_file(dir.file("out.toml"), runnable_here(toml, dir));
   r = run_command(dir, {TLSFRONT_BINARY, "--test", "-c", dir.file("out.toml")});
   EXPECT_EQ(r.status.code, 0) << r.err << "\n" << toml;
+}
+
+// No access_log anywhere: nginx logs every request (its compiled-in
+// default), so the migrated node must too. The import writes tlsfront's
+// default path, /var/log/tlsfront/access.log, and says so; served (that path
+// moved into the test directory), a request leaves its JSON line.
+TEST(ImportNginxMigration, NoAccessLogMeansNginxsDefaultAndTheNodeKeepsLogging) {
+  TempDir dir;
+  stage(dir, "");
+  Backend backend(dir);
+  ASSERT_TRUE(backend.start());
+  write_file(dir.file("nginx.conf"), tls_server("    location / { proxy_pass http://" + backend.address() + "; }\n"));
+  RunResult r = run_command(dir, {TLSFRONT_BINARY, "import-nginx", "-o", dir.file("out.toml"), dir.file("nginx.conf")});
+  ASSERT_EQ(r.status.code, 0) << r.err;
+  EXPECT_NE(r.err.find(dir.file("nginx.conf") + ":2: server: no access_log: nginx logs every request by default"),
+            std::string::npos)
+      << r.err;
+  const std::string toml = read_file(dir.file("out.toml"));
+  EXPECT_NE(toml.find("\n[log]\naccess_log = \"/var/log/tlsfront/access.log\""), std::string::npos) << toml;
+
+  std::string served = runnable_here(toml, dir);
+  const std::string listen = "\"0.0.0.0:443\"";
+  served.replace(served.find(listen), listen.size(), "\"127.0.0.1:0\"");
+  served += "\n[admin]\nenabled = false\n";
+  Proxy proxy(dir);
+  ProxyOptions o;
+  o.config_text = served;
+  o.admin_port = -1;
+  ASSERT_TRUE(proxy.start(o));
+  EXPECT_EQ(http_get(proxy.port(), "/logged").status, 200);
+  auto lines = proxy.wait_log_lines(1);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(json_string(lines[0], "path"), "/logged") << lines[0];
+  EXPECT_EQ(proxy.stop().code, 0);
+
+  // `access_log off` stays off.
+  write_file(dir.file("off.conf"), "http {\n  access_log off;\n" +
+                                       tls_server("    location / { proxy_pass http://127.0.0.1:9000; }\n").substr(7));
+  r = run_command(dir, {TLSFRONT_BINARY, "import-nginx", dir.file("off.conf")});
+  ASSERT_EQ(r.status.code, 0) << r.err;
+  EXPECT_NE(r.out.find("\n[log]\naccess_log = \"\""), std::string::npos) << r.out;
+  EXPECT_EQ(r.err.find("no access_log"), std::string::npos) << r.err;
 }
 
 }  // namespace

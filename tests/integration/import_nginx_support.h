@@ -34,13 +34,19 @@ inline void stage(const TempDir& dir, const std::string& fixture) {
   fs::permissions(dir.file("pki/ticket.key"), fs::perms::owner_read | fs::perms::owner_write);
 }
 
-// `toml` (an imported configuration) with [tls] trusted_ca set to the test
-// PKI's private root in `dir`: a real site's chain ends at a root of the
-// system store, the test PKI's at a root no store holds, so `--test` and a
-// start need it named.
-inline std::string trust_test_root(std::string toml, const TempDir& dir) {
+// `toml` (an imported configuration) made to pass `--test` and start in the
+// test directory `dir`: [tls] trusted_ca set to the test PKI's private root
+// (a real site's chain ends at a root of the system store, the test PKI's
+// at a root no store holds), and the default access log
+// /var/log/tlsfront/access.log (the systemd unit's LogsDirectory on a real
+// node) moved to dir/access.log (where Proxy::wait_log_lines reads).
+inline std::string runnable_here(std::string toml, const TempDir& dir) {
   const size_t tls = toml.find("\n[tls]\n");
   if (tls != std::string::npos) toml.insert(tls + 7, "trusted_ca = \"" + dir.file("pki/root.pem") + "\"\n");
+  const std::string log = "\"/var/log/tlsfront/access.log\"";
+  if (size_t at = toml.find(log); at != std::string::npos) {
+    toml.replace(at, log.size(), "\"" + dir.file("access.log") + "\"");
+  }
   return toml;
 }
 

@@ -32,7 +32,7 @@ TEST(ImportNginx, TheWriteupsServerBlockImportsAndPassesTest) {
   EXPECT_NE(toml.find("early_data = true"), std::string::npos) << toml;  // ssl_early_data on
   EXPECT_EQ(toml.find("trusted_ca"), std::string::npos) << toml;         // ssl_trusted_certificate: listed
 
-  write_file(dir.file("out.toml"), trust_test_root(toml, dir));
+  write_file(dir.file("out.toml"), runnable_here(toml, dir));
   r = run_command(dir, {TLSFRONT_BINARY, "--test", "-c", dir.file("out.toml")});
   EXPECT_EQ(r.status.code, 0) << r.err << "\n" << toml;
   EXPECT_NE(r.err.find("test is successful"), std::string::npos) << r.err;
@@ -54,7 +54,7 @@ TEST(ImportNginx, TheWriteupsServerBlockRunsOnTlsfrontAlone) {
   ASSERT_TRUE(backend.start());
   RunResult r = run_command(dir, {TLSFRONT_BINARY, "import-nginx", "-o", dir.file("out.toml"), dir.file("writeup.conf")});
   ASSERT_EQ(r.status.code, 0) << r.err;
-  std::string toml = trust_test_root(read_file(dir.file("out.toml")), dir);
+  std::string toml = runnable_here(read_file(dir.file("out.toml")), dir);
   toml = replace_all(toml, "\"0.0.0.0:443\"", "\"127.0.0.1:0\"");
   toml = replace_all(toml, "\"0.0.0.0:80\"", std::string("\"") + kCleartextIp + ":0\"");
   toml = replace_all(toml, "\"127.0.0.1:9000\"", "\"" + backend.address() + "\"");
@@ -104,7 +104,7 @@ TEST(ImportNginx, SeveralServersFromIncludedFilesPassTest) {
   EXPECT_NE(r.err.find(dir.file("sites/40-redirect.conf") + ":4: return: carried over as a cleartext listener's redirect_https"), std::string::npos)
       << r.err;
   EXPECT_NE(r.out.find("names = [\"wild.example\", \"*.wild.example\"]"), std::string::npos) << r.out;
-  write_file(dir.file("out.toml"), trust_test_root(r.out, dir));
+  write_file(dir.file("out.toml"), runnable_here(r.out, dir));
   r = run_command(dir, {TLSFRONT_BINARY, "--test", "-c", dir.file("out.toml")});
   EXPECT_EQ(r.status.code, 0) << r.err;
   EXPECT_NE(r.err.find("certificate[3].cert: ECDSA certificate for wild.example, *.wild.example"), std::string::npos) << r.err;

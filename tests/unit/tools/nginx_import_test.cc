@@ -151,24 +151,6 @@ TEST(NginxImport, ListenFastOpen) {
   EXPECT_EQ(r.report.find("fastopen=256"), std::string::npos) << r.report;  // carried over, not listed
 }
 
-// ssl_trusted_certificate is, in nginx, the CA chain that verifies OCSP
-// responses and client certificates (typically the intermediate: chain.pem),
-// not what tlsfront's trusted_ca is (the roots a server chain ends at): it
-// is listed, never written as trusted_ca, wherever it is set.
-TEST(NginxImport, SslTrustedCertificateIsNotTrustedCa) {
-  Outcome r = run(server("ssl_stapling on;\nssl_stapling_verify on;\nssl_trusted_certificate chain.pem;"));
-  ASSERT_TRUE(r.ok) << r.error;
-  EXPECT_EQ(r.cfg.tls.trusted_ca, "");
-  EXPECT_EQ(r.toml.find("trusted_ca"), std::string::npos) << r.toml;
-  EXPECT_REPORTS(r,
-                 "n.conf:9: ssl_trusted_certificate: not carried over: nginx verifies OCSP responses (and client "
-                 "certificates) with it; tlsfront verifies a response against the leaf's issuer");
-  r = run(server("", "ssl_trusted_certificate /etc/ssl/chain.pem;"));  // inherited from http
-  ASSERT_TRUE(r.ok) << r.error;
-  EXPECT_EQ(r.cfg.tls.trusted_ca, "");
-  EXPECT_REPORTS(r, "n.conf:2: ssl_trusted_certificate: not carried over: nginx verifies OCSP responses");
-}
-
 TEST(NginxImport, StaplingFileResponderAndDefaults) {
   Outcome r = run(server("ssl_stapling on;\nssl_stapling_file ocsp.der;\nssl_stapling_responder http://ocsp.example/;"));
   ASSERT_TRUE(r.ok) << r.error;
@@ -347,33 +329,6 @@ TEST(NginxImport, NothingUsable) {
   r = run("http { server { listen 443 ssl; ssl_certificate a; ssl_certificate_key b; root /srv; } }");
   EXPECT_EQ(r.error, "nothing to import: no location with a usable proxy_pass or grpc_pass in a TLS server");
   EXPECT_REPORTS(r, "n.conf:1: root: no equivalent: no static files\n");
-}
-
-// A sites-available file: server and upstream blocks, no http block. nginx
-// reads it inside nginx.conf's http block; so does the import, and says so.
-TEST(NginxImport, ASitesAvailableFileIsTheContentOfAnHttpBlock) {
-  Outcome r =
-      run("upstream app { server 127.0.0.1:9000; keepalive 8; }\n"
-          "server {\n  listen 443 ssl;\n  ssl_certificate c.pem;\n  ssl_certificate_key c.key;\n"
-          "  location / { proxy_pass http://app; }\n}\n"
-          "server { listen 80; return 301 https://$host$request_uri; }\n");
-  ASSERT_TRUE(r.ok) << r.error << "\n" << r.report;
-  ASSERT_EQ(r.cfg.upstreams.size(), 1u);
-  EXPECT_EQ(r.cfg.upstreams[0].name, "app");
-  EXPECT_EQ(r.cfg.upstreams[0].keepalive, 8u);
-  ASSERT_EQ(r.cfg.listeners.size(), 2u);
-  EXPECT_TRUE(r.cfg.listeners[0].tls);
-  EXPECT_TRUE(r.cfg.listeners[1].redirect_https);
-  EXPECT_EQ(r.cfg.tls.certificates.at(0).cert, "/etc/nginx/c.pem");
-  EXPECT_EQ(r.report.find("unsupported"), std::string::npos) << r.report;
-  EXPECT_EQ(r.report.find("n.conf:1: http: no http block: the file's directives are read as the content of one, as "
-                          "nginx reads a sites-available file that nginx.conf's http block includes"),
-            0u)
-      << r.report;
-  // A file with an http block, or without server and upstream blocks, is read as before.
-  EXPECT_EQ(run("events { }\n").error, "nothing to import: no http block");
-  EXPECT_EQ(run("http { }\nserver { listen 443 ssl; }\n").error,
-            "nothing to import: no server with a TLS listen (listen ... ssl)");
 }
 
 // A fixture of tests/data/nginx, with the report's file names relative to its directory.
