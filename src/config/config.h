@@ -116,6 +116,7 @@ struct Ocsp {
   Millis fetch_timeout{10'000};    // whole fetch (connect + request + response), 100ms..60s
   uint64_t max_response_bytes = 64 * 1024;  // responses over this are rejected, 1k..1m
   std::string origin;              // "file:line:col" of the ocsp table (of its parent when absent)
+  std::string stapling_origin;     // "file:line:col" of an explicit `stapling` key; "" when left at its default
   // For messages about response_file: its key path and "file:line:col".
   std::string response_file_setting = "tls.ocsp.response_file", response_file_origin;
   bool operator==(const Ocsp&) const = default;

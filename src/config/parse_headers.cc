@@ -2,6 +2,7 @@
 // that route's): set / add / remove rules, validated so that no config can
 // put a malformed or framing-relevant line into a message.
 #include <string>
+#include <unordered_set>
 
 #include "config/parse_context.h"
 #include "config/units.h"
@@ -141,18 +142,15 @@ Status parse_fields(const TableReader& rules, std::string_view key, HeaderDirect
   if (*table == nullptr) return {};
   const ParseContext& ctx = rules.context();
   TableReader fields(ctx, **table, rules.path_of(key));
-  std::vector<std::string> seen;
+  std::unordered_set<std::string> seen;  // lowercased names: O(1) each, a table of 100k fields stays linear
   for (const auto& [name_key, node] : **table) {
     std::string_view name = name_key.str();
     std::string path = fields.path_of(name);
     if (Status s = check_name(ctx, name_key.source(), path, name, direction); !s.ok()) return s;
-    std::string lower_name = lowercase(name);
-    for (const auto& other : seen) {
-      if (other == lower_name) {
-        return ctx.error(name_key.source(), path, "header " + quote(name) + " appears twice (names are case-insensitive)");
-      }
+    if (!seen.insert(lowercase(name)).second) {
+      return ctx.error(name_key.source(), path,
+                       "header " + quote(name) + " appears twice (names are case-insensitive)");
     }
-    seen.push_back(lower_name);
     if (const auto* array = node.as_array(); array != nullptr && allow_arrays) {
       if (array->empty()) return ctx.error(node.source(), path, "must not be empty");
       for (size_t i = 0; i < array->size(); ++i) {
@@ -174,7 +172,8 @@ Status parse_fields(const TableReader& rules, std::string_view key, HeaderDirect
   return {};
 }
 
-Status parse_remove(const TableReader& rules, HeaderDirection direction, std::vector<std::string>& out) {
+Status parse_remove(const TableReader& rules, HeaderDirection direction, std::vector<std::string>& out,
+                    std::unordered_set<std::string>& listed) {
   auto array = rules.get_array("remove", Presence::Optional);
   if (!array.ok()) return array.take_error();
   if (*array == nullptr) return {};
@@ -189,8 +188,8 @@ Status parse_remove(const TableReader& rules, HeaderDirection direction, std::ve
     if (direction == HeaderDirection::Request && lower_name == "host") {
       return ctx.error(element.source(), path, "Host cannot be removed: an HTTP/1.1 request needs one (set it instead)");
     }
-    for (const auto& other : out) {
-      if (other == lower_name) return ctx.error(element.source(), path, "header " + quote(name->get()) + " listed twice");
+    if (!listed.insert(lower_name).second) {
+      return ctx.error(element.source(), path, "header " + quote(name->get()) + " listed twice");
     }
     out.push_back(std::move(lower_name));
   }
@@ -248,14 +247,13 @@ Status parse_header_rules(const TableReader& parent, std::string_view key, Heade
                     : (in_route ? rules.check_keys({"set", "add", "remove", "inherit"})
                                 : rules.check_keys({"set", "add", "remove"}));
   if (!keys.ok()) return keys;
-  if (Status s = parse_remove(rules, direction, out.remove); !s.ok()) return s;
+  std::unordered_set<std::string> removed;  // out.remove's names (lowercase), for lookups
+  if (Status s = parse_remove(rules, direction, out.remove, removed); !s.ok()) return s;
   if (Status s = parse_fields(rules, "set", direction, false, out.set); !s.ok()) return s;
   if (Status s = parse_fields(rules, "add", direction, true, out.add); !s.ok()) return s;
   for (const auto& field : out.set) {
-    for (const auto& removed : out.remove) {
-      if (lowercase(field.name) == removed) {
-        return rules.error_at("remove", "header " + quote(field.name) + " is both set and removed in the same table");
-      }
+    if (removed.count(lowercase(field.name)) != 0) {
+      return rules.error_at("remove", "header " + quote(field.name) + " is both set and removed in the same table");
     }
   }
   if (Status s = rules.get_bool("always", out.always); !s.ok()) return s;

@@ -42,6 +42,7 @@ Status parse_ocsp(const TableReader& parent, Ocsp& out) {
     return s;
   }
   if (Status s = t.get_bool("stapling", out.stapling); !s.ok()) return s;
+  if (t.find("stapling") != nullptr) out.stapling_origin = t.position_of("stapling");
   if (Status s = t.get_string("responder", out.responder, Presence::Optional, false); !s.ok()) return s;
   if (!out.responder.empty()) {
     if (Status s = check_responder_url(t, out.responder); !s.ok()) return s;

@@ -24,12 +24,30 @@ std::string settings_of(const config::Ocsp& o) {
                      o.fetch_timeout.count(), o.max_response_bytes);
 }
 
+// nginx's "ssl_stapling ignored, no OCSP responder URL in the certificate":
+// `stapling = true` written out, yet nothing to fetch from (no AIA OCSP URL,
+// no responder) and no response_file. Left at its default, stapling is
+// silent (README: many CAs no longer run OCSP); a must-staple leaf is
+// warned about by OcspStapler::create. "" when there is nothing to say.
+std::string stapling_ignored(const tls::ServerCertificate& cert) {
+  const config::Ocsp& o = cert.config->ocsp;
+  if (!o.stapling || o.stapling_origin.empty() || !o.responder.empty() || !o.response_file.empty()) return {};
+  if (!tls::ocsp_responder_url(cert.chain.leaf()).empty() || tls::has_must_staple(cert.chain.leaf())) return {};
+  std::string setting = o.response_file_setting;  // "tls.ocsp.response_file", "certificate[2].ocsp.response_file"
+  setting.replace(setting.rfind('.') + 1, std::string::npos, "stapling");
+  return fmt::format(
+      "{}: {}: stapling is ignored: the leaf of \"{}\" has no OCSP responder URL (no AIA OCSP entry) and neither "
+      "responder nor response_file is set, so no staple is ever sent (set one, or stapling = false)",
+      o.stapling_origin, setting, cert.config->cert);
+}
+
 }  // namespace
 
 OcspManager::~OcspManager() { stop(); }
 
 Status OcspManager::prepare(const tls::CertIndex& index, const std::string& cache_dir, tls::OcspRegistry& registry) {
   for (const tls::ServerCertificate& cert : index.certificates()) {
+    if (std::string w = stapling_ignored(cert); !w.empty()) registry.warn(std::move(w));
     std::string key = der_of(cert.chain.leaf()) + '\0' + settings_of(cert.config->ocsp) + '\0' + cache_dir;
     auto it = std::find_if(entries_.begin(), entries_.end(),
                            [&](const Entry& e) { return !e.retired && e.key == key; });

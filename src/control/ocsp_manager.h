@@ -33,7 +33,10 @@ class OcspManager {
   // its response_file or cached response loaded, see OcspStapler), added to
   // `registry`, which is then attached to every SSL_CTX of `index`.
   // Certificates that are not stapled (no responder URL, stapling = false)
-  // are skipped. Errors: OcspStapler::create / load_initial's.
+  // are skipped; one whose `stapling = true` is written out yet has no
+  // responder URL (AIA or responder) and no response_file also gets a
+  // warning in `registry` (OcspRegistry::warnings, nginx's "ssl_stapling
+  // ignored"). Errors: OcspStapler::create / load_initial's.
   [[nodiscard]] Status prepare(const tls::CertIndex& index, const std::string& cache_dir,
                                tls::OcspRegistry& registry);
   // After a generation with `live` went live: starts the staplers not

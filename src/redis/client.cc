@@ -4,7 +4,11 @@
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 
+#include <sys/socket.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <memory>
 
 namespace tlsfront::redis {
@@ -18,6 +22,15 @@ struct ContextFree {
 struct ReplyFree {
   void operator()(redisReply* r) const noexcept { freeReplyObject(r); }
 };
+
+// The error of a non-blocking connect on `fd` that failed (SO_ERROR:
+// ECONNREFUSED, EHOSTUNREACH, ...), 0 while it is in progress or done.
+int connect_error(int fd) {
+  int err = 0;
+  socklen_t len = sizeof err;
+  if (fd < 0 || ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) return 0;
+  return err;
+}
 
 // A command's id travels in hiredis' privdata (no allocation); 0 is the
 // client's own AUTH.
@@ -102,6 +115,10 @@ std::string Client::where() const {
   return opt_.unix_socket.empty() ? opt_.address.to_string() : "unix:" + opt_.unix_socket;
 }
 
+std::string Client::cannot_connect(std::string_view why) const {
+  return "cannot connect to " + where() + ": " + std::string(why);
+}
+
 milliseconds Client::retry_in() const {
   const auto left = std::chrono::ceil<milliseconds>(retry_at_ - std::chrono::steady_clock::now());
   return std::max(left, milliseconds(0));
@@ -140,11 +157,11 @@ bool Client::connect() {
   redisAsyncContext* ac = opt_.unix_socket.empty() ? redisAsyncConnect(opt_.address.host.c_str(), opt_.address.port)
                                                    : redisAsyncConnectUnix(opt_.unix_socket.c_str());
   if (ac == nullptr) {
-    trouble("cannot connect: out of memory", Errc::Closed);
+    trouble(cannot_connect("out of memory"), Errc::Closed);
     return false;
   }
   if (ac->err) {
-    std::string problem = std::string("cannot connect: ") + ac->errstr;
+    std::string problem = cannot_connect(ac->errstr);
     redisAsyncFree(ac);  // not attached yet: no callback can run
     trouble(std::move(problem), Errc::Closed);
     return false;
@@ -237,7 +254,16 @@ void Client::on_timer() {
   if (!broken_) {
     const bool expired = std::any_of(pending_.begin(), pending_.end(),
                                      [now](const auto& p) { return p.second.deadline <= now; });
-    if (expired) trouble("no answer within " + std::to_string(opt_.timeout.count()) + " ms", Errc::Timeout);
+    if (expired) {
+      // hiredis 0.14's libuv adapter ignores poll errors: a refused (or
+      // unreachable) connect is only seen here, in the socket's error.
+      const int err = !connected_ && ac_ != nullptr ? connect_error(ac_->c.fd) : 0;
+      if (err != 0) {
+        trouble(cannot_connect(std::strerror(err)), Errc::Closed);
+      } else {
+        trouble("no answer within " + std::to_string(opt_.timeout.count()) + " ms", Errc::Timeout);
+      }
+    }
   }
   if (broken_) {
     broken_ = false;
@@ -285,7 +311,7 @@ void Client::on_connect(int status) {
   const std::string err = ac_ != nullptr ? ac_->errstr : "";
   ac_ = nullptr;
   set_connected(false);
-  trouble("cannot connect: " + err, Errc::Closed);
+  trouble(cannot_connect(err), Errc::Closed);
 }
 
 // The connection closed (hiredis frees it when disconnect_cb returns). Lost
@@ -332,7 +358,7 @@ Status Client::call_blocking(std::span<const std::vector<std::string>> commands,
       opt_.unix_socket.empty() ? redisConnectWithTimeout(opt_.address.host.c_str(), opt_.address.port, tv)
                                : redisConnectUnixWithTimeout(opt_.unix_socket.c_str(), tv));
   if (!ctx || ctx->err) {
-    return make_error(Errc::Closed, std::string("cannot connect: ") + (ctx ? ctx->errstr : "out of memory"));
+    return make_error(Errc::Closed, cannot_connect(ctx ? ctx->errstr : "out of memory"));
   }
   if (redisSetTimeout(ctx.get(), tv) != REDIS_OK) {
     return make_error(Errc::Closed, std::string("cannot set the timeout: ") + ctx->errstr);

@@ -8,9 +8,11 @@
 //   hiredis callback (trouble frees it from the client's own timer callback);
 // - deadlines: a command without an answer within `timeout` (plus
 //   `connect_timeout` when it was queued before the connection was up)
-//   fails, with every other pending command, and the connection is dropped
-//   (hiredis 0.14's libuv adapter ignores poll errors, so a refused
-//   non-blocking connect often ends this way rather than as "cannot connect");
+//   fails, with every other pending command, and the connection is dropped;
+//   when the connection was never made, the socket's error says why
+//   ("cannot connect to 127.0.0.1:6379: Connection refused": hiredis 0.14's
+//   libuv adapter ignores poll errors, so a refused non-blocking connect is
+//   seen only then), and "no answer within N ms" is left for real timeouts;
 // - a connection lost while no command waits is only forgotten: nobody was
 //   harmed, the next command reconnects;
 // - trouble (cannot connect, connection lost, AUTH refused, a timeout, or
@@ -31,7 +33,8 @@
 // Shapes: a command is its argv (binary-safe byte strings); a reply is a
 // Reply view of hiredis' reply, valid only during the callback. Units:
 // milliseconds. Errors passed to a Callback: Errc::Timeout ("no answer within
-// N ms"), Errc::Closed ("cannot connect: ...", "connection lost[: ...]"),
+// N ms"), Errc::Closed ("cannot connect to HOST:PORT: ...", "connection
+// lost[: ...]"),
 // Errc::Upstream ("AUTH refused: ..." or what fail() was given). An error
 // *reply* (Reply::is_error) is a reply, not an error: the user decides.
 //
@@ -148,7 +151,7 @@ class Client {
   // before the loop runs: connect (bounded by `timeout`), AUTH, send every
   // command of `commands` pipelined, then hand each reply in order to
   // `on_reply` (I/O bounded by `timeout` each). Stops at the first error,
-  // returned: the client's ("cannot connect: ...", "no reply: ...", "AUTH
+  // returned: the client's ("cannot connect to HOST:PORT: ...", "no reply: ...", "AUTH
   // refused: ...") or on_reply's. Logs nothing and changes no state: the
   // caller reports the outcome with answered().
   [[nodiscard]] Status call_blocking(std::span<const std::vector<std::string>> commands,
@@ -183,7 +186,9 @@ class Client {
   void on_reply(redisReply* reply, uint64_t id, const char* error);
   void on_connect(int status);
   void on_disconnect();
-  void set_connected(bool connected);  // connected_, reported to opt_.on_connected on a change
+  void set_connected(bool connected);
+  // "cannot connect to <where>: <why>" (why: "Connection refused", ...).
+  std::string cannot_connect(std::string_view why) const;  // connected_, reported to opt_.on_connected on a change
 
   static void reply_cb(redisAsyncContext* ac, void* reply, void* privdata) noexcept;
   static void connect_cb(const redisAsyncContext* ac, int status) noexcept;

@@ -199,9 +199,15 @@ class OcspRegistry {
   OcspStapler* find(X509* leaf) const;
   bool empty() const { return staplers_.empty(); }
   const std::vector<OcspStapler*>& staplers() const { return staplers_; }
+  // What the generation's certificates ask for and will not get (e.g.
+  // stapling = true on a leaf with no OCSP responder URL): logged at start
+  // and reload, printed by --test.
+  void warn(std::string warning) { warnings_.push_back(std::move(warning)); }
+  const std::vector<std::string>& warnings() const { return warnings_; }
 
  private:
   std::vector<OcspStapler*> staplers_;
+  std::vector<std::string> warnings_;
 };
 
 // Installs the status callback (SSL_CTX_set_tlsext_status_cb) on `ctx`

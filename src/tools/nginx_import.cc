@@ -62,8 +62,6 @@ class Importer {
   // servers' different values are listed.
   template <typename F>
   void global(const std::string& name, F apply);
-  void access_log(const std::vector<const Directive*>& v);
-  void log_format(const std::string& name);
 
   std::string base_;
   Model& m_;
@@ -357,12 +355,6 @@ void Importer::globals() {
     tls.push_back({"prefer_server_ciphers", d.args == std::vector<std::string>{"on"} ? "true" : "false", origin(d)});
     l_.carry(d);
   });
-  global("ssl_trusted_certificate", [&](const auto& v) {
-    const Directive& d = *v.back();
-    if (!one_path(d)) return l_.note(d, "not carried over: one file name without variables");
-    tls.push_back({"trusted_ca", toml_string(absolute(base_, d.args[0])), origin(d)});
-    l_.carry(d);
-  });
   global("ssl_session_tickets", [&](const auto& v) {
     const Directive& d = *v.back();
     tls.push_back({"session_tickets", d.args == std::vector<std::string>{"off"} ? "false" : "true", origin(d)});
@@ -499,66 +491,35 @@ void Importer::globals() {
     m_.http2.push_back({"max_concurrent_streams", std::to_string(n), origin(d)});
     l_.carry(d);
   });
-  global("access_log", [&](const auto& v) { access_log(v); });
-}
-
-void Importer::access_log(const std::vector<const Directive*>& v) {
-  bool kept = false;
-  for (const Directive* d : v) {
-    if (d->args.empty()) continue;
-    const std::string& path = d->args[0];
-    if (kept) {
-      l_.note(*d, "not carried over: tlsfront writes one access log (the first is kept)");
-      continue;
-    }
-    if (path == "off") {
-      m_.log.push_back({"access_log", "\"\"", origin(*d)});
-      l_.carry(*d);
-      kept = true;
-      continue;
-    }
-    if (path.starts_with("syslog:") || has_variable(path) || path.empty()) {
-      l_.note(*d, "not carried over: the access log is a file path without variables");
-      continue;
-    }
-    m_.log.push_back({"access_log", toml_string(absolute(base_, path)), origin(*d)});
-    l_.carry(*d);
-    kept = true;
-    for (size_t i = 1; i < d->args.size(); ++i) {
-      const std::string& p = d->args[i];
-      if (i == 1 && p.find('=') == std::string::npos) {
-        l_.note(*d, "format " + p + " not carried over: tlsfront writes one JSON object per request, its own fields");
-        log_format(p);
-      } else if (p.starts_with("buffer=") || p.starts_with("flush=")) {
-        l_.note(*d, "parameter " + p + " not needed: lines are written in 64 KiB batches, within 50 ms");
-      } else {
-        l_.note(*d, "parameter " + p + " not carried over: no equivalent");
-      }
-    }
-  }
-}
-
-void Importer::log_format(const std::string& name) {
-  if (http_ == nullptr) return;
-  for (const Directive& d : http_->children) {
-    if (d.name == "log_format" && !d.args.empty() && d.args[0] == name) l_.note(d, log_format_reason(d.args));
-  }
+  global("access_log", [&](const auto& v) { import_access_log(v, http_, base_, m_, l_); });
+  if (effective(servers_[def_].chain, "access_log").empty()) default_access_log(servers_[def_], m_, l_);
 }
 
 }  // namespace
 
-Result<Imported> import(const std::vector<Directive>& tree, const std::string& base_dir, const std::string& source,
+Result<Imported> import(const std::vector<Directive>& given, const std::string& base_dir, const std::string& source,
                         std::vector<Note>* notes_on_failure) {
   Model m;
   Ledger ledger;
+  std::vector<Directive> wrapped;
+  if (auto http = http_of_site_file(given)) {
+    wrapped.push_back(std::move(*http));
+    ledger.note(wrapped.front(),
+                "no http block: the file's directives are read as the content of one, as nginx reads a "
+                "sites-available file that nginx.conf's http block includes (relative paths resolve against "
+                "this file's directory; nginx resolves them against its prefix, e.g. /etc/nginx)");
+  }
+  const std::vector<Directive>& tree = wrapped.empty() ? given : wrapped;
+  // clang-format off
   ledger.handled({"ssl_protocols", "ssl_ciphers", "ssl_conf_command", "ssl_ecdh_curve", "ssl_prefer_server_ciphers",
-                  "ssl_trusted_certificate", "ssl_session_tickets", "ssl_session_cache", "ssl_session_timeout",
+                  "ssl_session_tickets", "ssl_session_cache", "ssl_session_timeout",
                   "ssl_session_ticket_key", "ssl_early_data", "keepalive_timeout", "keepalive_requests",
                   "client_max_body_size", "client_header_timeout", "client_body_timeout", "send_timeout",
                   "http2_max_concurrent_streams", "access_log", "log_format", "ssl_certificate", "ssl_certificate_key",
                   "ssl_stapling", "ssl_stapling_file", "ssl_stapling_responder", "ssl_stapling_verify",
                   "proxy_connect_timeout", "proxy_read_timeout", "proxy_send_timeout", "grpc_connect_timeout",
                   "grpc_read_timeout", "grpc_send_timeout", "upstream", "server_name"});
+  // clang-format on
   Importer im(base_dir, m, ledger);
   im.main_context(tree);
   std::string missing;

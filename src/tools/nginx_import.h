@@ -13,6 +13,10 @@
 //     with redirect_https = false; a plain-HTTP server that only redirects
 //     to https (return 301 https://...$request_uri) one that redirects; any
 //     other plain-HTTP server is listed.
+//   - where the default server has no access_log at all (nginx then logs to
+//     its compiled-in default), [log] access_log is tlsfront's usual
+//     /var/log/tlsfront/access.log, and the report says so; `access_log off`
+//     is access_log = "".
 //   - the default server's gzip settings become [compression].
 //   - settings tlsfront has once (protocols, ciphers, session cache, tickets,
 //     client keepalive_timeout, access_log, ...) are taken from the default
@@ -48,6 +52,10 @@
 //     `tls` table from the proxy_ssl_* (grpc_ssl_*) directives that apply
 //     (nginx_import_upstream_tls.cc); nginx verifies nothing by default, so
 //     without proxy_ssl_verify on it says verify = false, reported.
+//
+// A file with server or upstream blocks and no http block (a
+// sites-available file, which nginx.conf's http block includes) is read as
+// the content of an http block, and the report's first line says so.
 //
 // Relative paths resolve against the main file's directory (nginx: its
 // configuration prefix for certificates and includes, which is that directory

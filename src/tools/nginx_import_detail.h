@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -115,6 +116,13 @@ bool put(Keys& ks, Key k, const Directive& d, Ledger& l);
 std::vector<const Directive*> effective(const Chain& chain, const std::string& name);
 const Directive* effective_one(const Chain& chain, const std::string& name);  // the last of those, or null
 
+// A file of server and upstream blocks without an http block (a
+// sites-available file, which nginx.conf's http block includes): its
+// directives wrapped in one http block (at the place of the first), as nginx
+// reads them; nullopt for any other file (one with an http block, or neither
+// server nor upstream blocks).
+std::optional<Directive> http_of_site_file(const std::vector<Directive>& tree);
+
 std::string join_args(const Directive& d);
 size_t count_all(const std::vector<Directive>& v);  // directives in `v`, nested ones included
 // "a.conf:12: ssl_protocols TLSv1 ..." for TOML comments.
@@ -153,6 +161,19 @@ struct Server {
 // true; false (nothing written) when it does anything else.
 void cleartext_listens(const Server& s, bool redirect, Model& m, Ledger& ledger, int https_port = 443);
 bool redirect_server(const Server& s, Model& m, Ledger& ledger);
+
+// The access log (nginx_import_log.cc). import_access_log: the access_log
+// directives `v` that apply to the default server as [log] access_log (the
+// first file, relative to `base_dir`, or "" for `off`; syslog: and paths
+// with variables listed, a second file listed), the log_format of `http`
+// it names listed with the fields its variables map to.
+// default_access_log: for a default server with no access_log at all
+// (nginx then logs to its compiled-in default), [log] access_log =
+// kDefaultAccessLog, and a report line on the server block saying so.
+inline constexpr const char* kDefaultAccessLog = "/var/log/tlsfront/access.log";
+void import_access_log(const std::vector<const Directive*>& v, const Directive* http, const std::string& base_dir,
+                       Model& m, Ledger& l);
+void default_access_log(const Server& default_server, Model& m, Ledger& l);
 
 // Compression (nginx_import_compression.cc): the default server's gzip,
 // gzip_types, gzip_min_length and gzip_comp_level as [compression]

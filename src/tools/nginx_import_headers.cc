@@ -2,6 +2,8 @@
 // response_headers / request_headers (tools/nginx_import_detail.h has the
 // rules: import_headers).
 #include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -81,15 +83,15 @@ std::string toml_key(const std::string& name) {
 }
 
 // Fields of one set or add table, in order, a name once (its values grouped).
+// `index` maps each lowercased name to its place in `v`, so that adding n
+// fields costs O(n), not O(n²) (a server with 20k add_header lines).
 struct Fields {
   std::vector<std::pair<std::string, std::vector<std::string>>> v;
-  bool has(const std::string& name) const {
-    return std::any_of(v.begin(), v.end(), [&](const auto& f) { return lower(f.first) == lower(name); });
-  }
+  std::unordered_map<std::string, size_t> index;
+  bool has(const std::string& name) const { return index.count(lower(name)) != 0; }
   void add(const std::string& name, std::string value) {
-    for (auto& f : v) {
-      if (lower(f.first) == lower(name)) return f.second.push_back(std::move(value));
-    }
+    auto [it, added] = index.try_emplace(lower(name), v.size());
+    if (!added) return v[it->second].second.push_back(std::move(value));
     v.push_back({name, {std::move(value)}});
   }
   std::string toml() const {
@@ -165,6 +167,7 @@ void HeaderImporter::find_hsts(const HeaderSet& defaults) {
 
 Keys HeaderImporter::response(const HeaderSet& h) {
   std::vector<std::string> remove;
+  std::unordered_set<std::string> removed;  // remove's names, for lookups
   const Directive* first_remove = nullptr;
   for (const Directive* d : h.proxy_hide_header) {
     if (d->args.size() != 1) {
@@ -175,7 +178,7 @@ Keys HeaderImporter::response(const HeaderSet& h) {
       l_.note(*d, "not carried over: " + why);
       continue;
     }
-    if (std::find(remove.begin(), remove.end(), lower(d->args[0])) != remove.end()) continue;
+    if (!removed.insert(lower(d->args[0])).second) continue;
     remove.push_back(lower(d->args[0]));
     if (first_remove == nullptr) first_remove = d;
     l_.carry(*d);
@@ -233,6 +236,7 @@ Keys HeaderImporter::response(const HeaderSet& h) {
 Keys HeaderImporter::request(const HeaderSet& h) {
   Fields set;
   std::vector<std::string> remove;
+  std::unordered_set<std::string> removed;  // remove's names, for lookups
   const Directive* first = nullptr;
   for (const Directive* d : h.proxy_set_header) {
     if (d->args.size() != 2) {
@@ -277,7 +281,7 @@ Keys HeaderImporter::request(const HeaderSet& h) {
       l_.note(*d, "not carried over: " + why);
       continue;
     }
-    if (set.has(name) || std::find(remove.begin(), remove.end(), name) != remove.end()) {
+    if (set.has(name) || removed.count(name) != 0) {
       l_.note(*d, "not carried over: a second " + d->name + " for " + d->args[0] + " (tlsfront's set sends one field)");
       continue;
     }
@@ -287,6 +291,7 @@ Keys HeaderImporter::request(const HeaderSet& h) {
         continue;
       }
       remove.push_back(name);  // nginx: an empty value is not passed
+      removed.insert(name);
     } else {
       std::string why;
       std::string value = tlsfront_value(v, config::kHeaderVariableCount, why);
@@ -310,14 +315,17 @@ void HeaderImporter::note_dropped(const Chain& chain, const std::string& name) {
     const auto& own = chain[i]->children;
     auto first = std::find_if(own.begin(), own.end(), [&](const Directive& d) { return d.name == name; });
     if (first == own.end()) continue;
-    // The outer ones this block does not repeat itself.
+    // The outer ones this block does not repeat itself (looked up in a set:
+    // thousands of add_header on both sides stay O(n log n)).
+    std::set<std::vector<std::string>> repeated;
+    for (const Directive& o : own) {
+      if (o.name == name) repeated.insert(o.args);
+    }
     std::string dropped;
     for (size_t j = i + 1; j < chain.size(); ++j) {
       for (const Directive& d : chain[j]->children) {
         if (d.name != name || d.args.empty()) continue;
-        bool repeated =
-            std::any_of(own.begin(), own.end(), [&](const Directive& o) { return o.name == name && o.args == d.args; });
-        if (!repeated) dropped += (dropped.empty() ? "" : ", ") + d.args[0];
+        if (repeated.count(d.args) == 0) dropped += (dropped.empty() ? "" : ", ") + d.args[0];
       }
     }
     if (!dropped.empty()) {

@@ -1,5 +1,6 @@
 // import-nginx's bookkeeping (tools/nginx_import_detail.h): what became of
 // each directive, nginx's inheritance, paths.
+#include <algorithm>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -92,6 +93,21 @@ std::string absolute(const std::string& base_dir, const std::string& path) {
   std::error_code ec;
   fs::path a = fs::absolute(p, ec);
   return (ec ? p : a).lexically_normal().string();
+}
+
+std::optional<Directive> http_of_site_file(const std::vector<Directive>& tree) {
+  auto is = [&](const char* name) {
+    return std::any_of(tree.begin(), tree.end(), [&](const Directive& d) { return d.block && d.name == name; });
+  };
+  if (is("http") || (!is("server") && !is("upstream"))) return std::nullopt;
+  Directive http;
+  http.name = "http";
+  http.block = true;
+  http.file = tree.front().file;
+  http.line = tree.front().line;
+  http.column = tree.front().column;
+  http.children = tree;
+  return http;
 }
 
 bool has_variable(const std::string& s) { return s.find('$') != std::string::npos; }

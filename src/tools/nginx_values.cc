@@ -81,11 +81,13 @@ constexpr std::string_view kCompressionByHand =
     "one (README Compression)";
 
 std::string_view known_reason(std::string_view d) {
-  static constexpr std::array<std::pair<std::string_view, std::string_view>, 74> kReasons{{
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 75> kReasons{{
       {"user", "not needed: the systemd unit runs tlsfront as its own user (User=)"},
-      {"pid", "not carried over: nginx's own pid file; tlsfront's is pid_file or --pid-file (the systemd unit passes "
-              "/run/tlsfront/tlsfront.pid), and it never takes over a file a running process holds"},
-      {"worker_rlimit_nofile", "no equivalent: set the open-files limit outside (the systemd unit has LimitNOFILE=65536)"},
+      {"pid",
+       "not carried over: nginx's own pid file; tlsfront's is pid_file or --pid-file (the systemd unit passes "
+       "/run/tlsfront/tlsfront.pid), and it never takes over a file a running process holds"},
+      {"worker_rlimit_nofile",
+       "no equivalent: set the open-files limit outside (the systemd unit has LimitNOFILE=65536)"},
       {"worker_connections",
        "not carried over: it counts upstream connections too; tlsfront's [limits] max_connections (client "
        "connections per worker) is off by default: set it to about half of this if wanted"},
@@ -119,7 +121,9 @@ std::string_view known_reason(std::string_view d) {
       {"gzip_http_version", "not needed: tlsfront compresses for HTTP/1.0, 1.1 and 2 alike"},
       {"gzip_types", kCompressionByHand},
       {"gzip_min_length", kCompressionByHand},
-      {"return", "not carried over by import-nginx yet: write it as [[route]] return / redirect (README Plain HTTP and fixed answers)"},
+      {"return",
+       "not carried over by import-nginx yet: write it as [[route]] return / redirect (README Plain HTTP and fixed "
+       "answers)"},
       {"rewrite", "no equivalent: no rewriting"},
       {"error_page", "no equivalent: tlsfront's error answers are its own"},
       {"server_tokens", "not needed: tlsfront sends no version"},
@@ -130,15 +134,25 @@ std::string_view known_reason(std::string_view d) {
       {"proxy_busy_buffers_size", "not needed: bodies are streamed both ways with backpressure"},
       {"proxy_request_buffering", "not needed: request bodies are streamed with backpressure"},
       {"proxy_next_upstream",
-       "no equivalent: a request failing on a reused connection before any response byte is retried once (README: Upstreams)"},
+       "no equivalent: a request failing on a reused connection before any response byte is retried once (README: "
+       "Upstreams)"},
       {"proxy_intercept_errors", "no equivalent: backend responses are passed through"},
       {"ssl_dhparam", "not needed: ECDHE key exchange only"},
       {"ssl_client_certificate", "no equivalent: no client certificates"},
       {"ssl_verify_client", "no equivalent: no client certificates"},
       {"ssl_verify_depth", "no equivalent: no client certificates"},
+      // nginx: the CA certificates that verify OCSP responses and client
+      // certificates, never sent; not the trust anchors tlsfront's
+      // trusted_ca is (an intermediate-only chain.pem there fails --test).
+      {"ssl_trusted_certificate",
+       "not carried over: nginx verifies OCSP responses (and client certificates) with it; tlsfront verifies a "
+       "response against the leaf's issuer, from the certificate's chain, and has no client certificates, so it "
+       "needs no such file. It is not [tls] trusted_ca, the root(s) a server chain must end at (an intermediate "
+       "there fails tlsfront --test): set that by hand only for a private CA's root"},
       {"ssl_buffer_size", "no equivalent: tlsfront sets no TLS record size (OpenSSL's records, up to 16k)"},
       {"ssl_reject_handshake", "no equivalent per server: [tls] strict_sni = true refuses unknown names for all"},
-      {"resolver", "not needed: OCSP responder names are resolved with the system resolver; upstream servers are IP addresses"},
+      {"resolver",
+       "not needed: OCSP responder names are resolved with the system resolver; upstream servers are IP addresses"},
       {"resolver_timeout", "not needed: OCSP responder names are resolved with the system resolver"},
       {"limit_req", "no equivalent yet: no rate limits"},
       {"limit_conn", "no equivalent yet: no connection limits"},
@@ -155,7 +169,8 @@ std::string_view known_reason(std::string_view d) {
       {"split_clients", "no equivalent: no variables"},
       {"limit_except", "no equivalent: no per-method rules"},
       {"internal", "no equivalent: no internal locations"},
-      {"large_client_header_buffers", "not carried over: [limits] max_header_bytes bounds the whole request head (default 16k)"},
+      {"large_client_header_buffers",
+       "not carried over: [limits] max_header_bytes bounds the whole request head (default 16k)"},
   }};
   for (const auto& [name, why] : kReasons) {
     if (name == d) return why;

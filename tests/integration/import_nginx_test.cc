@@ -6,29 +6,10 @@
 #include <string>
 
 #include "harness.h"
+#include "import_nginx_support.h"
 
 namespace tlsfront::itest {
 namespace {
-
-namespace fs = std::filesystem;
-
-const std::string kFixtures = std::string(TLSFRONT_SOURCE_DIR) + "/tests/data/nginx/";
-
-// `fixture` (a file or a directory) copied into `dir`, with pki/ (the test
-// PKI's files the fixtures name, a ticket key file) and logs/ beside it.
-void stage(const TempDir& dir, const std::string& fixture) {
-  fs::copy(kFixtures + fixture, dir.path() + (fs::is_directory(kFixtures + fixture) ? "" : "/" + fixture),
-           fs::copy_options::recursive);
-  fs::create_directories(dir.file("pki"));
-  fs::create_directories(dir.file("logs"));
-  for (const char* f : {"localhost.chain.pem", "localhost.key", "rsa.chain.pem", "rsa.key", "other-name.chain.pem",
-                        "other-name.key", "wildcard.chain.pem", "wildcard.key", "root.pem"}) {
-    fs::copy_file(std::string(TLSFRONT_TEST_PKI_DIR) + "/" + f, dir.file(std::string("pki/") + f));
-    if (std::string(f).ends_with(".key")) fs::permissions(dir.file(std::string("pki/") + f), fs::perms::owner_read | fs::perms::owner_write);
-  }
-  write_file(dir.file("pki/ticket.key"), std::string(80, '\x5a'));
-  fs::permissions(dir.file("pki/ticket.key"), fs::perms::owner_read | fs::perms::owner_write);
-}
 
 TEST(ImportNginx, TheWriteupsServerBlockImportsAndPassesTest) {
   TempDir dir;
@@ -41,7 +22,7 @@ TEST(ImportNginx, TheWriteupsServerBlockImportsAndPassesTest) {
   EXPECT_NE(r.err.find(conf + ":54: proxy_http_version: not needed: HTTP/1.1 to http/1.1 upstreams is the default\n"), std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("tlsfront import-nginx: " + conf + ": written to " + dir.file("out.toml") +
-                       "; 17 report line(s) above (not carried over, or carried over with a difference)\n"),
+                       "; 18 report line(s) above (not carried over, or carried over with a difference)\n"),
             std::string::npos)
       << r.err;
   std::string toml = read_file(dir.file("out.toml"));
@@ -49,7 +30,9 @@ TEST(ImportNginx, TheWriteupsServerBlockImportsAndPassesTest) {
   EXPECT_NE(toml.find("keepalive = 32"), std::string::npos) << toml;
   EXPECT_NE(toml.find("hsts = \"max-age=31536000\""), std::string::npos) << toml;  // add_header ... always
   EXPECT_NE(toml.find("early_data = true"), std::string::npos) << toml;  // ssl_early_data on
+  EXPECT_EQ(toml.find("trusted_ca"), std::string::npos) << toml;         // ssl_trusted_certificate: listed
 
+  write_file(dir.file("out.toml"), runnable_here(toml, dir));
   r = run_command(dir, {TLSFRONT_BINARY, "--test", "-c", dir.file("out.toml")});
   EXPECT_EQ(r.status.code, 0) << r.err << "\n" << toml;
   EXPECT_NE(r.err.find("test is successful"), std::string::npos) << r.err;
@@ -71,7 +54,7 @@ TEST(ImportNginx, TheWriteupsServerBlockRunsOnTlsfrontAlone) {
   ASSERT_TRUE(backend.start());
   RunResult r = run_command(dir, {TLSFRONT_BINARY, "import-nginx", "-o", dir.file("out.toml"), dir.file("writeup.conf")});
   ASSERT_EQ(r.status.code, 0) << r.err;
-  std::string toml = read_file(dir.file("out.toml"));
+  std::string toml = runnable_here(read_file(dir.file("out.toml")), dir);
   toml = replace_all(toml, "\"0.0.0.0:443\"", "\"127.0.0.1:0\"");
   toml = replace_all(toml, "\"0.0.0.0:80\"", std::string("\"") + kCleartextIp + ":0\"");
   toml = replace_all(toml, "\"127.0.0.1:9000\"", "\"" + backend.address() + "\"");
@@ -121,7 +104,7 @@ TEST(ImportNginx, SeveralServersFromIncludedFilesPassTest) {
   EXPECT_NE(r.err.find(dir.file("sites/40-redirect.conf") + ":4: return: carried over as a cleartext listener's redirect_https"), std::string::npos)
       << r.err;
   EXPECT_NE(r.out.find("names = [\"wild.example\", \"*.wild.example\"]"), std::string::npos) << r.out;
-  write_file(dir.file("out.toml"), r.out);
+  write_file(dir.file("out.toml"), runnable_here(r.out, dir));
   r = run_command(dir, {TLSFRONT_BINARY, "--test", "-c", dir.file("out.toml")});
   EXPECT_EQ(r.status.code, 0) << r.err;
   EXPECT_NE(r.err.find("certificate[3].cert: ECDSA certificate for wild.example, *.wild.example"), std::string::npos) << r.err;

@@ -371,6 +371,43 @@ TEST_F(Ocsp, H1_NoOcspUrlIsSilentlyNotStapled) {
   EXPECT_EQ(log().find("ocsp \""), std::string::npos) << log();
 }
 
+// `stapling = true` written out for a leaf with no OCSP responder URL, and
+// no responder or response_file: nothing can ever be stapled, which nginx
+// warns about ("ssl_stapling ignored, no OCSP responder URL in the
+// certificate"); so do --test and the start, naming the key. Left at its
+// default, stapling stays silent (above).
+TEST_F(Ocsp, StaplingSetWithoutAResponderUrlWarnsInTestAndAtStart) {
+  const std::string ignored = "tls.ocsp.stapling: stapling is ignored: the leaf of \"" + pki("localhost.chain.pem") +
+                              "\" has no OCSP responder URL (no AIA OCSP entry) and neither responder nor "
+                              "response_file is set";
+  const std::string path = dir_.file("t.toml");
+  auto test = [&](ProxyOptions o) {
+    o.upstream_servers = {"127.0.0.1:9"};
+    write_file(path, make_config(o, kAnyPort, dir_.file("access.log")));
+    RunResult r = run_command(dir_, {TLSFRONT_BINARY, "--test", "--config", path});
+    EXPECT_EQ(r.status.code, 0) << r.err;
+    return r.err;
+  };
+  std::string err = test(options("stapling = true\n", false));
+  EXPECT_NE(err.find("tlsfront: warning: " + path + ":"), std::string::npos) << err;
+  EXPECT_NE(err.find(ignored), std::string::npos) << err;
+  EXPECT_EQ(test(options("", false)).find("stapling is ignored"), std::string::npos);  // the default: silent
+  err = test(options("stapling = true\nresponder = \"http://127.0.0.1:9/\"\n", false));
+  EXPECT_EQ(err.find("stapling is ignored"), std::string::npos) << err;
+  // A [[certificate]] table's own [certificate.ocsp].
+  ProxyOptions several;
+  several.certificates = "[[certificate]]\ncert = \"" + pki("localhost.chain.pem") + "\"\nkey = \"" +
+                         pki("localhost.key") + "\"\n[certificate.ocsp]\nstapling = true\n";
+  err = test(several);
+  EXPECT_NE(err.find(": certificate[0].ocsp.stapling: stapling is ignored"), std::string::npos) << err;
+
+  ASSERT_TRUE(start_proxy(options("stapling = true\n", false)));
+  EXPECT_TRUE(wait_log(ignored)) << log();
+  StatusResult st = s_client(dir_, port());
+  EXPECT_TRUE(st.handshake_ok);
+  EXPECT_FALSE(st.stapled);
+}
+
 TEST_F(Ocsp, H1_AiaUrlOfTheLeafIsUsed) {
   // A leaf whose AIA names this test's responder port, and an index for it.
   const int rport = free_port();

@@ -125,5 +125,36 @@ TEST(LoaderHeaders, HstsRequestIdHeaderAndTrust) {
   EXPECT_EQ(none.request_id_header, "");
 }
 
+// A route with 100k fields in each of remove, set and add (an imported
+// nginx server with that many add_header lines) loads, and a repeated name
+// is still found at the end of such a table. (The checks for repeats were
+// quadratic in the fields.)
+TEST(LoaderHeaders, ManyFieldsLoadAndRepeatsAreFound) {
+  constexpr int kFields = 100'000;
+  std::string remove = "response_headers.remove = [", set = "response_headers.set = { ",
+              add = "response_headers.add = { ";
+  for (int i = 0; i < kFields; ++i) {
+    const std::string n = std::to_string(i);
+    remove += (i ? ", \"R-" : "\"R-") + n + "\"";
+    set += (i ? ", S-" : "S-") + n + " = \"" + n + "\"";
+    add += (i ? ", A-" : "A-") + n + " = [\"" + n + "\", \"$host\"]";
+  }
+  Config c = load_ok(with(remove + "]\n" + set + " }\n" + add + " }\n"));
+  const HeaderRules& r = c.routes[0].response_headers;
+  ASSERT_EQ(r.remove.size(), size_t{kFields});
+  EXPECT_EQ(r.remove.back(), "r-99999");
+  ASSERT_EQ(r.set.size(), size_t{kFields});
+  ASSERT_EQ(r.add.size(), size_t{2 * kFields});
+  EXPECT_EQ(r.add[1].value, (std::vector<HeaderValuePart>{{"", 0}}));
+
+  EXPECT_EQ(load_error(with(remove + ", \"r-7\"]\n")),
+            "t.toml:14:" + std::to_string(remove.size() + 3) +
+                R"(: route[0].response_headers.remove[100000]: header "r-7" listed twice)");
+  EXPECT_NE(load_error(with(set + ", s-99999 = \"x\" }\n")).find(R"(header "s-99999" appears twice)"),
+            std::string::npos);
+  EXPECT_NE(load_error(with(remove + ", \"S-5\"]\n" + set + " }\n")).find(R"(header "S-5" is both set and removed)"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace tlsfront::config

@@ -266,6 +266,37 @@ TEST_F(RedisClient, ServerDownFailsThenBacksOffWithoutBusyLoop) {
   EXPECT_NE(log.find("; carrying on"), std::string::npos) << log;
 }
 
+// A closed loopback port: the connection is refused, and that is what the
+// command's error and the log say (not "no answer within N ms", which
+// stays for a server that accepted and does not answer), for the
+// asynchronous client and the blocking start-up exchange alike.
+TEST_F(RedisClient, ARefusedConnectionSaysSoNotTimeout) {
+  const int port = itest::free_port();
+  const std::string refused = "cannot connect to 127.0.0.1:" + std::to_string(port) + ": Connection refused";
+  Options o = options(port);
+  o.timeout = milliseconds(50);
+  Client& c = make_client(std::move(o));
+  Got got;
+  LogCapture capture;
+  if (c.command({"GET", "k"}, record(got))) {  // else refused at once, by the connect itself
+    ASSERT_TRUE(run_until([&] { return got.called; }));
+    ASSERT_TRUE(got.error);
+    EXPECT_EQ(got.error->code, Errc::Closed) << got.error->detail;
+    EXPECT_EQ(got.error->detail, refused);
+  }
+  EXPECT_TRUE(c.failing());
+  const std::string log = capture.take();
+  EXPECT_EQ(count(log, "unit: redis 127.0.0.1:" + std::to_string(port) + ": " + refused + "; carrying on"), 1u) << log;
+  EXPECT_EQ(count(log, "no answer within"), 0u) << log;
+
+  Status st =
+      Client(options(port)).call_blocking(std::vector<std::vector<std::string>>{{"PING"}}, [](size_t, Reply) -> Status {
+        return {};
+      });
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().detail, refused);
+}
+
 // A server that accepts but does not answer: the command times out, with
 // the connection dropped; once the server answers again a new connection
 // is used.

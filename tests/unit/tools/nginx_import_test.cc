@@ -275,7 +275,7 @@ TEST(NginxImport, WhatTlsfrontWouldRefuseIsListedOrAnError) {
   EXPECT_EQ(r.cfg.tls.certificates[1].ocsp.responder, "");
   EXPECT_REPORTS(r, "n.conf:2: ssl_ciphers: not carried over: one non-empty cipher list\n");
   EXPECT_REPORTS(r, "n.conf:2: ssl_session_cache: shared:S:100g: lowered to tlsfront's maximum, 64g\n");
-  EXPECT_REPORTS(r, "n.conf:2: ssl_trusted_certificate: not carried over: one file name without variables\n");
+  EXPECT_REPORTS(r, "n.conf:2: ssl_trusted_certificate: not carried over: nginx verifies OCSP responses");
   EXPECT_REPORTS(r, "n.conf:4: server_name: name b_c.example not carried over: b_c.example is not a DNS name");
   EXPECT_REPORTS(r, "n.conf:4: server_name: name *.example not carried over: *.example a wildcard needs at least two labels");
   EXPECT_REPORTS(r, "n.conf:4: server_name: name x y not carried over: x y is not a DNS name");
@@ -359,7 +359,7 @@ TEST(NginxImport, TheWriteupsApiEdge) {
   EXPECT_EQ(c.tls.certificates[0].cert, dir + "pki/localhost.chain.pem");
   EXPECT_EQ(c.tls.certificates[0].key, dir + "pki/localhost.key");
   EXPECT_TRUE(c.tls.certificates[0].ocsp.stapling);
-  EXPECT_EQ(c.tls.trusted_ca, dir + "pki/root.pem");
+  EXPECT_EQ(c.tls.trusted_ca, "");  // ssl_trusted_certificate is not a trust anchor for the server chain
   EXPECT_EQ(c.tls.session_cache.size_bytes, 10u << 20);
   EXPECT_EQ(c.tls.session_cache.timeout, Millis{86'400'000});
   EXPECT_TRUE(c.tls.session_tickets);
@@ -390,31 +390,44 @@ TEST(NginxImport, TheWriteupsApiEdge) {
   EXPECT_EQ(c.log.access_log, dir + "logs/api_access.log");
   EXPECT_EQ(c.tls.hsts, "max-age=31536000");
   EXPECT_EQ(c.timeouts.keepalive, Millis{65'000});
-  EXPECT_EQ(r.report,
-            "writeup.conf:8: worker_connections: not carried over: it counts upstream connections too; tlsfront's [limits] "
-            "max_connections (client connections per worker) is off by default: set it to about half of this if wanted\n"
-            "writeup.conf:12: log_format: not carried over: tlsfront's access log is JSON with fixed fields; its fields: "
-            "$remote_addr → remote_addr, $time_local → time, $request → method, path, protocol, $status → status, "
-            "$request_time → request_time_ms, $upstream_response_time → upstream_response_ms, $ssl_protocol → ssl_protocol, "
-            "$ssl_cipher → ssl_cipher, $ssl_session_reused → ssl_session_reused\n"
-            "writeup.conf:17: server: parameter max_fails=3 not carried over: a server that refuses a connection is skipped for fail_timeout\n"
-            "writeup.conf:39: ssl_stapling_verify: not needed: tlsfront always verifies a response before stapling it\n"
-            "writeup.conf:41: resolver: not needed: OCSP responder names are resolved with the system resolver; upstream servers are IP addresses\n"
-            "writeup.conf:43: ssl_buffer_size: no equivalent: tlsfront sets no TLS record size (OpenSSL's records, up to 16k)\n"
-            "writeup.conf:44: ssl_early_data: carried over; only GET, HEAD and OPTIONS without a body go up before the "
-            "handshake completes (with Early-Data: 1), any other request waits for it (nginx forwards all of them)\n"
-            "writeup.conf:50: access_log: format tls not carried over: tlsfront writes one JSON object per request, its own fields\n"
-            "writeup.conf:54: proxy_http_version: not needed: HTTP/1.1 to http/1.1 upstreams is the default\n"
-            "writeup.conf:55: proxy_set_header: not needed: tlsfront removes the client's Connection and keeps upstream connections alive\n"
-            "writeup.conf:56: proxy_set_header: not needed: Host is forwarded as the client sent it\n"
-            "writeup.conf:64: proxy_http_version: not needed: HTTP/1.1 to http/1.1 upstreams is the default\n"
-            "writeup.conf:65: proxy_set_header: not needed: tlsfront removes the client's Connection and keeps upstream connections alive\n"
-            "writeup.conf:66: proxy_set_header: not needed: Host is forwarded as the client sent it\n"
-            "writeup.conf:69: add_header: carried over; nginx adds it only to 200, 201, 204, 206, 301, 302, 303, 304, 307 and "
-            "308 responses, tlsfront to every upstream response (not to its own error answers)\n"
-            "writeup.conf:76: server_name: carried over: a redirecting cleartext listener redirects every valid host\n"
-            "writeup.conf:77: return: carried over as a cleartext listener's redirect_https: tlsfront answers 301 to GET and "
-            "HEAD, 308 to other methods (a 301 turns a POST into a GET)\n");
+  EXPECT_EQ(
+      r.report,
+      "writeup.conf:8: worker_connections: not carried over: it counts upstream connections too; tlsfront's [limits] "
+      "max_connections (client connections per worker) is off by default: set it to about half of this if wanted\n"
+      "writeup.conf:12: log_format: not carried over: tlsfront's access log is JSON with fixed fields; its fields: "
+      "$remote_addr → remote_addr, $time_local → time, $request → method, path, protocol, $status → status, "
+      "$request_time → request_time_ms, $upstream_response_time → upstream_response_ms, $ssl_protocol → ssl_protocol, "
+      "$ssl_cipher → ssl_cipher, $ssl_session_reused → ssl_session_reused\n"
+      "writeup.conf:17: server: parameter max_fails=3 not carried over: a server that refuses a connection is skipped "
+      "for fail_timeout\n"
+      "writeup.conf:39: ssl_stapling_verify: not needed: tlsfront always verifies a response before stapling it\n"
+      "writeup.conf:40: ssl_trusted_certificate: not carried over: nginx verifies OCSP responses (and client "
+      "certificates) with it; tlsfront verifies a response against the leaf's issuer, from the certificate's "
+      "chain, and has no client certificates, so it needs no such file. It is not [tls] trusted_ca, the root(s) "
+      "a server chain must end at (an intermediate there fails tlsfront --test): set that by hand only for a "
+      "private CA's root\n"
+      "writeup.conf:41: resolver: not needed: OCSP responder names are resolved with the system resolver; upstream "
+      "servers are IP addresses\n"
+      "writeup.conf:43: ssl_buffer_size: no equivalent: tlsfront sets no TLS record size (OpenSSL's records, up to "
+      "16k)\n"
+      "writeup.conf:44: ssl_early_data: carried over; only GET, HEAD and OPTIONS without a body go up before the "
+      "handshake completes (with Early-Data: 1), any other request waits for it (nginx forwards all of them)\n"
+      "writeup.conf:50: access_log: format tls not carried over: tlsfront writes one JSON object per request, its own "
+      "fields\n"
+      "writeup.conf:54: proxy_http_version: not needed: HTTP/1.1 to http/1.1 upstreams is the default\n"
+      "writeup.conf:55: proxy_set_header: not needed: tlsfront removes the client's Connection and keeps upstream "
+      "connections alive\n"
+      "writeup.conf:56: proxy_set_header: not needed: Host is forwarded as the client sent it\n"
+      "writeup.conf:64: proxy_http_version: not needed: HTTP/1.1 to http/1.1 upstreams is the default\n"
+      "writeup.conf:65: proxy_set_header: not needed: tlsfront removes the client's Connection and keeps upstream "
+      "connections alive\n"
+      "writeup.conf:66: proxy_set_header: not needed: Host is forwarded as the client sent it\n"
+      "writeup.conf:69: add_header: carried over; nginx adds it only to 200, 201, 204, 206, 301, 302, 303, 304, 307 "
+      "and "
+      "308 responses, tlsfront to every upstream response (not to its own error answers)\n"
+      "writeup.conf:76: server_name: carried over: a redirecting cleartext listener redirects every valid host\n"
+      "writeup.conf:77: return: carried over as a cleartext listener's redirect_https: tlsfront answers 301 to GET and "
+      "HEAD, 308 to other methods (a 301 turns a POST into a GET)\n");
 }
 
 TEST(NginxImport, DebiansDefaultSiteHasNothingToCarryOver) {
