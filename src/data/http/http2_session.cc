@@ -130,7 +130,7 @@ bool Http2Session::wants_input() const { return !closed_ && !input_stopped_ && !
 
 void Http2Session::on_data(std::string_view data) {
   if (closed_ || input_stopped_) return;
-  priority_scanner_.scan(data, self_dependent_, data_streams_);
+  frame_scanner_.scan(data, self_dependent_, data_streams_);
   if (!data_streams_.empty()) find_closed_data();
   ssize_t rv = nghttp2_session_mem_recv(session_.get(), reinterpret_cast<const uint8_t*>(data.data()), data.size());
   if (rv < 0) {

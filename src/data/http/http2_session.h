@@ -25,7 +25,7 @@
 // RST_STREAM is a stream error STREAM_CLOSED, after END_STREAM both ways a
 // connection error STREAM_CLOSED, after our RST_STREAM ignored; a PRIORITY
 // frame whose stream depends on itself is a stream error PROTOCOL_ERROR
-// (§5.3.1; H2PriorityScanner reads what nghttp2 drops unread); a header
+// (§5.3.1; H2FrameScanner reads what nghttp2 drops unread); a header
 // block not ended within timeouts.header (HEADERS or
 // CONTINUATION without END_HEADERS, then silence) ends the connection with
 // GOAWAY PROTOCOL_ERROR, as a slow HTTP/1.1 head gets 408; request header
@@ -70,13 +70,13 @@
 #include "data/http/client_session.h"
 #include "data/http/client_transport.h"
 #include "data/http/exchange_sink.h"
-#include "data/http/session_env.h"
-#include "data/http/h2_priority_scanner.h"
+#include "data/http/h2_frame_scanner.h"
 #include "data/http/http2_stream.h"
+#include "data/http/session_env.h"
 #include "metrics/counters.h"
+#include "util/h2_control_budget.h"
 #include "util/loop_context.h"
 #include "util/nghttp2_memory.h"
-#include "util/h2_control_budget.h"
 #include "util/nghttp2_ptr.h"
 #include "util/token_bucket.h"
 
@@ -190,7 +190,7 @@ class Http2Session final : public ClientSession, public Flushable {
   // The client flooded (`what`, counted as `kind`): GOAWAY ENHANCE_YOUR_CALM
   // once input stops. Returns NGHTTP2_ERR_CALLBACK_FAILURE.
   int flood(const char* what, metrics::Flood kind);
-  // RST_STREAM PROTOCOL_ERROR for each stream H2PriorityScanner found
+  // RST_STREAM PROTOCOL_ERROR for each stream H2FrameScanner found
   // depending on itself in the last read.
   void reset_self_dependent();
   // Of the streams the read's DATA frames name, those already closed (in
@@ -212,17 +212,17 @@ class Http2Session final : public ClientSession, public Flushable {
   ConnectionInfo info_;
   X509* certificate_;
   mutable std::string covered_host_;  // the last host certificate_covers() said yes to
-  Nghttp2Memory memory_;  // before session_: nghttp2 frees into it when the session is deleted
+  Nghttp2Memory memory_;              // before session_: nghttp2 frees into it when the session is deleted
   Nghttp2SessionPtr session_;
   std::unordered_map<int32_t, std::unique_ptr<Http2Stream>> streams_;
   std::vector<int32_t> to_start_;
-  int32_t last_stream_id_ = 0;           // highest client stream opened
+  int32_t last_stream_id_ = 0;                // highest client stream opened
   std::deque<ClosedStream> recently_closed_;  // at most kRecentlyClosed
   // Streams to tell when the output drains (wait_drained): with hundreds of
   // streams, visiting each one after every write was a share of the CPU.
   std::vector<int32_t> drain_waiting_;
-  size_t finished_streams_ = 0;  // of streams_: response_finished()
-  size_t pending_streams_ = 0;   // of streams_: has_pending_output()
+  size_t finished_streams_ = 0;             // of streams_: response_finished()
+  size_t pending_streams_ = 0;              // of streams_: has_pending_output()
   std::optional<uint32_t> terminate_code_;  // set by a callback that stops input
   bool header_block_open_ = false;          // HEADERS without END_HEADERS seen, CONTINUATION due
   // Each open stream's send window when a SETTINGS frame began (for §6.9.2).
@@ -230,9 +230,9 @@ class Http2Session final : public ClientSession, public Flushable {
   uint32_t initial_window_before_settings_ = NGHTTP2_INITIAL_WINDOW_SIZE;
   TokenBucket resets_{kResetBurst, kResetPerSecond};
   H2ControlBudget control_frames_;
-  H2PriorityScanner priority_scanner_;
-  std::vector<int32_t> self_dependent_;  // found by priority_scanner_ in the current read
-  std::vector<int32_t> data_streams_;    // likewise
+  H2FrameScanner frame_scanner_;
+  std::vector<int32_t> self_dependent_;    // found by frame_scanner_ in the current read
+  std::vector<int32_t> data_streams_;      // likewise
   std::vector<ClosedStream> closed_data_;  // find_closed_data()'s
   TimerPurpose timer_ = TimerPurpose::None;
   bool input_stopped_ = false;

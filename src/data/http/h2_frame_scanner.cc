@@ -1,4 +1,4 @@
-#include "data/http/h2_priority_scanner.h"
+#include "data/http/h2_frame_scanner.h"
 
 #include <algorithm>
 #include <cstring>
@@ -13,8 +13,8 @@ int32_t stream_id(const uint8_t* p) {
 
 }  // namespace
 
-void H2PriorityScanner::scan(std::string_view data, std::vector<int32_t>& self_dependent,
-                             std::vector<int32_t>& data_streams) {
+void H2FrameScanner::scan(std::string_view data, std::vector<int32_t>& self_dependent,
+                          std::vector<int32_t>& data_streams) {
   const auto* p = reinterpret_cast<const uint8_t*>(data.data());
   size_t left = data.size();
   if (preface_left_ > 0) {

@@ -1,19 +1,17 @@
-// H2PriorityScanner: finds the PRIORITY frames in a client's HTTP/2 input
-// whose stream depends on itself — RFC 9113 §5.3.1: "A stream cannot depend
-// on itself. An endpoint MUST treat this as a stream error of type
-// PROTOCOL_ERROR." With SETTINGS_NO_RFC7540_PRIORITIES nghttp2 drops
-// PRIORITY frames unread, so their payload is looked at here, on the same
-// bytes, before nghttp2 reads them.
+// H2FrameScanner: reads the frame headers of a client's HTTP/2 input ahead
+// of nghttp2, for the two RFC 9113 rules about frames nghttp2 drops unread:
+//  - §5.3.1 "A stream cannot depend on itself. An endpoint MUST treat this
+//    as a stream error of type PROTOCOL_ERROR." With
+//    SETTINGS_NO_RFC7540_PRIORITIES nghttp2 drops PRIORITY frames unread,
+//    so their payload is looked at here;
+//  - §5.1 "closed": nghttp2 drops DATA for a closed stream without a
+//    callback, so the streams DATA frames name are listed (once per run of
+//    consecutive frames of one stream) for the session to judge.
 //
 // Shape: walks frame headers only (9 octets each, kept across reads, after
 // the 24-octet connection preface); a payload is skipped in one step, so a
 // read costs a few instructions per frame it holds. A PRIORITY frame whose
 // length is not 5 is nghttp2's to refuse (FRAME_SIZE_ERROR), not reported.
-//
-// It also lists the streams DATA frames name (once per run of consecutive
-// frames of one stream): nghttp2 drops DATA for a closed stream without a
-// callback, so the session judges those here (§5.1), before nghttp2 reads
-// them.
 // Thread affinity: one owner (the session's worker).
 #pragma once
 
@@ -24,7 +22,7 @@
 
 namespace tlsfront::http {
 
-class H2PriorityScanner {
+class H2FrameScanner {
  public:
   // Feeds the connection's next input bytes; appends to `self_dependent`
   // the stream id of each PRIORITY frame completed in them that depends on

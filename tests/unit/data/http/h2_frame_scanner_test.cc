@@ -1,7 +1,8 @@
-// H2PriorityScanner: PRIORITY frames depending on their own stream are found
+// H2FrameScanner: PRIORITY frames depending on their own stream, and the
+// streams DATA frames name, are found
 // wherever the reads split the input (preface, headers, payloads), and no
 // other frame is taken for one.
-#include "data/http/h2_priority_scanner.h"
+#include "data/http/h2_frame_scanner.h"
 
 #include <gtest/gtest.h>
 
@@ -47,19 +48,19 @@ std::string input() {
   return in;
 }
 
-TEST(H2PriorityScanner, FindsSelfDependencyInOneRead) {
-  H2PriorityScanner scanner;
+TEST(H2FrameScanner, FindsSelfDependencyInOneRead) {
+  H2FrameScanner scanner;
   std::vector<int32_t> found, data;
   scanner.scan(input(), found, data);
   EXPECT_EQ(found, (std::vector<int32_t>{5, 9}));
   EXPECT_EQ(data, (std::vector<int32_t>{1}));
 }
 
-TEST(H2PriorityScanner, FindsTheSameWhateverTheReadsSplit) {
+TEST(H2FrameScanner, FindsTheSameWhateverTheReadsSplit) {
   const std::string in = input();
   for (size_t chunk = 1; chunk <= 13; ++chunk) {
     SCOPED_TRACE(chunk);
-    H2PriorityScanner scanner;
+    H2FrameScanner scanner;
     std::vector<int32_t> found, data;
     for (size_t off = 0; off < in.size(); off += chunk)
       scanner.scan(std::string_view(in).substr(off, chunk), found, data);
