@@ -20,6 +20,10 @@ constexpr size_t kOutputLowWatermark = 16 * 1024;
 constexpr size_t kPlaintextReserve = 2 * 1024;
 constexpr size_t kMaxBufferedInput = 64 * 1024;
 constexpr std::chrono::milliseconds kLingerTimeout{2'000};
+// And at most this much input discarded: a client that keeps sending (a
+// flooder told GOAWAY, at loopback speed a gigabyte a second) costs recv
+// copies for every byte of it, so past this it gets RST at once.
+constexpr size_t kLingerMaxBytes = 4 << 20;
 
 void peer_address(uv_tcp_t* tcp, std::string& addr, uint16_t& port) {
   sockaddr_storage ss{};
@@ -405,7 +409,8 @@ void Connection::close(bool notify) {
 }
 
 // Lingering close (as nginx's lingering_close): send FIN, then read and
-// discard until the client closes or kLingerTimeout passes. Closing with
+// discard until the client closes, kLingerTimeout passes or kLingerMaxBytes
+// were discarded. Closing with
 // unread input would make the kernel send RST, which can destroy a response
 // (a 400, say) the client has not read yet.
 void Connection::start_linger() {
@@ -429,7 +434,9 @@ void Connection::start_linger() {
       return;
     }
     int rc = uv_read_start(self->tcp_.stream(), LoopContext::alloc_cb, [](uv_stream_t* s, ssize_t n, const uv_buf_t*) {
-      if (s->data && n < 0) static_cast<Connection*>(s->data)->finish_close();
+      if (s->data == nullptr) return;
+      auto* c = static_cast<Connection*>(s->data);
+      if (n < 0 || (c->lingered_bytes_ += static_cast<size_t>(n)) > kLingerMaxBytes) c->finish_close();
     });
     if (rc != 0) self->finish_close();
   });

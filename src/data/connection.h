@@ -68,7 +68,8 @@ class Connection final : public Deletable, public Flushable, public http::Client
   //              one timer beside the session's.
   // Open      -> Closing (close()) | Closed (write error, abort)
   // Closing   -> Lingering (output written: FIN sent, input read and dropped
-  //              until the client closes, at most kLingerTimeout) | Closed
+  //              until the client closes, at most kLingerTimeout and
+  //              kLingerMaxBytes) | Closed
   //              (nothing more can come from the client, or timeouts.send)
   // Lingering -> Closed
   enum class State : uint8_t { Handshake, Early, Open, Closing, Lingering, Closed };
@@ -145,6 +146,7 @@ class Connection final : public Deletable, public Flushable, public http::Client
   State state_ = State::Handshake;  // the small fields together: one word
   uint16_t remote_port_ = 0;
   uv_shutdown_t* shutdown_req_ = nullptr;
+  size_t lingered_bytes_ = 0;  // input discarded while Lingering (bounded in the .cc)
   std::string remote_addr_;
   const config::Listener* listener_ = nullptr;  // its [[listen]] entry (in generation_); null: TLS defaults
   std::chrono::steady_clock::time_point accepted_at_;

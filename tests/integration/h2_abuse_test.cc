@@ -186,6 +186,24 @@ TEST_F(H2Abuse, ControlFrameFloodsGetEnhanceYourCalm) {
   EXPECT_EQ(goaways, floods.size()) << err;
 }
 
+// A flooder told GOAWAY that keeps sending is not drained for the whole
+// lingering close (2 s, at loopback speed gigabytes received and dropped,
+// a third of a core): past 4 MiB discarded it gets RST. Bytes, not time:
+// without the bound it can send 256 MiB before its connection ends.
+TEST_F(H2Abuse, AFlooderThatKeepsSendingIsNotDrained) {
+  ASSERT_TRUE(start_proxy());
+  h2::Client c;
+  ASSERT_TRUE(c.connect(port()));
+  std::string chunk;
+  while (chunk.size() < 64 * 1024) chunk += h2::frame(h2::kWindowUpdate, 0, 0, be32(1));
+  size_t sent = 0;
+  constexpr size_t kCap = 256u << 20;
+  while (sent < kCap && c.send(chunk)) sent += chunk.size();
+  EXPECT_LT(sent, kCap) << "the proxy read and dropped everything the flooder sent";
+  RecordProperty("sent_kib", std::to_string(sent / 1024));
+  expect_still_serving(port());
+}
+
 TEST_F(H2Abuse, WindowUpdateOverflowIsFlowControlError) {
   ASSERT_TRUE(start_proxy());
   {
