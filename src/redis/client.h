@@ -186,9 +186,9 @@ class Client {
   void on_reply(redisReply* reply, uint64_t id, const char* error);
   void on_connect(int status);
   void on_disconnect();
-  void set_connected(bool connected);
+  void set_connected(bool connected);  // connected_, reported to opt_.on_connected on a change
   // "cannot connect to <where>: <why>" (why: "Connection refused", ...).
-  std::string cannot_connect(std::string_view why) const;  // connected_, reported to opt_.on_connected on a change
+  std::string cannot_connect(std::string_view why) const;
 
   static void reply_cb(redisAsyncContext* ac, void* reply, void* privdata) noexcept;
   static void connect_cb(const redisAsyncContext* ac, int status) noexcept;

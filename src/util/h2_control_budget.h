@@ -76,6 +76,18 @@ class H2ControlBudget {
   // A DATA frame carrying octets went to the peer, or a stream opened.
   void earn() { credit_ = std::min<uint32_t>(credit_ + kCreditPerEarn, static_cast<uint32_t>(kBurst)); }
 
+  // As above for a frame `session` received: a WINDOW_UPDATE is productive
+  // when the window it opens (the connection's, or that of a stream
+  // `session` has open) is at or below zero now.
+  static bool unproductive(nghttp2_session* session, const nghttp2_frame_hd& hd) {
+    return unproductive(hd, [session](int32_t id) {
+      if (id == 0) return nghttp2_session_get_remote_window_size(session) <= 0;
+      // (Its window size is an error code for a stream nghttp2 does not know.)
+      return nghttp2_session_find_stream(session, id) != nullptr &&
+             nghttp2_session_get_stream_remote_window_size(session, id) <= 0;
+    });
+  }
+
   // Spends credit or a token for an unproductive frame; false once over
   // the budget.
   bool charge() {

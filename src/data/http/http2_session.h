@@ -184,9 +184,11 @@ class Http2Session final : public ClientSession, public Flushable {
 
   Http2Stream* find(int32_t stream_id) const;
   void remember_closed(int32_t stream_id, ClosedBy by);
-  // DATA or HEADERS on stream `hd.stream_id`, at or below the highest one
-  // opened and no longer open: the answer §5.1 asks (a callback result).
-  int on_frame_for_closed_stream(const nghttp2_frame_hd& hd);
+  // recently_closed_'s entry for `stream_id`, or nullptr.
+  const ClosedStream* recently_closed(int32_t stream_id) const;
+  // HEADERS on `stream_id`, at or below the highest one opened and no
+  // longer open: the answer §5.1 asks (a callback result).
+  int on_headers_for_closed_stream(int32_t stream_id);
   // The client flooded (`what`, counted as `kind`): GOAWAY ENHANCE_YOUR_CALM
   // once input stops. Returns NGHTTP2_ERR_CALLBACK_FAILURE.
   int flood(const char* what, metrics::Flood kind);
@@ -195,7 +197,7 @@ class Http2Session final : public ClientSession, public Flushable {
   void reset_self_dependent();
   // Of the streams the read's DATA frames name, those already closed (in
   // recently_closed_) before nghttp2 reads it; answered after it did
-  // (answer_closed_data), as on_frame_for_closed_stream answers HEADERS.
+  // (answer_closed_data), as on_headers_for_closed_stream answers HEADERS.
   void find_closed_data();
   void answer_closed_data();
   // The answer §5.1 asks for a frame of `type` on `closed`: 0 when ignored

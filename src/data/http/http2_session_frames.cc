@@ -37,34 +37,34 @@ int Http2Session::on_begin_frame(const nghttp2_frame_hd* hd) {
     terminate_code_ = NGHTTP2_PROTOCOL_ERROR;
     return NGHTTP2_ERR_CALLBACK_FAILURE;
   }
-  nghttp2_session* ng = session_.get();
-  const bool unproductive = H2ControlBudget::unproductive(*hd, [this, ng](int32_t id) {
-    if (id == 0) return nghttp2_session_get_remote_window_size(ng) <= 0;
-    return find(id) != nullptr && nghttp2_session_get_stream_remote_window_size(ng, id) <= 0;
-  });
-  if (unproductive && !control_frames_.charge()) return flood("control frame flood", metrics::Flood::H2ControlFrames);
-  if ((hd->type == NGHTTP2_HEADERS || hd->type == NGHTTP2_DATA) && hd->stream_id != 0 &&
-      hd->stream_id <= last_stream_id_ && find(hd->stream_id) == nullptr) {
-    return on_frame_for_closed_stream(*hd);
+  if (H2ControlBudget::unproductive(session_.get(), *hd) && !control_frames_.charge())
+    return flood("control frame flood", metrics::Flood::H2ControlFrames);
+  // (DATA for a closed stream never gets here: nghttp2 drops it unseen, and
+  // find_closed_data judges it.)
+  if (hd->type == NGHTTP2_HEADERS && hd->stream_id != 0 && hd->stream_id <= last_stream_id_ &&
+      find(hd->stream_id) == nullptr) {
+    return on_headers_for_closed_stream(hd->stream_id);
   }
   return 0;
 }
 
-int Http2Session::on_frame_for_closed_stream(const nghttp2_frame_hd& hd) {
-  const char* type = hd.type == NGHTTP2_DATA ? "DATA" : "HEADERS";
-  auto closed = std::find_if(recently_closed_.begin(), recently_closed_.end(),
-                             [id = hd.stream_id](const ClosedStream& c) { return c.id == id; });
-  if (closed == recently_closed_.end()) {
-    // Closed long ago: nghttp2 ignores DATA for it. §5.1.1: a HEADERS frame
-    // on a lower, never opened (or long closed) stream is a connection
-    // error; nghttp2 1.52 ignores it.
-    if (hd.type == NGHTTP2_DATA) return 0;
+const Http2Session::ClosedStream* Http2Session::recently_closed(int32_t stream_id) const {
+  auto it = std::find_if(recently_closed_.begin(), recently_closed_.end(),
+                         [stream_id](const ClosedStream& c) { return c.id == stream_id; });
+  return it == recently_closed_.end() ? nullptr : &*it;
+}
+
+int Http2Session::on_headers_for_closed_stream(int32_t stream_id) {
+  const ClosedStream* closed = recently_closed(stream_id);
+  if (closed == nullptr) {
+    // §5.1.1: a HEADERS frame on a lower, never opened (or long closed)
+    // stream is a connection error; nghttp2 1.52 ignores it.
     log::info("conn={} client={}:{} h2: HEADERS on stream {} after {}; GOAWAY PROTOCOL_ERROR", info_.id,
-              info_.remote_addr, info_.remote_port, hd.stream_id, last_stream_id_);
+              info_.remote_addr, info_.remote_port, stream_id, last_stream_id_);
     terminate_code_ = NGHTTP2_PROTOCOL_ERROR;
     return NGHTTP2_ERR_CALLBACK_FAILURE;
   }
-  const uint32_t error = answer_closed_stream(*closed, type);
+  const uint32_t error = answer_closed_stream(*closed, "HEADERS");
   return error != 0 ? NGHTTP2_ERR_CALLBACK_FAILURE : 0;
 }
 
@@ -107,9 +107,8 @@ void Http2Session::find_closed_data() {
   // here, and its DATA ignored as nghttp2 does.
   for (int32_t id : data_streams_) {
     if (id == 0 || id > last_stream_id_ || find(id) != nullptr) continue;
-    auto closed = std::find_if(recently_closed_.begin(), recently_closed_.end(),
-                               [id](const ClosedStream& c) { return c.id == id; });
-    if (closed != recently_closed_.end() && closed->by != ClosedBy::Us) closed_data_.push_back(*closed);
+    const ClosedStream* closed = recently_closed(id);
+    if (closed != nullptr && closed->by != ClosedBy::Us) closed_data_.push_back(*closed);
   }
   data_streams_.clear();
 }

@@ -33,12 +33,7 @@ void H2Session::end_flood() {
 int H2Session::on_begin_frame(const nghttp2_frame_hd* hd) {
   // (DATA with octets costs what it carries, whichever stream it names: it
   // is not charged.)
-  nghttp2_session* ng = ng_.get();
-  const bool unproductive = H2ControlBudget::unproductive(*hd, [this, ng](int32_t id) {
-    if (id == 0) return nghttp2_session_get_remote_window_size(ng) <= 0;
-    return stream(id) != nullptr && nghttp2_session_get_stream_remote_window_size(ng, id) <= 0;
-  });
-  if (!unproductive || control_budget_.charge()) return 0;
+  if (!H2ControlBudget::unproductive(ng_.get(), *hd) || control_budget_.charge()) return 0;
   flooded_ = true;
   return NGHTTP2_ERR_CALLBACK_FAILURE;
 }
