@@ -94,6 +94,9 @@ struct ProxyOptions {
 // listed once per host, and the TLS listener has 127.0.0.1).
 inline constexpr const char* kCleartextIp = "127.0.0.2";
 
+// Debian's python3, which has python3-h2 and python3-websockets (the peers).
+inline constexpr const char* kPython = "/usr/bin/python3";
+
 // The [[listen]] port of a config that lets tlsfront pick a free port: the
 // start-up log names it ("listening on 127.0.0.1:PORT (N workers)"), and a
 // reload with the same text keeps its socket.

@@ -22,7 +22,6 @@
 namespace tlsfront::itest {
 
 inline const std::string kWsPeer = std::string(TLSFRONT_SOURCE_DIR) + "/tests/integration/peers/ws_peer.py";
-inline constexpr const char* kPython = "/usr/bin/python3";  // Debian's, which has python3-websockets
 
 // Starts ws_peer.py's server on 127.0.0.1:0 as `p` (stdout in dir/ws.out,
 // stderr in dir/ws.err), with `extra` after its port file (--tls CERT KEY);
