@@ -311,11 +311,15 @@ TEST_F(UpstreamTlsConnectionTest, TunnelDropsAServerThatFloodsWithoutReading) {
   size_t most = 0;
   run_long([&] {
     most = std::max(most, tunnel_->buffered_bytes());
-    return t.done();
+    return t.done() || x.error.has_value();
   });
-  ASSERT_TRUE(t.error.has_value()) << sent.load() << " sent, " << tunnel_->buffered_bytes() << " queued";
-  EXPECT_NE(t.error->message().find("post-handshake"), std::string::npos) << t.error->message();
-  EXPECT_EQ(t.failure, UpstreamFailure::InvalidResponse);
+  // Records that came with the 101 are read on the loop's next turn, which
+  // may come before set_handler: then the handler the tunnel was handed
+  // with (x) hears the flood (a loaded host buffers all 33 by then).
+  Exchange& ended = t.done() ? t : x;
+  ASSERT_TRUE(ended.error.has_value()) << sent.load() << " sent, " << tunnel_->buffered_bytes() << " queued";
+  EXPECT_NE(ended.error->message().find("post-handshake"), std::string::npos) << ended.error->message();
+  EXPECT_EQ(ended.failure, UpstreamFailure::InvalidResponse);
   EXPECT_LE(most, kWriteHighWatermark + 2 * LoopContext::kReadBufferBytes);
   reset = true;
   server_.reset();
