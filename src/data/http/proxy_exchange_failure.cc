@@ -21,12 +21,8 @@ constexpr int kMaxUnprocessedRetries = 3;
 void ProxyExchange::on_upstream_error(upstream::UpstreamFailure failure, Error error) {
   if (phase_ == Phase::Done) return;
   stats_.add_error(failure);
-  const uint64_t written = conn_     ? conn_->bytes_written()
-                           : h2_     ? h2_->bytes_written()
-                           : tunnel_ ? tunnel_->bytes_written()
-                                     : 0;
-  const bool response_started =
-      conn_ ? conn_->response_started() : (h2_ && h2_->response_started()) || tunnel_ != nullptr;
+  const uint64_t written = channel_ ? channel_->bytes_written() : 0;
+  const bool response_started = channel_ && channel_->response_started();
   drop_connection();
   const bool timeout = error.code == Errc::Timeout;
   const ConnectionInfo& info = sink_->connection_info();

@@ -32,10 +32,20 @@ void UpstreamPool::set_tls(std::shared_ptr<const tls::UpstreamTlsContext> tls) {
   if (h2_) h2_->drain();
 }
 
-Result<H2Pool::Lease> UpstreamPool::open_h2_stream(UpstreamHandler* handler, const std::vector<http::Header>& fields,
-                                                   bool has_body) {
-  if (!addr_ok_ || !h2_) return make_error(Errc::Upstream, "invalid upstream address " + address_);
-  return h2_->open_stream(handler, fields, has_body);
+Result<UpstreamPool::ChannelLease> UpstreamPool::open(UpstreamHandler* handler, const UpstreamRequestHead& head,
+                                                      bool allow_reuse, bool check_open) {
+  if (head.http2()) {
+    if (!addr_ok_ || !h2_) return make_error(Errc::Upstream, "invalid upstream address " + address_);
+    auto lease = h2_->open_stream(handler, head.fields(), head.has_body());
+    if (!lease) return lease.take_error();
+    return ChannelLease{std::move(lease->stream), lease->reused};
+  }
+  // An Upgrade may turn the connection into a tunnel: never a pooled one.
+  auto lease = acquire(allow_reuse && !head.upgrade(), check_open);
+  if (!lease) return lease.take_error();
+  lease->conn->attach(handler, head.head_request(), head.upgrade(), head.chunked());
+  lease->conn->send(head.text());
+  return ChannelLease{std::move(lease->conn), lease->reused};
 }
 
 UpstreamPool::~UpstreamPool() { close_idle(); }

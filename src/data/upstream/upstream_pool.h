@@ -17,6 +17,8 @@
 
 #include "config/config.h"
 #include "data/upstream/h2_pool.h"
+#include "data/upstream/request_head.h"
+#include "data/upstream/upstream_channel.h"
 #include "data/upstream/upstream_connection.h"
 #include "data/upstream/upstream_tls.h"
 #include "metrics/counters.h"
@@ -57,10 +59,19 @@ class UpstreamPool {
   // keep theirs.
   void set_tls(std::shared_ptr<const tls::UpstreamTlsContext> tls);
 
-  // protocol = "h2c" or "h2": a new stream on one of this server's multiplexed
-  // connections (H2Pool::open_stream). Errors: Errc::Upstream.
-  [[nodiscard]] Result<H2Pool::Lease> open_h2_stream(UpstreamHandler* handler, const std::vector<http::Header>& fields,
-                                                     bool has_body);
+  struct ChannelLease {
+    std::unique_ptr<UpstreamChannel> channel;
+    bool reused = false;  // a pooled connection, or a stream on an open HTTP/2 connection
+  };
+  // An exchange's attempt on this server: `head` opened for `handler` as
+  // the group's protocol carries it. HTTP/1.1: acquire(allow_reuse,
+  // check_open) (never a pooled connection for an Upgrade), attached and
+  // the head queued; HTTP/2: a new stream on one of the server's
+  // multiplexed connections (H2Pool::open_stream). The body and the end
+  // follow through the channel. No handler call happens in here.
+  // Errors: Errc::Upstream.
+  [[nodiscard]] Result<ChannelLease> open(UpstreamHandler* handler, const UpstreamRequestHead& head, bool allow_reuse,
+                                          bool check_open);
 
   // Takes back a connection after its exchange. Parks it idle when it is
   // reusable and the pool has room, otherwise closes it.
