@@ -129,7 +129,7 @@ void ProxyExchange::begin() {
     fail(501, "the upstream cannot carry this tunnel");
     return;
   }
-  upstream::UpstreamPool* pool = group_->pick(tried_);
+  upstream::UpstreamPool* pool = group_->balancer().pick(tried_);
   if (!pool) {
     stats_.error = "no_live_upstreams";
     fail(502, "no live upstreams");
@@ -423,6 +423,7 @@ void ProxyExchange::on_upstream_complete() {
   }
   transition(phase_, Phase::Done);
   stats_.response_ms = ms_since(attempt_start_);
+  group_->balancer().on_success(pool_, *stats_.response_ms);
   // An HTTP/1.1 connection goes back to its pool when it can carry another
   // request; an HTTP/2 one carries on with its other streams.
   upstream::UpstreamChannel::finish(channel_, request_complete_);

@@ -229,8 +229,8 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   // replay_state_ is not Lost.
   std::string replay_;
   bool request_complete_ = false;  // the client's request has ended (all of it was sent up)
-  int retries_ = 0;
-  int unprocessed_retries_ = 0;
+  int fresh_retries_ = 0;        // RetryKind::FreshConnection retries so far
+  int unprocessed_retries_ = 0;  // RetryKind::SameServer retries so far
   int informational_ = 0;
   std::chrono::steady_clock::time_point attempt_start_;
   UpstreamStats stats_;

@@ -93,8 +93,7 @@ void UpstreamPool::remove_idle(UpstreamConnection* conn) {
   LoopContext::of(loop_).defer_delete(std::move(owned));
 }
 
-void UpstreamPool::mark_failed() {
-  down_until_ = std::chrono::steady_clock::now() + cfg_.fail_timeout;
+void UpstreamPool::count_failure() {
   if (counters_) counters_->failures.add();
 }
 
@@ -124,26 +123,13 @@ UpstreamGroup::UpstreamGroup(uv_loop_t* loop, config::Upstream cfg, metrics::Wor
     pools_.push_back(std::make_unique<UpstreamPool>(
         loop, cfg_, server, counters ? counters->upstream(cfg_.name, server.to_string()) : nullptr, tls));
   }
+  std::vector<UpstreamPool*> servers;
+  for (auto& p : pools_) servers.push_back(p.get());
+  balancer_ = make_balancer(cfg_, std::move(servers));
 }
 
 void UpstreamGroup::set_tls(const std::shared_ptr<const tls::UpstreamTlsContext>& tls) {
   for (auto& p : pools_) p->set_tls(tls);
-}
-
-UpstreamPool* UpstreamGroup::pick(const std::vector<UpstreamPool*>& tried) {
-  const auto now = std::chrono::steady_clock::now();
-  UpstreamPool* fallback = nullptr;
-  for (size_t i = 0; i < pools_.size(); ++i) {
-    UpstreamPool* p = pools_[(next_ + i) % pools_.size()].get();
-    if (std::find(tried.begin(), tried.end(), p) != tried.end()) continue;
-    if (p->available(now)) {
-      next_ = (next_ + i + 1) % pools_.size();
-      return p;
-    }
-    if (!fallback) fallback = p;
-  }
-  if (fallback) next_ = (next_ + 1) % pools_.size();
-  return fallback;
 }
 
 void UpstreamGroup::close_idle() {
