@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""The configuration reference against the loader (ctest config_reference).
+
+1. Every key the loader accepts is documented in docs/configuration.md, and
+   every key documented there is accepted. The loader's keys come from
+   tlsfront_config_keys (config::accepted_keys: the keys each table's
+   unknown-key check lets through), run on tests/docs/every_table.toml and
+   tls_shorthand.toml, which hold every table. The documented keys are:
+   - each table heading, "## [tls.session_cache]" or "## [[listen]]"
+     (the table is itself a key of its parent), "## Top-level keys" for the
+     root;
+   - the first cell of each row of a table whose header row starts with
+     "| key |": backquoted names relative to the heading's table
+     ("`size`", "`return.status`"), several separated by commas.
+2. Every ```toml example in README.md and docs/*.md parses (tomllib) and
+   uses accepted keys only (the inside of header `set`/`add` maps, which
+   name header fields, is not checked).
+
+Exit status 0, or 1 with one line per problem.
+"""
+import argparse
+import pathlib
+import re
+import subprocess
+import sys
+import tomllib
+
+HEADING = re.compile(r"^(#{2,4})\s+(.*?)\s*$")
+TABLE_IN_HEADING = re.compile(r"^\[\[?([a-z0-9_.]+)\]\]?")
+BACKQUOTED = re.compile(r"`([a-z0-9_.]+)`")
+FREE_FORM = ("set", "add")  # header rules: { "Header-Name" = "value" }
+
+
+def loader_keys(binary, source_dir):
+    files = [source_dir / "tests/docs/every_table.toml", source_dir / "tests/docs/tls_shorthand.toml"]
+    out = subprocess.run([binary, *map(str, files)], capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit("config_reference: tlsfront_config_keys failed: " + out.stderr.strip())
+    return set(out.stdout.split())
+
+
+def documented_keys(doc):
+    """{key path: line number} of docs/configuration.md."""
+    keys = {}
+    table = None  # None: not in a documented table yet
+    in_key_table = False
+    for n, line in enumerate(doc.read_text().splitlines(), 1):
+        m = HEADING.match(line)
+        if m:
+            in_key_table = False
+            title = m.group(2)
+            if title == "Top-level keys":
+                table = ""
+            else:
+                t = TABLE_IN_HEADING.match(title)
+                if t:
+                    table = t.group(1)
+                    keys.setdefault(table, n)
+                elif len(m.group(1)) == 2:
+                    table = None  # a section that documents no table
+            continue
+        if line.startswith("| key |"):
+            in_key_table = True
+            continue
+        if not line.startswith("|"):
+            in_key_table = False
+            continue
+        if not in_key_table or line.startswith("|---"):
+            continue
+        if table is None:
+            print(f"{doc}:{n}: a key table outside a table's section")
+            continue
+        first_cell = line.split("|")[1]
+        for name in BACKQUOTED.findall(first_cell):
+            keys.setdefault(f"{table}.{name}" if table else name, n)
+    return keys
+
+
+def example_key_paths(value, prefix):
+    """Dotted paths (no indices) of every key in a parsed TOML value."""
+    if isinstance(value, list):
+        for element in value:
+            if isinstance(element, dict):
+                yield from example_key_paths(element, prefix)
+        return
+    if not isinstance(value, dict):
+        return
+    for key, child in value.items():
+        path = f"{prefix}.{key}" if prefix else key
+        yield path
+        if key in FREE_FORM:
+            continue
+        yield from example_key_paths(child, path)
+
+
+def check_examples(files, accepted):
+    problems = []
+    for f in files:
+        lines = f.read_text().splitlines()
+        i = 0
+        while i < len(lines):
+            if lines[i].strip() == "```toml":
+                start = i + 1
+                j = start
+                while j < len(lines) and lines[j].strip() != "```":
+                    j += 1
+                block = "\n".join(lines[start:j])
+                try:
+                    parsed = tomllib.loads(block)
+                except tomllib.TOMLDecodeError as e:
+                    problems.append(f"{f}:{start}: example is not valid TOML: {e}")
+                else:
+                    for path in example_key_paths(parsed, ""):
+                        if path not in accepted:
+                            problems.append(f"{f}:{start}: example uses {path!r}, which the loader does not accept")
+                i = j
+            i += 1
+    return problems
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--keys-binary", required=True)
+    parser.add_argument("--source-dir", required=True, type=pathlib.Path)
+    args = parser.parse_args()
+    src = args.source_dir
+    doc = src / "docs/configuration.md"
+
+    accepted = loader_keys(args.keys_binary, src)
+    documented = documented_keys(doc)
+    problems = []
+    for key in sorted(accepted - documented.keys()):
+        problems.append(f"{doc}: key {key!r} is accepted by the loader but not documented "
+                        "(add a row to its table's \"| key |\" table)")
+    for key in sorted(documented.keys() - accepted):
+        problems.append(f"{doc}:{documented[key]}: documents {key!r}, which the loader does not accept "
+                        "(or a table missing from tests/docs/every_table.toml)")
+    problems += check_examples([src / "README.md", *sorted((src / "docs").glob("*.md"))], accepted)
+    for p in problems:
+        print(p)
+    print(f"config_reference: {len(accepted)} keys accepted by the loader, {len(documented)} documented, "
+          f"{len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
