@@ -12,17 +12,25 @@
    - the first cell of each row of a table whose header row starts with
      "| key |": backquoted names relative to the heading's table
      ("`size`", "`return.status`"), several separated by commas.
-2. Every ```toml example in README.md and docs/*.md parses (tomllib) and
-   uses accepted keys only (the inside of header `set`/`add` maps, which
-   name header fields, is not checked).
+2. Every ```toml example in README.md and docs/*.md parses (tomllib), uses
+   accepted keys only (the inside of header `set`/`add` maps, which name
+   header fields, is not checked), and loads: completed into a whole
+   configuration (a listener, a certificate, a catch-all route and a stub
+   [[upstream]] for each name its routes use, where it has none) and
+   validated by the loader itself (tlsfront_config_keys: every type, range
+   and cross-reference; the files it names are not opened, as they are
+   only by `tlsfront --test`).
 
 Exit status 0, or 1 with one line per problem.
 """
 import argparse
+import copy
+import json
 import pathlib
 import re
 import subprocess
 import sys
+import tempfile
 import tomllib
 
 HEADING = re.compile(r"^(#{2,4})\s+(.*?)\s*$")
@@ -93,7 +101,71 @@ def example_key_paths(value, prefix):
         yield from example_key_paths(child, path)
 
 
-def check_examples(files, accepted):
+STUB_SERVERS = ["127.0.0.1:8080"]
+
+
+def completed(fragment):
+    """`fragment` with what a whole configuration needs and it lacks."""
+    cfg = copy.deepcopy(fragment)
+    cfg.setdefault("listen", [{"address": "127.0.0.1:8443"}])
+    tls = cfg.setdefault("tls", {})
+    if "certificate" not in cfg and "certificate" not in tls:
+        tls["certificate"] = "example.pem"
+        tls["key"] = "example.key"
+    cfg.setdefault("route", [{"path_prefix": "/", "upstream": "app"}])
+    upstreams = cfg.setdefault("upstream", [])
+    names = {u.get("name") for u in upstreams}
+    used = [r["upstream"] for r in cfg["route"] if "upstream" in r]
+    used += [l["acme_upstream"] for l in cfg["listen"] if "acme_upstream" in l]
+    for name in used:
+        if name not in names:
+            upstreams.append({"name": name, "servers": STUB_SERVERS})
+            names.add(name)
+    return cfg
+
+
+def toml_value(v):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return json.dumps(v)  # a TOML basic string
+    if isinstance(v, list):
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{toml_key(k)} = {toml_value(x)}" for k, x in v.items()) + " }"
+    raise TypeError(type(v))
+
+
+def toml_key(k):
+    return k if re.fullmatch(r"[A-Za-z0-9_-]+", k) else json.dumps(k)
+
+
+def to_toml(cfg):
+    out = [f"{toml_key(k)} = {toml_value(v)}" for k, v in cfg.items()
+           if not isinstance(v, dict) and not (isinstance(v, list) and v and isinstance(v[0], dict))]
+    for k, v in cfg.items():
+        if isinstance(v, dict):
+            out.append(f"[{toml_key(k)}]")
+            out += [f"{toml_key(kk)} = {toml_value(vv)}" for kk, vv in v.items()]
+        elif isinstance(v, list) and v and isinstance(v[0], dict):
+            for table in v:
+                out.append(f"[[{toml_key(k)}]]")
+                out += [f"{toml_key(kk)} = {toml_value(vv)}" for kk, vv in table.items()]
+    return "\n".join(out) + "\n"
+
+
+def loads_in_loader(binary, cfg):
+    """None, or the loader's error for the configuration `cfg`."""
+    with tempfile.NamedTemporaryFile("w", suffix=".toml", prefix="example-") as f:
+        f.write(to_toml(cfg))
+        f.flush()
+        out = subprocess.run([binary, f.name], capture_output=True, text=True)
+    return None if out.returncode == 0 else out.stderr.strip().replace(f.name, "example")
+
+
+def check_examples(files, accepted, binary):
     problems = []
     for f in files:
         lines = f.read_text().splitlines()
@@ -110,9 +182,13 @@ def check_examples(files, accepted):
                 except tomllib.TOMLDecodeError as e:
                     problems.append(f"{f}:{start}: example is not valid TOML: {e}")
                 else:
-                    for path in example_key_paths(parsed, ""):
-                        if path not in accepted:
-                            problems.append(f"{f}:{start}: example uses {path!r}, which the loader does not accept")
+                    unknown = [p for p in example_key_paths(parsed, "") if p not in accepted]
+                    for path in unknown:
+                        problems.append(f"{f}:{start}: example uses {path!r}, which the loader does not accept")
+                    if not unknown:
+                        error = loads_in_loader(binary, completed(parsed))
+                        if error:
+                            problems.append(f"{f}:{start}: example does not load: {error}")
                 i = j
             i += 1
     return problems
@@ -135,7 +211,8 @@ def main():
     for key in sorted(documented.keys() - accepted):
         problems.append(f"{doc}:{documented[key]}: documents {key!r}, which the loader does not accept "
                         "(or a table missing from tests/docs/every_table.toml)")
-    problems += check_examples([src / "README.md", *sorted((src / "docs").glob("*.md"))], accepted)
+    problems += check_examples([src / "README.md", *sorted((src / "docs").glob("*.md"))], accepted,
+                               args.keys_binary)
     for p in problems:
         print(p)
     print(f"config_reference: {len(accepted)} keys accepted by the loader, {len(documented)} documented, "
