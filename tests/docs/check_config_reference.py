@@ -20,6 +20,12 @@
    validated by the loader itself (tlsfront_config_keys: every type, range
    and cross-reference; the files it names are not opened, as they are
    only by `tlsfront --test`).
+3. The default documented for a key (the third cell of its row, when it
+   starts with a TOML value: `"30s"`, 511, true) is the one
+   conf/tlsfront.toml documents on its "# key = default" line, which the unit
+   test ExampleConfig.DocumentedDefaultsAreTheDefaults checks against the
+   loader (keys without such a line, or documented as "none" or "required",
+   are not compared).
 
 Exit status 0, or 1 with one line per problem.
 """
@@ -47,9 +53,10 @@ def loader_keys(binary, source_dir):
     return set(out.stdout.split())
 
 
-def documented_keys(doc):
-    """{key path: line number} of docs/configuration.md."""
-    keys = {}
+def key_rows(doc):
+    """(key path, line number, cells) of each key-table row of docs/configuration.md."""
+    rows = []
+    headings = {}
     table = None  # None: not in a documented table yet
     in_key_table = False
     for n, line in enumerate(doc.read_text().splitlines(), 1):
@@ -63,7 +70,7 @@ def documented_keys(doc):
                 t = TABLE_IN_HEADING.match(title)
                 if t:
                     table = t.group(1)
-                    keys.setdefault(table, n)
+                    headings.setdefault(table, n)
                 elif len(m.group(1)) == 2:
                     table = None  # a section that documents no table
             continue
@@ -78,10 +85,69 @@ def documented_keys(doc):
         if table is None:
             print(f"{doc}:{n}: a key table outside a table's section")
             continue
-        first_cell = line.split("|")[1]
-        for name in BACKQUOTED.findall(first_cell):
-            keys.setdefault(f"{table}.{name}" if table else name, n)
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        for name in BACKQUOTED.findall(cells[0]):
+            rows.append((f"{table}.{name}" if table else name, n, cells))
+    return rows, headings
+
+
+def documented_keys(doc):
+    """{key path: line number} of docs/configuration.md: table headings and key rows."""
+    rows, headings = key_rows(doc)
+    keys = dict(headings)
+    for key, n, _ in rows:
+        keys.setdefault(key, n)
     return keys
+
+
+def toml_literal(text):
+    """The TOML value `text` starts with (`"30s"`, 511, true, [...]), or None."""
+    m = re.match(r"^`([^`]*)`", text)
+    candidates = [m.group(1)] if m else [text.split(" ")[0]] if text else []
+    for c in candidates:
+        try:
+            return tomllib.loads("v = " + c)["v"]
+        except tomllib.TOMLDecodeError:
+            return None
+    return None
+
+
+def example_defaults(conf):
+    """{key path: value} of the "# key = default" lines of conf/tlsfront.toml,
+    outside its commented-out example tables (as ExampleConfig reads them)."""
+    out = {}
+    table = ""
+    in_example = False
+    for line in conf.read_text().splitlines():
+        if line.startswith("# [["):
+            in_example = True
+        if not line.startswith("#"):
+            in_example = False
+        m = re.match(r"^\[\[?([a-z0-9_.]+)\]\]?\s*(#.*)?$", line)
+        if m:
+            table = m.group(1)
+            continue
+        m = re.match(r"^# ([a-z_]+) = (.*)$", line)
+        if m and not in_example:
+            try:
+                out[f"{table}.{m.group(1)}" if table else m.group(1)] = tomllib.loads("v = " + m.group(2))["v"]
+            except tomllib.TOMLDecodeError:
+                pass
+    return out
+
+
+def check_defaults(doc, conf):
+    problems = []
+    shipped = example_defaults(conf)
+    rows, _ = key_rows(doc)
+    for key, n, cells in rows:
+        if key not in shipped or len(cells) < 3:
+            continue
+        documented = toml_literal(cells[2])
+        if documented is not None and documented != shipped[key]:
+            problems.append(f"{doc}:{n}: documents the default of {key!r} as {documented!r}; "
+                            f"{conf.name} (checked against the loader) says {shipped[key]!r}")
+    return problems
 
 
 def example_key_paths(value, prefix):
@@ -211,6 +277,7 @@ def main():
     for key in sorted(documented.keys() - accepted):
         problems.append(f"{doc}:{documented[key]}: documents {key!r}, which the loader does not accept "
                         "(or a table missing from tests/docs/every_table.toml)")
+    problems += check_defaults(doc, src / "conf/tlsfront.toml")
     problems += check_examples([src / "README.md", *sorted((src / "docs").glob("*.md"))], accepted,
                                args.keys_binary)
     for p in problems:
