@@ -5,6 +5,7 @@
 #include <cerrno>
 
 #include "data/upstream/upstream_pool.h"
+#include "message/chunked.h"
 
 namespace tlsfront::upstream {
 
@@ -52,7 +53,7 @@ const llhttp_settings_t kResponseSettings = ParserCallbacks::make();
 
 UpstreamConnection::UpstreamConnection(uv_loop_t* loop, UpstreamPool* pool, const config::Upstream& cfg,
                                        TlsTarget* tls)
-    : loop_(loop), pool_(pool), cfg_(cfg), tls_target_(tls && tls->ctx ? tls : nullptr) {
+    : UpstreamChannel(loop), pool_(pool), cfg_(cfg), tls_target_(tls && tls->ctx ? tls : nullptr) {
   llhttp_init(&parser_, HTTP_RESPONSE, &kResponseSettings);
   parser_.data = this;
 }
@@ -91,10 +92,11 @@ Status UpstreamConnection::connect(const sockaddr_storage& addr) {
   return {};
 }
 
-void UpstreamConnection::attach(Handler* handler, bool head_request, bool upgrade) {
+void UpstreamConnection::attach(Handler* handler, bool head_request, bool upgrade, bool chunked) {
   handler_ = handler;
   head_request_ = head_request;
   upgrade_ = upgrade;
+  chunked_ = chunked;
   if (state_ == State::Idle) transition(state_, State::Active);  // reused; a new one is still Connecting
   if (response_ != ResponsePhase::Waiting) transition(response_, ResponsePhase::Waiting);
   written_at_attach_ = writer_.bytes_written();
@@ -111,6 +113,29 @@ void UpstreamConnection::send(std::string_view bytes) {
   if (buffered_bytes() >= kWriteLowWatermark) notify_writable_ = true;  // a sender may now wait for room
   LoopContext::of(loop_).schedule_flush(this);
   if (state_ == State::Active) arm_timer(cfg_.send_timeout);
+}
+
+void UpstreamConnection::send_body(std::string_view bytes) {
+  if (!chunked_) {
+    send(bytes);
+    return;
+  }
+  http::write_chunk(bytes, [this](std::string_view part) { send(part); });
+}
+
+void UpstreamConnection::end(std::vector<http::Header> trailers) {
+  if (!chunked_) return;  // a sized body has no trailer section
+  // RFC 9112 §7.1.2: the last chunk, the trailer fields, an empty line.
+  std::string last(http::kLastChunkLine);
+  for (const auto& h : trailers) last += h.name + ": " + h.value + "\r\n";
+  last += "\r\n";
+  send(last);
+}
+
+bool UpstreamConnection::give_back(bool request_whole) {
+  if (!request_whole || !reusable() || upgrade_) return false;
+  pool_->release(std::unique_ptr<UpstreamConnection>(this));
+  return true;
 }
 
 void UpstreamConnection::write_now() {

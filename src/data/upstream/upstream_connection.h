@@ -2,7 +2,8 @@
 // HTTP/1.1, over TLS when its pool's TlsTarget has a context (UpstreamTls),
 // with its own llhttp response parser. It carries one exchange at a
 // time (attach/detach) and, between exchanges, sits idle in its UpstreamPool
-// still reading so a close by the backend is seen at once.
+// still reading so a close by the backend is seen at once. As the
+// exchange's UpstreamChannel it frames a chunked request body itself.
 // States: Connecting [-> Handshaking] -> Active <-> Idle -> Closed (see
 // data/upstream/POOL.md).
 // Thread affinity: owning worker only.
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "data/upstream/upstream_channel.h"
 #include "data/upstream/upstream_failure.h"
 #include "data/upstream/upstream_handler.h"
 #include "data/upstream/upstream_tls.h"
@@ -37,7 +39,7 @@ namespace tlsfront::upstream {
 
 class UpstreamPool;
 
-class UpstreamConnection : public Deletable, public Flushable {
+class UpstreamConnection : public UpstreamChannel, public Flushable {
  public:
   // Events for the exchange currently attached (upstream_handler.h).
   using Handler = UpstreamHandler;
@@ -81,22 +83,29 @@ class UpstreamConnection : public Deletable, public Flushable {
 
   // Binds the next exchange. `head_request`: the response to a HEAD has no
   // body. `upgrade`: the request asks for an Upgrade, so a 101 opens a
-  // tunnel (otherwise a 101 is an invalid response).
-  void attach(Handler* handler, bool head_request, bool upgrade = false);
+  // tunnel (otherwise a 101 is an invalid response; such a connection is
+  // never given back to the pool). `chunked`: send_body() frames the body
+  // in chunks and end() writes the last one (RFC 9112 §7.1).
+  void attach(Handler* handler, bool head_request, bool upgrade = false, bool chunked = false);
   // Unbinds the handler (no further callbacks).
-  void detach() { handler_ = nullptr; }
+  void detach() override { handler_ = nullptr; }
 
-  // Queues request bytes (may be called while connecting); they are written
-  // at the end of the loop iteration, and a write error then fails the exchange.
+  // Queues request bytes as they are (may be called while connecting); they
+  // are written at the end of the loop iteration, and a write error then
+  // fails the exchange.
   void send(std::string_view bytes);
+  // UpstreamChannel: the body, framed as attach() said; end() writes a
+  // chunked body's last chunk and `trailers`, and drops them for a sized one.
+  void send_body(std::string_view bytes) override;
+  void end(std::vector<http::Header> trailers) override;
   // Writes what send() queued now rather than at the end of the iteration
   // (no on_upstream_writable from here: the caller may be inside its parser).
   // A write error fails the exchange from within this call.
-  void write_now();
-  size_t buffered_bytes() const { return writer_.buffered_bytes() + out_.size(); }
+  void write_now() override;
+  size_t buffered_bytes() const override { return writer_.buffered_bytes() + out_.size(); }
   // Bytes whose write has completed successfully for the current exchange.
-  uint64_t bytes_written() const { return writer_.bytes_written() - written_at_attach_; }
-  bool response_started() const { return response_bytes_ > 0; }
+  uint64_t bytes_written() const override { return writer_.bytes_written() - written_at_attach_; }
+  bool response_started() const override { return response_bytes_ > 0; }
 
   // Response backpressure: stop/restart reading from the backend. Over
   // TLS, reading also stops by itself while the server leaves unread more
@@ -104,8 +113,8 @@ class UpstreamConnection : public Deletable, public Flushable {
   // answer (a HelloRequest flood: a no_renegotiation alert each), until our
   // write queue drains under kWriteLowWatermark; a connection that never
   // drains ends by its timer (keepalive_timeout idle, else send/read_timeout).
-  void pause_reading();
-  void resume_reading();
+  void pause_reading() override;
+  void resume_reading() override;
 
   // Pool side: park as idle (reading for EOF, idle timer armed), or check an
   // idle connection is still open before reuse (MSG_PEEK, as nginx does).
@@ -121,7 +130,12 @@ class UpstreamConnection : public Deletable, public Flushable {
   uint64_t requests() const { return requests_; }
   State state() const { return state_; }
   // Closes the socket; idempotent. The owner still frees the object.
-  void close();
+  void close() override;
+
+ protected:
+  // Back to the pool (UpstreamPool::release) when the whole request went
+  // and the response left the connection reusable, not after an Upgrade.
+  bool give_back(bool request_whole) override;
 
  private:
   friend struct ParserCallbacks;
@@ -157,7 +171,6 @@ class UpstreamConnection : public Deletable, public Flushable {
   int on_body(const char* at, size_t len);
   int on_message_complete();
 
-  uv_loop_t* loop_;
   UpstreamPool* pool_;
   const config::Upstream& cfg_;
   UvHandle<uv_tcp_t> tcp_;
@@ -178,6 +191,7 @@ class UpstreamConnection : public Deletable, public Flushable {
   llhttp_t parser_{};
   bool head_request_ = false;
   bool upgrade_ = false;
+  bool chunked_ = false;  // the attached request's body goes chunked
   bool reading_ = false;
   bool paused_ = false;        // the handler's pause_reading()
   bool answers_held_ = false;  // reads held: the server does not read our TLS answers

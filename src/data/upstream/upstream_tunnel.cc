@@ -6,7 +6,7 @@ namespace tlsfront::upstream {
 
 UpstreamTunnel::UpstreamTunnel(uv_loop_t* loop, UvHandle<uv_tcp_t> tcp, std::unique_ptr<UpstreamTls> tls,
                                StreamWriter& writer, std::string out, UpstreamHandler* handler, bool reading)
-    : loop_(loop), tcp_(std::move(tcp)), tls_(std::move(tls)), out_(std::move(out)), handler_(handler) {
+    : UpstreamChannel(loop), tcp_(std::move(tcp)), tls_(std::move(tls)), out_(std::move(out)), handler_(handler) {
   tcp_.get()->data = this;
   writer_.adopt(
       writer, [](void* self, int status, size_t) { static_cast<UpstreamTunnel*>(self)->on_write_done(status); }, this);
@@ -171,11 +171,8 @@ void UpstreamTunnel::fail(Error error) {
 }
 
 void UpstreamTunnel::retire(std::unique_ptr<UpstreamTunnel>& tunnel) {
-  if (!tunnel) return;
-  tunnel->detach();
-  tunnel->close();
-  uv_loop_t* loop = tunnel->loop_;
-  LoopContext::of(loop).defer_delete(std::move(tunnel));
+  std::unique_ptr<UpstreamChannel> channel(std::move(tunnel));
+  UpstreamChannel::retire(channel);
 }
 
 void UpstreamTunnel::close() {

@@ -25,6 +25,7 @@
 #include <string>
 #include <string_view>
 
+#include "data/upstream/upstream_channel.h"
 #include "data/upstream/upstream_handler.h"
 #include "data/upstream/upstream_tls.h"
 #include "util/loop_context.h"
@@ -34,7 +35,7 @@
 
 namespace tlsfront::upstream {
 
-class UpstreamTunnel : public Deletable, public Flushable {
+class UpstreamTunnel : public UpstreamChannel, public Flushable {
  public:
   enum class State { Open, Closed };
 
@@ -58,13 +59,17 @@ class UpstreamTunnel : public Deletable, public Flushable {
   // half-close); reading
   // goes on until the backend's own FIN. Idempotent.
   void shutdown_write();
+  // UpstreamChannel: send() and shutdown_write() (no trailers in a tunnel).
+  void send_body(std::string_view bytes) override { send(bytes); }
+  void end(std::vector<http::Header>) override { shutdown_write(); }
+  bool response_started() const override { return true; }  // the 101 came
   // Backpressure: stop/restart reading from the backend.
-  void pause_reading();
-  void resume_reading();
+  void pause_reading() override;
+  void resume_reading() override;
   // Bytes queued or in flight, for the sender's watermarks.
-  size_t buffered_bytes() const { return writer_.buffered_bytes() + out_.size(); }
+  size_t buffered_bytes() const override { return writer_.buffered_bytes() + out_.size(); }
   // Bytes the kernel accepted over the connection's whole life.
-  uint64_t bytes_written() const { return writer_.bytes_written(); }
+  uint64_t bytes_written() const override { return writer_.bytes_written(); }
   State state() const { return state_; }
   // When the request that opened the tunnel went up (its exchange's last
   // attempt), and the milliseconds since: the access log's
@@ -75,9 +80,9 @@ class UpstreamTunnel : public Deletable, public Flushable {
   }
   // Where the events go from now on; null: nowhere.
   void set_handler(UpstreamHandler* handler) { handler_ = handler; }
-  void detach() { handler_ = nullptr; }
+  void detach() override { handler_ = nullptr; }
   // Closes the socket; idempotent.
-  void close();
+  void close() override;
   // The owner lets go of `tunnel` (when set): no further events, the socket
   // closed, the object freed after the current callback (defer_delete).
   static void retire(std::unique_ptr<UpstreamTunnel>& tunnel);
@@ -93,7 +98,6 @@ class UpstreamTunnel : public Deletable, public Flushable {
   void on_write_done(int status);
   void fail(Error error);
 
-  uv_loop_t* loop_;
   UvHandle<uv_tcp_t> tcp_;
   std::unique_ptr<UpstreamTls> tls_;  // null: cleartext
   StreamWriter writer_;
