@@ -30,6 +30,15 @@ struct Endpoint {
   bool operator==(const Endpoint&) const = default;
 };
 
+// Where values were written ("file:line:column"), for errors found after
+// loading (a server name that does not resolve at start-up). Not part of
+// what a table means: always equal, so that a reload that only moves lines
+// keeps what it built (an upstream group's pools).
+struct SourcePositions {
+  std::vector<std::string> at;
+  bool operator==(const SourcePositions&) const { return true; }
+};
+
 // [[listen]]
 struct Listener {
   Endpoint address;     // address = "0.0.0.0:8443" (required)
@@ -229,7 +238,15 @@ struct Upstream {
   std::string name;                  // name = "api" (required, unique)
   UpstreamProtocol protocol = UpstreamProtocol::Http1;  // protocol = "http/1.1" | "h2c" | "h2"
   UpstreamTls tls;                   // [upstream.tls]; enabled whenever protocol = "h2"
-  std::vector<Endpoint> servers;     // servers = ["127.0.0.1:9000"] (required, >= 1)
+  // servers = ["127.0.0.1:9000", "api.internal:8080"] (required, >= 1): IP
+  // literals, or DNS names resolved by [resolver], each of their A/AAAA
+  // answers a server of the group (control/upstream_resolver.h).
+  std::vector<Endpoint> servers;
+  SourcePositions server_positions;  // where each of `servers` is written
+  // A name of `servers` that does not resolve at start-up stops the start
+  // (false: the group starts without its addresses, which join once the
+  // name resolves).
+  bool resolve_at_start = true;
   size_t keepalive = 32;             // max idle keepalive connections per worker per server (0 = no pooling)
   Millis keepalive_timeout{60'000};  // idle pooled connection closed after this
   uint64_t keepalive_requests = 1000;  // requests per upstream connection before it is closed
@@ -402,6 +419,21 @@ struct Timeouts {
   Millis tunnel{3'600'000};
 };
 
+// [resolver]: the DNS resolver of [[upstream]] servers given by name (nginx's
+// `resolver`), run once per process on the control thread (c-ares).
+struct Resolver {
+  std::vector<Endpoint> addresses;  // DNS servers; empty: /etc/resolv.conf's
+  // How long an answer is used before the name is resolved again: its TTL
+  // clamped to [min_ttl, max_ttl], or `valid` when set (nginx's valid=).
+  std::optional<Millis> valid;
+  Millis min_ttl{1'000};
+  Millis max_ttl{300'000};
+  Millis timeout{2'000};  // per query attempt (c-ares timeout; 2 attempts per server)
+  bool ipv4 = true;       // ask for A records
+  bool ipv6 = true;       // ask for AAAA records
+  bool operator==(const Resolver&) const = default;
+};
+
 // [admin]: plain-HTTP admin listener (/metrics, /healthz; metrics/admin_server.h).
 struct Admin {
   bool enabled = true;
@@ -429,6 +461,7 @@ struct Config {
   std::vector<Listener> listeners;
   Tls tls;
   std::vector<Upstream> upstreams;
+  Resolver resolver;
   std::vector<Route> routes;
   // Top-level [response_headers] / [request_headers]: the defaults every
   // route starts from (HeaderRules::inherit).

@@ -53,7 +53,7 @@ Result<Config> parse_document(std::string_view toml, const ParseContext& ctx) {
   TableReader root(ctx, parsed.table(), "");
   if (Status s = root.check_keys({"workers", "shutdown_timeout", "pid_file", "listen", "tls", "certificate", "upstream",
                                   "route", "log", "limits", "timeouts", "admin", "http2", "response_headers",
-                                  "request_headers", "request_id_header", "compression"});
+                                  "request_headers", "request_id_header", "compression", "resolver"});
       !s.ok()) {
     return s.take_error();
   }
@@ -69,6 +69,7 @@ Result<Config> parse_document(std::string_view toml, const ParseContext& ctx) {
   if (Status s = detail::parse_listen(root, config.listeners); !s.ok()) return s.take_error();
   if (Status s = detail::parse_tls(root, config.tls); !s.ok()) return s.take_error();
   if (Status s = detail::parse_upstream(root, config.upstreams); !s.ok()) return s.take_error();
+  if (Status s = detail::parse_resolver(root, config.resolver); !s.ok()) return s.take_error();
   if (Status s = detail::check_acme_upstreams(root, config.listeners, config.upstreams); !s.ok()) {
     return s.take_error();
   }

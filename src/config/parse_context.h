@@ -169,6 +169,8 @@ Error missing_table(const ParseContext& ctx, std::string_view key, bool array_of
 // (`routes` as parse_route filled them, one per [[route]] table).
 [[nodiscard]] Status parse_compression(const TableReader& root, Compression& defaults, std::vector<Route>& routes);
 [[nodiscard]] Status parse_log(const TableReader& root, Log& out);
+// parse_resolver.cc: [resolver].
+[[nodiscard]] Status parse_resolver(const TableReader& root, Resolver& out);
 [[nodiscard]] Status parse_admin(const TableReader& root, const std::vector<Listener>& listeners, Admin& out);
 [[nodiscard]] Status parse_limits(const TableReader& root, Limits& out);
 [[nodiscard]] Status parse_timeouts(const TableReader& root, Timeouts& out);

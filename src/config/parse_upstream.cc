@@ -18,7 +18,7 @@ bool is_valid_name(std::string_view name) {
   return true;
 }
 
-Status parse_servers(const TableReader& t, std::vector<Endpoint>& out) {
+Status parse_servers(const TableReader& t, std::vector<Endpoint>& out, SourcePositions& positions) {
   auto array = t.get_array("servers", Presence::Required);
   if (!array.ok()) return array.take_error();
   if ((*array)->empty()) return t.error_at("servers", "must list at least one \"host:port\"");
@@ -27,7 +27,7 @@ Status parse_servers(const TableReader& t, std::vector<Endpoint>& out) {
     std::string path = t.path_of("servers") + "[" + std::to_string(i) + "]";
     const auto* text = element.as_string();
     if (text == nullptr) return type_error(t.context(), element, path, "a string");
-    Result<Endpoint> endpoint = parse_endpoint(text->get(), /*allow_localhost=*/true);
+    Result<Endpoint> endpoint = parse_server_endpoint(text->get());
     if (!endpoint.ok()) {
       std::string detail = endpoint.error().detail;
       if (text->get().starts_with("https://")) {
@@ -36,6 +36,7 @@ Status parse_servers(const TableReader& t, std::vector<Endpoint>& out) {
       return t.context().error(element.source(), path, detail);
     }
     out.push_back(std::move(*endpoint));
+    positions.at.push_back(t.context().position(element.source()));
   }
   return {};
 }
@@ -77,7 +78,7 @@ Status parse_ping(const TableReader& t, Upstream& u) {
 Status parse_one(const TableReader& t, Upstream& u) {
   if (Status s = t.check_keys({"name", "servers", "keepalive", "keepalive_timeout", "keepalive_requests",
                                "connect_timeout", "read_timeout", "send_timeout", "fail_timeout", "protocol",
-                               "h2_ping_interval", "h2_ping_timeout", "tls"});
+                               "h2_ping_interval", "h2_ping_timeout", "tls", "resolve_at_start"});
       !s.ok()) {
     return s;
   }
@@ -86,7 +87,8 @@ Status parse_one(const TableReader& t, Upstream& u) {
     return t.error_at("name", "invalid upstream name " + quote(u.name) +
                                   " (allowed: letters, digits, \"_\", \".\", \"-\")");
   }
-  if (Status s = parse_servers(t, u.servers); !s.ok()) return s;
+  if (Status s = parse_servers(t, u.servers, u.server_positions); !s.ok()) return s;
+  if (Status s = t.get_bool("resolve_at_start", u.resolve_at_start); !s.ok()) return s;
   if (Status s = parse_protocol(t, u.protocol); !s.ok()) return s;
   if (Status s = parse_upstream_tls(t, u); !s.ok()) return s;
 

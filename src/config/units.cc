@@ -275,6 +275,33 @@ Result<Endpoint> parse_endpoint(std::string_view text, bool allow_localhost, boo
                      : "host must be an IP literal; names are not resolved");
 }
 
+Result<Endpoint> parse_server_endpoint(std::string_view text) {
+  Result<Endpoint> literal = parse_endpoint(text, /*allow_localhost=*/true);
+  if (literal.ok()) return literal;
+  const size_t colon = text.rfind(':');
+  if (colon == std::string_view::npos || text.starts_with("[") || text.find("://") != std::string_view::npos) {
+    return literal;  // parse_endpoint's reason
+  }
+  const std::string_view host = text.substr(0, colon);
+  if (host.empty() || host.find(':') != std::string_view::npos || is_ip_literal(host)) return literal;
+  // A last label of digits only is a mistyped IPv4 address, never a name
+  // (no top-level domain is numeric).
+  const size_t dot = host.rfind('.');
+  const std::string_view last = dot == std::string_view::npos ? host : host.substr(dot + 1);
+  const bool numeric = !last.empty() && last.find_first_not_of("0123456789") == std::string_view::npos;
+  if (!is_upstream_dns_name(host) || numeric) {
+    return invalid("address", text,
+                   "host must be an IP literal or a DNS name (labels of letters, digits, \"-\" and \"_\")");
+  }
+  // The port, checked as parse_endpoint checks it.
+  Result<Endpoint> port = parse_endpoint("127.0.0.1" + std::string(text.substr(colon)), false);
+  if (!port.ok()) return port;
+  Endpoint endpoint;
+  for (char c : host) endpoint.host += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  endpoint.port = port->port;
+  return endpoint;
+}
+
 bool is_ip_literal(std::string_view text) {
   const std::string z(text);  // inet_pton wants a terminated string
   unsigned char buf[sizeof(in6_addr)];

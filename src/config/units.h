@@ -53,6 +53,11 @@ std::string format_size(uint64_t bytes);
 [[nodiscard]] Result<Endpoint> parse_endpoint(std::string_view text, bool allow_localhost,
                                               bool allow_port_zero = false);
 
+// An [[upstream]] server: what parse_endpoint(text, allow_localhost = true)
+// takes, or "name:port" with a DNS name (is_upstream_dns_name, stored
+// lowercase), resolved at run time. Errc::InvalidArgument as parse_endpoint.
+[[nodiscard]] Result<Endpoint> parse_server_endpoint(std::string_view text);
+
 // A DNS name for SNI matching ([[certificate]] names): lowercase LDH labels
 // of 1..63 bytes, at most 253 bytes, no trailing dot (RFC 6066 §3: SNI
 // carries none); "*" only as the whole left-most label with at least two

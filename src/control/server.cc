@@ -12,6 +12,8 @@
 #include <cstring>
 
 #include <cstdio>
+
+#include "config/units.h"
 #include <thread>
 
 #include "config/loader.h"
@@ -99,6 +101,9 @@ void Server::reload() {
   if (auto lvl = log::parse_level((*gen)->config.log.level); lvl) log::set_level(*lvl);
   current_.store(*gen);
   if (auto st = ocsp_.activate(control_loop_, (*gen)->ocsp); !st) log::error("ocsp: {}", st.error().message());
+  // Names new in this configuration are asked now; until their first
+  // answer their groups have only their other servers.
+  if (auto st = configure_resolver((*gen)->config); !st) log::error("{}", st.error().message());
   for (size_t w = 0; w < workers_.size(); ++w) {
     for (auto& socket : added[w]) workers_[w]->add_listener(std::move(socket));
   }
@@ -115,6 +120,20 @@ void Server::reload() {
   ++generation_number_;
   log::info("reload: generation {} is live; connections accepted before keep theirs", generation_number_);
   sd_notifyf(0, "READY=1\nSTATUS=serving generation %llu", static_cast<unsigned long long>(generation_number_));
+}
+
+Status Server::configure_resolver(const config::Config& cfg) {
+  const bool names = std::any_of(cfg.upstreams.begin(), cfg.upstreams.end(), [](const config::Upstream& u) {
+    return std::any_of(u.servers.begin(), u.servers.end(),
+                       [](const config::Endpoint& s) { return !config::is_ip_literal(s.host); });
+  });
+  if (!names && !resolver_) return {};
+  if (!resolver_) {
+    resolver_ = std::make_unique<UpstreamResolver>(control_loop_, &directory_, [this] {
+      for (auto& w : workers_) w->refresh_upstreams();
+    });
+  }
+  return resolver_->configure(cfg);
 }
 
 std::string Server::bound(const config::Endpoint& address) const {
@@ -276,6 +295,13 @@ Result<int> Server::run(config::Config cfg, std::optional<std::string> pid_file_
 
   ControlLoop ctl;
   start_control_loop(ctl);
+  // Every upstream name answers (or fails) before a worker takes a request.
+  Status resolved = configure_resolver(c);
+  if (resolved.ok() && resolver_) resolved = resolver_->wait_first_answers(c);
+  if (!resolved.ok()) {
+    shut_down(ctl);
+    return resolved.take_error();
+  }
   // Once the signal handlers are installed: a `kill -HUP $(cat pid_file)`
   // right after the file appears reloads instead of killing the process
   // (SIGHUP's default action). Removed when run() returns.
@@ -390,7 +416,8 @@ void Server::start_workers(ControlLoop& ctl, std::vector<std::vector<data::Liste
   for (int w = 0; w < nworkers; ++w) {
     counters_.push_back(std::make_unique<metrics::WorkerCounters>());
     workers_.push_back(
-        std::make_unique<data::Worker>(w, &current_, &next_connection_id_, log_writer_.get(), counters_.back().get()));
+        std::make_unique<data::Worker>(w, &current_, &next_connection_id_, log_writer_.get(), counters_.back().get(),
+                                       &directory_));
   }
   if (c.admin.enabled) {
     auto admin = AdminServer::start(
@@ -440,6 +467,7 @@ void Server::shut_down(ControlLoop& ctl) {
   ctl.admin.reset();
   ticket_keys_->stop();
   ocsp_.stop();
+  resolver_.reset();
   uv_run(&ctl.loop, UV_RUN_DEFAULT);
   uv_loop_close(&ctl.loop);
   control_loop_ = nullptr;

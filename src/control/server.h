@@ -20,6 +20,8 @@
 #include "control/generation_builder.h"
 #include "control/ocsp_manager.h"
 #include "control/ticket_key_manager.h"
+#include "control/upstream_resolver.h"
+#include "data/upstream/server_directory.h"
 #include "tls/session_cache.h"
 #include "tls/ticket_key_ring.h"
 #include "util/clock.h"
@@ -68,6 +70,9 @@ class Server {
  private:
   struct ControlLoop;  // server.cc
   static void on_signal(uv_signal_t* h, int signum);
+  // The resolver follows `cfg`'s [[upstream]] names (made on first use:
+  // none without names). Errors: c-ares could not be set up.
+  [[nodiscard]] Status configure_resolver(const config::Config& cfg);
 
   // run()'s steps, in order.
   [[nodiscard]] Result<std::shared_ptr<const data::Generation>> build_first_generation(config::Config cfg);
@@ -87,6 +92,10 @@ class Server {
   std::unique_ptr<tls::SessionCache> session_cache_;
   std::unique_ptr<tls::TicketKeyStore> tickets_;
   std::unique_ptr<TicketKeyManager> ticket_keys_;
+  // What [[upstream]] names resolve to (read by the workers) and the
+  // resolver that writes it, on the control loop; null without names.
+  upstream::ServerDirectory directory_;
+  std::unique_ptr<UpstreamResolver> resolver_;
   OcspManager ocsp_{&clock_};
   uv_loop_t* control_loop_ = nullptr;  // while run() runs the control loop
   data::GenerationSlot current_;

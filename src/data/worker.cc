@@ -23,12 +23,14 @@ WorkerGeneration::~WorkerGeneration() {
 }
 
 Worker::Worker(int index, const GenerationSlot* current, std::atomic<uint64_t>* next_connection_id,
-               log::LogWriter* log_writer, metrics::WorkerCounters* counters)
+               log::LogWriter* log_writer, metrics::WorkerCounters* counters,
+               const upstream::ServerDirectory* directory)
     : index_(index),
       current_(current),
       next_connection_id_(next_connection_id),
       log_writer_(log_writer),
       counters_(counters),
+      directory_(directory),
       compression_budget_(counters) {
   uv_loop_init(&loop_);
   loop_ctx_ = std::make_unique<LoopContext>(&loop_);
@@ -102,6 +104,14 @@ void Worker::request_stop(std::chrono::milliseconds drain) {
   uv_async_send(inbox_.get());
 }
 
+void Worker::refresh_upstreams() {
+  {
+    std::lock_guard lock(inbox_mu_);
+    refresh_requested_ = true;
+  }
+  uv_async_send(inbox_.get());
+}
+
 void Worker::join() {
   if (thread_.joinable()) thread_.join();
 }
@@ -124,7 +134,7 @@ std::shared_ptr<const WorkerGeneration> Worker::current_generation() {
     if (group) {
       group->set_tls(tls);  // the files were read again: new connections use what they say now
     } else {
-      group = std::make_shared<upstream::UpstreamGroup>(&loop_, u, counters_, tls);
+      group = std::make_shared<upstream::UpstreamGroup>(&loop_, u, counters_, tls, directory_);
     }
     next->upstreams.push_back(std::move(group));
   }
@@ -282,11 +292,16 @@ void Worker::on_drain_timer(uv_timer_t* t) {
 
 void Worker::on_inbox() {
   bool stop;
+  bool refresh;
   std::vector<ListenerChange> changes;
   {
     std::lock_guard lock(inbox_mu_);
     stop = stop_requested_;
+    refresh = std::exchange(refresh_requested_, false);
     changes.swap(listener_changes_);
+  }
+  if (refresh && generation_) {
+    for (auto& group : generation_->upstreams) group->refresh_servers();
   }
   for (auto& change : changes) {
     if (shutting_down_) break;  // the sockets close with their UniqueFd

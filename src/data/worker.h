@@ -90,8 +90,10 @@ class Worker {
   // `current`, `next_connection_id` and `log_writer` (null = no access log)
   // are borrowed from the Server and outlive the worker.
   // `counters` too (this worker's; the admin endpoint reads them).
+  // `directory` (may be null) too: what the [[upstream]] names resolve to.
   Worker(int index, const GenerationSlot* current, std::atomic<uint64_t>* next_connection_id,
-         log::LogWriter* log_writer, metrics::WorkerCounters* counters);
+         log::LogWriter* log_writer, metrics::WorkerCounters* counters,
+         const upstream::ServerDirectory* directory = nullptr);
   ~Worker();
 
   // Starts the thread, which adopts `sockets`. Control thread only.
@@ -103,6 +105,9 @@ class Worker {
   // Asks the worker to stop accepting, finish in-flight requests within
   // `drain`, and exit its loop. Any thread.
   void request_stop(std::chrono::milliseconds drain);
+  // The ServerDirectory changed: the upstream groups take its addresses
+  // (UpstreamGroup::refresh_servers). Any thread.
+  void refresh_upstreams();
   void join();
 
   // Worker-thread API for connections.
@@ -136,6 +141,7 @@ class Worker {
   std::atomic<uint64_t>* next_connection_id_;
   log::LogWriter* log_writer_;
   metrics::WorkerCounters* counters_;
+  const upstream::ServerDirectory* directory_;
   // Before every connection and the deferred deletes: their claims go first.
   http::CompressionBudget compression_budget_;
   std::thread thread_;
@@ -162,6 +168,7 @@ class Worker {
 
   std::mutex inbox_mu_;
   bool stop_requested_ = false;
+  bool refresh_requested_ = false;
   // Listener changes in the order the control thread made them: an add and
   // a later remove of the same address (two quick reloads) must not be
   // applied the other way round.

@@ -535,6 +535,7 @@ Result<Imported> import(const std::vector<Directive>& given, const std::string& 
       import_proxy(*im.http(), im.servers(), im.default_server(), base_dir, m, ledger);
       import_headers(*im.http(), im.servers()[im.default_server()], m, ledger);
       import_compression(im.servers()[im.default_server()], m, ledger);
+      import_resolver(im.servers()[im.default_server()], m, ledger);
       if (m.listens.empty()) missing = "no usable TLS listen address";
       else if (m.certs.empty()) missing = "no usable certificate (ssl_certificate + ssl_certificate_key)";
       // Fixed answers alone are no API edge (and tlsfront needs an [[upstream]]).

@@ -67,6 +67,7 @@ struct Model {
   std::vector<Route> routes;
   Keys response_headers, request_headers;  // [response_headers], [request_headers]: the defaults
   Keys compression;                        // [compression]
+  Keys resolver;                           // [resolver]
   Keys log, limits, timeouts, http2;
 };
 
@@ -179,6 +180,10 @@ void default_access_log(const Server& default_server, Model& m, Ledger& l);
 // gzip_types, gzip_min_length and gzip_comp_level as [compression]
 // (encodings = ["gzip"]).
 void import_compression(const Server& default_server, Model& m, Ledger& ledger);
+
+// The resolver (nginx_import_resolver.cc): the default server's resolver
+// (addresses, valid=, ipv4=, ipv6=) and resolver_timeout as [resolver].
+void import_resolver(const Server& default_server, Model& m, Ledger& ledger);
 
 // Certificates (nginx_import_certificates.cc): the ssl_certificate and
 // ssl_certificate_key pairs of the TLS `servers`, one Model::Cert per

@@ -27,14 +27,16 @@ std::string sanitize(const std::string& name) {
   return out.empty() ? "upstream" : out;
 }
 
-// "host[:port]" (`default_port` when absent) → "ip:port", or the reason it is not one.
+// "host[:port]" (`default_port` when absent) → "ip:port" or "name:port" (a
+// name is resolved by tlsfront at its TTL, as nginx's `server ... resolve`),
+// or the reason it is not one.
 Result<std::string> server_address(const std::string& text, int default_port = 80) {
   std::string a = text;
   bool bracketed = a.starts_with("[");
   size_t close = bracketed ? a.find(']') : std::string::npos;
   bool has_port = bracketed ? close != std::string::npos && close + 1 < a.size() : a.find(':') != std::string::npos;
   if (!has_port) a += ":" + std::to_string(default_port);
-  auto ep = config::parse_endpoint(a, /*allow_localhost=*/true);
+  auto ep = config::parse_server_endpoint(a);
   if (!ep.ok()) return make_error(Errc::InvalidArgument, ep.error().detail);
   return ep->to_string();
 }
@@ -100,6 +102,8 @@ void ProxyImporter::upstream(const Directive& d) {
           auto t = parse_time(p.substr(13));
           if (t) fail_timeout = config::format_duration(*t);
           else l_.note(c, "parameter " + p + " not carried over: invalid time");
+        } else if (p == "resolve") {
+          // tlsfront resolves every server given by name at its TTL.
         } else if (p == "weight=1") {
         } else if (p.starts_with("weight=")) {
           l_.note(c, "parameter " + p + " not carried over: plain round-robin, no weights");

@@ -96,6 +96,7 @@ std::string render(const Model& m, const std::string& source, size_t not_carried
   table(out, "[response_headers]", m.response_headers);
   table(out, "[request_headers]", m.request_headers);
   table(out, "[compression]", m.compression);
+  table(out, "[resolver]", m.resolver);
   for (const auto& r : m.routes) {
     const char* path_key = r.match == Model::Match::Exact   ? "path_exact"
                            : r.match == Model::Match::Regex ? "path_regex"

@@ -66,13 +66,14 @@ std::optional<int> logged_port(std::string_view log, std::string_view before, st
 
 // ---- Backend ------------------------------------------------------------------
 
-Backend::Backend(const TempDir& dir) : dir_(dir), record_dir_(dir.file("records")) {}
+Backend::Backend(const TempDir& dir, std::string host, int port, std::string tag)
+    : dir_(dir), host_(std::move(host)), tag_(std::move(tag)), record_dir_(dir.file("records" + tag_)), port_(port) {}
 
 bool Backend::start() {
-  std::string port_file = dir_.file("backend.port");
-  if (!process_.start({TLSFRONT_BACKEND_BINARY, "--listen", "127.0.0.1:0", "--port-file", port_file,
-                       "--record", record_dir_},
-                      dir_.file("backend.out"), dir_.file("backend.err"))) {
+  std::string port_file = dir_.file("backend" + tag_ + ".port");
+  if (!process_.start({TLSFRONT_BACKEND_BINARY, "--listen", host_ + ":" + std::to_string(port_), "--port-file",
+                       port_file, "--record", record_dir_},
+                      dir_.file("backend" + tag_ + ".out"), dir_.file("backend" + tag_ + ".err"))) {
     return false;
   }
   bool ok = wait_until([&] {

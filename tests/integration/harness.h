@@ -47,11 +47,13 @@ int listen_loopback(int backlog, int& port);
 // The recording backend (tests/backend).
 class Backend {
  public:
-  explicit Backend(const TempDir& dir);  // does not start
-  bool start();                          // waits for the port file
+  // Listening on `host`:`port` (0: a free one); `tag` tells apart the files
+  // of several backends in one directory. Does not start.
+  explicit Backend(const TempDir& dir, std::string host = "127.0.0.1", int port = 0, std::string tag = "");
+  bool start();  // waits for the port file
   void stop() { process_.stop(); }
   int port() const { return port_; }
-  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  std::string address() const { return host_ + ":" + std::to_string(port_); }
   const std::string& record_dir() const { return record_dir_; }
   // Sorted file names (no directory) of DIR/*.<ext>.
   std::vector<std::string> records(std::string_view ext) const;
@@ -62,6 +64,8 @@ class Backend {
 
  private:
   const TempDir& dir_;
+  std::string host_;
+  std::string tag_;
   std::string record_dir_;
   Process process_;
   int port_ = 0;

@@ -103,7 +103,7 @@ void ProxyExchange::on_handshake_done() {
   if (phase_ != Phase::Held) return;
   head_.unmark_early_data();
   if (pool_ != nullptr) {
-    attempt(pool_, true);  // after a 425: the same server, a pooled connection welcome
+    attempt(pool_.get(), true);  // after a 425: the same server, a pooled connection welcome
   } else {
     begin();
   }
@@ -140,7 +140,7 @@ void ProxyExchange::begin() {
 }
 
 void ProxyExchange::attempt(upstream::UpstreamPool* pool, bool allow_reuse) {
-  pool_ = pool;
+  if (pool_.get() != pool) pool_ = pool->shared_from_this();
   transition(phase_, Phase::Connecting);
   if (!stats_.addr.empty()) stats_.addr += ", ";
   stats_.addr += pool->address();
@@ -297,7 +297,7 @@ void ProxyExchange::on_upstream_head(ResponseHead&& head, bool informational) {
     if (sink_->connection_info().early_data) {
       transition(phase_, Phase::Held);
     } else {
-      attempt(pool_, true);
+      attempt(pool_.get(), true);
     }
     return;
   }
@@ -423,7 +423,7 @@ void ProxyExchange::on_upstream_complete() {
   }
   transition(phase_, Phase::Done);
   stats_.response_ms = ms_since(attempt_start_);
-  group_->balancer().on_success(pool_, *stats_.response_ms);
+  group_->balancer().on_success(pool_.get(), *stats_.response_ms);
   // An HTTP/1.1 connection goes back to its pool when it can carry another
   // request; an HTTP/2 one carries on with its other streams.
   upstream::UpstreamChannel::finish(channel_, request_complete_);

@@ -223,7 +223,10 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   Replay replay_state_;
   // The current attempt's; Phase::Tunnel: the tunnel the 101 handed over.
   std::unique_ptr<upstream::UpstreamChannel> channel_;
-  upstream::UpstreamPool* pool_ = nullptr;  // the current attempt's server
+  // The current attempt's server, held: a pool whose address left the group
+  // lives until its exchanges end (UpstreamGroup::refresh_servers).
+  std::shared_ptr<upstream::UpstreamPool> pool_;
+  // Compared, never followed: a pool tried earlier may be gone since.
   std::vector<upstream::UpstreamPool*> tried_;
   // The request body sent so far (unframed; the head is head_'s) while
   // replay_state_ is not Lost.

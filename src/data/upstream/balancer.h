@@ -26,6 +26,9 @@ class Balancer {
   // every untried server is out, one of them anyway (nginx too retries
   // when all its peers are marked down). nullptr when all were tried.
   virtual UpstreamPool* pick(const std::vector<UpstreamPool*>& tried) = 0;
+  // The group's servers are now `servers` (its DNS names resolved to other
+  // addresses): what was known of a server that stays is kept.
+  virtual void set_servers(std::vector<UpstreamPool*> servers) = 0;
   // Outcomes: an attempt's response completed after `response_ms`; an
   // attempt on `server` failed as `attempt` says.
   virtual void on_success(UpstreamPool* server, double response_ms) {}

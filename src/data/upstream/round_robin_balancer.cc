@@ -12,9 +12,21 @@ RoundRobinBalancer::RoundRobinBalancer(std::vector<UpstreamPool*> servers, std::
   for (UpstreamPool* p : servers) servers_.push_back(Server{p});
 }
 
+void RoundRobinBalancer::set_servers(std::vector<UpstreamPool*> servers) {
+  std::vector<Server> next;
+  next.reserve(servers.size());
+  for (UpstreamPool* p : servers) {
+    auto it = std::find_if(servers_.begin(), servers_.end(), [p](const Server& s) { return s.pool == p; });
+    next.push_back(it != servers_.end() ? *it : Server{p});
+  }
+  servers_ = std::move(next);
+  if (next_ >= servers_.size()) next_ = 0;
+}
+
 UpstreamPool* RoundRobinBalancer::pick(const std::vector<UpstreamPool*>& tried) {
   const auto now = std::chrono::steady_clock::now();
   const size_t n = servers_.size();
+  if (n == 0) return nullptr;
   UpstreamPool* fallback = nullptr;
   for (size_t i = 0; i < n; ++i) {
     const Server& s = servers_[(next_ + i) % n];

@@ -17,6 +17,7 @@ class RoundRobinBalancer : public Balancer {
   RoundRobinBalancer(std::vector<UpstreamPool*> servers, std::chrono::milliseconds fail_timeout);
 
   UpstreamPool* pick(const std::vector<UpstreamPool*>& tried) override;
+  void set_servers(std::vector<UpstreamPool*> servers) override;
   void on_failure(UpstreamPool* server, const FailedAttempt& attempt) override;
 
  private:

@@ -2,23 +2,47 @@
 
 #include <algorithm>
 
+#include "config/units.h"
+
 namespace tlsfront::upstream {
+
+namespace {
+// The address of `server` when it is an IP literal (addr.ss_family stays
+// AF_UNSPEC otherwise).
+ResolvedAddress literal_address(const config::Endpoint& server) {
+  ResolvedAddress a;
+  a.text = server.to_string();
+  if (server.host.find(':') != std::string::npos) {
+    if (uv_ip6_addr(server.host.c_str(), server.port, reinterpret_cast<sockaddr_in6*>(&a.addr)) != 0) a.addr = {};
+  } else if (uv_ip4_addr(server.host.c_str(), server.port, reinterpret_cast<sockaddr_in*>(&a.addr)) != 0) {
+    a.addr = {};
+  }
+  return a;
+}
+}  // namespace
 
 UpstreamPool::UpstreamPool(uv_loop_t* loop, const config::Upstream& cfg, const config::Endpoint& server,
                            metrics::UpstreamServerCounters* counters,
                            std::shared_ptr<const tls::UpstreamTlsContext> tls)
-    : loop_(loop), cfg_(cfg), address_(server.to_string()), counters_(counters) {
+    : UpstreamPool(loop, cfg, server, literal_address(server), counters, std::move(tls)) {}
+
+UpstreamPool::UpstreamPool(uv_loop_t* loop, const config::Upstream& cfg, const config::Endpoint& server,
+                           const ResolvedAddress& target, metrics::UpstreamServerCounters* counters,
+                           std::shared_ptr<const tls::UpstreamTlsContext> tls)
+    : loop_(loop), cfg_(cfg), address_(target.text), addr_(target.addr), counters_(counters) {
   tls_.ctx = std::move(tls);
   tls_.server = server;
   tls_.counters = counters;
-  if (server.host.find(':') != std::string::npos) {
-    addr_ok_ = uv_ip6_addr(server.host.c_str(), server.port, reinterpret_cast<sockaddr_in6*>(&addr_)) == 0;
-  } else {
-    addr_ok_ = uv_ip4_addr(server.host.c_str(), server.port, reinterpret_cast<sockaddr_in*>(&addr_)) == 0;
-  }
+  addr_ok_ = addr_.ss_family == AF_INET || addr_.ss_family == AF_INET6;
   if (config::is_http2(cfg.protocol)) {
     h2_ = std::make_unique<H2Pool>(loop, cfg, addr_, address_, counters, &tls_);
   }
+}
+
+void UpstreamPool::drain() {
+  draining_ = true;
+  close_idle();
+  if (h2_) h2_->drain();
 }
 
 void UpstreamPool::set_tls(std::shared_ptr<const tls::UpstreamTlsContext> tls) {
@@ -73,7 +97,7 @@ Result<UpstreamPool::Lease> UpstreamPool::acquire(bool allow_reuse, bool check_o
 void UpstreamPool::release(std::unique_ptr<UpstreamConnection> conn) {
   if (!conn) return;
   conn->detach();
-  if (!conn->reusable() || !conn->tls_current() || idle_.size() >= cfg_.keepalive) {
+  if (draining_ || !conn->reusable() || !conn->tls_current() || idle_.size() >= cfg_.keepalive) {
     conn->close();
     LoopContext::of(loop_).defer_delete(std::move(conn));
     return;
@@ -117,15 +141,49 @@ void UpstreamPool::close_idle() {
 }
 
 UpstreamGroup::UpstreamGroup(uv_loop_t* loop, config::Upstream cfg, metrics::WorkerCounters* counters,
-                             std::shared_ptr<const tls::UpstreamTlsContext> tls)
-    : cfg_(std::move(cfg)) {
+                             std::shared_ptr<const tls::UpstreamTlsContext> tls, const ServerDirectory* directory)
+    : cfg_(std::move(cfg)), loop_(loop), counters_(counters), tls_(std::move(tls)), directory_(directory) {
+  balancer_ = make_balancer(cfg_, {});
+  refresh_servers();
+}
+
+UpstreamGroup::~UpstreamGroup() {
+  for (auto& p : pools_) p->drain();  // exchanges still running keep theirs
+}
+
+void UpstreamGroup::refresh_servers() {
+  const uint64_t version = directory_ != nullptr ? directory_->version() : 0;
+  if (version == directory_version_) return;
+  directory_version_ = version;
+  std::vector<std::shared_ptr<UpstreamPool>> next;
+  auto add = [&](const config::Endpoint& server, const ResolvedAddress& target) {
+    auto same = [&](const auto& p) { return p->server() == server && p->address() == target.text; };
+    if (std::any_of(next.begin(), next.end(), same)) return;  // listed twice
+    auto kept = std::find_if(pools_.begin(), pools_.end(), same);
+    if (kept != pools_.end()) {
+      next.push_back(*kept);
+      return;
+    }
+    next.push_back(std::make_shared<UpstreamPool>(
+        loop_, cfg_, server, target, counters_ ? counters_->upstream(cfg_.name, target.text) : nullptr, tls_));
+  };
   for (const auto& server : cfg_.servers) {
-    pools_.push_back(std::make_unique<UpstreamPool>(
-        loop, cfg_, server, counters ? counters->upstream(cfg_.name, server.to_string()) : nullptr, tls));
+    if (config::is_ip_literal(server.host)) {
+      add(server, literal_address(server));
+      continue;
+    }
+    if (directory_ == nullptr) continue;
+    if (auto list = directory_->lookup(server.to_string())) {
+      for (const auto& target : *list) add(server, target);
+    }
   }
+  for (auto& p : pools_) {
+    if (std::find(next.begin(), next.end(), p) == next.end()) p->drain();
+  }
+  pools_ = std::move(next);
   std::vector<UpstreamPool*> servers;
   for (auto& p : pools_) servers.push_back(p.get());
-  balancer_ = make_balancer(cfg_, std::move(servers));
+  balancer_->set_servers(std::move(servers));
 }
 
 void UpstreamGroup::set_tls(const std::shared_ptr<const tls::UpstreamTlsContext>& tls) {

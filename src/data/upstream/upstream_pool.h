@@ -19,6 +19,7 @@
 #include "data/upstream/balancer.h"
 #include "data/upstream/h2_pool.h"
 #include "data/upstream/request_head.h"
+#include "data/upstream/server_directory.h"
 #include "data/upstream/upstream_channel.h"
 #include "data/upstream/upstream_connection.h"
 #include "data/upstream/upstream_tls.h"
@@ -27,14 +28,24 @@
 
 namespace tlsfront::upstream {
 
-class UpstreamPool {
+// Pools are shared: the group holds its servers' pools, and an exchange
+// holds the pool of its current attempt (ProxyExchange::pool_), so a pool
+// whose address left the group (drain()) lives until its last exchange
+// ends; connections never outlive their pool's exchanges or the pool.
+class UpstreamPool : public std::enable_shared_from_this<UpstreamPool> {
  public:
   // `cfg` is borrowed and must outlive the pool (its UpstreamGroup owns both);
   // so is `counters` (this server's in the worker's metrics; null: none).
-  // `tls`: the group's client TLS context (null: cleartext).
+  // `tls`: the group's client TLS context (null: cleartext). `server` as
+  // configured (an IP literal: connected to; a name: TLS verifies it and
+  // sends it as SNI), `target` the address connected to (a name's resolved
+  // one), which names the pool in logs and metrics.
   UpstreamPool(uv_loop_t* loop, const config::Upstream& cfg, const config::Endpoint& server,
                metrics::UpstreamServerCounters* counters = nullptr,
                std::shared_ptr<const tls::UpstreamTlsContext> tls = nullptr);
+  UpstreamPool(uv_loop_t* loop, const config::Upstream& cfg, const config::Endpoint& server,
+               const ResolvedAddress& target, metrics::UpstreamServerCounters* counters,
+               std::shared_ptr<const tls::UpstreamTlsContext> tls);
   ~UpstreamPool();
   UpstreamPool(const UpstreamPool&) = delete;
   UpstreamPool& operator=(const UpstreamPool&) = delete;
@@ -88,6 +99,12 @@ class UpstreamPool {
   void count_retry();
 
   const std::string& address() const { return address_; }
+  const config::Endpoint& server() const { return tls_.server; }
+  // The address left the group (its name no longer resolves to it, or a
+  // reload dropped it): no new exchange comes; idle connections close now,
+  // busy ones at their release, HTTP/2 ones after their last stream.
+  void drain();
+  bool draining() const { return draining_; }
   size_t idle_count() const { return idle_.size(); }
   // Closes every idle connection (shutdown).
   void close_idle();
@@ -98,6 +115,7 @@ class UpstreamPool {
   std::string address_;
   sockaddr_storage addr_{};
   bool addr_ok_ = false;
+  bool draining_ = false;
   std::vector<std::unique_ptr<UpstreamConnection>> idle_;
   TlsTarget tls_;               // its ctx is null for a cleartext upstream
   std::unique_ptr<H2Pool> h2_;  // protocol = "h2c" or "h2" only
@@ -106,14 +124,27 @@ class UpstreamPool {
 };
 
 // UpstreamGroup: one [[upstream]] in one worker: its servers' pools and the
-// Balancer that chooses among them.
+// Balancer that chooses among them. A server given by IP literal is one
+// pool; one given by name is a pool per address the ServerDirectory holds
+// for it (none until it first resolves), reshaped by refresh_servers().
 class UpstreamGroup {
  public:
   // `counters` (borrowed, may be null): the worker's metrics, where each
   // server's counters are found by upstream name and address.
   // `tls`: the client TLS context built for `cfg` (null when cfg.tls is off).
+  // `directory` (borrowed, may be null: names have no address) holds what
+  // the names of cfg.servers resolve to.
   UpstreamGroup(uv_loop_t* loop, config::Upstream cfg, metrics::WorkerCounters* counters = nullptr,
-                std::shared_ptr<const tls::UpstreamTlsContext> tls = nullptr);
+                std::shared_ptr<const tls::UpstreamTlsContext> tls = nullptr,
+                const ServerDirectory* directory = nullptr);
+  ~UpstreamGroup();
+  // The directory changed: the servers become what it says now. Pools of
+  // addresses that stay are kept (their connections, the balancer's
+  // knowledge of them); new addresses get new pools; pools of addresses
+  // gone drain (UpstreamPool::drain) and are let go (their exchanges hold
+  // them until they end). Nothing happens when its version did not move.
+  void refresh_servers();
+  size_t server_count() const { return pools_.size(); }
   Balancer& balancer() { return *balancer_; }
   const config::Upstream& config() const { return cfg_; }
   // The group is kept across a reload: the new generation's TLS context
@@ -123,7 +154,12 @@ class UpstreamGroup {
 
  private:
   config::Upstream cfg_;
-  std::vector<std::unique_ptr<UpstreamPool>> pools_;
+  uv_loop_t* loop_;
+  metrics::WorkerCounters* counters_;
+  std::shared_ptr<const tls::UpstreamTlsContext> tls_;
+  const ServerDirectory* directory_;
+  uint64_t directory_version_ = UINT64_MAX;  // what refresh_servers() last applied
+  std::vector<std::shared_ptr<UpstreamPool>> pools_;
   std::unique_ptr<Balancer> balancer_;  // over pools_
 };
 

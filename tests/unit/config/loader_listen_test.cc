@@ -38,9 +38,9 @@ key = "k"
 [[upstream]]
 name = "a"
 servers = ["127.0.0.1:1",
-           "backend.internal:80"]
+           "10.0.0.256:80"]
 )"),
-            R"(t.toml:9:12: upstream[0].servers[1]: invalid address "backend.internal:80" (host must be an IP literal or "localhost"; names are not resolved))");
+            R"(t.toml:9:12: upstream[0].servers[1]: invalid address "10.0.0.256:80" (host must be an IP literal or a DNS name (labels of letters, digits, "-" and "_")))");
   EXPECT_EQ(load_error(R"([[listen]]
 address = "127.0.0.1:8443"
 [tls]

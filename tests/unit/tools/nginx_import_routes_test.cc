@@ -28,7 +28,7 @@ TEST(NginxImport, LocationsBecomeRoutesInNginxsOrder) {
       "location ~* \\.jpg$ { proxy_pass http://app; }\n"
       "location /s/ { proxy_pass ftp://127.0.0.1:21; }\n"
       "location /v/ { proxy_pass http://$host; }\n"
-      "location /n/ { proxy_pass http://app.internal:80; }\n"
+      "location /n/ { proxy_pass http://10.0.0.256:80; }\n"
       "location /u/ { proxy_pass http://app/other/; }\n"
       "location ~ ^/(v[0-9]+)/x/\\1$ { proxy_pass http://app; }\n"
       "location ~ ^/img/|^/css/ { proxy_pass http://app; }\n"
@@ -64,7 +64,7 @@ TEST(NginxImport, LocationsBecomeRoutesInNginxsOrder) {
   EXPECT_REPORTS(r, "n.conf:8: location: carried over as path_regex \"(?i).*\\\\.jpg\": RE2, tried in file order after exact and ^~ routes");
   EXPECT_REPORTS(r, "n.conf:9: proxy_pass: not carried over: not an http:// or https:// URL (no route)\n");
   EXPECT_REPORTS(r, "n.conf:10: proxy_pass: not carried over: proxy_pass with variables (no route)\n");
-  EXPECT_REPORTS(r, "n.conf:11: proxy_pass: not carried over: invalid address \"app.internal:80\"");
+  EXPECT_REPORTS(r, "n.conf:11: proxy_pass: not carried over: invalid address \"10.0.0.256:80\"");
   EXPECT_REPORTS(r, "n.conf:12: proxy_pass: not carried over: with the URI /other/ nginx replaces the location's prefix /u/");
   EXPECT_REPORTS(r, "n.conf:12: location: no route: no usable proxy_pass, grpc_pass or return in it");
   EXPECT_REPORTS(r, "n.conf:13: location: not carried over: regex location: RE2 cannot compile \"/(v[0-9]+)/x/\\\\1\" (");

@@ -1,0 +1,227 @@
+// [[upstream]] servers by DNS name against a real DNS server: dnsmasq on
+// 127.0.0.1 (a free port), its answers read from a hosts file the test
+// rewrites and reloads (SIGHUP) mid-test, with a 1 s TTL; two real backends
+// on 127.0.0.2 and 127.0.0.3, same port, the name pointing at either or
+// both. Traffic follows a changed answer without a failed request, a name
+// that stops resolving keeps its last addresses, and a name that does not
+// resolve at start-up stops the start with its position (or, with
+// resolve_at_start = false, joins once it resolves).
+#include <netinet/in.h>
+#include <pwd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <memory>
+#include <csignal>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "harness.h"
+
+namespace tlsfront::itest {
+namespace {
+
+constexpr const char* kDnsmasq = "/usr/sbin/dnsmasq";
+
+// A free UDP port on 127.0.0.1 (bound, read, closed: dnsmasq takes it next).
+int free_udp_port() {
+  int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in sin{};
+  sin.sin_family = AF_INET;
+  sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof sin;
+  int port = -1;
+  if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&sin), sizeof sin) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&sin), &len) == 0) {
+    port = ntohs(sin.sin_port);
+  }
+  if (fd >= 0) ::close(fd);
+  return port;
+}
+
+// This process's user: dnsmasq keeps it (as root it would become "nobody",
+// who cannot read the test's private directory).
+std::string user_name() {
+  const passwd* pw = ::getpwuid(::geteuid());
+  return pw != nullptr ? pw->pw_name : "root";
+}
+
+// dnsmasq answering only from `hosts` (no upstream servers, no /etc/hosts),
+// every answer with a TTL of 1 s, authoritative for .test (a name it does
+// not have is NXDOMAIN, as from a real zone).
+class Dnsmasq {
+ public:
+  explicit Dnsmasq(const TempDir& dir) : dir_(dir), hosts_(dir.file("dns.hosts")), log_(dir.file("dns.log")) {}
+  bool start(const std::string& hosts) {
+    write_file(hosts_, hosts);
+    port_ = free_udp_port();
+    if (port_ <= 0) return false;
+    if (!process_.start({kDnsmasq, "--keep-in-foreground", "--port=" + std::to_string(port_),
+                         "--listen-address=127.0.0.1", "--bind-interfaces", "--no-resolv", "--no-hosts",
+                         "--addn-hosts=" + hosts_, "--local=/test/", "--local-ttl=1", "--log-facility=" + log_,
+                         "--pid-file=", "--user=" + user_name()},
+                        dir_.file("dns.out"), dir_.file("dns.err"))) {
+      return false;
+    }
+    // Ready once it has read the names (it logs "started" before).
+    return wait_until([&] { return read_file(log_).find("read " + hosts_) != std::string::npos; });
+  }
+  // New answers: the hosts file rewritten, then re-read (SIGHUP).
+  void answer(const std::string& hosts) {
+    write_file(hosts_, hosts);
+    process_.signal(SIGHUP);
+  }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  std::string diagnostics() const { return process_.err() + read_file(log_); }
+
+ private:
+  const TempDir& dir_;
+  std::string hosts_;
+  std::string log_;
+  Process process_;
+  int port_ = 0;
+};
+
+class UpstreamDns : public ::testing::Test {
+ protected:
+  UpstreamDns() : dns_(dir_), a_(dir_, "127.0.0.2", 0, "-a"), proxy_(dir_) {}
+
+  // The DNS server answering `hosts`, both backends, and tlsfront with one
+  // upstream, "api.test" on the backends' port, `extra` in its table.
+  bool start(const std::string& hosts) {
+    if (!dns_.start(hosts)) {
+      ADD_FAILURE() << "dnsmasq did not start: " << dns_.diagnostics();
+      return false;
+    }
+    if (!a_.start()) return false;
+    b_ = std::make_unique<Backend>(dir_, "127.0.0.3", a_.port(), "-b");  // the same port
+    if (!b_->start()) return false;
+    ProxyOptions o;
+    o.upstream_servers = {name()};
+    o.extra = "[resolver]\naddresses = [\"" + dns_.address() + "\"]\n";
+    return proxy_.start(o);
+  }
+  std::string name() const { return "api.test:" + std::to_string(a_.port()); }
+
+  TempDir dir_;
+  Dnsmasq dns_;
+  Backend a_;
+  std::unique_ptr<Backend> b_;
+  Proxy proxy_;
+};
+
+// Requests on `threads` keepalive connections until `stop`: the ones that
+// did not get a 200 are counted.
+struct Load {
+  std::atomic<bool> stop{false};
+  std::atomic<int> ok{0};
+  std::atomic<int> failed{0};
+  std::vector<std::thread> threads;
+  Load(int port, int n) {
+    for (int t = 0; t < n; ++t) {
+      threads.emplace_back([this, port] {
+        CurlClient client(port);
+        // Bounded: a few thousand requests at the most, whatever happens.
+        for (int i = 0; i < 20'000 && !stop.load(); ++i) {
+          HttpRequest req;
+          req.path = "/load";
+          HttpResponse r = client.perform(req);
+          (r.curl_code == 0 && r.status == 200 ? ok : failed).fetch_add(1);
+        }
+      });
+    }
+  }
+  ~Load() { finish(); }
+  void finish() {
+    stop = true;
+    for (auto& t : threads) {
+      if (t.joinable()) t.join();
+    }
+  }
+};
+
+TEST_F(UpstreamDns, TrafficFollowsAChangedAnswerWithoutAFailedRequest) {
+  ASSERT_TRUE(start("127.0.0.2 api.test\n"));
+  Load load(proxy_.port(), 2);
+  ASSERT_TRUE(wait_until([&] { return a_.count("req") >= 20; })) << "no traffic to 127.0.0.2";
+  EXPECT_EQ(b_->count("req"), 0u);
+
+  dns_.answer("127.0.0.3 api.test\n");
+  // Within the TTL (1 s) and a query: the new address takes the traffic.
+  ASSERT_TRUE(wait_until([&] { return b_->count("req") >= 20; })) << "traffic did not move to 127.0.0.3";
+  const size_t a_after = a_.count("req");
+  const size_t b_after = b_->count("req");
+  ASSERT_TRUE(wait_until([&] { return b_->count("req") >= b_after + 50; }));
+  EXPECT_EQ(a_.count("req"), a_after) << "requests still reach the address the name no longer has";
+
+  // Both: both get requests.
+  dns_.answer("127.0.0.2 api.test\n127.0.0.3 api.test\n");
+  ASSERT_TRUE(wait_until([&] { return a_.count("req") >= a_after + 20; })) << "127.0.0.2 did not rejoin";
+  load.finish();
+  EXPECT_EQ(load.failed.load(), 0) << load.ok.load() << " requests succeeded";
+  EXPECT_GT(load.ok.load(), 100);
+  const std::string err = proxy_.process().err();
+  EXPECT_NE(err.find("upstream server " + name() + ": now resolves to 127.0.0.3:"), std::string::npos) << err;
+}
+
+TEST_F(UpstreamDns, ANameThatStopsResolvingKeepsItsLastAddresses) {
+  ASSERT_TRUE(start("127.0.0.2 api.test\n"));
+  ASSERT_EQ(http_get(proxy_.port(), "/before").status, 200);
+  dns_.answer("");  // no record at all
+  ASSERT_TRUE(wait_until([&] { return proxy_.process().err().find("does not resolve") != std::string::npos; }))
+      << proxy_.process().err();
+  for (int i = 0; i < 10; ++i) {
+    HttpResponse r = http_get(proxy_.port(), "/after");
+    ASSERT_EQ(r.curl_code, 0) << r.error;
+    EXPECT_EQ(r.status, 200) << i;
+  }
+  EXPECT_EQ(a_.count("req"), 11u);
+  const std::string err = proxy_.process().err();
+  EXPECT_NE(err.find("keeping its last addresses (127.0.0.2:"), std::string::npos) << err;
+  // Once per change of state, not once per retry.
+  ::usleep(2'500'000);  // two more retries (1 s apart), which must not log
+  const std::string later = proxy_.process().err();
+  size_t lines = 0;
+  for (size_t at = later.find("does not resolve"); at != std::string::npos; at = later.find("does not resolve", at + 1))
+    ++lines;
+  EXPECT_EQ(lines, 1u) << later;
+}
+
+TEST_F(UpstreamDns, ANameThatDoesNotResolveAtStartUpStopsTheStartWithItsPosition) {
+  ASSERT_TRUE(dns_.start("127.0.0.2 other.test\n"));
+  ASSERT_TRUE(a_.start());
+  ProxyOptions o;
+  o.upstream_servers = {"api.test:" + std::to_string(a_.port())};
+  o.extra = "[resolver]\naddresses = [\"" + dns_.address() + "\"]\n";
+  const std::string path = dir_.file("tlsfront.toml");
+  write_file(path, make_config(o, kAnyPort, dir_.file("access.log")));
+  Process p;
+  ASSERT_TRUE(p.start({TLSFRONT_BINARY, "--config", path}, dir_.file("start.out"), dir_.file("start.err")));
+  auto status = p.wait_exit(milliseconds(15'000));
+  ASSERT_TRUE(status.has_value()) << "tlsfront did not exit";
+  EXPECT_NE(status->code, 0);
+  const std::string err = p.err();
+  EXPECT_NE(err.find("tlsfront.toml:"), std::string::npos) << err;
+  EXPECT_NE(err.find("upstream[0].servers[0]: \"api.test:" + std::to_string(a_.port()) + "\" does not resolve"),
+            std::string::npos)
+      << err;
+}
+
+TEST_F(UpstreamDns, WithResolveAtStartFalseANameJoinsOnceItResolves) {
+  ASSERT_TRUE(dns_.start("127.0.0.2 other.test\n"));
+  ASSERT_TRUE(a_.start());
+  ProxyOptions o;
+  o.upstream_servers = {"api.test:" + std::to_string(a_.port())};
+  o.upstream_extra = "resolve_at_start = false\n";
+  o.extra = "[resolver]\naddresses = [\"" + dns_.address() + "\"]\n";
+  ASSERT_TRUE(proxy_.start(o));
+  EXPECT_EQ(http_get(proxy_.port(), "/none").status, 502);  // no address yet: no live upstream
+  dns_.answer("127.0.0.2 api.test\n");
+  EXPECT_TRUE(wait_until([&] { return http_get(proxy_.port(), "/joined").status == 200; }));
+  EXPECT_GE(a_.count("req"), 1u);
+}
+
+}  // namespace
+}  // namespace tlsfront::itest
