@@ -21,6 +21,9 @@ packages=(
   python3-grpcio  # gRPC client and service of the h2c upstream tests
   python3-h2  # a plain HTTP/2 (h2c) backend for the h2c upstream tests (tests/integration/peers/h2c_peer.py)
   jq  # scripts/run.sh's suggested `tail -f build/logs/access.log | jq .`
+  pandoc man-db  # tlsfront(8) from man/tlsfront.8.md; `man --warnings` checks it
+  debhelper fakeroot lintian dpkg-dev  # scripts/package.sh: the .deb and its check
+  adduser openssl  # the package's postinst (its user, its placeholder certificate), installed by tests/package
 )
 
 missing=()

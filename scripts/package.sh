@@ -9,7 +9,8 @@
 #   run under fakeroot in a scratch copy: debhelper installs the tree
 #   (`cmake --install`), strips, compresses, computes the dependencies and
 #   writes the maintainer scripts. Prints the .deb's path last.
-#   LINTIAN=0 skips lintian; its tags fail the script unless overridden in
+#   LINTIAN=0 skips lintian; any tag it reports (info and pedantic too)
+#   fails the script unless overridden in
 #   packaging/debian/tlsfront.lintian-overrides (each with its reason).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -60,7 +61,8 @@ rm -f "$deb"
 
 if [[ "${LINTIAN:-1}" != 0 ]]; then
   command -v lintian >/dev/null || { echo "package.sh: lintian not found (scripts/install-deps.sh)" >&2; exit 1; }
-  # --fail-on warning: errors and warnings fail; info tags are printed.
-  lintian --fail-on error,warning --info --display-info "$deb" >&2
+  # Every tag fails, down to info and pedantic, unless overridden (with its
+  # reason) in packaging/debian/tlsfront.lintian-overrides.
+  lintian --fail-on error,warning,info,pedantic --info --display-info --pedantic "$deb" >&2
 fi
 echo "$deb"
