@@ -19,7 +19,7 @@ check() {  # check DESCRIPTION COMMAND...: a failed COMMAND fails the test, name
   fi
 }
 
-deb=$("$src/scripts/package.sh" "$build" "$build/deb" | tail -n 1)
+deb=$("$src/scripts/package.sh" "$build" "$build/deb" | tail -n 1) || { echo "FAIL: scripts/package.sh (debian/rules binary, or a lintian tag above)" >&2; exit 1; }
 [[ -f "$deb" ]] || { echo "FAIL: scripts/package.sh made no .deb" >&2; exit 1; }
 echo "built $deb"
 

@@ -11,7 +11,8 @@
 #     this machine's PID 1 is no systemd, so `systemctl start` cannot be
 #     tried), then stops on SIGTERM with status 0;
 #   - `dpkg --purge` removes every file, the configuration, logs and state
-#     (the system user stays, as Debian's practice is).
+#     (the system user stays, as Debian's practice is; the test removes it
+#     when it made it, leaving the machine as it found it).
 # Skips (77) when not root, when a tlsfront package is installed already (an
 # operator's: never touched), or when :443 or :9901 is taken.
 set -euo pipefail
@@ -52,17 +53,25 @@ dpkg_retry() {
 }
 pid=""
 work=$(mktemp -d)
+user_before=1
 cleanup() {
   [[ -n "$pid" ]] && kill -KILL "$pid" 2>/dev/null || true
   rm -rf "$work" /run/tlsfront
   dpkg-query -W tlsfront >/dev/null 2>&1 && dpkg_retry --purge tlsfront >/dev/null 2>&1 || true
+  # The user (and its group) the postinst made for this test.
+  if ((user_before == 0)) && getent passwd tlsfront >/dev/null; then
+    deluser --system --quiet tlsfront >/dev/null 2>&1 || true
+    getent group tlsfront >/dev/null && delgroup --system --quiet tlsfront >/dev/null 2>&1 || true
+  fi
 }
 trap cleanup EXIT
 
+user_before=0
+getent passwd tlsfront >/dev/null && user_before=1  # e.g. a from-source install's
 dpkg_retry -i "$deb" || { echo "FAIL: dpkg -i $deb" >&2; exit 1; }
 dpkg -L tlsfront >"$work/files"
 check "dpkg says installed" bash -c 'dpkg-query -W -f="\${db:Status-Abbrev}" tlsfront | grep -q "^ii"'
-check "the system user" getent passwd tlsfront
+check "the system user (there before: $user_before)" getent passwd tlsfront
 check "the user's shell is nologin" bash -c 'getent passwd tlsfront | grep -q ":/usr/sbin/nologin$"'
 check "the placeholder key belongs to tlsfront, mode 600" \
   bash -c '[[ "$(stat -c "%U %a" /etc/tlsfront/selfsigned.key)" == "tlsfront 600" ]]'
