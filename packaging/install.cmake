@@ -84,19 +84,34 @@ install(FILES ${gen}/tlsfront.toml DESTINATION ${TLSFRONT_CONF_DIR})
 install(FILES ${CMAKE_SOURCE_DIR}/conf/prometheus/tlsfront.rules.yml DESTINATION ${CMAKE_INSTALL_DATADIR}/tlsfront/prometheus)
 install(FILES ${CMAKE_SOURCE_DIR}/conf/grafana/tlsfront.json DESTINATION ${CMAKE_INSTALL_DATADIR}/tlsfront/grafana)
 
-# tlsfront(8) from man/tlsfront.8.md (pandoc; scripts/install-deps.sh).
+# The man pages, made by pandoc (scripts/install-deps.sh) with man/man.lua
+# (tables as definition lists, links as their text): tlsfront(8) from
+# man/tlsfront.8.md; tlsfront.toml(5) from man/tlsfront.toml.5.md (NAME,
+# SYNOPSIS) followed by the configuration reference, docs/configuration.md,
+# when the tree has it.
 find_program(PANDOC pandoc)
+set(TLSFRONT_MAN_PAGES "")
 if(PANDOC)
-  add_custom_command(
-    OUTPUT ${CMAKE_BINARY_DIR}/man/tlsfront.8
-    COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_BINARY_DIR}/man
-    COMMAND ${PANDOC} --standalone --from markdown --to man
-            --metadata "footer=tlsfront ${PROJECT_VERSION}" --metadata "date="
-            -o ${CMAKE_BINARY_DIR}/man/tlsfront.8 ${CMAKE_SOURCE_DIR}/man/tlsfront.8.md
-    DEPENDS ${CMAKE_SOURCE_DIR}/man/tlsfront.8.md
-    COMMENT "Generating tlsfront(8) with pandoc")
-  add_custom_target(man ALL DEPENDS ${CMAKE_BINARY_DIR}/man/tlsfront.8)
-  install(FILES ${CMAKE_BINARY_DIR}/man/tlsfront.8 DESTINATION ${CMAKE_INSTALL_MANDIR}/man8)
+  function(tlsfront_man_page page section)
+    set(out ${CMAKE_BINARY_DIR}/man/${page}.${section})
+    add_custom_command(
+      OUTPUT ${out}
+      COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_BINARY_DIR}/man
+      COMMAND ${PANDOC} --standalone --from markdown --to man --lua-filter ${CMAKE_SOURCE_DIR}/man/man.lua
+              --metadata "footer=tlsfront ${PROJECT_VERSION}" -o ${out} ${ARGN}
+      DEPENDS ${ARGN} ${CMAKE_SOURCE_DIR}/man/man.lua
+      COMMENT "Generating ${page}(${section}) with pandoc")
+    install(FILES ${out} DESTINATION ${CMAKE_INSTALL_MANDIR}/man${section})
+    set(TLSFRONT_MAN_PAGES ${TLSFRONT_MAN_PAGES} ${out} PARENT_SCOPE)
+  endfunction()
+  tlsfront_man_page(tlsfront 8 ${CMAKE_SOURCE_DIR}/man/tlsfront.8.md)
+  if(EXISTS ${CMAKE_SOURCE_DIR}/docs/configuration.md)
+    tlsfront_man_page(tlsfront.toml 5 ${CMAKE_SOURCE_DIR}/man/tlsfront.toml.5.md ${CMAKE_SOURCE_DIR}/docs/configuration.md)
+  else()
+    message(STATUS "docs/configuration.md not found: no tlsfront.toml(5)")
+  endif()
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/docs)
+  add_custom_target(man ALL DEPENDS ${TLSFRONT_MAN_PAGES})
 else()
-  message(WARNING "pandoc not found: no man page (scripts/install-deps.sh installs it)")
+  message(WARNING "pandoc not found: no man pages (scripts/install-deps.sh installs it)")
 endif()

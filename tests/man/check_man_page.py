@@ -1,17 +1,18 @@
 #!/usr/bin/env python3
-"""check_man_page.py TLSFRONT MAN_PAGE: tlsfront(8) matches the binary.
+"""check_man_page.py TLSFRONT MAN_PAGE [OTHER_PAGE...]: tlsfront(8) matches the binary.
 
 Every subcommand and every option that `tlsfront --help` and each
 subcommand's --help print is in the man page, and every option the man page
 gives for tlsfront or a subcommand (in SYNOPSIS, OPTIONS and SUBCOMMANDS) is
-one the binary prints; `man --warnings` renders it without a warning.
+one the binary prints; `man --warnings` renders it, and each OTHER_PAGE
+(tlsfront.toml(5)), without a warning.
 """
 import os
 import re
 import subprocess
 import sys
 
-binary, page = sys.argv[1], sys.argv[2]
+binary, page, others = sys.argv[1], sys.argv[2], sys.argv[3:]
 failures = []
 
 # Options as the help and the page write them: -c, --pid-file (not "--json |").
@@ -42,10 +43,10 @@ render = subprocess.run(["man", "--no-hyphenation", "--no-justification", "-l", 
 if render.returncode != 0:
     failures.append(f"man -l {page} failed: {render.stderr}")
 text = render.stdout.replace("\u2010", "-").replace("\u2212", "-")
-warnings = subprocess.run(["man", "--warnings", "-l", page], capture_output=True, text=True, env=env,
-                          timeout=60).stderr
-if warnings.strip():
-    failures.append(f"man --warnings -l {page}:\n{warnings}")
+for p in [page, *others]:
+    w = subprocess.run(["man", "--warnings", "-l", p], capture_output=True, text=True, env=env, timeout=60)
+    if w.returncode != 0 or w.stderr.strip():
+        failures.append(f"man --warnings -l {p} (exit {w.returncode}):\n{w.stderr}")
 
 
 def section(name, following):
@@ -84,4 +85,4 @@ for f in failures:
 if failures:
     sys.exit(1)
 print(f"man page ok: {len(subcommands)} subcommands ({', '.join(subcommands)}), "
-      f"{len(known)} options checked")
+      f"{len(known)} options checked; {len(others)} other page(s) without a warning")

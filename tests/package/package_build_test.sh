@@ -37,6 +37,10 @@ for entry in \
   "-rw-r--r-- root/root ./usr/share/lintian/overrides/tlsfront"; do
   check "the package holds $entry" grep -qxF -- "$entry" <<<"$contents"
 done
+# tlsfront.toml(5) is made from the configuration reference, when the tree has it.
+if [[ -f "$src/docs/configuration.md" ]]; then
+  check "the package holds tlsfront.toml(5)" grep -qxF -- "-rw-r--r-- root/root ./usr/share/man/man5/tlsfront.toml.5.gz" <<<"$contents"
+fi
 # Nothing of the build machine: no /usr/local, no build tree path.
 check "no /usr/local in the package" bash -c '! grep -q "/usr/local" <<<"$1"' _ "$contents"
 
@@ -69,7 +73,9 @@ changed=$(diff "$src/conf/tlsfront.toml" "$conf" | grep -c '^>' || true)
 check "the configuration differs from conf/tlsfront.toml in a few lines ($changed)" test "$changed" -le 16
 man=$(zcat "$root/usr/share/man/man8/tlsfront.8.gz")
 check "the man page is tlsfront(8)" grep -q '^\.TH "TLSFRONT" "8"' <<<"$man"
-check "man --warnings: no warning" test -z "$(man --warnings -l "$root/usr/share/man/man8/tlsfront.8.gz" 2>&1 >/dev/null)"
+for page in "$root"/usr/share/man/man*/*.gz; do
+  check "man --warnings -l $page: no warning" test -z "$(man --warnings -l "$page" 2>&1 >/dev/null)"
+done
 check "the binary runs" "$root/usr/sbin/tlsfront" --version
 
 if ((fail)); then
