@@ -10,6 +10,8 @@
 #     run as systemd would (User=tlsfront with CAP_NET_BIND_SERVICE, setpriv;
 #     this machine's PID 1 is no systemd, so `systemctl start` cannot be
 #     tried), then stops on SIGTERM with status 0;
+#   - logrotate accepts the shipped file; an edit of the configuration
+#     survives a reinstallation, which keeps the placeholder certificate;
 #   - `dpkg --purge` removes every file, the configuration, logs and state
 #     (the system user stays, as Debian's practice is; the test removes it
 #     when it made it, leaving the machine as it found it).
@@ -76,6 +78,7 @@ check "the user's shell is nologin" bash -c 'getent passwd tlsfront | grep -q ":
 check "the placeholder key belongs to tlsfront, mode 600" \
   bash -c '[[ "$(stat -c "%U %a" /etc/tlsfront/selfsigned.key)" == "tlsfront 600" ]]'
 check "the placeholder certificate" openssl x509 -in /etc/tlsfront/selfsigned.pem -noout
+cert_mtime=$(stat -c %Y /etc/tlsfront/selfsigned.pem)
 check "the configuration is a conffile" bash -c 'dpkg-query -W -f="\${Conffiles}" tlsfront | grep -q "/etc/tlsfront/tlsfront.toml "'
 check "man tlsfront" bash -c 'man -w tlsfront | grep -q /usr/share/man/man8/tlsfront.8.gz'
 if command -v systemd-analyze >/dev/null; then
@@ -110,6 +113,7 @@ name=$(openssl x509 -in /etc/tlsfront/selfsigned.pem -noout -subject -nameopt mu
 status=$(curl -sk --max-time 5 -o /dev/null -w '%{http_code}' --resolve "$name:443:127.0.0.1" "https://$name/") || true
 check "a request on :443 gets tlsfront's answer (502: no demo upstream), got $status" test "$status" = 502
 check "the access log has the request" bash -c 'for _ in $(seq 50); do grep -q "\"status\":502" /var/log/tlsfront/access.log 2>/dev/null && exit 0; sleep 0.1; done; exit 1'
+check "logrotate accepts /etc/logrotate.d/tlsfront" bash -c "logrotate -d /etc/logrotate.d/tlsfront >/dev/null 2>&1"
 kill -TERM "$pid"
 code=0
 wait "$pid" || code=$?
@@ -117,6 +121,12 @@ pid=""
 check "SIGTERM: exit status 0 (was $code)" test "$code" = 0
 check "the pid file is removed at exit" test ! -e /run/tlsfront/tlsfront.pid
 rm -rf /run/tlsfront  # systemd removes RuntimeDirectory= at the stop
+
+# An operator's edit of the conffile survives a reinstallation (an upgrade's path).
+echo "# edited by package_install_test" >>/etc/tlsfront/tlsfront.toml
+dpkg_retry -i "$deb" || { echo "FAIL: dpkg -i $deb again" >&2; exit 1; }
+check "the edited configuration is kept" grep -qx '# edited by package_install_test' /etc/tlsfront/tlsfront.toml
+check "the placeholder certificate is not regenerated" test "$(stat -c %Y /etc/tlsfront/selfsigned.pem)" = "$cert_mtime"
 
 dpkg_retry --purge tlsfront || { echo "FAIL: dpkg --purge tlsfront" >&2; exit 1; }
 check "dpkg forgot the package" bash -c '! dpkg-query -W tlsfront >/dev/null 2>&1'
