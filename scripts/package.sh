@@ -9,9 +9,9 @@
 #   run under fakeroot in a scratch copy: debhelper installs the tree
 #   (`cmake --install`), strips, compresses, computes the dependencies and
 #   writes the maintainer scripts. Prints the .deb's path last.
-#   LINTIAN=0 skips lintian; any tag it reports (info and pedantic too)
-#   fails the script unless overridden in
-#   packaging/debian/tlsfront.lintian-overrides (each with its reason).
+#   LINTIAN=0 skips lintian; an error or warning tag fails the script
+#   unless overridden in packaging/debian/tlsfront.lintian-overrides (each
+#   with its reason); info and pedantic tags are printed.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 src=$PWD
@@ -61,8 +61,11 @@ rm -f "$deb"
 
 if [[ "${LINTIAN:-1}" != 0 ]]; then
   command -v lintian >/dev/null || { echo "package.sh: lintian not found (scripts/install-deps.sh)" >&2; exit 1; }
-  # Every tag fails, down to info and pedantic, unless overridden (with its
-  # reason) in packaging/debian/tlsfront.lintian-overrides.
-  lintian --fail-on error,warning,info,pedantic --info --display-info --pedantic "$deb" >&2
+  # Errors and warnings fail unless overridden (with the reason) in
+  # packaging/debian/tlsfront.lintian-overrides; info and pedantic tags are
+  # shown, and today none is left without an override, but they do not fail
+  # the build: they are often false positives (a spelling "error" in the
+  # bytes of the binary), and so would a now unused override be.
+  lintian --fail-on error,warning --info --display-info --pedantic "$deb" >&2
 fi
 echo "$deb"
