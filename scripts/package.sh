@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # package.sh [BUILD_DIR] [OUT_DIR]: the Debian package of tlsfront, from the
-# CMake build tree BUILD_DIR (default build/, as scripts/test.sh makes it),
-# into OUT_DIR (default BUILD_DIR/deb), then lintian on it.
+# CMake build tree BUILD_DIR (default build/, as scripts/test.sh makes it;
+# configured here when missing), into OUT_DIR (default BUILD_DIR/deb), then
+# lintian on it. Needs the packages of scripts/install-deps.sh.
 #
 #   The tree is configured for --prefix /usr when it is not already (no
 #   recompilation: the prefix is in no compile flag), the binary and the man
@@ -21,7 +22,13 @@ out=$(realpath -m "${2:-$build/deb}")
 for tool in dh fakeroot dpkg-deb pandoc; do
   command -v "$tool" >/dev/null || { echo "package.sh: $tool not found (scripts/install-deps.sh)" >&2; exit 1; }
 done
-[[ -f "$build/CMakeCache.txt" ]] || { echo "package.sh: $build is no CMake build tree (run scripts/test.sh first)" >&2; exit 1; }
+if [[ ! -f "$build/CMakeCache.txt" ]]; then
+  # No tree yet (a user who wants the package, not the tests): a Release
+  # tree for /usr; only the binary and the man pages are built below.
+  # shellcheck source=scripts/ccache-env.sh
+  source "$src/scripts/ccache-env.sh"
+  cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr "${ccache_args[@]}" >/dev/null
+fi
 
 prefix=$(sed -n 's/^CMAKE_INSTALL_PREFIX:PATH=//p' "$build/CMakeCache.txt")
 if [[ "$prefix" != /usr ]]; then
