@@ -23,6 +23,9 @@ packages=(
   libc-ares-dev  # [[upstream]] servers by DNS name: the asynchronous resolver (control/upstream_resolver.h)
   dnsmasq-base  # a real DNS server on loopback for the resolver tests (answers changed mid-test)
   jq  # scripts/run.sh's suggested `tail -f build/logs/access.log | jq .`
+  pandoc man-db  # tlsfront(8) from man/tlsfront.8.md; `man --warnings` checks it
+  debhelper fakeroot lintian dpkg-dev  # scripts/package.sh: the .deb and its check
+  adduser openssl  # the package's postinst (its user, its placeholder certificate), installed by tests/package
 )
 
 missing=()

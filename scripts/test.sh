@@ -8,7 +8,8 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 dir=build
-cmake_args=(-DCMAKE_BUILD_TYPE=Release)
+# --prefix /usr: the tree scripts/package.sh makes the Debian package from.
+cmake_args=(-DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr)
 ctest_args=()
 for arg in "$@"; do
   case "$arg" in
