@@ -207,6 +207,9 @@ struct Tls {
 // no Upgrade, no ALPN), or HTTP/2 over TLS (ALPN "h2", RFC 9113 §3.2; TLS
 // is implied).
 enum class UpstreamProtocol : uint8_t { Http1, H2c, H2 };
+// [[upstream]] balance: least outstanding requests by power-of-two-choices
+// (Envoy's LEAST_REQUEST), round robin (nginx's default), uniform random.
+enum class Balance : uint8_t { LeastRequest, RoundRobin, Random };
 constexpr const char* protocol_name(UpstreamProtocol p) {
   return p == UpstreamProtocol::H2c ? "h2c" : p == UpstreamProtocol::H2 ? "h2" : "http/1.1";
 }
@@ -253,7 +256,24 @@ struct Upstream {
   Millis connect_timeout{5'000};
   Millis read_timeout{60'000};       // between two reads of the response
   Millis send_timeout{60'000};       // between two writes of the request
-  Millis fail_timeout{10'000};       // a server that refused a connection is skipped this long
+  // Passive health (data/upstream/server_health.h): max_fails consecutive
+  // failures (connect, TLS, reset, timeout, invalid response) eject a
+  // server for fail_timeout × its consecutive ejections (at most 5 min, or
+  // fail_timeout when longer); 0: never ejected. At most
+  // max_ejected_percent of the group's servers are out at once; when every
+  // server is out, requests still go to them ("panic").
+  Millis fail_timeout{10'000};
+  int64_t max_fails = 1;
+  int64_t max_ejected_percent = 50;
+  // How a server is chosen (data/upstream/balancer.h).
+  Balance balance = Balance::LeastRequest;
+  // Further attempts of one request after a failure (another server, or a
+  // fresh connection), before the client gets it: a request that nothing
+  // reached goes on whatever its method; one that timed out or was reset
+  // before any of the response only when idempotent (RFC 9110 §9.2.2), or
+  // with retry_non_idempotent (nginx's proxy_next_upstream non_idempotent).
+  int64_t max_retries = 2;
+  bool retry_non_idempotent = false;
   // h2c and h2 only (RFC 9113 §6.7): a connection that carries no stream sends a
   // PING after h2_ping_interval idle (0 = never), and is closed when no PING
   // ACK came back within h2_ping_timeout.

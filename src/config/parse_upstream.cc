@@ -59,6 +59,24 @@ Status parse_protocol(const TableReader& t, UpstreamProtocol& out) {
   return {};
 }
 
+// balance = "least_request" (default) | "round_robin" | "random".
+Status parse_balance(const TableReader& t, Balance& out) {
+  if (t.find("balance") == nullptr) return {};
+  std::string text;
+  if (Status s = t.get_string("balance", text); !s.ok()) return s;
+  if (text == "least_request") {
+    out = Balance::LeastRequest;
+  } else if (text == "round_robin") {
+    out = Balance::RoundRobin;
+  } else if (text == "random") {
+    out = Balance::Random;
+  } else {
+    return t.error_at("balance", "unknown balance " + quote(text) +
+                                     " (expected \"least_request\", \"round_robin\" or \"random\")");
+  }
+  return {};
+}
+
 // h2_ping_interval / h2_ping_timeout: HTTP/2 PING liveness (RFC 9113 §6.7)
 // of idle HTTP/2 connections (Envoy's connection_keepalive interval/timeout).
 Status parse_ping(const TableReader& t, Upstream& u) {
@@ -78,7 +96,8 @@ Status parse_ping(const TableReader& t, Upstream& u) {
 Status parse_one(const TableReader& t, Upstream& u) {
   if (Status s = t.check_keys({"name", "servers", "keepalive", "keepalive_timeout", "keepalive_requests",
                                "connect_timeout", "read_timeout", "send_timeout", "fail_timeout", "protocol",
-                               "h2_ping_interval", "h2_ping_timeout", "tls", "resolve_at_start"});
+                               "h2_ping_interval", "h2_ping_timeout", "tls", "resolve_at_start", "max_fails",
+                               "max_ejected_percent", "balance", "max_retries", "retry_non_idempotent"});
       !s.ok()) {
     return s;
   }
@@ -107,6 +126,11 @@ Status parse_one(const TableReader& t, Upstream& u) {
   if (Status s = t.get_duration("send_timeout", kPositive, u.send_timeout); !s.ok()) return s;
   // 0 is allowed: a failed server is never skipped.
   if (Status s = t.get_duration("fail_timeout", Millis{0}, u.fail_timeout); !s.ok()) return s;
+  if (Status s = t.get_integer("max_fails", 0, 1'000'000, u.max_fails); !s.ok()) return s;
+  if (Status s = t.get_integer("max_ejected_percent", 0, 100, u.max_ejected_percent); !s.ok()) return s;
+  if (Status s = t.get_integer("max_retries", 0, 16, u.max_retries); !s.ok()) return s;
+  if (Status s = t.get_bool("retry_non_idempotent", u.retry_non_idempotent); !s.ok()) return s;
+  if (Status s = parse_balance(t, u.balance); !s.ok()) return s;
   if (Status s = parse_ping(t, u); !s.ok()) return s;
   if (is_http2(u.protocol) && u.keepalive == 0) {
     // An HTTP/2 connection carries many streams at once and stays open between

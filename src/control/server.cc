@@ -417,7 +417,7 @@ void Server::start_workers(ControlLoop& ctl, std::vector<std::vector<data::Liste
     counters_.push_back(std::make_unique<metrics::WorkerCounters>());
     workers_.push_back(
         std::make_unique<data::Worker>(w, &current_, &next_connection_id_, log_writer_.get(), counters_.back().get(),
-                                       &directory_));
+                                       &directory_, &health_));
   }
   if (c.admin.enabled) {
     auto admin = AdminServer::start(

@@ -95,6 +95,7 @@ class Server {
   // What [[upstream]] names resolve to (read by the workers) and the
   // resolver that writes it, on the control loop; null without names.
   upstream::ServerDirectory directory_;
+  upstream::HealthBoard health_;  // every worker's view of each upstream server's health
   std::unique_ptr<UpstreamResolver> resolver_;
   OcspManager ocsp_{&clock_};
   uv_loop_t* control_loop_ = nullptr;  // while run() runs the control loop

@@ -24,13 +24,14 @@ WorkerGeneration::~WorkerGeneration() {
 
 Worker::Worker(int index, const GenerationSlot* current, std::atomic<uint64_t>* next_connection_id,
                log::LogWriter* log_writer, metrics::WorkerCounters* counters,
-               const upstream::ServerDirectory* directory)
+               const upstream::ServerDirectory* directory, upstream::HealthBoard* health)
     : index_(index),
       current_(current),
       next_connection_id_(next_connection_id),
       log_writer_(log_writer),
       counters_(counters),
       directory_(directory),
+      health_(health),
       compression_budget_(counters) {
   uv_loop_init(&loop_);
   loop_ctx_ = std::make_unique<LoopContext>(&loop_);
@@ -134,7 +135,7 @@ std::shared_ptr<const WorkerGeneration> Worker::current_generation() {
     if (group) {
       group->set_tls(tls);  // the files were read again: new connections use what they say now
     } else {
-      group = std::make_shared<upstream::UpstreamGroup>(&loop_, u, counters_, tls, directory_);
+      group = std::make_shared<upstream::UpstreamGroup>(&loop_, u, counters_, tls, directory_, health_);
     }
     next->upstreams.push_back(std::move(group));
   }

@@ -90,10 +90,11 @@ class Worker {
   // `current`, `next_connection_id` and `log_writer` (null = no access log)
   // are borrowed from the Server and outlive the worker.
   // `counters` too (this worker's; the admin endpoint reads them).
-  // `directory` (may be null) too: what the [[upstream]] names resolve to.
+  // `directory` and `health` (may be null) too: what the [[upstream]]
+  // names resolve to, and what every worker knows of each server's health.
   Worker(int index, const GenerationSlot* current, std::atomic<uint64_t>* next_connection_id,
          log::LogWriter* log_writer, metrics::WorkerCounters* counters,
-         const upstream::ServerDirectory* directory = nullptr);
+         const upstream::ServerDirectory* directory = nullptr, upstream::HealthBoard* health = nullptr);
   ~Worker();
 
   // Starts the thread, which adopts `sockets`. Control thread only.
@@ -142,6 +143,7 @@ class Worker {
   log::LogWriter* log_writer_;
   metrics::WorkerCounters* counters_;
   const upstream::ServerDirectory* directory_;
+  upstream::HealthBoard* health_;
   // Before every connection and the deferred deletes: their claims go first.
   http::CompressionBudget compression_budget_;
   std::thread thread_;

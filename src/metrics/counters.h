@@ -84,6 +84,8 @@ struct UpstreamServerCounters {
   Counter tls_handshakes;       // TLS handshakes completed with the server ([upstream.tls])
   Counter tls_resumed;          // of those, the ones that resumed a session
   Counter floods;               // connections closed because the server flooded (TLS post-handshake, HTTP/2 control)
+  Counter ejections;            // times this worker's balancer ejected the server (max_fails)
+  Counter panics;               // attempts sent to it while it was ejected: every server of the group was
 };
 
 enum class HandshakeKind { Full, ResumedCache, ResumedTicket };

@@ -252,7 +252,7 @@ std::string render_prometheus(const ProcessMetrics& m) {
   struct Row {
     std::string upstream, server;
     uint64_t created = 0, reused = 0, failures = 0, retries = 0, idle = 0, ping_timeouts = 0, tls_handshakes = 0,
-             tls_resumed = 0, floods = 0;
+             tls_resumed = 0, floods = 0, ejections = 0, panics = 0;
   };
   std::map<std::pair<std::string, std::string>, Row> rows;
   for (const WorkerCounters* w : m.workers) {
@@ -267,6 +267,8 @@ std::string render_prometheus(const ProcessMetrics& m) {
       r.tls_handshakes += c.tls_handshakes.get();
       r.tls_resumed += c.tls_resumed.get();
       r.floods += c.floods.get();
+      r.ejections += c.ejections.get();
+      r.panics += c.panics.get();
     });
   }
   auto upstream_metric = [&](std::string_view name, std::string_view type, std::string_view help, auto field) {
@@ -283,7 +285,17 @@ std::string render_prometheus(const ProcessMetrics& m) {
   upstream_metric("tlsfront_upstream_idle_connections", "gauge",
                   "Idle keepalive upstream connections (HTTP/2: connections carrying no stream).", &Row::idle);
   upstream_metric("tlsfront_upstream_failures_total", "counter",
-                  "Upstream connection failures (the server is skipped for fail_timeout).", &Row::failures);
+                  "Failed attempts counted against the server (connect, TLS, reset, timeout, invalid response; "
+                  "max_fails consecutive ones eject it).",
+                  &Row::failures);
+  upstream_metric("tlsfront_upstream_ejections_total", "counter",
+                  "Times the server was ejected after max_fails consecutive failures (for fail_timeout, longer when "
+                  "repeated).",
+                  &Row::ejections);
+  upstream_metric("tlsfront_upstream_panic_requests_total", "counter",
+                  "Attempts sent to the server while it was ejected, because every server of its group left to try "
+                  "was (panic).",
+                  &Row::panics);
   upstream_metric("tlsfront_upstream_retries_total", "counter",
                   "Exchanges retried on another attempt after an error on this server.", &Row::retries);
   upstream_metric("tlsfront_upstream_h2_ping_timeouts_total", "counter",

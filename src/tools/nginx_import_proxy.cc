@@ -82,6 +82,8 @@ void ProxyImporter::upstream(const Directive& d) {
   UpstreamBlock u{d.args[0], &d, {}, {}, false};
   std::vector<std::string> fail_timeouts;
   const Directive* first_fail_timeout = nullptr;
+  std::vector<std::string> max_fails_each;
+  const Directive* first_max_fails = nullptr;
   bool keepalive = false;
   for (const Directive& c : d.children) {
     if (c.name == "server" && !c.args.empty()) {
@@ -96,6 +98,7 @@ void ProxyImporter::upstream(const Directive& d) {
       }
       bool skip = false;
       std::string fail_timeout;
+      std::string max_fails;
       for (size_t i = 1; i < c.args.size(); ++i) {
         const std::string& p = c.args[i];
         if (p.starts_with("fail_timeout=")) {
@@ -108,7 +111,12 @@ void ProxyImporter::upstream(const Directive& d) {
         } else if (p.starts_with("weight=")) {
           l_.note(c, "parameter " + p + " not carried over: plain round-robin, no weights");
         } else if (p.starts_with("max_fails=")) {
-          l_.note(c, "parameter " + p + " not carried over: a server that refuses a connection is skipped for fail_timeout");
+          const std::string n = p.substr(10);
+          if (!n.empty() && n.size() < 7 && n.find_first_not_of("0123456789") == std::string::npos) {
+            max_fails = std::to_string(std::stoul(n));
+          } else {
+            l_.note(c, "parameter " + p + " not carried over: max_fails is 0..1000000");
+          }
         } else if (p == "backup") {
           l_.note(c, "not carried over: no backup servers");
           skip = true;
@@ -123,6 +131,10 @@ void ProxyImporter::upstream(const Directive& d) {
       if (!fail_timeout.empty()) {
         fail_timeouts.push_back(fail_timeout);
         if (first_fail_timeout == nullptr) first_fail_timeout = &c;
+      }
+      if (!max_fails.empty()) {
+        max_fails_each.push_back(max_fails);
+        if (first_max_fails == nullptr) first_max_fails = &c;
       }
       l_.carry(c);
       u.servers.push_back(*addr);
@@ -145,8 +157,18 @@ void ProxyImporter::upstream(const Directive& d) {
       if (put(u.keys, {"keepalive_timeout", toml_string(config::format_duration(*t)), origin(c)}, c, l_)) l_.carry(c);
     } else if (c.name == "zone") {
       l_.note(c, "not needed: pools are per worker, nothing is shared");
-    } else if (c.name == "least_conn" || c.name == "ip_hash" || c.name == "hash" || c.name == "random") {
-      l_.note(c, "no equivalent: round-robin only");
+    } else if (c.name == "least_conn" || (c.name == "random" && !c.args.empty() && c.args[0] == "two" &&
+                                          (c.args.size() == 1 || c.args[1] == "least_conn"))) {
+      // nginx's least_conn takes the global least; tlsfront the lesser of
+      // two drawn at random, which avoids the herd on the least loaded.
+      if (put(u.keys, {"balance", toml_string("least_request"), origin(c)}, c, l_)) {
+        l_.note(c, "carried over as balance = \"least_request\": the fewer outstanding requests of two servers "
+                   "drawn at random (per worker)");
+      }
+    } else if (c.name == "random" && c.args.empty()) {
+      if (put(u.keys, {"balance", toml_string("random"), origin(c)}, c, l_)) l_.carry(c);
+    } else if (c.name == "ip_hash" || c.name == "hash" || c.name == "random") {
+      l_.note(c, "no equivalent yet: no hash balancing (tlsfront balances by least_request)");
     } else if (c.name == "keepalive_time") {
       l_.note(c, "no equivalent: connections are closed by idle time and request count only");
     }
@@ -161,6 +183,15 @@ void ProxyImporter::upstream(const Directive& d) {
     }
   }
   if (!keepalive) u.keys.insert(u.keys.begin(), {"keepalive", "0", "nginx keeps no idle connections without `keepalive`"});
+  if (!max_fails_each.empty()) {
+    bool all_same = std::all_of(max_fails_each.begin(), max_fails_each.end(),
+                                [&](const auto& n) { return n == max_fails_each[0]; });
+    if (all_same && max_fails_each.size() == u.servers.size()) {
+      u.keys.push_back({"max_fails", max_fails_each[0], origin(*first_max_fails)});
+    } else {
+      l_.note(d, "max_fails not carried over: it differs between servers; tlsfront has one per upstream");
+    }
+  }
   if (!fail_timeouts.empty()) {
     bool all_same = std::all_of(fail_timeouts.begin(), fail_timeouts.end(), [&](const auto& t) { return t == fail_timeouts[0]; });
     if (all_same && fail_timeouts.size() == u.servers.size()) {

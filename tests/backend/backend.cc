@@ -17,6 +17,7 @@
 //                non-empty). NNNNNN is one sequence across all connections,
 //                and the file exists before the response is sent.
 // --idle-timeout-ms  close a keep-alive connection idle this long (default: never).
+// --delay-ms     wait this long before every response (a slow server).
 //
 // Every response has X-Backend-Conn (1-based connection number), X-Backend-Req
 // (n-th request on that connection) and Content-Type: text/plain (the /json
@@ -60,6 +61,7 @@ struct Options {
   std::string port_file;
   std::string record_dir;
   int idle_timeout_ms = 0;
+  int delay_ms = 0;  // every response waits this long (a slow server)
 };
 
 // Shared by all connection threads; lives in main() until the process exits.
@@ -389,6 +391,7 @@ void serve(Backend& b, int fd, std::uint64_t conn) {
     record(b, "req", reader.raw());
     ++req_no;
     Responder r(fd, conn, req_no, req);
+    if (b.options.delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(b.options.delay_ms));
     switch (route(req, r)) {
       case After::KeepAlive: continue;
       case After::Close: return graceful_close(fd);
@@ -401,7 +404,7 @@ void serve(Backend& b, int fd, std::uint64_t conn) {
 [[noreturn]] void usage(int code) {
   std::fprintf(code == 0 ? stdout : stderr,
                "usage: tlsfront_test_backend --listen HOST:PORT [--port-file FILE] [--record DIR]\n"
-               "                             [--idle-timeout-ms N]\n");
+               "                             [--idle-timeout-ms N] [--delay-ms N]\n");
   std::exit(code);
 }
 
@@ -417,7 +420,8 @@ Options parse_args(int argc, char** argv) {
       has_value = true;
     }
     if (arg == "-h" || arg == "--help") usage(0);
-    if (arg != "--listen" && arg != "--port-file" && arg != "--record" && arg != "--idle-timeout-ms") {
+    if (arg != "--listen" && arg != "--port-file" && arg != "--record" && arg != "--idle-timeout-ms" &&
+        arg != "--delay-ms") {
       std::fprintf(stderr, "tlsfront_test_backend: unknown argument %s\n", argv[i]);
       usage(2);
     }
@@ -438,6 +442,14 @@ Options parse_args(int argc, char** argv) {
         usage(2);
       }
       o.idle_timeout_ms = static_cast<int>(ms);
+    }
+    if (arg == "--delay-ms") {
+      std::uint64_t ms = 0;
+      if (!parse_number(value, ms) || ms > 60'000) {
+        std::fprintf(stderr, "tlsfront_test_backend: bad --delay-ms %s\n", value.c_str());
+        usage(2);
+      }
+      o.delay_ms = static_cast<int>(ms);
     }
   }
   return o;

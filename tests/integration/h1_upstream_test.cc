@@ -83,9 +83,11 @@ TEST_F(H1H1, RefusedServerThenWorkingOneLogsBoth) {
   ProxyOptions o;
   const std::string down = "127.0.0.1:" + std::to_string(free_port());
   o.upstream_servers = {down, backend_.address()};
+  o.upstream_extra = "balance = \"round_robin\"\n";
   ASSERT_TRUE(start_proxy(o));
-  // Each worker's round robin starts somewhere: of two requests, one at
-  // least starts at the down server (it is then skipped for fail_timeout).
+  // Each worker's round robin starts at the first server: of two requests,
+  // one at least starts at the down server (it is then ejected for
+  // fail_timeout, for every worker).
   for (int i = 0; i < 2; ++i) {
     HttpResponse r = http_get(port(), "/rr");
     ASSERT_EQ(r.curl_code, CURLE_OK) << r.error;

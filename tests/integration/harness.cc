@@ -71,9 +71,11 @@ Backend::Backend(const TempDir& dir, std::string host, int port, std::string tag
 
 bool Backend::start() {
   std::string port_file = dir_.file("backend" + tag_ + ".port");
-  if (!process_.start({TLSFRONT_BACKEND_BINARY, "--listen", host_ + ":" + std::to_string(port_), "--port-file",
-                       port_file, "--record", record_dir_},
-                      dir_.file("backend" + tag_ + ".out"), dir_.file("backend" + tag_ + ".err"))) {
+  std::vector<std::string> argv{TLSFRONT_BACKEND_BINARY, "--listen", host_ + ":" + std::to_string(port_),
+                                "--port-file", port_file, "--record", record_dir_};
+  argv.insert(argv.end(), args_.begin(), args_.end());
+  std::remove(port_file.c_str());  // a restart waits for the new one
+  if (!process_.start(argv, dir_.file("backend" + tag_ + ".out"), dir_.file("backend" + tag_ + ".err"))) {
     return false;
   }
   bool ok = wait_until([&] {

@@ -52,6 +52,9 @@ class Backend {
   explicit Backend(const TempDir& dir, std::string host = "127.0.0.1", int port = 0, std::string tag = "");
   bool start();  // waits for the port file
   void stop() { process_.stop(); }
+  // Extra arguments for the next start() ("--delay-ms", "200").
+  void set_args(std::vector<std::string> args) { args_ = std::move(args); }
+  Process& process() { return process_; }
   int port() const { return port_; }
   std::string address() const { return host_ + ":" + std::to_string(port_); }
   const std::string& record_dir() const { return record_dir_; }
@@ -66,6 +69,7 @@ class Backend {
   const TempDir& dir_;
   std::string host_;
   std::string tag_;
+  std::vector<std::string> args_;
   std::string record_dir_;
   Process process_;
   int port_ = 0;

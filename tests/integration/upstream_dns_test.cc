@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "harness.h"
+#include "load.h"
 
 namespace tlsfront::itest {
 namespace {
@@ -110,36 +111,6 @@ class UpstreamDns : public ::testing::Test {
   Backend a_;
   std::unique_ptr<Backend> b_;
   Proxy proxy_;
-};
-
-// Requests on `threads` keepalive connections until `stop`: the ones that
-// did not get a 200 are counted.
-struct Load {
-  std::atomic<bool> stop{false};
-  std::atomic<int> ok{0};
-  std::atomic<int> failed{0};
-  std::vector<std::thread> threads;
-  Load(int port, int n) {
-    for (int t = 0; t < n; ++t) {
-      threads.emplace_back([this, port] {
-        CurlClient client(port);
-        // Bounded: a few thousand requests at the most, whatever happens.
-        for (int i = 0; i < 20'000 && !stop.load(); ++i) {
-          HttpRequest req;
-          req.path = "/load";
-          HttpResponse r = client.perform(req);
-          (r.curl_code == 0 && r.status == 200 ? ok : failed).fetch_add(1);
-        }
-      });
-    }
-  }
-  ~Load() { finish(); }
-  void finish() {
-    stop = true;
-    for (auto& t : threads) {
-      if (t.joinable()) t.join();
-    }
-  }
 };
 
 TEST_F(UpstreamDns, TrafficFollowsAChangedAnswerWithoutAFailedRequest) {

@@ -149,7 +149,7 @@ TEST_F(UpstreamTls, HandshakeFailureMovesToTheNextServer) {
   const std::string bad_addr = "127.0.0.1:" + std::to_string(bad.port());
   const std::string good_addr = "127.0.0.1:" + std::to_string(nginx_.port());
   o.upstream_servers = {bad_addr, good_addr};
-  o.upstream_extra = "tls = { " + ca_ + " }\n";
+  o.upstream_extra = "tls = { " + ca_ + " }\nbalance = \"round_robin\"\n";
   ASSERT_TRUE(start_proxy(o));
   HttpResponse r = get("/info");
   ASSERT_EQ(r.curl_code, CURLE_OK) << r.error;

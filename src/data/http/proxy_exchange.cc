@@ -64,7 +64,20 @@ ProxyExchange::ProxyExchange(uv_loop_t* loop, ExchangeSink* sink, upstream::Upst
   stats_.protocol = config::protocol_name(group->config().protocol);
 }
 
-ProxyExchange::~ProxyExchange() { drop_connection(); }
+ProxyExchange::~ProxyExchange() {
+  drop_connection();
+  count_load(false);
+}
+
+void ProxyExchange::count_load(bool on) {
+  if (on == counted_ || !pool_) return;
+  counted_ = on;
+  if (on) {
+    pool_->begin_request();
+  } else {
+    pool_->end_request();
+  }
+}
 
 void ProxyExchange::retire(std::unique_ptr<ProxyExchange>& exchange, RequestRecord* record) {
   if (!exchange) return;
@@ -140,7 +153,11 @@ void ProxyExchange::begin() {
 }
 
 void ProxyExchange::attempt(upstream::UpstreamPool* pool, bool allow_reuse) {
-  if (pool_.get() != pool) pool_ = pool->shared_from_this();
+  if (pool_.get() != pool) {
+    count_load(false);
+    pool_ = pool->shared_from_this();
+  }
+  count_load(true);
   transition(phase_, Phase::Connecting);
   if (!stats_.addr.empty()) stats_.addr += ", ";
   stats_.addr += pool->address();
@@ -244,6 +261,7 @@ void ProxyExchange::cancel() {
   if (phase_ != Phase::Done) transition(phase_, Phase::Done);
   drop_encoder();  // the codec state goes now, not with the deferred delete
   drop_connection();
+  count_load(false);
 }
 
 void ProxyExchange::drop_encoder() {
@@ -293,6 +311,7 @@ void ProxyExchange::on_upstream_head(ResponseHead&& head, bool informational) {
     // the real answer, never this 425.
     stats_.too_early_retried = true;
     drop_connection();
+    count_load(false);
     head_.unmark_early_data();
     if (sink_->connection_info().early_data) {
       transition(phase_, Phase::Held);
@@ -424,6 +443,7 @@ void ProxyExchange::on_upstream_complete() {
   transition(phase_, Phase::Done);
   stats_.response_ms = ms_since(attempt_start_);
   group_->balancer().on_success(pool_.get(), *stats_.response_ms);
+  count_load(false);
   // An HTTP/1.1 connection goes back to its pool when it can carry another
   // request; an HTTP/2 one carries on with its other streams.
   upstream::UpstreamChannel::finish(channel_, request_complete_);

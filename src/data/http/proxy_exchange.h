@@ -167,6 +167,9 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   // Picks a server and attempts it (start() once nothing holds it).
   void begin();
   void attempt(upstream::UpstreamPool* pool, bool allow_reuse);
+  // Counts this exchange in (or out of) pool_'s outstanding requests, the
+  // least_request balancer's load: in while an attempt runs there.
+  void count_load(bool on);
   // The gRPC status answer (see the class comment); `reason` the grpc-message.
   void fail_grpc(std::string_view reason);
   void pause_upstream();
@@ -234,6 +237,8 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   bool request_complete_ = false;  // the client's request has ended (all of it was sent up)
   int fresh_retries_ = 0;        // RetryKind::FreshConnection retries so far
   int unprocessed_retries_ = 0;  // RetryKind::SameServer retries so far
+  int retries_ = 0;              // NextServer and FreshConnection retries so far (max_retries)
+  bool counted_ = false;         // counted in pool_'s outstanding requests
   int informational_ = 0;
   std::chrono::steady_clock::time_point attempt_start_;
   UpstreamStats stats_;

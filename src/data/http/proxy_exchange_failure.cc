@@ -17,6 +17,7 @@ void ProxyExchange::on_upstream_error(upstream::UpstreamFailure failure, Error e
   upstream::FailedAttempt failed;
   failed.failure = failure;
   failed.upstream_error = error.code == Errc::Upstream;
+  failed.timeout = error.code == Errc::Timeout;
   failed.nothing_sent = phase_ == Phase::Connecting;
   failed.reused = reused();
   failed.response_started = channel_ && channel_->response_started();
@@ -25,6 +26,9 @@ void ProxyExchange::on_upstream_error(upstream::UpstreamFailure failure, Error e
   failed.replayable = replay_state_ != Replay::Lost;
   failed.fresh_retries = fresh_retries_;
   failed.unprocessed_retries = unprocessed_retries_;
+  failed.retries = retries_;
+  failed.max_retries = static_cast<int>(group_->config().max_retries);
+  failed.retry_non_idempotent = group_->config().retry_non_idempotent;
   drop_connection();
   const ConnectionInfo& info = sink_->connection_info();
   log::warn("conn={} client={}:{} upstream={}: {}", info.id, info.remote_addr, info.remote_port,
@@ -40,10 +44,12 @@ void ProxyExchange::on_upstream_error(upstream::UpstreamFailure failure, Error e
       attempt(retry.server, true);
       return;
     case upstream::RetryKind::NextServer:
+      ++retries_;
       tried_.push_back(retry.server);
       attempt(retry.server, true);
       return;
     case upstream::RetryKind::FreshConnection:
+      ++retries_;
       ++fresh_retries_;
       attempt(retry.server, false);
       return;
@@ -65,6 +71,7 @@ void ProxyExchange::fail(int status, std::string_view reason) {
   }
   transition(phase_, Phase::Done);
   drop_connection();
+  count_load(false);
   sink_->fail_response(status, reason);
 }
 
@@ -73,6 +80,7 @@ void ProxyExchange::fail_grpc(std::string_view reason) {
   transition(phase_, Phase::Done);
   drop_encoder();
   drop_connection();
+  count_load(false);
   stats_.grpc_status = kGrpcUnavailable;
   std::vector<Header> status = grpc_status_fields(kGrpcUnavailable, reason);
   if (head_sent) {

@@ -1,9 +1,62 @@
 #include "data/upstream/balancer.h"
 
+#include <algorithm>
+
+#include "data/upstream/least_request_balancer.h"
 #include "data/upstream/round_robin_balancer.h"
 #include "data/upstream/upstream_pool.h"
+#include "log/log.h"
 
 namespace tlsfront::upstream {
+namespace {
+// The longest ejection, unless fail_timeout itself is longer (Envoy's
+// max_ejection_time default).
+constexpr std::chrono::milliseconds kMaxEjection{300'000};
+}  // namespace
+
+Balancer::Balancer(const config::Upstream& cfg) : cfg_(cfg) {}
+
+bool Balancer::eligible(const UpstreamPool* p, const std::vector<UpstreamPool*>& tried, Clock::time_point now,
+                        bool panic) {
+  if (std::find(tried.begin(), tried.end(), p) != tried.end()) return false;
+  return panic || !p->health().ejected(now);
+}
+
+UpstreamPool* Balancer::pick(const std::vector<UpstreamPool*>& tried) {
+  const auto now = Clock::now();
+  if (UpstreamPool* p = choose(tried, now, false)) return p;
+  UpstreamPool* p = choose(tried, now, true);
+  if (p == nullptr) return nullptr;
+  p->count_panic();
+  if (uint64_t n = panic_log_.count(now)) {
+    log::warn("upstream {}: every server left to try is ejected; trying {} anyway (panic; {} such request(s))",
+              cfg_.name, p->address(), n);
+  }
+  return p;
+}
+
+void Balancer::on_success(UpstreamPool* server, double) { server->health().record_success(Clock::now()); }
+
+bool Balancer::may_eject(const UpstreamPool* server, Clock::time_point now) const {
+  const size_t out = std::count_if(servers_.begin(), servers_.end(), [&](const UpstreamPool* p) {
+    return p != server && p->health().ejected(now);
+  });
+  return (out + 1) * 100 <= servers_.size() * static_cast<size_t>(cfg_.max_ejected_percent);
+}
+
+void Balancer::on_failure(UpstreamPool* server, const FailedAttempt& attempt) {
+  if (!counts_against_server(attempt)) return;
+  server->count_failure();
+  const uint32_t failures = server->health().record_failure();
+  if (cfg_.max_fails == 0 || failures < static_cast<uint64_t>(cfg_.max_fails)) return;
+  const auto now = Clock::now();
+  if (server->health().ejected(now)) return;  // another worker did
+  if (!may_eject(server, now)) return;
+  const auto time = server->health().eject(now, cfg_.fail_timeout, std::max(kMaxEjection, cfg_.fail_timeout));
+  server->count_ejection();
+  log::warn("upstream {}: server {} ejected for {} ms after {} consecutive failure(s), the last {}", cfg_.name,
+            server->address(), time.count(), failures, to_string(attempt.failure));
+}
 
 Balancer::Retry Balancer::after_failure(UpstreamPool* server, const FailedAttempt& attempt,
                                         const std::vector<UpstreamPool*>& tried) {
@@ -20,7 +73,14 @@ Balancer::Retry Balancer::after_failure(UpstreamPool* server, const FailedAttemp
 }
 
 std::unique_ptr<Balancer> make_balancer(const config::Upstream& cfg, std::vector<UpstreamPool*> servers) {
-  return std::make_unique<RoundRobinBalancer>(std::move(servers), cfg.fail_timeout);
+  std::unique_ptr<Balancer> b;
+  switch (cfg.balance) {
+    case config::Balance::LeastRequest: b = std::make_unique<LeastRequestBalancer>(cfg); break;
+    case config::Balance::RoundRobin: b = std::make_unique<RoundRobinBalancer>(cfg); break;
+    case config::Balance::Random: b = std::make_unique<LeastRequestBalancer>(cfg, /*random=*/true); break;
+  }
+  b->set_servers(std::move(servers));
+  return b;
 }
 
 }  // namespace tlsfront::upstream

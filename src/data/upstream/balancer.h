@@ -1,18 +1,27 @@
 // Balancer: one upstream group's choice of server, for one worker. It owns
 // selection (which server an attempt goes to, given those the exchange
-// already tried), what the group learns from outcomes (a server that
-// failed a connect is skipped for fail_timeout, nginx's max_fails=1), and
-// the retry policy (retry_policy.h): an exchange reports each failed
-// attempt and gets back where to try next, if anywhere.
-// Implementations: RoundRobinBalancer (round_robin_balancer.h).
+// already tried), what the group learns from outcomes (passive health:
+// max_fails consecutive failures eject a server, data/upstream/
+// server_health.h, shared by every worker), and the retry policy
+// (retry_policy.h): an exchange reports each failed attempt and gets back
+// where to try next, if anywhere.
+// A server out (ejected) is not chosen while another untried one is in;
+// when every untried server is out, one of them is chosen anyway ("panic",
+// as Envoy: a check that flaps never takes the whole API down), counted
+// and logged at most once a minute per group.
+// Policies (make_balancer): LeastRequestBalancer (least_request_balancer.h,
+// which also does random) and RoundRobinBalancer (round_robin_balancer.h).
 // Thread affinity: owning worker only.
 #pragma once
 
+#include <chrono>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "config/config.h"
 #include "data/upstream/retry_policy.h"
+#include "log/log_throttle.h"
 
 namespace tlsfront::upstream {
 
@@ -20,19 +29,24 @@ class UpstreamPool;
 
 class Balancer {
  public:
+  using Clock = std::chrono::steady_clock;
+
+  // `cfg` borrowed (the group's; outlives the balancer).
+  explicit Balancer(const config::Upstream& cfg);
   virtual ~Balancer() = default;
 
-  // The server for an exchange's next attempt, never one in `tried`; when
-  // every untried server is out, one of them anyway (nginx too retries
-  // when all its peers are marked down). nullptr when all were tried.
-  virtual UpstreamPool* pick(const std::vector<UpstreamPool*>& tried) = 0;
+  // The server for an exchange's next attempt, never one in `tried`: one
+  // that is in if any untried one is, else (panic) an untried one that is
+  // out. nullptr when all were tried.
+  UpstreamPool* pick(const std::vector<UpstreamPool*>& tried);
   // The group's servers are now `servers` (its DNS names resolved to other
-  // addresses): what was known of a server that stays is kept.
-  virtual void set_servers(std::vector<UpstreamPool*> servers) = 0;
+  // addresses): what a policy keeps per server follows the pointers.
+  virtual void set_servers(std::vector<UpstreamPool*> servers) { servers_ = std::move(servers); }
   // Outcomes: an attempt's response completed after `response_ms`; an
-  // attempt on `server` failed as `attempt` says.
-  virtual void on_success(UpstreamPool* server, double response_ms) {}
-  virtual void on_failure(UpstreamPool* server, const FailedAttempt& attempt) = 0;
+  // attempt on `server` failed as `attempt` says (max_fails consecutive
+  // failures that count, counts_against_server, eject it).
+  void on_success(UpstreamPool* server, double response_ms);
+  void on_failure(UpstreamPool* server, const FailedAttempt& attempt);
 
   struct Retry {
     RetryKind kind = RetryKind::None;
@@ -42,10 +56,26 @@ class Balancer {
   // the retry (retry_kind; NextServer: pick(tried), None when no server is
   // left); a retry is counted in the server's metrics.
   Retry after_failure(UpstreamPool* server, const FailedAttempt& attempt, const std::vector<UpstreamPool*>& tried);
+
+ protected:
+  // The policy's choice among the servers not in `tried` that are in (or,
+  // `panic`, among all those not in `tried`); nullptr when there is none.
+  virtual UpstreamPool* choose(const std::vector<UpstreamPool*>& tried, Clock::time_point now, bool panic) = 0;
+  // Whether `p` may be chosen: not tried, and in unless `panic`.
+  static bool eligible(const UpstreamPool* p, const std::vector<UpstreamPool*>& tried, Clock::time_point now,
+                       bool panic);
+
+  const config::Upstream& cfg_;
+  std::vector<UpstreamPool*> servers_;
+
+ private:
+  // Whether one more server may be ejected (max_ejected_percent).
+  bool may_eject(const UpstreamPool* server, Clock::time_point now) const;
+  log::LogThrottle panic_log_{std::chrono::seconds(60)};
 };
 
-// The balancer `cfg` asks for, over `servers` (borrowed: the group's pools,
-// which outlive it).
+// The balancer `cfg` asks for (its balance), over `servers` (borrowed: the
+// group's pools, which outlive it).
 std::unique_ptr<Balancer> make_balancer(const config::Upstream& cfg, std::vector<UpstreamPool*> servers);
 
 }  // namespace tlsfront::upstream

@@ -7,7 +7,12 @@
 //                    goes again, on another of its connections, at most
 //                    kMaxUnprocessedRetries times per exchange
 //   NextServer       nothing reached the server (the connect, or TLS to it,
-//                    failed): any method goes to the next server
+//                    failed): any method goes to the next server; or the
+//                    attempt timed out, was reset or closed before any of
+//                    the response (nginx's proxy_next_upstream error
+//                    timeout): an idempotent request, one none of which was
+//                    written, or any with retry_non_idempotent
+//                    (proxy_next_upstream non_idempotent)
 //   FreshConnection  a pooled connection the backend had already closed (a
 //                    reset or EOF before any response byte; not a timeout,
 //                    which may mean the request is being processed): once,
@@ -16,7 +21,8 @@
 //   None             the client gets the failure (502, 504, or a cut
 //                    response)
 // Every retry needs the request still replayable (ProxyExchange::Replay not
-// Lost). A response that began is never retried (the caller's rule).
+// Lost); SameServer aside, at most max_retries per exchange. A response
+// that began is never retried (the caller's rule).
 // Thread affinity: none (values).
 #pragma once
 
@@ -34,6 +40,7 @@ constexpr int kMaxUnprocessedRetries = 3;
 struct FailedAttempt {
   UpstreamFailure failure = UpstreamFailure::ConnectFailed;
   bool upstream_error = false;    // Errc::Upstream: refused, reset, closed (not a timeout, not a bad response)
+  bool timeout = false;           // Errc::Timeout: connect, send or read timeout
   bool nothing_sent = false;      // it failed while connecting: nothing reached the server
   bool reused = false;            // the attempt ran on a pooled connection
   bool response_started = false;  // some of the response had arrived
@@ -42,10 +49,18 @@ struct FailedAttempt {
   bool replayable = false;        // everything sent so far can be sent again
   int fresh_retries = 0;          // FreshConnection retries so far in this exchange
   int unprocessed_retries = 0;    // SameServer retries so far in this exchange
+  int retries = 0;                // NextServer and FreshConnection retries so far
+  int max_retries = 2;            // [[upstream]] max_retries
+  bool retry_non_idempotent = false;
 };
 
 enum class RetryKind { None, SameServer, NextServer, FreshConnection };
 
 RetryKind retry_kind(const FailedAttempt& attempt);
+
+// Whether the failure says something of the server's health (counted
+// against max_fails): not a stream it refused unprocessed, and not a pooled
+// connection it had closed while idle (a stale keepalive connection).
+bool counts_against_server(const FailedAttempt& attempt);
 
 }  // namespace tlsfront::upstream

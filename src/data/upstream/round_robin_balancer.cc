@@ -1,53 +1,21 @@
 #include "data/upstream/round_robin_balancer.h"
 
-#include <algorithm>
-
-#include "data/upstream/upstream_pool.h"
-
 namespace tlsfront::upstream {
 
-RoundRobinBalancer::RoundRobinBalancer(std::vector<UpstreamPool*> servers, std::chrono::milliseconds fail_timeout)
-    : fail_timeout_(fail_timeout) {
-  servers_.reserve(servers.size());
-  for (UpstreamPool* p : servers) servers_.push_back(Server{p});
-}
-
 void RoundRobinBalancer::set_servers(std::vector<UpstreamPool*> servers) {
-  std::vector<Server> next;
-  next.reserve(servers.size());
-  for (UpstreamPool* p : servers) {
-    auto it = std::find_if(servers_.begin(), servers_.end(), [p](const Server& s) { return s.pool == p; });
-    next.push_back(it != servers_.end() ? *it : Server{p});
-  }
-  servers_ = std::move(next);
+  Balancer::set_servers(std::move(servers));
   if (next_ >= servers_.size()) next_ = 0;
 }
 
-UpstreamPool* RoundRobinBalancer::pick(const std::vector<UpstreamPool*>& tried) {
-  const auto now = std::chrono::steady_clock::now();
+UpstreamPool* RoundRobinBalancer::choose(const std::vector<UpstreamPool*>& tried, Clock::time_point now, bool panic) {
   const size_t n = servers_.size();
-  if (n == 0) return nullptr;
-  UpstreamPool* fallback = nullptr;
   for (size_t i = 0; i < n; ++i) {
-    const Server& s = servers_[(next_ + i) % n];
-    if (std::find(tried.begin(), tried.end(), s.pool) != tried.end()) continue;
-    if (now >= s.down_until) {
-      next_ = (next_ + i + 1) % n;
-      return s.pool;
-    }
-    if (!fallback) fallback = s.pool;
+    UpstreamPool* p = servers_[(next_ + i) % n];
+    if (!eligible(p, tried, now, panic)) continue;
+    next_ = (next_ + i + 1) % n;
+    return p;
   }
-  if (fallback) next_ = (next_ + 1) % n;
-  return fallback;
-}
-
-void RoundRobinBalancer::on_failure(UpstreamPool* server, const FailedAttempt& attempt) {
-  // A stream refused unprocessed says nothing of the server's health.
-  if (!attempt.nothing_sent || attempt.failure == UpstreamFailure::Unprocessed) return;
-  auto it = std::find_if(servers_.begin(), servers_.end(), [server](const Server& s) { return s.pool == server; });
-  if (it == servers_.end()) return;
-  it->down_until = std::chrono::steady_clock::now() + fail_timeout_;
-  server->count_failure();
+  return nullptr;
 }
 
 }  // namespace tlsfront::upstream

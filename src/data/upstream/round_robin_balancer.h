@@ -1,11 +1,7 @@
-// RoundRobinBalancer: nginx's default: the servers in turn, skipping one
-// that failed a connect (refused, unreachable, TLS to it failed, timed out
-// connecting) until its fail_timeout has passed.
+// RoundRobinBalancer: nginx's default: the servers in turn, skipping those
+// ejected (Balancer) and those the exchange tried.
 // Thread affinity: owning worker only.
 #pragma once
-
-#include <chrono>
-#include <vector>
 
 #include "data/upstream/balancer.h"
 
@@ -13,20 +9,13 @@ namespace tlsfront::upstream {
 
 class RoundRobinBalancer : public Balancer {
  public:
-  // `servers` borrowed; `fail_timeout`: how long a failed server is skipped.
-  RoundRobinBalancer(std::vector<UpstreamPool*> servers, std::chrono::milliseconds fail_timeout);
-
-  UpstreamPool* pick(const std::vector<UpstreamPool*>& tried) override;
+  explicit RoundRobinBalancer(const config::Upstream& cfg) : Balancer(cfg) {}
   void set_servers(std::vector<UpstreamPool*> servers) override;
-  void on_failure(UpstreamPool* server, const FailedAttempt& attempt) override;
+
+ protected:
+  UpstreamPool* choose(const std::vector<UpstreamPool*>& tried, Clock::time_point now, bool panic) override;
 
  private:
-  struct Server {
-    UpstreamPool* pool;
-    std::chrono::steady_clock::time_point down_until{};
-  };
-  std::vector<Server> servers_;
-  std::chrono::milliseconds fail_timeout_;
   size_t next_ = 0;
 };
 

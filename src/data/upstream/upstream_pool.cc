@@ -28,8 +28,13 @@ UpstreamPool::UpstreamPool(uv_loop_t* loop, const config::Upstream& cfg, const c
 
 UpstreamPool::UpstreamPool(uv_loop_t* loop, const config::Upstream& cfg, const config::Endpoint& server,
                            const ResolvedAddress& target, metrics::UpstreamServerCounters* counters,
-                           std::shared_ptr<const tls::UpstreamTlsContext> tls)
-    : loop_(loop), cfg_(cfg), address_(target.text), addr_(target.addr), counters_(counters) {
+                           std::shared_ptr<const tls::UpstreamTlsContext> tls, std::shared_ptr<ServerHealth> health)
+    : loop_(loop),
+      cfg_(cfg),
+      address_(target.text),
+      addr_(target.addr),
+      counters_(counters),
+      health_(health ? std::move(health) : std::make_shared<ServerHealth>()) {
   tls_.ctx = std::move(tls);
   tls_.server = server;
   tls_.counters = counters;
@@ -141,8 +146,14 @@ void UpstreamPool::close_idle() {
 }
 
 UpstreamGroup::UpstreamGroup(uv_loop_t* loop, config::Upstream cfg, metrics::WorkerCounters* counters,
-                             std::shared_ptr<const tls::UpstreamTlsContext> tls, const ServerDirectory* directory)
-    : cfg_(std::move(cfg)), loop_(loop), counters_(counters), tls_(std::move(tls)), directory_(directory) {
+                             std::shared_ptr<const tls::UpstreamTlsContext> tls, const ServerDirectory* directory,
+                             HealthBoard* health)
+    : cfg_(std::move(cfg)),
+      loop_(loop),
+      counters_(counters),
+      tls_(std::move(tls)),
+      directory_(directory),
+      health_(health) {
   balancer_ = make_balancer(cfg_, {});
   refresh_servers();
 }
@@ -165,7 +176,8 @@ void UpstreamGroup::refresh_servers() {
       return;
     }
     next.push_back(std::make_shared<UpstreamPool>(
-        loop_, cfg_, server, target, counters_ ? counters_->upstream(cfg_.name, target.text) : nullptr, tls_));
+        loop_, cfg_, server, target, counters_ ? counters_->upstream(cfg_.name, target.text) : nullptr, tls_,
+        health_ ? health_->find_or_add(cfg_.name, target.text) : nullptr));
   };
   for (const auto& server : cfg_.servers) {
     if (config::is_ip_literal(server.host)) {

@@ -20,6 +20,7 @@
 #include "data/upstream/h2_pool.h"
 #include "data/upstream/request_head.h"
 #include "data/upstream/server_directory.h"
+#include "data/upstream/server_health.h"
 #include "data/upstream/upstream_channel.h"
 #include "data/upstream/upstream_connection.h"
 #include "data/upstream/upstream_tls.h"
@@ -43,9 +44,11 @@ class UpstreamPool : public std::enable_shared_from_this<UpstreamPool> {
   UpstreamPool(uv_loop_t* loop, const config::Upstream& cfg, const config::Endpoint& server,
                metrics::UpstreamServerCounters* counters = nullptr,
                std::shared_ptr<const tls::UpstreamTlsContext> tls = nullptr);
+  // `health`: the server's, shared with the other workers (HealthBoard);
+  // null: one of its own.
   UpstreamPool(uv_loop_t* loop, const config::Upstream& cfg, const config::Endpoint& server,
                const ResolvedAddress& target, metrics::UpstreamServerCounters* counters,
-               std::shared_ptr<const tls::UpstreamTlsContext> tls);
+               std::shared_ptr<const tls::UpstreamTlsContext> tls, std::shared_ptr<ServerHealth> health = nullptr);
   ~UpstreamPool();
   UpstreamPool(const UpstreamPool&) = delete;
   UpstreamPool& operator=(const UpstreamPool&) = delete;
@@ -93,10 +96,23 @@ class UpstreamPool : public std::enable_shared_from_this<UpstreamPool> {
   // failed write).
   void remove_idle(UpstreamConnection* conn);
 
-  // Metrics: the balancer marked this server failed; an exchange is
-  // retrying after an error on it.
+  // Metrics: a failure counted against the server; an exchange is retrying
+  // after an error on it; the balancer ejected it; it was chosen while
+  // ejected (panic).
   void count_failure();
   void count_retry();
+  void count_ejection() {
+    if (counters_) counters_->ejections.add();
+  }
+  void count_panic() {
+    if (counters_) counters_->panics.add();
+  }
+  ServerHealth& health() const { return *health_; }
+  // Exchanges of this worker with an attempt on this server now (the
+  // least_request balancer's load): ProxyExchange counts them.
+  uint32_t outstanding() const { return outstanding_; }
+  void begin_request() { ++outstanding_; }
+  void end_request() { --outstanding_; }
 
   const std::string& address() const { return address_; }
   const config::Endpoint& server() const { return tls_.server; }
@@ -116,6 +132,8 @@ class UpstreamPool : public std::enable_shared_from_this<UpstreamPool> {
   sockaddr_storage addr_{};
   bool addr_ok_ = false;
   bool draining_ = false;
+  uint32_t outstanding_ = 0;
+  std::shared_ptr<ServerHealth> health_;
   std::vector<std::unique_ptr<UpstreamConnection>> idle_;
   TlsTarget tls_;               // its ctx is null for a cleartext upstream
   std::unique_ptr<H2Pool> h2_;  // protocol = "h2c" or "h2" only
@@ -134,9 +152,11 @@ class UpstreamGroup {
   // `tls`: the client TLS context built for `cfg` (null when cfg.tls is off).
   // `directory` (borrowed, may be null: names have no address) holds what
   // the names of cfg.servers resolve to.
+  // `health` (borrowed, may be null: each pool its own) holds what every
+  // worker knows of each server's health.
   UpstreamGroup(uv_loop_t* loop, config::Upstream cfg, metrics::WorkerCounters* counters = nullptr,
                 std::shared_ptr<const tls::UpstreamTlsContext> tls = nullptr,
-                const ServerDirectory* directory = nullptr);
+                const ServerDirectory* directory = nullptr, HealthBoard* health = nullptr);
   ~UpstreamGroup();
   // The directory changed: the servers become what it says now. Pools of
   // addresses that stay are kept (their connections, the balancer's
@@ -158,6 +178,7 @@ class UpstreamGroup {
   metrics::WorkerCounters* counters_;
   std::shared_ptr<const tls::UpstreamTlsContext> tls_;
   const ServerDirectory* directory_;
+  HealthBoard* health_;
   uint64_t directory_version_ = UINT64_MAX;  // what refresh_servers() last applied
   std::vector<std::shared_ptr<UpstreamPool>> pools_;
   std::unique_ptr<Balancer> balancer_;  // over pools_

@@ -187,7 +187,29 @@ TEST(NginxImport, UpstreamBlocks) {
   EXPECT_REPORTS(r, "n.conf:3: server: not carried over: marked down\n");
   EXPECT_REPORTS(r, "n.conf:3: server: not carried over: no UNIX-domain upstreams\n");
   EXPECT_REPORTS(r, "n.conf:4: zone: not needed");
-  EXPECT_REPORTS(r, "n.conf:4: ip_hash: no equivalent: round-robin only\n");
+  EXPECT_REPORTS(r, "n.conf:4: ip_hash: no equivalent yet: no hash balancing");
+}
+
+TEST(NginxImport, BalancingAndPassiveHealth) {
+  Outcome r = run(server("location /b/ { proxy_pass http://b; }\nlocation /c/ { proxy_pass http://c; }",
+                     "upstream b { server 127.0.0.1:9001 max_fails=3 fail_timeout=30s;\n"
+                     "server 127.0.0.1:9002 max_fails=3 fail_timeout=30s; least_conn; }\n"
+                     "upstream c { server 127.0.0.1:9003 max_fails=2; server 127.0.0.1:9004; random; }\n"));
+  ASSERT_TRUE(r.ok) << r.error;
+  const config::Upstream* b = nullptr;
+  const config::Upstream* c = nullptr;
+  for (const auto& u : r.cfg.upstreams) {
+    if (u.name == "b") b = &u;
+    if (u.name == "c") c = &u;
+  }
+  ASSERT_TRUE(b && c) << r.toml;
+  EXPECT_EQ(b->max_fails, 3);
+  EXPECT_EQ(b->fail_timeout, Millis{30'000});
+  EXPECT_EQ(b->balance, config::Balance::LeastRequest);
+  EXPECT_REPORTS(r, "n.conf:3: least_conn: carried over as balance = \"least_request\"");
+  EXPECT_EQ(c->balance, config::Balance::Random);
+  EXPECT_EQ(c->max_fails, 1);  // differs between servers: tlsfront's default, reported
+  EXPECT_REPORTS(r, "max_fails not carried over: it differs between servers");
 }
 
 // nginx's three-directive WebSocket pattern is what tlsfront does anyway.

@@ -398,8 +398,6 @@ TEST(NginxImport, TheWriteupsApiEdge) {
       "$remote_addr → remote_addr, $time_local → time, $request → method, path, protocol, $status → status, "
       "$request_time → request_time_ms, $upstream_response_time → upstream_response_ms, $ssl_protocol → ssl_protocol, "
       "$ssl_cipher → ssl_cipher, $ssl_session_reused → ssl_session_reused\n"
-      "writeup.conf:17: server: parameter max_fails=3 not carried over: a server that refuses a connection is skipped "
-      "for fail_timeout\n"
       "writeup.conf:39: ssl_stapling_verify: not needed: tlsfront always verifies a response before stapling it\n"
       "writeup.conf:40: ssl_trusted_certificate: not carried over: nginx verifies OCSP responses (and client "
       "certificates) with it; tlsfront verifies a response against the leaf's issuer, from the certificate's "

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <set>
+#include <thread>
 #include <vector>
 
 #include "data/upstream/retry_policy.h"
@@ -60,28 +62,66 @@ TEST(RetryPolicy, AStalePooledConnectionIsRetriedOnceOnAFreshOne) {
   a.written = 100;
   EXPECT_EQ(retry_kind(a), RetryKind::FreshConnection);
   a.fresh_retries = 1;
-  EXPECT_EQ(retry_kind(a), RetryKind::None);  // once
-  a.fresh_retries = 0;
-  a.idempotent = false;
-  EXPECT_EQ(retry_kind(a), RetryKind::None);  // a POST that was written may have been processed
-  a.written = 0;
-  EXPECT_EQ(retry_kind(a), RetryKind::FreshConnection);  // none of it was written
+  a.retries = 1;
+  a.reused = false;  // the fresh connection failed too: another server
+  EXPECT_EQ(retry_kind(a), RetryKind::NextServer);
+  a = replayable(UpstreamFailure::Closed);
+  a.upstream_error = true;
+  a.reused = true;
+  a.written = 100;  // a POST that was written may have been processed
+  EXPECT_EQ(retry_kind(a), RetryKind::None);
+  a.written = 0;  // none of it was written
+  EXPECT_EQ(retry_kind(a), RetryKind::FreshConnection);
 }
 
-TEST(RetryPolicy, TimeoutsNewConnectionsAndStartedResponsesAreNotRetried) {
+TEST(RetryPolicy, ATimeoutOrResetBeforeTheResponseGoesToTheNextServerWhenIdempotent) {
+  // nginx's proxy_next_upstream error timeout.
   FailedAttempt a = replayable(UpstreamFailure::TimeoutRead);
-  a.reused = true;
+  a.timeout = true;
   a.idempotent = true;
-  a.upstream_error = false;  // Errc::Timeout: the request may be being processed
+  a.written = 50;
+  EXPECT_EQ(retry_kind(a), RetryKind::NextServer);
+  a.idempotent = false;  // a POST the server may be processing
   EXPECT_EQ(retry_kind(a), RetryKind::None);
+  a.retry_non_idempotent = true;  // proxy_next_upstream non_idempotent
+  EXPECT_EQ(retry_kind(a), RetryKind::NextServer);
   a = replayable(UpstreamFailure::Reset);
   a.upstream_error = true;
   a.idempotent = true;
-  a.reused = false;  // a new connection that failed after connecting
+  EXPECT_EQ(retry_kind(a), RetryKind::NextServer);
+  a.response_started = true;  // some of the response went on: never
   EXPECT_EQ(retry_kind(a), RetryKind::None);
+  a = replayable(UpstreamFailure::InvalidResponse);  // not proxy_next_upstream's default
+  a.idempotent = true;
+  EXPECT_EQ(retry_kind(a), RetryKind::None);
+}
+
+TEST(RetryPolicy, RetriesAreBoundedByMaxRetries) {
+  FailedAttempt a = replayable(UpstreamFailure::Refused);
+  a.nothing_sent = true;
+  a.max_retries = 2;
+  a.retries = 1;
+  EXPECT_EQ(retry_kind(a), RetryKind::NextServer);
+  a.retries = 2;
+  EXPECT_EQ(retry_kind(a), RetryKind::None);
+  a.max_retries = 0;
+  a.retries = 0;
+  EXPECT_EQ(retry_kind(a), RetryKind::None);
+}
+
+TEST(RetryPolicy, WhatCountsAgainstAServer) {
+  FailedAttempt a = replayable(UpstreamFailure::Unprocessed);
+  EXPECT_FALSE(counts_against_server(a));
+  a = replayable(UpstreamFailure::Closed);  // a keepalive connection it closed while idle
+  a.upstream_error = true;
   a.reused = true;
-  a.response_started = true;
-  EXPECT_EQ(retry_kind(a), RetryKind::None);
+  EXPECT_FALSE(counts_against_server(a));
+  a.reused = false;
+  EXPECT_TRUE(counts_against_server(a));
+  a = replayable(UpstreamFailure::TimeoutRead);
+  a.timeout = true;
+  a.reused = true;
+  EXPECT_TRUE(counts_against_server(a));
 }
 
 class BalancerTest : public harness::LoopTest {
@@ -91,8 +131,9 @@ class BalancerTest : public harness::LoopTest {
     cfg_.name = "t";
     cfg_.servers = {config::Endpoint{"127.0.0.1", 1}, config::Endpoint{"127.0.0.1", 2},
                     config::Endpoint{"127.0.0.1", 3}};
-    group_ = std::make_unique<UpstreamGroup>(&loop_, cfg_);
+    cfg_.balance = config::Balance::RoundRobin;
   }
+  void make() { group_ = std::make_unique<UpstreamGroup>(&loop_, cfg_); }
   void release_objects() override { group_.reset(); }
   Balancer& balancer() { return group_->balancer(); }
 
@@ -108,6 +149,7 @@ FailedAttempt connect_failed() {
 }
 
 TEST_F(BalancerTest, RoundRobinSkipsAServerThatFailedAConnect) {
+  make();
   UpstreamPool* a = balancer().pick({});
   UpstreamPool* b = balancer().pick({});
   UpstreamPool* c = balancer().pick({});
@@ -119,13 +161,83 @@ TEST_F(BalancerTest, RoundRobinSkipsAServerThatFailedAConnect) {
   for (int i = 0; i < 6; ++i) EXPECT_NE(balancer().pick({}), b);
   // Every server tried: nothing left.
   EXPECT_EQ(balancer().pick({a, b, c}), nullptr);
-  // All untried servers down: still one to try (as nginx).
+  // max_ejected_percent (50): of three servers, one may be out at once.
   balancer().on_failure(a, connect_failed());
-  balancer().on_failure(c, connect_failed());
-  EXPECT_NE(balancer().pick({}), nullptr);
+  int a_seen = 0;
+  for (int i = 0; i < 6; ++i) a_seen += balancer().pick({}) == a;
+  EXPECT_EQ(a_seen, 3);
+}
+
+TEST_F(BalancerTest, WhenEveryServerIsOutRequestsStillGoToThem) {
+  cfg_.max_ejected_percent = 100;
+  make();
+  UpstreamPool* a = balancer().pick({});
+  UpstreamPool* b = balancer().pick({});
+  UpstreamPool* c = balancer().pick({});
+  for (UpstreamPool* p : {a, b, c}) balancer().on_failure(p, connect_failed());
+  std::set<UpstreamPool*> chosen;
+  for (int i = 0; i < 6; ++i) chosen.insert(balancer().pick({}));
+  EXPECT_EQ(chosen, (std::set<UpstreamPool*>{a, b, c}));  // panic: all of them, in turn
+  EXPECT_EQ(balancer().pick({a, b, c}), nullptr);
+}
+
+TEST_F(BalancerTest, MaxFailsConsecutiveFailuresEjectAndEjectionsGrow) {
+  using std::chrono::milliseconds;
+  cfg_.max_fails = 3;
+  cfg_.fail_timeout = milliseconds(200);
+  make();
+  UpstreamPool* a = balancer().pick({});
+  FailedAttempt timeout;
+  timeout.failure = UpstreamFailure::TimeoutRead;
+  timeout.timeout = true;
+  balancer().on_failure(a, timeout);
+  balancer().on_failure(a, timeout);
+  balancer().on_success(a, 1.0);  // not consecutive: counting starts again
+  balancer().on_failure(a, timeout);
+  balancer().on_failure(a, timeout);
+  EXPECT_FALSE(a->health().ejected(std::chrono::steady_clock::now()));
+  auto now = std::chrono::steady_clock::now();
+  balancer().on_failure(a, timeout);
+  EXPECT_TRUE(a->health().ejected(now + milliseconds(150)));
+  EXPECT_FALSE(a->health().ejected(now + milliseconds(250)));
+  // Back after fail_timeout, failing at once: out twice as long.
+  std::this_thread::sleep_for(milliseconds(210));
+  EXPECT_FALSE(a->health().ejected(std::chrono::steady_clock::now()));
+  now = std::chrono::steady_clock::now();
+  for (int i = 0; i < 3; ++i) balancer().on_failure(a, timeout);
+  EXPECT_EQ(a->health().ejections(), 2u);
+  EXPECT_TRUE(a->health().ejected(now + milliseconds(350)));
+  // A success once it is back resets the multiplier.
+  std::this_thread::sleep_for(milliseconds(410));
+  balancer().on_success(a, 1.0);
+  EXPECT_EQ(a->health().ejections(), 0u);
+}
+
+TEST_F(BalancerTest, MaxFailsZeroNeverEjects) {
+  cfg_.max_fails = 0;
+  make();
+  UpstreamPool* a = balancer().pick({});
+  for (int i = 0; i < 10; ++i) balancer().on_failure(a, connect_failed());
+  EXPECT_FALSE(a->health().ejected(std::chrono::steady_clock::now()));
+}
+
+TEST_F(BalancerTest, LeastRequestPrefersTheServerWithFewerOutstanding) {
+  cfg_.balance = config::Balance::LeastRequest;
+  cfg_.servers.resize(2);
+  make();
+  UpstreamPool* a = balancer().pick({});
+  UpstreamPool* b = balancer().pick({a});
+  ASSERT_NE(b, nullptr);
+  for (int i = 0; i < 5; ++i) a->begin_request();  // a is slow: its requests pile up
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(balancer().pick({}), b);
+  for (int i = 0; i < 5; ++i) a->end_request();
+  std::set<UpstreamPool*> chosen;
+  for (int i = 0; i < 40; ++i) chosen.insert(balancer().pick({}));  // ties: either, at random
+  EXPECT_EQ(chosen.size(), 2u);
 }
 
 TEST_F(BalancerTest, AnUnprocessedStreamDoesNotMarkItsServerDown) {
+  make();
   UpstreamPool* a = balancer().pick({});
   FailedAttempt refused = replayable(UpstreamFailure::Unprocessed);
   refused.nothing_sent = true;
@@ -136,6 +248,8 @@ TEST_F(BalancerTest, AnUnprocessedStreamDoesNotMarkItsServerDown) {
 }
 
 TEST_F(BalancerTest, AfterAFailedConnectTheRetryGoesToAnUntriedServer) {
+  cfg_.max_retries = 5;
+  make();
   UpstreamPool* a = balancer().pick({});
   std::vector<UpstreamPool*> tried{a};
   Balancer::Retry r = balancer().after_failure(a, connect_failed(), tried);
@@ -153,6 +267,7 @@ TEST_F(BalancerTest, AfterAFailedConnectTheRetryGoesToAnUntriedServer) {
 }
 
 TEST_F(BalancerTest, ARetryOnTheSameServerKeepsIt) {
+  make();
   UpstreamPool* a = balancer().pick({});
   FailedAttempt stale = replayable(UpstreamFailure::Closed);
   stale.upstream_error = true;

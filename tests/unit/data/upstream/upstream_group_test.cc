@@ -36,6 +36,7 @@ class UpstreamGroupTest : public harness::LoopTest {
     LoopTest::SetUp();
     cfg_.name = "api";
     cfg_.servers = {config::Endpoint{"api.test", 80}, config::Endpoint{"127.0.0.1", 9}};
+    cfg_.balance = config::Balance::RoundRobin;  // every server within a few picks
   }
   void release_objects() override { group_.reset(); }
   // The addresses the group's balancer hands out, over a few turns.

@@ -1,0 +1,80 @@
+// ServerHealth: what every worker knows of one upstream server's health,
+// shared (one per [[upstream]] name and server address in the process,
+// found through the HealthBoard when a pool is made), so that a server one
+// worker ejects is out for all of them: passive outlier detection (nginx's
+// max_fails / fail_timeout, Envoy's consecutive errors), with an ejection
+// time that grows with consecutive ejections.
+//   in       -> ejected   max_fails consecutive failures (connect, TLS,
+//                         reset, timeout, invalid response), when the
+//                         group's max_ejected_percent allows
+//                         (Balancer::on_failure decides)
+//   ejected  -> in        its ejection time passed: the next attempt tries
+//                         it (a failure then ejects it again, for longer)
+// A success resets the consecutive failures and, once back in, the
+// ejection multiplier.
+// Thread affinity: any thread (atomics; relaxed: a verdict a few
+// nanoseconds late changes nothing). Writes only on failures and on the
+// first success after one, so that requests to a healthy server never
+// write a line shared between workers.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+namespace tlsfront::upstream {
+
+class ServerHealth {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  bool ejected(Clock::time_point now) const { return now.time_since_epoch().count() < ejected_until_.load(rel); }
+  // One more consecutive failure; their count after it.
+  uint32_t record_failure() { return consecutive_failures_.fetch_add(1, rel) + 1; }
+  // A success: the consecutive failures (and, when in, the ejection
+  // multiplier) start again from 0.
+  void record_success(Clock::time_point now) {
+    if (consecutive_failures_.load(rel) != 0) consecutive_failures_.store(0, rel);
+    if (ejections_.load(rel) != 0 && !ejected(now)) ejections_.store(0, rel);
+  }
+  // Ejects until now + base × (consecutive ejections), at most `max`;
+  // returns the time chosen.
+  std::chrono::milliseconds eject(Clock::time_point now, std::chrono::milliseconds base, std::chrono::milliseconds max) {
+    const uint32_t n = ejections_.fetch_add(1, rel) + 1;
+    const auto time = std::min(max, base * static_cast<int64_t>(n));
+    ejected_until_.store((now + time).time_since_epoch().count(), rel);
+    consecutive_failures_.store(0, rel);
+    return time;
+  }
+  uint32_t consecutive_failures() const { return consecutive_failures_.load(rel); }
+  uint32_t ejections() const { return ejections_.load(rel); }
+
+ private:
+  static constexpr auto rel = std::memory_order_relaxed;
+  std::atomic<uint32_t> consecutive_failures_{0};
+  std::atomic<uint32_t> ejections_{0};
+  std::atomic<int64_t> ejected_until_{0};  // Clock ticks: ejected before this
+};
+
+// HealthBoard: the process's ServerHealth entries, by upstream name and
+// server address. Looked up when a pool is made (a mutex), never per request.
+class HealthBoard {
+ public:
+  std::shared_ptr<ServerHealth> find_or_add(const std::string& upstream, const std::string& address) {
+    std::lock_guard lock(mu_);
+    auto& slot = entries_[upstream + " " + address];
+    if (!slot) slot = std::make_shared<ServerHealth>();
+    return slot;
+  }
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<std::string, std::shared_ptr<ServerHealth>> entries_;
+};
+
+}  // namespace tlsfront::upstream
