@@ -9,6 +9,7 @@
 #include "data/http/http2_session.h"
 #include "log/log.h"
 #include "data/worker.h"
+#include "message/proxy_protocol.h"
 #include "tls/ticket_key_ring.h"
 #include "tls/tls_context.h"
 
@@ -83,8 +84,23 @@ Status Connection::accept(UniqueFd fd, const config::Endpoint* address) {
   }
   writer_.attach(
       tcp_.stream(), [](void* self, int status, size_t) { static_cast<Connection*>(self)->on_write_done(status); }, this);
+  if (listener_ != nullptr && listener_->proxy_protocol) {
+    const auto peer = IpAddress::parse(remote_addr_);
+    if (!listener_->proxy_protocol_from.empty() && (!peer || !contains_any(listener_->proxy_protocol_from, *peer))) {
+      refuse_proxy(metrics::ProxyRefusal::Source, "the peer is not in proxy_protocol_from");
+      return {};  // closed: the worker drops it
+    }
+    proxy_ = std::make_unique<http::ProxyHeaderReader>();
+    state_ = State::ProxyHeader;  // the first state on such a listener
+  }
   if (listener_ != nullptr && !listener_->tls) {
     stream_.emplace(ClientStream::cleartext());
+    if (proxy_) {
+      // The session starts once the header is read (read_proxy_header).
+      arm_timer(generation_->gen->config.timeouts.handshake);
+      update_reading();
+      return {};
+    }
     state_ = State::Open;  // the first state of a cleartext connection (no handshake)
     open_session(connection_facts(), false);
     update_reading();
@@ -148,6 +164,11 @@ void Connection::on_read(ssize_t nread, const uv_buf_t* buf) {
   if (nread == 0 || closing()) return;
   if (nread < 0) {
     if (nread == UV_EOF) client_done_ = true;
+    if (state_ == State::ProxyHeader) {
+      refuse_proxy(proxy_->consumed() == 0 ? metrics::ProxyRefusal::Empty : metrics::ProxyRefusal::Truncated,
+                   nread == UV_EOF ? "the peer closed before the header ended" : uv_strerror(static_cast<int>(nread)));
+      return;
+    }
     if (state_ == State::Handshake || state_ == State::Early) count_handshake_failure(metrics::HandshakeFailure::Closed);
     if (session_) {
       session_->on_client_closed();
@@ -156,7 +177,15 @@ void Connection::on_read(ssize_t nread, const uv_buf_t* buf) {
     }
     return;
   }
-  stream_->feed(std::string_view(buf->base, static_cast<size_t>(nread)));
+  std::string_view in(buf->base, static_cast<size_t>(nread));
+  if (state_ == State::ProxyHeader) {
+    if (!read_proxy_header(in)) return;
+    if (in.empty()) {  // the ClientHello (or request) is still to come
+      update_reading();
+      return;
+    }
+  }
+  stream_->feed(in);
   if (state_ == State::Handshake || state_ == State::Early) {
     // Paused for the shared store: the input waits in the BIO until it answers.
     if (client_hello_paused()) {
@@ -204,11 +233,55 @@ void Connection::on_client_hello_resumed() {
   }
 }
 
+bool Connection::read_proxy_header(std::string_view& in) {
+  in.remove_prefix(proxy_->feed(in));
+  if (proxy_->failed()) {
+    using F = http::ProxyHeaderReader::Failure;
+    const F f = proxy_->failure();
+    refuse_proxy(f == F::NotProxy  ? metrics::ProxyRefusal::NotProxy
+                 : f == F::TooLong ? metrics::ProxyRefusal::TooLong
+                                   : metrics::ProxyRefusal::Malformed,
+                 proxy_->reason());
+    return false;
+  }
+  if (!proxy_->done()) return false;
+  const http::ProxyHeader& h = proxy_->header();
+  const auto kind = h.version == 1 ? metrics::ProxyHeaderKind::V1
+                    : h.local      ? metrics::ProxyHeaderKind::V2Local
+                                   : metrics::ProxyHeaderKind::V2;
+  worker_.counters().proxy_headers[static_cast<size_t>(kind)].add();
+  if (h.source) {
+    std::array<char, 46> buf;
+    const std::string_view source = h.source->format(buf);
+    if (source != remote_addr_) peer_addr_ = std::move(remote_addr_);
+    remote_addr_.assign(source);
+    remote_port_ = h.source_port;
+  }
+  log::debug("conn={} PROXY v{} {}: client {}:{} via {}{}{}{}{}", id_, h.version, h.local ? "LOCAL" : "PROXY",
+             remote_addr_, remote_port_, peer_addr_.empty() ? remote_addr_ : peer_addr_,
+             h.alpn.empty() ? "" : " alpn=", h.alpn, h.authority.empty() ? "" : " authority=", h.authority);
+  proxy_.reset();
+  if (listener_->tls) {
+    transition(state_, State::Handshake);
+    return true;
+  }
+  transition(state_, State::Open);
+  stop_timer();
+  open_session(connection_facts(), false);
+  return true;
+}
+
+void Connection::refuse_proxy(metrics::ProxyRefusal reason, std::string_view why) {
+  worker_.report_proxy_refusal(reason, remote_addr_, remote_port_, why);
+  finish_close();
+}
+
 http::ConnectionInfo Connection::base_info() const {
   http::ConnectionInfo info;
   info.id = id_;
   info.listener = listener_;
   info.remote_addr = remote_addr_;
+  info.peer_addr = peer_addr_;
   info.remote_port = remote_port_;
   info.set_server_port(local_port(tcp_.get()));
   info.trust_request_id = listener_ != nullptr && listener_->trust_request_id;
@@ -550,6 +623,9 @@ void Connection::stop_timer() {
 
 void Connection::on_timer() {
   switch (state_) {
+    case State::ProxyHeader:
+      refuse_proxy(metrics::ProxyRefusal::Timeout, "no complete PROXY protocol header within timeouts.handshake");
+      break;
     case State::Handshake:
       log::debug("conn={} {}:{} TLS handshake timed out", id_, remote_addr_, remote_port_);
       count_handshake_failure(metrics::HandshakeFailure::Timeout);

@@ -36,6 +36,7 @@ ProxyExchange::ProxyExchange(uv_loop_t* loop, ExchangeSink* sink, upstream::Upst
   const HeaderVars vars = header_vars_now();  // for the request's head, built below
   UpstreamRequestOptions opts;
   opts.client_addr = info.remote_addr;
+  opts.real_ip = headers.client_addr;
   opts.scheme = scheme_name(info.scheme);
   opts.default_host = group->config().name;
   opts.close = group->config().keepalive == 0;
