@@ -62,6 +62,9 @@ std::optional<Cidr> Cidr::parse(std::string_view text, std::string* why) {
   const unsigned max = address->family == IpAddress::Family::V4 ? 32 : 128;
   c.prefix = static_cast<uint8_t>(max);
   if (slash != std::string_view::npos) {
+    // An IPv4-mapped block ("::ffff:10.0.0.0/104") is written in IPv6 bits.
+    const bool mapped = max == 32 && text.substr(0, slash).find(':') != std::string_view::npos;
+    const unsigned written_max = mapped ? 128 : max;
     const std::string_view digits = text.substr(slash + 1);
     unsigned n = 0;
     bool ok = !digits.empty() && digits.size() <= 3 && (digits.size() == 1 || digits[0] != '0');
@@ -69,12 +72,11 @@ std::optional<Cidr> Cidr::parse(std::string_view text, std::string* why) {
       if (ch < '0' || ch > '9') ok = false;
       n = n * 10 + static_cast<unsigned>(ch - '0');
     }
-    if (!ok || n > max) {
-      if (why) *why = "prefix length must be 0.." + std::to_string(max);
+    if (!ok || n > written_max) {
+      if (why) *why = "prefix length must be 0.." + std::to_string(written_max);
       return std::nullopt;
     }
-    // An IPv4-mapped block ("::ffff:10.0.0.0/104") counts in IPv4 bits.
-    if (max == 32 && text.substr(0, slash).find(':') != std::string_view::npos) {
+    if (mapped) {
       if (n < 96) {
         if (why) *why = "an IPv4-mapped block needs a prefix length of 96..128";
         return std::nullopt;
