@@ -15,7 +15,7 @@
 # (lost lines), lines that are not valid JSON, sanitizer reports, tlsfront's
 # exit status. Exit 0 only when nothing outside the restart windows failed,
 # no line was lost or malformed, there was no sanitizer report and tlsfront
-# exited 0. Not part of CI (too long); README "Reliability" has its last result.
+# exited 0. Not part of CI (too long); docs/performance.md "Soak" has its last result.
 #
 #   --sanitize  use the ASan+UBSan build (build-sanitize/) instead of build/
 #   --out FILE  also write the report to FILE (default: build/soak-result.txt)

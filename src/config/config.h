@@ -54,7 +54,7 @@ struct Listener {
   // request_id_header), when valid, becomes the request's $request_id.
   bool trust_request_id = false;
   // tls = false: a cleartext HTTP/1.1 listener (port 80; no h2c). The keys
-  // below apply to it only (README "Plain HTTP").
+  // below apply to it only (docs/configuration.md "[[listen]]").
   bool tls = true;
   // Every request answered 301 (GET, HEAD) or 308 with Location
   // https://$host[:https_port]$request_uri; false: routed like a TLS
@@ -298,7 +298,7 @@ struct HeaderField {
 };
 
 // response_headers / request_headers = { set = {...}, add = {...}, remove = [...] }
-// (README "Headers" gives the semantics): applied remove, then set, then add;
+// (docs/configuration.md "[response_headers]" gives the semantics): applied remove, then set, then add;
 // a route's after the defaults'.
 struct HeaderRules {
   std::vector<HeaderField> set;
@@ -325,7 +325,7 @@ std::string header_name_problem(std::string_view name, HeaderDirection direction
 // gets at load, for code that writes it (import-nginx).
 std::string hsts_problem(std::string_view value);
 
-// Response compression (README "Compression"): top-level [compression] is
+// Response compression (docs/configuration.md "[compression]"): top-level [compression] is
 // the default of every route; a [[route]]'s compress, compress_types,
 // compress_min_bytes and compress_level replace its parts.
 struct Compression {

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -131,6 +132,16 @@ Result<Config> load_string(std::string_view toml, std::string_view source_name) 
   Result<Config> config = parse_document(toml, ctx);
   if (config.ok()) config->path = std::string(source_name);
   return config;
+}
+
+Result<std::vector<std::string>> accepted_keys(std::string_view toml, std::string_view source_name) {
+  ParseContext ctx(std::string(source_name), absolute_path(source_name).parent_path());
+  std::vector<std::string> keys;
+  ctx.record_accepted_keys(&keys);
+  if (Result<Config> config = parse_document(toml, ctx); !config.ok()) return config.take_error();
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  return keys;
 }
 
 Result<Config> load_file(const std::string& path) {

@@ -1,6 +1,7 @@
 // Loader: one TOML file -> a validated Config (config.h), or the first error
 // with its position. The accepted schema is documented key by key in
-// conf/tlsfront.toml; any other key is an error.
+// docs/configuration.md (checked against accepted_keys by the
+// config_reference test); any other key is an error.
 //
 // Every error is Errc::Config with a detail of the form
 //   "<file>:<line>:<column>: <key path>: <message>"
@@ -18,6 +19,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "config/config.h"
 #include "util/result.h"
@@ -35,5 +37,13 @@ namespace tlsfront::config {
 // against the current directory), and Config::path is `source_name`.
 // Errc::Config: TOML syntax error or invalid configuration.
 [[nodiscard]] Result<Config> load_string(std::string_view toml, std::string_view source_name);
+
+// The keys the loader accepts in the tables `toml` holds, as load_string
+// checks them: dotted paths without array indices ("workers",
+// "upstream.tls.verify", "route.return.status"), sorted, each once. A table
+// counts only when `toml` has it, so pass one that has them all. This is
+// what docs/configuration.md must document (tests/tools/config_keys).
+// Errc::Config as load_string.
+[[nodiscard]] Result<std::vector<std::string>> accepted_keys(std::string_view toml, std::string_view source_name);
 
 }  // namespace tlsfront::config

@@ -18,6 +18,19 @@ bool is_bare_key(std::string_view key) {
   return true;
 }
 
+// "upstream[0].tls.verify" -> "upstream.tls.verify".
+std::string without_indices(std::string_view path) {
+  std::string out;
+  for (size_t i = 0; i < path.size(); ++i) {
+    if (path[i] == '[') {
+      while (i < path.size() && path[i] != ']') ++i;
+      continue;
+    }
+    out += path[i];
+  }
+  return out;
+}
+
 bool before(const toml::source_position& a, const toml::source_position& b) {
   return a.line < b.line || (a.line == b.line && a.column < b.column);
 }
@@ -93,6 +106,9 @@ TableReader::TableReader(const ParseContext& ctx, const toml::table& table, std:
     : ctx_(ctx), table_(table), path_(std::move(path)) {}
 
 Status TableReader::check_keys(std::initializer_list<std::string_view> known) const {
+  if (std::vector<std::string>* sink = ctx_.accepted_keys()) {
+    for (std::string_view k : known) sink->push_back(without_indices(path_of(k)));
+  }
   const toml::key* first_unknown = nullptr;
   for (const auto& [key, node] : table_) {
     bool is_known = false;

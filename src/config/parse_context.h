@@ -46,9 +46,15 @@ class ParseContext {
   // `path` made absolute against the base directory and normalized.
   std::string resolve_path(std::string_view path) const;
 
+  // Set: TableReader::check_keys appends there every key it accepts, as
+  // "table.key" without array indices (loader.h's accepted_keys).
+  void record_accepted_keys(std::vector<std::string>* sink) { accepted_keys_ = sink; }
+  std::vector<std::string>* accepted_keys() const { return accepted_keys_; }
+
  private:
   std::string source_name_;
   std::filesystem::path base_dir_;
+  std::vector<std::string>* accepted_keys_ = nullptr;
 };
 
 // "string", "integer", ...: the bare form used in "got ...".
@@ -74,7 +80,8 @@ class TableReader {
   const toml::table& table() const { return table_; }
   const std::string& path() const { return path_; }
 
-  // Errc::Config naming the first key (in file order) not in `known`.
+  // Errc::Config naming the first key (in file order) not in `known`; with
+  // ParseContext::record_accepted_keys set, also records `known`.
   [[nodiscard]] Status check_keys(std::initializer_list<std::string_view> known) const;
 
   // The node at `key`, or nullptr.

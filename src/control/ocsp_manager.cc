@@ -27,7 +27,7 @@ std::string settings_of(const config::Ocsp& o) {
 // nginx's "ssl_stapling ignored, no OCSP responder URL in the certificate":
 // `stapling = true` written out, yet nothing to fetch from (no AIA OCSP URL,
 // no responder) and no response_file. Left at its default, stapling is
-// silent (README: many CAs no longer run OCSP); a must-staple leaf is
+// silent (docs/configuration.md: many CAs no longer run OCSP); a must-staple leaf is
 // warned about by OcspStapler::create. "" when there is nothing to say.
 std::string stapling_ignored(const tls::ServerCertificate& cert) {
   const config::Ocsp& o = cert.config->ocsp;

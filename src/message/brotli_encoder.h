@@ -9,8 +9,8 @@
 // tlsfront uses kWindowBits 18 (256 KiB: an API answer rarely refers back
 // further), and for a body of known length the smallest window that covers
 // it, with BROTLI_PARAM_SIZE_HINT so the hash tables are sized to it too.
-// Measured state (counted through the allocator hooks, README
-// "Compression"): quality 0-1 30-175 KiB; 2-3 320-640 KiB; 4 (tlsfront's
+// Measured state (counted through the allocator hooks,
+// docs/configuration.md "[compression]"): quality 0-1 30-175 KiB; 2-3 320-640 KiB; 4 (tlsfront's
 // default) 580-820 KiB, hash tables of a fixed size whatever the body;
 // 5-6 the same with the window shrunk to a known body, up to 2.4 MiB
 // without. More than gzip's 136 KiB: for memory, prefer gzip alone.

@@ -1,5 +1,5 @@
 // HeaderEdit: a configured header rewrite (response_headers / request_headers,
-// README "Headers") compiled once per configuration into the one shape that
+// docs/configuration.md "[response_headers]") compiled once per configuration into the one shape that
 // is cheap to apply per message: the lowercase names to delete from what was
 // received (every name removed or set), then the fields to append, in order,
 // each value a precomputed literal or a short list of literal and variable

@@ -1,7 +1,7 @@
 // Prometheus text exposition format (version 0.0.4) of tlsfront's metrics:
 // the workers' counters summed, plus the process-wide sources the Server
 // reads on scrape (session cache, ticket keys, access log). Metric names and
-// labels are listed in README "Metrics".
+// labels are listed in docs/operations.md "Metrics".
 // Thread affinity: any thread (the control thread in practice).
 #pragma once
 

@@ -2,7 +2,7 @@
 // handshake, latency and status statistics of access logs (tools/log_stats.h),
 // overall and per group. FILEs may be plain or gzip-compressed, rotated sets
 // in any order; none (or "-") reads standard input. Output: a table, or with
-// --json one JSON object (shape in the README's "logstats" section).
+// --json one JSON object (shape in docs/operations.md, "tlsfront logstats").
 // Exit status: 0, 1 when a file cannot be read (the others are still
 // counted), 2 for a usage error.
 // Thread affinity: the main thread (a command, not part of the server).

@@ -136,7 +136,7 @@ void Importer::listen(Server& s, const Directive& d, bool ssl_on, bool http2_on)
     } else if (p == "reuseport") {
       why.push_back("parameter reuseport not needed: every worker has its own SO_REUSEPORT socket");
     } else if (p == "deferred") {
-      why.push_back("parameter deferred not carried over: no TCP_DEFER_ACCEPT (measured, no gain: README Performance)");
+      why.push_back("parameter deferred not carried over: no TCP_DEFER_ACCEPT (measured, no gain)");
     } else if (p == "ipv6only=on") {
       why.push_back("parameter ipv6only=on not needed: IPv6 listeners are IPv6-only");
     } else if (p == "proxy_protocol") {

@@ -1,7 +1,7 @@
 // `tlsfront import-nginx`: the server blocks of an nginx configuration
 // (tools/nginx_conf.h, includes resolved) turned into a tlsfront TOML file,
 // with every directive that is not carried over listed with its place and
-// why. The README's "Importing an nginx configuration" section has the
+// why. docs/migrating-from-nginx.md has the
 // directive-by-directive table; in short:
 //
 //   - servers with a TLS listen (`listen ... ssl`, or `ssl on`) are

@@ -80,7 +80,7 @@ bool redirect_server(const Server& s, Model& m, Ledger& l) {
     } else if (c.name == "location" && !c.args.empty() && c.args.back().find("acme-challenge") != std::string::npos) {
       l.note(c,
              "not carried over by import-nginx: an ACME client's upstream is the listener's acme_upstream "
-             "(README Plain HTTP); static files (root) have no equivalent");
+             "(docs/configuration.md, [[listen]]); static files (root) have no equivalent");
     }
   }
   return true;

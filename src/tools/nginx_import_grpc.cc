@@ -37,7 +37,7 @@ std::string grpc_target(const std::string& arg, bool& tls, std::string& why) {
 std::string_view grpc_reason(std::string_view d) {
   static constexpr std::string_view kRetry =
       "no equivalent: a call the upstream did not process (GOAWAY, REFUSED_STREAM) is retried on another "
-      "connection, others are not (README: HTTP/2 and gRPC to upstreams)";
+      "connection, others are not (docs/configuration.md, [[upstream]])";
   static constexpr std::array<std::pair<std::string_view, std::string_view>, 7> kReasons{{
       {"grpc_buffer_size", "not needed: gRPC messages are streamed frame by frame with HTTP/2 flow control"},
       {"grpc_next_upstream", kRetry},

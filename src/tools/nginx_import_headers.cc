@@ -39,7 +39,7 @@ std::string tlsfront_value(const std::string& v, int variables, std::string& why
     std::string name = v.substr(begin, end - begin);
     if (std::none_of(config::kHeaderVariables, config::kHeaderVariables + variables,
                      [&](const char* k) { return name == k; })) {
-      why = "not carried over: tlsfront has no $" + name + " here (its variables: README Headers)";
+      why = "not carried over: tlsfront has no $" + name + " here (its variables: docs/configuration.md, [response_headers])";
       return {};
     }
     out += "${" + name + "}";

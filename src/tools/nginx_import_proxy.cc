@@ -449,7 +449,7 @@ void ProxyImporter::locations(const Server& s, const Directive& block, const Cha
     } else if (match == Model::Match::Regex) {
       l_.note(d, "carried over as path_regex " + toml_string(path) +
                      ": RE2, tried in file order after exact and ^~ routes, against tlsfront's normalized path "
-                     "(README Routing), which keeps %XX of reserved characters encoded where nginx decodes them");
+                     "(docs/configuration.md, [[route]]), which keeps %XX of reserved characters encoded where nginx decodes them");
     }
     locations(s, d, chain, out);
   }

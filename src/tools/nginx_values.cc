@@ -78,7 +78,7 @@ std::optional<uint64_t> parse_size(std::string_view text) {
 // (tools/nginx_import_compression.cc); elsewhere (a location, another server).
 constexpr std::string_view kCompressionByHand =
     "not carried over: [compression] is the default server's gzip settings; write a route's compress keys for this "
-    "one (README Compression)";
+    "one (docs/configuration.md, [compression])";
 
 std::string_view known_reason(std::string_view d) {
   static constexpr std::array<std::pair<std::string_view, std::string_view>, 75> kReasons{{
@@ -111,7 +111,7 @@ std::string_view known_reason(std::string_view d) {
       {"autoindex", "no equivalent: no static files"},
       {"try_files", "no equivalent: no static files"},
       {"charset", "no equivalent: no static files"},
-      {"expires", "not carried over by import-nginx yet: write Cache-Control as response_headers (README Headers)"},
+      {"expires", "not carried over by import-nginx yet: write Cache-Control as response_headers (docs/configuration.md, [response_headers])"},
       {"etag", "no equivalent: no static files"},
       {"gzip", kCompressionByHand},
       {"gzip_vary", "not needed: tlsfront adds Vary: Accept-Encoding to every compressible response"},
@@ -122,8 +122,8 @@ std::string_view known_reason(std::string_view d) {
       {"gzip_types", kCompressionByHand},
       {"gzip_min_length", kCompressionByHand},
       {"return",
-       "not carried over by import-nginx yet: write it as [[route]] return / redirect (README Plain HTTP and fixed "
-       "answers)"},
+       "not carried over by import-nginx yet: write it as [[route]] return / redirect (docs/configuration.md, "
+       "[[route]])"},
       {"rewrite", "no equivalent: no rewriting"},
       {"error_page", "no equivalent: tlsfront's error answers are its own"},
       {"server_tokens", "not needed: tlsfront sends no version"},
@@ -134,8 +134,8 @@ std::string_view known_reason(std::string_view d) {
       {"proxy_busy_buffers_size", "not needed: bodies are streamed both ways with backpressure"},
       {"proxy_request_buffering", "not needed: request bodies are streamed with backpressure"},
       {"proxy_next_upstream",
-       "no equivalent: a request failing on a reused connection before any response byte is retried once (README: "
-       "Upstreams)"},
+       "no equivalent: a request failing on a reused connection before any response byte is retried once (docs/configuration.md, "
+       "[[upstream]])"},
       {"proxy_intercept_errors", "no equivalent: backend responses are passed through"},
       {"ssl_dhparam", "not needed: ECDHE key exchange only"},
       {"ssl_client_certificate", "no equivalent: no client certificates"},

@@ -6,7 +6,7 @@
 // (tools/probe_facts.h); TLS 1.2 resumption by ticket and by session ID;
 // 0-RTT and TCP Fast Open. Output: a table, --json (one object) or --prom
 // (Prometheus text format for node_exporter's textfile collector); shapes
-// in the README's "probe" section.
+// in docs/operations.md, "tlsfront probe".
 // Exit status: the worst over the URLs, 0 ok, 1 warning, 2 critical (the
 // reasons on stderr, one line each), 3 usage error.
 // Thread affinity: the main thread (a command, not part of the server).

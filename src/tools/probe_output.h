@@ -2,8 +2,8 @@
 // a table for people, one JSON object, and the Prometheus text exposition
 // format (version 0.0.4) that node_exporter's textfile collector reads.
 // Every time is in the unit its name says (ms in the table and JSON,
-// seconds in Prometheus). Shapes are documented in the README's "probe"
-// section. Thread affinity: none (pure functions).
+// seconds in Prometheus). Shapes are documented in docs/operations.md,
+// "tlsfront probe". Thread affinity: none (pure functions).
 #pragma once
 
 #include <string>

@@ -414,7 +414,7 @@ TEST_F(H2H1, BodyOverLimitIs413) {
 
 TEST_F(H2H1, NghttpVerboseAsInReadme) {
   ASSERT_TRUE(start_proxy());
-  // The README's check, with -m: eight concurrent streams of one URI.
+  // docs/configuration.md's check, with -m: eight concurrent streams of one URI.
   RunResult r = run_command(dir_,
                             {"/usr/bin/nghttp", "-nv", "-m", "8",
                              "https://127.0.0.1:" + std::to_string(port()) + "/nghttp"},

@@ -68,6 +68,22 @@ class Probe : public ProxyTest {
   simdjson::dom::parser parser_;
 };
 
+// docs/operations.md: against tlsfront with [tls] early_data = true the probe
+// says "offered ... accepted", as against nginx with ssl_early_data on.
+TEST_F(Probe, TlsfrontWithEarlyDataOffersAndAcceptsIt) {
+  ProxyOptions o;
+  o.workers = 1;
+  o.tls_extra = "early_data = true\n";
+  ASSERT_TRUE(start_proxy(o));
+  RunResult r = probe(port(), {"--json", "--count", "2", "--no-staple-ok", "--ca", pki("root.pem")});
+  simdjson::dom::element p;
+  ASSERT_TRUE(parse_probe(r, p));
+  EXPECT_TRUE(bool(p["early_data"]["offered"])) << r.out;
+  EXPECT_EQ(int64_t(p["early_data"]["max_early_data"]), 16384) << r.out;
+  EXPECT_EQ(int64_t(p["early_data"]["sent"]), 2) << r.out;
+  EXPECT_EQ(int64_t(p["early_data"]["accepted"]), 2) << r.out;
+}
+
 TEST_F(Probe, TlsfrontStapledAndResumedEveryWay) {
   ProxyOptions o;
   o.workers = 1;
@@ -94,7 +110,7 @@ TEST_F(Probe, TlsfrontStapledAndResumedEveryWay) {
   EXPECT_EQ(int64_t(p["resumption"]["rounds_resumed"]), 2);
   EXPECT_TRUE(bool(p["resumption"]["tls12_ticket"]["resumed"]));
   EXPECT_TRUE(bool(p["resumption"]["tls12_session_id"]["resumed"]));
-  EXPECT_FALSE(bool(p["early_data"]["offered"]));  // tlsfront has no 0-RTT
+  EXPECT_FALSE(bool(p["early_data"]["offered"]));  // [tls] early_data is off by default
   EXPECT_EQ(int64_t(p["times_ms"]["full"]["total"]["count"]), 2);
   EXPECT_EQ(int64_t(p["times_ms"]["resumed"]["tls"]["count"]), 2);
 

@@ -70,7 +70,7 @@ struct Row {
   std::string received;  // the backend's request-target ("" = as sent)
 };
 
-// The normalization table (README "Routing").
+// The normalization table (docs/configuration.md "The path routes match", docs/security.md "Request paths").
 const std::vector<Row>& table() {
   static const std::vector<Row> rows = {
       {"/api/x", "api", ""},

@@ -5,7 +5,6 @@
 #include "data/http/header_plan.h"
 #include "data/http/response_compression.h"
 #include "log/log.h"
-#include "message/chunked.h"
 #include "message/grpc.h"
 #include "message/header_rewrite.h"
 
@@ -13,6 +12,32 @@ namespace tlsfront::http {
 namespace {
 constexpr size_t kMaxReplayBytes = 64 * 1024;
 constexpr int kMaxInformational = 8;
+}  // namespace
+
+namespace {
+// The request head as the group's protocol sends it, the route's
+// request_headers rules applied (their variables read now).
+upstream::UpstreamRequestHead encode_head(ExchangeSink* sink, const upstream::UpstreamGroup& group,
+                                          const RequestHead& head, const ExchangeHeaders& headers) {
+  const ConnectionInfo& info = sink->connection_info();
+  const HeaderVars vars = headers.record != nullptr ? header_vars(info, *headers.record) : HeaderVars{};
+  UpstreamRequestOptions opts;
+  opts.client_addr = info.remote_addr;
+  opts.real_ip = headers.client_addr;
+  opts.scheme = scheme_name(info.scheme);
+  opts.default_host = group.config().name;
+  opts.close = group.config().keepalive == 0;
+  opts.upstream_tls = group.config().tls.enabled;
+  opts.request_id_header = headers.request_id_header;
+  opts.request_id = headers.request_id;
+  if (headers.rules != nullptr && !headers.rules->request.empty()) {
+    opts.edit = &headers.rules->request;
+    opts.vars = &vars;
+  }
+  upstream::UpstreamRequestHead encoded(group.config().protocol, head, opts);
+  if (headers.early == EarlyData::Send) encoded.mark_early_data();
+  return encoded;
+}
 }  // namespace
 
 ProxyExchange::ProxyExchange(uv_loop_t* loop, ExchangeSink* sink, upstream::UpstreamGroup* group,
@@ -23,61 +48,21 @@ ProxyExchange::ProxyExchange(uv_loop_t* loop, ExchangeSink* sink, upstream::Upst
       group_(group),
       record_(headers.record),
       method_(head.method),
-      chunked_request_(head.chunked),
       idempotent_(head.idempotent()),
       upgrade_(head.upgrade),
       extended_connect_(head.extended_connect),
       early_(headers.early),
-      has_body_(head.has_body()),
       grpc_(is_grpc(head)),
-      http2_upstream_(config::is_http2(group->config().protocol)),
-      replay_state_(Replay::Partial) {
-  const ConnectionInfo& info = sink->connection_info();
-  const HeaderVars vars = header_vars_now();  // for the request's head, built below
-  UpstreamRequestOptions opts;
-  opts.client_addr = info.remote_addr;
-  opts.real_ip = headers.client_addr;
-  opts.scheme = scheme_name(info.scheme);
-  opts.default_host = group->config().name;
-  opts.close = group->config().keepalive == 0;
-  opts.upstream_tls = group->config().tls.enabled;
-  opts.request_id_header = headers.request_id_header;
-  opts.request_id = headers.request_id;
-  if (headers.rules != nullptr) {
-    if (!headers.rules->request.empty()) {
-      opts.edit = &headers.rules->request;
-      opts.vars = &vars;
-    }
-    if (!headers.rules->response.empty()) response_edit_ = &headers.rules->response;
-  }
+      head_(encode_head(sink, *group, head, headers)),
+      replay_state_(!head.chunked && head.content_length.value_or(0) <= kMaxReplayBytes ? Replay::Whole
+                                                                                          : Replay::Partial) {
+  if (headers.rules != nullptr && !headers.rules->response.empty()) response_edit_ = &headers.rules->response;
   if (compression != nullptr && !compression->encodings.empty()) {
     compression_ = compression;
     budget_ = budget;
     accepted_ = accepted_coding(*compression, head);
   }
   stats_.protocol = config::protocol_name(group->config().protocol);
-  if (http2_upstream_) {
-    // HTTP/2 has no Upgrade (RFC 9113 §8.6): an Upgrade request goes up as
-    // an ordinary one, and no 101 can open a tunnel.
-    h2_fields_ = upstream_h2_request_fields(head, opts);
-  } else {
-    append_upstream_request_head(replay_, head, opts);
-  }
-  const bool own_early_data = std::any_of(head.headers.begin(), head.headers.end(),
-                                          [](const Header& h) { return iequals(h.name, "early-data"); });
-  if (early_ == EarlyData::Send && !own_early_data) {
-    // RFC 8470 §5.1: an intermediary adds it; a client's own is forwarded
-    // as it is. HTTP/1.1: before the head's last CRLF (a Send request has no body).
-    if (http2_upstream_) {
-      early_line_ = h2_fields_.size();
-      h2_fields_.push_back(Header{"early-data", "1", HeaderToken::Other});
-    } else {
-      static constexpr std::string_view kLine = "Early-Data: 1\r\n";
-      early_line_ = replay_.size() - 2;
-      replay_.insert(early_line_, kLine);
-    }
-  }
-  if (!head.chunked && replay_.size() + head.content_length.value_or(0) <= kMaxReplayBytes) replay_state_ = Replay::Whole;
 }
 
 ProxyExchange::~ProxyExchange() { drop_connection(); }
@@ -93,8 +78,10 @@ void ProxyExchange::retire(std::unique_ptr<ProxyExchange>& exchange, RequestReco
 std::unique_ptr<upstream::UpstreamTunnel> ProxyExchange::take_tunnel(std::unique_ptr<ProxyExchange>& exchange,
                                                                      upstream::UpstreamHandler* handler,
                                                                      RequestRecord& record) {
-  if (!exchange || exchange->phase_ != Phase::Tunnel || !exchange->tunnel_) return nullptr;
-  std::unique_ptr<upstream::UpstreamTunnel> tunnel = std::move(exchange->tunnel_);
+  if (!exchange || exchange->phase_ != Phase::Tunnel || !exchange->channel_) return nullptr;
+  // In Phase::Tunnel the channel is the tunnel the 101 handed over
+  // (on_upstream_tunnel comes before the 101's on_upstream_head).
+  std::unique_ptr<upstream::UpstreamTunnel> tunnel(static_cast<upstream::UpstreamTunnel*>(exchange->channel_.release()));
   tunnel->set_handler(handler);
   tunnel->set_attempt_start(exchange->attempt_start_);
   retire(exchange, &record);
@@ -108,14 +95,14 @@ void ProxyExchange::start() {
       return;
     }
   } else {
-    strip_early_data_line();  // the handshake completed before the request went up
+    head_.unmark_early_data();  // the handshake completed before the request went up
   }
   begin();
 }
 
 void ProxyExchange::on_handshake_done() {
   if (phase_ != Phase::Held) return;
-  strip_early_data_line();
+  head_.unmark_early_data();
   if (pool_ != nullptr) {
     attempt(pool_, true);  // after a 425: the same server, a pooled connection welcome
   } else {
@@ -124,24 +111,14 @@ void ProxyExchange::on_handshake_done() {
   if (phase_ != Phase::Done && !request_body_congested()) sink_->on_request_body_writable();
 }
 
-void ProxyExchange::strip_early_data_line() {
-  if (early_line_ == std::string::npos) return;
-  if (http2_upstream_) {
-    h2_fields_.erase(h2_fields_.begin() + static_cast<std::ptrdiff_t>(early_line_));
-  } else {
-    replay_.erase(early_line_, std::string_view("Early-Data: 1\r\n").size());
-  }
-  early_line_ = std::string::npos;
-}
-
 void ProxyExchange::begin() {
-  if (grpc_ && !http2_upstream_) {
+  if (grpc_ && !head_.http2()) {
     // gRPC needs HTTP/2 end to end (trailers, full-duplex streams).
     stats_.error = "grpc_needs_h2c";
     fail_grpc("upstream " + group_->config().name + " speaks HTTP/1.1; gRPC needs protocol = \"h2c\" or \"h2\"");
     return;
   }
-  if (extended_connect_ && http2_upstream_) {
+  if (extended_connect_ && head_.http2()) {
     // RFC 8441 asks for a tunnel, which this upstream cannot carry (HTTP/2
     // has no Upgrade, RFC 9113 §8.6): refused before anything is sent,
     // rather than run as the GET it is mapped to.
@@ -153,7 +130,7 @@ void ProxyExchange::begin() {
     fail(501, "the upstream cannot carry this tunnel");
     return;
   }
-  upstream::UpstreamPool* pool = group_->pick(tried_);
+  upstream::UpstreamPool* pool = group_->balancer().pick(tried_);
   if (!pool) {
     stats_.error = "no_live_upstreams";
     fail(502, "no live upstreams");
@@ -169,52 +146,31 @@ void ProxyExchange::attempt(upstream::UpstreamPool* pool, bool allow_reuse) {
   if (!stats_.addr.empty()) stats_.addr += ", ";
   stats_.addr += pool->address();
   attempt_start_ = std::chrono::steady_clock::now();
-  if (!h2_fields_.empty()) {
-    attempt_h2(pool);
-    return;
-  }
   // A request on_upstream_error() retries once on a fresh connection (the
   // backend closed a pooled one) skips the MSG_PEEK check, as nginx does.
   // Only a Whole replay buffer makes the retry certain: a Partial one may
   // still overflow after this choice, and the retry would then be impossible.
   const bool check_open = !(idempotent_ && replay_state_ == Replay::Whole);
-  // An Upgrade may turn the connection into a tunnel: never a pooled one.
-  auto lease = pool->acquire(allow_reuse && upgrade_.empty(), check_open);
+  auto lease = pool->open(this, head_, allow_reuse, check_open);
   if (!lease) {
     on_upstream_error(upstream::UpstreamFailure::ConnectFailed, lease.take_error());
     return;
   }
-  conn_ = std::move(lease->conn);
+  channel_ = std::move(lease->channel);
   stats_.connection_reused = lease->reused;
   if (reused()) {
     stats_.connect_ms = 0.0;
     transition(phase_, Phase::AwaitingHead);
   }
-  conn_->attach(this, method_ == "HEAD", !upgrade_.empty());
-  conn_->send(replay_);
+  if (!replay_.empty()) channel_->send_body(replay_);
+  if (request_complete_) channel_->end(request_trailers_);
   // Held, the request body was kept whatever its size (bounded by what the
   // session read before it stopped: request_body_congested()).
   if (replay_state_ != Replay::Lost && replay_.size() > kMaxReplayBytes) lose_replay();
   // A request that cannot be retried goes out now, not at the end of the
   // iteration: the peek said the pooled connection was open a moment ago,
   // and a backend's idle close landing in between would cost a 502.
-  if (reused() && check_open) conn_->write_now();
-}
-
-void ProxyExchange::attempt_h2(upstream::UpstreamPool* pool) {
-  auto lease = pool->open_h2_stream(this, h2_fields_, has_body_);
-  if (!lease) {
-    on_upstream_error(upstream::UpstreamFailure::ConnectFailed, lease.take_error());
-    return;
-  }
-  h2_ = std::move(lease->stream);
-  stats_.connection_reused = lease->reused;
-  if (reused()) {
-    stats_.connect_ms = 0.0;
-    transition(phase_, Phase::AwaitingHead);
-  }
-  if (!replay_.empty()) h2_->send(replay_);
-  if (request_complete_) h2_->end(request_trailers_);
+  if (reused() && check_open) channel_->write_now();
 }
 
 void ProxyExchange::send_up(std::string_view bytes) {
@@ -229,8 +185,7 @@ void ProxyExchange::send_up(std::string_view bytes) {
       lose_replay();
     }
   }
-  if (conn_) conn_->send(bytes);
-  if (h2_) h2_->send(bytes);
+  if (channel_) channel_->send_body(bytes);
 }
 
 void ProxyExchange::lose_replay() {
@@ -239,21 +194,17 @@ void ProxyExchange::lose_replay() {
 }
 
 void ProxyExchange::on_request_body(std::string_view data) {
-  if (phase_ == Phase::Done || data.empty()) return;
-  if (chunked_request_ && h2_fields_.empty()) {
-    write_chunk(data, [this](std::string_view part) { send_up(part); });
-  } else {
-    send_up(data);
-  }
+  if (phase_ == Phase::Done || phase_ == Phase::Tunnel || data.empty()) return;  // a tunnel's: on_tunnel_data
+  send_up(data);
 }
 
 void ProxyExchange::on_tunnel_data(std::string_view data) {
-  if (phase_ == Phase::Tunnel && tunnel_) tunnel_->send(data);
+  if (phase_ == Phase::Tunnel && channel_) channel_->send_body(data);
 }
 
 void ProxyExchange::on_request_trailers(std::vector<Header>&& trailers) {
   // An HTTP/1.1 request with a Content-Length has no trailer section.
-  if (h2_fields_.empty() && !chunked_request_) return;
+  if (!head_.http2() && !head_.chunked()) return;
   // A malformed field drops the section (nothing ambiguous goes up: an
   // HTTP/1.1 upstream gets it as text); fields a sender must not put in
   // trailers (RFC 9110 §6.5.1) go.
@@ -267,41 +218,27 @@ void ProxyExchange::on_request_trailers(std::vector<Header>&& trailers) {
 }
 
 void ProxyExchange::on_tunnel_end() {
-  if (phase_ == Phase::Tunnel && tunnel_) tunnel_->shutdown_write();
+  if (phase_ == Phase::Tunnel && channel_) channel_->end({});
 }
 
 void ProxyExchange::on_request_complete() {
   request_complete_ = true;
-  if (phase_ == Phase::Done) return;
-  if (h2_) {
-    h2_->end(request_trailers_);
-  } else if (chunked_request_ && h2_fields_.empty()) {
-    // RFC 9112 §7.1.2: the last chunk, the trailer fields, an empty line.
-    std::string last(kLastChunkLine);
-    for (const auto& h : request_trailers_) last += h.name + ": " + h.value + "\r\n";
-    last += "\r\n";
-    send_up(last);
-  }
+  // Held, the end goes with the attempt; a tunnel's end is on_tunnel_end.
+  if (phase_ == Phase::Done || phase_ == Phase::Tunnel || !channel_) return;
+  channel_->end(request_trailers_);
 }
 
 bool ProxyExchange::request_body_congested() const {
   if (phase_ == Phase::Held) return true;
-  if (h2_) return h2_->buffered_bytes() > upstream::kWriteHighWatermark;
-  if (tunnel_) return tunnel_->buffered_bytes() > upstream::kWriteHighWatermark;
-  return conn_ && conn_->buffered_bytes() > upstream::kWriteHighWatermark;
+  return channel_ && channel_->buffered_bytes() > upstream::kWriteHighWatermark;
 }
 
 void ProxyExchange::on_output_drained() {
-  if (phase_ == Phase::Done) return;
-  if (conn_) conn_->resume_reading();
-  if (h2_) h2_->resume_reading();
-  if (tunnel_) tunnel_->resume_reading();
+  if (phase_ != Phase::Done && channel_) channel_->resume_reading();
 }
 
 void ProxyExchange::pause_upstream() {
-  if (conn_) conn_->pause_reading();
-  if (h2_) h2_->pause_reading();
-  if (tunnel_) tunnel_->pause_reading();
+  if (channel_) channel_->pause_reading();
 }
 
 void ProxyExchange::cancel() {
@@ -315,18 +252,7 @@ void ProxyExchange::drop_encoder() {
   encoder_.reset();
 }
 
-void ProxyExchange::drop_connection() {
-  upstream::UpstreamTunnel::retire(tunnel_);
-  if (h2_) {
-    h2_->detach();
-    h2_->close();
-    LoopContext::of(loop_).defer_delete(std::move(h2_));
-  }
-  if (!conn_) return;
-  conn_->detach();
-  conn_->close();
-  LoopContext::of(loop_).defer_delete(std::move(conn_));
-}
+void ProxyExchange::drop_connection() { upstream::UpstreamChannel::retire(channel_); }
 
 HeaderVars ProxyExchange::header_vars_now() const {
   return record_ != nullptr ? header_vars(sink_->connection_info(), *record_) : HeaderVars{};
@@ -362,13 +288,13 @@ void ProxyExchange::on_upstream_head(ResponseHead&& head, bool informational) {
     if (sink_->output_congested()) pause_upstream();
     return;
   }
-  if (head.status == 425 && early_line_ != std::string::npos && replay_state_ == Replay::Whole) {
+  if (head.status == 425 && head_.early_data_marked() && replay_state_ == Replay::Whole) {
     // RFC 8470 §5.2: the upstream wants the request after the handshake.
     // Once it completed, send it again without Early-Data; the client sees
     // the real answer, never this 425.
     stats_.too_early_retried = true;
     drop_connection();
-    strip_early_data_line();
+    head_.unmark_early_data();
     if (sink_->connection_info().early_data) {
       transition(phase_, Phase::Held);
     } else {
@@ -398,7 +324,7 @@ void ProxyExchange::on_upstream_head(ResponseHead&& head, bool informational) {
   // did not end the stream keeps its end open for the trailers, even with a
   // content-length: 0 (the client's HEADERS must not carry END_STREAM).
   bool has_body =
-      !response_has_no_body(method_, head.status) && !(h2_ && head.content_length == 0 && !head.trailers_may_follow);
+      !response_has_no_body(method_, head.status) && !(head_.http2() && head.content_length == 0 && !head.trailers_may_follow);
   if (compression_ != nullptr) {
     switch (judge_response(*compression_, method_, head, has_body && accepted_.has_value())) {
       case CompressionVerdict::Untouched:
@@ -498,21 +424,17 @@ void ProxyExchange::on_upstream_complete() {
   }
   transition(phase_, Phase::Done);
   stats_.response_ms = ms_since(attempt_start_);
-  if (h2_ || tunnel_) drop_connection();  // an h2 connection carries on with the other streams
-  if (conn_) {
-    if (request_complete_ && conn_->reusable() && upgrade_.empty()) {
-      pool_->release(std::move(conn_));
-    } else {
-      drop_connection();
-    }
-  }
+  group_->balancer().on_success(pool_, *stats_.response_ms);
+  // An HTTP/1.1 connection goes back to its pool when it can carry another
+  // request; an HTTP/2 one carries on with its other streams.
+  upstream::UpstreamChannel::finish(channel_, request_complete_);
   sink_->end_response();
 }
 
 void ProxyExchange::on_upstream_tunnel(std::unique_ptr<upstream::UpstreamTunnel> tunnel) {
-  tunnel_ = std::move(tunnel);
   // The connection still passes on the 101 and what followed it, then goes.
-  LoopContext::of(loop_).defer_delete(std::move(conn_));
+  LoopContext::of(loop_).defer_delete(std::move(channel_));
+  channel_ = std::move(tunnel);
 }
 
 void ProxyExchange::on_upstream_writable() {

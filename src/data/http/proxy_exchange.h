@@ -11,10 +11,12 @@
 // request (RequestHead::upgrade) goes on a new connection, and a 101 makes
 // the exchange a tunnel (Phase::Tunnel) until either side closes.
 //
-// An h2c upstream ([[upstream]] protocol = "h2c") gets the request as one
-// stream (upstream::H2Stream) of a multiplexed connection: the head as
-// HTTP/2 fields (http::upstream_h2_request_fields), the body as DATA, the
-// client's request trailers after it; streams the upstream did not process
+// The exchange speaks to every upstream protocol through one
+// upstream::UpstreamChannel, opened by UpstreamPool::open with the request
+// head as the group's protocol writes it (upstream::UpstreamRequestHead):
+// an HTTP/1.1 connection, a stream of a multiplexed HTTP/2 connection (h2c
+// or h2: the head as fields, the body as DATA, the client's request
+// trailers after it), or the tunnel a 101 leaves; streams the upstream did not process
 // (GOAWAY, REFUSED_STREAM: RFC 9113 §6.8, §8.7) are retried on another
 // connection, any method, while the replay buffer holds the body.
 // gRPC (a request whose content-type is application/grpc*): what cannot be
@@ -36,6 +38,8 @@
 #include "data/http/compression_budget.h"
 #include "data/http/exchange_sink.h"
 #include "data/http/request_record.h"
+#include "data/upstream/request_head.h"
+#include "data/upstream/upstream_channel.h"
 #include "data/upstream/upstream_pool.h"
 #include "message/content_encoder.h"
 #include "message/header_edit.h"
@@ -93,7 +97,7 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   enum class Phase { Created, Connecting, AwaitingHead, Streaming, Tunnel, Held, Done };
   // What the replay buffer holds (everything sent upstream so far, so a
   // failed attempt can be replayed on a new connection):
-  //   Whole   -> Lost   the whole request (head + Content-Length body) fits:
+  //   Whole   -> Lost   the whole request body (a Content-Length) fits:
   //                     a retry is always possible until the response head
   //   Partial -> Lost   held so far; a body still to come may overflow it
   // Lost: overflowed, or the response head arrived; no retry from here on.
@@ -165,9 +169,6 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   // Picks a server and attempts it (start() once nothing holds it).
   void begin();
   void attempt(upstream::UpstreamPool* pool, bool allow_reuse);
-  // Takes the Early-Data line (if any) out of the request head in replay_.
-  void strip_early_data_line();
-  void attempt_h2(upstream::UpstreamPool* pool);
   // The gRPC status answer (see the class comment); `reason` the grpc-message.
   void fail_grpc(std::string_view reason);
   void pause_upstream();
@@ -211,31 +212,27 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   std::unique_ptr<ContentEncoder> encoder_;           // while compressing the response body
   CompressionClaim claim_;                            // encoder_'s memory, on budget_
   const std::string method_;
-  const bool chunked_request_;
   const bool idempotent_;
   const std::string upgrade_;  // the Upgrade protocol asked for; "": an ordinary request
   const bool extended_connect_;  // an RFC 8441 extended CONNECT (upgrade_ set): a tunnel or nothing
   const EarlyData early_;
-  // Where replay_ holds the "Early-Data: 1" line we added; npos: none.
-  size_t early_line_ = std::string::npos;
-  const bool has_body_;        // the request has a body (a Content-Length > 0, or chunked / unknown length)
-  const bool grpc_;            // content-type application/grpc*
-  const bool http2_upstream_;  // the group speaks HTTP/2 (h2c or h2)
-  std::vector<Header> h2_fields_;         // h2c: the request head as HTTP/2 fields
+  const bool grpc_;  // content-type application/grpc*
+  // The head every attempt sends, with the Early-Data mark while the
+  // request goes in early data.
+  upstream::UpstreamRequestHead head_;
   std::vector<Header> request_trailers_;  // the client's, filtered, for the upstream
   Phase phase_ = Phase::Created;
   Replay replay_state_;
-  std::unique_ptr<upstream::UpstreamConnection> conn_;
-  std::unique_ptr<upstream::H2Stream> h2_;  // h2c: the current attempt's stream
-  std::unique_ptr<upstream::UpstreamTunnel> tunnel_;  // Phase::Tunnel: the upstream side, once the 101 came
+  // The current attempt's; Phase::Tunnel: the tunnel the 101 handed over.
+  std::unique_ptr<upstream::UpstreamChannel> channel_;
   upstream::UpstreamPool* pool_ = nullptr;  // the current attempt's server
   std::vector<upstream::UpstreamPool*> tried_;
-  // Everything sent upstream so far while replay_state_ is not Lost (h2c:
-  // the body only; the head is h2_fields_).
+  // The request body sent so far (unframed; the head is head_'s) while
+  // replay_state_ is not Lost.
   std::string replay_;
   bool request_complete_ = false;  // the client's request has ended (all of it was sent up)
-  int retries_ = 0;
-  int unprocessed_retries_ = 0;
+  int fresh_retries_ = 0;        // RetryKind::FreshConnection retries so far
+  int unprocessed_retries_ = 0;  // RetryKind::SameServer retries so far
   int informational_ = 0;
   std::chrono::steady_clock::time_point attempt_start_;
   UpstreamStats stats_;

@@ -1,8 +1,8 @@
 // Response compression: whether tlsfront compresses one upstream response
 // for its client, and the head of a response it compresses. The body itself
 // goes through a ContentEncoder (message/content_encoder.h), driven by
-// ProxyExchange. The rules (RFC 9110 §8.4, §12.5.3, §8.8.3; README
-// "Compression"):
+// ProxyExchange. The rules (RFC 9110 §8.4, §12.5.3, §8.8.3;
+// docs/configuration.md "[compression]"):
 //
 // A response is *compressible* when its route compresses (compress is not
 // empty), its status is 2xx with content other than 206 (not 204, 205), it

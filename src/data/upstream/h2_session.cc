@@ -95,7 +95,7 @@ nghttp2_session_callbacks* callbacks() {
 }  // namespace
 
 H2Session::H2Session(uv_loop_t* loop, H2Pool* pool, const config::Upstream& cfg, TlsTarget* tls)
-    : loop_(loop), pool_(pool), cfg_(cfg), tls_target_(tls && tls->ctx ? tls : nullptr) {
+    : loop_(loop), pool_(pool), cfg_(cfg), socket_(loop, this, tls, UpstreamSocket::FloodAnswer::Fail) {
   nghttp2_session* s = nullptr;
   // The frame buffer in pages of its own, as for client sessions (Nghttp2Memory).
   if (nghttp2_session_client_new3(&s, callbacks(), this, options(), memory_.mem()) != 0) std::abort();  // OOM
@@ -118,37 +118,16 @@ H2Stream* H2Session::stream(int32_t id) const {
 }
 
 Status H2Session::connect(const sockaddr_storage& addr) {
-  if (int rc = tcp_.init([this](uv_tcp_t* h) { return uv_tcp_init(loop_, h); }, this); rc != 0) {
-    transition(state_, State::Closed);
-    return make_error(Errc::Upstream, std::string("socket: ") + uv_strerror(rc));
-  }
   timer_.init(
       loop_, [](void* self) { static_cast<H2Session*>(self)->on_timer(); }, this);
   ping_timer_.init(
       loop_, [](void* self) { static_cast<H2Session*>(self)->on_ping_timer(); }, this);
   stream_timer_.init(
       loop_, [](void* self) { static_cast<H2Session*>(self)->on_stream_timer(); }, this);
-  uv_tcp_nodelay(tcp_.get(), 1);
-  connect_req_ = new uv_connect_t{};
-  connect_req_->data = this;
-  int rc = uv_tcp_connect(connect_req_, tcp_.get(), reinterpret_cast<const sockaddr*>(&addr),
-                          [](uv_connect_t* req, int status) {
-                            auto* self = static_cast<H2Session*>(req->data);
-                            delete req;
-                            if (self) {
-                              self->connect_req_ = nullptr;
-                              self->on_connect(status);
-                            }
-                          });
-  if (rc != 0) {
-    delete connect_req_;
-    connect_req_ = nullptr;
+  if (Status st = socket_.connect(addr); !st) {
     transition(state_, State::Closed);
-    return make_error(Errc::Upstream, std::string("connect: ") + uv_strerror(rc));
+    return st;
   }
-  writer_.attach(
-      tcp_.stream(), [](void* self, int status, size_t) { static_cast<H2Session*>(self)->on_write_done(status); },
-      this);
   timer_.arm(cfg_.connect_timeout);
   return {};
 }
@@ -233,40 +212,9 @@ void H2Session::check_idle() {
   if (pool_) pool_->update_idle_gauge();
 }
 
-void H2Session::on_connect(int status) {
-  if (status == UV_ECANCELED) return;
-  if (status != 0) {
-    close(status == UV_ECONNREFUSED ? UpstreamFailure::Refused
-          : status == UV_ETIMEDOUT  ? UpstreamFailure::TimeoutConnect
-                                    : UpstreamFailure::ConnectFailed,
-          make_error(Errc::Upstream, std::string("connect() failed: ") + uv_strerror(status)));
-    return;
-  }
-  if (!start_reading()) return;
-  if (tls_target_) {
-    // The connect timer goes on: connect_timeout covers the handshake too.
-    Result<std::unique_ptr<UpstreamTls>> tls = UpstreamTls::start(*tls_target_);
-    if (!tls) {
-      close(UpstreamFailure::TlsHandshake, tls.error());
-      return;
-    }
-    tls_ = std::move(tls).value();
-    transition(state_, State::Handshaking);
-    if (int rc = tls_->flush(writer_); rc != 0) {
-      close(UpstreamFailure::Reset, make_error(Errc::Upstream, std::string("write: ") + uv_strerror(rc)));
-    }
-    return;
-  }
-  on_established();
-}
-
-bool H2Session::start_reading() {
-  int rc = uv_read_start(tcp_.stream(), LoopContext::alloc_cb, [](uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
-    if (s->data) static_cast<H2Session*>(s->data)->on_read(n, buf);
-  });
-  if (rc == 0) return true;
-  close(UpstreamFailure::Reset, make_error(Errc::Upstream, std::string("read start: ") + uv_strerror(rc)));
-  return false;
+void H2Session::on_socket_handshaking() {
+  // The connect timer goes on: connect_timeout covers the handshake too.
+  transition(state_, State::Handshaking);
 }
 
 void H2Session::on_established() {
@@ -282,70 +230,17 @@ void H2Session::on_established() {
   }
   // A handshake that began before a reload replaced the pool's TLS context
   // serves what waits here and takes nothing new (UpstreamPool::set_tls).
-  const bool old_context = tls_ && !tls_->made_by(tls_target_->ctx.get());
+  const bool old_context = !socket_.tls_current();
   if (state_ == State::Open && (streams_opened_ >= cfg_.keepalive_requests || old_context)) start_draining();
   check_idle();
 }
 
-void H2Session::on_read(ssize_t nread, const uv_buf_t* buf) {
-  if (nread == 0) return;
-  if (nread < 0) {
-    const char* what = state_ == State::Handshaking ? "upstream closed the connection during the TLS handshake"
-                                                    : "upstream closed the HTTP/2 connection";
-    close(nread == UV_EOF ? UpstreamFailure::Closed : UpstreamFailure::Reset,
-          make_error(Errc::Upstream, nread == UV_EOF
-                                         ? std::string(what)
-                                         : std::string("recv() failed: ") + uv_strerror(static_cast<int>(nread))));
-    return;
-  }
-  if (tls_) {
-    on_ciphertext(std::string_view(buf->base, static_cast<size_t>(nread)));
-  } else {
-    on_bytes(buf->base, static_cast<size_t>(nread));
-  }
-}
-
-void H2Session::on_ciphertext(std::string_view ciphertext) {
-  Result<bool> done = tls_->feed(ciphertext);
-  if (!done) {
-    tls_->close_notify_now(writer_);  // the alert of the failure
-    close(state_ == State::Handshaking ? UpstreamFailure::TlsHandshake : UpstreamFailure::Reset, done.error());
-    return;
-  }
-  if (int rc = tls_->flush(writer_); rc != 0) {
-    fail_write(make_error(Errc::Upstream, std::string("write: ") + uv_strerror(rc)));
-    return;
-  }
-  if (state_ == State::Handshaking) {
-    if (!*done) return;
-    on_established();
-  }
-  char plain[16 * 1024];  // one TLS record's plaintext at most
-  while (state_ != State::Closed) {
-    Result<size_t> n = tls_->read(plain, sizeof plain);
-    if (!n) {
-      const bool closed = n.error().code == Errc::Closed;  // close_notify (RFC 8446 §6.1)
-      if (tls_->flooded()) {
-        tls_->close_notify_now(writer_);  // its unexpected_message alert
-        close(UpstreamFailure::InvalidResponse, n.error());
-        return;
-      }
-      close(closed ? UpstreamFailure::Closed : UpstreamFailure::Reset,
-            closed ? make_error(Errc::Upstream, "upstream closed the HTTP/2 connection") : n.error());
-      return;
-    }
-    if (*n == 0) break;
-    on_bytes(plain, *n);
-  }
-  if (state_ == State::Closed) return;
-  // What reading made the TLS layer answer, bounded: a server that sends
-  // post-handshake messages without reading ours is dropped.
-  bool flooded = false;
-  if (int rc = tls_->answer(writer_, flooded); rc != 0) {
-    fail_write(make_error(Errc::Upstream, std::string("write: ") + uv_strerror(rc)));
-  } else if (flooded) {
-    close(UpstreamFailure::InvalidResponse, UpstreamTls::flood_error());
-  }
+void H2Session::on_socket_end(int status, bool) {
+  const char* what = state_ == State::Handshaking ? "upstream closed the connection during the TLS handshake"
+                                                  : "upstream closed the HTTP/2 connection";
+  close(status == UV_EOF ? UpstreamFailure::Closed : UpstreamFailure::Reset,
+        make_error(Errc::Upstream, status == UV_EOF ? std::string(what)
+                                                    : std::string("recv() failed: ") + uv_strerror(status)));
 }
 
 void H2Session::on_bytes(const char* data, size_t len) {
@@ -381,7 +276,7 @@ void H2Session::on_bytes(const char* data, size_t len) {
 void H2Session::flush() {
   if (state_ != State::Open && state_ != State::Pinging && state_ != State::Draining) return;
   bool capped = true;  // stopped at kPullHighWatermark, not because nghttp2 had nothing more
-  while (writer_.buffered_bytes() + out_.size() < kPullHighWatermark) {
+  while (socket_.writer().buffered_bytes() + out_.size() < kPullHighWatermark) {
     const uint8_t* data = nullptr;
     const ssize_t n = nghttp2_session_mem_send(ng_.get(), &data);
     if (n < 0) {
@@ -401,8 +296,8 @@ void H2Session::flush() {
     // the socket taken these bytes at once there would be no completion,
     // and nothing else might come to flush again (no client data left, no
     // frame from a server whose windows are open).
-    if (capped) writer_.queue_next();
-    if (int rc = send_bytes(writer_, tls_.get(), out_); rc != 0) {
+    if (capped) socket_.writer().queue_next();
+    if (int rc = socket_.send(out_); rc != 0) {
       fail_write(make_error(Errc::Upstream, std::string("write: ") + uv_strerror(rc)));
       return;
     }
@@ -433,34 +328,20 @@ void H2Session::flush() {
       if (state_ == State::Closed) return;
     }
   }
-  if (state_ == State::Draining && streams_.empty() && writer_.idle()) close_idle();
+  if (state_ == State::Draining && streams_.empty() && socket_.writer().idle()) close_idle();
 }
 
-void H2Session::on_write_done(int status) {
-  if (status != 0) {
-    if (status != UV_ECANCELED)
-      fail_write(make_error(Errc::Upstream, std::string("send() failed: ") + uv_strerror(status)));
-    return;
-  }
+void H2Session::on_socket_written() {
+  if (state_ == State::Closed) return;
   if (nghttp2_session_want_write(ng_.get())) schedule_send();
-  if (state_ == State::Draining && streams_.empty() && writer_.idle()) close_idle();
+  if (state_ == State::Draining && streams_.empty() && socket_.writer().idle()) close_idle();
 }
 
 void H2Session::fail_write(const Error& error) {
   // Nothing more is written: the reads below may make the TLS layer answer,
   // and a write failing again inside them would recurse into here.
-  writer_.detach();
-  uv_os_fd_t fd = -1;
-  if (tcp_.get() != nullptr && uv_fileno(tcp_.handle(), &fd) == 0) {
-    char buf[16 * 1024];
-    // Bounded: at most what the socket's receive buffer held.
-    for (int i = 0; i < 64 && state_ != State::Closed && !in_recv_; ++i) {
-      const ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
-      if (n <= 0) break;
-      const uv_buf_t b = uv_buf_init(buf, static_cast<unsigned>(n));
-      on_read(n, &b);
-    }
-  }
+  socket_.stop_writing();
+  if (!in_recv_) socket_.read_now();
   close(UpstreamFailure::Reset, error);
 }
 
@@ -502,33 +383,33 @@ void H2Session::start_draining() {
 void H2Session::close_idle() {
   if (state_ == State::Closed) return;
   // (Not from inside nghttp2_session_mem_recv, which mem_send must not nest in.)
-  if (!connecting() && !in_recv_ && writer_.idle() && out_.empty()) {
-    // A courtesy GOAWAY, written at once if the socket takes it.
+  if (!connecting() && !in_recv_ && socket_.writer().idle() && out_.empty()) {
+    // A courtesy GOAWAY; the close_notify follows it (RFC 8446 §6.1).
     nghttp2_submit_goaway(ng_.get(), NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(ng_.get()),
                           NGHTTP2_NO_ERROR, nullptr, 0);
-    const uint8_t* data = nullptr;
-    const ssize_t n = nghttp2_session_mem_send(ng_.get(), &data);
-    if (n > 0) {
-      std::string bytes(reinterpret_cast<const char*>(data), static_cast<size_t>(n));
-      (void)send_bytes(writer_, tls_.get(), bytes);
-    }
-    if (tls_) tls_->close_notify_now(writer_);  // after the GOAWAY (RFC 8446 §6.1)
+    write_last_frames();
   }
   close(UpstreamFailure::Closed, make_error(Errc::Upstream, "upstream connection closed"));
+}
+
+void H2Session::write_last_frames() {
+  const uint8_t* data = nullptr;
+  const ssize_t n = nghttp2_session_mem_send(ng_.get(), &data);
+  if (n > 0 && socket_.writer().idle()) {
+    std::string bytes(reinterpret_cast<const char*>(data), static_cast<size_t>(n));
+    (void)socket_.send(bytes);
+  }
 }
 
 void H2Session::close(UpstreamFailure failure, const Error& error) {
   if (state_ == State::Closed) return;
   transition(state_, State::Closed);
-  if (connect_req_) {
-    connect_req_->data = nullptr;  // freed by its own callback (UV_ECANCELED)
-    connect_req_ = nullptr;
-  }
-  writer_.detach();
+  // Over TLS, a close_notify (or the alert of a TLS failure or flood) goes
+  // first when nothing waits before it.
+  socket_.close();
   timer_.close();
   ping_timer_.close();
   stream_timer_.close();
-  tcp_.close();
   std::unordered_map<int32_t, H2Stream*> streams = std::move(streams_);
   streams_.clear();
   for (auto& [id, s] : streams) s->on_session_failed(failure, error);

@@ -1,5 +1,5 @@
-// H2Session: one TCP connection to an HTTP/2 upstream server and the nghttp2
-// client session on it: cleartext for h2c (RFC 9113 §3.3, prior knowledge:
+// H2Session: one connection (an UpstreamSocket) to an HTTP/2 upstream
+// server and the nghttp2 client session on it: cleartext for h2c (RFC 9113 §3.3, prior knowledge:
 // the client preface and SETTINGS go first, no Upgrade), or over TLS with
 // ALPN "h2" for protocol = "h2" (§3.2; UpstreamTls), carrying many H2Streams at
 // once, up to the server's SETTINGS_MAX_CONCURRENT_STREAMS (nghttp2 holds
@@ -40,6 +40,7 @@
 
 #include "config/config.h"
 #include "data/upstream/h2_stream.h"
+#include "data/upstream/upstream_socket.h"
 #include "data/upstream/upstream_tls.h"
 #include "message/request.h"
 #include "util/h2_control_budget.h"
@@ -49,14 +50,12 @@
 #include "util/nghttp2_ptr.h"
 #include "util/result.h"
 #include "util/state.h"
-#include "util/stream_writer.h"
-#include "util/uv_handle.h"
 
 namespace tlsfront::upstream {
 
 class H2Pool;
 
-class H2Session : public Deletable, public Flushable {
+class H2Session : public Deletable, public Flushable, private UpstreamSocket::Owner {
  public:
   // The connection's lifecycle:
   //   Connecting -> Open       connected; preface and SETTINGS queued
@@ -153,17 +152,21 @@ class H2Session : public Deletable, public Flushable {
   void watch_deadline(uint64_t deadline);
 
  private:
-  void on_connect(int status);
+  // UpstreamSocket::Owner
+  void on_socket_handshaking() override;
+  void on_socket_open() override { on_established(); }
+  void on_socket_data(const char* data, size_t len) override { on_bytes(data, len); }
+  void on_socket_end(int status, bool close_notify) override;
+  void on_socket_error(UpstreamFailure failure, Error error) override { close(failure, error); }
+  void on_socket_write_failed(Error error) override { fail_write(error); }
+  void on_socket_written() override;
   // Connected (and TLS done): the preface goes out, the streams start.
   void on_established();
-  // Starts reading the socket; false when the session closed instead.
-  bool start_reading();
-  void on_read(ssize_t nread, const uv_buf_t* buf);
-  // TLS: `ciphertext` read; the handshake advanced, the plaintext processed.
-  void on_ciphertext(std::string_view ciphertext);
   // HTTP/2 frames' bytes (plaintext) for nghttp2.
   void on_bytes(const char* data, size_t len);
-  void on_write_done(int status);
+  // A last frame nghttp2 queued (a GOAWAY), written at once if nothing
+  // waits before it and the socket takes it: the session closes next.
+  void write_last_frames();
   // A write failed (the upstream reset or closed the connection): reads
   // what it sent before that and the socket still holds, then closes with
   // `error`. A GOAWAY among it tells the streams the server never processed
@@ -184,15 +187,11 @@ class H2Session : public Deletable, public Flushable {
   uv_loop_t* loop_;
   H2Pool* pool_;
   const config::Upstream& cfg_;
-  UvHandle<uv_tcp_t> tcp_;
-  TlsTarget* tls_target_;             // null or no context: h2c
-  std::unique_ptr<UpstreamTls> tls_;  // from the TCP connect on, for h2
+  UpstreamSocket socket_;  // TCP, and TLS for h2
   LazyTimer timer_;                   // connect_timeout (TCP and TLS), then keepalive_timeout while idle
   LazyTimer ping_timer_;              // while idle: h2_ping_interval, then h2_ping_timeout while Pinging
   LazyTimer stream_timer_;            // the earliest of the streams' deadlines (stream_due_)
   uint64_t stream_due_ = H2Stream::kNoDeadline;
-  uv_connect_t* connect_req_ = nullptr;
-  StreamWriter writer_;
   std::string out_;
   State state_ = State::Connecting;
   Nghttp2Memory memory_;  // before ng_: nghttp2 frees into it when the session is deleted

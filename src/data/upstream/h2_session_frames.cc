@@ -15,12 +15,7 @@ void H2Session::end_flood() {
   // takes it, then close; the streams fail (invalid_response) and their
   // exchanges may retry elsewhere.
   nghttp2_session_terminate_session(ng_.get(), NGHTTP2_ENHANCE_YOUR_CALM);
-  const uint8_t* data = nullptr;
-  const ssize_t n = nghttp2_session_mem_send(ng_.get(), &data);
-  if (n > 0 && writer_.idle()) {
-    std::string bytes(reinterpret_cast<const char*>(data), static_cast<size_t>(n));
-    (void)send_bytes(writer_, tls_.get(), bytes);
-  }
+  write_last_frames();
   const Error error = make_error(Errc::Protocol,
                                  "upstream flooded HTTP/2 control frames (empty DATA, WINDOW_UPDATE, PRIORITY, "
                                  "SETTINGS, PING or unknown types); GOAWAY ENHANCE_YOUR_CALM");

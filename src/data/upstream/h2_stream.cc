@@ -14,7 +14,7 @@ constexpr size_t kMaxResponseFields = 256;
 }  // namespace
 
 H2Stream::H2Stream(uv_loop_t* loop, UpstreamHandler* handler, const config::Upstream& cfg)
-    : loop_(loop), handler_(handler), cfg_(cfg) {}
+    : UpstreamChannel(loop), handler_(handler), cfg_(cfg) {}
 
 H2Stream::~H2Stream() { close(); }
 
@@ -34,7 +34,7 @@ void H2Stream::close() {
   if (phase_ != Phase::Done) transition(phase_, Phase::Done);
 }
 
-void H2Stream::send(std::string_view bytes) {
+void H2Stream::send_body(std::string_view bytes) {
   if (phase_ == Phase::Done || request_ended_ || bytes.empty()) return;
   if (out_off_ > 0 && out_off_ == out_.size()) {
     out_.clear();

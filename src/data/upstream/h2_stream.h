@@ -2,7 +2,8 @@
 // H2Session): its request body and trailers going up through nghttp2's data
 // provider, its response (1xx, head, DATA, trailers) coming back to an
 // UpstreamHandler, the same events an HTTP/1.1 UpstreamConnection gives.
-// Owned by its exchange; the session only points at it while it is open.
+// Owned by its exchange (its UpstreamChannel); the session only points at
+// it while it is open.
 //
 // Flow control (RFC 9113 §5.2), both ways and bounded:
 // - response DATA is consumed (WINDOW_UPDATE sent) as the handler takes it,
@@ -30,6 +31,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "data/upstream/upstream_channel.h"
 #include "data/upstream/upstream_handler.h"
 #include "message/request.h"
 #include "util/loop_context.h"
@@ -39,7 +41,7 @@ namespace tlsfront::upstream {
 
 class H2Session;
 
-class H2Stream : public Deletable {
+class H2Stream : public UpstreamChannel {
  public:
   // The response, as received:
   //   Awaiting  -> Streaming   the final response head arrived
@@ -54,24 +56,24 @@ class H2Stream : public Deletable {
   ~H2Stream() override;
 
   // Request body bytes (no framing: DATA frames carry them).
-  void send(std::string_view bytes);
+  void send_body(std::string_view bytes) override;
   // The request ends, with `trailers` (RFC 9113 §8.1: a HEADERS frame with
   // END_STREAM after the DATA) or without.
-  void end(std::vector<http::Header> trailers = {});
+  void end(std::vector<http::Header> trailers) override;
   // Request bytes not yet taken by nghttp2.
-  size_t buffered_bytes() const { return out_.size() - out_off_; }
+  size_t buffered_bytes() const override { return out_.size() - out_off_; }
   // Request body bytes nghttp2 has taken (framed for the upstream).
-  uint64_t bytes_written() const { return body_taken_; }
-  bool response_started() const { return response_bytes_ > 0; }
+  uint64_t bytes_written() const override { return body_taken_; }
+  bool response_started() const override { return response_bytes_ > 0; }
 
   // Response backpressure: hold / release WINDOW_UPDATEs for this stream.
-  void pause_reading();
-  void resume_reading();
+  void pause_reading() override;
+  void resume_reading() override;
   // No further handler calls.
-  void detach() { handler_ = nullptr; }
+  void detach() override { handler_ = nullptr; }
   // Resets the stream (RST_STREAM CANCEL) unless it ended, and leaves its
   // session; idempotent. The owner still frees the object.
-  void close();
+  void close() override;
   Phase phase() const { return phase_; }
 
   // --- called by H2Session ---
@@ -115,7 +117,6 @@ class H2Stream : public Deletable {
   void arm_timer();
   void leave_session();
 
-  uv_loop_t* loop_;
   UpstreamHandler* handler_;
   const config::Upstream& cfg_;
   H2Session* session_ = nullptr;

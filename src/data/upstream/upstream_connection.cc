@@ -5,6 +5,7 @@
 #include <cerrno>
 
 #include "data/upstream/upstream_pool.h"
+#include "message/chunked.h"
 
 namespace tlsfront::upstream {
 
@@ -52,7 +53,11 @@ const llhttp_settings_t kResponseSettings = ParserCallbacks::make();
 
 UpstreamConnection::UpstreamConnection(uv_loop_t* loop, UpstreamPool* pool, const config::Upstream& cfg,
                                        TlsTarget* tls)
-    : loop_(loop), pool_(pool), cfg_(cfg), tls_target_(tls && tls->ctx ? tls : nullptr) {
+    : UpstreamChannel(loop),
+      pool_(pool),
+      cfg_(cfg),
+      socket_(std::make_unique<UpstreamSocket>(loop, static_cast<UpstreamSocket::Owner*>(this), tls,
+                                               UpstreamSocket::FloodAnswer::HoldReads)) {
   llhttp_init(&parser_, HTTP_RESPONSE, &kResponseSettings);
   parser_.data = this;
 }
@@ -63,41 +68,23 @@ UpstreamConnection::~UpstreamConnection() {
 }
 
 Status UpstreamConnection::connect(const sockaddr_storage& addr) {
-  if (int rc = tcp_.init([this](uv_tcp_t* h) { return uv_tcp_init(loop_, h); }, this); rc != 0) {
-    return make_error(Errc::Upstream, std::string("socket: ") + uv_strerror(rc));
-  }
   timer_.init(loop_, [](void* self) { static_cast<UpstreamConnection*>(self)->on_timer(); }, this);
-  uv_tcp_nodelay(tcp_.get(), 1);
-  connect_req_ = new uv_connect_t{};
-  connect_req_->data = this;
-  int rc = uv_tcp_connect(connect_req_, tcp_.get(), reinterpret_cast<const sockaddr*>(&addr),
-                          [](uv_connect_t* req, int status) {
-                            auto* self = static_cast<UpstreamConnection*>(req->data);
-                            delete req;
-                            if (self) {
-                              self->connect_req_ = nullptr;
-                              self->on_connect(status);
-                            }
-                          });
-  if (rc != 0) {
-    delete connect_req_;
-    connect_req_ = nullptr;
+  if (Status st = socket_->connect(addr); !st) {
     transition(state_, State::Closed);
-    return make_error(Errc::Upstream, std::string("connect: ") + uv_strerror(rc));
+    return st;
   }
-  writer_.attach(
-      tcp_.stream(), [](void* self, int status, size_t) { static_cast<UpstreamConnection*>(self)->on_write_done(status); }, this);
   arm_timer(cfg_.connect_timeout);
   return {};
 }
 
-void UpstreamConnection::attach(Handler* handler, bool head_request, bool upgrade) {
+void UpstreamConnection::attach(Handler* handler, bool head_request, bool upgrade, bool chunked) {
   handler_ = handler;
   head_request_ = head_request;
   upgrade_ = upgrade;
+  chunked_ = chunked;
   if (state_ == State::Idle) transition(state_, State::Active);  // reused; a new one is still Connecting
   if (response_ != ResponsePhase::Waiting) transition(response_, ResponsePhase::Waiting);
-  written_at_attach_ = writer_.bytes_written();
+  written_at_attach_ = socket_->writer().bytes_written();
   response_bytes_ = 0;
   if (state_ == State::Active) {
     arm_timer(cfg_.read_timeout);
@@ -113,58 +100,62 @@ void UpstreamConnection::send(std::string_view bytes) {
   if (state_ == State::Active) arm_timer(cfg_.send_timeout);
 }
 
+void UpstreamConnection::send_body(std::string_view bytes) {
+  if (!chunked_) {
+    send(bytes);
+    return;
+  }
+  http::write_chunk(bytes, [this](std::string_view part) { send(part); });
+}
+
+void UpstreamConnection::end(std::vector<http::Header> trailers) {
+  if (!chunked_) return;  // a sized body has no trailer section
+  // RFC 9112 §7.1.2: the last chunk, the trailer fields, an empty line.
+  std::string last(http::kLastChunkLine);
+  for (const auto& h : trailers) last += h.name + ": " + h.value + "\r\n";
+  last += "\r\n";
+  send(last);
+}
+
+bool UpstreamConnection::give_back(bool request_whole) {
+  if (!request_whole || !reusable() || upgrade_) return false;
+  pool_->release(std::unique_ptr<UpstreamConnection>(this));
+  return true;
+}
+
 void UpstreamConnection::write_now() {
   if (state_ == State::Closed || out_.empty()) return;
   // Over TLS the request waits for the handshake (on_established writes it).
-  if (tls_target_ && (!tls_ || !tls_->handshake_done())) return;
-  if (int rc = send_bytes(writer_, tls_.get(), out_); rc != 0) {
+  if (socket_->wants_tls() && (!socket_->tls() || !socket_->tls()->handshake_done())) return;
+  if (int rc = socket_->send(out_); rc != 0) {
     fail(UpstreamFailure::Reset, make_error(Errc::Upstream, std::string("write: ") + uv_strerror(rc)));
     return;
   }
   if (out_.capacity() > kKeptOutputBytes) {
     std::string().swap(out_);  // a large request body passed: it keeps no buffer
-    writer_.release_buffer();
+    socket_->writer().release_buffer();
   }
   if (state_ != State::Active) return;
-  arm_timer(writer_.idle() ? cfg_.read_timeout : cfg_.send_timeout);
+  arm_timer(io_timeout());
+}
+
+std::chrono::milliseconds UpstreamConnection::io_timeout() const {
+  return socket_->writer().idle() ? cfg_.read_timeout : cfg_.send_timeout;
 }
 
 void UpstreamConnection::flush() {
   write_now();
   if (state_ != State::Active) return;
   // Written at once (no write callback will come): a sender waiting for room goes on.
-  if (notify_writable_ && handler_ && writer_.buffered_bytes() < kWriteLowWatermark) {
+  if (notify_writable_ && handler_ && socket_->writer().buffered_bytes() < kWriteLowWatermark) {
     notify_writable_ = false;
     handler_->on_upstream_writable();
   }
 }
 
-void UpstreamConnection::on_connect(int status) {
-  if (status == UV_ECANCELED) return;
-  if (status != 0) {
-    fail(status == UV_ECONNREFUSED ? UpstreamFailure::Refused
-         : status == UV_ETIMEDOUT  ? UpstreamFailure::TimeoutConnect
-                                   : UpstreamFailure::ConnectFailed,
-         make_error(Errc::Upstream, std::string("connect() failed: ") + uv_strerror(status)));
-    return;
-  }
-  if (tls_target_) {
-    // The connect timer goes on: connect_timeout covers the handshake too.
-    Result<std::unique_ptr<UpstreamTls>> tls = UpstreamTls::start(*tls_target_);
-    if (!tls) {
-      fail(UpstreamFailure::TlsHandshake, tls.take_error());
-      return;
-    }
-    tls_ = std::move(tls).value();
-    transition(state_, State::Handshaking);
-    if (int rc = tls_->flush(writer_); rc != 0) {
-      fail(UpstreamFailure::Reset, make_error(Errc::Upstream, std::string("write: ") + uv_strerror(rc)));
-      return;
-    }
-    resume_reading();
-    return;
-  }
-  on_established();
+void UpstreamConnection::on_socket_handshaking() {
+  // The connect timer goes on: connect_timeout covers the handshake too.
+  transition(state_, State::Handshaking);
 }
 
 void UpstreamConnection::on_established() {
@@ -172,56 +163,26 @@ void UpstreamConnection::on_established() {
   // What was queued while the handshake ran goes out; flush() also tells a
   // sender waiting for room (the socket may take it all at once, and then
   // no write callback would).
-  if (tls_) flush();
+  if (socket_->tls()) flush();
   if (state_ != State::Active) return;
-  arm_timer(writer_.idle() ? cfg_.read_timeout : cfg_.send_timeout);
+  arm_timer(io_timeout());
   resume_reading();
   if (handler_) handler_->on_upstream_connected();
 }
 
-void UpstreamConnection::on_write_done(int status) {
-  if (status != 0) {
-    if (status != UV_ECANCELED) {
-      fail(UpstreamFailure::Reset, make_error(Errc::Upstream, std::string("send() failed: ") + uv_strerror(status)));
-    }
-    return;
-  }
-  if (writer_.buffered_bytes() < kWriteLowWatermark && std::exchange(answers_held_, false)) {
-    start_reading();  // the server read our TLS answers: read it again
-  }
+void UpstreamConnection::on_socket_written() {
   if (state_ != State::Active) return;
-  arm_timer(writer_.idle() ? cfg_.read_timeout : cfg_.send_timeout);
-  if (handler_ && writer_.buffered_bytes() < kWriteLowWatermark) handler_->on_upstream_writable();
+  arm_timer(io_timeout());
+  if (handler_ && socket_->writer().buffered_bytes() < kWriteLowWatermark) handler_->on_upstream_writable();
 }
 
 void UpstreamConnection::pause_reading() {
-  paused_ = true;
-  stop_reading();
-  if (state_ == State::Active && writer_.idle()) timer_.stop();
+  socket_->pause_reading();
+  if (state_ == State::Active && socket_->writer().idle()) timer_.stop();
 }
 
 void UpstreamConnection::resume_reading() {
-  paused_ = false;
-  start_reading();
-}
-
-void UpstreamConnection::stop_reading() {
-  if (!reading_) return;
-  uv_read_stop(tcp_.stream());
-  reading_ = false;
-}
-
-void UpstreamConnection::start_reading() {
-  if (reading_ || paused_ || answers_held_ || state_ == State::Closed || state_ == State::Connecting) return;
-  int rc = uv_read_start(tcp_.stream(), LoopContext::alloc_cb, [](uv_stream_t* s, ssize_t n, const uv_buf_t* buf) {
-    if (s->data) static_cast<UpstreamConnection*>(s->data)->on_read(n, buf);
-  });
-  if (rc == 0) {
-    reading_ = true;
-    if (state_ == State::Active) arm_timer(writer_.idle() ? cfg_.read_timeout : cfg_.send_timeout);
-  } else {
-    fail(UpstreamFailure::Reset, make_error(Errc::Upstream, std::string("read start: ") + uv_strerror(rc)));
-  }
+  if (socket_->resume_reading() && state_ == State::Active) arm_timer(io_timeout());
 }
 
 void UpstreamConnection::park_idle() {
@@ -231,39 +192,33 @@ void UpstreamConnection::park_idle() {
   arm_timer(cfg_.keepalive_timeout);
 }
 
-bool UpstreamConnection::still_open() const {
-  if (state_ != State::Idle) return false;
-  uv_os_fd_t fd;
-  if (uv_fileno(tcp_.handle(), &fd) != 0) return false;
-  char c;
-  ssize_t n = ::recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-  return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
-}
+bool UpstreamConnection::still_open() const { return state_ == State::Idle && socket_->still_open(); }
 
-void UpstreamConnection::on_read(ssize_t nread, const uv_buf_t* buf) {
-  if (nread == 0) return;
-  if (nread > 0 && tls_) {
-    on_ciphertext(std::string_view(buf->base, static_cast<size_t>(nread)));
-    return;
-  }
+void UpstreamConnection::on_socket_data(const char* data, size_t len) {
   if (state_ == State::Idle) {
-    // Bytes or EOF on an idle connection: it can no longer carry a request.
+    // Bytes on an idle connection: it can no longer carry a request.
     close();
     pool_->remove_idle(this);
     return;
   }
-  if (nread < 0) {
-    on_end(static_cast<int>(nread));
+  on_bytes(data, len);
+}
+
+void UpstreamConnection::on_socket_end(int status, bool close_notify) {
+  if (state_ == State::Idle) {
+    // EOF or close_notify on an idle connection: it is done.
+    close();
+    pool_->remove_idle(this);
     return;
   }
-  on_bytes(buf->base, static_cast<size_t>(nread));
+  on_end(status, close_notify);
 }
 
 void UpstreamConnection::on_end(int status, bool close_notify) {
   // Over TLS only the server's close_notify ends a close-delimited body: a
   // bare FIN may be anyone's on the path, and what it cut is incomplete
   // (RFC 8446 §6.1, RFC 9112 §9.8).
-  const bool truncated = status == UV_EOF && tls_ && !close_notify && response_ == ResponsePhase::Reading &&
+  const bool truncated = status == UV_EOF && socket_->tls() && !close_notify && response_ == ResponsePhase::Reading &&
                          llhttp_message_needs_eof(&parser_) == 1;
   if (status == UV_EOF && response_ == ResponsePhase::Reading && !truncated) {
     // A close-delimited body ends at EOF (RFC 9112 §6.3 item 8).
@@ -276,55 +231,6 @@ void UpstreamConnection::on_end(int status, bool close_notify) {
                          : "upstream prematurely closed connection";
   fail(status == UV_EOF ? UpstreamFailure::Closed : UpstreamFailure::Reset,
        make_error(Errc::Upstream, status == UV_EOF ? std::string(what) : std::string("recv() failed: ") + uv_strerror(status)));
-}
-
-void UpstreamConnection::on_ciphertext(std::string_view ciphertext) {
-  Result<bool> done = tls_->feed(ciphertext);
-  if (!done) {
-    fail(state_ == State::Handshaking ? UpstreamFailure::TlsHandshake : UpstreamFailure::Reset, done.take_error());
-    return;
-  }
-  if (int rc = tls_->flush(writer_); rc != 0) {
-    fail(UpstreamFailure::Reset, make_error(Errc::Upstream, std::string("write: ") + uv_strerror(rc)));
-    return;
-  }
-  if (state_ == State::Handshaking) {
-    if (!*done) return;
-    on_established();
-  }
-  char plain[16 * 1024];  // one TLS record's plaintext at most
-  // A 101 hands tls_ to a tunnel from inside on_bytes: what is left is the tunnel's.
-  while (tls_ && state_ != State::Closed) {
-    Result<size_t> n = tls_->read(plain, sizeof plain);
-    if (n && *n == 0) break;
-    if (state_ == State::Idle) {
-      // Data, close_notify or an error on an idle connection: it is done.
-      close();
-      pool_->remove_idle(this);
-      return;
-    }
-    if (!n) {
-      if (n.error().code == Errc::Closed) {
-        on_end(UV_EOF, /*close_notify=*/true);  // the server's end of the connection (RFC 8446 §6.1)
-      } else {
-        fail(tls_->flooded() ? UpstreamFailure::InvalidResponse : UpstreamFailure::Reset, n.take_error());
-      }
-      return;
-    }
-    on_bytes(plain, *n);
-  }
-  if (!tls_ || state_ == State::Closed) return;
-  // What reading made the TLS layer answer: bounded, as the server may
-  // never read it (see pause_reading).
-  bool flooded = false;
-  if (int rc = tls_->answer(writer_, flooded); rc != 0) {
-    fail(UpstreamFailure::Reset, make_error(Errc::Upstream, std::string("write: ") + uv_strerror(rc)));
-    return;
-  }
-  if (flooded) {
-    answers_held_ = true;
-    stop_reading();
-  }
 }
 
 void UpstreamConnection::on_bytes(const char* data, size_t len) {
@@ -377,7 +283,7 @@ void UpstreamConnection::on_timer() {
     return;
   }
   UpstreamFailure failure = state_ == State::Connecting || state_ == State::Handshaking ? UpstreamFailure::TimeoutConnect
-                            : writer_.idle()                                             ? UpstreamFailure::TimeoutRead
+                            : socket_->writer().idle()                                   ? UpstreamFailure::TimeoutRead
                                                                                          : UpstreamFailure::TimeoutSend;
   const char* what = state_ == State::Handshaking                ? "upstream timed out during the TLS handshake"
                      : failure == UpstreamFailure::TimeoutConnect ? "upstream timed out while connecting"
@@ -395,10 +301,8 @@ void UpstreamConnection::arm_timer(std::chrono::milliseconds ms) { timer_.arm(ms
 std::unique_ptr<UpstreamTunnel> UpstreamConnection::hand_over() {
   LoopContext::of(loop_).cancel_flush(this);
   timer_.close();  // a tunnel has no deadline of its own: the client session's timeouts.tunnel covers it
-  if (tls_) tls_->forget_slot();
-  auto tunnel =
-      std::make_unique<UpstreamTunnel>(loop_, std::move(tcp_), std::move(tls_), writer_, std::move(out_), handler_, reading_);
-  reading_ = false;
+  if (UpstreamTls* tls = socket_->tls()) tls->forget_slot();
+  auto tunnel = std::make_unique<UpstreamTunnel>(loop_, std::move(socket_), std::move(out_), handler_);
   transition(state_, State::Closed);
   return tunnel;
 }
@@ -414,17 +318,9 @@ void UpstreamConnection::fail(UpstreamFailure failure, Error error) {
 }
 
 void UpstreamConnection::close() {
-  if (state_ == State::Closed && !tcp_.active()) return;
-  if (tls_ && state_ != State::Closed) tls_->close_notify_now(writer_);
-  transition(state_, State::Closed);
-  if (connect_req_) {
-    connect_req_->data = nullptr;  // the request is freed by its own callback (UV_ECANCELED)
-    connect_req_ = nullptr;
-  }
-  writer_.detach();
+  if (state_ != State::Closed) transition(state_, State::Closed);
   timer_.close();
-  tcp_.close();
-  reading_ = false;
+  if (socket_) socket_->close();
 }
 
 bool UpstreamConnection::preceded_by_crlf(const char* at) const {
@@ -530,7 +426,7 @@ int UpstreamConnection::on_message_complete() {
   ++requests_;
   // Request bytes still queued (the backend answered before the body was
   // sent) would reach the next exchange: such a connection is not reused.
-  const bool reusable = llhttp_should_keep_alive(&parser_) && writer_.idle() && out_.empty() &&
+  const bool reusable = llhttp_should_keep_alive(&parser_) && socket_->writer().idle() && out_.empty() &&
                         requests_ < cfg_.keepalive_requests;
   transition(response_, reusable ? ResponsePhase::Reusable : ResponsePhase::Final);
   timer_.stop();

@@ -1,8 +1,9 @@
-// UpstreamConnection: one TCP connection to an upstream server speaking
-// HTTP/1.1, over TLS when its pool's TlsTarget has a context (UpstreamTls),
-// with its own llhttp response parser. It carries one exchange at a
+// UpstreamConnection: one connection to an upstream server speaking
+// HTTP/1.1 over an UpstreamSocket (TCP, and TLS when its pool's TlsTarget
+// has a context), with its own llhttp response parser. It carries one exchange at a
 // time (attach/detach) and, between exchanges, sits idle in its UpstreamPool
-// still reading so a close by the backend is seen at once.
+// still reading so a close by the backend is seen at once. As the
+// exchange's UpstreamChannel it frames a chunked request body itself.
 // States: Connecting [-> Handshaking] -> Active <-> Idle -> Closed (see
 // data/upstream/POOL.md).
 // Thread affinity: owning worker only.
@@ -21,8 +22,10 @@
 #include <vector>
 
 #include "config/config.h"
+#include "data/upstream/upstream_channel.h"
 #include "data/upstream/upstream_failure.h"
 #include "data/upstream/upstream_handler.h"
+#include "data/upstream/upstream_socket.h"
 #include "data/upstream/upstream_tls.h"
 #include "data/upstream/upstream_tunnel.h"
 #include "message/request.h"
@@ -37,7 +40,7 @@ namespace tlsfront::upstream {
 
 class UpstreamPool;
 
-class UpstreamConnection : public Deletable, public Flushable {
+class UpstreamConnection : public UpstreamChannel, public Flushable, private UpstreamSocket::Owner {
  public:
   // Events for the exchange currently attached (upstream_handler.h).
   using Handler = UpstreamHandler;
@@ -81,31 +84,41 @@ class UpstreamConnection : public Deletable, public Flushable {
 
   // Binds the next exchange. `head_request`: the response to a HEAD has no
   // body. `upgrade`: the request asks for an Upgrade, so a 101 opens a
-  // tunnel (otherwise a 101 is an invalid response).
-  void attach(Handler* handler, bool head_request, bool upgrade = false);
+  // tunnel (otherwise a 101 is an invalid response; such a connection is
+  // never given back to the pool). `chunked`: send_body() frames the body
+  // in chunks and end() writes the last one (RFC 9112 §7.1).
+  void attach(Handler* handler, bool head_request, bool upgrade = false, bool chunked = false);
   // Unbinds the handler (no further callbacks).
-  void detach() { handler_ = nullptr; }
+  void detach() override { handler_ = nullptr; }
 
-  // Queues request bytes (may be called while connecting); they are written
-  // at the end of the loop iteration, and a write error then fails the exchange.
+  // Queues request bytes as they are (may be called while connecting); they
+  // are written at the end of the loop iteration, and a write error then
+  // fails the exchange.
   void send(std::string_view bytes);
+  // UpstreamChannel: the body, framed as attach() said; end() writes a
+  // chunked body's last chunk and `trailers`, and drops them for a sized one.
+  void send_body(std::string_view bytes) override;
+  void end(std::vector<http::Header> trailers) override;
   // Writes what send() queued now rather than at the end of the iteration
   // (no on_upstream_writable from here: the caller may be inside its parser).
   // A write error fails the exchange from within this call.
-  void write_now();
-  size_t buffered_bytes() const { return writer_.buffered_bytes() + out_.size(); }
+  void write_now() override;
+  size_t buffered_bytes() const override { return (socket_ ? socket_->writer().buffered_bytes() : 0) + out_.size(); }
   // Bytes whose write has completed successfully for the current exchange.
-  uint64_t bytes_written() const { return writer_.bytes_written() - written_at_attach_; }
-  bool response_started() const { return response_bytes_ > 0; }
+  uint64_t bytes_written() const override {
+    return socket_ ? socket_->writer().bytes_written() - written_at_attach_ : 0;
+  }
+  bool response_started() const override { return response_bytes_ > 0; }
 
   // Response backpressure: stop/restart reading from the backend. Over
   // TLS, reading also stops by itself while the server leaves unread more
   // than kWriteHighWatermark of what its post-handshake messages made us
   // answer (a HelloRequest flood: a no_renegotiation alert each), until our
-  // write queue drains under kWriteLowWatermark; a connection that never
-  // drains ends by its timer (keepalive_timeout idle, else send/read_timeout).
-  void pause_reading();
-  void resume_reading();
+  // write queue drains under kWriteLowWatermark (UpstreamSocket's
+  // FloodAnswer::HoldReads); a connection that never drains ends by its
+  // timer (keepalive_timeout idle, else send/read_timeout).
+  void pause_reading() override;
+  void resume_reading() override;
 
   // Pool side: park as idle (reading for EOF, idle timer armed), or check an
   // idle connection is still open before reuse (MSG_PEEK, as nginx does).
@@ -117,18 +130,26 @@ class UpstreamConnection : public Deletable, public Flushable {
   bool reusable() const { return response_ == ResponsePhase::Reusable && state_ != State::Closed; }
   // Cleartext, or TLS made with the pool's current context (not one a
   // reload replaced since).
-  bool tls_current() const { return !tls_ || tls_->made_by(tls_target_->ctx.get()); }
+  bool tls_current() const { return !socket_ || socket_->tls_current(); }
   uint64_t requests() const { return requests_; }
   State state() const { return state_; }
   // Closes the socket; idempotent. The owner still frees the object.
-  void close();
+  void close() override;
+
+ protected:
+  // Back to the pool (UpstreamPool::release) when the whole request went
+  // and the response left the connection reusable, not after an Upgrade.
+  bool give_back(bool request_whole) override;
 
  private:
   friend struct ParserCallbacks;
-  void on_connect(int status);
-  void on_read(ssize_t nread, const uv_buf_t* buf);
-  // TLS: `ciphertext` read; the handshake advanced, the plaintext parsed.
-  void on_ciphertext(std::string_view ciphertext);
+  // UpstreamSocket::Owner
+  void on_socket_handshaking() override;
+  void on_socket_open() override { on_established(); }
+  void on_socket_data(const char* data, size_t len) override;
+  void on_socket_end(int status, bool close_notify) override;
+  void on_socket_error(UpstreamFailure failure, Error error) override { fail(failure, std::move(error)); }
+  void on_socket_written() override;
   // Response bytes (plaintext) to parse.
   void on_bytes(const char* data, size_t len);
   // The server's end: EOF (UV_EOF; over TLS `close_notify` says whether the
@@ -136,14 +157,12 @@ class UpstreamConnection : public Deletable, public Flushable {
   void on_end(int status, bool close_notify = false);
   // The connection is ready for the request (TCP connected, TLS done).
   void on_established();
-  void on_write_done(int status);
   // The socket, its write queue and unsent bytes, as a tunnel (a 101).
   std::unique_ptr<UpstreamTunnel> hand_over();
   void on_timer();
   void arm_timer(std::chrono::milliseconds ms);
-  // uv_read_start unless paused (pause_reading) or held (answers_held_).
-  void start_reading();
-  void stop_reading();
+  // The read or send timeout, whichever the write queue says applies.
+  std::chrono::milliseconds io_timeout() const;
   void fail(UpstreamFailure failure, Error error);
 
   // llhttp hooks.
@@ -157,12 +176,9 @@ class UpstreamConnection : public Deletable, public Flushable {
   int on_body(const char* at, size_t len);
   int on_message_complete();
 
-  uv_loop_t* loop_;
   UpstreamPool* pool_;
   const config::Upstream& cfg_;
-  UvHandle<uv_tcp_t> tcp_;
-  TlsTarget* tls_target_;            // null or no context: cleartext
-  std::unique_ptr<UpstreamTls> tls_;  // from the TCP connect on, when TLS
+  std::unique_ptr<UpstreamSocket> socket_;  // null once handed to a tunnel
   LazyTimer timer_;
   // Request bytes, written at the end of the loop iteration (LoopContext
   // flush, in order with the responses to clients): the requests an
@@ -171,16 +187,12 @@ class UpstreamConnection : public Deletable, public Flushable {
   // A/B; HTTP/2 unchanged; writing them before the responses bought nothing).
   std::string out_;
   bool notify_writable_ = false;  // out_ grew past the low watermark since the last notice
-  uv_connect_t* connect_req_ = nullptr;
-  StreamWriter writer_;
   State state_ = State::Connecting;
   Handler* handler_ = nullptr;
   llhttp_t parser_{};
   bool head_request_ = false;
   bool upgrade_ = false;
-  bool reading_ = false;
-  bool paused_ = false;        // the handler's pause_reading()
-  bool answers_held_ = false;  // reads held: the server does not read our TLS answers
+  bool chunked_ = false;  // the attached request's body goes chunked
   ResponsePhase response_ = ResponsePhase::Waiting;
   uint64_t requests_ = 0;
   uint64_t written_at_attach_ = 0;

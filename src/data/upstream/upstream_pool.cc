@@ -32,10 +32,20 @@ void UpstreamPool::set_tls(std::shared_ptr<const tls::UpstreamTlsContext> tls) {
   if (h2_) h2_->drain();
 }
 
-Result<H2Pool::Lease> UpstreamPool::open_h2_stream(UpstreamHandler* handler, const std::vector<http::Header>& fields,
-                                                   bool has_body) {
-  if (!addr_ok_ || !h2_) return make_error(Errc::Upstream, "invalid upstream address " + address_);
-  return h2_->open_stream(handler, fields, has_body);
+Result<UpstreamPool::ChannelLease> UpstreamPool::open(UpstreamHandler* handler, const UpstreamRequestHead& head,
+                                                      bool allow_reuse, bool check_open) {
+  if (head.http2()) {
+    if (!addr_ok_ || !h2_) return make_error(Errc::Upstream, "invalid upstream address " + address_);
+    auto lease = h2_->open_stream(handler, head.fields(), head.has_body());
+    if (!lease) return lease.take_error();
+    return ChannelLease{std::move(lease->stream), lease->reused};
+  }
+  // An Upgrade may turn the connection into a tunnel: never a pooled one.
+  auto lease = acquire(allow_reuse && !head.upgrade(), check_open);
+  if (!lease) return lease.take_error();
+  lease->conn->attach(handler, head.head_request(), head.upgrade(), head.chunked());
+  lease->conn->send(head.text());
+  return ChannelLease{std::move(lease->conn), lease->reused};
 }
 
 UpstreamPool::~UpstreamPool() { close_idle(); }
@@ -83,8 +93,7 @@ void UpstreamPool::remove_idle(UpstreamConnection* conn) {
   LoopContext::of(loop_).defer_delete(std::move(owned));
 }
 
-void UpstreamPool::mark_failed() {
-  down_until_ = std::chrono::steady_clock::now() + cfg_.fail_timeout;
+void UpstreamPool::count_failure() {
   if (counters_) counters_->failures.add();
 }
 
@@ -114,26 +123,13 @@ UpstreamGroup::UpstreamGroup(uv_loop_t* loop, config::Upstream cfg, metrics::Wor
     pools_.push_back(std::make_unique<UpstreamPool>(
         loop, cfg_, server, counters ? counters->upstream(cfg_.name, server.to_string()) : nullptr, tls));
   }
+  std::vector<UpstreamPool*> servers;
+  for (auto& p : pools_) servers.push_back(p.get());
+  balancer_ = make_balancer(cfg_, std::move(servers));
 }
 
 void UpstreamGroup::set_tls(const std::shared_ptr<const tls::UpstreamTlsContext>& tls) {
   for (auto& p : pools_) p->set_tls(tls);
-}
-
-UpstreamPool* UpstreamGroup::pick(const std::vector<UpstreamPool*>& tried) {
-  const auto now = std::chrono::steady_clock::now();
-  UpstreamPool* fallback = nullptr;
-  for (size_t i = 0; i < pools_.size(); ++i) {
-    UpstreamPool* p = pools_[(next_ + i) % pools_.size()].get();
-    if (std::find(tried.begin(), tried.end(), p) != tried.end()) continue;
-    if (p->available(now)) {
-      next_ = (next_ + i + 1) % pools_.size();
-      return p;
-    }
-    if (!fallback) fallback = p;
-  }
-  if (fallback) next_ = (next_ + 1) % pools_.size();
-  return fallback;
 }
 
 void UpstreamGroup::close_idle() {

@@ -16,7 +16,10 @@
 #include <vector>
 
 #include "config/config.h"
+#include "data/upstream/balancer.h"
 #include "data/upstream/h2_pool.h"
+#include "data/upstream/request_head.h"
+#include "data/upstream/upstream_channel.h"
 #include "data/upstream/upstream_connection.h"
 #include "data/upstream/upstream_tls.h"
 #include "metrics/counters.h"
@@ -57,10 +60,19 @@ class UpstreamPool {
   // keep theirs.
   void set_tls(std::shared_ptr<const tls::UpstreamTlsContext> tls);
 
-  // protocol = "h2c" or "h2": a new stream on one of this server's multiplexed
-  // connections (H2Pool::open_stream). Errors: Errc::Upstream.
-  [[nodiscard]] Result<H2Pool::Lease> open_h2_stream(UpstreamHandler* handler, const std::vector<http::Header>& fields,
-                                                     bool has_body);
+  struct ChannelLease {
+    std::unique_ptr<UpstreamChannel> channel;
+    bool reused = false;  // a pooled connection, or a stream on an open HTTP/2 connection
+  };
+  // An exchange's attempt on this server: `head` opened for `handler` as
+  // the group's protocol carries it. HTTP/1.1: acquire(allow_reuse,
+  // check_open) (never a pooled connection for an Upgrade), attached and
+  // the head queued; HTTP/2: a new stream on one of the server's
+  // multiplexed connections (H2Pool::open_stream). The body and the end
+  // follow through the channel. No handler call happens in here.
+  // Errors: Errc::Upstream.
+  [[nodiscard]] Result<ChannelLease> open(UpstreamHandler* handler, const UpstreamRequestHead& head, bool allow_reuse,
+                                          bool check_open);
 
   // Takes back a connection after its exchange. Parks it idle when it is
   // reusable and the pool has room, otherwise closes it.
@@ -70,12 +82,10 @@ class UpstreamPool {
   // failed write).
   void remove_idle(UpstreamConnection* conn);
 
-  // Health for the balancer: a server that refused a connection is skipped
-  // until `fail_timeout` has passed.
-  void mark_failed();
-  // An exchange is retrying after an error on this server (metrics).
+  // Metrics: the balancer marked this server failed; an exchange is
+  // retrying after an error on it.
+  void count_failure();
   void count_retry();
-  bool available(std::chrono::steady_clock::time_point now) const { return now >= down_until_; }
 
   const std::string& address() const { return address_; }
   size_t idle_count() const { return idle_.size(); }
@@ -91,13 +101,12 @@ class UpstreamPool {
   std::vector<std::unique_ptr<UpstreamConnection>> idle_;
   TlsTarget tls_;               // its ctx is null for a cleartext upstream
   std::unique_ptr<H2Pool> h2_;  // protocol = "h2c" or "h2" only
-  std::chrono::steady_clock::time_point down_until_{};
   metrics::UpstreamServerCounters* counters_;
   void update_idle_gauge();
 };
 
-// UpstreamGroup: one [[upstream]] in one worker: its servers' pools and a
-// round-robin choice among the servers that are up.
+// UpstreamGroup: one [[upstream]] in one worker: its servers' pools and the
+// Balancer that chooses among them.
 class UpstreamGroup {
  public:
   // `counters` (borrowed, may be null): the worker's metrics, where each
@@ -105,10 +114,7 @@ class UpstreamGroup {
   // `tls`: the client TLS context built for `cfg` (null when cfg.tls is off).
   UpstreamGroup(uv_loop_t* loop, config::Upstream cfg, metrics::WorkerCounters* counters = nullptr,
                 std::shared_ptr<const tls::UpstreamTlsContext> tls = nullptr);
-  // The next server in round-robin order that is up and not in `tried`; when
-  // every untried server is down, the next untried one anyway (nginx too
-  // retries when all peers are marked down). nullptr when all were tried.
-  UpstreamPool* pick(const std::vector<UpstreamPool*>& tried);
+  Balancer& balancer() { return *balancer_; }
   const config::Upstream& config() const { return cfg_; }
   // The group is kept across a reload: the new generation's TLS context
   // (UpstreamPool::set_tls) for each server.
@@ -118,7 +124,7 @@ class UpstreamGroup {
  private:
   config::Upstream cfg_;
   std::vector<std::unique_ptr<UpstreamPool>> pools_;
-  size_t next_ = 0;
+  std::unique_ptr<Balancer> balancer_;  // over pools_
 };
 
 }  // namespace tlsfront::upstream

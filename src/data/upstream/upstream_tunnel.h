@@ -1,8 +1,8 @@
 // UpstreamTunnel: the upstream half of an open tunnel. When a 101 answers an
 // Upgrade request (RFC 9110 §15.2.2, §7.8), the UpstreamConnection that
-// carried the request hands its TCP socket, write queue and unsent bytes
-// over to one of these (UpstreamHandler::on_upstream_tunnel), with its TLS
-// layer when the upstream speaks TLS, and is freed:
+// carried the request hands its UpstreamSocket (TCP, its TLS layer when the
+// upstream speaks TLS, its write queue) and its unsent bytes over to one of
+// these (UpstreamHandler::on_upstream_tunnel), and is freed:
 // from then on the connection is bytes both ways with no parser, no timer
 // (the client session keeps timeouts.tunnel) and no pool, in about a third of
 // an UpstreamConnection's memory. An idle tunnel holds no buffer.
@@ -25,27 +25,23 @@
 #include <string>
 #include <string_view>
 
+#include "data/upstream/upstream_channel.h"
 #include "data/upstream/upstream_handler.h"
-#include "data/upstream/upstream_tls.h"
+#include "data/upstream/upstream_socket.h"
 #include "util/loop_context.h"
 #include "util/state.h"
-#include "util/stream_writer.h"
-#include "util/uv_handle.h"
 
 namespace tlsfront::upstream {
 
-class UpstreamTunnel : public Deletable, public Flushable {
+class UpstreamTunnel : public UpstreamChannel, public Flushable, private UpstreamSocket::Owner {
  public:
   enum class State { Open, Closed };
 
-  // Takes over `tcp` (connected; `data` is repointed here), its TLS layer
-  // `tls` (null: cleartext; input it holds beyond the 101 is passed on at
-  // the end of the loop iteration), `writer`'s queue and any write in flight
-  // (its completion is reported here), and `out`, bytes queued but not yet
-  // handed to the writer. Reads from the backend start when `reading` (the
-  // connection was reading when it handed over).
-  UpstreamTunnel(uv_loop_t* loop, UvHandle<uv_tcp_t> tcp, std::unique_ptr<UpstreamTls> tls, StreamWriter& writer,
-                 std::string out, UpstreamHandler* handler, bool reading);
+  // Takes over `socket` (open; its events come here from now on, TLS
+  // input it holds beyond the 101 is passed on at the end of the loop
+  // iteration, a write in flight completes here, reading goes on as it
+  // was) and `out`, bytes queued but not yet handed to its writer.
+  UpstreamTunnel(uv_loop_t* loop, std::unique_ptr<UpstreamSocket> socket, std::string out, UpstreamHandler* handler);
   ~UpstreamTunnel() override;
   void flush() override;
 
@@ -58,13 +54,17 @@ class UpstreamTunnel : public Deletable, public Flushable {
   // half-close); reading
   // goes on until the backend's own FIN. Idempotent.
   void shutdown_write();
+  // UpstreamChannel: send() and shutdown_write() (no trailers in a tunnel).
+  void send_body(std::string_view bytes) override { send(bytes); }
+  void end(std::vector<http::Header>) override { shutdown_write(); }
+  bool response_started() const override { return true; }  // the 101 came
   // Backpressure: stop/restart reading from the backend.
-  void pause_reading();
-  void resume_reading();
+  void pause_reading() override;
+  void resume_reading() override;
   // Bytes queued or in flight, for the sender's watermarks.
-  size_t buffered_bytes() const { return writer_.buffered_bytes() + out_.size(); }
+  size_t buffered_bytes() const override { return socket_->writer().buffered_bytes() + out_.size(); }
   // Bytes the kernel accepted over the connection's whole life.
-  uint64_t bytes_written() const { return writer_.bytes_written(); }
+  uint64_t bytes_written() const override { return socket_->writer().bytes_written(); }
   State state() const { return state_; }
   // When the request that opened the tunnel went up (its exchange's last
   // attempt), and the milliseconds since: the access log's
@@ -75,9 +75,9 @@ class UpstreamTunnel : public Deletable, public Flushable {
   }
   // Where the events go from now on; null: nowhere.
   void set_handler(UpstreamHandler* handler) { handler_ = handler; }
-  void detach() { handler_ = nullptr; }
+  void detach() override { handler_ = nullptr; }
   // Closes the socket; idempotent.
-  void close();
+  void close() override;
   // The owner lets go of `tunnel` (when set): no further events, the socket
   // closed, the object freed after the current callback (defer_delete).
   static void retire(std::unique_ptr<UpstreamTunnel>& tunnel);
@@ -85,23 +85,21 @@ class UpstreamTunnel : public Deletable, public Flushable {
  private:
   void write_now();
   void maybe_shutdown();
-  void on_read(ssize_t nread, const uv_buf_t* buf);
+  // UpstreamSocket::Owner
+  void on_socket_open() override {}  // it is open already
+  void on_socket_data(const char* data, size_t len) override;
+  void on_socket_end(int status, bool close_notify) override;
+  void on_socket_error(UpstreamFailure failure, Error error) override { fail(failure, std::move(error)); }
+  void on_socket_written() override;
   // The backend ended the tunnel (FIN or close_notify).
   void on_end();
-  // TLS: passes on the plaintext of what was fed.
-  void read_tls();
-  void on_write_done(int status);
-  void fail(Error error);
+  void fail(UpstreamFailure failure, Error error);
 
-  uv_loop_t* loop_;
-  UvHandle<uv_tcp_t> tcp_;
-  std::unique_ptr<UpstreamTls> tls_;  // null: cleartext
-  StreamWriter writer_;
-  std::string out_;  // queued by send(), handed to writer_ at the end of the iteration
+  std::unique_ptr<UpstreamSocket> socket_;
+  std::string out_;  // queued by send(), handed to the socket at the end of the iteration
   UpstreamHandler* handler_;
   std::chrono::steady_clock::time_point attempt_start_{};
   State state_ = State::Open;
-  bool reading_ = false;
   bool notify_writable_ = false;  // out_ grew past the low watermark since the last notice
   bool shutdown_wanted_ = false;
   bool shutdown_sent_ = false;

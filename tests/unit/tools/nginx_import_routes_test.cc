@@ -215,7 +215,7 @@ TEST(NginxImport, ProxySetHeaderBecomesRequestHeaders) {
   EXPECT_REPORTS(r, "n.conf:8: proxy_set_header: not needed: tlsfront removes the client's Connection");
   EXPECT_REPORTS(r, "n.conf:9: proxy_set_header: not needed: tlsfront adds X-Real-IP\n");
   EXPECT_REPORTS(r, "n.conf:10: proxy_set_header: not needed: tlsfront adds X-Forwarded-Proto\n");
-  EXPECT_REPORTS(r, "n.conf:11: proxy_set_header: not carried over: tlsfront has no $http_x_tenant here (its variables: README Headers)\n");
+  EXPECT_REPORTS(r, "n.conf:11: proxy_set_header: not carried over: tlsfront has no $http_x_tenant here (its variables: docs/configuration.md, [response_headers])\n");
   EXPECT_REPORTS(r,
                  "n.conf:14: proxy_set_header: not needed: tlsfront forwards the Upgrade a route allows with "
                  "Connection: upgrade (upgrade = [\"websocket\"] by default)\n");

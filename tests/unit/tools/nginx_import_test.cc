@@ -457,7 +457,7 @@ TEST(NginxImport, DebiansDefaultSiteHasNothingToCarryOver) {
       "overrides it, or there is none)\n"
       "debian/nginx.conf:40: access_log: not carried over: no imported server uses it (a TLS server overrides it, or "
       "there is none)\n"
-      "debian/nginx.conf:46: gzip: not carried over: [compression] is the default server's gzip settings; write a route's compress keys for this one (README Compression)\n"
+      "debian/nginx.conf:46: gzip: not carried over: [compression] is the default server's gzip settings; write a route's compress keys for this one (docs/configuration.md, [compression])\n"
       "debian/sites-enabled/default:21: server: not carried over: no TLS listen (listen ... ssl), and not a redirect "
       "to https (return 301 https://$host$request_uri): tlsfront's routes are those of every listener (its 7 "
       "directive(s) neither)\n");

@@ -1,7 +1,7 @@
 // UpstreamPool on a real uv loop against an in-loop HTTP/1.1 server on
 // 127.0.0.1:0 (harness::ScriptedUpstream answering 200 "ok", in a
 // harness::LoopTest): reuse, backend close of an idle connection, pool
-// bounds, keepalive_requests, round-robin with failures.
+// bounds, keepalive_requests.
 #include "data/upstream/upstream_pool.h"
 
 #include <gtest/gtest.h>
@@ -140,26 +140,6 @@ TEST_F(UpstreamPoolTest, RefusedConnectIsAnUpstreamError) {
   EXPECT_EQ(r.error->code, Errc::Upstream);
   EXPECT_EQ(r.failure, UpstreamFailure::Refused);
   ctx_->defer_delete(std::move(lease->conn));
-}
-
-TEST_F(UpstreamPoolTest, GroupRoundRobinSkipsFailedServers) {
-  cfg_.servers = {config::Endpoint{"127.0.0.1", 1}, config::Endpoint{"127.0.0.1", 2},
-                  config::Endpoint{"127.0.0.1", 3}};
-  UpstreamGroup group(&loop_, cfg_);
-  UpstreamPool* a = group.pick({});
-  UpstreamPool* b = group.pick({});
-  UpstreamPool* c = group.pick({});
-  EXPECT_NE(a, b);
-  EXPECT_NE(b, c);
-  EXPECT_EQ(group.pick({}), a);
-  b->mark_failed();
-  for (int i = 0; i < 6; ++i) EXPECT_NE(group.pick({}), b);
-  // Every server tried: nothing left.
-  EXPECT_EQ(group.pick({a, b, c}), nullptr);
-  // All untried servers down: still one to try (as nginx).
-  a->mark_failed();
-  c->mark_failed();
-  EXPECT_NE(group.pick({}), nullptr);
 }
 
 }  // namespace
