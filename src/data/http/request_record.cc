@@ -14,8 +14,10 @@ void fill_access_log_entry(log::AccessLogEntry& e, const ConnectionInfo& info, s
                            const UpstreamStats* upstream) {
   e.remote_addr = client_addr.empty() ? std::string_view(info.remote_addr) : client_addr;
   e.remote_port = info.remote_port;
-  const std::string_view tcp_peer = info.peer_addr.empty() ? info.remote_addr : info.peer_addr;
-  if (tcp_peer != e.remote_addr) e.peer_addr = tcp_peer;
+  if (!client_addr.empty() || !info.peer_addr.empty()) {  // else the TCP peer is remote_addr
+    const std::string_view tcp_peer = info.peer_addr.empty() ? info.remote_addr : info.peer_addr;
+    if (tcp_peer != e.remote_addr) e.peer_addr = tcp_peer;
+  }
   e.sni = info.sni;
   e.alpn = info.alpn;
   e.scheme = scheme_name(info.scheme);
