@@ -21,14 +21,14 @@ while (($#)); do
     *) targets+=("$1"); shift ;;
   esac
 done
-all=(h1_request h2_session upstream_response config_toml ocsp_response ticket_decrypt access_log_json nginx_import request_path accept_encoding)
+all=(h1_request h2_session upstream_response config_toml ocsp_response ticket_decrypt access_log_json nginx_import request_path accept_encoding proxy_protocol)
 ((${#targets[@]})) || targets=("${all[@]}")
 for t in "${targets[@]}"; do
   [[ " ${all[*]} " == *" $t "* ]] || { echo "fuzz: unknown target $t (known: ${all[*]})" >&2; exit 2; }
 done
 
 # The dictionary of each target that has one (tests/fuzz/dict).
-declare -A dict=([h1_request]=h1 [h2_session]=h2 [upstream_response]=h1 [config_toml]=toml [nginx_import]=nginx [request_path]=path [accept_encoding]=accept_encoding)
+declare -A dict=([h1_request]=h1 [h2_session]=h2 [upstream_response]=h1 [config_toml]=toml [nginx_import]=nginx [request_path]=path [accept_encoding]=accept_encoding [proxy_protocol]=proxy_protocol)
 
 scripts/install-deps.sh
 # shellcheck source=scripts/ccache-env.sh

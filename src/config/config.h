@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "util/ip_address.h"
+
 namespace re2 {
 class RE2;
 }
@@ -38,6 +40,10 @@ struct SourcePositions {
   std::vector<std::string> at;
   bool operator==(const SourcePositions&) const { return true; }
 };
+
+// [[listen]] real_ip_header: which request field names the client when the
+// peer is one of trusted_proxies (message/real_ip.h).
+enum class RealIpHeader : uint8_t { XForwardedFor, XRealIp };
 
 // [[listen]]
 struct Listener {
@@ -67,6 +73,23 @@ struct Listener {
   // Requests under /.well-known/acme-challenge/ (normalized path) go to this
   // [[upstream]] (must exist), even when redirecting; "" = none.
   std::string acme_upstream;
+  // The real client address (docs/config-client-address.md).
+  // proxy_protocol = true: every connection starts with a PROXY protocol
+  // header (v1 or v2, message/proxy_protocol.h), read before TLS within
+  // timeouts.handshake; its source address is the client's. A connection
+  // without a valid one is closed.
+  bool proxy_protocol = false;
+  // proxy_protocol_from = ["10.0.0.0/8", ...]: the only peers that may
+  // connect (others are closed at accept); empty: any peer (with
+  // proxy_protocol only).
+  std::vector<Cidr> proxy_protocol_from;
+  // trusted_proxies = [CIDRs]: the client addresses whose real_ip_header is
+  // believed (nginx's set_real_ip_from); empty: no header is.
+  std::vector<Cidr> trusted_proxies;
+  RealIpHeader real_ip_header = RealIpHeader::XForwardedFor;  // "X-Forwarded-For" | "X-Real-IP"
+  // X-Forwarded-For walked from the right past trusted addresses (nginx's
+  // real_ip_recursive on); false: its right-most address is the client.
+  bool real_ip_recursive = true;
   bool operator==(const Listener&) const = default;
 };
 

@@ -145,6 +145,9 @@ Error missing_table(const ParseContext& ctx, std::string_view key, bool array_of
 // Once [[upstream]] is parsed: every acme_upstream of `listeners` names one.
 [[nodiscard]] Status check_acme_upstreams(const TableReader& root, const std::vector<Listener>& listeners,
                                           const std::vector<Upstream>& upstreams);
+// parse_client_address.cc: proxy_protocol, proxy_protocol_from,
+// trusted_proxies, real_ip_header and real_ip_recursive of one [[listen]].
+[[nodiscard]] Status parse_client_address(const TableReader& t, Listener& listener);
 [[nodiscard]] Status parse_tls(const TableReader& root, Tls& out);
 // The `protocols` key of `t` ([tls] or [upstream.tls]): "TLSv1.2" /
 // "TLSv1.3", not empty, no duplicate; `out` untouched when absent.

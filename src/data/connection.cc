@@ -9,6 +9,7 @@
 #include "data/http/http2_session.h"
 #include "log/log.h"
 #include "data/worker.h"
+#include "message/proxy_protocol.h"
 #include "tls/ticket_key_ring.h"
 #include "tls/tls_context.h"
 
@@ -42,17 +43,6 @@ void peer_address(uv_tcp_t* tcp, std::string& addr, uint16_t& port) {
   addr = buf;
 }
 
-// The local port the client connected to ($server_port); 0 once the handle
-// is closed (a TunnelSession's line written as its connection goes).
-uint16_t local_port(uv_tcp_t* tcp) {
-  if (tcp == nullptr) return 0;
-  sockaddr_storage ss{};
-  int len = sizeof(ss);
-  if (uv_tcp_getsockname(tcp, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return 0;
-  if (ss.ss_family == AF_INET6) return ntohs(reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
-  return ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
-}
-
 }  // namespace
 
 Connection::Connection(Worker& worker, std::shared_ptr<const WorkerGeneration> generation, uint64_t id)
@@ -83,8 +73,23 @@ Status Connection::accept(UniqueFd fd, const config::Endpoint* address) {
   }
   writer_.attach(
       tcp_.stream(), [](void* self, int status, size_t) { static_cast<Connection*>(self)->on_write_done(status); }, this);
+  if (listener_ != nullptr && listener_->proxy_protocol) {
+    const auto peer = IpAddress::parse(remote_addr_);
+    if (!listener_->proxy_protocol_from.empty() && (!peer || !contains_any(listener_->proxy_protocol_from, *peer))) {
+      refuse_proxy(metrics::ProxyRefusal::Source, "the peer is not in proxy_protocol_from");
+      return {};  // closed: the worker drops it
+    }
+    proxy_ = std::make_unique<http::ProxyHeaderReader>();
+    state_ = State::ProxyHeader;  // the first state on such a listener
+  }
   if (listener_ != nullptr && !listener_->tls) {
     stream_.emplace(ClientStream::cleartext());
+    if (proxy_) {
+      // The session starts once the header is read (read_proxy_header).
+      arm_timer(generation_->gen->config.timeouts.handshake);
+      update_reading();
+      return {};
+    }
     state_ = State::Open;  // the first state of a cleartext connection (no handshake)
     open_session(connection_facts(), false);
     update_reading();
@@ -148,6 +153,11 @@ void Connection::on_read(ssize_t nread, const uv_buf_t* buf) {
   if (nread == 0 || closing()) return;
   if (nread < 0) {
     if (nread == UV_EOF) client_done_ = true;
+    if (state_ == State::ProxyHeader) {
+      refuse_proxy(proxy_->consumed() == 0 ? metrics::ProxyRefusal::Empty : metrics::ProxyRefusal::Truncated,
+                   nread == UV_EOF ? "the peer closed before the header ended" : uv_strerror(static_cast<int>(nread)));
+      return;
+    }
     if (state_ == State::Handshake || state_ == State::Early) count_handshake_failure(metrics::HandshakeFailure::Closed);
     if (session_) {
       session_->on_client_closed();
@@ -156,7 +166,15 @@ void Connection::on_read(ssize_t nread, const uv_buf_t* buf) {
     }
     return;
   }
-  stream_->feed(std::string_view(buf->base, static_cast<size_t>(nread)));
+  std::string_view in(buf->base, static_cast<size_t>(nread));
+  if (state_ == State::ProxyHeader) {
+    if (!read_proxy_header(in)) return;
+    if (in.empty()) {  // the ClientHello (or request) is still to come
+      update_reading();
+      return;
+    }
+  }
+  stream_->feed(in);
   if (state_ == State::Handshake || state_ == State::Early) {
     // Paused for the shared store: the input waits in the BIO until it answers.
     if (client_hello_paused()) {
@@ -202,43 +220,6 @@ void Connection::on_client_hello_resumed() {
   } else if (state_ == State::Handshake) {
     update_reading();  // reading may have stopped at the input bound while paused
   }
-}
-
-http::ConnectionInfo Connection::base_info() const {
-  http::ConnectionInfo info;
-  info.id = id_;
-  info.listener = listener_;
-  info.remote_addr = remote_addr_;
-  info.remote_port = remote_port_;
-  info.set_server_port(local_port(tcp_.get()));
-  info.trust_request_id = listener_ != nullptr && listener_->trust_request_id;
-  return info;
-}
-
-http::ConnectionInfo Connection::connection_facts() const {
-  if (stream_ && stream_->is_tls()) return tls_info();
-  http::ConnectionInfo info = base_info();
-  info.scheme = http::Scheme::Http;
-  info.ssl_resumption = "";
-  return info;
-}
-
-http::ConnectionInfo Connection::tls_info() const {
-  SSL* ssl = stream_->tls_stream().ssl();
-  http::ConnectionInfo info = base_info();
-  if (const char* sni = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name)) info.sni = sni;
-  const unsigned char* alpn = nullptr;
-  unsigned int alpn_len = 0;
-  SSL_get0_alpn_selected(ssl, &alpn, &alpn_len);
-  // A listener offers only these two (config::parse_alpn).
-  const std::string_view selected(reinterpret_cast<const char*>(alpn), alpn ? alpn_len : 0);
-  info.alpn = selected == "h2" ? "h2" : selected == "http/1.1" ? "http/1.1" : "";
-  info.ssl_protocol = SSL_get_version(ssl);
-  info.ssl_cipher = SSL_get_cipher_name(ssl);
-  info.ssl_session_reused = SSL_session_reused(ssl) == 1;
-  const bool ticket = info.ssl_session_reused && tls::resumed_with_ticket(ssl);
-  info.ssl_resumption = !info.ssl_session_reused ? "none" : ticket ? "ticket" : "cache";
-  return info;
 }
 
 void Connection::on_early_data() {
@@ -550,6 +531,9 @@ void Connection::stop_timer() {
 
 void Connection::on_timer() {
   switch (state_) {
+    case State::ProxyHeader:
+      refuse_proxy(metrics::ProxyRefusal::Timeout, "no complete PROXY protocol header within timeouts.handshake");
+      break;
     case State::Handshake:
       log::debug("conn={} {}:{} TLS handshake timed out", id_, remote_addr_, remote_port_);
       count_handshake_failure(metrics::HandshakeFailure::Timeout);

@@ -8,6 +8,14 @@
 // worker's deferred delete after the current callback returns. With
 // [tls] early_data, a handshake whose 0-RTT data is accepted passes through
 // Early: the session starts on the early data before the client's Finished.
+// On a [[listen]] with proxy_protocol it starts in ProxyHeader: a peer
+// outside proxy_protocol_from is closed in accept(); the PROXY protocol
+// header (message/proxy_protocol.h) is read before any TLS or HTTP byte,
+// within timeouts.handshake (the same deadline then covers the handshake),
+// and its source address and port become remote_addr/remote_port (the TCP
+// peer's address goes to ConnectionInfo::peer_addr). A connection whose
+// first bytes are not a valid header is closed, never read as TLS, and
+// reported to the worker (Worker::report_proxy_refusal: counted, logged).
 // Thread affinity: owning worker only.
 #pragma once
 
@@ -31,6 +39,10 @@
 #include "util/stream_writer.h"
 #include "util/unique_fd.h"
 #include "util/uv_handle.h"
+
+namespace tlsfront::http {
+class ProxyHeaderReader;
+}
 
 namespace tlsfront::data {
 
@@ -56,8 +68,12 @@ class Connection final : public Deletable, public Flushable, public http::Client
   // At a resource limit: closes if idle between requests
   // (ClientSession::close_if_idle); true if it did.
   bool close_if_idle();
-  // The first state: Handshake on a TLS listener; Open on a cleartext one,
-  // which has no handshake (the session starts in accept()).
+  // The first state: ProxyHeader on a proxy_protocol listener; else
+  // Handshake on a TLS listener; Open on a cleartext one, which has no
+  // handshake (the session starts in accept()).
+  // ProxyHeader -> Handshake (header read, TLS listener) | Open (header
+  //              read, cleartext listener: the session starts) | Closed
+  //              (no valid header, timeout, reset: nothing is sent).
   // Handshake -> Open (handshake done) | Early (the client's early data
   //              accepted) | Closing (TLS error: the alert is flushed) |
   //              Closed (timeout, reset)
@@ -72,7 +88,7 @@ class Connection final : public Deletable, public Flushable, public http::Client
   //              kLingerMaxBytes) | Closed
   //              (nothing more can come from the client, or timeouts.send)
   // Lingering -> Closed
-  enum class State : uint8_t { Handshake, Early, Open, Closing, Lingering, Closed };
+  enum class State : uint8_t { ProxyHeader, Handshake, Early, Open, Closing, Lingering, Closed };
 
   bool closed() const { return state_ == State::Closed; }
 
@@ -124,6 +140,12 @@ class Connection final : public Deletable, public Flushable, public http::Client
   bool closing() const { return state_ == State::Closing || state_ == State::Lingering || state_ == State::Closed; }
   void count_handshake_failure(metrics::HandshakeFailure reason);
   void count_client_hello();
+  // ProxyHeader: feeds `in` to the reader; on Done applies the header,
+  // moves on (Handshake or Open) and leaves in `in` what follows the header;
+  // false while more is needed or when the connection was closed.
+  bool read_proxy_header(std::string_view& in);
+  // Closes a connection on a proxy_protocol listener that sent no valid header.
+  void refuse_proxy(metrics::ProxyRefusal reason, std::string_view why);
 
   Worker& worker_;
   // Before session_: the upstream groups the session's exchanges use outlive it.
@@ -136,6 +158,7 @@ class Connection final : public Deletable, public Flushable, public http::Client
   std::shared_ptr<tls::SessionLookup> lookup_;
   std::shared_ptr<tls::EarlyDataGate> gate_;  // with [tls] early_data only
   std::optional<ClientStream> stream_;  // set by accept()
+  std::unique_ptr<http::ProxyHeaderReader> proxy_;  // in ProxyHeader only
   std::unique_ptr<http::ClientSession> session_;
   std::string plaintext_out_;
   bool reading_ = false;
@@ -148,6 +171,7 @@ class Connection final : public Deletable, public Flushable, public http::Client
   uv_shutdown_t* shutdown_req_ = nullptr;
   size_t lingered_bytes_ = 0;  // input discarded while Lingering (bounded in the .cc)
   std::string remote_addr_;
+  std::string peer_addr_;  // the TCP peer, when a PROXY protocol header named another address
   const config::Listener* listener_ = nullptr;  // its [[listen]] entry (in generation_); null: TLS defaults
   std::chrono::steady_clock::time_point accepted_at_;
   // In the loop's clock (ms): when the handshake must be done (accept +
@@ -161,6 +185,7 @@ class Connection final : public Deletable, public Flushable, public http::Client
 constexpr bool legal(Connection::State from, Connection::State to) {
   using S = Connection::State;
   switch (from) {
+    case S::ProxyHeader: return to == S::Handshake || to == S::Open || to == S::Closed;
     case S::Handshake: return to == S::Early || to == S::Open || to == S::Closing || to == S::Closed;
     case S::Early: return to == S::Open || to == S::Closing || to == S::Closed;
     case S::Open: return to == S::Closing || to == S::Closed;
@@ -171,7 +196,7 @@ constexpr bool legal(Connection::State from, Connection::State to) {
   return false;
 }
 constexpr const char* name(Connection::State s) {
-  constexpr const char* names[] = {"Handshake", "Early", "Open", "Closing", "Lingering", "Closed"};
+  constexpr const char* names[] = {"ProxyHeader", "Handshake", "Early", "Open", "Closing", "Lingering", "Closed"};
   return names[static_cast<int>(s)];
 }
 

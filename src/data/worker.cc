@@ -199,6 +199,10 @@ void Worker::on_accepted(const config::Endpoint& address, UniqueFd fd) {
     loop_ctx_->defer_delete(std::move(conn));
     return;
   }
+  if (conn->closed()) {  // refused at accept (proxy_protocol_from)
+    loop_ctx_->defer_delete(std::move(conn));
+    return;
+  }
   Connection* raw = conn.get();
   connections_.emplace(raw, std::move(conn));
   // A reload's [limits] max_connections applies from its first connection.
@@ -261,6 +265,22 @@ size_t Worker::close_idle_connections(size_t max) {
   }
   counters_->idle_reclaimed.add(closed);
   return closed;
+}
+
+void Worker::report_proxy_refusal(metrics::ProxyRefusal reason, std::string_view peer, uint16_t port,
+                                  std::string_view why) {
+  counters_->proxy_refused[static_cast<size_t>(reason)].add();
+  // A load balancer's TCP health check connects and closes: counted only.
+  if (reason == metrics::ProxyRefusal::Empty) {
+    log::debug("worker {}: {}:{} closed before its PROXY protocol header", index_, peer, port);
+    return;
+  }
+  const uint64_t n = proxy_report_.count(std::chrono::steady_clock::now());
+  if (n == 0) return;
+  log::warn("worker {}: closed a connection from {}:{} on a proxy_protocol listener: {} ({}); {} such connection{} "
+            "since the last report (at most one per {} s)",
+            index_, peer, port, why, metrics::kProxyRefusalNames[static_cast<size_t>(reason)], n, n == 1 ? "" : "s",
+            kProxyReportInterval.count());
 }
 
 void Worker::remove(Connection* conn) {

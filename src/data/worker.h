@@ -118,6 +118,11 @@ class Worker {
   // or nullptr. Borrowed; lives until the worker stops (after its connections).
   tls::RemoteSessionStore* session_store() { return session_store_.get(); }
   void remove(Connection* conn);
+  // A connection on a proxy_protocol listener closed without a valid header
+  // (data/connection.h): counted, and logged as a warning at most once per
+  // kProxyReportInterval (the line says how many it stands for).
+  void report_proxy_refusal(metrics::ProxyRefusal reason, std::string_view peer, uint16_t port, std::string_view why);
+  static constexpr std::chrono::seconds kProxyReportInterval{10};
 
  private:
   void run(std::vector<ListenSocket> sockets);
@@ -155,6 +160,7 @@ class Worker {
   UvHandle<uv_timer_t> accept_backoff_;  // active while accepting is paused
   uint64_t max_connections_ = 0;         // [limits] of the newest connection's generation
   log::LogThrottle accept_report_{kAcceptReportInterval};
+  log::LogThrottle proxy_report_{kProxyReportInterval};
   struct Listening {
     config::Endpoint address;
     std::unique_ptr<Acceptor> acceptor;

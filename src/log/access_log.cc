@@ -247,11 +247,11 @@ void append_json_string(std::string& out, std::string_view s) {
 }
 
 size_t json_line_room(const AccessLogEntry& e) {
-  // Keys and their alternatives (581 bytes), numbers (at most 20 digits and
+  // Keys and their alternatives (595 bytes), numbers (at most 20 digits and
   // a sign), booleans, the timestamp and 16 strings' quotes or nulls take
   // under 1024 bytes; an escaped string at most 6 bytes per input byte; a
   // duration from a broken clock up to 330.
-  const size_t strings = e.remote_addr.size() + e.sni.size() + e.alpn.size() + e.scheme.size() + e.protocol.size() +
+  const size_t strings = e.remote_addr.size() + e.peer_addr.size() + e.sni.size() + e.alpn.size() + e.scheme.size() + e.protocol.size() +
                          e.method.size() + e.path.size() + e.ssl_protocol.size() + e.ssl_cipher.size() +
                          e.ssl_resumption.size() + e.upstream_addr.size() + e.upstream_error.size() +
                          e.upstream_protocol.size() + e.user_agent.size() + e.request_id.size() +
@@ -271,6 +271,10 @@ void append_json_line(std::string& out, const AccessLogEntry& e) {
   c.json_string(e.remote_addr);
   c.lit(",\"remote_port\":");
   c.integer(e.remote_port);
+  if (!e.peer_addr.empty()) {
+    c.lit(",\"peer_addr\":");
+    c.json_string(e.peer_addr);
+  }
   c.lit(",\"sni\":");
   c.string_or_null(e.sni);
   c.lit(",\"alpn\":");

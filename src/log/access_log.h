@@ -28,6 +28,9 @@ struct AccessLogEntry {
   std::chrono::system_clock::time_point time;  // request start ("time": RFC 3339 UTC with ms)
   std::string_view remote_addr;
   uint16_t remote_port = 0;
+  // The TCP peer's address when it is not remote_addr (a PROXY protocol
+  // header or a trusted proxy's header named the client); "" -> no field.
+  std::string_view peer_addr;
   std::string_view sni;       // "" -> null
   std::string_view alpn;      // "" -> null
   std::string_view scheme = "https";  // the listener's: "https", or "http" (tls = false)

@@ -84,7 +84,10 @@ void for_each_upstream_field(const RequestHead& head, const UpstreamRequestOptio
     xff.append(opts.client_addr);
     emit(std::string_view("X-Forwarded-For"), std::string_view(xff), HeaderToken::XForwardedFor, false);
   }
-  if (!erased("x-real-ip")) emit(std::string_view("X-Real-IP"), opts.client_addr, HeaderToken::XRealIp, false);
+  if (!erased("x-real-ip")) {
+    emit(std::string_view("X-Real-IP"), opts.real_ip.empty() ? opts.client_addr : opts.real_ip, HeaderToken::XRealIp,
+         false);
+  }
   if (!erased("x-forwarded-proto"))
     emit(std::string_view("X-Forwarded-Proto"), opts.scheme, HeaderToken::XForwardedProto, false);
   if (!opts.request_id_header.empty() && !erased(opts.request_id_header)) {

@@ -18,7 +18,12 @@
 namespace tlsfront::http {
 
 struct UpstreamRequestOptions {
-  std::string_view client_addr;    // X-Forwarded-For / X-Real-IP value
+  // Appended to X-Forwarded-For: the address this hop took the request from
+  // (the connection's client: TCP peer or PROXY protocol source).
+  std::string_view client_addr;
+  // X-Real-IP: the request's client when a trusted proxy's header named
+  // one ([[listen]] trusted_proxies); "": client_addr.
+  std::string_view real_ip;
   std::string_view scheme = "https";  // X-Forwarded-Proto value: the client's listener's
   std::string_view default_host;   // Host to send when the client sent none (HTTP/1.0)
   bool close = false;              // send "Connection: close" (no keepalive pool)

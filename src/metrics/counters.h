@@ -114,6 +114,20 @@ enum class EarlyRejection { Disabled, Replay, RedisUnavailable, TooLarge, Ticket
 inline constexpr const char* kEarlyRejectionNames[] = {"disabled", "replay", "redis_unavailable", "too_large",
                                                        "ticket"};
 
+// PROXY protocol headers accepted (message/proxy_protocol.h): v1 (TCP4,
+// TCP6, UNKNOWN), v2 PROXY, v2 LOCAL (a load balancer's health check).
+enum class ProxyHeaderKind { V1, V2, V2Local };
+inline constexpr const char* kProxyHeaderKindNames[] = {"v1", "v2", "v2_local"};
+// Connections on a proxy_protocol listener closed before their header was
+// read: a peer outside proxy_protocol_from (refused at accept); first bytes
+// that are no PROXY signature (a TLS ClientHello, an HTTP request); an
+// invalid header; one over its size bound; timeouts.handshake passed; the
+// peer closed mid-header; the peer closed before sending anything (a TCP
+// health check).
+enum class ProxyRefusal { Source, NotProxy, Malformed, TooLong, Timeout, Truncated, Empty };
+inline constexpr const char* kProxyRefusalNames[] = {"source",  "not_proxy", "malformed", "too_long",
+                                                     "timeout", "truncated", "empty"};
+
 // Client connections cut off for making a worker work without progress:
 // TLS post-handshake messages (KeyUpdate, renegotiation; tls/tls_stream.h),
 // HTTP/2 control frames (SETTINGS, PING, PRIORITY, WINDOW_UPDATE, empty
@@ -164,6 +178,10 @@ struct WorkerCounters {
   Counter early_data_offered, early_data_accepted;
   std::array<Counter, 5> early_data_rejected;
   Counter early_data_requests_sent, early_data_requests_held, early_data_too_early_retried;
+  // [[listen]] proxy_protocol (data/connection.h): headers read, by
+  // ProxyHeaderKind; connections closed without one, by ProxyRefusal.
+  std::array<Counter, 3> proxy_headers;
+  std::array<Counter, 7> proxy_refused;
   // Client connections closed for a flood, by Flood.
   std::array<Counter, 3> client_floods;
   void count_flood(Flood kind) { client_floods[static_cast<size_t>(kind)].add(); }

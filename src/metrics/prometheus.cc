@@ -110,6 +110,20 @@ std::string render_prometheus(const ProcessMetrics& m) {
          "Upstream 425 (Too Early) answers to requests sent in early data, sent again after the handshake.",
          sum(m, [](const WorkerCounters& w) { return w.early_data_too_early_retried.get(); }));
 
+  header(out, "tlsfront_proxy_protocol_headers_total", "counter",
+         "PROXY protocol headers read on proxy_protocol listeners, by kind (v2_local: a load balancer's own "
+         "connection).");
+  for (size_t k = 0; k < std::size(kProxyHeaderKindNames); ++k) {
+    fmt::format_to(std::back_inserter(out), "tlsfront_proxy_protocol_headers_total{{kind=\"{}\"}} {}\n",
+                   kProxyHeaderKindNames[k], sum(m, [k](const WorkerCounters& w) { return w.proxy_headers[k].get(); }));
+  }
+  header(out, "tlsfront_proxy_protocol_refused_total", "counter",
+         "Connections on proxy_protocol listeners closed without a valid PROXY protocol header, by reason.");
+  for (size_t r = 0; r < std::size(kProxyRefusalNames); ++r) {
+    fmt::format_to(std::back_inserter(out), "tlsfront_proxy_protocol_refused_total{{reason=\"{}\"}} {}\n",
+                   kProxyRefusalNames[r], sum(m, [r](const WorkerCounters& w) { return w.proxy_refused[r].get(); }));
+  }
+
   header(out, "tlsfront_client_floods_total", "counter",
          "Client connections closed for a flood: TLS post-handshake messages (KeyUpdate, renegotiation), HTTP/2 "
          "control frames, HTTP/2 streams reset before their response.");

@@ -13,6 +13,14 @@
 
 namespace tlsfront::tools::nginx {
 
+bool detail::same_args(const std::vector<const Directive*>& a, const std::vector<const Directive*>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i]->args != b[i]->args) return false;
+  }
+  return true;
+}
+
 namespace {
 
 using namespace detail;
@@ -33,14 +41,6 @@ Status check_utf8(const std::vector<Directive>& v, const Ledger& l) {
     if (Status s = check_utf8(d.children, l); !s.ok()) return s;
   }
   return {};
-}
-
-bool same_args(const std::vector<const Directive*>& a, const std::vector<const Directive*>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (a[i]->args != b[i]->args) return false;
-  }
-  return true;
 }
 
 class Importer {
@@ -100,7 +100,7 @@ void Importer::main_context(const std::vector<Directive>& tree) {
 
 void Importer::listen(Server& s, const Directive& d, bool ssl_on, bool http2_on) {
   if (d.args.empty()) return l_.note(d, "not carried over: no address");
-  bool ssl = ssl_on, h2 = http2_on, is_default = false, skip = false;
+  bool ssl = ssl_on, h2 = http2_on, is_default = false, skip = false, proxy_protocol = false;
   int backlog = 0, tcp_fastopen = -1;
   std::vector<std::string> why;
   for (size_t i = 1; i < d.args.size(); ++i) {
@@ -140,8 +140,10 @@ void Importer::listen(Server& s, const Directive& d, bool ssl_on, bool http2_on)
     } else if (p == "ipv6only=on") {
       why.push_back("parameter ipv6only=on not needed: IPv6 listeners are IPv6-only");
     } else if (p == "proxy_protocol") {
-      why.push_back("not carried over: no equivalent yet for the PROXY protocol (clients would send it first)");
-      skip = true;
+      proxy_protocol = true;
+      why.push_back("parameter proxy_protocol carried over as proxy_protocol = true: its address is the client's "
+                    "everywhere ($remote_addr, X-Forwarded-For, X-Real-IP, the log), as nginx's with real_ip_header "
+                    "proxy_protocol (without it nginx keeps the load balancer's address in $remote_addr)");
     } else if (p == "quic" || p == "http3") {
       why.push_back("not carried over: no QUIC / HTTP/3");
       skip = true;
@@ -175,7 +177,7 @@ void Importer::listen(Server& s, const Directive& d, bool ssl_on, bool http2_on)
   }
   address = ep->to_string();
   if (!ssl) {
-    s.cleartext.push_back({address, &d, tcp_fastopen});  // servers_of decides
+    s.cleartext.push_back({address, &d, tcp_fastopen, proxy_protocol});  // servers_of decides
     return;
   }
   l_.carry(d);
@@ -186,11 +188,16 @@ void Importer::listen(Server& s, const Directive& d, bool ssl_on, bool http2_on)
       l.h2 = l.h2 || h2;
       if (backlog) l.backlog = backlog;
       if (tcp_fastopen >= 0) l.tcp_fastopen = tcp_fastopen;
+      l.proxy_protocol = l.proxy_protocol || proxy_protocol;
       return;
     }
   }
-  m_.listens.push_back(
-      {.address = address, .h2 = h2, .backlog = backlog, .tcp_fastopen = tcp_fastopen, .origin = origin(d)});
+  m_.listens.push_back({.address = address,
+                        .h2 = h2,
+                        .backlog = backlog,
+                        .tcp_fastopen = tcp_fastopen,
+                        .proxy_protocol = proxy_protocol,
+                        .origin = origin(d)});
 }
 
 void Importer::names(Server& s) {
@@ -518,7 +525,8 @@ Result<Imported> import(const std::vector<Directive>& given, const std::string& 
                   "http2_max_concurrent_streams", "access_log", "log_format", "ssl_certificate", "ssl_certificate_key",
                   "ssl_stapling", "ssl_stapling_file", "ssl_stapling_responder", "ssl_stapling_verify",
                   "proxy_connect_timeout", "proxy_read_timeout", "proxy_send_timeout", "grpc_connect_timeout",
-                  "grpc_read_timeout", "grpc_send_timeout", "upstream", "server_name"});
+                  "grpc_read_timeout", "grpc_send_timeout", "upstream", "server_name", "set_real_ip_from",
+                  "real_ip_header", "real_ip_recursive"});
   // clang-format on
   Importer im(base_dir, m, ledger);
   im.main_context(tree);
@@ -536,6 +544,7 @@ Result<Imported> import(const std::vector<Directive>& given, const std::string& 
       import_headers(*im.http(), im.servers()[im.default_server()], m, ledger);
       import_compression(im.servers()[im.default_server()], m, ledger);
       import_resolver(im.servers()[im.default_server()], m, ledger);
+      import_client_address(im.servers(), im.default_server(), m, ledger);
       if (m.listens.empty()) missing = "no usable TLS listen address";
       else if (m.certs.empty()) missing = "no usable certificate (ssl_certificate + ssl_certificate_key)";
       // Fixed answers alone are no API edge (and tlsfront needs an [[upstream]]).

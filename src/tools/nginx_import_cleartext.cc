@@ -28,9 +28,11 @@ void cleartext_listens(const Server& s, bool redirect, Model& m, Ledger& l, int 
                            .redirect_https = redirect,
                            .https_port = https_port,
                            .tcp_fastopen = listen.tcp_fastopen,
+                           .proxy_protocol = listen.proxy_protocol,
                            .origin = origin(*d)});
-    } else if (listen.tcp_fastopen >= 0) {
-      same->tcp_fastopen = listen.tcp_fastopen;
+    } else {
+      if (listen.tcp_fastopen >= 0) same->tcp_fastopen = listen.tcp_fastopen;
+      same->proxy_protocol = same->proxy_protocol || listen.proxy_protocol;
     }
   }
 }

@@ -34,9 +34,15 @@ struct Model {
     bool h2 = false;
     int backlog = 0;        // 0: not set
     int tcp_fastopen = -1;  // listen ... fastopen=N; -1: not set (tlsfront's "auto")
+    bool proxy_protocol = false;  // listen ... proxy_protocol
     std::string origin;
   };
   std::vector<Listen> listens;
+  // The real client address keys of every [[listen]] (trusted_proxies,
+  // real_ip_header, real_ip_recursive), and proxy_protocol_from of those
+  // with proxy_protocol (a TOML array; "" for none): import_client_address.
+  Keys real_ip;
+  Key proxy_protocol_from;
   Keys tls, session_cache, ticket_keys;
   struct Cert {
     std::string cert, key;
@@ -116,6 +122,8 @@ bool put(Keys& ks, Key k, const Directive& d, Ledger& l);
 // block that has any (nginx's inheritance of array and scalar directives).
 std::vector<const Directive*> effective(const Chain& chain, const std::string& name);
 const Directive* effective_one(const Chain& chain, const std::string& name);  // the last of those, or null
+// The same directives with the same arguments, in order.
+bool same_args(const std::vector<const Directive*>& a, const std::vector<const Directive*>& b);
 
 // A file of server and upstream blocks without an http block (a
 // sites-available file, which nginx.conf's http block includes): its
@@ -149,6 +157,7 @@ struct Server {
     std::string address;
     const Directive* directive;
     int tcp_fastopen;  // as Model::Listen's
+    bool proxy_protocol;
   };
   std::vector<Cleartext> cleartext;  // listens without ssl
 };
@@ -231,6 +240,17 @@ void import_proxy(const Directive& http, const std::vector<Server>& servers, siz
 // that every route gets becomes [tls] hsts. Runs after import_proxy; then
 // lists the header directives of `http` that no route gets.
 void import_headers(const Directive& http, const Server& default_server, Model& m, Ledger& ledger);
+
+// The real client address (nginx_import_client_address.cc): the default
+// server's set_real_ip_from, real_ip_header and real_ip_recursive (nginx's
+// realip module) as every [[listen]]'s trusted_proxies, real_ip_header
+// (X-Forwarded-For or X-Real-IP; nginx's default is X-Real-IP) and
+// real_ip_recursive (nginx's default off); with `real_ip_header
+// proxy_protocol`, set_real_ip_from becomes proxy_protocol_from of the
+// listeners with `listen ... proxy_protocol` (nginx then believes the
+// header from those peers only). Another server's different values, names
+// instead of addresses and other headers are listed.
+void import_client_address(const std::vector<Server>& servers, size_t def, Model& m, Ledger& ledger);
 
 // The TOML text of `m` (nginx_render.cc).
 std::string render(const Model& m, const std::string& source, size_t not_carried);

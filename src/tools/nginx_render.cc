@@ -61,6 +61,11 @@ std::string render(const Model& m, const std::string& source, size_t not_carried
     Keys ks{{"address", toml_string(l.address), l.origin}};
     if (l.backlog) ks.push_back({"backlog", std::to_string(l.backlog), ""});
     if (l.tcp_fastopen >= 0) ks.push_back({"tcp_fastopen", std::to_string(l.tcp_fastopen), "fastopen="});
+    if (l.proxy_protocol) {
+      ks.push_back({"proxy_protocol", "true", "listen ... proxy_protocol"});
+      if (!m.proxy_protocol_from.value.empty()) ks.push_back(m.proxy_protocol_from);
+    }
+    ks.insert(ks.end(), m.real_ip.begin(), m.real_ip.end());
     if (!l.tls) {
       ks.push_back({"tls", "false", "no ssl"});
       if (!l.redirect_https) ks.push_back({"redirect_https", "false", "nginx serves this server's locations on it"});

@@ -397,9 +397,18 @@ std::string recorded_body(const std::string& raw) {
 
 // ---- raw TLS client -------------------------------------------------------------
 
-int tcp_connect(int port, const char* ip) {
+int tcp_connect(int port, const char* ip, const char* source) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
+  if (source != nullptr) {
+    sockaddr_in local{};
+    local.sin_family = AF_INET;
+    if (::inet_pton(AF_INET, source, &local.sin_addr) != 1 ||
+        ::bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof local) != 0) {
+      ::close(fd);
+      return -1;
+    }
+  }
   sockaddr_in sa{};
   sa.sin_family = AF_INET;
   if (::inet_pton(AF_INET, ip, &sa.sin_addr) != 1) {
@@ -448,9 +457,14 @@ TlsClient::~TlsClient() {
 bool TlsClient::connect(int port, const TlsOptions& o, milliseconds timeout) {
   auto deadline = Clock::now() + timeout;
   ERR_clear_error();
-  fd_ = tcp_connect(port);
+  fd_ = tcp_connect(port, o.ip.c_str(), o.source_ip.empty() ? nullptr : o.source_ip.c_str());
   if (fd_ < 0) {
     error_ = std::string("connect: ") + std::strerror(errno);
+    return false;
+  }
+  if (!o.preamble.empty() && ::send(fd_, o.preamble.data(), o.preamble.size(), MSG_NOSIGNAL) !=
+                                 static_cast<ssize_t>(o.preamble.size())) {
+    error_ = std::string("preamble: ") + std::strerror(errno);
     return false;
   }
   ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) | O_NONBLOCK);

@@ -216,6 +216,11 @@ struct TlsOptions {
   std::string cipher_list;                       // "" = default
   bool verify = true;                            // verify against root.pem
   bool no_ticket = false;                        // SSL_OP_NO_TICKET (session-ID resumption only)
+  std::string ip = "127.0.0.1";                  // the IPv4 address connected to
+  std::string source_ip;                         // "" = the kernel's choice; else bound before connecting
+  // Written in clear once connected, before the ClientHello (a PROXY
+  // protocol header).
+  std::string preamble;
 };
 
 struct ParsedResponse {
@@ -295,8 +300,9 @@ class FakeUpstream {
   int port_ = 0;
 };
 
-// A plain TCP connection to `ip`:`port` (-1 on failure).
-int tcp_connect(int port, const char* ip = "127.0.0.1");
+// A plain TCP connection to `ip`:`port` (-1 on failure), from `source`
+// (an IPv4 address; null: the kernel's choice).
+int tcp_connect(int port, const char* ip = "127.0.0.1", const char* source = nullptr);
 // Sends `request` over plain TCP to `ip`:`port` (the admin listener, a
 // cleartext listener); returns what arrived until the peer closed or
 // `timeout` passed.

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "data/http/header_plan.h"
+#include "message/real_ip.h"
 #include "message/request_path.h"
 
 namespace tlsfront::http {
@@ -18,6 +19,22 @@ void adopt_request_id(const SessionEnv& env, const ConnectionInfo& info, Request
       return;
     }
   }
+}
+
+// [[listen]] trusted_proxies: the client a trusted peer's real_ip_header
+// names becomes record.client_addr (message/real_ip.h has the rule). One
+// branch when the listener trusts nobody.
+void resolve_client_address(const ConnectionInfo& info, RequestRecord& record) {
+  const config::Listener* l = info.listener;
+  if (l == nullptr || l->trusted_proxies.empty()) return;
+  const auto peer = IpAddress::parse(info.remote_addr);
+  if (!peer) return;
+  const HeaderToken header =
+      l->real_ip_header == config::RealIpHeader::XRealIp ? HeaderToken::XRealIp : HeaderToken::XForwardedFor;
+  const auto client = real_client_address(record.head.headers, header, *peer, l->trusted_proxies, l->real_ip_recursive);
+  if (!client || *client == *peer) return;
+  std::array<char, 46> buf;
+  record.client_addr.assign(client->format(buf));
 }
 
 constexpr std::string_view kAcmeChallenge = "/.well-known/acme-challenge/";
@@ -42,6 +59,7 @@ bool replay_safe(const config::Config& cfg, const RequestHead& head) {
 Admission forward(const SessionEnv& env, ExchangeSink* sink, RequestRecord& record, size_t upstream,
                   const RouteHeaders* rules, const config::Compression* compression) {
   ExchangeHeaders headers;
+  headers.client_addr = record.client_addr;
   if (rules != nullptr) {
     record.route_headers = rules;
     headers.rules = rules;
@@ -84,6 +102,7 @@ Admission admit(const SessionEnv& env, ExchangeSink* sink, RequestRecord& record
   RequestHead& head = record.head;
   const ConnectionInfo& info = sink->connection_info();
   record.early_data = info.early_data;
+  resolve_client_address(info, record);
   adopt_request_id(env, info, record);
   const uint64_t max_body = env.config->limits.max_body_bytes;
   if (max_body != 0 && head.content_length && *head.content_length > max_body) return {nullptr, {413}};

@@ -22,7 +22,9 @@ namespace tlsfront::http {
 int refused_method(const RequestHead& head);
 
 // The exchange for `record.head`, not yet started, or the answer to give
-// locally: 413 when its Content-Length exceeds limits.max_body_bytes; 400
+// locally. First, on a listener with trusted_proxies, the client a trusted
+// peer's real_ip_header names goes into record.client_addr
+// (message/real_ip.h). Then: 413 when its Content-Length exceeds limits.max_body_bytes; 400
 // when its target is refused by normalization (message/request_path.h: ".."
 // above "/" or after an empty segment, %2F, %5C, %00, bad percent-encoding
 // or UTF-8); 404 when no route matches its host, method and normalized path

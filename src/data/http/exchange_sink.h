@@ -24,13 +24,19 @@ constexpr std::string_view scheme_name(Scheme s) { return s == Scheme::Https ? "
 
 // A connection's facts, for its sessions' access-log lines, header variables
 // and admission. Its fields are ordered so the small ones share one word
-// (168 octets): every open session and tunnel holds one.
+// (200 octets): every open session and tunnel holds one.
 struct ConnectionInfo {
   uint64_t id = 0;
   // The [[listen]] entry it came from (in the connection's generation, which
   // outlives the session); null in unit tests: a TLS listener's defaults.
   const config::Listener* listener = nullptr;
+  // The client's address: the PROXY protocol header's source on a
+  // proxy_protocol listener, else the TCP peer's (a request's own may differ:
+  // RequestRecord::client_addr).
   std::string remote_addr;
+  // The TCP peer's address when a PROXY protocol header named another
+  // client; "" otherwise (then it is remote_addr).
+  std::string peer_addr;
   // The TLS facts; "" (false) on a cleartext connection. The views are of
   // static strings (literals, OpenSSL's version and cipher tables), so a
   // session that lives for hours keeps no copy of them.

@@ -86,7 +86,7 @@ HeaderPlan::HeaderPlan(const config::Config& cfg) : request_id_header_(cfg.reque
 HeaderVars header_vars(const ConnectionInfo& info, const RequestRecord& record) {
   HeaderVars v;
   v[static_cast<size_t>(HeaderVar::Host)] = record.head.host;
-  v[static_cast<size_t>(HeaderVar::RemoteAddr)] = info.remote_addr;
+  v[static_cast<size_t>(HeaderVar::RemoteAddr)] = record.client(info);
   v[static_cast<size_t>(HeaderVar::Scheme)] = scheme_name(info.scheme);
   v[static_cast<size_t>(HeaderVar::RequestId)] = record.request_id.view();
   v[static_cast<size_t>(HeaderVar::SslProtocol)] = info.ssl_protocol;

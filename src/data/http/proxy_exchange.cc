@@ -23,6 +23,7 @@ upstream::UpstreamRequestHead encode_head(ExchangeSink* sink, const upstream::Up
   const HeaderVars vars = headers.record != nullptr ? header_vars(info, *headers.record) : HeaderVars{};
   UpstreamRequestOptions opts;
   opts.client_addr = info.remote_addr;
+  opts.real_ip = headers.client_addr;
   opts.scheme = scheme_name(info.scheme);
   opts.default_host = group.config().name;
   opts.close = group.config().keepalive == 0;

@@ -69,6 +69,8 @@ struct ExchangeHeaders {
   const RequestRecord* record = nullptr;  // null: every variable is ""
   std::string_view request_id_header;
   std::string_view request_id;
+  // RequestRecord::client_addr (X-Real-IP); "": the connection's.
+  std::string_view client_addr;
   EarlyData early = EarlyData::None;
 };
 

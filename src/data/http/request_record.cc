@@ -8,9 +8,16 @@ namespace {
 
 // The fields every request shares, from its connection and its upstream
 // side (null when none was started); the entry borrows from both.
-void fill_access_log_entry(log::AccessLogEntry& e, const ConnectionInfo& info, const UpstreamStats* upstream) {
-  e.remote_addr = info.remote_addr;
+// `client_addr`: the request's (RequestRecord::client_addr), "" for the
+// connection's.
+void fill_access_log_entry(log::AccessLogEntry& e, const ConnectionInfo& info, std::string_view client_addr,
+                           const UpstreamStats* upstream) {
+  e.remote_addr = client_addr.empty() ? std::string_view(info.remote_addr) : client_addr;
   e.remote_port = info.remote_port;
+  if (!client_addr.empty() || !info.peer_addr.empty()) {  // else the TCP peer is remote_addr
+    const std::string_view tcp_peer = info.peer_addr.empty() ? info.remote_addr : info.peer_addr;
+    if (tcp_peer != e.remote_addr) e.peer_addr = tcp_peer;
+  }
   e.sni = info.sni;
   e.alpn = info.alpn;
   e.scheme = scheme_name(info.scheme);
@@ -37,8 +44,9 @@ void fill_access_log_entry(log::AccessLogEntry& e, const ConnectionInfo& info, c
 // Counts the request and writes its line: `e` holds the request's own
 // fields (protocol, status and tunnel among them); the connection's, the
 // upstream side's and the durations are added here.
-void finish_line(const SessionEnv& env, const ConnectionInfo& info, const UpstreamStats* upstream,
-                 std::chrono::steady_clock::time_point start, bool with_handshake_time, log::AccessLogEntry& e) {
+void finish_line(const SessionEnv& env, const ConnectionInfo& info, std::string_view client_addr,
+                 const UpstreamStats* upstream, std::chrono::steady_clock::time_point start, bool with_handshake_time,
+                 log::AccessLogEntry& e) {
   const auto elapsed = std::chrono::steady_clock::now() - start;
   if (env.counters) {
     env.counters->count_request(e.protocol, e.status, elapsed);
@@ -46,7 +54,7 @@ void finish_line(const SessionEnv& env, const ConnectionInfo& info, const Upstre
     if (upstream && upstream->too_early_retried) env.counters->early_data_too_early_retried.add();
   }
   if (!env.access_log) return;
-  fill_access_log_entry(e, info, upstream);
+  fill_access_log_entry(e, info, client_addr, upstream);
   e.request_time_ms = std::chrono::duration<double, std::milli>(elapsed).count();
   // In early data the handshake has not ended yet: no time to report.
   if (with_handshake_time && info.scheme == Scheme::Https && !info.early_data) e.tls_handshake_ms = info.tls_handshake_ms;
@@ -68,6 +76,7 @@ void RequestRecord::begin() {
   bytes_received = 0;
   body_bytes = 0;
   user_agent.clear();
+  client_addr.clear();
   request_id.generate();
   route_headers = nullptr;
   upstream.reset();
@@ -101,7 +110,7 @@ void RequestRecord::log_completed(const SessionEnv& env, const ConnectionInfo& i
   e.stream_id = stream_id;
   e.user_agent = user_agent;
   e.request_id = request_id.view();
-  finish_line(env, info, upstream.get(), start, with_handshake_time, e);
+  finish_line(env, info, client_addr, upstream.get(), start, with_handshake_time, e);
 }
 
 TunnelRecord RequestRecord::to_tunnel() {
@@ -115,8 +124,9 @@ TunnelRecord RequestRecord::to_tunnel() {
   t.early_data = early_data;
   t.http10 = head.version_minor == 0;
   const std::string_view id = request_id.view();
-  t.text.reserve(head.method.size() + head.target.size() + user_agent.size() + id.size());
-  t.text.append(head.method).append(head.target).append(user_agent).append(id);
+  t.text.reserve(head.method.size() + head.target.size() + user_agent.size() + id.size() + client_addr.size());
+  t.text.append(head.method).append(head.target).append(user_agent).append(id).append(client_addr);
+  t.client_addr_length = static_cast<uint8_t>(client_addr.size());  // canonical text: at most 45
   t.method_length = static_cast<uint32_t>(head.method.size());
   t.target_length = static_cast<uint32_t>(head.target.size());
   t.user_agent_length = static_cast<uint32_t>(user_agent.size());
@@ -132,14 +142,16 @@ void TunnelRecord::log_completed(const SessionEnv& env, const ConnectionInfo& in
   e.method = all.substr(0, method_length);
   e.path = all.substr(method_length, target_length);
   e.user_agent = all.substr(method_length + target_length, user_agent_length);
-  e.request_id = all.substr(method_length + target_length + user_agent_length);
+  const size_t id_at = method_length + target_length + user_agent_length;
+  e.request_id = all.substr(id_at, all.size() - id_at - client_addr_length);
+  const std::string_view client_addr = all.substr(all.size() - client_addr_length);
   e.status = status;
   e.response_complete = response_complete;
   e.tunnel = true;
   e.ssl_early_data = early_data;
   e.bytes_sent = bytes_sent;
   e.bytes_received = bytes_received;
-  finish_line(env, info, upstream ? &*upstream : nullptr, start, with_handshake_time, e);
+  finish_line(env, info, client_addr, upstream ? &*upstream : nullptr, start, with_handshake_time, e);
 }
 
 }  // namespace tlsfront::http

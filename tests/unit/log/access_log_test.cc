@@ -126,7 +126,10 @@ void expect_valid_json_line(const std::string& line) {
   EXPECT_EQ(line.find('\n'), line.size() - 1) << "raw newline inside the line";
   JsonChecker checker(std::string_view(line).substr(0, line.size() - 1));
   ASSERT_TRUE(checker.check()) << line;
-  EXPECT_EQ(checker.top_level_keys(), kKeyOrder);
+  // peer_addr, when present, right after remote_port.
+  std::vector<std::string> order = kKeyOrder;
+  if (line.find("\"peer_addr\":") != std::string::npos) order.insert(order.begin() + 3, "peer_addr");
+  EXPECT_EQ(checker.top_level_keys(), order);
 }
 
 // ---------------------------------------------------------------------------
@@ -214,6 +217,22 @@ TEST(AccessLogJsonLine, DurationsHaveThreeDecimals) {
   expect_valid_json_line(line);
 }
 
+// peer_addr (the TCP peer, when a PROXY protocol header or a trusted proxy's
+// header named another client) follows remote_port, and only when set.
+TEST(AccessLogJsonLine, PeerAddrOnlyWhenSet) {
+  AccessLogEntry e;
+  e.time = example_time();
+  e.remote_addr = "203.0.113.7";
+  e.remote_port = 40001;
+  std::string line = json_line(e);
+  EXPECT_EQ(line.find("peer_addr"), std::string::npos) << line;
+  e.peer_addr = "10.0.0.5";
+  line = json_line(e);
+  EXPECT_NE(line.find(R"("remote_addr":"203.0.113.7","remote_port":40001,"peer_addr":"10.0.0.5","sni":)"),
+            std::string::npos)
+      << line;
+}
+
 // The encoder writes into room sized once by json_line_room(): the longest
 // line any entry can make must fit, and the room must not be a gross overshoot.
 TEST(AccessLogJsonLine, WorstCaseLineFitsItsRoom) {
@@ -221,7 +240,7 @@ TEST(AccessLogJsonLine, WorstCaseLineFitsItsRoom) {
   const std::string invalid(300, '\xff');  // each byte becomes \ufffd
   AccessLogEntry e;
   e.time = example_time();
-  e.remote_addr = e.sni = e.alpn = e.scheme = e.protocol = e.method = escapes;
+  e.remote_addr = e.peer_addr = e.sni = e.alpn = e.scheme = e.protocol = e.method = escapes;
   e.path = e.ssl_protocol = e.ssl_cipher = e.ssl_resumption = e.upstream_addr = invalid;
   e.upstream_error = e.upstream_protocol = e.user_agent = e.request_id = e.content_encoding = escapes;
   e.remote_port = 65535;

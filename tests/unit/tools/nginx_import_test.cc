@@ -100,21 +100,24 @@ TEST(NginxImport, ListenAddressesAndParameters) {
       "location / { proxy_pass http://127.0.0.1:9000; }\n"
       "} }\n");
   ASSERT_TRUE(r.ok) << r.error;
-  ASSERT_EQ(r.cfg.listeners.size(), 4u);
+  ASSERT_EQ(r.cfg.listeners.size(), 5u);
   EXPECT_EQ(r.cfg.listeners[0].address.to_string(), "0.0.0.0:443");
   EXPECT_EQ(r.cfg.listeners[0].backlog, 1024);
   EXPECT_EQ(r.cfg.listeners[0].alpn, (std::vector<std::string>{"h2", "http/1.1"}));
   EXPECT_EQ(r.cfg.listeners[1].address.to_string(), "[::]:443");
   EXPECT_EQ(r.cfg.listeners[1].alpn, std::vector<std::string>{"http/1.1"});
-  EXPECT_EQ(r.cfg.listeners[2].address.to_string(), "10.1.2.3:80");  // nginx's default port
+  EXPECT_EQ(r.cfg.listeners[2].address.to_string(), "127.0.0.1:8443");
+  EXPECT_TRUE(r.cfg.listeners[2].proxy_protocol);
+  EXPECT_FALSE(r.cfg.listeners[0].proxy_protocol);
+  EXPECT_EQ(r.cfg.listeners[3].address.to_string(), "10.1.2.3:80");  // nginx's default port
   // listen 80 in a TLS server: nginx serves its locations there too.
-  EXPECT_EQ(r.cfg.listeners[3].address.to_string(), "0.0.0.0:80");
-  EXPECT_FALSE(r.cfg.listeners[3].tls);
-  EXPECT_FALSE(r.cfg.listeners[3].redirect_https);
+  EXPECT_EQ(r.cfg.listeners[4].address.to_string(), "0.0.0.0:80");
+  EXPECT_FALSE(r.cfg.listeners[4].tls);
+  EXPECT_FALSE(r.cfg.listeners[4].redirect_https);
   EXPECT_EQ(r.cfg.listeners[0].tcp_fastopen, config::Listener::kTcpFastOpenAuto);  // no fastopen=: tlsfront's "auto"
   EXPECT_REPORTS(r, "n.conf:2: listen: parameter deferred not carried over");
   EXPECT_REPORTS(r, "n.conf:3: listen: parameter reuseport not needed");
-  EXPECT_REPORTS(r, "n.conf:4: listen: not carried over: no equivalent yet for the PROXY protocol");
+  EXPECT_REPORTS(r, "n.conf:4: listen: parameter proxy_protocol carried over as proxy_protocol = true");
   EXPECT_REPORTS(r, "n.conf:5: listen: not carried over: invalid address \"localhost:9443\"");
   EXPECT_REPORTS(r,
                  "n.conf:6: listen: carried over as a cleartext listener that routes like the TLS ones "
