@@ -73,7 +73,7 @@ struct Listener {
   // Requests under /.well-known/acme-challenge/ (normalized path) go to this
   // [[upstream]] (must exist), even when redirecting; "" = none.
   std::string acme_upstream;
-  // The real client address (docs/config-client-address.md).
+  // The real client address (docs/configuration.md, "The real client address").
   // proxy_protocol = true: every connection starts with a PROXY protocol
   // header (v1 or v2, message/proxy_protocol.h), read before TLS within
   // timeouts.handshake; its source address is the client's. A connection

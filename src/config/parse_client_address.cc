@@ -1,7 +1,7 @@
 // [[listen]]'s real client address keys: the PROXY protocol
 // (proxy_protocol, proxy_protocol_from) and the real-IP header
 // (trusted_proxies, real_ip_header, real_ip_recursive).
-// docs/config-client-address.md describes them.
+// docs/configuration.md, "The real client address" describes them.
 #include <string>
 
 #include "config/parse_context.h"

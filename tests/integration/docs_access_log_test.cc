@@ -44,8 +44,15 @@ TEST_F(DocsAccessLog, EveryFieldOfARealLineIsInTheReferenceAndEveryDocumentedFie
   const std::set<std::string> documented = documented_fields(read_file(doc_path), "### Access-log fields");
   ASSERT_FALSE(documented.empty()) << doc_path << " has no field table under \"### Access-log fields\"";
 
-  ASSERT_TRUE(start_proxy());
-  HttpResponse r = http_get(port(), "/docs");
+  // The client's address from a trusted proxy's header: the line then has
+  // peer_addr too (written only when it differs from remote_addr).
+  ProxyOptions o;
+  o.listen_extra = "trusted_proxies = [\"127.0.0.1\"]\n";
+  ASSERT_TRUE(start_proxy(o));
+  HttpRequest req;
+  req.path = "/docs";
+  req.headers = {"X-Forwarded-For: 192.0.2.7"};
+  HttpResponse r = http(port(), req);
   ASSERT_EQ(r.status, 200) << r.error;
   std::vector<std::string> lines = proxy_.wait_log_lines(1);
   ASSERT_EQ(lines.size(), 1u);
