@@ -88,7 +88,10 @@ void AdminServer::Conn::respond_to(std::string_view head) {
     if (server_->handlers_.healthy()) return respond(200, "OK", "ok\n", head_only);
     return respond(503, "Service Unavailable", "draining\n", head_only);
   }
-  respond(404, "Not Found", "not found: try /metrics or /healthz\n", head_only);
+  if (path == "/upstreams" && server_->handlers_.upstreams) {
+    return respond(200, "OK", server_->handlers_.upstreams(), head_only, "application/json");
+  }
+  respond(404, "Not Found", "not found: try /metrics, /healthz or /upstreams\n", head_only);
 }
 
 void AdminServer::Conn::respond(int status, std::string_view reason, std::string_view body, bool head_only,

@@ -3,6 +3,8 @@
 // the control loop, never in a worker).
 //   GET /metrics  200, Prometheus text format 0.0.4 (the `metrics` callback)
 //   GET /healthz  200 "ok" while serving, 503 "draining" once stopping
+//   GET /upstreams  200, the upstreams and their servers' state as JSON
+//                 (control/upstreams_report.h)
 //   other paths   404; other methods 405 (HEAD is answered like GET, no body)
 // Bounded: request head at most 8 KiB (else 431), 5 s to send it (else the
 // connection is closed), at most 64 admin connections at once: a new one
@@ -34,6 +36,7 @@ class AdminServer {
   struct Handlers {
     std::function<std::string()> metrics;  // the /metrics body
     std::function<bool()> healthy;         // false: /healthz answers 503
+    std::function<std::string()> upstreams;  // the /upstreams body (JSON); null: 404
   };
 
   // Listens on `address` on `loop` (borrowed; outlives the server).

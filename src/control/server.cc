@@ -14,6 +14,7 @@
 #include <cstdio>
 
 #include "config/units.h"
+#include "control/upstreams_report.h"
 #include <thread>
 
 #include "config/loader.h"
@@ -120,6 +121,12 @@ void Server::reload() {
   ++generation_number_;
   log::info("reload: generation {} is live; connections accepted before keep theirs", generation_number_);
   sd_notifyf(0, "READY=1\nSTATUS=serving generation %llu", static_cast<unsigned long long>(generation_number_));
+}
+
+std::string Server::upstreams() {
+  std::vector<const metrics::WorkerCounters*> workers;
+  for (const auto& c : counters_) workers.push_back(c.get());
+  return upstreams_json(current_.load()->config, directory_, health_, workers, resolver_.get());
 }
 
 Status Server::configure_resolver(const config::Config& cfg) {
@@ -421,7 +428,8 @@ void Server::start_workers(ControlLoop& ctl, std::vector<std::vector<data::Liste
   }
   if (c.admin.enabled) {
     auto admin = AdminServer::start(
-        &ctl.loop, c.admin.address, {[this] { return scrape(); }, [&ctl] { return ctl.stop_signals == 0; }});
+        &ctl.loop, c.admin.address,
+        {[this] { return scrape(); }, [&ctl] { return ctl.stop_signals == 0; }, [this] { return upstreams(); }});
     if (admin) {
       ctl.admin = std::move(admin).value();
       log::info("admin: http://{}/metrics and /healthz", ctl.admin->address().to_string());

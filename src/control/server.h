@@ -73,6 +73,8 @@ class Server {
   // The resolver follows `cfg`'s [[upstream]] names (made on first use:
   // none without names). Errors: c-ares could not be set up.
   [[nodiscard]] Status configure_resolver(const config::Config& cfg);
+  // The admin listener's GET /upstreams body (control/upstreams_report.h).
+  std::string upstreams();
 
   // run()'s steps, in order.
   [[nodiscard]] Result<std::shared_ptr<const data::Generation>> build_first_generation(config::Config cfg);

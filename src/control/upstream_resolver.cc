@@ -308,6 +308,11 @@ Status UpstreamResolver::wait_first_answers(const config::Config& cfg) {
   return {};
 }
 
+std::string UpstreamResolver::last_error(const std::string& key) const {
+  auto it = names_.find(key);
+  return it == names_.end() ? std::string() : it->second->last_error;
+}
+
 UpstreamResolver::NameState UpstreamResolver::state(const std::string& key) const {
   auto it = names_.find(key);
   return it == names_.end() ? NameState::Unresolved : it->second->state;

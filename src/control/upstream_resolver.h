@@ -62,6 +62,8 @@ class UpstreamResolver {
 
   size_t names() const { return names_.size(); }
   NameState state(const std::string& key) const;
+  // Why `key` last failed to resolve ("" when it did not).
+  std::string last_error(const std::string& key) const;
 
  private:
   struct Name;

@@ -86,6 +86,10 @@ struct UpstreamServerCounters {
   Counter floods;               // connections closed because the server flooded (TLS post-handshake, HTTP/2 control)
   Counter ejections;            // times this worker's balancer ejected the server (max_fails)
   Counter panics;               // attempts sent to it while it was ejected: every server of the group was
+  // Failed attempts by the access log's upstream_error (first: its name,
+  // second: ""), whether or not they count against the server.
+  LabelPairCounters attempt_failures;
+  Histogram response_time;  // attempt start to the response's end, responses that completed
 };
 
 enum class HandshakeKind { Full, ResumedCache, ResumedTicket };

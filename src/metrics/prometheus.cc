@@ -267,6 +267,9 @@ std::string render_prometheus(const ProcessMetrics& m) {
     std::string upstream, server;
     uint64_t created = 0, reused = 0, failures = 0, retries = 0, idle = 0, ping_timeouts = 0, tls_handshakes = 0,
              tls_resumed = 0, floods = 0, ejections = 0, panics = 0;
+    std::map<std::string, uint64_t> failures_by_reason;
+    std::array<uint64_t, kDurationBuckets.size() + 1> buckets{};
+    uint64_t response_ns = 0;
   };
   std::map<std::pair<std::string, std::string>, Row> rows;
   for (const WorkerCounters* w : m.workers) {
@@ -283,6 +286,10 @@ std::string render_prometheus(const ProcessMetrics& m) {
       r.floods += c.floods.get();
       r.ejections += c.ejections.get();
       r.panics += c.panics.get();
+      c.attempt_failures.for_each(
+          [&](const char* reason, const char*, uint64_t n) { r.failures_by_reason[reason] += n; });
+      for (size_t i = 0; i < r.buckets.size(); ++i) r.buckets[i] += c.response_time.bucket(i);
+      r.response_ns += c.response_time.sum_ns();
     });
   }
   auto upstream_metric = [&](std::string_view name, std::string_view type, std::string_view help, auto field) {
@@ -302,6 +309,34 @@ std::string render_prometheus(const ProcessMetrics& m) {
                   "Failed attempts counted against the server (connect, TLS, reset, timeout, invalid response; "
                   "max_fails consecutive ones eject it).",
                   &Row::failures);
+  header(out, "tlsfront_upstream_attempt_failures_total", "counter",
+         "Failed attempts at the server by reason (the access log's upstream_error).");
+  for (const auto& [key, r] : rows) {
+    for (const auto& [reason, n] : r.failures_by_reason) {
+      fmt::format_to(std::back_inserter(out), "tlsfront_upstream_attempt_failures_total{{upstream=\"{}\",server=\"{}\",reason=\"{}\"}} {}\n",
+                     escape_label_value(key.first), escape_label_value(key.second), reason, n);
+    }
+  }
+  header(out, "tlsfront_upstream_response_seconds", "histogram",
+         "Upstream response time of completed responses: the attempt's start to the response's end.");
+  for (const auto& [key, r] : rows) {
+    const std::string labels =
+        fmt::format("upstream=\"{}\",server=\"{}\"", escape_label_value(key.first), escape_label_value(key.second));
+    uint64_t cumulative = 0;
+    for (size_t i = 0; i < r.buckets.size(); ++i) {
+      cumulative += r.buckets[i];
+      if (i < kDurationBuckets.size()) {
+        fmt::format_to(std::back_inserter(out), "tlsfront_upstream_response_seconds_bucket{{{},le=\"{}\"}} {}\n",
+                       labels, kDurationBuckets[i], cumulative);
+      } else {
+        fmt::format_to(std::back_inserter(out), "tlsfront_upstream_response_seconds_bucket{{{},le=\"+Inf\"}} {}\n",
+                       labels, cumulative);
+      }
+    }
+    fmt::format_to(std::back_inserter(out),
+                   "tlsfront_upstream_response_seconds_sum{{{}}} {:.9f}\ntlsfront_upstream_response_seconds_count{{{}}} {}\n",
+                   labels, static_cast<double>(r.response_ns) / 1e9, labels, cumulative);
+  }
   upstream_metric("tlsfront_upstream_ejections_total", "counter",
                   "Times the server was ejected after max_fails consecutive failures (for fail_timeout, longer when "
                   "repeated).",

@@ -151,6 +151,12 @@ TEST_F(UpstreamDns, ANameThatStopsResolvingKeepsItsLastAddresses) {
   EXPECT_EQ(a_.count("req"), 11u);
   const std::string err = proxy_.process().err();
   EXPECT_NE(err.find("keeping its last addresses (127.0.0.2:"), std::string::npos) << err;
+  const std::string upstreams =
+      plain_request(proxy_.admin_port(), "GET /upstreams HTTP/1.1\r\nHost: admin\r\n\r\n");
+  EXPECT_NE(upstreams.find("\"server\":\"" + name() + "\",\"address\":\"127.0.0.2:" + std::to_string(a_.port()) +
+                           "\",\"dns\":\"failing\",\"dns_error\":"),
+            std::string::npos)
+      << upstreams;
   // Once per change of state, not once per retry.
   ::usleep(2'500'000);  // two more retries (1 s apart), which must not log
   const std::string later = proxy_.process().err();

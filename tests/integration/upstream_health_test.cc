@@ -62,8 +62,30 @@ TEST_F(UpstreamHealth, AHungBackendCostsOneTimeoutPerRequestInFlightAndIsEjected
   EXPECT_LE(timeouts, 2u);
   auto metrics = scrape_metrics(proxy_.admin_port());
   EXPECT_EQ(metrics["tlsfront_upstream_ejections_total{upstream=\"backend\",server=\"" + a_.address() + "\"}"], 1.0);
+  // Every failure by its reason, and the response times of the server that answered.
+  const std::string a_labels = "upstream=\"backend\",server=\"" + a_.address() + "\"";
+  const std::string b_labels = "upstream=\"backend\",server=\"" + b_.address() + "\"";
+  EXPECT_EQ(metrics["tlsfront_upstream_attempt_failures_total{" + a_labels + ",reason=\"timeout_read\"}"],
+            static_cast<double>(timeouts));
+  EXPECT_GT(metrics["tlsfront_upstream_response_seconds_count{" + b_labels + "}"], 100.0);
+  EXPECT_EQ(metrics["tlsfront_upstream_response_seconds_bucket{" + b_labels + ",le=\"+Inf\"}"],
+            metrics["tlsfront_upstream_response_seconds_count{" + b_labels + "}"]);
   const std::string err = proxy_.process().err();
   EXPECT_NE(err.find("server " + a_.address() + " ejected for 60000 ms"), std::string::npos) << err;
+  // The admin listener's view: a out, b in, why a failed.
+  const std::string upstreams =
+      plain_request(proxy_.admin_port(), "GET /upstreams HTTP/1.1\r\nHost: admin\r\n\r\n");
+  EXPECT_NE(upstreams.find("HTTP/1.1 200"), std::string::npos) << upstreams;
+  EXPECT_NE(upstreams.find("\"servers_in\":1,\"servers_total\":2,\"panic\":false"), std::string::npos) << upstreams;
+  EXPECT_NE(upstreams.find("\"server\":\"" + a_.address() + "\",\"address\":\"" + a_.address() +
+                           "\",\"dns\":null,\"state\":\"ejected\""),
+            std::string::npos)
+      << upstreams;
+  EXPECT_NE(upstreams.find("\"attempt_failures\":{\"timeout_read\":"), std::string::npos) << upstreams;
+  EXPECT_NE(upstreams.find("\"server\":\"" + b_.address() + "\",\"address\":\"" + b_.address() +
+                           "\",\"dns\":null,\"state\":\"in\""),
+            std::string::npos)
+      << upstreams;
 }
 
 TEST_F(UpstreamHealth, AKilledBackendIsEjectedAndComesBackAfterFailTimeout) {

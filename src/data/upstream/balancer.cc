@@ -35,7 +35,10 @@ UpstreamPool* Balancer::pick(const std::vector<UpstreamPool*>& tried) {
   return p;
 }
 
-void Balancer::on_success(UpstreamPool* server, double) { server->health().record_success(Clock::now()); }
+void Balancer::on_success(UpstreamPool* server, double response_ms) {
+  server->observe_response(response_ms);
+  server->health().record_success(Clock::now());
+}
 
 bool Balancer::may_eject(const UpstreamPool* server, Clock::time_point now) const {
   const size_t out = std::count_if(servers_.begin(), servers_.end(), [&](const UpstreamPool* p) {
@@ -45,6 +48,7 @@ bool Balancer::may_eject(const UpstreamPool* server, Clock::time_point now) cons
 }
 
 void Balancer::on_failure(UpstreamPool* server, const FailedAttempt& attempt) {
+  server->count_attempt_failure(to_string(attempt.failure));
   if (!counts_against_server(attempt)) return;
   server->count_failure();
   const uint32_t failures = server->health().record_failure();

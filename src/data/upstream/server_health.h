@@ -51,6 +51,11 @@ class ServerHealth {
     consecutive_failures_.store(0, rel);
     return time;
   }
+  // Milliseconds until the ejection ends (0 when in).
+  int64_t ejected_ms(Clock::time_point now) const {
+    const int64_t left = ejected_until_.load(rel) - now.time_since_epoch().count();
+    return left <= 0 ? 0 : std::chrono::duration_cast<std::chrono::milliseconds>(Clock::duration(left)).count();
+  }
   uint32_t consecutive_failures() const { return consecutive_failures_.load(rel); }
   uint32_t ejections() const { return ejections_.load(rel); }
 

@@ -107,6 +107,13 @@ class UpstreamPool : public std::enable_shared_from_this<UpstreamPool> {
   void count_panic() {
     if (counters_) counters_->panics.add();
   }
+  // `reason`: a static string (upstream_failure.h's to_string).
+  void count_attempt_failure(std::string_view reason) {
+    if (counters_) counters_->attempt_failures.add(reason.data(), "");
+  }
+  void observe_response(double ms) {
+    if (counters_) counters_->response_time.observe(std::chrono::nanoseconds(static_cast<int64_t>(ms * 1e6)));
+  }
   ServerHealth& health() const { return *health_; }
   // Exchanges of this worker with an attempt on this server now (the
   // least_request balancer's load): ProxyExchange counts them.
