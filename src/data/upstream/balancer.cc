@@ -37,7 +37,7 @@ UpstreamPool* Balancer::pick(const std::vector<UpstreamPool*>& tried) {
 
 void Balancer::on_success(UpstreamPool* server, double response_ms) {
   server->observe_response(response_ms);
-  server->health().record_success(Clock::now());
+  server->health().record_success();
 }
 
 bool Balancer::may_eject(const UpstreamPool* server, Clock::time_point now) const {

@@ -18,6 +18,7 @@ uint64_t LeastRequestBalancer::next_random() {
 
 UpstreamPool* LeastRequestBalancer::choose(const std::vector<UpstreamPool*>& tried, Clock::time_point now,
                                            bool panic) {
+  if (servers_.size() == 1) return eligible(servers_[0], tried, now, panic) ? servers_[0] : nullptr;
   // Two (or one) uniform draws among the eligible servers, by reservoir
   // sampling in one pass: no allocation, and the group is small.
   UpstreamPool* first = nullptr;

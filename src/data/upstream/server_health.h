@@ -38,9 +38,11 @@ class ServerHealth {
   uint32_t record_failure() { return consecutive_failures_.fetch_add(1, rel) + 1; }
   // A success: the consecutive failures (and, when in, the ejection
   // multiplier) start again from 0.
-  void record_success(Clock::time_point now) {
+  // Reads the clock only when there is a multiplier to reset: a healthy
+  // server's success costs two relaxed loads.
+  void record_success() {
     if (consecutive_failures_.load(rel) != 0) consecutive_failures_.store(0, rel);
-    if (ejections_.load(rel) != 0 && !ejected(now)) ejections_.store(0, rel);
+    if (ejections_.load(rel) != 0 && !ejected(Clock::now())) ejections_.store(0, rel);
   }
   // Ejects until now + base × (consecutive ejections), at most `max`;
   // returns the time chosen.
