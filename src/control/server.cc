@@ -14,6 +14,7 @@
 #include <cstdio>
 
 #include "config/units.h"
+#include "control/certificate_metrics.h"
 #include "control/upstreams_report.h"
 #include <thread>
 
@@ -186,6 +187,7 @@ std::string Server::scrape() const {
   m.max_fds = open_files_soft_limit();
   m.open_fds = open_fd_count();
   m.extra = ocsp_.metrics();
+  if (auto gen = current_.load(); gen && gen->tls) m.extra += certificate_metrics(*gen->tls, clock_.now());
   return metrics::render_prometheus(m);
 }
 

@@ -15,6 +15,7 @@
 #include <fmt/core.h>
 
 #include "log/log.h"
+#include "tls/certificate_labels.h"
 #include "tls/openssl_error.h"
 #include "tls/server_certificate.h"
 #include "util/unique_fd.h"
@@ -28,31 +29,9 @@ using std::chrono::seconds;
 constexpr milliseconds kFirstRetry{2'000};
 constexpr milliseconds kMaxRetry{600'000};
 constexpr milliseconds kMinRefresh{1'000};
-constexpr size_t kFingerprintHexDigits = 8;  // of the SHA-256 of the leaf DER: 32 bits tell a few certificates apart
 
-std::string subject_of(X509* x) {
-  BioPtr bio(BIO_new(BIO_s_mem()));
-  if (!bio || X509_NAME_print_ex(bio.get(), X509_get_subject_name(x), 0, XN_FLAG_RFC2253) < 0) return "?";
-  char* data = nullptr;
-  long n = BIO_get_mem_data(bio.get(), &data);
-  return std::string(data, static_cast<size_t>(n));
-}
 
-// "ecdsa", "rsa", "rsa-pss", "ed25519", "ed448": the leaf key's algorithm, lowercase.
-std::string key_type_label(X509* x) {
-  std::string out = key_type_of(X509_get0_pubkey(x));
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
-std::string sha256_hex(X509* x) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  if (!X509_digest(x, EVP_sha256(), md, &len)) return "unknown";
-  std::string out;
-  for (unsigned i = 0; i < len; ++i) out += fmt::format("{:02x}", md[i]);
-  return out;
-}
 
 const char* policy_name(config::StaplePolicy p) {
   switch (p) {
@@ -121,9 +100,10 @@ Result<std::unique_ptr<OcspStapler>> OcspStapler::create(X509* leaf, STACK_OF(X5
                                                          const config::Ocsp& ocsp, const std::string& cache_dir,
                                                          const Clock* clock) {
   const bool must_staple = has_must_staple(leaf);
-  const std::string name = subject_of(leaf);
-  const std::string key_type = key_type_label(leaf);
-  const std::string fingerprint = sha256_hex(leaf).substr(0, kFingerprintHexDigits);
+  const CertificateLabels labels = CertificateLabels::of(leaf);
+  const std::string& name = labels.subject;
+  const std::string& key_type = labels.key_type;
+  const std::string& fingerprint = labels.sha256;
   const std::string prefix = fmt::format("ocsp \"{}\" ({} {})", name, key_type, fingerprint);
   if (!ocsp.stapling) {
     if (must_staple) log::warn("{}: stapling is off but the leaf is must-staple: clients will refuse it", prefix);

@@ -17,6 +17,9 @@
 #include <sstream>
 #include <thread>
 
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+
 #include "harness.h"
 
 namespace tlsfront::itest {
@@ -293,6 +296,31 @@ TEST_F(Metrics, HealthAndErrors) {
   EXPECT_EQ(r.find("tlsfront_"), std::string::npos) << "HEAD has no body";
   // The proxy still serves.
   EXPECT_EQ(http_get(port(), "/").status, 200);
+}
+
+TEST_F(Metrics, CertificateExpiryComesFromTheServedLeaf) {
+  ASSERT_TRUE(start());
+  // The test leaf's notAfter, read from the file as an operator would.
+  X509* leaf = nullptr;
+  if (FILE* f = std::fopen(pki("localhost.chain.pem").c_str(), "r")) {
+    leaf = PEM_read_X509(f, nullptr, nullptr, nullptr);
+    std::fclose(f);
+  }
+  ASSERT_NE(leaf, nullptr);
+  int days = 0, secs = 0;
+  ASSERT_EQ(ASN1_TIME_diff(&days, &secs, nullptr, X509_get0_notAfter(leaf)), 1);
+  X509_free(leaf);
+  const double expected = static_cast<double>(days) * 86400 + secs;
+  double seen = 0;
+  size_t series = 0;
+  for (const auto& [name, value] : scrape_metrics(admin_port_)) {
+    if (!name.starts_with("tlsfront_certificate_expiry_seconds{certificate=\"CN=localhost\"")) continue;
+    ++series;
+    seen = value;
+  }
+  ASSERT_EQ(series, 1u);
+  EXPECT_NEAR(seen, expected, 120.0);  // the scrape came a moment later
+  EXPECT_GT(seen, 86400.0 * 365);      // the test PKI's leaf has years left
 }
 
 // Idle connections filling every admin slot do not lock out /healthz: the
