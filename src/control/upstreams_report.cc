@@ -11,11 +11,6 @@
 namespace tlsfront::control {
 namespace {
 
-struct Totals {
-  uint64_t responses = 0, response_ns = 0, retries = 0, panics = 0, created = 0, idle = 0;
-  std::map<std::string, uint64_t> failures;
-};
-
 const char* balance_name(config::Balance b) {
   return b == config::Balance::RoundRobin ? "round_robin" : b == config::Balance::Random ? "random" : "least_request";
 }
@@ -29,21 +24,10 @@ const char* dns_state(UpstreamResolver::NameState s) {
 }  // namespace
 
 std::string upstreams_json(const config::Config& cfg, const upstream::ServerDirectory& directory,
-                           upstream::HealthBoard& health, const std::vector<const metrics::WorkerCounters*>& workers,
+                           const upstream::HealthBoard& health,
+                           const std::vector<const metrics::WorkerCounters*>& workers,
                            const UpstreamResolver* resolver) {
-  std::map<std::pair<std::string, std::string>, Totals> totals;
-  for (const metrics::WorkerCounters* w : workers) {
-    w->for_each_upstream([&](const std::string& u, const std::string& s, const metrics::UpstreamServerCounters& c) {
-      Totals& t = totals[{u, s}];
-      t.responses += c.response_time.count();
-      t.response_ns += c.response_time.sum_ns();
-      t.retries += c.retries.get();
-      t.panics += c.panics.get();
-      t.created += c.connections_created.get();
-      t.idle += c.idle.get();
-      c.attempt_failures.for_each([&](const char* reason, const char*, uint64_t n) { t.failures[reason] += n; });
-    });
-  }
+  auto totals = metrics::sum_upstream_servers(workers);
   const auto now = upstream::ServerHealth::Clock::now();
   std::string out = "{\"upstreams\":[";
   for (size_t i = 0; i < cfg.upstreams.size(); ++i) {
@@ -76,19 +60,21 @@ std::string upstreams_json(const config::Config& cfg, const upstream::ServerDire
         return;
       }
       ++total;
-      auto h = health.find_or_add(u.name, *address);
-      const bool ejected = h->ejected(now);
+      const std::shared_ptr<upstream::ServerHealth> found = health.find(u.name, *address);
+      static const upstream::ServerHealth kNeverFailed;  // no entry: no worker recorded anything yet
+      const upstream::ServerHealth& h = found ? *found : kNeverFailed;
+      const bool ejected = h.ejected(now);
       in += !ejected;
-      const Totals& t = totals[{u.name, *address}];
+      const metrics::UpstreamServerTotals& t = totals[{u.name, *address}];
       servers += fmt::format(
           ",\"state\":\"{}\",\"ejected_for_ms\":{},\"consecutive_failures\":{},\"ejections\":{},\"responses\":{},"
           "\"response_ms_avg\":{:.3f},\"retries\":{},\"panic_requests\":{},\"connections_created\":{},"
           "\"idle_connections\":{},\"attempt_failures\":{{",
-          ejected ? "ejected" : "in", ejected ? h->ejected_ms(now) : 0, h->consecutive_failures(), h->ejections(),
-          t.responses, t.responses ? static_cast<double>(t.response_ns) / 1e6 / static_cast<double>(t.responses) : 0.0,
-          t.retries, t.panics, t.created, t.idle);
+          ejected ? "ejected" : "in", h.ejected_ms(now), h.consecutive_failures(), h.ejections(), t.responses,
+          t.responses ? static_cast<double>(t.response_ns) / 1e6 / static_cast<double>(t.responses) : 0.0, t.retries,
+          t.panics, t.created, t.idle);
       bool first = true;
-      for (const auto& [reason, n] : t.failures) {
+      for (const auto& [reason, n] : t.failures_by_reason) {
         servers += fmt::format("{}\"{}\":{}", first ? "" : ",", reason, n);
         first = false;
       }

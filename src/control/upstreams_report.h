@@ -26,7 +26,7 @@ namespace tlsfront::control {
 
 // `resolver` may be null (no names configured).
 std::string upstreams_json(const config::Config& cfg, const upstream::ServerDirectory& directory,
-                           upstream::HealthBoard& health, const std::vector<const metrics::WorkerCounters*>& workers,
+                           const upstream::HealthBoard& health, const std::vector<const metrics::WorkerCounters*>& workers,
                            const UpstreamResolver* resolver);
 
 }  // namespace tlsfront::control

@@ -75,4 +75,31 @@ UpstreamServerCounters* WorkerCounters::upstream(const std::string& upstream, co
   return slot.get();
 }
 
+std::map<std::pair<std::string, std::string>, UpstreamServerTotals> sum_upstream_servers(
+    const std::vector<const WorkerCounters*>& workers) {
+  std::map<std::pair<std::string, std::string>, UpstreamServerTotals> rows;
+  for (const WorkerCounters* w : workers) {
+    w->for_each_upstream([&](const std::string& u, const std::string& s, const UpstreamServerCounters& c) {
+      UpstreamServerTotals& r = rows[{u, s}];
+      r.created += c.connections_created.get();
+      r.reused += c.connections_reused.get();
+      r.failures += c.failures.get();
+      r.retries += c.retries.get();
+      r.idle += c.idle.get();
+      r.ping_timeouts += c.h2_ping_timeouts.get();
+      r.tls_handshakes += c.tls_handshakes.get();
+      r.tls_resumed += c.tls_resumed.get();
+      r.floods += c.floods.get();
+      r.ejections += c.ejections.get();
+      r.panics += c.panics.get();
+      c.attempt_failures.for_each(
+          [&](const char* reason, const char*, uint64_t n) { r.failures_by_reason[reason] += n; });
+      for (size_t i = 0; i < r.buckets.size(); ++i) r.buckets[i] += c.response_time.bucket(i);
+      r.responses += c.response_time.count();
+      r.response_ns += c.response_time.sum_ns();
+    });
+  }
+  return rows;
+}
+
 }  // namespace tlsfront::metrics

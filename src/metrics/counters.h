@@ -92,6 +92,17 @@ struct UpstreamServerCounters {
   Histogram response_time;  // attempt start to the response's end, responses that completed
 };
 
+// One upstream server's counters summed over the workers (a scrape, the
+// admin listener's /upstreams).
+struct UpstreamServerTotals {
+  uint64_t created = 0, reused = 0, failures = 0, retries = 0, idle = 0, ping_timeouts = 0, tls_handshakes = 0,
+           tls_resumed = 0, floods = 0, ejections = 0, panics = 0;
+  std::map<std::string, uint64_t> failures_by_reason;
+  std::array<uint64_t, kDurationBuckets.size() + 1> buckets{};  // response_time, non-cumulative
+  uint64_t responses = 0;
+  uint64_t response_ns = 0;
+};
+
 enum class HandshakeKind { Full, ResumedCache, ResumedTicket };
 // accept(2) errors that pause a worker's accepting (util/acceptor.h): the
 // resource limits by errno, then anything else.
@@ -208,5 +219,9 @@ struct WorkerCounters {
   mutable std::mutex upstreams_mu_;  // guards the map's shape, not the counters
   std::map<std::pair<std::string, std::string>, std::unique_ptr<UpstreamServerCounters>> upstreams_;
 };
+
+// By (upstream name, server address), over `workers`.
+std::map<std::pair<std::string, std::string>, UpstreamServerTotals> sum_upstream_servers(
+    const std::vector<const WorkerCounters*>& workers);
 
 }  // namespace tlsfront::metrics

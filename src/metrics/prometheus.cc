@@ -263,35 +263,8 @@ std::string render_prometheus(const ProcessMetrics& m) {
     fmt::format_to(std::back_inserter(out), "tlsfront_ticket_key_age_seconds {:.3f}\n", *m.ticket_key_age_seconds);
   }
 
-  struct Row {
-    std::string upstream, server;
-    uint64_t created = 0, reused = 0, failures = 0, retries = 0, idle = 0, ping_timeouts = 0, tls_handshakes = 0,
-             tls_resumed = 0, floods = 0, ejections = 0, panics = 0;
-    std::map<std::string, uint64_t> failures_by_reason;
-    std::array<uint64_t, kDurationBuckets.size() + 1> buckets{};
-    uint64_t response_ns = 0;
-  };
-  std::map<std::pair<std::string, std::string>, Row> rows;
-  for (const WorkerCounters* w : m.workers) {
-    w->for_each_upstream([&](const std::string& u, const std::string& s, const UpstreamServerCounters& c) {
-      Row& r = rows[{u, s}];
-      r.created += c.connections_created.get();
-      r.reused += c.connections_reused.get();
-      r.failures += c.failures.get();
-      r.retries += c.retries.get();
-      r.idle += c.idle.get();
-      r.ping_timeouts += c.h2_ping_timeouts.get();
-      r.tls_handshakes += c.tls_handshakes.get();
-      r.tls_resumed += c.tls_resumed.get();
-      r.floods += c.floods.get();
-      r.ejections += c.ejections.get();
-      r.panics += c.panics.get();
-      c.attempt_failures.for_each(
-          [&](const char* reason, const char*, uint64_t n) { r.failures_by_reason[reason] += n; });
-      for (size_t i = 0; i < r.buckets.size(); ++i) r.buckets[i] += c.response_time.bucket(i);
-      r.response_ns += c.response_time.sum_ns();
-    });
-  }
+  using Row = UpstreamServerTotals;
+  const std::map<std::pair<std::string, std::string>, Row> rows = sum_upstream_servers(m.workers);
   auto upstream_metric = [&](std::string_view name, std::string_view type, std::string_view help, auto field) {
     header(out, name, type, help);
     for (const auto& [key, r] : rows) {

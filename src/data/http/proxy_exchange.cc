@@ -34,9 +34,7 @@ upstream::UpstreamRequestHead encode_head(ExchangeSink* sink, const upstream::Up
     opts.edit = &headers.rules->request;
     opts.vars = &vars;
   }
-  upstream::UpstreamRequestHead encoded(group.config().protocol, head, opts);
-  if (headers.early == EarlyData::Send) encoded.mark_early_data();
-  return encoded;
+  return upstream::UpstreamRequestHead(group.config().protocol, head, opts, headers.early == EarlyData::Send);
 }
 }  // namespace
 

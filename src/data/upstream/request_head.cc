@@ -8,23 +8,22 @@ constexpr std::string_view kEarlyDataLine = "Early-Data: 1\r\n";
 }  // namespace
 
 UpstreamRequestHead::UpstreamRequestHead(config::UpstreamProtocol protocol, const http::RequestHead& head,
-                                         const http::UpstreamRequestOptions& opts)
+                                         const http::UpstreamRequestOptions& opts, bool early_data)
     : http2_(config::is_http2(protocol)),
       head_request_(head.method == "HEAD"),
       upgrade_(!http2_ && !head.upgrade.empty()),
       chunked_(!http2_ && head.chunked),
-      has_body_(head.has_body()),
-      client_early_data_(std::any_of(head.headers.begin(), head.headers.end(),
-                                     [](const http::Header& h) { return http::iequals(h.name, "early-data"); })) {
+      has_body_(head.has_body()) {
   if (http2_) {
     fields_ = http::upstream_h2_request_fields(head, opts);
   } else {
     http::append_upstream_request_head(text_, head, opts);
   }
-}
-
-void UpstreamRequestHead::mark_early_data() {
-  if (client_early_data_ || early_at_ != kNone) return;
+  // RFC 8470 §5.1: an intermediary adds it; a client's own is forwarded as it is.
+  if (!early_data || std::any_of(head.headers.begin(), head.headers.end(),
+                                 [](const http::Header& h) { return http::iequals(h.name, "early-data"); })) {
+    return;
+  }
   if (http2_) {
     early_at_ = fields_.size();
     fields_.push_back(http::Header{"early-data", "1", http::HeaderToken::Other});

@@ -25,8 +25,11 @@ class UpstreamRequestHead {
  public:
   // `protocol`: the upstream group's. An Upgrade request to an HTTP/2
   // upstream goes as an ordinary one (HTTP/2 has no Upgrade, RFC 9113 §8.6).
+  // `early_data`: the request goes in early data: "Early-Data: 1" is added
+  // (RFC 8470 §5.1) unless the client's head has an Early-Data field of its
+  // own (the client's fields are looked at only then).
   UpstreamRequestHead(config::UpstreamProtocol protocol, const http::RequestHead& head,
-                      const http::UpstreamRequestOptions& opts);
+                      const http::UpstreamRequestOptions& opts, bool early_data = false);
 
   bool http2() const { return http2_; }
   // HTTP/1.1: the head's text, CRLF CRLF included.
@@ -38,10 +41,7 @@ class UpstreamRequestHead {
   bool chunked() const { return chunked_; }            // HTTP/1.1 only: the body goes chunked
   bool has_body() const { return has_body_; }
 
-  // Adds "Early-Data: 1" (RFC 8470 §5.1) unless the client's head has an
-  // Early-Data field of its own. Idempotent.
-  void mark_early_data();
-  // Takes out the mark mark_early_data() added, if any.
+  // Takes out the Early-Data mark added at construction, if any.
   void unmark_early_data();
   bool early_data_marked() const { return early_at_ != kNone; }
 
@@ -53,7 +53,6 @@ class UpstreamRequestHead {
   bool upgrade_;
   bool chunked_;
   bool has_body_;
-  bool client_early_data_;  // the client sent its own Early-Data field
   std::string text_;
   std::vector<http::Header> fields_;
   size_t early_at_ = kNone;  // where the mark is: an offset in text_ or an index in fields_

@@ -72,6 +72,12 @@ class ServerHealth {
 // server address. Looked up when a pool is made (a mutex), never per request.
 class HealthBoard {
  public:
+  // The entry, or null: what a report reads without adding one.
+  std::shared_ptr<ServerHealth> find(const std::string& upstream, const std::string& address) const {
+    std::lock_guard lock(mu_);
+    auto it = entries_.find(upstream + " " + address);
+    return it == entries_.end() ? nullptr : it->second;
+  }
   std::shared_ptr<ServerHealth> find_or_add(const std::string& upstream, const std::string& address) {
     std::lock_guard lock(mu_);
     auto& slot = entries_[upstream + " " + address];
@@ -80,7 +86,7 @@ class HealthBoard {
   }
 
  private:
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::unordered_map<std::string, std::shared_ptr<ServerHealth>> entries_;
 };
 
