@@ -231,8 +231,46 @@ struct Tls {
 // is implied).
 enum class UpstreamProtocol : uint8_t { Http1, H2c, H2 };
 // [[upstream]] balance: least outstanding requests by power-of-two-choices
-// (Envoy's LEAST_REQUEST), round robin (nginx's default), uniform random.
-enum class Balance : uint8_t { LeastRequest, RoundRobin, Random };
+// (Envoy's LEAST_REQUEST), round robin (nginx's default), random, or a
+// consistent hash of a request key (nginx's `hash ... consistent`); each
+// weighted by the servers' `weight`.
+enum class Balance : uint8_t { LeastRequest, RoundRobin, Random, Hash };
+
+// One entry of [[upstream]] servers written as a table, { address = "...",
+// weight = 3, backup = true } (nginx's `server ... weight= backup`).
+struct ServerOptions {
+  int64_t weight = 1;   // 1..1000: its share of the requests against the others'
+  bool backup = false;  // only while every other (primary) server is out
+  bool operator==(const ServerOptions&) const = default;
+};
+
+// [[upstream]] hash: the request key a balance = "hash" group hashes.
+struct HashKey {
+  enum class Kind : uint8_t { None, RemoteAddr, Header, Cookie };
+  Kind kind = Kind::None;
+  std::string name;  // Header: the field name, lowercase; Cookie: the cookie's name
+  bool operator==(const HashKey&) const = default;
+};
+
+// [[upstream]] health_check = { ... }: active checks, run once per process
+// (control/health_checker.h). A server fails `fall` checks in a row to be
+// marked down, passes `rise` in a row to be up again.
+struct HealthCheck {
+  enum class Kind : uint8_t { Http, Grpc };
+  bool enabled = false;       // the table is present
+  Kind kind = Kind::Http;     // type = "http" (a GET of `path`) | "grpc" (grpc.health.v1.Health/Check)
+  std::string path = "/";     // http: the request target
+  std::string host;           // http: the Host (:authority) sent; "": the server as written
+  std::string service;        // grpc: the service name asked about ("": the server as a whole)
+  Millis interval{5'000};
+  Millis timeout{1'000};      // a check not answered within it fails
+  int64_t rise = 2;
+  int64_t fall = 3;
+  int expect_min = 200;       // expect_status = "200-399": a status in it passes (http)
+  int expect_max = 399;
+  std::string origin;         // "file:line:col" of the table, for logs
+  bool operator==(const HealthCheck&) const = default;
+};
 constexpr const char* protocol_name(UpstreamProtocol p) {
   return p == UpstreamProtocol::H2c ? "h2c" : p == UpstreamProtocol::H2 ? "h2" : "http/1.1";
 }
@@ -268,7 +306,14 @@ struct Upstream {
   // literals, or DNS names resolved by [resolver], each of their A/AAAA
   // answers a server of the group (control/upstream_resolver.h).
   std::vector<Endpoint> servers;
+  // Parallel to `servers` when one of them is written as a table; entries
+  // past its end (or all, when empty) are the defaults.
+  std::vector<ServerOptions> server_options;
   SourcePositions server_positions;  // where each of `servers` is written
+  const ServerOptions& options_of(size_t i) const {
+    static const ServerOptions kDefault;
+    return i < server_options.size() ? server_options[i] : kDefault;
+  }
   // A name of `servers` that does not resolve at start-up stops the start
   // (false: the group starts without its addresses, which join once the
   // name resolves).
@@ -290,6 +335,11 @@ struct Upstream {
   int64_t max_ejected_percent = 50;
   // How a server is chosen (data/upstream/balancer.h).
   Balance balance = Balance::LeastRequest;
+  HashKey hash;  // balance = "hash" only: "$remote_addr" | "$header_NAME" | "$cookie_NAME"
+  // A server that comes back (its ejection or a down verdict ends) or
+  // joins ramps from 10 % to its full weight over this (0: at once).
+  Millis slow_start{0};
+  HealthCheck health_check;
   // Further attempts of one request after a failure (another server, or a
   // fresh connection), before the client gets it: a request that nothing
   // reached goes on whatever its method; one that timed out or was reset

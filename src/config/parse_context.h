@@ -165,6 +165,10 @@ Error missing_table(const ParseContext& ctx, std::string_view key, bool array_of
 // table, or true/false) into `u.tls`, once u.protocol is known ("h2"
 // enables it).
 [[nodiscard]] Status parse_upstream_tls(const TableReader& t, Upstream& u);
+// parse_health_check.cc: the `health_check` table of one [[upstream]] `t`
+// into `u.health_check`, once u.protocol is known (type = "grpc" needs h2c
+// or h2).
+[[nodiscard]] Status parse_health_check(const TableReader& t, Upstream& u);
 [[nodiscard]] Status parse_route(const TableReader& root, const std::vector<Upstream>& upstreams,
                                  std::vector<Route>& out);
 // parse_compression.cc: top-level [compression] into `defaults`, then each

@@ -1,4 +1,6 @@
 // [[upstream]]: named groups of backend servers and their connection policy.
+#include <algorithm>
+#include <cctype>
 #include <limits>
 #include <string>
 
@@ -18,25 +20,46 @@ bool is_valid_name(std::string_view name) {
   return true;
 }
 
-Status parse_servers(const TableReader& t, std::vector<Endpoint>& out, SourcePositions& positions) {
+// servers = ["10.0.0.7:8080", { address = "api.internal:8080", weight = 3, backup = true }].
+Status parse_servers(const TableReader& t, Upstream& u) {
   auto array = t.get_array("servers", Presence::Required);
   if (!array.ok()) return array.take_error();
   if ((*array)->empty()) return t.error_at("servers", "must list at least one \"host:port\"");
   for (size_t i = 0; i < (*array)->size(); ++i) {
     const toml::node& element = *(*array)->get(i);
     std::string path = t.path_of("servers") + "[" + std::to_string(i) + "]";
-    const auto* text = element.as_string();
-    if (text == nullptr) return type_error(t.context(), element, path, "a string");
+    const toml::node* address = &element;
+    ServerOptions options;
+    if (const auto* table = element.as_table()) {
+      TableReader sub(t.context(), *table, path);
+      if (Status s = sub.check_keys({"address", "weight", "backup"}); !s.ok()) return s;
+      address = sub.find("address");
+      if (address == nullptr) return sub.missing("address");
+      path = sub.path_of("address");
+      if (Status s = sub.get_integer("weight", 1, 1000, options.weight); !s.ok()) return s;
+      if (Status s = sub.get_bool("backup", options.backup); !s.ok()) return s;
+    }
+    const auto* text = address->as_string();
+    if (text == nullptr) return type_error(t.context(), *address, path, "a string or a table { address = ... }");
     Result<Endpoint> endpoint = parse_server_endpoint(text->get());
     if (!endpoint.ok()) {
       std::string detail = endpoint.error().detail;
       if (text->get().starts_with("https://")) {
         detail += "; for TLS to the servers, set tls = true or write an [upstream.tls] table";
       }
-      return t.context().error(element.source(), path, detail);
+      return t.context().error(address->source(), path, detail);
     }
-    out.push_back(std::move(*endpoint));
-    positions.at.push_back(t.context().position(element.source()));
+    u.servers.push_back(std::move(*endpoint));
+    u.server_positions.at.push_back(t.context().position(address->source()));
+    if (options != ServerOptions{}) {
+      u.server_options.resize(u.servers.size());
+      u.server_options.back() = options;
+    }
+  }
+  const auto& all = u.server_options;
+  if (!all.empty() && std::all_of(all.begin(), all.end(), [](const ServerOptions& o) { return o.backup; }) &&
+      all.size() == u.servers.size()) {
+    return t.error_at("servers", "every server is a backup: at least one must not be");
   }
   return {};
 }
@@ -59,9 +82,36 @@ Status parse_protocol(const TableReader& t, UpstreamProtocol& out) {
   return {};
 }
 
-// balance = "least_request" (default) | "round_robin" | "random".
-Status parse_balance(const TableReader& t, Balance& out) {
-  if (t.find("balance") == nullptr) return {};
+// hash = "$remote_addr" | "$header_NAME" | "$cookie_NAME".
+Status parse_hash_key(const TableReader& t, HashKey& out) {
+  std::string text;
+  if (Status s = t.get_string("hash", text); !s.ok()) return s;
+  auto named = [&](std::string_view prefix, HashKey::Kind kind) {
+    if (!text.starts_with(prefix) || text.size() == prefix.size()) return false;
+    out.kind = kind;
+    out.name = text.substr(prefix.size());
+    if (kind == HashKey::Kind::Header) {
+      for (char& c : out.name) c = c == '_' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+    return true;
+  };
+  if (text == "$remote_addr") {
+    out.kind = HashKey::Kind::RemoteAddr;
+  } else if (!named("$header_", HashKey::Kind::Header) && !named("$cookie_", HashKey::Kind::Cookie)) {
+    return t.error_at("hash", "unknown hash key " + quote(text) +
+                                  " (expected \"$remote_addr\", \"$header_NAME\" or \"$cookie_NAME\")");
+  }
+  return {};
+}
+
+// balance = "least_request" (default) | "round_robin" | "random" | "hash"
+// (with `hash`, the key).
+Status parse_balance(const TableReader& t, Upstream& u) {
+  Balance& out = u.balance;
+  if (t.find("balance") == nullptr) {
+    if (t.find("hash") != nullptr) return t.error_at("hash", "needs balance = \"hash\"");
+    return {};
+  }
   std::string text;
   if (Status s = t.get_string("balance", text); !s.ok()) return s;
   if (text == "least_request") {
@@ -70,9 +120,22 @@ Status parse_balance(const TableReader& t, Balance& out) {
     out = Balance::RoundRobin;
   } else if (text == "random") {
     out = Balance::Random;
+  } else if (text == "hash") {
+    out = Balance::Hash;
   } else {
     return t.error_at("balance", "unknown balance " + quote(text) +
-                                     " (expected \"least_request\", \"round_robin\" or \"random\")");
+                                     " (expected \"least_request\", \"round_robin\", \"random\" or \"hash\")");
+  }
+  if (out != Balance::Hash) {
+    if (t.find("hash") != nullptr) return t.error_at("hash", "needs balance = \"hash\"");
+    return {};
+  }
+  if (t.find("hash") == nullptr) return t.error_at("balance", "balance = \"hash\" needs a `hash` key");
+  if (Status s = parse_hash_key(t, u.hash); !s.ok()) return s;
+  for (size_t i = 0; i < u.servers.size(); ++i) {
+    // nginx refuses it too: a key's server is its place on the ring, and a
+    // backup has none.
+    if (u.options_of(i).backup) return t.error_at("balance", "balance = \"hash\" has no backup servers");
   }
   return {};
 }
@@ -97,7 +160,8 @@ Status parse_one(const TableReader& t, Upstream& u) {
   if (Status s = t.check_keys({"name", "servers", "keepalive", "keepalive_timeout", "keepalive_requests",
                                "connect_timeout", "read_timeout", "send_timeout", "fail_timeout", "protocol",
                                "h2_ping_interval", "h2_ping_timeout", "tls", "resolve_at_start", "max_fails",
-                               "max_ejected_percent", "balance", "max_retries", "retry_non_idempotent"});
+                               "max_ejected_percent", "balance", "max_retries", "retry_non_idempotent", "hash",
+                               "slow_start", "health_check"});
       !s.ok()) {
     return s;
   }
@@ -106,7 +170,7 @@ Status parse_one(const TableReader& t, Upstream& u) {
     return t.error_at("name", "invalid upstream name " + quote(u.name) +
                                   " (allowed: letters, digits, \"_\", \".\", \"-\")");
   }
-  if (Status s = parse_servers(t, u.servers, u.server_positions); !s.ok()) return s;
+  if (Status s = parse_servers(t, u); !s.ok()) return s;
   if (Status s = t.get_bool("resolve_at_start", u.resolve_at_start); !s.ok()) return s;
   if (Status s = parse_protocol(t, u.protocol); !s.ok()) return s;
   if (Status s = parse_upstream_tls(t, u); !s.ok()) return s;
@@ -130,7 +194,9 @@ Status parse_one(const TableReader& t, Upstream& u) {
   if (Status s = t.get_integer("max_ejected_percent", 0, 100, u.max_ejected_percent); !s.ok()) return s;
   if (Status s = t.get_integer("max_retries", 0, 16, u.max_retries); !s.ok()) return s;
   if (Status s = t.get_bool("retry_non_idempotent", u.retry_non_idempotent); !s.ok()) return s;
-  if (Status s = parse_balance(t, u.balance); !s.ok()) return s;
+  if (Status s = parse_balance(t, u); !s.ok()) return s;
+  if (Status s = t.get_duration("slow_start", Millis{0}, u.slow_start); !s.ok()) return s;
+  if (Status s = parse_health_check(t, u); !s.ok()) return s;
   if (Status s = parse_ping(t, u); !s.ok()) return s;
   if (is_http2(u.protocol) && u.keepalive == 0) {
     // An HTTP/2 connection carries many streams at once and stays open between

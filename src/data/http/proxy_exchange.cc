@@ -4,6 +4,7 @@
 
 #include "data/http/header_plan.h"
 #include "data/http/response_compression.h"
+#include "data/upstream/hash_key.h"
 #include "log/log.h"
 #include "message/grpc.h"
 #include "message/header_rewrite.h"
@@ -61,6 +62,11 @@ ProxyExchange::ProxyExchange(uv_loop_t* loop, ExchangeSink* sink, upstream::Upst
     accepted_ = accepted_coding(*compression, head);
   }
   stats_.protocol = config::protocol_name(group->config().protocol);
+  if (group->config().balance == config::Balance::Hash) {
+    hash_ = upstream::request_hash(group->config().hash, head,
+                                   headers.client_addr.empty() ? std::string_view(sink->connection_info().remote_addr)
+                                                               : headers.client_addr);
+  }
 }
 
 ProxyExchange::~ProxyExchange() {
@@ -141,7 +147,7 @@ void ProxyExchange::begin() {
     fail(501, "the upstream cannot carry this tunnel");
     return;
   }
-  upstream::UpstreamPool* pool = group_->balancer().pick(tried_);
+  upstream::UpstreamPool* pool = group_->balancer().pick(tried_, hash_);
   if (!pool) {
     stats_.error = "no_live_upstreams";
     fail(502, "no live upstreams");

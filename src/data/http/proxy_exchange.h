@@ -233,6 +233,7 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   std::shared_ptr<upstream::UpstreamPool> pool_;
   // Compared, never followed: a pool tried earlier may be gone since.
   std::vector<upstream::UpstreamPool*> tried_;
+  std::optional<uint64_t> hash_;  // the request's key, balance = "hash" only (upstream/hash_key.h)
   // The request body sent so far (unframed; the head is head_'s) while
   // replay_state_ is not Lost.
   std::string replay_;

@@ -37,7 +37,7 @@ void ProxyExchange::on_upstream_error(upstream::UpstreamFailure failure, Error e
     fail(0, error.message());  // the response began: never retried
     return;
   }
-  const upstream::Balancer::Retry retry = group_->balancer().after_failure(pool_.get(), failed, tried_);
+  const upstream::Balancer::Retry retry = group_->balancer().after_failure(pool_.get(), failed, tried_, hash_);
   switch (retry.kind) {
     case upstream::RetryKind::SameServer:
       ++unprocessed_retries_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "data/upstream/hash_balancer.h"
 #include "data/upstream/least_request_balancer.h"
 #include "data/upstream/round_robin_balancer.h"
 #include "data/upstream/upstream_pool.h"
@@ -16,16 +17,45 @@ constexpr std::chrono::milliseconds kMaxEjection{300'000};
 
 Balancer::Balancer(const config::Upstream& cfg) : cfg_(cfg) {}
 
-bool Balancer::eligible(const UpstreamPool* p, const std::vector<UpstreamPool*>& tried, Clock::time_point now,
-                        bool panic) {
-  if (std::find(tried.begin(), tried.end(), p) != tried.end()) return false;
-  return panic || !p->health().ejected(now);
+void Balancer::set_servers(std::vector<UpstreamPool*> servers) {
+  servers_ = std::move(servers);
+  has_backup_ = std::any_of(servers_.begin(), servers_.end(), [](const UpstreamPool* p) { return p->backup(); });
+  weighted_ = cfg_.slow_start.count() > 0 ||
+              std::any_of(servers_.begin(), servers_.end(), [](const UpstreamPool* p) { return p->weight() != 1; });
+  servers_changed();
 }
 
-UpstreamPool* Balancer::pick(const std::vector<UpstreamPool*>& tried) {
+bool Balancer::eligible(const UpstreamPool* p, const std::vector<UpstreamPool*>& tried, Clock::time_point now,
+                        bool panic) const {
+  if (p->backup() != backup_tier_) return false;
+  if (std::find(tried.begin(), tried.end(), p) != tried.end()) return false;
+  return panic || !p->health().out(now);
+}
+
+uint64_t Balancer::weight_of(const UpstreamPool* p, Clock::time_point now) const {
+  const uint64_t full = uint64_t{p->weight()} * 100;
+  if (cfg_.slow_start.count() <= 0) return full;
+  const auto since = now - p->health().returned_at();
+  if (since >= cfg_.slow_start) return full;
+  const uint64_t percent = static_cast<uint64_t>(since.count() > 0 ? since * 100 / cfg_.slow_start : 0);
+  return full * std::max<uint64_t>(10, percent) / 100;
+}
+
+UpstreamPool* Balancer::pick(const std::vector<UpstreamPool*>& tried, std::optional<uint64_t> hash) {
   const auto now = Clock::now();
+  hash_ = hash;
+  backup_tier_ = false;
   if (UpstreamPool* p = choose(tried, now, false)) return p;
+  if (has_backup_) {
+    backup_tier_ = true;
+    if (UpstreamPool* p = choose(tried, now, false)) return p;
+    backup_tier_ = false;
+  }
   UpstreamPool* p = choose(tried, now, true);
+  if (p == nullptr && has_backup_) {
+    backup_tier_ = true;
+    p = choose(tried, now, true);
+  }
   if (p == nullptr) return nullptr;
   p->count_panic();
   if (uint64_t n = panic_log_.count(now)) {
@@ -63,10 +93,10 @@ void Balancer::on_failure(UpstreamPool* server, const FailedAttempt& attempt) {
 }
 
 Balancer::Retry Balancer::after_failure(UpstreamPool* server, const FailedAttempt& attempt,
-                                        const std::vector<UpstreamPool*>& tried) {
+                                        const std::vector<UpstreamPool*>& tried, std::optional<uint64_t> hash) {
   on_failure(server, attempt);
   Retry retry{retry_kind(attempt), server};
-  if (retry.kind == RetryKind::NextServer) retry.server = pick(tried);
+  if (retry.kind == RetryKind::NextServer) retry.server = pick(tried, hash);
   if (retry.server == nullptr) retry.kind = RetryKind::None;
   if (retry.kind == RetryKind::None) {
     retry.server = nullptr;
@@ -82,6 +112,7 @@ std::unique_ptr<Balancer> make_balancer(const config::Upstream& cfg, std::vector
     case config::Balance::LeastRequest: b = std::make_unique<LeastRequestBalancer>(cfg); break;
     case config::Balance::RoundRobin: b = std::make_unique<RoundRobinBalancer>(cfg); break;
     case config::Balance::Random: b = std::make_unique<LeastRequestBalancer>(cfg, /*random=*/true); break;
+    case config::Balance::Hash: b = std::make_unique<HashBalancer>(cfg); break;
   }
   b->set_servers(std::move(servers));
   return b;

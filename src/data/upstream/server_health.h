@@ -12,6 +12,10 @@
 //                         it (a failure then ejects it again, for longer)
 // A success resets the consecutive failures and, once back in, the
 // ejection multiplier.
+// Independently, active checks (control/health_checker.h) mark it down
+// (`fall` failed checks in a row) and up (`rise` passed). A server is out
+// while ejected or down. When it comes back in (or first joins a running
+// group), returned_at() says when, for slow_start.
 // Thread affinity: any thread (atomics; relaxed: a verdict a few
 // nanoseconds late changes nothing). Writes only on failures and on the
 // first success after one, so that requests to a healthy server never
@@ -34,6 +38,19 @@ class ServerHealth {
   using Clock = std::chrono::steady_clock;
 
   bool ejected(Clock::time_point now) const { return now.time_since_epoch().count() < ejected_until_.load(rel); }
+  // Out of the balancer's choice (unless in panic): ejected or down.
+  bool out(Clock::time_point now) const { return down_.load(rel) || ejected(now); }
+  // The active checks' verdict (HealthChecker, the only writer).
+  bool down() const { return down_.load(rel); }
+  void set_down(bool down, Clock::time_point now) {
+    if (down_.exchange(down, rel) && !down) mark_returned(now);
+  }
+  // When it last came back in (an ejection's end, a down verdict lifted,
+  // joined a running group); the clock's epoch when it never left.
+  Clock::time_point returned_at() const {
+    return Clock::time_point(Clock::duration(std::max(returned_at_.load(rel), ejected_until_.load(rel))));
+  }
+  void mark_returned(Clock::time_point now) { returned_at_.store(now.time_since_epoch().count(), rel); }
   // One more consecutive failure; their count after it.
   uint32_t record_failure() { return consecutive_failures_.fetch_add(1, rel) + 1; }
   // A success: the consecutive failures (and, when in, the ejection
@@ -66,6 +83,8 @@ class ServerHealth {
   std::atomic<uint32_t> consecutive_failures_{0};
   std::atomic<uint32_t> ejections_{0};
   std::atomic<int64_t> ejected_until_{0};  // Clock ticks: ejected before this
+  std::atomic<int64_t> returned_at_{0};    // Clock ticks
+  std::atomic<bool> down_{false};
 };
 
 // HealthBoard: the process's ServerHealth entries, by upstream name and
@@ -78,9 +97,12 @@ class HealthBoard {
     auto it = entries_.find(upstream + " " + address);
     return it == entries_.end() ? nullptr : it->second;
   }
-  std::shared_ptr<ServerHealth> find_or_add(const std::string& upstream, const std::string& address) {
+  // `created` (optional): set to whether the entry is new.
+  std::shared_ptr<ServerHealth> find_or_add(const std::string& upstream, const std::string& address,
+                                            bool* created = nullptr) {
     std::lock_guard lock(mu_);
     auto& slot = entries_[upstream + " " + address];
+    if (created != nullptr) *created = !slot;
     if (!slot) slot = std::make_shared<ServerHealth>();
     return slot;
   }

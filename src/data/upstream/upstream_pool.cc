@@ -165,9 +165,11 @@ UpstreamGroup::~UpstreamGroup() {
 void UpstreamGroup::refresh_servers() {
   const uint64_t version = directory_ != nullptr ? directory_->version() : 0;
   if (version == directory_version_) return;
+  const bool joining = directory_version_ != UINT64_MAX;  // not the group's first servers
   directory_version_ = version;
+  const auto now = ServerHealth::Clock::now();
   std::vector<std::shared_ptr<UpstreamPool>> next;
-  auto add = [&](const config::Endpoint& server, const ResolvedAddress& target) {
+  auto add = [&](const config::Endpoint& server, const config::ServerOptions& options, const ResolvedAddress& target) {
     auto same = [&](const auto& p) { return p->server() == server && p->address() == target.text; };
     if (std::any_of(next.begin(), next.end(), same)) return;  // listed twice
     auto kept = std::find_if(pools_.begin(), pools_.end(), same);
@@ -175,18 +177,25 @@ void UpstreamGroup::refresh_servers() {
       next.push_back(*kept);
       return;
     }
+    bool created = false;
+    auto health = health_ ? health_->find_or_add(cfg_.name, target.text, &created) : nullptr;
+    // An address a name's new answer added ramps up (slow_start) like a
+    // server that came back.
+    if (created && joining) health->mark_returned(now);
     next.push_back(std::make_shared<UpstreamPool>(
         loop_, cfg_, server, target, counters_ ? counters_->upstream(cfg_.name, target.text) : nullptr, tls_,
-        health_ ? health_->find_or_add(cfg_.name, target.text) : nullptr));
+        std::move(health)));
+    next.back()->set_options(options);
   };
-  for (const auto& server : cfg_.servers) {
+  for (size_t i = 0; i < cfg_.servers.size(); ++i) {
+    const config::Endpoint& server = cfg_.servers[i];
     if (config::is_ip_literal(server.host)) {
-      add(server, literal_address(server));
+      add(server, cfg_.options_of(i), literal_address(server));
       continue;
     }
     if (directory_ == nullptr) continue;
     if (auto list = directory_->lookup(server.to_string())) {
-      for (const auto& target : *list) add(server, target);
+      for (const auto& target : *list) add(server, cfg_.options_of(i), target);
     }
   }
   for (auto& p : pools_) {

@@ -115,6 +115,11 @@ class UpstreamPool : public std::enable_shared_from_this<UpstreamPool> {
     if (counters_) counters_->response_time.observe(std::chrono::nanoseconds(static_cast<int64_t>(ms * 1e6)));
   }
   ServerHealth& health() const { return *health_; }
+  // The configured server's weight and backup flag (config::ServerOptions);
+  // set by its group once the pool is made.
+  void set_options(const config::ServerOptions& options) { options_ = options; }
+  uint32_t weight() const { return static_cast<uint32_t>(options_.weight); }
+  bool backup() const { return options_.backup; }
   // Exchanges of this worker with an attempt on this server now (the
   // least_request balancer's load): ProxyExchange counts them.
   uint32_t outstanding() const { return outstanding_; }
@@ -140,6 +145,7 @@ class UpstreamPool : public std::enable_shared_from_this<UpstreamPool> {
   bool addr_ok_ = false;
   bool draining_ = false;
   uint32_t outstanding_ = 0;
+  config::ServerOptions options_;
   std::shared_ptr<ServerHealth> health_;
   std::vector<std::unique_ptr<UpstreamConnection>> idle_;
   TlsTarget tls_;               // its ctx is null for a cleartext upstream

@@ -50,7 +50,7 @@ key = "k"
 name = "a"
 servers = [9000]
 )"),
-            "t.toml:8:12: upstream[0].servers[0]: expected a string, got integer");
+            "t.toml:8:12: upstream[0].servers[0]: expected a string or a table { address = ... }, got integer");
 }
 
 TEST(Loader, Ipv6Addresses) {

@@ -13,6 +13,7 @@
 #include "data/upstream/retry_policy.h"
 #include "data/upstream/upstream_pool.h"
 #include "support/loop_test.h"
+#include "support/balancer_fixture.h"
 
 namespace tlsfront::upstream {
 namespace {
@@ -123,23 +124,6 @@ TEST(RetryPolicy, WhatCountsAgainstAServer) {
   a.reused = true;
   EXPECT_TRUE(counts_against_server(a));
 }
-
-class BalancerTest : public harness::LoopTest {
- protected:
-  void SetUp() override {
-    LoopTest::SetUp();
-    cfg_.name = "t";
-    cfg_.servers = {config::Endpoint{"127.0.0.1", 1}, config::Endpoint{"127.0.0.1", 2},
-                    config::Endpoint{"127.0.0.1", 3}};
-    cfg_.balance = config::Balance::RoundRobin;
-  }
-  void make() { group_ = std::make_unique<UpstreamGroup>(&loop_, cfg_); }
-  void release_objects() override { group_.reset(); }
-  Balancer& balancer() { return group_->balancer(); }
-
-  config::Upstream cfg_;
-  std::unique_ptr<UpstreamGroup> group_;
-};
 
 FailedAttempt connect_failed() {
   FailedAttempt a = replayable(UpstreamFailure::Refused);
