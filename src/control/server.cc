@@ -106,6 +106,7 @@ void Server::reload() {
   // Names new in this configuration are asked now; until their first
   // answer their groups have only their other servers.
   if (auto st = configure_resolver((*gen)->config); !st) log::error("{}", st.error().message());
+  health_checker_->configure(*gen);
   for (size_t w = 0; w < workers_.size(); ++w) {
     for (auto& socket : added[w]) workers_[w]->add_listener(std::move(socket));
   }
@@ -127,7 +128,8 @@ void Server::reload() {
 std::string Server::upstreams() {
   std::vector<const metrics::WorkerCounters*> workers;
   for (const auto& c : counters_) workers.push_back(c.get());
-  return upstreams_json(current_.load()->config, directory_, health_, workers, resolver_.get());
+  return upstreams_json(current_.load()->config, directory_, health_, workers, resolver_.get(),
+                        health_checker_ ? health_checker_->verdicts() : HealthChecks{});
 }
 
 Status Server::configure_resolver(const config::Config& cfg) {
@@ -187,6 +189,8 @@ std::string Server::scrape() const {
   m.max_fds = open_files_soft_limit();
   m.open_fds = open_fd_count();
   m.extra = ocsp_.metrics();
+  if (health_checker_) m.extra += health_checker_->metrics();
+  if (auto gen = current_.load()) m.extra += upstream_state_metrics(gen->config, directory_, health_);
   if (auto gen = current_.load(); gen && gen->tls) m.extra += certificate_metrics(*gen->tls, clock_.now());
   return metrics::render_prometheus(m);
 }
@@ -319,6 +323,7 @@ Result<int> Server::run(config::Config cfg, std::optional<std::string> pid_file_
     shut_down(ctl);
     return pid_file.take_error();
   }
+  health_checker_->configure(current_.load());
   start_workers(ctl, std::move(sockets).value());
   run_until_stopped(ctl);
   shut_down(ctl);
@@ -478,6 +483,7 @@ void Server::shut_down(ControlLoop& ctl) {
   ticket_keys_->stop();
   ocsp_.stop();
   resolver_.reset();
+  health_checker_.reset();
   uv_run(&ctl.loop, UV_RUN_DEFAULT);
   uv_loop_close(&ctl.loop);
   control_loop_ = nullptr;

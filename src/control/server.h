@@ -21,6 +21,7 @@
 #include "control/ocsp_manager.h"
 #include "control/ticket_key_manager.h"
 #include "control/upstream_resolver.h"
+#include "control/health_checker.h"
 #include "data/upstream/server_directory.h"
 #include "tls/session_cache.h"
 #include "tls/ticket_key_ring.h"
@@ -99,6 +100,8 @@ class Server {
   upstream::ServerDirectory directory_;
   upstream::HealthBoard health_;  // every worker's view of each upstream server's health
   std::unique_ptr<UpstreamResolver> resolver_;
+  // The active health checks (their own thread), writing to health_.
+  std::unique_ptr<HealthChecker> health_checker_ = std::make_unique<HealthChecker>(&directory_, &health_);
   OcspManager ocsp_{&clock_};
   uv_loop_t* control_loop_ = nullptr;  // while run() runs the control loop
   data::GenerationSlot current_;

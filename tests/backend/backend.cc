@@ -14,8 +14,11 @@
 // --record       each fully read request is stored as DIR/NNNNNN.req, its raw
 //                bytes exactly as received; a request cut short by EOF, or
 //                rejected as malformed, goes to DIR/NNNNNN.partial (if
-//                non-empty). NNNNNN is one sequence across all connections,
-//                and the file exists before the response is sent.
+//                non-empty). NNNNNN is one sequence across all connections
+//                (and restarts: it goes on from the directory's last), and
+//                the file exists before the response is sent. Requests
+//                for /healthz (a health check's, answered 200) are not
+//                stored, so that counts of requests stay the clients'.
 // --idle-timeout-ms  close a keep-alive connection idle this long (default: never).
 // --delay-ms     wait this long before every response (a slow server).
 //
@@ -37,6 +40,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <filesystem>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -283,6 +287,7 @@ After route(const Request& req, Responder& r) {
     return finish(r.chunked(req.body.size(), at, "X-Trailer: done\r\n"), r);
   }
   if (path == "/headers") return finish(r.simple(200, req.head), r);
+  if (path == "/healthz") return finish(r.simple(200, "ok\n"), r);
 
   for (std::string_view prefix : {"/bytes/", "/bytes-chunked/", "/bytes-eof/"}) {
     if (!starts_with(path, prefix)) continue;
@@ -388,7 +393,7 @@ void serve(Backend& b, int fd, std::uint64_t conn) {
     }
     if (s == ReadStatus::Bad) return reject(req);
 
-    record(b, "req", reader.raw());
+    if (req.path != "/healthz") record(b, "req", reader.raw());
     ++req_no;
     Responder r(fd, conn, req_no, req);
     if (b.options.delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(b.options.delay_ms));
@@ -536,6 +541,13 @@ int main(int argc, char** argv) {
     if (::mkdir(backend.options.record_dir.c_str(), 0755) != 0 && errno != EEXIST) {
       log_error("cannot create record dir %s", backend.options.record_dir + ": " + std::strerror(errno));
       return 1;
+    }
+    // A restart on the same directory goes on from its last record rather
+    // than overwriting the first ones.
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(backend.options.record_dir, ec)) {
+      const std::uint64_t seq = std::strtoull(entry.path().filename().c_str(), nullptr, 10);
+      if (seq >= backend.next_record) backend.next_record = seq + 1;
     }
   }
 

@@ -126,7 +126,9 @@ std::string make_config(const ProxyOptions& o, int port, const std::string& acce
   c += "trusted_ca = \"" + pki("root.pem") + "\"\n" + o.tls_extra + "\n" + o.certificates + "\n";
   c += "[[upstream]]\nname = \"backend\"\nservers = [";
   for (size_t i = 0; i < o.upstream_servers.size(); ++i) {
-    c += (i ? ", \"" : "\"") + o.upstream_servers[i] + "\"";
+    const std::string& server = o.upstream_servers[i];
+    c += i ? ", " : "";
+    c += server.starts_with("{") ? server : "\"" + server + "\"";  // a table as written, or an address
   }
   c += "]\n" + o.upstream_extra + "\n";
   if (o.routes.empty()) {

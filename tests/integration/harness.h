@@ -77,7 +77,9 @@ class Backend {
 
 struct ProxyOptions {
   int workers = 2;
-  std::vector<std::string> upstream_servers;  // default: the backend
+  // Default: the backend. An entry starting with "{" is a server table,
+  // written as it is ({ address = "...", weight = 3 }).
+  std::vector<std::string> upstream_servers;
   std::string upstream_extra;                 // extra lines in [[upstream]]
   std::string tls_extra;                      // extra lines in [tls]
   std::string routes;                         // replaces the catch-all [[route]] when set

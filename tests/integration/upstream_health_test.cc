@@ -78,12 +78,12 @@ TEST_F(UpstreamHealth, AHungBackendCostsOneTimeoutPerRequestInFlightAndIsEjected
   EXPECT_NE(upstreams.find("HTTP/1.1 200"), std::string::npos) << upstreams;
   EXPECT_NE(upstreams.find("\"servers_in\":1,\"servers_total\":2,\"panic\":false"), std::string::npos) << upstreams;
   EXPECT_NE(upstreams.find("\"server\":\"" + a_.address() + "\",\"address\":\"" + a_.address() +
-                           "\",\"dns\":null,\"state\":\"ejected\""),
+                           "\",\"dns\":null,\"weight\":1,\"backup\":false,\"state\":\"ejected\""),
             std::string::npos)
       << upstreams;
   EXPECT_NE(upstreams.find("\"attempt_failures\":{\"timeout_read\":"), std::string::npos) << upstreams;
   EXPECT_NE(upstreams.find("\"server\":\"" + b_.address() + "\",\"address\":\"" + b_.address() +
-                           "\",\"dns\":null,\"state\":\"in\""),
+                           "\",\"dns\":null,\"weight\":1,\"backup\":false,\"state\":\"in\""),
             std::string::npos)
       << upstreams;
 }

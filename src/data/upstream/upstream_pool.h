@@ -178,6 +178,7 @@ class UpstreamGroup {
   // them until they end). Nothing happens when its version did not move.
   void refresh_servers();
   size_t server_count() const { return pools_.size(); }
+  const std::vector<std::shared_ptr<UpstreamPool>>& pools() const { return pools_; }
   Balancer& balancer() { return *balancer_; }
   const config::Upstream& config() const { return cfg_; }
   // The group is kept across a reload: the new generation's TLS context

@@ -10,6 +10,10 @@ No generated code: the methods take and return raw bytes (generic handlers).
       every call appends its peer (one per upstream connection) to
       PORT_FILE.peers. --max-age-ms: gRPC's max_connection_age, so the server
       sends GOAWAY (gracefully) on every connection that old.
+      Also serves the standard gRPC health-checking protocol,
+      /grpc.health.v1.Health/Check, for the services "" and "test.Echo"
+      (others: NOT_FOUND): SERVING, or NOT_SERVING while PORT_FILE.health
+      holds "NOT_SERVING"; each check appends a line to PORT_FILE.checks.
   grpc_peer.py CALL TARGET CA [ARGS...]   (TARGET: host:port of tlsfront, TLS)
       unary TEXT | server_stream N | client_stream N | bidi N |
       deadline MS | slow MS (a unary call the service answers after MS) |
@@ -78,6 +82,25 @@ def server(port_file, max_age_ms=None, workers=256, tls=None):
             i += 1
             time.sleep(0.01)
 
+    def health_check(req, ctx):
+        # grpc.health.v1.HealthCheckRequest { string service = 1; }, decoded
+        # by hand (no generated code): tag 0x0a, a one-octet length.
+        service = req[2:2 + req[1]].decode() if len(req) >= 2 and req[0] == 0x0A else ""
+        with lock:
+            with open(port_file + ".checks", "a") as f:
+                f.write(service + "\n")
+        if service not in ("", SERVICE):
+            ctx.abort(grpc.StatusCode.NOT_FOUND, "unknown service")
+        try:
+            with open(port_file + ".health") as f:
+                serving = f.read().strip() != "NOT_SERVING"
+        except FileNotFoundError:
+            serving = True
+        # HealthCheckResponse { ServingStatus status = 1; }: SERVING 1, NOT_SERVING 2.
+        return bytes([0x08, 1 if serving else 2])
+
+    health = {"Check": grpc.unary_unary_rpc_method_handler(health_check, *IDENTITY)}
+
     handlers = {
         "Unary": grpc.unary_unary_rpc_method_handler(unary, *IDENTITY),
         "ServerStream": grpc.unary_stream_rpc_method_handler(server_stream, *IDENTITY),
@@ -90,7 +113,8 @@ def server(port_file, max_age_ms=None, workers=256, tls=None):
     if max_age_ms:
         options += [("grpc.max_connection_age_ms", max_age_ms), ("grpc.max_connection_age_grace_ms", 10000)]
     srv = grpc.server(futures.ThreadPoolExecutor(max_workers=workers), options=options)
-    srv.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
+    srv.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),
+                                  grpc.method_handlers_generic_handler("grpc.health.v1.Health", health)))
     if tls:
         with open(tls[0], "rb") as f:
             chain = f.read()
