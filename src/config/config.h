@@ -333,6 +333,10 @@ struct Upstream {
   Millis fail_timeout{10'000};
   int64_t max_fails = 1;
   int64_t max_ejected_percent = 50;
+  // Responses with one of these statuses (400..599) count as failures of
+  // their server too (Envoy's consecutive 5xx, HAProxy's observe layer7);
+  // the response still goes to the client. Empty: only transport failures.
+  std::vector<int> failure_statuses;
   // How a server is chosen (data/upstream/balancer.h).
   Balance balance = Balance::LeastRequest;
   HashKey hash;  // balance = "hash" only: "$remote_addr" | "$header_NAME" | "$cookie_NAME"

@@ -140,6 +140,28 @@ Status parse_balance(const TableReader& t, Upstream& u) {
   return {};
 }
 
+// failure_statuses = [502, 503, 504]: 400..599, no duplicate.
+Status parse_failure_statuses(const TableReader& t, std::vector<int>& out) {
+  auto array = t.get_array("failure_statuses", Presence::Optional);
+  if (!array.ok()) return array.take_error();
+  if (*array == nullptr) return {};
+  for (size_t i = 0; i < (*array)->size(); ++i) {
+    const toml::node& element = *(*array)->get(i);
+    const std::string path = t.path_of("failure_statuses") + "[" + std::to_string(i) + "]";
+    const auto* n = element.as_integer();
+    if (n == nullptr) return type_error(t.context(), element, path, "an integer");
+    if (n->get() < 400 || n->get() > 599) {
+      return t.context().error(element.source(), path, "a status in 400..599, got " + std::to_string(n->get()));
+    }
+    const int status = static_cast<int>(n->get());
+    if (std::find(out.begin(), out.end(), status) != out.end()) {
+      return t.context().error(element.source(), path, std::to_string(status) + " is listed twice");
+    }
+    out.push_back(status);
+  }
+  return {};
+}
+
 // h2_ping_interval / h2_ping_timeout: HTTP/2 PING liveness (RFC 9113 §6.7)
 // of idle HTTP/2 connections (Envoy's connection_keepalive interval/timeout).
 Status parse_ping(const TableReader& t, Upstream& u) {
@@ -161,7 +183,7 @@ Status parse_one(const TableReader& t, Upstream& u) {
                                "connect_timeout", "read_timeout", "send_timeout", "fail_timeout", "protocol",
                                "h2_ping_interval", "h2_ping_timeout", "tls", "resolve_at_start", "max_fails",
                                "max_ejected_percent", "balance", "max_retries", "retry_non_idempotent", "hash",
-                               "slow_start", "health_check"});
+                               "slow_start", "health_check", "failure_statuses"});
       !s.ok()) {
     return s;
   }
@@ -193,6 +215,7 @@ Status parse_one(const TableReader& t, Upstream& u) {
   if (Status s = t.get_integer("max_fails", 0, 1'000'000, u.max_fails); !s.ok()) return s;
   if (Status s = t.get_integer("max_ejected_percent", 0, 100, u.max_ejected_percent); !s.ok()) return s;
   if (Status s = t.get_integer("max_retries", 0, 16, u.max_retries); !s.ok()) return s;
+  if (Status s = parse_failure_statuses(t, u.failure_statuses); !s.ok()) return s;
   if (Status s = t.get_bool("retry_non_idempotent", u.retry_non_idempotent); !s.ok()) return s;
   if (Status s = parse_balance(t, u); !s.ok()) return s;
   if (Status s = t.get_duration("slow_start", Millis{0}, u.slow_start); !s.ok()) return s;

@@ -190,6 +190,7 @@ std::string Server::scrape() const {
   m.open_fds = open_fd_count();
   m.extra = ocsp_.metrics();
   if (health_checker_) m.extra += health_checker_->metrics();
+  if (resolver_) m.extra += resolver_->metrics();
   if (auto gen = current_.load()) m.extra += upstream_state_metrics(gen->config, directory_, health_);
   if (auto gen = current_.load(); gen && gen->tls) m.extra += certificate_metrics(*gen->tls, clock_.now());
   return metrics::render_prometheus(m);

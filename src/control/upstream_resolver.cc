@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include <fmt/format.h>
+
 #include "config/units.h"
 #include "log/log.h"
 
@@ -60,6 +62,20 @@ upstream::AddressList addresses_of(const ares_addrinfo* result, uint16_t port, i
 
 }  // namespace
 
+namespace {
+// A failed resolution's label (metrics()).
+std::string_view result_name(int ares_status) {
+  switch (ares_status) {
+    case ARES_SUCCESS:
+    case ARES_ENODATA: return "no_address";
+    case ARES_ENOTFOUND: return "nxdomain";
+    case ARES_ESERVFAIL: return "servfail";
+    case ARES_ETIMEOUT: return "timeout";
+    default: return "error";
+  }
+}
+}  // namespace
+
 struct UpstreamResolver::Name {
   UpstreamResolver* owner = nullptr;
   std::string key;   // "name:port", the ServerDirectory's key
@@ -68,6 +84,8 @@ struct UpstreamResolver::Name {
   NameState state = NameState::Unresolved;
   upstream::AddressList last;
   std::string last_error;
+  std::map<std::string_view, uint64_t> results;  // resolutions by result (metrics())
+  std::chrono::steady_clock::time_point answered_at{};  // the last answer with addresses
   bool in_flight = false;
   bool wanted = true;  // still configured (a reload may drop it while a query is out)
   UvHandle<uv_timer_t> timer;
@@ -192,6 +210,7 @@ void UpstreamResolver::answered(Name& name, int status, struct ares_addrinfo* re
   name.in_flight = false;
   int ttl = -1;
   upstream::AddressList list = status == ARES_SUCCESS ? addresses_of(result, name.port, ttl) : upstream::AddressList{};
+  ++name.results[list.empty() ? result_name(status) : "ok"];
   if (list.empty()) {
     const std::string why = status == ARES_SUCCESS ? "no A/AAAA record" : ares_strerror(status);
     if (name.state != NameState::Failing || why != name.last_error) {
@@ -214,6 +233,7 @@ void UpstreamResolver::answered(Name& name, int status, struct ares_addrinfo* re
     log::info("upstream server {}: now resolves to {} (was {})", name.key, join(list), join(name.last));
   }
   name.state = NameState::Resolved;
+  name.answered_at = std::chrono::steady_clock::now();
   name.last_error.clear();
   name.last = list;
   const bool changed = directory_->publish(name.key, std::move(list));
@@ -316,6 +336,27 @@ std::string UpstreamResolver::last_error(const std::string& key) const {
 UpstreamResolver::NameState UpstreamResolver::state(const std::string& key) const {
   auto it = names_.find(key);
   return it == names_.end() ? NameState::Unresolved : it->second->state;
+}
+
+std::string UpstreamResolver::metrics() const {
+  if (names_.empty()) return {};
+  const auto now = std::chrono::steady_clock::now();
+  std::string results =
+      "# HELP tlsfront_upstream_dns_resolutions_total Resolutions of upstream server names, by result.\n"
+      "# TYPE tlsfront_upstream_dns_resolutions_total counter\n";
+  std::string ages =
+      "# HELP tlsfront_upstream_dns_answer_age_seconds Time since a name last resolved to addresses.\n"
+      "# TYPE tlsfront_upstream_dns_answer_age_seconds gauge\n";
+  for (const auto& [key, name] : names_) {
+    for (const auto& [result, n] : name->results) {
+      results += fmt::format("tlsfront_upstream_dns_resolutions_total{{name=\"{}\",result=\"{}\"}} {}\n", key, result, n);
+    }
+    if (name->answered_at != std::chrono::steady_clock::time_point{}) {
+      ages += fmt::format("tlsfront_upstream_dns_answer_age_seconds{{name=\"{}\"}} {:.3f}\n", key,
+                          std::chrono::duration<double>(now - name->answered_at).count());
+    }
+  }
+  return results + ages;
 }
 
 }  // namespace tlsfront::control

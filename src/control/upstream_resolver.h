@@ -64,6 +64,11 @@ class UpstreamResolver {
   NameState state(const std::string& key) const;
   // Why `key` last failed to resolve ("" when it did not).
   std::string last_error(const std::string& key) const;
+  // Prometheus text: tlsfront_upstream_dns_resolutions_total{name,result=
+  // "ok"|"nxdomain"|"servfail"|"timeout"|"no_address"|"error"} and
+  // tlsfront_upstream_dns_answer_age_seconds{name} (since the last answer
+  // with addresses: what a stale name looks like).
+  std::string metrics() const;
 
  private:
   struct Name;

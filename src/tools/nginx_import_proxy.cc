@@ -44,7 +44,7 @@ Result<std::string> server_address(const std::string& text, int default_port = 8
 struct UpstreamBlock {
   std::string name;
   const Directive* block = nullptr;
-  std::vector<std::string> servers;
+  std::vector<std::string> servers;  // TOML values: "host:port" or { address = ..., weight = N, backup = true }
   Keys keys;              // keepalive, keepalive_timeout, keepalive_requests, fail_timeout
   bool implicit = false;  // from a proxy_pass address
 };
@@ -98,6 +98,8 @@ void ProxyImporter::upstream(const Directive& d) {
       }
       bool skip = false;
       std::string fail_timeout;
+      std::string weight;
+      bool backup = false;
       std::string max_fails;
       for (size_t i = 1; i < c.args.size(); ++i) {
         const std::string& p = c.args[i];
@@ -107,9 +109,14 @@ void ProxyImporter::upstream(const Directive& d) {
           else l_.note(c, "parameter " + p + " not carried over: invalid time");
         } else if (p == "resolve") {
           // tlsfront resolves every server given by name at its TTL.
-        } else if (p == "weight=1") {
         } else if (p.starts_with("weight=")) {
-          l_.note(c, "parameter " + p + " not carried over: plain round-robin, no weights");
+          const std::string n = p.substr(7);
+          if (!n.empty() && n.size() < 5 && n.find_first_not_of("0123456789") == std::string::npos &&
+              std::stoul(n) >= 1 && std::stoul(n) <= 1000) {
+            if (std::stoul(n) != 1) weight = std::to_string(std::stoul(n));
+          } else {
+            l_.note(c, "parameter " + p + " not carried over: weight is 1..1000");
+          }
         } else if (p.starts_with("max_fails=")) {
           const std::string n = p.substr(10);
           if (!n.empty() && n.size() < 7 && n.find_first_not_of("0123456789") == std::string::npos) {
@@ -118,8 +125,7 @@ void ProxyImporter::upstream(const Directive& d) {
             l_.note(c, "parameter " + p + " not carried over: max_fails is 0..1000000");
           }
         } else if (p == "backup") {
-          l_.note(c, "not carried over: no backup servers");
-          skip = true;
+          backup = true;
         } else if (p == "down") {
           l_.note(c, "not carried over: marked down");
           skip = true;
@@ -137,7 +143,12 @@ void ProxyImporter::upstream(const Directive& d) {
         if (first_max_fails == nullptr) first_max_fails = &c;
       }
       l_.carry(c);
-      u.servers.push_back(*addr);
+      if (weight.empty() && !backup) {
+        u.servers.push_back(toml_string(*addr));
+      } else {
+        u.servers.push_back("{ address = " + toml_string(*addr) + (weight.empty() ? "" : ", weight = " + weight) +
+                            (backup ? ", backup = true" : "") + " }");
+      }
     } else if ((c.name == "keepalive" || c.name == "keepalive_requests") && c.args.size() == 1 &&
                !c.args[0].empty() && c.args[0].find_first_not_of("0123456789") == std::string::npos && c.args[0].size() < 10) {
       if (c.name == "keepalive_requests" && std::stoull(c.args[0]) == 0) {  // "0", "000": nginx reads 0
@@ -167,11 +178,46 @@ void ProxyImporter::upstream(const Directive& d) {
       }
     } else if (c.name == "random" && c.args.empty()) {
       if (put(u.keys, {"balance", toml_string("random"), origin(c)}, c, l_)) l_.carry(c);
+    } else if (c.name == "ip_hash" && c.args.empty()) {
+      if (put(u.keys, {"balance", toml_string("hash"), origin(c)}, c, l_)) {
+        u.keys.push_back({"hash", toml_string("$remote_addr"), origin(c)});
+        l_.note(c, "carried over as balance = \"hash\", hash = \"$remote_addr\": a consistent hash of the whole "
+                   "client address (nginx's ip_hash takes the first three octets of an IPv4 one)");
+      }
+    } else if (c.name == "hash" && !c.args.empty() && c.args.size() <= 2 &&
+               (c.args.size() == 1 || c.args[1] == "consistent")) {
+      std::string key;
+      const std::string& v = c.args[0];
+      if (v == "$remote_addr" || v == "$binary_remote_addr") {
+        key = "$remote_addr";
+      } else if (v.starts_with("$http_") && v.size() > 6) {
+        key = "$header_" + v.substr(6);
+      } else if (v.starts_with("$cookie_") && v.size() > 8) {
+        key = v;
+      }
+      if (key.empty()) {
+        l_.note(c, "not carried over: tlsfront hashes $remote_addr, a request field ($http_NAME) or a cookie "
+                   "($cookie_NAME)");
+      } else if (put(u.keys, {"balance", toml_string("hash"), origin(c)}, c, l_)) {
+        u.keys.push_back({"hash", toml_string(key), origin(c)});
+        if (c.args.size() == 1) {
+          l_.note(c, "carried over as a consistent hash (nginx's plain hash remaps most keys when a server leaves)");
+        } else {
+          l_.carry(c);
+        }
+      }
     } else if (c.name == "ip_hash" || c.name == "hash" || c.name == "random") {
-      l_.note(c, "no equivalent yet: no hash balancing (tlsfront balances by least_request)");
+      l_.note(c, "not carried over: no equivalent for these parameters");
     } else if (c.name == "keepalive_time") {
       l_.note(c, "no equivalent: connections are closed by idle time and request count only");
     }
+  }
+  const bool hashed = std::any_of(u.keys.begin(), u.keys.end(), [](const Key& k) { return k.key == "hash"; });
+  if (hashed && std::any_of(u.servers.begin(), u.servers.end(),
+                            [](const std::string& v) { return v.find("backup = true") != std::string::npos; })) {
+    // nginx refuses the pair too: a key's server is its place on the ring.
+    std::erase_if(u.keys, [](const Key& k) { return k.key == "hash" || k.key == "balance"; });
+    l_.note(d, "hash balancing not carried over: the group has backup servers, which a hash never uses");
   }
   if (keepalive && u.servers.size() > 1) {
     for (const Directive& c : d.children) {
@@ -240,7 +286,7 @@ std::string ProxyImporter::variant(const UpstreamBlock& u, const Directive& pass
     name = sanitize(u.name) + "-" + std::to_string(n);
   }
   std::string servers = "[";
-  for (size_t i = 0; i < u.servers.size(); ++i) servers += (i ? ", " : "") + toml_string(u.servers[i]);
+  for (size_t i = 0; i < u.servers.size(); ++i) servers += (i ? ", " : "") + u.servers[i];
   Keys keys{{"servers", servers + "]", u.block ? origin(*u.block) : std::string(names.pass) + " address"}};
   if (kind == PassKind::Grpc) {
     keys.push_back(tls ? Key{"protocol", toml_string("h2"), "grpc_pass grpcs://: HTTP/2 over TLS"}
@@ -305,7 +351,7 @@ std::string ProxyImporter::route_upstream(const Directive& pass, const Chain& ch
       l_.note(pass, "not carried over: " + addr.error().detail + " (no route)");
       return {};
     }
-    UpstreamBlock implicit{*addr, nullptr, {*addr},
+    UpstreamBlock implicit{*addr, nullptr, {toml_string(*addr)},
                            {{"keepalive", "0", "nginx keeps no idle connections without an upstream block's `keepalive`"}},
                            true};
     // Kept by address: http://10.0.0.5 (port 80) and https://10.0.0.5 (443) differ.

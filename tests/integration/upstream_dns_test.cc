@@ -164,6 +164,14 @@ TEST_F(UpstreamDns, ANameThatStopsResolvingKeepsItsLastAddresses) {
   for (size_t at = later.find("does not resolve"); at != std::string::npos; at = later.find("does not resolve", at + 1))
     ++lines;
   EXPECT_EQ(lines, 1u) << later;
+  // The metrics say the same: answers, then failures, and an answer that ages.
+  auto metrics = scrape_metrics(proxy_.admin_port());
+  const std::string labels = "{name=\"" + name() + "\"";
+  EXPECT_GE(metrics["tlsfront_upstream_dns_resolutions_total" + labels + ",result=\"ok\"}"], 1.0);
+  EXPECT_GE(metrics["tlsfront_upstream_dns_resolutions_total" + labels + ",result=\"no_address\"}"] +
+                metrics["tlsfront_upstream_dns_resolutions_total" + labels + ",result=\"nxdomain\"}"],
+            3.0);
+  EXPECT_GE(metrics["tlsfront_upstream_dns_answer_age_seconds" + labels + "}"], 2.5);
 }
 
 TEST_F(UpstreamDns, ANameThatDoesNotResolveAtStartUpStopsTheStartWithItsPosition) {

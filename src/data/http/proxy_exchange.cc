@@ -447,7 +447,7 @@ void ProxyExchange::on_upstream_complete() {
   }
   transition(phase_, Phase::Done);
   stats_.response_ms = ms_since(attempt_start_);
-  group_->balancer().on_success(pool_.get(), *stats_.response_ms);
+  group_->balancer().on_success(pool_.get(), *stats_.response_ms, stats_.status);
   count_load(false);
   // An HTTP/1.1 connection goes back to its pool when it can carry another
   // request; an HTTP/2 one carries on with its other streams.

@@ -65,8 +65,15 @@ UpstreamPool* Balancer::pick(const std::vector<UpstreamPool*>& tried, std::optio
   return p;
 }
 
-void Balancer::on_success(UpstreamPool* server, double response_ms) {
+void Balancer::on_success(UpstreamPool* server, double response_ms, int status) {
   server->observe_response(response_ms);
+  if (!cfg_.failure_statuses.empty() &&
+      std::find(cfg_.failure_statuses.begin(), cfg_.failure_statuses.end(), status) != cfg_.failure_statuses.end()) {
+    FailedAttempt attempt;
+    attempt.failure = UpstreamFailure::FailureStatus;
+    on_failure(server, attempt);
+    return;
+  }
   server->health().record_success();
 }
 

@@ -52,7 +52,8 @@ class Balancer {
   // Outcomes: an attempt's response completed after `response_ms`; an
   // attempt on `server` failed as `attempt` says (max_fails consecutive
   // failures that count, counts_against_server, eject it).
-  void on_success(UpstreamPool* server, double response_ms);
+  // A response with one of cfg.failure_statuses (`status`) is a failure.
+  void on_success(UpstreamPool* server, double response_ms, int status = 200);
   void on_failure(UpstreamPool* server, const FailedAttempt& attempt);
 
   struct Retry {

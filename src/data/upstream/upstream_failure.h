@@ -22,6 +22,10 @@ enum class UpstreamFailure {
   // retry on another connection, whatever the method.
   Unprocessed,
   StreamReset,  // HTTP/2: the upstream reset the stream (RST_STREAM) after processing began
+  // A complete response whose status is one of the group's
+  // failure_statuses: counted against the server, never in the access log
+  // (the response went to the client).
+  FailureStatus,
 };
 
 constexpr std::string_view to_string(UpstreamFailure f) {
@@ -37,6 +41,7 @@ constexpr std::string_view to_string(UpstreamFailure f) {
     case UpstreamFailure::TlsHandshake: return "tls_handshake";
     case UpstreamFailure::Unprocessed: return "unprocessed";
     case UpstreamFailure::StreamReset: return "stream_reset";
+    case UpstreamFailure::FailureStatus: return "failure_status";
   }
   return "unknown";
 }

@@ -34,6 +34,7 @@ slow_start = "30s"
   EXPECT_TRUE(u.options_of(2).backup);
   EXPECT_EQ(u.server_positions.at[1], "t.toml:10:42");
   EXPECT_EQ(u.slow_start, std::chrono::seconds(30));
+  EXPECT_TRUE(u.failure_statuses.empty());
   EXPECT_FALSE(u.health_check.enabled);
 }
 
@@ -107,6 +108,10 @@ TEST(LoaderBalancing, Errors) {
             "\"200-399\" (100..599)");
   EXPECT_EQ(load_error(upstream_with(one + "health_check = { path = \"healthz\" }\n")),
             "t.toml:11:18: upstream[0].health_check.path: must start with \"/\"");
+  EXPECT_EQ(load_error(upstream_with(one + "failure_statuses = [503, 200]\n")),
+            "t.toml:11:26: upstream[0].failure_statuses[1]: a status in 400..599, got 200");
+  EXPECT_EQ(load_error(upstream_with(one + "failure_statuses = [503, 503]\n")),
+            "t.toml:11:26: upstream[0].failure_statuses[1]: 503 is listed twice");
   EXPECT_EQ(load_error(upstream_with(one + "health_check = true\n")),
             "t.toml:11:16: upstream[0].health_check: expected a table, got boolean");
 }

@@ -169,25 +169,50 @@ TEST(NginxImport, GzipBecomesCompression) {
 TEST(NginxImport, UpstreamBlocks) {
   Outcome r = run(server("location /b/ { proxy_pass http://b; }",
                      "upstream b { server 127.0.0.1:9001 fail_timeout=30s; server [::1]:9002 fail_timeout=30s;\n"
-                     "server 127.0.0.1:9003 backup; server 127.0.0.1:9004 down; server unix:/run/b.sock;\n"
-                     "keepalive_timeout 5m; keepalive_requests 50; zone b 64k; ip_hash; }"));
+                     "server 127.0.0.1:9003 backup fail_timeout=30s; server 127.0.0.1:9004 down;\n"
+                     "server unix:/run/b.sock; server 127.0.0.1:9005 weight=5 fail_timeout=30s;\n"
+                     "keepalive_timeout 5m; keepalive_requests 50; zone b 64k; }"));
   ASSERT_TRUE(r.ok) << r.error;
   const config::Upstream* b = nullptr;
   for (const auto& u : r.cfg.upstreams) {
     if (u.name == "b") b = &u;
   }
   ASSERT_NE(b, nullptr);
-  ASSERT_EQ(b->servers.size(), 2u);
+  ASSERT_EQ(b->servers.size(), 4u);
   EXPECT_EQ(b->servers[1].to_string(), "[::1]:9002");
+  EXPECT_TRUE(b->options_of(2).backup);
+  EXPECT_EQ(b->options_of(3).weight, 5);
+  EXPECT_EQ(b->options_of(3), (config::ServerOptions{.weight = 5}));
   EXPECT_EQ(b->keepalive, 0u);  // no `keepalive`: nginx pools nothing
   EXPECT_EQ(b->keepalive_timeout, Millis{300'000});
   EXPECT_EQ(b->keepalive_requests, 50u);
   EXPECT_EQ(b->fail_timeout, Millis{30'000});
-  EXPECT_REPORTS(r, "n.conf:3: server: not carried over: no backup servers\n");
   EXPECT_REPORTS(r, "n.conf:3: server: not carried over: marked down\n");
-  EXPECT_REPORTS(r, "n.conf:3: server: not carried over: no UNIX-domain upstreams\n");
-  EXPECT_REPORTS(r, "n.conf:4: zone: not needed");
-  EXPECT_REPORTS(r, "n.conf:4: ip_hash: no equivalent yet: no hash balancing");
+  EXPECT_REPORTS(r, "n.conf:4: server: not carried over: no UNIX-domain upstreams\n");
+  EXPECT_REPORTS(r, "n.conf:5: zone: not needed");
+}
+
+TEST(NginxImport, HashBalancing) {
+  Outcome r = run(server("location /b/ { proxy_pass http://b; }\nlocation /c/ { proxy_pass http://c; }\n"
+                         "location /d/ { proxy_pass http://d; }\nlocation /e/ { proxy_pass http://e; }",
+                         "upstream b { server 127.0.0.1:9001; server 127.0.0.1:9002; ip_hash; }\n"
+                         "upstream c { server 127.0.0.1:9003; hash $http_x_user consistent; }\n"
+                         "upstream d { server 127.0.0.1:9004; hash $cookie_session; }\n"
+                         "upstream e { server 127.0.0.1:9005; hash $request_uri consistent; }\n"));
+  ASSERT_TRUE(r.ok) << r.error;
+  std::map<std::string, const config::Upstream*> by_name;
+  for (const auto& u : r.cfg.upstreams) by_name[u.name] = &u;
+  for (const char* name : {"b", "c", "d", "e"}) ASSERT_TRUE(by_name.count(name)) << name << "\n" << r.toml;
+  EXPECT_EQ(by_name["b"]->balance, config::Balance::Hash);
+  EXPECT_EQ(by_name["b"]->hash.kind, config::HashKey::Kind::RemoteAddr);
+  EXPECT_EQ(by_name["c"]->hash.kind, config::HashKey::Kind::Header);
+  EXPECT_EQ(by_name["c"]->hash.name, "x-user");
+  EXPECT_EQ(by_name["d"]->hash.kind, config::HashKey::Kind::Cookie);
+  EXPECT_EQ(by_name["d"]->hash.name, "session");
+  EXPECT_EQ(by_name["e"]->balance, config::Balance::LeastRequest);
+  EXPECT_REPORTS(r, "n.conf:2: ip_hash: carried over as balance = \"hash\", hash = \"$remote_addr\"");
+  EXPECT_REPORTS(r, "n.conf:4: hash: carried over as a consistent hash");
+  EXPECT_REPORTS(r, "n.conf:5: hash: not carried over: tlsfront hashes $remote_addr");
 }
 
 TEST(NginxImport, BalancingAndPassiveHealth) {

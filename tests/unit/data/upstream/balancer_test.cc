@@ -262,5 +262,22 @@ TEST_F(BalancerTest, ARetryOnTheSameServerKeepsIt) {
   EXPECT_EQ(r.server, a);
 }
 
+TEST_F(BalancerTest, FailureStatusesCountAgainstTheServerOnlyWhenListed) {
+  cfg_.max_fails = 2;
+  make();
+  UpstreamPool* a = balancer().pick({});
+  for (int i = 0; i < 3; ++i) balancer().on_success(a, 1.0, 503);  // not listed: a response is a success
+  EXPECT_FALSE(a->health().out(std::chrono::steady_clock::now()));
+  cfg_.failure_statuses = {502, 503};
+  make();
+  a = balancer().pick({});
+  balancer().on_success(a, 1.0, 503);
+  balancer().on_success(a, 1.0, 200);  // not consecutive
+  balancer().on_success(a, 1.0, 503);
+  EXPECT_FALSE(a->health().out(std::chrono::steady_clock::now()));
+  balancer().on_success(a, 1.0, 502);
+  EXPECT_TRUE(a->health().out(std::chrono::steady_clock::now()));
+}
+
 }  // namespace
 }  // namespace tlsfront::upstream
