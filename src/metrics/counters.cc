@@ -86,6 +86,7 @@ std::map<std::pair<std::string, std::string>, UpstreamServerTotals> sum_upstream
       r.failures += c.failures.get();
       r.retries += c.retries.get();
       r.idle += c.idle.get();
+      r.outstanding += c.outstanding.get();
       r.ping_timeouts += c.h2_ping_timeouts.get();
       r.tls_handshakes += c.tls_handshakes.get();
       r.tls_resumed += c.tls_resumed.get();

@@ -80,6 +80,7 @@ struct UpstreamServerCounters {
   Counter failures;             // connection refused/failed: the server is skipped for fail_timeout
   Counter retries;              // an exchange went on to another attempt after an error on this server
   Counter idle;                 // gauge: idle keepalive connections now (h2c: connections with no stream)
+  Counter outstanding;          // gauge: this worker's exchanges with an attempt on the server now
   Counter h2_ping_timeouts;     // h2c connections closed because a PING went unanswered (RFC 9113 §6.7)
   Counter tls_handshakes;       // TLS handshakes completed with the server ([upstream.tls])
   Counter tls_resumed;          // of those, the ones that resumed a session
@@ -95,7 +96,8 @@ struct UpstreamServerCounters {
 // One upstream server's counters summed over the workers (a scrape, the
 // admin listener's /upstreams).
 struct UpstreamServerTotals {
-  uint64_t created = 0, reused = 0, failures = 0, retries = 0, idle = 0, ping_timeouts = 0, tls_handshakes = 0,
+  uint64_t created = 0, reused = 0, failures = 0, retries = 0, idle = 0, outstanding = 0, ping_timeouts = 0,
+           tls_handshakes = 0,
            tls_resumed = 0, floods = 0, ejections = 0, panics = 0;
   std::map<std::string, uint64_t> failures_by_reason;
   std::array<uint64_t, kDurationBuckets.size() + 1> buckets{};  // response_time, non-cumulative

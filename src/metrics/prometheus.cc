@@ -278,6 +278,8 @@ std::string render_prometheus(const ProcessMetrics& m) {
                   "Requests sent on a pooled keepalive upstream connection.", &Row::reused);
   upstream_metric("tlsfront_upstream_idle_connections", "gauge",
                   "Idle keepalive upstream connections (HTTP/2: connections carrying no stream).", &Row::idle);
+  upstream_metric("tlsfront_upstream_outstanding_requests", "gauge",
+                  "Requests with an attempt on the server now (least_request's load).", &Row::outstanding);
   upstream_metric("tlsfront_upstream_failures_total", "counter",
                   "Failed attempts counted against the server (connect, TLS, reset, timeout, invalid response; "
                   "max_fails consecutive ones eject it).",

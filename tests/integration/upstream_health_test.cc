@@ -48,6 +48,9 @@ TEST_F(UpstreamHealth, AHungBackendCostsOneTimeoutPerRequestInFlightAndIsEjected
   ASSERT_TRUE(wait_until([&] { return a_.count("req") >= 10 && b_.count("req") >= 10; }));
 
   a_.process().signal(SIGSTOP);  // hung: connections accepted, nothing answered
+  const std::string outstanding_a = "tlsfront_upstream_outstanding_requests{upstream=\"backend\",server=\"" +
+                                    a_.address() + "\"}";
+  EXPECT_TRUE(wait_until([&] { return scrape_metrics(proxy_.admin_port())[outstanding_a] >= 1.0; }));
   // The requests caught at a wait out read_timeout, then go to b.
   ASSERT_TRUE(wait_until([&] { return lines_with("timeout_read") >= 1; }));
   // Three more read_timeouts of load: with a ejected, none of it waits.
@@ -62,6 +65,7 @@ TEST_F(UpstreamHealth, AHungBackendCostsOneTimeoutPerRequestInFlightAndIsEjected
   EXPECT_LE(timeouts, 2u);
   auto metrics = scrape_metrics(proxy_.admin_port());
   EXPECT_EQ(metrics["tlsfront_upstream_ejections_total{upstream=\"backend\",server=\"" + a_.address() + "\"}"], 1.0);
+  EXPECT_EQ(metrics[outstanding_a], 0.0);  // the load is over
   // Every failure by its reason, and the response times of the server that answered.
   const std::string a_labels = "upstream=\"backend\",server=\"" + a_.address() + "\"";
   const std::string b_labels = "upstream=\"backend\",server=\"" + b_.address() + "\"";

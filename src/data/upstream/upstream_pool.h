@@ -123,8 +123,14 @@ class UpstreamPool : public std::enable_shared_from_this<UpstreamPool> {
   // Exchanges of this worker with an attempt on this server now (the
   // least_request balancer's load): ProxyExchange counts them.
   uint32_t outstanding() const { return outstanding_; }
-  void begin_request() { ++outstanding_; }
-  void end_request() { --outstanding_; }
+  void begin_request() {
+    ++outstanding_;
+    if (counters_) counters_->outstanding.set(outstanding_);
+  }
+  void end_request() {
+    --outstanding_;
+    if (counters_) counters_->outstanding.set(outstanding_);
+  }
 
   const std::string& address() const { return address_; }
   const config::Endpoint& server() const { return tls_.server; }
