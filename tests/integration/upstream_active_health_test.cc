@@ -147,24 +147,32 @@ TEST_F(ActiveHealth, ABackupTakesRequestsOnlyWhileEveryPrimaryIsOut) {
   EXPECT_EQ(b_.count("req"), 20u);
 }
 
-TEST(ActiveHealthGrpc, TheGrpcHealthProtocolAgainstARealService) {
+// The gRPC health protocol against a real grpcio service: h2c, or h2 (TLS
+// with the group's own verification).
+class ActiveHealthGrpc : public ::testing::TestWithParam<bool> {};
+
+TEST_P(ActiveHealthGrpc, TheGrpcHealthProtocolAgainstARealService) {
+  const bool tls = GetParam();
   TempDir dir;
   Process server;
   const std::string port_file = dir.file("grpc.port");
-  const int grpc_port = start_grpc_server(server, dir, port_file);
+  std::vector<std::string> args;
+  if (tls) args = {"--tls", pki("localhost.chain.pem"), pki("localhost.key")};
+  const int grpc_port = start_grpc_server(server, dir, port_file, args);
   ASSERT_NE(grpc_port, 0);
   Proxy proxy(dir);
   ProxyOptions o;
   o.upstream_servers = {"127.0.0.1:" + std::to_string(grpc_port)};
-  o.upstream_extra =
-      "protocol = \"h2c\"\nmax_fails = 0\nhealth_check = { type = \"grpc\", service = \"test.Echo\", "
-      "interval = \"200ms\", timeout = \"150ms\", rise = 1, fall = 2 }\n";
+  o.upstream_extra = std::string(tls ? "protocol = \"h2\"\ntls = { trusted_ca = \"" + pki("root.pem") + "\" }\n"
+                                     : "protocol = \"h2c\"\n") +
+                     "max_fails = 0\nhealth_check = { type = \"grpc\", service = \"test.Echo\", "
+                     "interval = \"200ms\", timeout = \"150ms\", rise = 1, fall = 2 }\n";
   ASSERT_TRUE(proxy.start(o));
   const std::string labels = "upstream=\"backend\",server=\"127.0.0.1:" + std::to_string(grpc_port) + "\"";
   ASSERT_TRUE(wait_until([&] {
     return scrape_metrics(proxy.admin_port())["tlsfront_upstream_health_checks_total{" + labels +
                                               ",result=\"passed\"}"] >= 2.0;
-  }));
+  })) << proxy.process().err();
   EXPECT_NE(read_file(port_file + ".checks").find("test.Echo\n"), std::string::npos);
   write_file(port_file + ".health", "NOT_SERVING");
   ASSERT_TRUE(wait_until([&] {
@@ -177,6 +185,9 @@ TEST(ActiveHealthGrpc, TheGrpcHealthProtocolAgainstARealService) {
   proxy.stop();
   server.stop();
 }
+
+INSTANTIATE_TEST_SUITE_P(Protocols, ActiveHealthGrpc, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "h2" : "h2c"; });
 
 }  // namespace
 }  // namespace tlsfront::itest
