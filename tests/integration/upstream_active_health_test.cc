@@ -147,6 +147,24 @@ TEST_F(ActiveHealth, ABackupTakesRequestsOnlyWhileEveryPrimaryIsOut) {
   EXPECT_EQ(b_.count("req"), 20u);
 }
 
+TEST_F(ActiveHealth, AHashKeyAlwaysReachesTheSameServer) {
+  ASSERT_TRUE(start({"A", "B"}, "balance = \"hash\"\nhash = \"$header_x_user\"\n"));
+  auto get_as = [&](const std::string& user) {
+    HttpRequest req;
+    req.path = "/x";
+    req.headers = {"X-User: " + user};
+    return CurlClient(proxy_.port()).perform(req).status;
+  };
+  for (int i = 0; i < 20; ++i) ASSERT_EQ(get_as("alice"), 200);
+  // All of alice's requests on one server.
+  EXPECT_TRUE((a_.count("req") == 20 && b_.count("req") == 0) || (a_.count("req") == 0 && b_.count("req") == 20));
+  // Many users: both servers get some.
+  const size_t a_before = a_.count("req"), b_before = b_.count("req");
+  for (int i = 0; i < 100; ++i) ASSERT_EQ(get_as("user-" + std::to_string(i)), 200);
+  EXPECT_GT(a_.count("req") - a_before, 20u);
+  EXPECT_GT(b_.count("req") - b_before, 20u);
+}
+
 // The gRPC health protocol against a real grpcio service: h2c, or h2 (TLS
 // with the group's own verification).
 class ActiveHealthGrpc : public ::testing::TestWithParam<bool> {};
