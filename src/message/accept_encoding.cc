@@ -5,14 +5,6 @@ namespace {
 
 constexpr int kMalformed = 0;  // a weight that does not parse: not acceptable
 
-bool is_ows(char c) { return c == ' ' || c == '\t'; }
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_ows(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_ows(s.back())) s.remove_suffix(1);
-  return s;
-}
-
 // qvalue = ( "0" [ "." 0*3DIGIT ] ) / ( "1" [ "." 0*3("0") ] ), in thousandths.
 int parse_qvalue(std::string_view s) {
   if (s.empty() || (s[0] != '0' && s[0] != '1')) return kMalformed;
@@ -35,12 +27,12 @@ int element_weight(std::string_view params) {
     // params starts at a ';'
     params.remove_prefix(1);
     const size_t end = params.find(';');
-    std::string_view param = trim(params.substr(0, end));
+    std::string_view param = trim_ows(params.substr(0, end));
     params = end == std::string_view::npos ? std::string_view() : params.substr(end);
     // RFC 9110 §12.4.2 has no whitespace around "=", but "q =0" still means
     // a weight: read it (as 0 when malformed), never as "no weight".
     const size_t eq = param.find('=');
-    const std::string_view name = trim(param.substr(0, eq));
+    const std::string_view name = trim_ows(param.substr(0, eq));
     if (eq != std::string_view::npos && (name == "q" || name == "Q")) weight = parse_qvalue(param.substr(eq + 1));
   }
   return weight;
@@ -59,7 +51,7 @@ void for_each_element(std::string_view accept, F&& f) {
     std::string_view element = accept.substr(0, comma);
     accept = comma == std::string_view::npos ? std::string_view() : accept.substr(comma + 1);
     const size_t semi = element.find(';');
-    std::string_view coding = trim(element.substr(0, semi));
+    std::string_view coding = trim_ows(element.substr(0, semi));
     if (coding.empty()) continue;  // "#" lists allow empty elements
     f(coding, semi == std::string_view::npos ? 1000 : element_weight(element.substr(semi)));
   }

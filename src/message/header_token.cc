@@ -5,13 +5,13 @@ namespace {
 
 char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
 
-std::string_view trim(std::string_view s) {
+}  // namespace
+
+std::string_view trim_ows(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
   return s;
 }
-
-}  // namespace
 
 bool iequals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
@@ -90,7 +90,7 @@ bool is_hop_by_hop(HeaderToken token) {
 void split_list(std::string_view value, std::vector<std::string_view>& out) {
   while (!value.empty()) {
     size_t comma = value.find(',');
-    std::string_view item = trim(value.substr(0, comma));
+    std::string_view item = trim_ows(value.substr(0, comma));
     if (!item.empty()) out.push_back(item);
     if (comma == std::string_view::npos) break;
     value.remove_prefix(comma + 1);

@@ -29,6 +29,10 @@ enum class HeaderToken {
 
 bool iequals(std::string_view a, std::string_view b);
 
+// `s` without leading and trailing optional whitespace (OWS: SP and HTAB,
+// RFC 9110 §5.6.3).
+std::string_view trim_ows(std::string_view s);
+
 // Classifies a header field name (case-insensitive).
 HeaderToken classify_header(std::string_view name);
 

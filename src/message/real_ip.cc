@@ -3,12 +3,6 @@
 namespace tlsfront::http {
 namespace {
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 bool all_digits(std::string_view s) {
   if (s.empty() || s.size() > 5) return false;
   for (char c : s) {
@@ -20,7 +14,7 @@ bool all_digits(std::string_view s) {
 }  // namespace
 
 std::optional<IpAddress> parse_forwarded_address(std::string_view entry) {
-  std::string_view s = trim(entry);
+  std::string_view s = trim_ows(entry);
   if (!s.empty() && s.front() == '[') {
     const size_t close = s.find(']');
     if (close == std::string_view::npos) return std::nullopt;

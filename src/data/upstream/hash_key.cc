@@ -3,19 +3,13 @@
 namespace tlsfront::upstream {
 namespace {
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 std::optional<std::string_view> cookie_value(const http::RequestHead& head, std::string_view name) {
   for (const http::Header& h : head.headers) {
     if (!http::iequals(h.name, "cookie")) continue;
     std::string_view rest = h.value;
     while (!rest.empty()) {
       const size_t end = rest.find(';');
-      std::string_view pair = trim(rest.substr(0, end));
+      std::string_view pair = http::trim_ows(rest.substr(0, end));
       rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
       const size_t eq = pair.find('=');
       if (eq != std::string_view::npos && pair.substr(0, eq) == name) return pair.substr(eq + 1);

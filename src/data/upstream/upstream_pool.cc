@@ -33,8 +33,8 @@ UpstreamPool::UpstreamPool(uv_loop_t* loop, const config::Upstream& cfg, const c
       cfg_(cfg),
       address_(target.text),
       addr_(target.addr),
-      counters_(counters),
-      health_(health ? std::move(health) : std::make_shared<ServerHealth>()) {
+      health_(health ? std::move(health) : std::make_shared<ServerHealth>()),
+      counters_(counters) {
   tls_.ctx = std::move(tls);
   tls_.server = server;
   tls_.counters = counters;
