@@ -105,7 +105,8 @@ void collect_queries(simdjson::dom::array panels, std::vector<PanelQuery>& out) 
 // intervals of this test's Prometheus, as Grafana's $__rate_interval would be).
 std::string expand_variables(std::string expr) {
   for (const auto& [var, value] : std::vector<std::pair<std::string, std::string>>{
-           {"$__rate_interval", "10s"}, {"$instance", ".*"}, {"$upstream", ".*"}}) {
+           {"$__rate_interval", "10s"}, {"$instance", ".*"}, {"$listener", ".*"}, {"$route", ".*"},
+           {"$upstream", ".*"}}) {
     for (size_t at; (at = expr.find(var)) != std::string::npos;) expr.replace(at, var.size(), value);
   }
   return expr;
