@@ -187,16 +187,18 @@ TEST_F(Cli, TestUnwritableAccessLogFails) {
 // written, and creates none of them (a root-owned log would lock the
 // server's user out of it).
 TEST_F(Cli, TestCreatesNoFile) {
-  std::filesystem::create_directories(dir_.file("logs"));
-  std::filesystem::create_directories(dir_.file("run"));
+  const std::string tree = dir_.file("tree");  // what --test may not add to (the command's own output is beside it)
+  std::filesystem::create_directories(tree + "/logs");
+  std::filesystem::create_directories(tree + "/run");
   ProxyOptions o = good_options();
-  o.top_level = "pid_file = \"" + dir_.file("run/tlsfront.pid") + "\"";
-  o.tls_extra = "ocsp_cache_dir = \"" + dir_.file("ocsp-cache") + "\"\n[tls.ocsp]\nresponder = \"http://127.0.0.1:" +
+  o.top_level = "pid_file = \"" + tree + "/run/tlsfront.pid\"";
+  o.tls_extra = "ocsp_cache_dir = \"" + tree + "/ocsp-cache\"\n[tls.ocsp]\nresponder = \"http://127.0.0.1:" +
                 std::to_string(free_port()) + "/\"\n";
-  const std::string path = write_config(make_config(o, kAnyPort, dir_.file("logs/access.log")));
+  const std::string path = tree + "/tlsfront.toml";
+  write_file(path, make_config(o, kAnyPort, tree + "/logs/access.log"));
   auto listing = [&] {
     std::vector<std::string> files;
-    for (const auto& e : std::filesystem::recursive_directory_iterator(dir_.path())) files.push_back(e.path());
+    for (const auto& e : std::filesystem::recursive_directory_iterator(tree)) files.push_back(e.path());
     std::sort(files.begin(), files.end());
     return files;
   };

@@ -291,8 +291,10 @@ TEST_F(Metrics, RequestsByListenerAndRouteAcrossAReloadThatChangesTheRoutes) {
   o.routes = "[[route]]\nname = \"api\"\npath_prefix = \"/api/\"\nupstream = \"backend\"\n\n"
              "[[route]]\npath_prefix = \"/\"\nupstream = \"backend\"\n\n";
   ASSERT_TRUE(start(o));
-  auto get = [](int port, const std::string& path) {
-    return plain_request(port, "GET " + path + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+  auto cleartext_get = [&](const std::string& path) {
+    return plain_request(proxy_.cleartext_port(),
+                         "GET " + path + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+                         milliseconds(5'000), kCleartextIp);
   };
   auto tls_get = [&](const std::string& path) {
     TlsClient c;
@@ -308,7 +310,7 @@ TEST_F(Metrics, RequestsByListenerAndRouteAcrossAReloadThatChangesTheRoutes) {
   EXPECT_EQ(tls_get("/api/a"), 200);
   EXPECT_EQ(tls_get("/api/b"), 200);
   EXPECT_EQ(tls_get("/other"), 200);
-  EXPECT_NE(get(proxy_.cleartext_port(), "/status/404").find(" 404 "), std::string::npos);
+  EXPECT_NE(cleartext_get("/status/404").find(" 404 "), std::string::npos);
   ASSERT_TRUE(wait_until([&] { return scrape()["tlsfront_connections_active"] == 0; }));
   auto m = scrape();
   EXPECT_EQ(m[series("public", "api", "2xx")], 2);
