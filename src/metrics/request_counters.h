@@ -24,7 +24,6 @@
 // block only; reads (the scrape) on any thread.
 #pragma once
 
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
