@@ -183,8 +183,8 @@ TEST_F(Cli, TestUnwritableAccessLogFails) {
 }
 
 // --test may be run as another user than the server (root, by hand): it
-// checks that the access log, the pid file and the OCSP cache could be
-// written, and creates none of them (a root-owned log would lock the
+// checks that the access log and the pid file could be created, and creates
+// neither, nor the OCSP cache directory (a root-owned log would lock the
 // server's user out of it).
 TEST_F(Cli, TestCreatesNoFile) {
   const std::string tree = dir_.file("tree");  // what --test may not add to (the command's own output is beside it)

@@ -1,8 +1,8 @@
 // The admin endpoint: /metrics in Prometheus text format with exact counter
 // deltas after a known sequence (full and resumed handshakes by kind, a
-// failed handshake, requests by listener, route and status class (across
-// a reload), upstream connections, ticket
-// and session-cache counters), /healthz, and errors for other requests.
+// failed handshake, requests by listener, route and status class (across a
+// reload), upstream connections, ticket and session-cache counters),
+// /healthz, and errors for other requests.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <curl/curl.h>
