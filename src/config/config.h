@@ -48,6 +48,10 @@ enum class RealIpHeader : uint8_t { XForwardedFor, XRealIp };
 // [[listen]]
 struct Listener {
   Endpoint address;     // address = "0.0.0.0:8443" (required)
+  // name = "public": the listener's label in metrics (letters, digits and
+  // "-_.:/", at most 64); "" (the default): the address as written.
+  std::string name;
+  std::string label() const { return name.empty() ? address.to_string() : name; }
   int backlog = 511;    // backlog, as nginx
   // tcp_fastopen: the TCP Fast Open queue length (RFC 7413 §4.2, Linux's
   // TCP_FASTOPEN option), 0 = off. kTcpFastOpenAuto (key absent or "auto"):
@@ -473,6 +477,10 @@ struct Route {
   // the request-target exactly as the client sent it.
   bool pass_normalized = false;
   std::string position;  // "file:line:col" of the [[route]] header (for warnings)
+  // The route's label in metrics, unique among the routes: name = "api"
+  // (letters, digits and "-_.:/", at most 64), else its match as written
+  // (parse_route.cc: default_route_name).
+  std::string name;
   HeaderRules response_headers;  // to the client, after the defaults (unless inherit = false)
   HeaderRules request_headers;   // to the upstream, after the defaults (unless inherit = false)
   Compression compression;       // [compression] with this route's compress* keys applied

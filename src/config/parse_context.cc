@@ -161,6 +161,22 @@ Status TableReader::get_string(std::string_view key, std::string& out, Presence 
   return {};
 }
 
+Status get_label_name(const TableReader& t, std::string& out) {
+  std::string name;
+  if (Status s = t.get_string("name", name); !s.ok()) return s;
+  if (t.find("name") == nullptr) return {};
+  bool valid = !name.empty() && name.size() <= 64;
+  for (char c : name) {
+    valid = valid && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      std::string_view("-_.:/").find(c) != std::string_view::npos);
+  }
+  if (!valid) {
+    return t.error_at("name", "invalid name " + quote(name) + " (1 to 64 of letters, digits and \"-_.:/\")");
+  }
+  out = std::move(name);
+  return {};
+}
+
 Status TableReader::get_bool(std::string_view key, bool& out) const {
   const toml::node* node = find(key);
   if (node == nullptr) return {};

@@ -127,6 +127,10 @@ class TableReader {
   std::string path_;
 };
 
+// name = "...": a metrics label chosen by the operator ([[listen]],
+// [[route]]): 1..64 of letters, digits and "-_.:/". Absent: `out` untouched.
+[[nodiscard]] Status get_label_name(const TableReader& t, std::string& out);
+
 // The tables of the array of tables `key` of `root` ([[listen]] etc.); empty
 // when absent. Errc::Config when it is not an array of tables.
 [[nodiscard]] Result<std::vector<const toml::table*>> tables_of(const TableReader& root,

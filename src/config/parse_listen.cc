@@ -76,7 +76,7 @@ Status parse_listen(const TableReader& root, std::vector<Listener>& out) {
   std::vector<std::string> positions;  // of each address key, for duplicate reports
   for (size_t i = 0; i < tables->size(); ++i) {
     TableReader t(root.context(), *(*tables)[i], "listen[" + std::to_string(i) + "]");
-    if (Status s = t.check_keys({"address", "backlog", "tcp_fastopen", "alpn", "trust_request_id", "tls",
+    if (Status s = t.check_keys({"address", "name", "backlog", "tcp_fastopen", "alpn", "trust_request_id", "tls",
                                  "redirect_https", "https_port", "acme_upstream", "proxy_protocol",
                                  "proxy_protocol_from", "trusted_proxies", "real_ip_header", "real_ip_recursive"});
         !s.ok()) {
@@ -98,6 +98,14 @@ Status parse_listen(const TableReader& root, std::vector<Listener>& out) {
                                          (listener.address.port == 0 ? "; port 0 is one free port per host: list it once"
                                                                      : "") +
                                          ")");
+      }
+    }
+    if (Status s = get_label_name(t, listener.name); !s.ok()) return s;
+    for (size_t j = 0; j < out.size(); ++j) {
+      if (out[j].label() == listener.label()) {
+        return t.error_at(listener.name.empty() ? "address" : "name",
+                          "the metrics label " + quote(listener.label()) + " is taken by the listener at " +
+                              positions[j] + " (names must differ from each other and from the addresses)");
       }
     }
     if (Status s = t.get_integer("backlog", 1, 65535, listener.backlog); !s.ok()) return s;

@@ -232,6 +232,42 @@ Status parse_action(const TableReader& t, const std::vector<Upstream>& upstreams
   return k == "return" ? parse_return(t, **table, route.answer) : parse_redirect(t, **table, route.answer);
 }
 
+// A route's label when it has no name: its match as written, nginx-style:
+// the host ("*" for any), then the path_prefix, "=" path_exact or "~"
+// path_regex, then its methods: "api.example.com/v1/", "*=/healthz",
+// "*~^/img/.*$ GET,HEAD".
+std::string default_route_name(const Route& route) {
+  std::string name = route.host.empty() ? "*" : route.host;
+  if (route.path_match == PathMatch::Exact) name += '=';
+  if (route.path_match == PathMatch::Regex) name += '~';
+  name += route.path;
+  for (size_t i = 0; i < route.methods.size(); ++i) name += (i == 0 ? " " : ",") + route.methods[i];
+  return name;
+}
+
+// Every route's label (Route::name): named ones as given (two the same is an
+// error), the others their default_route_name, with " #<index>" added when
+// that is already taken (a duplicate route, which the router warns of).
+Status name_routes(const std::vector<const toml::table*>& tables, const TableReader& root, std::vector<Route>& routes) {
+  for (size_t i = 0; i < routes.size(); ++i) {
+    for (size_t j = 0; j < i && !routes[i].name.empty(); ++j) {
+      if (routes[j].name != routes[i].name) continue;
+      TableReader t(root.context(), *tables[i], "route[" + std::to_string(i) + "]");
+      return t.error_at("name", "duplicate route name " + quote(routes[i].name) + " (first at " +
+                                    routes[j].position + ")");
+    }
+  }
+  for (size_t i = 0; i < routes.size(); ++i) {
+    if (!routes[i].name.empty()) continue;
+    std::string name = default_route_name(routes[i]);
+    for (const Route& other : routes) {
+      if (other.name == name) name += " #" + std::to_string(i);
+    }
+    routes[i].name = std::move(name);
+  }
+  return {};
+}
+
 }  // namespace
 
 Status parse_route(const TableReader& root, const std::vector<Upstream>& upstreams,
@@ -242,7 +278,7 @@ Status parse_route(const TableReader& root, const std::vector<Upstream>& upstrea
 
   for (size_t i = 0; i < tables->size(); ++i) {
     TableReader t(root.context(), *(*tables)[i], "route[" + std::to_string(i) + "]");
-    if (Status s = t.check_keys({"host", "path_prefix", "path_exact", "path_regex", "methods", "pass_normalized",
+    if (Status s = t.check_keys({"name", "host", "path_prefix", "path_exact", "path_regex", "methods", "pass_normalized",
                                  "upgrade", "upstream", "return", "redirect", "response_headers", "request_headers",
                                  // parse_compression.cc reads these
                                  "compress", "compress_types", "compress_min_bytes", "compress_level"});
@@ -252,6 +288,7 @@ Status parse_route(const TableReader& root, const std::vector<Upstream>& upstrea
 
     Route route;
     route.position = root.context().position((*tables)[i]->source());
+    if (Status s = get_label_name(t, route.name); !s.ok()) return s;
     if (Status s = parse_host(t, route.host); !s.ok()) return s;
     if (Status s = parse_path(t, route); !s.ok()) return s;
     if (Status s = parse_methods(t, route.methods); !s.ok()) return s;
@@ -261,7 +298,7 @@ Status parse_route(const TableReader& root, const std::vector<Upstream>& upstrea
     if (Status s = parse_route_headers(t, route); !s.ok()) return s;
     out.push_back(std::move(route));
   }
-  return {};
+  return name_routes(*tables, root, out);
 }
 
 }  // namespace tlsfront::config::detail

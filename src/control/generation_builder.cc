@@ -5,7 +5,8 @@
 namespace tlsfront::control {
 
 Result<std::shared_ptr<const data::Generation>> build_generation(config::Config cfg, tls::SessionCache* session_cache,
-                                                               tls::TicketKeyStore* tickets, OcspManager* ocsp) {
+                                                               tls::TicketKeyStore* tickets, OcspManager* ocsp,
+                                                               size_t workers, const data::Generation* previous) {
   // The index borrows the config's certificate entries: build it from the
   // copy the Generation keeps.
   auto gen = std::make_shared<data::Generation>(std::move(cfg));
@@ -24,6 +25,11 @@ Result<std::shared_ptr<const data::Generation>> build_generation(config::Config 
   if (ocsp) {
     if (auto st = ocsp->prepare(*gen->tls, gen->config.tls.ocsp_cache_dir, gen->ocsp); !st) return st.take_error();
   }
+  std::vector<std::string> listeners, routes;
+  for (const config::Listener& l : gen->config.listeners) listeners.push_back(l.label());
+  for (const config::Route& r : gen->config.routes) routes.push_back(r.name);
+  gen->requests = metrics::RequestCounterTable::for_labels(std::move(listeners), std::move(routes), workers,
+                                                           previous ? previous->requests : nullptr);
   return std::shared_ptr<const data::Generation>(std::move(gen));
 }
 

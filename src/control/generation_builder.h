@@ -3,7 +3,9 @@
 // staplers. The TLS contexts use the process-wide `session_cache` and
 // `tickets` (borrowed, outlive every generation; null in --test) and get their
 // staplers from `ocsp` (borrowed, outlives every generation; null: no
-// stapling). Errors: Errc::Config, Errc::Tls (with the file named).
+// stapling). Its request counter table has a block for each of `workers`
+// (0 in --test) and continues `previous`'s (null: the first generation).
+// Errors: Errc::Config, Errc::Tls (with the file named).
 // Thread affinity: control thread (file I/O, blocking).
 #pragma once
 
@@ -21,6 +23,7 @@ class OcspManager;
 [[nodiscard]] Result<std::shared_ptr<const data::Generation>> build_generation(config::Config cfg,
                                                                              tls::SessionCache* session_cache,
                                                                              tls::TicketKeyStore* tickets,
-                                                                             OcspManager* ocsp);
+                                                                             OcspManager* ocsp, size_t workers,
+                                                                             const data::Generation* previous);
 
 }  // namespace tlsfront::control

@@ -92,7 +92,8 @@ void Server::reload() {
     added_bound[l.address.to_string()] = bound_address(l.address, fds->front());
     for (size_t w = 0; w < added.size(); ++w) added[w].push_back(data::ListenSocket{l, std::move((*fds)[w])});
   }
-  auto gen = build_generation(std::move(cfg).value(), session_cache_.get(), tickets_.get(), &ocsp_);
+  auto gen = build_generation(std::move(cfg).value(), session_cache_.get(), tickets_.get(), &ocsp_, workers_.size(),
+                              old.get());
   if (!gen) return fail(gen.error().message());
   for (const auto& line : (*gen)->tls->report_lines()) log::info("{}", line);
   for (const auto* s : (*gen)->ocsp.staplers()) log::info("{}", s->describe());
@@ -155,6 +156,7 @@ std::string Server::scrape() const {
   metrics::ProcessMetrics m;
   for (const auto& c : counters_) m.workers.push_back(c.get());
   m.generation = generation_number_;
+  if (auto gen = current_.load()) m.requests = gen->requests;
   const auto cache = session_cache_->stats();
   m.session_cache_hits = cache.hits;
   m.session_cache_misses = cache.misses;
@@ -225,7 +227,7 @@ Status Server::test(config::Config cfg) {
   }
   SystemClock clock;
   OcspManager ocsp(&clock);  // staplers built and their files checked, nothing fetched
-  auto gen = build_generation(std::move(cfg), nullptr, nullptr, &ocsp);
+  auto gen = build_generation(std::move(cfg), nullptr, nullptr, &ocsp, 0, nullptr);
   if (!gen) return gen.take_error();
   for (const auto& line : (*gen)->tls->report_lines()) std::fprintf(stderr, "tlsfront: %s\n", line.c_str());
   for (const auto* s : (*gen)->ocsp.staplers()) std::fprintf(stderr, "tlsfront: %s\n", s->describe().c_str());
@@ -340,7 +342,8 @@ Result<std::shared_ptr<const data::Generation>> Server::build_first_generation(c
   tickets_ = std::make_unique<tls::TicketKeyStore>(&clock_);
   ticket_keys_ = std::make_unique<TicketKeyManager>(cfg.tls, tickets_.get());
   if (auto st = ticket_keys_->load_initial(); !st) return st.take_error();
-  auto gen = build_generation(std::move(cfg), session_cache_.get(), tickets_.get(), &ocsp_);
+  const auto workers = static_cast<size_t>(resolve_workers(cfg.workers));
+  auto gen = build_generation(std::move(cfg), session_cache_.get(), tickets_.get(), &ocsp_, workers, nullptr);
   if (!gen) return gen.take_error();
   for (const auto& line : (*gen)->tls->report_lines()) log::info("{}", line);
   for (const auto* s : (*gen)->ocsp.staplers()) log::info("{}", s->describe());

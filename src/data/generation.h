@@ -1,7 +1,7 @@
 // Generation: one immutable, validated configuration with everything built
 // from it that is shared by the workers: the certificates with their TLS
 // contexts (chosen by SNI), the router, the compiled header rules and the
-// TLS contexts towards upstreams.
+// TLS contexts towards upstreams, and the table its requests are counted in.
 // Built off-loop by the control thread (control/generation_builder.h),
 // published through an atomic shared_ptr; each connection holds the
 // generation it was accepted under until it closes.
@@ -14,6 +14,7 @@
 #include "config/config.h"
 #include "data/http/header_plan.h"
 #include "data/http/router.h"
+#include "metrics/request_counters.h"
 #include "tls/cert_index.h"
 #include "tls/ocsp_stapler.h"
 #include "tls/upstream_tls_context.h"
@@ -32,6 +33,10 @@ struct Generation {
   // The client TLS context of each [[upstream]], indexed like
   // config.upstreams; null where its tls is off.
   std::vector<std::shared_ptr<const tls::UpstreamTlsContext>> upstream_tls;
+  // tlsfront_requests_total by this config's listener and route labels, a
+  // block per worker; shared with the generation before when the labels
+  // are the same (metrics/request_counters.h).
+  std::shared_ptr<metrics::RequestCounterTable> requests;
 
   // `tls` is set by the builder right after construction (the index
   // borrows this copy of the config's certificate entries).

@@ -145,6 +145,7 @@ std::shared_ptr<const WorkerGeneration> Worker::current_generation() {
   next->env.headers = &gen->headers;
   next->env.upstreams = &next->upstreams;
   next->env.counters = counters_;
+  if (gen->requests) next->env.requests = gen->requests->worker(static_cast<size_t>(index_));
   generation_ = std::move(next);
   return generation_;
 }

@@ -49,9 +49,32 @@ Result<std::unique_ptr<LogWriter>> LogWriter::open(std::string path, size_t max_
 }
 
 Status LogWriter::check_writable(const std::string& path) {
-  auto fd = open_file(path);
-  if (!fd) return fd.take_error();
-  return {};
+  // An existing file is opened as open() does, less O_CREAT (O_NONBLOCK: a
+  // FIFO with no reader fails instead of blocking); a missing one needs a
+  // directory this user may create it in.
+  int fd;
+  do {
+    fd = ::open(path.c_str(), (kOpenFlags & ~O_CREAT) | O_NONBLOCK);
+  } while (fd < 0 && errno == EINTR);
+  if (fd >= 0) {
+    ::close(fd);
+    return {};
+  }
+  if (errno != ENOENT) return make_error(Errc::Io, "cannot open access log \"" + path + "\": " + errno_string(errno));
+  std::string dir = path.substr(0, path.rfind('/'));
+  if (dir.empty()) dir = "/";
+  struct stat st {};
+  int err = 0;
+  if (::stat(dir.c_str(), &st) != 0) {
+    err = errno;
+  } else if (!S_ISDIR(st.st_mode)) {
+    err = ENOTDIR;
+  } else if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+    err = errno;
+  }
+  if (err == 0) return {};
+  return make_error(Errc::Io,
+                    "cannot create access log \"" + path + "\": directory \"" + dir + "\": " + errno_string(err));
 }
 
 LogWriter::LogWriter(std::string path, UniqueFd fd, size_t max_queued_bytes)

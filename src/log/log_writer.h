@@ -49,8 +49,11 @@ class LogWriter {
   [[nodiscard]] static Result<std::unique_ptr<LogWriter>> open(
       std::string path, size_t max_queued_bytes = kDefaultMaxQueuedBytes);
 
-  // Opens `path` the way open() does and closes it again: creates the file
-  // when missing, like nginx -t. Errc::Io as open().
+  // Whether open() would succeed, creating nothing (`tlsfront --test`,
+  // which may run as another user than the server): an existing `path` is
+  // opened for appending and closed; for a missing one its directory must
+  // exist and be writable and searchable by this user. Errc::Io naming the
+  // file (and the directory).
   [[nodiscard]] static Status check_writable(const std::string& path);
 
   // Calls flush_and_stop().

@@ -22,13 +22,6 @@ void Histogram::observe(std::chrono::nanoseconds d) {
   sum_ns_.add(static_cast<uint64_t>(std::max<int64_t>(d.count(), 0)));
 }
 
-void WorkerCounters::count_request(std::string_view protocol, int status, std::chrono::nanoseconds duration) {
-  const size_t p = protocol == "HTTP/2.0" ? 2 : protocol == "HTTP/1.0" ? 0 : 1;
-  const size_t cls = status >= 100 && status <= 599 ? static_cast<size_t>(status / 100 - 1) : 5;
-  requests[p][cls].add();
-  request_duration.observe(duration);
-}
-
 void LabelPairCounters::add(const char* first, const char* second) {
   const size_t n = used_.load(std::memory_order_relaxed);  // this thread is the only writer
   for (size_t i = 0; i < n; ++i) {

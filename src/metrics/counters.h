@@ -162,9 +162,8 @@ struct WorkerCounters {
   LabelPairCounters negotiated;                  // (version, cipher) of completed handshakes
   std::array<Counter, 6> client_hello_versions;  // by OfferedVersion, once per ClientHello seen
   std::array<Counter, 4> handshakes_refused;     // by Refusal (also counted as failures "error")
-  // Requests by protocol (HTTP/1.0, HTTP/1.1, HTTP/2.0) and status class
-  // (1xx..5xx, then "none": no response was sent, e.g. the client left).
-  std::array<std::array<Counter, 6>, 3> requests;
+  // Requests are counted by listener, route, protocol and status class in
+  // the generation's table (metrics/request_counters.h); their durations here.
   Histogram request_duration;
   // Gauges of [tls.session_cache] store = "redis" (data::RedisSessionStore):
   // 1 when this worker has a store, and 1 while its Redis connection is up.
@@ -202,8 +201,6 @@ struct WorkerCounters {
   // Client connections closed for a flood, by Flood.
   std::array<Counter, 3> client_floods;
   void count_flood(Flood kind) { client_floods[static_cast<size_t>(kind)].add(); }
-
-  void count_request(std::string_view protocol, int status, std::chrono::nanoseconds duration);
 
   // The counters of `server` of `upstream`; created on first use and never
   // removed (a server gone after a reload keeps its totals). The pointer is

@@ -214,16 +214,17 @@ std::string render_prometheus(const ProcessMetrics& m) {
                    escape_label_value(key.first), escape_label_value(key.second), n);
   }
 
-  header(out, "tlsfront_requests_total", "counter", "Requests by protocol and response status class.");
-  static constexpr const char* kProtocols[] = {"HTTP/1.0", "HTTP/1.1", "HTTP/2.0"};
-  static constexpr const char* kClasses[] = {"1xx", "2xx", "3xx", "4xx", "5xx", "none"};
-  for (size_t p = 0; p < 3; ++p) {
-    for (size_t c = 0; c < 6; ++c) {
-      const uint64_t n = sum(m, [p, c](const WorkerCounters& w) { return w.requests[p][c].get(); });
-      if (n == 0 && c != 1) continue;  // keep the output short; 2xx always present
-      fmt::format_to(std::back_inserter(out), "tlsfront_requests_total{{protocol=\"{}\",code=\"{}\"}} {}\n",
-                     kProtocols[p], kClasses[c], n);
-    }
+  header(out, "tlsfront_requests_total", "counter",
+         "Requests by listener, route, protocol and response status class (a series appears with its first "
+         "request).");
+  if (m.requests) {
+    static constexpr const char* kProtocols[] = {"HTTP/1.0", "HTTP/1.1", "HTTP/2.0"};
+    static constexpr const char* kClasses[] = {"1xx", "2xx", "3xx", "4xx", "5xx", "none"};
+    m.requests->for_each([&](std::string_view listener, std::string_view route, size_t p, size_t c, uint64_t n) {
+      fmt::format_to(std::back_inserter(out),
+                     "tlsfront_requests_total{{listener=\"{}\",route=\"{}\",protocol=\"{}\",code=\"{}\"}} {}\n",
+                     escape_label_value(listener), escape_label_value(route), kProtocols[p], kClasses[c], n);
+    });
   }
   histogram(out, m, "tlsfront_request_duration_seconds", "Request start to the last byte of the response.",
             [](const WorkerCounters& w) -> const Histogram& { return w.request_duration; });

@@ -6,18 +6,22 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "metrics/counters.h"
+#include "metrics/request_counters.h"
 
 namespace tlsfront::metrics {
 
 struct ProcessMetrics {
   std::vector<const WorkerCounters*> workers;  // borrowed
   uint64_t generation = 0;                     // configuration generation (1 + reloads)
+  // The current generation's tlsfront_requests_total; null: none counted.
+  std::shared_ptr<const RequestCounterTable> requests;
   // [tls.session_cache] (tls::SessionCache::Stats)
   uint64_t session_cache_hits = 0, session_cache_misses = 0, session_cache_evictions = 0,
            session_cache_expired = 0, session_cache_stores = 0, session_cache_entries = 0, session_cache_bytes = 0;

@@ -236,11 +236,7 @@ Status OcspStapler::load_initial() {
     return {};
   }
   if (cache_dir_.empty()) return {};
-  if (::mkdir(cache_dir_.c_str(), 0700) != 0 && errno != EEXIST) {
-    log::warn("ocsp: cannot create ocsp_cache_dir \"{}\": {}", cache_dir_, std::strerror(errno));
-    return {};
-  }
-  struct stat st {};
+  struct stat st {};  // the directory is made by write_cache (`tlsfront --test` creates nothing)
   if (::stat(cache_path().c_str(), &st) != 0) return {};  // nothing cached yet
   auto r = read_and_verify(cache_path());
   if (!r) {
@@ -440,6 +436,10 @@ void OcspStapler::on_expiry() {
 
 void OcspStapler::write_cache(const OcspStaple& s) {
   if (cache_dir_.empty()) return;
+  if (::mkdir(cache_dir_.c_str(), 0700) != 0 && errno != EEXIST) {
+    log::warn("ocsp: cannot create ocsp_cache_dir \"{}\": {}", cache_dir_, std::strerror(errno));
+    return;
+  }
   const std::string path = cache_path();
   const std::string tmp = path + ".tmp";
   UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644));

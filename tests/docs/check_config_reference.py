@@ -20,6 +20,16 @@
    validated by the loader itself (tlsfront_config_keys: every type, range
    and cross-reference; the files it names are not opened, as they are
    only by `tlsfront --test`).
+   With --tlsfront and --pki, each of those then passes `tlsfront --test`,
+   which opens the files: the files an example names stand for the
+   operator's own, so each is replaced by one of the test PKI's (a
+   certificate and key of the same kind; the completion's certificate is
+   the localhost one), by a certificate the test PKI's intermediate issues
+   for a [[certificate]]'s `names`, or made as the docs say (a Redis
+   password, a 32-byte wrap key), the access log's directory is a temporary one, and the test
+   PKI's root is added as trusted_ca (its chains end at a private root). An
+   example naming a file with no stand-in here is not run, and is listed as
+   checked by the loader only.
 3. The default documented for a key (the third cell of its row, when it
    starts with a TOML value: `"30s"`, 511, true) is the one
    conf/tlsfront.toml documents on its "# key = default" line, which the unit
@@ -231,7 +241,94 @@ def loads_in_loader(binary, cfg):
     return None if out.returncode == 0 else out.stderr.strip().replace(f.name, "example")
 
 
-def check_examples(files, accepted, binary):
+# The files the examples name, by the test PKI file that stands for each.
+PKI_STAND_INS = {
+    "/tmp/pki/localhost.chain.pem": "localhost.chain.pem",  # README: scripts/gen-test-pki.sh's names
+    "/tmp/pki/localhost.key": "localhost.key",
+    "/tmp/pki/root.pem": "root.pem",
+    "example.pem": "localhost.chain.pem",  # completed()'s
+    "example.key": "localhost.key",
+    "/etc/tlsfront/site.pem": "localhost.chain.pem",
+    "/etc/tlsfront/site.key": "localhost.key",
+    "/etc/tlsfront/api.ecdsa.pem": "localhost.chain.pem",
+    "/etc/tlsfront/api.ecdsa.key": "localhost.key",
+    "/etc/tlsfront/api.rsa.pem": "rsa.chain.pem",
+    "/etc/tlsfront/api.rsa.key": "rsa.key",
+    "/etc/tlsfront/internal-ca.pem": "root.pem",
+}
+# Made in the temporary directory, as the docs say to make them.
+SECRET_STAND_INS = {
+    "/etc/tlsfront/redis.pass": b"example-password\n",
+    "/etc/tlsfront/stek-wrap.key": bytes(range(32)),  # head -c 32 /dev/urandom
+}
+# Directories the package and the unit make (LogsDirectory, StateDirectory).
+DIR_STAND_INS = ("/var/log/tlsfront/", "/var/lib/tlsfront/")
+
+
+def with_stand_ins(value, pki, tmp, missing):
+    """`value` with every file path replaced by its stand-in; paths that have
+    none are added to `missing`."""
+    if isinstance(value, dict):
+        return {k: with_stand_ins(v, pki, tmp, missing) for k, v in value.items()}
+    if isinstance(value, list):
+        return [with_stand_ins(v, pki, tmp, missing) for v in value]
+    if not isinstance(value, str) or value.startswith(str(tmp)):  # made here already
+        return value
+    if value in PKI_STAND_INS:
+        return str(pki / PKI_STAND_INS[value])
+    if value in SECRET_STAND_INS:
+        path = tmp / pathlib.Path(value).name
+        path.write_bytes(SECRET_STAND_INS[value])
+        path.chmod(0o600)
+        return str(path)
+    for d in DIR_STAND_INS:
+        if value.startswith(d):
+            path = tmp / value.lstrip("/")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            return str(path)
+    if value.startswith("/etc/") or value.endswith((".pem", ".key")):
+        missing.append(value)
+    return value
+
+
+def issue_for_names(pki, tmp, table, n):
+    """Points a [[certificate]] table with `names` at a new ECDSA certificate
+    for those names, issued by the test PKI's intermediate."""
+    key, csr, pem = (tmp / f"names{n}.{ext}" for ext in ("key", "csr", "pem"))
+    san = tmp / f"names{n}.ext"
+    san.write_text("subjectAltName=" + ",".join("DNS:" + name for name in table["names"]) + "\n")
+    for cmd in (["openssl", "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                 "-keyout", key, "-subj", "/CN=" + table["names"][0], "-out", csr],
+                ["openssl", "x509", "-req", "-in", csr, "-CA", pki / "intermediate.pem", "-CAkey",
+                 pki / "intermediate.key", "-days", "2", "-extfile", san, "-out", pem]):
+        subprocess.run(list(map(str, cmd)), check=True, capture_output=True)
+    pem.write_text(pem.read_text() + (pki / "intermediate.pem").read_text())
+    table["cert"], table["key"] = str(pem), str(key)
+
+
+def passes_test(tlsfront, pki, cfg):
+    """None, "" (not run: a file without a stand-in, named in `skipped`), or
+    `tlsfront --test`'s error for the configuration `cfg` with stand-ins."""
+    with tempfile.TemporaryDirectory(prefix="example-") as d:
+        tmp = pathlib.Path(d)
+        missing = []
+        for n, table in enumerate(cfg.get("certificate", [])):
+            if table.get("names"):
+                issue_for_names(pki, tmp, table, n)
+        cfg = with_stand_ins(cfg, pki, tmp, missing)
+        if missing:
+            return "", missing
+        cfg["tls"].setdefault("trusted_ca", str(pki / "root.pem"))
+        path = tmp / "tlsfront.toml"
+        path.write_text(to_toml(cfg))
+        out = subprocess.run([tlsfront, "--test", "--config", str(path)], capture_output=True, text=True)
+        if out.returncode == 0:
+            return None, []
+        lines = [l for l in out.stderr.splitlines() if "test failed" not in l and "warning" not in l]
+        return (lines[-1] if lines else out.stderr.strip()).replace(d, "TMP"), []
+
+
+def check_examples(files, accepted, binary, tlsfront=None, pki=None, report=None):
     problems = []
     for f in files:
         lines = f.read_text().splitlines()
@@ -255,6 +352,14 @@ def check_examples(files, accepted, binary):
                         error = loads_in_loader(binary, completed(parsed))
                         if error:
                             problems.append(f"{f}:{start}: example does not load: {error}")
+                        elif tlsfront:
+                            error, missing = passes_test(tlsfront, pki, completed(parsed))
+                            if error:
+                                problems.append(f"{f}:{start}: example fails tlsfront --test: {error}")
+                            elif missing:
+                                report.append(f"{f}:{start}: loaded only (no stand-in for {', '.join(missing)})")
+                            else:
+                                report.append(f"{f}:{start}: passes tlsfront --test")
                 i = j
             i += 1
     return problems
@@ -264,6 +369,8 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--keys-binary", required=True)
     parser.add_argument("--source-dir", required=True, type=pathlib.Path)
+    parser.add_argument("--tlsfront", help="the tlsfront binary: run each example through --test")
+    parser.add_argument("--pki", type=pathlib.Path, help="the test PKI (scripts/gen-test-pki.sh), with --tlsfront")
     args = parser.parse_args()
     src = args.source_dir
     doc = src / "docs/configuration.md"
@@ -278,8 +385,11 @@ def main():
         problems.append(f"{doc}:{documented[key]}: documents {key!r}, which the loader does not accept "
                         "(or a table missing from tests/docs/every_table.toml)")
     problems += check_defaults(doc, src / "conf/tlsfront.toml")
+    report = []
     problems += check_examples([src / "README.md", *sorted((src / "docs").glob("*.md"))], accepted,
-                               args.keys_binary)
+                               args.keys_binary, args.tlsfront, args.pki.resolve() if args.pki else None, report)
+    for line in report:
+        print(line)
     for p in problems:
         print(p)
     print(f"config_reference: {len(accepted)} keys accepted by the loader, {len(documented)} documented, "

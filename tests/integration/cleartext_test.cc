@@ -429,8 +429,8 @@ TEST(FixedAnswersCli, TestShowsTheTableAndRefusesBadConfigs) {
   write_file(path, make_config(o, kAnyPort, dir.file("access.log")));
   RunResult ok = run_command(dir, {TLSFRONT_BINARY, "--test", "--config", path});
   EXPECT_EQ(ok.status.code, 0) << ok.err;
-  EXPECT_NE(ok.err.find("path_exact \"/health\" -> return 200, text/plain, 2 bytes\n"), std::string::npos) << ok.err;
-  EXPECT_NE(ok.err.find("path_prefix \"/\" -> redirect 302 \"https://example.com${request_uri}\"\n"), std::string::npos)
+  EXPECT_NE(ok.err.find("path_exact \"/health\" -> return 200, text/plain, 2 bytes; metrics route=\"*=/health\"\n"), std::string::npos) << ok.err;
+  EXPECT_NE(ok.err.find("path_prefix \"/\" -> redirect 302 \"https://example.com${request_uri}\"; metrics route=\"*/\"\n"), std::string::npos)
       << ok.err;
 
   o.cleartext = "acme_upstream = \"certbot\"\n";

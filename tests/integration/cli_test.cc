@@ -1,5 +1,6 @@
 // The command line: --version/--help, --test (config, certificate and key
-// validation with precise messages), startup failures, SIGTERM.
+// validation with precise messages; it creates no file), startup failures,
+// SIGTERM.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -7,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <thread>
 
 #include <string>
@@ -178,6 +180,32 @@ TEST_F(Cli, TestUnwritableAccessLogFails) {
   EXPECT_EQ(r.status.code, 1);
   EXPECT_NE(r.err.find("no-such-dir/access.log"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("test failed"), std::string::npos) << r.err;
+}
+
+// --test may be run as another user than the server (root, by hand): it
+// checks that the access log and the pid file could be created, and creates
+// neither, nor the OCSP cache directory (a root-owned log would lock the
+// server's user out of it).
+TEST_F(Cli, TestCreatesNoFile) {
+  const std::string tree = dir_.file("tree");  // what --test may not add to (the command's own output is beside it)
+  std::filesystem::create_directories(tree + "/logs");
+  std::filesystem::create_directories(tree + "/run");
+  ProxyOptions o = good_options();
+  o.top_level = "pid_file = \"" + tree + "/run/tlsfront.pid\"";
+  o.tls_extra = "ocsp_cache_dir = \"" + tree + "/ocsp-cache\"\n[tls.ocsp]\nresponder = \"http://127.0.0.1:" +
+                std::to_string(free_port()) + "/\"\n";
+  const std::string path = tree + "/tlsfront.toml";
+  write_file(path, make_config(o, kAnyPort, tree + "/logs/access.log"));
+  auto listing = [&] {
+    std::vector<std::string> files;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(tree)) files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    return files;
+  };
+  const std::vector<std::string> before = listing();
+  RunResult r = run_test(path);
+  EXPECT_EQ(r.status.code, 0) << r.err;
+  EXPECT_EQ(listing(), before);
 }
 
 TEST_F(Cli, TestMissingConfigFile) {

@@ -105,7 +105,8 @@ void collect_queries(simdjson::dom::array panels, std::vector<PanelQuery>& out) 
 // intervals of this test's Prometheus, as Grafana's $__rate_interval would be).
 std::string expand_variables(std::string expr) {
   for (const auto& [var, value] : std::vector<std::pair<std::string, std::string>>{
-           {"$__rate_interval", "10s"}, {"$instance", ".*"}, {"$upstream", ".*"}}) {
+           {"$__rate_interval", "10s"}, {"$instance", ".*"}, {"$listener", ".*"}, {"$route", ".*"},
+           {"$upstream", ".*"}}) {
     for (size_t at; (at = expr.find(var)) != std::string::npos;) expr.replace(at, var.size(), value);
   }
   return expr;
@@ -319,7 +320,7 @@ TEST_F(Dashboard, EveryQueryAndRuleAnswersOverRealMetrics) {
     EXPECT_GT(r.series, 0u) << "panel \"" << q.panel << "\": " << expr << " returned nothing";
   }
 
-  // 3. The template variables' label_values(metric, label) have values.
+  // 3. The template variables' label_values(metric, label) have non-empty values.
   simdjson::dom::array vars;
   ASSERT_EQ(dash["templating"]["list"].get(vars), simdjson::SUCCESS);
   static const std::regex label_values(R"(label_values\((.*),\s*([a-z_]+)\)$)");
@@ -329,7 +330,15 @@ TEST_F(Dashboard, EveryQueryAndRuleAnswersOverRealMetrics) {
     std::smatch m;
     const std::string def = expand_variables(std::string(definition));
     ASSERT_TRUE(std::regex_match(def, m, label_values)) << def;
-    EXPECT_GT(query("count by (" + m[2].str() + ") (" + m[1].str() + ")").series, 0u) << "variable " << def;
+    // Series that have the label (Grafana lists no empty value).
+    std::string selector = m[1].str();
+    const std::string has_label = m[2].str() + "!=\"\"";
+    if (selector.ends_with("}")) {
+      selector.insert(selector.size() - 1, "," + has_label);
+    } else {
+      selector += "{" + has_label + "}";
+    }
+    EXPECT_GT(query("count by (" + m[2].str() + ") (" + selector + ")").series, 0u) << "variable " << def;
   }
 
   // 4. The rules: all loaded, healthy once evaluated, recordings recorded.

@@ -1,7 +1,8 @@
 // The admin endpoint: /metrics in Prometheus text format with exact counter
 // deltas after a known sequence (full and resumed handshakes by kind, a
-// failed handshake, requests by status class, upstream connections, ticket
-// and session-cache counters), /healthz, and errors for other requests.
+// failed handshake, requests by listener, route and status class (across a
+// reload), upstream connections, ticket and session-cache counters),
+// /healthz, and errors for other requests.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <curl/curl.h>
@@ -113,8 +114,8 @@ TEST_F(Metrics, ExactCountersAfterAKnownSequence) {
   }
   EXPECT_EQ(v13, 2);
   EXPECT_EQ(v12, 2);
-  EXPECT_EQ(delta("tlsfront_requests_total{protocol=\"HTTP/1.1\",code=\"2xx\"}"), 5);
-  EXPECT_EQ(delta("tlsfront_requests_total{protocol=\"HTTP/1.1\",code=\"4xx\"}"), 1);
+  EXPECT_EQ(delta("tlsfront_requests_total{listener=\"127.0.0.1:0\",route=\"*/\",protocol=\"HTTP/1.1\",code=\"2xx\"}"), 5);
+  EXPECT_EQ(delta("tlsfront_requests_total{listener=\"127.0.0.1:0\",route=\"*/\",protocol=\"HTTP/1.1\",code=\"4xx\"}"), 1);
   EXPECT_EQ(delta("tlsfront_request_duration_seconds_count"), 6);
   EXPECT_EQ(delta("tlsfront_request_duration_seconds_bucket{le=\"+Inf\"}"), 6);
   EXPECT_EQ(delta("tlsfront_tickets_issued_total"), 1);  // session_ticket_count after the TLS 1.3 full handshake
@@ -274,8 +275,68 @@ TEST_F(Metrics, Http2ConnectionsAndStreamsAreCounted) {
   auto delta = [&](const std::string& name) { return after[name] - before[name]; };
   EXPECT_EQ(delta("tlsfront_connections_total{protocol=\"h2\"}"), 1);
   EXPECT_EQ(delta("tlsfront_connections_total{protocol=\"http/1.1\"}"), 0);
-  EXPECT_EQ(delta("tlsfront_requests_total{protocol=\"HTTP/2.0\",code=\"2xx\"}"), 2);
-  EXPECT_EQ(delta("tlsfront_requests_total{protocol=\"HTTP/2.0\",code=\"5xx\"}"), 1);
+  EXPECT_EQ(delta("tlsfront_requests_total{listener=\"127.0.0.1:0\",route=\"*/\",protocol=\"HTTP/2.0\",code=\"2xx\"}"), 2);
+  EXPECT_EQ(delta("tlsfront_requests_total{listener=\"127.0.0.1:0\",route=\"*/\",protocol=\"HTTP/2.0\",code=\"5xx\"}"), 1);
+}
+
+// tlsfront_requests_total by listener (its name, else its address as
+// written) and route (its name, else its match), and across a reload that
+// changes the routes: a route that stays keeps its series (no reset), one
+// whose index moved is not counted under another's label, a new one starts
+// at 0 and one that is gone disappears.
+TEST_F(Metrics, RequestsByListenerAndRouteAcrossAReloadThatChangesTheRoutes) {
+  ProxyOptions o;
+  o.listen_extra = "name = \"public\"";
+  o.cleartext = "redirect_https = false";
+  o.routes = "[[route]]\nname = \"api\"\npath_prefix = \"/api/\"\nupstream = \"backend\"\n\n"
+             "[[route]]\npath_prefix = \"/\"\nupstream = \"backend\"\n\n";
+  ASSERT_TRUE(start(o));
+  auto cleartext_get = [&](const std::string& path) {
+    return plain_request(proxy_.cleartext_port(),
+                         "GET " + path + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+                         milliseconds(5'000), kCleartextIp);
+  };
+  auto tls_get = [&](const std::string& path) {
+    TlsClient c;
+    EXPECT_TRUE(c.connect(port())) << c.error();
+    EXPECT_TRUE(c.write("GET " + path + " HTTP/1.1\r\nHost: localhost\r\n\r\n"));
+    auto r = c.read_response();
+    return r ? r->status : 0;
+  };
+  auto series = [](const std::string& listener, const std::string& route, const std::string& code) {
+    return "tlsfront_requests_total{listener=\"" + listener + "\",route=\"" + route +
+           "\",protocol=\"HTTP/1.1\",code=\"" + code + "\"}";
+  };
+  EXPECT_EQ(tls_get("/api/a"), 200);
+  EXPECT_EQ(tls_get("/api/b"), 200);
+  EXPECT_EQ(tls_get("/other"), 200);
+  EXPECT_NE(cleartext_get("/status/404").find(" 404 "), std::string::npos);
+  ASSERT_TRUE(wait_until([&] { return scrape()["tlsfront_connections_active"] == 0; }));
+  auto m = scrape();
+  EXPECT_EQ(m[series("public", "api", "2xx")], 2);
+  EXPECT_EQ(m[series("public", "*/", "2xx")], 1);
+  EXPECT_EQ(m[series("127.0.0.2:0", "*/", "4xx")], 1);
+
+  // "static" first (the others' indices move), "*/" renamed "rest".
+  o.upstream_servers = {backend_.address()};
+  o.routes = "[[route]]\nname = \"static\"\npath_prefix = \"/static/\"\nupstream = \"backend\"\n\n"
+             "[[route]]\nname = \"api\"\npath_prefix = \"/api/\"\nupstream = \"backend\"\n\n"
+             "[[route]]\nname = \"rest\"\npath_prefix = \"/\"\nupstream = \"backend\"\n\n";
+  write_file(proxy_.config_path(), make_config(o, kAnyPort, proxy_.access_log()));
+  proxy_.process().signal(SIGHUP);
+  ASSERT_TRUE(wait_until([&] {
+    return proxy_.process().err().find("reload: generation 2 is live") != std::string::npos;
+  })) << proxy_.process().err();
+  EXPECT_EQ(tls_get("/api/c"), 200);
+  EXPECT_EQ(tls_get("/static/x"), 200);
+  ASSERT_TRUE(wait_until([&] { return scrape()["tlsfront_connections_active"] == 0; }));
+  m = scrape();
+  EXPECT_EQ(m[series("public", "api", "2xx")], 3);
+  EXPECT_EQ(m[series("public", "static", "2xx")], 1);
+  EXPECT_EQ(m[series("127.0.0.2:0", "rest", "4xx")], 0);
+  for (const auto& [name, value] : m) {
+    EXPECT_EQ(name.find("route=\"*/\""), std::string::npos) << name << " outlived its route";
+  }
 }
 
 TEST_F(Metrics, HealthAndErrors) {

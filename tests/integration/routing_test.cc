@@ -368,9 +368,10 @@ upstream = "backend"
   const std::string& err = r.err;
   const std::string conf = dir_.file("t.toml");
   EXPECT_NE(err.find("tlsfront: route[0] (" + conf + ":"), std::string::npos) << err;
-  EXPECT_NE(err.find("): host any, methods any, path_prefix \"/api/\" -> upstream \"backend\"\n"), std::string::npos)
+  EXPECT_NE(err.find("): host any, methods any, path_prefix \"/api/\" -> upstream \"backend\"; metrics route=\"*/api/\"\n"), std::string::npos)
       << err;
-  EXPECT_NE(err.find("): host any, methods GET, path_exact \"/api/health\" -> upstream \"backend\"\n"),
+  EXPECT_NE(err.find("): host any, methods GET, path_exact \"/api/health\" -> upstream \"backend\"; "
+                     "metrics route=\"*=/api/health GET\"\n"),
             std::string::npos)
       << err;
   EXPECT_NE(err.find("tlsfront: warning: route[1] (" + conf + ":"), std::string::npos) << err;

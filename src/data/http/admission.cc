@@ -124,6 +124,7 @@ Admission admit(const SessionEnv& env, ExchangeSink* sink, RequestRecord& record
   }
   auto route = env.router->match(head.host, head.method, normalized.path);
   if (!route) return {nullptr, {404}};
+  record.route = static_cast<uint32_t>(route->route);
   const RouteHeaders* rules = env.headers ? &env.headers->route(route->route, info.scheme) : nullptr;
   if (route->action != config::RouteAction::Proxy) {
     record.route_headers = rules;

@@ -44,12 +44,20 @@ void fill_access_log_entry(log::AccessLogEntry& e, const ConnectionInfo& info, s
 // Counts the request and writes its line: `e` holds the request's own
 // fields (protocol, status and tunnel among them); the connection's, the
 // upstream side's and the durations are added here.
+// `route`: RequestRecord::route.
 void finish_line(const SessionEnv& env, const ConnectionInfo& info, std::string_view client_addr,
                  const UpstreamStats* upstream, std::chrono::steady_clock::time_point start, bool with_handshake_time,
-                 log::AccessLogEntry& e) {
+                 uint32_t route, log::AccessLogEntry& e) {
   const auto elapsed = std::chrono::steady_clock::now() - start;
+  if (env.requests.base) {
+    // The listener's index in Config::listeners: the connection's entry is
+    // one of its generation's, as env.config is (none: the "(none)" slot).
+    const size_t listener = info.listener ? static_cast<size_t>(info.listener - env.config->listeners.data())
+                                          : env.config->listeners.size();
+    env.requests.count(listener, route, e.protocol, e.status);
+  }
   if (env.counters) {
-    env.counters->count_request(e.protocol, e.status, elapsed);
+    env.counters->request_duration.observe(elapsed);
     if (e.tunnel) env.counters->tunnels_closed.add();
     if (upstream && upstream->too_early_retried) env.counters->early_data_too_early_retried.add();
   }
@@ -79,6 +87,7 @@ void RequestRecord::begin() {
   client_addr.clear();
   request_id.generate();
   route_headers = nullptr;
+  route = kNoRoute;
   upstream.reset();
 }
 
@@ -110,7 +119,7 @@ void RequestRecord::log_completed(const SessionEnv& env, const ConnectionInfo& i
   e.stream_id = stream_id;
   e.user_agent = user_agent;
   e.request_id = request_id.view();
-  finish_line(env, info, client_addr, upstream.get(), start, with_handshake_time, e);
+  finish_line(env, info, client_addr, upstream.get(), start, with_handshake_time, route, e);
 }
 
 TunnelRecord RequestRecord::to_tunnel() {
@@ -123,6 +132,7 @@ TunnelRecord RequestRecord::to_tunnel() {
   t.response_complete = response_complete;
   t.early_data = early_data;
   t.http10 = head.version_minor == 0;
+  t.route = route;
   const std::string_view id = request_id.view();
   t.text.reserve(head.method.size() + head.target.size() + user_agent.size() + id.size() + client_addr.size());
   t.text.append(head.method).append(head.target).append(user_agent).append(id).append(client_addr);
@@ -151,7 +161,7 @@ void TunnelRecord::log_completed(const SessionEnv& env, const ConnectionInfo& in
   e.ssl_early_data = early_data;
   e.bytes_sent = bytes_sent;
   e.bytes_received = bytes_received;
-  finish_line(env, info, client_addr, upstream ? &*upstream : nullptr, start, with_handshake_time, e);
+  finish_line(env, info, client_addr, upstream ? &*upstream : nullptr, start, with_handshake_time, route, e);
 }
 
 }  // namespace tlsfront::http

@@ -61,6 +61,8 @@ struct UpstreamStats {
 
 struct TunnelRecord;
 
+inline constexpr uint32_t kNoRoute = UINT32_MAX;
+
 struct RequestRecord {
   RequestHead head;
   std::chrono::system_clock::time_point time{};   // request start, wall clock (the log's `time`)
@@ -91,6 +93,9 @@ struct RequestRecord {
   // The header rules of the route that took the request (admit()); null
   // before routing or when none matched: HeaderPlan::unrouted() applies.
   const RouteHeaders* route_headers = nullptr;
+  // The index in Config::routes of the route that took the request
+  // (admit()); kNoRoute before routing or when none did. Its metrics label.
+  uint32_t route = kNoRoute;
   // Filled when the request's exchange is retired (ProxyExchange::retire);
   // null when none was started (a local answer). On the heap: a session
   // keeps its record between requests and for a tunnel's life, and needs
@@ -129,7 +134,7 @@ struct RequestRecord {
 // What an open HTTP/1.1 Upgrade tunnel keeps of its request for its log
 // line (RequestRecord::to_tunnel()): the record without the request head,
 // its strings in one buffer, the upstream's stats inline: 240 octets and
-// that buffer, against RequestRecord's 456, its strings and its stats (152): a tunnel may stay open for hours,
+// that buffer, against RequestRecord's 496, its strings and its stats (152): a tunnel may stay open for hours,
 // and a worker may hold tens of thousands. The fields mean what
 // RequestRecord's do; status is the 101's.
 struct TunnelRecord {
@@ -148,6 +153,7 @@ struct TunnelRecord {
   bool response_complete = false;
   bool early_data = false;
   bool http10 = false;  // "HTTP/1.0" in the log, else "HTTP/1.1"
+  uint32_t route = kNoRoute;
   std::optional<UpstreamStats> upstream;  // as RequestRecord's (here inline); none: no exchange was made
 
   // As RequestRecord::log_completed (an HTTP/1.1 connection: no stream).

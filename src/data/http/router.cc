@@ -150,6 +150,7 @@ std::vector<std::string> Router::table() const {
     if (r.path_match == config::PathMatch::Regex) line += " (whole path)";
     line += " -> " + action_text(r);
     if (r.pass_normalized) line += " (normalized target)";
+    line += "; metrics route=\"" + r.name + "\"";
     out.push_back(std::move(line));
   }
   return out;

@@ -42,7 +42,8 @@ class Router {
 
   // One line per route for `tlsfront --test`: "route[0] (file:line:col):
   // host *.example.com, methods GET HEAD, path_prefix "/api/" -> upstream "api""
-  // (or "-> return 200, text/plain, 2 bytes", "-> redirect 301 "https://$host$request_uri"").
+  // (or "-> return 200, text/plain, 2 bytes", "-> redirect 301 "https://$host$request_uri""),
+  // then "; metrics route="<its label>"" (config::Route::name).
   std::vector<std::string> table() const;
   // Routes that can never match: a path_prefix/path_exact no normalized path
   // has (".." segments, "//", %2e ...), or one an earlier route with the same

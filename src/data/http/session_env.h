@@ -13,10 +13,7 @@
 #include "data/http/header_plan.h"
 #include "data/http/router.h"
 #include "data/upstream/upstream_pool.h"
-
-namespace tlsfront::metrics {
-struct WorkerCounters;
-}
+#include "metrics/request_counters.h"
 
 namespace tlsfront::log {
 class AccessLog;
@@ -36,6 +33,9 @@ struct SessionEnv {
   const std::vector<std::shared_ptr<upstream::UpstreamGroup>>* upstreams = nullptr;
   log::AccessLog* access_log = nullptr;  // null: access log off
   metrics::WorkerCounters* counters = nullptr;  // null: not counted (unit tests)
+  // This worker's block of the generation's tlsfront_requests_total
+  // (metrics/request_counters.h); empty: not counted (unit tests).
+  metrics::RequestSlots requests;
   bool* shutting_down = nullptr;         // worker draining: answer with Connection: close
   CompressionBudget* compression_budget = nullptr;  // the worker's; null: unbounded (unit tests)
 };

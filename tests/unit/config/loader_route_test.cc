@@ -1,5 +1,6 @@
 // [[route]]: the matching keys (path_prefix, path_exact, path_regex,
-// methods, host wildcards, pass_normalized) and their errors.
+// methods, host wildcards, pass_normalized), their errors, and the names
+// that label the metrics.
 #include <re2/re2.h>
 
 #include "config/loader_test_support.h"
@@ -85,6 +86,51 @@ TEST(LoaderRoute, Errors) {
             R"(t.toml:14:1: route[0].host: invalid host "*" (a wildcard is "*." followed by a name, as in "*.example.com": one label))");
   EXPECT_EQ(load_error(with("pass_normalized = \"yes\"\n")),
             R"(t.toml:14:1: route[0].pass_normalized: expected a boolean, got string)");
+}
+
+// name: the metrics label of a route (default: its match as written) and of
+// a listener (default: its address as written).
+TEST(LoaderRoute, NamesLabelTheMetrics) {
+  Config c = load_ok(with(R"(name = "api"
+path_prefix = "/api/"
+
+[[route]]
+host = "Shop.example.com"
+path_exact = "/x"
+methods = ["GET", "HEAD"]
+upstream = "demo"
+
+[[route]]
+path_regex = '/img/.*'
+upstream = "demo"
+
+[[route]]
+upstream = "demo"
+
+[[route]]
+upstream = "demo"
+
+[[listen]]
+address = "[::1]:8443"
+name = "v6-public"
+)"));
+  std::vector<std::string> names;
+  for (const Route& r : c.routes) names.push_back(r.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"api", "shop.example.com=/x GET,HEAD", "*~/img/.*", "*/", "*/ #4"}));
+  ASSERT_EQ(c.listeners.size(), 2u);
+  EXPECT_EQ(c.listeners[0].label(), "127.0.0.1:8443");
+  EXPECT_EQ(c.listeners[1].label(), "v6-public");
+
+  EXPECT_EQ(load_error(with("name = \"a\"\n\n[[route]]\nname = \"a\"\nupstream = \"demo\"\n")),
+            R"(t.toml:17:1: route[1].name: duplicate route name "a" (first at t.toml:12:1))");
+  EXPECT_EQ(load_error(with("name = \"a b\"\n")),
+            R"(t.toml:14:1: route[0].name: invalid name "a b" (1 to 64 of letters, digits and "-_.:/"))");
+  EXPECT_EQ(load_error(with("name = \"\"\n")),
+            R"(t.toml:14:1: route[0].name: invalid name "" (1 to 64 of letters, digits and "-_.:/"))");
+  EXPECT_EQ(load_error(with("name = \"" + std::string(65, 'a') + "\"\n")).substr(0, 40),
+            "t.toml:14:1: route[0].name: invalid name");
+  EXPECT_EQ(load_error(with("\n[[listen]]\naddress = \"127.0.0.1:8444\"\nname = \"127.0.0.1:8443\"\n")),
+            R"(t.toml:17:1: listen[1].name: the metrics label "127.0.0.1:8443" is taken by the listener at t.toml:2:1 (names must differ from each other and from the addresses))");
 }
 
 }  // namespace

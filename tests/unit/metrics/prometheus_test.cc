@@ -1,8 +1,9 @@
 // Counters and their Prometheus rendering: histogram buckets are cumulative
 // with le="+Inf" equal to _count, workers are summed, status classes and
-// label values escaped.
+// label values escaped; requests by listener and route, across reloads.
 #include "metrics/prometheus.h"
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,10 +20,10 @@ bool has_line(const std::string& text, const std::string& line) {
 
 TEST(Prometheus, SumsWorkersAndRendersCumulativeBuckets) {
   WorkerCounters a, b;
-  a.count_request("HTTP/1.1", 200, 700us);  // le 0.001
-  a.count_request("HTTP/1.1", 204, 3ms);    // le 0.005
-  b.count_request("HTTP/2.0", 503, 40s);    // above the last bound
-  b.count_request("HTTP/1.1", 0, 1ms);      // no response: "none"; exactly on a bound: le 0.001
+  a.request_duration.observe(700us);  // le 0.001
+  a.request_duration.observe(3ms);    // le 0.005
+  b.request_duration.observe(40s);    // above the last bound
+  b.request_duration.observe(1ms);    // exactly on a bound: le 0.001
   a.connections_accepted.add(3);
   a.connections_closed.add(1);
   b.connections_accepted.add(2);
@@ -31,9 +32,6 @@ TEST(Prometheus, SumsWorkersAndRendersCumulativeBuckets) {
   const std::string text = render_prometheus(m);
   EXPECT_TRUE(has_line(text, "tlsfront_connections_accepted_total 5")) << text;
   EXPECT_TRUE(has_line(text, "tlsfront_connections_active 4")) << text;
-  EXPECT_TRUE(has_line(text, "tlsfront_requests_total{protocol=\"HTTP/1.1\",code=\"2xx\"} 2")) << text;
-  EXPECT_TRUE(has_line(text, "tlsfront_requests_total{protocol=\"HTTP/1.1\",code=\"none\"} 1")) << text;
-  EXPECT_TRUE(has_line(text, "tlsfront_requests_total{protocol=\"HTTP/2.0\",code=\"5xx\"} 1")) << text;
   EXPECT_TRUE(has_line(text, "tlsfront_request_duration_seconds_bucket{le=\"0.0005\"} 0")) << text;
   EXPECT_TRUE(has_line(text, "tlsfront_request_duration_seconds_bucket{le=\"0.001\"} 2")) << text;
   EXPECT_TRUE(has_line(text, "tlsfront_request_duration_seconds_bucket{le=\"0.005\"} 3")) << text;
@@ -42,6 +40,61 @@ TEST(Prometheus, SumsWorkersAndRendersCumulativeBuckets) {
   EXPECT_TRUE(has_line(text, "tlsfront_request_duration_seconds_count 4")) << text;
   EXPECT_TRUE(has_line(text, "tlsfront_request_duration_seconds_sum 40.004700000")) << text;
   EXPECT_NE(text.find("# TYPE tlsfront_request_duration_seconds histogram\n"), std::string::npos);
+}
+
+TEST(Prometheus, RequestsByListenerRouteProtocolAndClassSummedOverWorkers) {
+  auto table = std::make_shared<RequestCounterTable>(std::vector<std::string>{"public", "[::1]:8443"},
+                                                     std::vector<std::string>{"api", "*/"}, 2);
+  const RequestSlots a = table->worker(0), b = table->worker(1);
+  a.count(0, 0, "HTTP/1.1", 200);
+  a.count(0, 0, "HTTP/1.1", 204);
+  b.count(0, 0, "HTTP/1.1", 201);
+  b.count(1, 1, "HTTP/2.0", 503);
+  b.count(0, 2, "HTTP/1.1", 404);                   // no route
+  a.count(2, 2, "HTTP/1.0", 0);                     // no listener, no route, no response
+  a.count(7, 9, "HTTP/1.1", 200);                   // out of range: the "(none)" slots
+  EXPECT_FALSE(table->worker(2).base);               // no such worker: not counted
+  ProcessMetrics m;
+  m.requests = table;
+  const std::string text = render_prometheus(m);
+  EXPECT_TRUE(has_line(text, "tlsfront_requests_total{listener=\"public\",route=\"api\",protocol=\"HTTP/1.1\",code=\"2xx\"} 3"))
+      << text;
+  EXPECT_TRUE(has_line(text, "tlsfront_requests_total{listener=\"[::1]:8443\",route=\"*/\",protocol=\"HTTP/2.0\",code=\"5xx\"} 1"))
+      << text;
+  EXPECT_TRUE(has_line(text, "tlsfront_requests_total{listener=\"public\",route=\"(none)\",protocol=\"HTTP/1.1\",code=\"4xx\"} 1"))
+      << text;
+  EXPECT_TRUE(has_line(text, "tlsfront_requests_total{listener=\"(none)\",route=\"(none)\",protocol=\"HTTP/1.0\",code=\"none\"} 1"))
+      << text;
+  EXPECT_TRUE(has_line(text, "tlsfront_requests_total{listener=\"(none)\",route=\"(none)\",protocol=\"HTTP/1.1\",code=\"2xx\"} 1"))
+      << text;
+  size_t series = 0;
+  for (size_t at = text.find("\ntlsfront_requests_total{"); at != std::string::npos;
+       at = text.find("\ntlsfront_requests_total{", at + 1)) {
+    ++series;
+  }
+  EXPECT_EQ(series, 5u) << "only the slots that counted something: " << text;
+}
+
+// A reload keeps the table while the labels stay; new labels get a new
+// table that starts from the old totals of the labels it shares, so no
+// series mixes two routes and none goes backwards.
+TEST(Prometheus, RequestTableAcrossReloads) {
+  auto first = RequestCounterTable::for_labels({"public"}, {"api", "web"}, 1, nullptr);
+  first->worker(0).count(0, 0, "HTTP/1.1", 200);
+  first->worker(0).count(0, 0, "HTTP/1.1", 200);
+  first->worker(0).count(0, 1, "HTTP/1.1", 200);
+  EXPECT_EQ(RequestCounterTable::for_labels({"public"}, {"api", "web"}, 1, first), first);
+  // "web" gone, "static" new, "api" moved to index 1.
+  auto second = RequestCounterTable::for_labels({"public"}, {"static", "api"}, 2, first);
+  ASSERT_NE(second, first);
+  second->worker(1).count(0, 1, "HTTP/1.1", 200);  // api
+  ProcessMetrics m;
+  m.requests = second;
+  const std::string text = render_prometheus(m);
+  EXPECT_TRUE(has_line(text, "tlsfront_requests_total{listener=\"public\",route=\"api\",protocol=\"HTTP/1.1\",code=\"2xx\"} 3"))
+      << text;
+  EXPECT_EQ(text.find("route=\"web\""), std::string::npos) << text;
+  EXPECT_EQ(text.find("route=\"static\""), std::string::npos) << text;
 }
 
 TEST(Prometheus, UpstreamRowsAreSummedAndLabelsEscaped) {

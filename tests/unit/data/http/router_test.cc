@@ -145,7 +145,7 @@ TEST(Router, WarnsAboutRoutesThatCanNeverMatch) {
             std::string::npos)
       << all;
   EXPECT_EQ(r.table().size(), cfg.routes.size());
-  EXPECT_EQ(r.table()[3], "route[3]: host any, methods GET, path_prefix \"/api/\" -> upstream \"b\"");
+  EXPECT_EQ(r.table()[3], "route[3]: host any, methods GET, path_prefix \"/api/\" -> upstream \"b\"; metrics route=\"\"");
 }
 
 }  // namespace
@@ -182,10 +182,12 @@ TEST(Router, FixedAnswerRoutes) {
   EXPECT_EQ(m->action, config::RouteAction::Proxy);
   EXPECT_EQ(m->answer, nullptr);
   ASSERT_EQ(r.table().size(), 3u);
-  EXPECT_EQ(r.table()[0], "route[0]: host any, methods any, path_exact \"/health\" -> return 200, text/plain, 2 bytes");
+  EXPECT_EQ(r.table()[0], "route[0]: host any, methods any, path_exact \"/health\" -> return 200, text/plain, 2 bytes; "
+                            "metrics route=\"\"");
   EXPECT_EQ(
       r.table()[1],
-      "route[1]: host any, methods any, path_prefix \"/old/\" -> redirect 301 \"https://${host}/$$${request_uri}\"");
+      "route[1]: host any, methods any, path_prefix \"/old/\" -> redirect 301 \"https://${host}/$$${request_uri}\"; "
+      "metrics route=\"\"");
 }
 
 }  // namespace
