@@ -53,7 +53,7 @@ constexpr const char* kChecks =
     "fall = 2 }\n";
 
 TEST_F(ActiveHealth, AKilledServerIsDownWithinFallTimesIntervalAndBackAfterRise) {
-  ASSERT_TRUE(start({"A", "B"}, std::string(kChecks) + "slow_start = \"1s\"\n"));
+  ASSERT_TRUE(start({"A", "B"}, std::string(kChecks) + "slow_start = \"3s\"\n"));
   Load load(proxy_.port(), 2);
   ASSERT_TRUE(wait_until([&] { return a_.count("req") >= 10 && b_.count("req") >= 10; }));
   const auto killed = Clock::now();
@@ -82,12 +82,29 @@ TEST_F(ActiveHealth, AKilledServerIsDownWithinFallTimesIntervalAndBackAfterRise)
   const size_t a_before = a_.count("req");
   ASSERT_TRUE(a_.start());
   ASSERT_TRUE(stderr_has("server " + a_.address() + " is up after 2 passed health check(s)"));
-  EXPECT_TRUE(wait_until([&] { return a_.count("req") >= a_before + 50; }));
+  const auto up = Clock::now();
+  // slow_start: a's share of the next 300 requests starts near 10 % of its
+  // weight (weights 10..20 against b's 100), and is about half once the
+  // ramp is over.
+  auto share_of_next = [&](size_t n) {
+    const size_t a0 = a_.count("req"), b0 = b_.count("req");
+    EXPECT_TRUE(wait_until([&] { return a_.count("req") + b_.count("req") >= a0 + b0 + n; }));
+    const double a = static_cast<double>(a_.count("req") - a0);
+    return a / (a + static_cast<double>(b_.count("req") - b0));
+  };
+  const double early = share_of_next(300);
+  const auto early_ms = std::chrono::duration_cast<milliseconds>(Clock::now() - up).count();
+  std::this_thread::sleep_until(up + milliseconds(3'200));
+  const double late = share_of_next(600);
+  EXPECT_GT(a_.count("req"), a_before);
+  EXPECT_LT(early, 0.3);
+  EXPECT_GT(late, 0.35);
   load.finish();
   // Every request that met a dead a moved to b (refused: nothing sent).
   EXPECT_EQ(load.failed.load(), 0) << load.ok.load() << " succeeded";
-  std::printf("active checks: down %lld ms after the kill (fall 2 x interval 200 ms, timeout 100 ms)\n",
-              static_cast<long long>(down_after.count()));
+  std::printf("active checks: down %lld ms after the kill (fall 2 x interval 200 ms, timeout 100 ms); "
+              "slow_start 3 s: share %.3f in its first %lld ms back, %.3f after the ramp\n",
+              static_cast<long long>(down_after.count()), early, static_cast<long long>(early_ms), late);
 }
 
 TEST_F(ActiveHealth, AReloadKeepsTheVerdictOfTheServersThatStay) {
