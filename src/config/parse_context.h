@@ -165,7 +165,7 @@ Error missing_table(const ParseContext& ctx, std::string_view key, bool array_of
 // table, or true/false) into `u.tls`, once u.protocol is known ("h2"
 // enables it).
 [[nodiscard]] Status parse_upstream_tls(const TableReader& t, Upstream& u);
-[[nodiscard]] Status parse_route(const TableReader& root, const std::vector<Upstream>& upstreams,
+[[nodiscard]] Status parse_route(const TableReader& root, const Config& config,
                                  std::vector<Route>& out);
 // parse_compression.cc: top-level [compression] into `defaults`, then each
 // [[route]]'s compress* keys over a copy of them into routes[i].compression
@@ -176,6 +176,14 @@ Error missing_table(const ParseContext& ctx, std::string_view key, bool array_of
 [[nodiscard]] Status parse_resolver(const TableReader& root, Resolver& out);
 [[nodiscard]] Status parse_admin(const TableReader& root, const std::vector<Listener>& listeners, Admin& out);
 [[nodiscard]] Status parse_limits(const TableReader& root, Limits& out);
+// `access` of a [[listen]] or [[route]] (config/parse_access.cc).
+[[nodiscard]] Status parse_access(const TableReader& t, std::vector<AccessRule>& out);
+// [[limit_req]] and [[limit_conn]] zones.
+[[nodiscard]] Status parse_limit_zones(const TableReader& root, std::vector<LimitReqZone>& req,
+                                       std::vector<LimitConnZone>& conn);
+// A [[route]]'s access, limit_req and limit_conn (zones parsed before).
+[[nodiscard]] Status parse_route_limits(const TableReader& t, const std::vector<LimitReqZone>& req,
+                                        const std::vector<LimitConnZone>& conn, Route& route);
 [[nodiscard]] Status parse_timeouts(const TableReader& root, Timeouts& out);
 [[nodiscard]] Status parse_http2(const TableReader& root, Http2& out);
 // parse_headers.cc: the table `key` of `parent` (response_headers or

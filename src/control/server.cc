@@ -23,6 +23,7 @@
 #include "log/log_writer.h"
 #include "control/admin_server.h"
 #include "control/fd_limit.h"
+#include "control/limit_metrics.h"
 #include "metrics/prometheus.h"
 #include "control/listener.h"
 #include "control/pid_file.h"
@@ -187,7 +188,10 @@ std::string Server::scrape() const {
   m.max_fds = open_files_soft_limit();
   m.open_fds = open_fd_count();
   m.extra = ocsp_.metrics();
-  if (auto gen = current_.load(); gen && gen->tls) m.extra += certificate_metrics(*gen->tls, clock_.now());
+  if (auto gen = current_.load(); gen && gen->tls) {
+    m.extra += certificate_metrics(*gen->tls, clock_.now());
+    m.extra += limit_metrics(*gen);
+  }
   return metrics::render_prometheus(m);
 }
 

@@ -13,6 +13,7 @@
 
 #include "config/config.h"
 #include "data/http/header_plan.h"
+#include "data/http/request_limits.h"
 #include "data/http/router.h"
 #include "tls/cert_index.h"
 #include "tls/ocsp_stapler.h"
@@ -32,6 +33,9 @@ struct Generation {
   // The client TLS context of each [[upstream]], indexed like
   // config.upstreams; null where its tls is off.
   std::vector<std::shared_ptr<const tls::UpstreamTlsContext>> upstream_tls;
+  // The state of config.limit_req / limit_conn zones, shared by every
+  // worker (and kept across reloads: control/generation_builder.cc).
+  http::RequestLimits limits;
 
   // `tls` is set by the builder right after construction (the index
   // borrows this copy of the config's certificate entries).

@@ -144,6 +144,7 @@ std::shared_ptr<const WorkerGeneration> Worker::current_generation() {
   next->env.router = &gen->router;
   next->env.headers = &gen->headers;
   next->env.upstreams = &next->upstreams;
+  next->env.limits = &gen->limits;
   next->env.counters = counters_;
   generation_ = std::move(next);
   return generation_;
@@ -199,7 +200,7 @@ void Worker::on_accepted(const config::Endpoint& address, UniqueFd fd) {
     loop_ctx_->defer_delete(std::move(conn));
     return;
   }
-  if (conn->closed()) {  // refused at accept (proxy_protocol_from)
+  if (conn->closed()) {  // refused at accept (proxy_protocol_from, access, max_connections_per_client)
     loop_ctx_->defer_delete(std::move(conn));
     return;
   }
@@ -280,6 +281,19 @@ void Worker::report_proxy_refusal(metrics::ProxyRefusal reason, std::string_view
   log::warn("worker {}: closed a connection from {}:{} on a proxy_protocol listener: {} ({}); {} such connection{} "
             "since the last report (at most one per {} s)",
             index_, peer, port, why, metrics::kProxyRefusalNames[static_cast<size_t>(reason)], n, n == 1 ? "" : "s",
+            kProxyReportInterval.count());
+}
+
+void Worker::report_connection_refusal(metrics::ConnectionRefusal reason, std::string_view peer, uint16_t port) {
+  counters_->connections_refused[static_cast<size_t>(reason)].add();
+  const uint64_t n = refusal_report_.count(std::chrono::steady_clock::now());
+  if (n == 0) return;
+  constexpr const char* why[] = {"its [[listen]] access rules deny it", "[limits] max_connections_per_client reached",
+                                 "[limits] max_full_handshakes_per_client spent"};
+  log::warn("worker {}: refused a connection from {}:{}: {} ({}); {} refused connection{} since the last report (at "
+            "most one per {} s)",
+            index_, peer, port, why[static_cast<size_t>(reason)],
+            metrics::kConnectionRefusalNames[static_cast<size_t>(reason)], n, n == 1 ? "" : "s",
             kProxyReportInterval.count());
 }
 

@@ -123,6 +123,9 @@ class Worker {
   // kProxyReportInterval (the line says how many it stands for).
   void report_proxy_refusal(metrics::ProxyRefusal reason, std::string_view peer, uint16_t port, std::string_view why);
   static constexpr std::chrono::seconds kProxyReportInterval{10};
+  // A connection refused by its client address (data/client_admission.h):
+  // counted, and logged as a warning at most once per kProxyReportInterval.
+  void report_connection_refusal(metrics::ConnectionRefusal reason, std::string_view peer, uint16_t port);
 
  private:
   void run(std::vector<ListenSocket> sockets);
@@ -161,6 +164,7 @@ class Worker {
   uint64_t max_connections_ = 0;         // [limits] of the newest connection's generation
   log::LogThrottle accept_report_{kAcceptReportInterval};
   log::LogThrottle proxy_report_{kProxyReportInterval};
+  log::LogThrottle refusal_report_{kProxyReportInterval};
   struct Listening {
     config::Endpoint address;
     std::unique_ptr<Acceptor> acceptor;

@@ -99,7 +99,31 @@ std::unique_ptr<upstream::UpstreamTunnel> ProxyExchange::take_tunnel(std::unique
   return tunnel;
 }
 
+void ProxyExchange::hold_limits(std::vector<ConcurrencySlot> slots, uint64_t wait_ms) {
+  limit_slots_ = std::move(slots);
+  limit_wait_ms_ = wait_ms;
+}
+
 void ProxyExchange::start() {
+  if (limit_wait_ms_ == 0) {
+    go();
+    return;
+  }
+  transition(phase_, Phase::Delayed);
+  delay_timer_ = std::make_unique<LazyTimer>();
+  delay_timer_->init(
+      loop_,
+      [](void* self) {
+        auto* e = static_cast<ProxyExchange*>(self);
+        if (e->phase_ != Phase::Delayed) return;
+        e->go();
+        if (e->phase_ != Phase::Done && !e->request_body_congested()) e->sink_->on_request_body_writable();
+      },
+      this);
+  delay_timer_->arm(std::chrono::milliseconds(limit_wait_ms_));
+}
+
+void ProxyExchange::go() {
   if (sink_->connection_info().early_data) {
     if (early_ == EarlyData::Hold) {
       transition(phase_, Phase::Held);
@@ -189,7 +213,7 @@ void ProxyExchange::attempt(upstream::UpstreamPool* pool, bool allow_reuse) {
 }
 
 void ProxyExchange::send_up(std::string_view bytes) {
-  if (phase_ == Phase::Held) {  // no connection yet: all of it waits here
+  if (waiting()) {  // no connection yet: all of it waits here
     replay_.append(bytes);
     return;
   }
@@ -244,7 +268,7 @@ void ProxyExchange::on_request_complete() {
 }
 
 bool ProxyExchange::request_body_congested() const {
-  if (phase_ == Phase::Held) return true;
+  if (waiting()) return true;
   return channel_ && channel_->buffered_bytes() > upstream::kWriteHighWatermark;
 }
 
@@ -258,6 +282,7 @@ void ProxyExchange::pause_upstream() {
 
 void ProxyExchange::cancel() {
   if (phase_ != Phase::Done) transition(phase_, Phase::Done);
+  delay_timer_.reset();
   drop_encoder();  // the codec state goes now, not with the deferred delete
   drop_connection();
   count_load(false);

@@ -44,6 +44,8 @@
 #include "message/content_encoder.h"
 #include "message/header_edit.h"
 #include "message/request.h"
+#include "util/concurrency_table.h"
+#include "util/lazy_timer.h"
 #include "util/loop_context.h"
 #include "util/state.h"
 
@@ -92,9 +94,12 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   //                   the handshake is still incomplete) | Connecting (the
   //                   same, handshake complete: sent again without Early-Data)
   //   Held         -> Connecting (on_handshake_done) | Done (cancelled)
+  //   Created      -> Delayed (start() with a limit_req wait: hold_limits)
+  //   Delayed      -> Connecting | Held (the wait ended: as start() would
+  //                   go on) | Done (cancelled)
   // Done: the response completed, failed, or the exchange was cancelled; no
   // sink call is made after it.
-  enum class Phase { Created, Connecting, AwaitingHead, Streaming, Tunnel, Held, Done };
+  enum class Phase { Created, Connecting, AwaitingHead, Streaming, Tunnel, Held, Delayed, Done };
   // What the replay buffer holds (everything sent upstream so far, so a
   // failed attempt can be replayed on a new connection):
   //   Whole   -> Lost   the whole request body (a Content-Length) fits:
@@ -130,6 +135,10 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
                                                                upstream::UpstreamHandler* handler,
                                                                RequestRecord& record);
 
+  // Before start(): the route's limit_conn slots, held until the exchange
+  // goes, and a limit_req wait: start() then sends nothing before `wait_ms`
+  // have passed on the loop's timers (the body waits as in Held).
+  void hold_limits(std::vector<ConcurrencySlot> slots, uint64_t wait_ms);
   // Sends the request head upstream (an EarlyData::Hold request in early
   // data: once on_handshake_done() is called). Failures are reported through
   // the sink.
@@ -168,6 +177,10 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
  private:
   // Picks a server and attempts it (start() once nothing holds it).
   void begin();
+  // start() after any limit_req wait: Held, or begin().
+  void go();
+  // Held or Delayed: nothing went up yet, the body waits in replay_.
+  bool waiting() const { return phase_ == Phase::Held || phase_ == Phase::Delayed; }
   void attempt(upstream::UpstreamPool* pool, bool allow_reuse);
   // Counts this exchange in (or out of) pool_'s outstanding requests, the
   // least_request balancer's load: in while an attempt runs there.
@@ -244,25 +257,30 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   int informational_ = 0;
   std::chrono::steady_clock::time_point attempt_start_;
   UpstreamStats stats_;
+  // hold_limits(): what the route's limits gave this request.
+  std::vector<ConcurrencySlot> limit_slots_;
+  uint64_t limit_wait_ms_ = 0;
+  std::unique_ptr<LazyTimer> delay_timer_;  // Delayed only
 };
 
 // The transition tables (util/state.h).
 constexpr bool legal(ProxyExchange::Phase from, ProxyExchange::Phase to) {
   using P = ProxyExchange::Phase;
   switch (from) {
-    case P::Created: return to == P::Connecting || to == P::Held || to == P::Done;
+    case P::Created: return to == P::Connecting || to == P::Held || to == P::Delayed || to == P::Done;
     case P::Connecting: return to == P::AwaitingHead || to == P::Connecting || to == P::Done;
     case P::AwaitingHead:
       return to == P::Streaming || to == P::Tunnel || to == P::Connecting || to == P::Held || to == P::Done;
     case P::Streaming: return to == P::Done;
     case P::Tunnel: return to == P::Done;
     case P::Held: return to == P::Connecting || to == P::Done;
+    case P::Delayed: return to == P::Connecting || to == P::Held || to == P::Done;
     case P::Done: return false;
   }
   return false;
 }
 constexpr const char* name(ProxyExchange::Phase p) {
-  constexpr const char* names[] = {"Created", "Connecting", "AwaitingHead", "Streaming", "Tunnel", "Held", "Done"};
+  constexpr const char* names[] = {"Created", "Connecting", "AwaitingHead", "Streaming", "Tunnel", "Held", "Delayed", "Done"};
   return names[static_cast<int>(p)];
 }
 constexpr bool legal(ProxyExchange::Replay from, ProxyExchange::Replay to) {

@@ -25,6 +25,7 @@ class AccessLog;
 namespace tlsfront::http {
 
 class CompressionBudget;
+struct RequestLimits;
 
 // What a session borrows from its worker and generation; all outlive it.
 struct SessionEnv {
@@ -38,6 +39,9 @@ struct SessionEnv {
   metrics::WorkerCounters* counters = nullptr;  // null: not counted (unit tests)
   bool* shutting_down = nullptr;         // worker draining: answer with Connection: close
   CompressionBudget* compression_budget = nullptr;  // the worker's; null: unbounded (unit tests)
+  // The generation's [[limit_req]] / [[limit_conn]] zones (node-wide);
+  // null: zones are not checked (unit tests).
+  const RequestLimits* limits = nullptr;
 };
 
 }  // namespace tlsfront::http
