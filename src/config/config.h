@@ -481,6 +481,15 @@ struct LimitReqZone {
   uint64_t delay = 0;                 // delay = N; nodelay = true sets kNoDelay
   static constexpr uint64_t kNoDelay = UINT64_MAX;
   uint64_t size_bytes = 10 * 1024 * 1024;  // size = "10m": the keys' memory, LRU past it
+  // store = "redis": the check is one atomic GCRA script in Redis
+  // (data/redis_rate_limiter.h), shared by every node using the same
+  // Redis and prefix; a Redis that does not answer lets requests through.
+  SessionStore store = SessionStore::Memory;
+  Endpoint redis{"127.0.0.1", 6379};        // redis = "127.0.0.1:6379"
+  std::string redis_user;                   // ACL user for AUTH; "" = AUTH <password> only
+  std::string redis_password_file;          // path; read at start-up ("" = no AUTH)
+  std::string redis_prefix = "tlsfront";    // keys are "<prefix>:lreq:<zone>:<key>"
+  Millis redis_timeout{50};                 // no answer within it: the request goes on
   bool operator==(const LimitReqZone&) const = default;
 };
 

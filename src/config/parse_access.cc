@@ -83,6 +83,33 @@ Status parse_rate(const TableReader& t, LimitReqZone& zone) {
   return {};
 }
 
+// store = "memory" | "redis" and, with "redis", where and how.
+Status parse_zone_store(const TableReader& t, LimitReqZone& zone) {
+  std::string store = "memory";
+  if (Status s = t.get_string("store", store); !s.ok()) return s;
+  if (store != "memory" && store != "redis") {
+    return t.error_at("store", "unknown store " + quote(store) + " (expected \"memory\" or \"redis\")");
+  }
+  if (store == "memory") {
+    for (const char* key : {"redis", "redis_user", "redis_password_file", "redis_prefix", "redis_timeout"}) {
+      if (t.find(key) != nullptr) return t.error_at(key, "only used with store = \"redis\"");
+    }
+    return {};
+  }
+  zone.store = SessionStore::Redis;
+  std::string address;
+  if (Status s = t.get_string("redis", address, Presence::Optional, /*allow_empty=*/false); !s.ok()) return s;
+  if (!address.empty()) {
+    Result<Endpoint> endpoint = parse_endpoint(address, /*allow_localhost=*/true);
+    if (!endpoint.ok()) return t.error_at("redis", endpoint.error().message());
+    zone.redis = *endpoint;
+  }
+  if (Status s = parse_redis_auth(t, zone.redis_user, zone.redis_password_file, zone.redis_prefix); !s.ok()) return s;
+  if (Status s = t.get_duration("redis_timeout", Millis{1}, zone.redis_timeout); !s.ok()) return s;
+  if (zone.redis_timeout > Millis{10'000}) return t.error_at("redis_timeout", "must be at most 10s");
+  return {};
+}
+
 Status unique_name(const TableReader& t, const std::vector<std::string>& seen, std::string& name) {
   if (Status s = t.get_string("name", name, Presence::Required, false); !s.ok()) return s;
   for (const auto& other : seen) {
@@ -142,7 +169,11 @@ Status parse_limit_zones(const TableReader& root, std::vector<LimitReqZone>& req
   std::vector<std::string> names;
   for (size_t i = 0; i < req_tables->size(); ++i) {
     TableReader t(root.context(), *(*req_tables)[i], "limit_req[" + std::to_string(i) + "]");
-    if (Status s = t.check_keys({"name", "key", "rate", "burst", "nodelay", "delay", "size"}); !s.ok()) return s;
+    if (Status s = t.check_keys({"name", "key", "rate", "burst", "nodelay", "delay", "size", "store", "redis",
+                                 "redis_user", "redis_password_file", "redis_prefix", "redis_timeout"});
+        !s.ok()) {
+      return s;
+    }
     LimitReqZone zone;
     if (Status s = unique_name(t, names, zone.name); !s.ok()) return s;
     if (Status s = parse_key(t, zone.key, zone.header); !s.ok()) return s;
@@ -155,6 +186,7 @@ Status parse_limit_zones(const TableReader& root, std::vector<LimitReqZone>& req
     if (zone.delay > zone.burst) return t.error_at("delay", "must be at most burst (" + std::to_string(zone.burst) + ")");
     if (nodelay) zone.delay = LimitReqZone::kNoDelay;
     if (Status s = t.get_size("size", 64 * 1024, uint64_t{1} << 34, zone.size_bytes); !s.ok()) return s;
+    if (Status s = parse_zone_store(t, zone); !s.ok()) return s;
     names.push_back(zone.name);
     req.push_back(std::move(zone));
   }

@@ -176,6 +176,10 @@ Error missing_table(const ParseContext& ctx, std::string_view key, bool array_of
 [[nodiscard]] Status parse_resolver(const TableReader& root, Resolver& out);
 [[nodiscard]] Status parse_admin(const TableReader& root, const std::vector<Listener>& listeners, Admin& out);
 [[nodiscard]] Status parse_limits(const TableReader& root, Limits& out);
+// redis_user, redis_password_file, redis_prefix of a table with a Redis
+// (config/parse_tls.cc).
+[[nodiscard]] Status parse_redis_auth(const TableReader& t, std::string& user, std::string& password_file,
+                                      std::string& prefix);
 // `access` of a [[listen]] or [[route]] (config/parse_access.cc).
 [[nodiscard]] Status parse_access(const TableReader& t, std::vector<AccessRule>& out);
 // [[limit_req]] and [[limit_conn]] zones.

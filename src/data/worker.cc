@@ -156,6 +156,8 @@ void Worker::run(std::vector<ListenSocket> sockets) {
   env_.access_log = log_writer_ ? access_log_.get() : nullptr;
   env_.shutting_down = &shutting_down_;
   env_.compression_budget = &compression_budget_;
+  rate_limiter_ = std::make_unique<RedisRateLimiter>(&loop_, index_, counters_);
+  env_.remote_limiter = rate_limiter_.get();
   std::shared_ptr<const Generation> gen = current_generation()->gen;  // its env copies env_
   if (const auto& sc = gen->config.tls.session_cache; sc.enabled && sc.store == config::SessionStore::Redis) {
     auto store = RedisSessionStore::create(sc, &loop_, index_, counters_);
@@ -182,6 +184,7 @@ void Worker::run(std::vector<ListenSocket> sockets) {
   generation_.reset();        // defers the upstream groups
   loop_ctx_->run_deferred();
   if (session_store_) session_store_->close();
+  rate_limiter_->close();
   access_log_->close();
   accept_backoff_.close();
   loop_ctx_->close();
@@ -375,6 +378,7 @@ void Worker::finish_stop() {
   }
   // Its Redis connection is a referenced handle: close it so uv_run can end.
   if (session_store_) session_store_->close();
+  if (rate_limiter_) rate_limiter_->close();
   inbox_.close();
   // With no referenced handle left, uv_run returns and run() tears down.
 }

@@ -36,6 +36,7 @@
 #include "data/generation.h"
 #include "data/http/compression_budget.h"
 #include "data/http/session_env.h"
+#include "data/redis_rate_limiter.h"
 #include "data/redis_session_store.h"
 #include "data/upstream/upstream_pool.h"
 #include "log/access_log.h"
@@ -174,6 +175,7 @@ class Worker {
   std::shared_ptr<WorkerGeneration> generation_;
   http::SessionEnv env_;
   std::unique_ptr<RedisSessionStore> session_store_;
+  std::unique_ptr<RedisRateLimiter> rate_limiter_;  // [[limit_req]] store = "redis" (connects on first use)
   bool shutting_down_ = false;
   bool stop_finished_ = false;
   bool stopped_ = false;

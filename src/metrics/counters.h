@@ -212,6 +212,8 @@ struct WorkerCounters {
   void count_flood(Flood kind) { client_floods[static_cast<size_t>(kind)].add(); }
   std::array<Counter, 3> connections_refused;  // by ConnectionRefusal
   std::array<Counter, 3> requests_refused;     // by RequestRefusal
+  // [[limit_req]] store = "redis" checks that failed open (no usable answer).
+  Counter limit_redis_errors;
   // A route's limits answered `status` (403, 429 or 503).
   void count_limited(int status) {
     requests_refused[static_cast<size_t>(status == 403   ? RequestRefusal::Access

@@ -140,6 +140,12 @@ std::string render_prometheus(const ProcessMetrics& m) {
                    kRequestRefusalNames[r], sum(m, [r](const WorkerCounters& w) { return w.requests_refused[r].get(); }));
   }
 
+  header(out, "tlsfront_limit_redis_errors_total", "counter",
+         "[[limit_req]] store = \"redis\" checks Redis did not answer usably (timeout, error, backoff): the "
+         "request went on (fail open).");
+  fmt::format_to(std::back_inserter(out), "tlsfront_limit_redis_errors_total {}\n",
+                 sum(m, [](const WorkerCounters& w) { return w.limit_redis_errors.get(); }));
+
   header(out, "tlsfront_client_floods_total", "counter",
          "Client connections closed for a flood: TLS post-handshake messages (KeyUpdate, renegotiation), HTTP/2 "
          "control frames, HTTP/2 streams reset before their response.");

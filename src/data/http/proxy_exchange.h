@@ -37,6 +37,7 @@
 
 #include "data/http/compression_budget.h"
 #include "data/http/exchange_sink.h"
+#include "data/http/request_limits.h"
 #include "data/http/request_record.h"
 #include "data/upstream/request_head.h"
 #include "data/upstream/upstream_channel.h"
@@ -48,6 +49,10 @@
 #include "util/lazy_timer.h"
 #include "util/loop_context.h"
 #include "util/state.h"
+
+namespace tlsfront::metrics {
+struct WorkerCounters;
+}
 
 namespace tlsfront::http {
 
@@ -139,6 +144,12 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   // goes, and a limit_req wait: start() then sends nothing before `wait_ms`
   // have passed on the loop's timers (the body waits as in Held).
   void hold_limits(std::vector<ConcurrencySlot> slots, uint64_t wait_ms);
+  // Before start(): store = "redis" zones to ask first (LimitDecision::
+  // remote), through `limiter`; the exchange waits in Delayed for every
+  // answer, then sends the request, after the longest wait asked for, or
+  // answers 429 with Retry-After itself. `counters` may be null.
+  void check_remote_limits(RemoteLimiter* limiter, const config::Config* config, const RequestLimits* limits,
+                           std::vector<std::pair<size_t, std::string>> checks, metrics::WorkerCounters* counters);
   // Sends the request head upstream (an EarlyData::Hold request in early
   // data: once on_handshake_done() is called). Failures are reported through
   // the sink.
@@ -179,6 +190,12 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   void begin();
   // start() after any limit_req wait: Held, or begin().
   void go();
+  // Delayed for `ms` on the loop's timers, then go().
+  void wait_then_go(uint64_t ms);
+  // One store = "redis" zone answered (nullopt: it failed open).
+  void on_remote_limit(size_t zone, std::optional<GcraVerdict> verdict);
+  // A 429 with Retry-After, as the response (a redis zone refused).
+  void refuse_limited(uint64_t retry_after_ns);
   // Held or Delayed: nothing went up yet, the body waits in replay_.
   bool waiting() const { return phase_ == Phase::Held || phase_ == Phase::Delayed; }
   void attempt(upstream::UpstreamPool* pool, bool allow_reuse);
@@ -261,6 +278,18 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   std::vector<ConcurrencySlot> limit_slots_;
   uint64_t limit_wait_ms_ = 0;
   std::unique_ptr<LazyTimer> delay_timer_;  // Delayed only
+  // check_remote_limits(): what to ask, and the answers still to come.
+  struct RemoteChecks {
+    RemoteLimiter* limiter = nullptr;
+    const config::Config* config = nullptr;
+    const RequestLimits* limits = nullptr;
+    metrics::WorkerCounters* counters = nullptr;
+    std::vector<std::pair<size_t, std::string>> checks;
+    size_t pending = 0;
+    // The callbacks hold it weakly: reset, they find no exchange.
+    std::shared_ptr<ProxyExchange*> self;
+  };
+  std::unique_ptr<RemoteChecks> remote_;
 };
 
 // The transition tables (util/state.h).

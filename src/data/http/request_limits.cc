@@ -49,6 +49,10 @@ LimitDecision check_route_limits(const config::Config& config, const RequestLimi
       const config::LimitReqZone& z = config.limit_req[i];
       const std::string_view key = key_of(z.key, z.header, info, record);
       if (key.empty()) continue;
+      if (z.store == config::SessionStore::Redis) {
+        d.remote.emplace_back(i, std::string(key));
+        continue;
+      }
       RateZone& zone = *limits->req[i];
       const GcraVerdict v = zone.table.check(key, now, GcraParams{z.emission_ns, z.burst, z.delay});
       if (!v.pass) {

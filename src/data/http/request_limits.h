@@ -6,7 +6,12 @@
 //   limit_req   each zone in turn (GCRA, util/gcra_table.h): rejected ->
 //               429 with Retry-After; passed -> possibly a wait before the
 //               exchange starts (the longest of the zones'), on a timer of
-//               the worker's loop (ProxyExchange Phase::Delayed)
+//               the worker's loop (ProxyExchange Phase::Delayed). A zone
+//               with store = "redis" is checked by the worker's
+//               RemoteLimiter once the exchange starts (its verdict comes
+//               back on the loop; the exchange waits in Delayed), after the
+//               local zones passed: a refusal then goes out as a 429 from
+//               the exchange; a Redis that fails lets the request through.
 //   limit_conn  each zone in turn (util/concurrency_table.h): at its max ->
 //               503 (nginx's limit_conn_status); else a slot held by the
 //               exchange until it ends (a tunnel's, once its 101 is read)
@@ -23,6 +28,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -41,12 +48,27 @@ struct RateZone {
   // Requests checked: let through at once, let through after a wait,
   // answered 429.
   std::atomic<uint64_t> passed{0}, delayed{0}, rejected{0};
+  // store = "redis": checks that Redis did not answer (the request went on).
+  std::atomic<uint64_t> failed_open{0};
 };
 
 struct ConnZone {
   explicit ConnZone(uint64_t bytes) : table(std::make_shared<ConcurrencyTable>(bytes)) {}
   std::shared_ptr<ConcurrencyTable> table;
   std::atomic<uint64_t> passed{0}, rejected{0};
+};
+
+// The worker's checks of store = "redis" zones (data/redis_rate_limiter.h).
+class RemoteLimiter {
+ public:
+  virtual ~RemoteLimiter() = default;
+  // The verdict of one request of `key` in `zone`; nullopt: Redis did not
+  // answer usably (counted, logged by the limiter): the request goes on.
+  using Done = std::function<void(std::optional<GcraVerdict>)>;
+  // `done` is called later, on the loop (never from inside check()), unless
+  // check() returns false: refused at once (Redis in its backoff), which
+  // fails open as nullopt would.
+  virtual bool check(const config::LimitReqZone& zone, std::string_view key, Done done) = 0;
 };
 
 struct RequestLimits {
@@ -62,6 +84,9 @@ struct LimitDecision {
   uint32_t retry_after_s = 0;
   uint64_t wait_ms = 0;
   std::vector<ConcurrencySlot> slots;
+  // store = "redis" zones to ask (indices into Config::limit_req) with the
+  // request's key for each.
+  std::vector<std::pair<size_t, std::string>> remote;
 };
 
 // The checks above for `route`; `limits` null (unit tests): zones are not

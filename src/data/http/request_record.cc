@@ -106,7 +106,7 @@ void RequestRecord::log_completed(const SessionEnv& env, const ConnectionInfo& i
   e.response_complete = response_complete;
   e.tunnel = tunnel;
   e.ssl_early_data = early_data;
-  e.limit = limit;
+  e.limit = !limit.empty() || !upstream ? limit : upstream->limit;
   e.bytes_sent = bytes_sent;
   e.bytes_received = bytes_received;
   e.stream_id = stream_id;

@@ -57,6 +57,9 @@ struct UpstreamStats {
   // The request went up in early data with Early-Data: 1, the upstream
   // answered 425 (RFC 8470 §5.2), and it was sent again after the handshake.
   bool too_early_retried = false;
+  // A store = "redis" [[limit_req]] zone that refused or delayed the request
+  // (its name, borrowed from the generation's config); "" when none did.
+  std::string_view limit;
 };
 
 struct TunnelRecord;

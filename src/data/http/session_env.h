@@ -26,6 +26,7 @@ namespace tlsfront::http {
 
 class CompressionBudget;
 struct RequestLimits;
+class RemoteLimiter;
 
 // What a session borrows from its worker and generation; all outlive it.
 struct SessionEnv {
@@ -42,6 +43,8 @@ struct SessionEnv {
   // The generation's [[limit_req]] / [[limit_conn]] zones (node-wide);
   // null: zones are not checked (unit tests).
   const RequestLimits* limits = nullptr;
+  // The worker's store = "redis" zone checks; null: none (they fail open).
+  RemoteLimiter* remote_limiter = nullptr;
 };
 
 }  // namespace tlsfront::http
