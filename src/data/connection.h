@@ -168,7 +168,7 @@ class Connection final : public Deletable, public Flushable, public http::Client
   std::shared_ptr<tls::SessionLookup> lookup_;
   std::shared_ptr<tls::EarlyDataGate> gate_;  // with [tls] early_data only
   std::unique_ptr<tls::HandshakeBudget> budget_;  // with [limits] max_full_handshakes_per_client only
-  ConcurrencySlot client_slot_;  // with [limits] max_connections_per_client only
+  std::unique_ptr<ConcurrencySlot> client_slot_;  // with [limits] max_connections_per_client only
   std::optional<ClientStream> stream_;  // set by accept()
   std::unique_ptr<http::ProxyHeaderReader> proxy_;  // in ProxyHeader only
   std::unique_ptr<http::ClientSession> session_;

@@ -86,7 +86,7 @@ bool Connection::admit_client() {
   if (client_connections()->acquire(key, per_client) != ConcurrencyTable::Acquire::Ok) {
     return refuse(metrics::ConnectionRefusal::PerClient);
   }
-  client_slot_ = ConcurrencySlot(client_connections(), std::move(key));
+  client_slot_ = std::make_unique<ConcurrencySlot>(client_connections(), std::move(key));
   return true;
 }
 

@@ -80,11 +80,12 @@ bool RedisRateLimiter::check(const config::LimitReqZone& zone, std::string_view 
   std::vector<std::string> args{std::move(redis_key), std::to_string(std::max<uint64_t>(1, zone.emission_ns / 1000)),
                                 std::to_string(zone.burst),
                                 zone.delay == config::LimitReqZone::kNoDelay ? "-1" : std::to_string(zone.delay)};
-  send(client, std::move(args), false, std::move(done));
-  return true;
+  if (send(client, std::move(args), false, std::move(done))) return true;
+  if (counters_) counters_->limit_redis_errors.add();  // no connection could be opened now
+  return false;
 }
 
-void RedisRateLimiter::send(redis::Client* client, std::vector<std::string> args, bool eval, Done done) {
+bool RedisRateLimiter::send(redis::Client* client, std::vector<std::string> args, bool eval, Done done) {
   std::vector<std::string> argv{eval ? "EVAL" : "EVALSHA", eval ? kGcraScript : sha_, "1"};
   argv.insert(argv.end(), args.begin(), args.end());
   auto on_reply = [this, client, args = std::move(args), eval, done](Result<redis::Reply> reply) mutable {
@@ -96,7 +97,8 @@ void RedisRateLimiter::send(redis::Client* client, std::vector<std::string> args
     const redis::Reply& r = *reply;
     if (r.is_error()) {
       if (!eval && r.str().starts_with("NOSCRIPT")) {
-        send(client, std::move(args), true, std::move(done));
+        auto retry = done;
+        if (!send(client, std::move(args), true, std::move(done))) failed(client, "limit_req: cannot send EVAL", retry);
         return;
       }
       failed(client, "limit_req script error: " + std::string(r.str().substr(0, 200)), done);
@@ -114,11 +116,7 @@ void RedisRateLimiter::send(redis::Client* client, std::vector<std::string> args
     (v.pass ? v.wait_ns : v.retry_after_ns) = ns;
     done(v);
   };
-  if (!client->command(std::span<const std::string>(argv), std::move(on_reply))) {
-    // Refused at once (no connection could be opened): fails open, later.
-    if (counters_) counters_->limit_redis_errors.add();
-    done(std::nullopt);
-  }
+  return client->command(std::span<const std::string>(argv), std::move(on_reply));
 }
 
 void RedisRateLimiter::failed(redis::Client* client, const std::string& problem, Done& done) {

@@ -53,7 +53,8 @@ class RedisRateLimiter final : public http::RemoteLimiter {
   redis::Client* client_for(const config::LimitReqZone& zone);
   // EVALSHA (EVAL when `eval`) with `args`: the key, then ARGV. Copies
   // everything it needs: a zone may be gone (a reload) before the answer.
-  void send(redis::Client* client, std::vector<std::string> args, bool eval, Done done);
+  // False (and `done` not called) when the client refused it at once.
+  bool send(redis::Client* client, std::vector<std::string> args, bool eval, Done done);
   void failed(redis::Client* client, const std::string& problem, Done& done);
 
   uv_loop_t* loop_;
