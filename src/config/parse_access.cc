@@ -19,8 +19,9 @@ Status parse_rule(const TableReader& t, const toml::node& element, const std::st
   const std::string_view verb = rule.substr(0, space);
   if (space == std::string_view::npos || (verb != "allow" && verb != "deny")) {
     return t.context().error(element.source(), path,
-                             quote(std::string(rule)) + ": expected \"allow <CIDR>\", \"deny <CIDR>\", \"allow all\" or "
-                                                        "\"deny all\"");
+                             quote(std::string(rule)) +
+                                 ": expected \"allow <CIDR>\", \"deny <CIDR>\", \"allow all\" or "
+                                 "\"deny all\"");
   }
   out.allow = verb == "allow";
   const std::string_view what = rule.substr(space + 1);
@@ -132,8 +133,7 @@ Status parse_zone_refs(const TableReader& t, std::string_view key, const std::ve
     size_t index = 0;
     while (index < names.size() && names[index] != text->get()) ++index;
     if (index == names.size()) {
-      return t.context().error(element.source(), path,
-                               "no [[" + std::string(table) + "]] named " + quote(text->get()));
+      return t.context().error(element.source(), path, "no [[" + std::string(table) + "]] named " + quote(text->get()));
     }
     for (size_t seen : out) {
       if (seen == index) return t.context().error(element.source(), path, "duplicate " + quote(text->get()));
@@ -182,8 +182,10 @@ Status parse_limit_zones(const TableReader& root, std::vector<LimitReqZone>& req
     bool nodelay = false;
     if (Status s = t.get_bool("nodelay", nodelay); !s.ok()) return s;
     if (Status s = t.get_integer("delay", 0, 100'000, zone.delay); !s.ok()) return s;
-    if (nodelay && t.find("delay") != nullptr) return t.error_at("delay", "nodelay = true already lets the whole burst through at once");
-    if (zone.delay > zone.burst) return t.error_at("delay", "must be at most burst (" + std::to_string(zone.burst) + ")");
+    if (nodelay && t.find("delay") != nullptr)
+      return t.error_at("delay", "nodelay = true already lets the whole burst through at once");
+    if (zone.delay > zone.burst)
+      return t.error_at("delay", "must be at most burst (" + std::to_string(zone.burst) + ")");
     if (nodelay) zone.delay = LimitReqZone::kNoDelay;
     if (Status s = t.get_size("size", 64 * 1024, uint64_t{1} << 34, zone.size_bytes); !s.ok()) return s;
     if (Status s = parse_zone_store(t, zone); !s.ok()) return s;
@@ -219,7 +221,8 @@ Status parse_route_limits(const TableReader& t, const std::vector<LimitReqZone>&
   if (Status s = parse_zone_refs(t, "limit_conn", names, "limit_conn", route.limit_conn); !s.ok()) return s;
   if (route.action != RouteAction::Proxy) {
     for (const char* key : {"limit_req", "limit_conn"}) {
-      if (t.find(key) != nullptr) return t.error_at(key, "only in a route with an upstream (a fixed answer costs nothing)");
+      if (t.find(key) != nullptr)
+        return t.error_at(key, "only in a route with an upstream (a fixed answer costs nothing)");
     }
   }
   return {};

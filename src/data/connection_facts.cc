@@ -80,7 +80,9 @@ bool Connection::admit_client() {
     finish_close();
     return false;
   };
-  if (rules && (!ip || !config::access_allows(listener_->access, *ip))) return refuse(metrics::ConnectionRefusal::Access);
+  if (rules && (!ip || !config::access_allows(listener_->access, *ip))) {
+    return refuse(metrics::ConnectionRefusal::Access);
+  }
   if (per_client == 0 || !ip) return true;
   std::string key(reinterpret_cast<const char*>(ip->octets.data()), ip->size());
   if (client_connections()->acquire(key, per_client) != ConcurrencyTable::Acquire::Ok) {

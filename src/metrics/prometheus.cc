@@ -137,7 +137,8 @@ std::string render_prometheus(const ProcessMetrics& m) {
          "(503).");
   for (size_t r = 0; r < std::size(kRequestRefusalNames); ++r) {
     fmt::format_to(std::back_inserter(out), "tlsfront_requests_refused_total{{by=\"{}\"}} {}\n",
-                   kRequestRefusalNames[r], sum(m, [r](const WorkerCounters& w) { return w.requests_refused[r].get(); }));
+                   kRequestRefusalNames[r],
+                   sum(m, [r](const WorkerCounters& w) { return w.requests_refused[r].get(); }));
   }
 
   header(out, "tlsfront_limit_redis_errors_total", "counter",

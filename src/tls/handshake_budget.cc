@@ -38,17 +38,12 @@ HandshakeBudget* HandshakeBudget::of(SSL* ssl) {
   return slot < 0 ? nullptr : static_cast<HandshakeBudget*>(SSL_get_ex_data(ssl, slot));
 }
 
-uint64_t HandshakeBudget::now_ns() const {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
-}
-
 bool HandshakeBudget::on_client_hello(SSL* ssl) {
   if (state_ != State::Undecided) return state_ != State::Refused;
   if (offers_resumption(ssl)) {
-    state_ = table().would_reject(key_, now_ns(), params_) ? State::Refused : State::Offered;
+    state_ = table().would_reject(key_, gcra_now_ns(), params_) ? State::Refused : State::Offered;
   } else {
-    state_ = table().check(key_, now_ns(), params_).pass ? State::Charged : State::Refused;
+    state_ = table().check(key_, gcra_now_ns(), params_).pass ? State::Charged : State::Refused;
   }
   return state_ != State::Refused;
 }
@@ -57,7 +52,7 @@ void HandshakeBudget::on_handshake_done(SSL* ssl) {
   if (state_ != State::Offered || SSL_session_reused(ssl) == 1) return;
   state_ = State::Charged;
   // Done already: charged whatever the verdict, so the next one is refused.
-  table().check(key_, now_ns(), params_);
+  table().check(key_, gcra_now_ns(), params_);
 }
 
 }  // namespace tlsfront::tls

@@ -58,7 +58,6 @@ class HandshakeBudget {
   // Undecided -> Charged (a full handshake's ClientHello) | Offered (a
   // resumption offered: not charged yet) | Refused.
   enum class State : uint8_t { Undecided, Charged, Offered, Refused };
-  uint64_t now_ns() const;
 
   std::string key_;
   GcraParams params_;

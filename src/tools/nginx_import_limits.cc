@@ -112,19 +112,22 @@ class LimitImporter {
 
   // A zone of tlsfront's for this use of nginx's zone `name` with `params`
   // (as TOML lines), reusing one made for the same use.
-  std::string zone_for(std::vector<Model::Zone>& zones, const std::string& name, const Keys& params, const Directive& d) {
+  std::string zone_for(std::vector<Model::Zone>& zones, const std::string& name, const Keys& params,
+                       const Directive& d) {
     int same_name = 0;
     for (const auto& z : zones) {
       if (z.nginx_name != name) continue;
       ++same_name;
       bool same = z.keys.size() == params.size();
-      for (size_t i = 0; same && i < params.size(); ++i) same = z.keys[i].key == params[i].key && z.keys[i].value == params[i].value;
+      for (size_t i = 0; same && i < params.size(); ++i)
+        same = z.keys[i].key == params[i].key && z.keys[i].value == params[i].value;
       if (same) return z.name;
     }
     const std::string mine = same_name == 0 ? name : name + "_" + std::to_string(same_name + 1);
     if (same_name > 0) {
-      l_.note(d, "carried over as zone " + toml_string(mine) + ": tlsfront sets these on the zone, so this use has a "
-                 "zone of its own (nginx's uses of one zone share its state)");
+      l_.note(d, "carried over as zone " + toml_string(mine) +
+                     ": tlsfront sets these on the zone, so this use has a "
+                     "zone of its own (nginx's uses of one zone share its state)");
     }
     zones.push_back({mine, name, params});
     return mine;
@@ -138,9 +141,12 @@ class LimitImporter {
     bool nodelay = false;
     for (const auto& a : d.args) {
       if (zone_arg(a, name, unused)) continue;
-      if (a.starts_with("burst=")) burst = a.substr(6);
-      else if (a.starts_with("delay=")) delay = a.substr(6);
-      else if (a == "nodelay") nodelay = true;
+      if (a.starts_with("burst="))
+        burst = a.substr(6);
+      else if (a.starts_with("delay="))
+        delay = a.substr(6);
+      else if (a == "nodelay")
+        nodelay = true;
     }
     auto def = req_defs_.find(name);
     if (def == req_defs_.end()) {

@@ -34,6 +34,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <list>
 #include <memory>
@@ -43,6 +44,13 @@
 #include <unordered_map>
 
 namespace tlsfront {
+
+// Now, in the nanoseconds of steady_clock the tables take.
+inline uint64_t gcra_now_ns() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
+}
 
 struct GcraParams {
   static constexpr uint64_t kNoDelay = UINT64_MAX;
@@ -82,7 +90,7 @@ class GcraTable {
   };
   struct Shard {
     std::mutex mu;
-    std::list<Entry> lru;  // most recently checked first
+    std::list<Entry> lru;                                                    // most recently checked first
     std::unordered_map<std::string_view, std::list<Entry>::iterator> index;  // views of the list's keys
     uint64_t bytes = 0;
   };

@@ -33,9 +33,10 @@ class LimitsRedis : public ProxyTest {
 
   // A zone of `rate` with `burst`, nodelay, in Redis, on every route.
   bool start_nodes(const std::string& rate, int burst) {
-    const std::string zone = "[[limit_req]]\nname = \"shared\"\nrate = \"" + rate + "\"\nburst = " +
-                             std::to_string(burst) + "\nnodelay = true\nstore = \"redis\"\nredis = \"127.0.0.1:" +
-                             std::to_string(redis_.port()) + "\"\nredis_timeout = \"100ms\"\n";
+    const std::string zone =
+        "[[limit_req]]\nname = \"shared\"\nrate = \"" + rate + "\"\nburst = " + std::to_string(burst) +
+        "\nnodelay = true\nstore = \"redis\"\nredis = \"127.0.0.1:" + std::to_string(redis_.port()) +
+        "\"\nredis_timeout = \"100ms\"\n";
     ProxyOptions a;
     a.routes = "[[route]]\npath_prefix = \"/\"\nupstream = \"backend\"\nlimit_req = [\"shared\"]\n";
     a.extra = zone;

@@ -190,9 +190,8 @@ TEST_F(Limits, LimitConnCountsRequestsInProgress) {
   for (int i = 0; i < 2; ++i) {
     slow.emplace_back([&, i] { statuses[i] = get("127.0.0.2", "/slow/1500").status; });
   }
-  ASSERT_TRUE(wait_until([&] {
-    return scrape()["tlsfront_limit_conn_requests_total{zone=\"perip\",result=\"passed\"}"] == 2;
-  }));
+  ASSERT_TRUE(wait_until(
+      [&] { return scrape()["tlsfront_limit_conn_requests_total{zone=\"perip\",result=\"passed\"}"] == 2; }));
   EXPECT_EQ(get("127.0.0.2", "/").status, 503);  // a third while two are in progress
   EXPECT_EQ(get("127.0.0.3", "/").status, 200);  // another key
   for (auto& t : slow) t.join();

@@ -163,7 +163,9 @@ Admission admit(const SessionEnv& env, ExchangeSink* sink, RequestRecord& record
   const config::Compression& compression = route_config.compression;
   Admission admission =
       forward(env, sink, record, route->upstream, rules, compression.encodings.empty() ? nullptr : &compression);
-  if (limited.wait_ms != 0 || !limited.slots.empty()) admission.exchange->hold_limits(std::move(limited.slots), limited.wait_ms);
+  if (limited.wait_ms != 0 || !limited.slots.empty()) {
+    admission.exchange->hold_limits(std::move(limited.slots), limited.wait_ms);
+  }
   if (!limited.remote.empty() && env.remote_limiter != nullptr) {
     admission.exchange->check_remote_limits(env.remote_limiter, env.config, env.limits, std::move(limited.remote),
                                             env.counters);

@@ -309,7 +309,8 @@ constexpr bool legal(ProxyExchange::Phase from, ProxyExchange::Phase to) {
   return false;
 }
 constexpr const char* name(ProxyExchange::Phase p) {
-  constexpr const char* names[] = {"Created", "Connecting", "AwaitingHead", "Streaming", "Tunnel", "Held", "Delayed", "Done"};
+  constexpr const char* names[] = {"Created", "Connecting", "AwaitingHead", "Streaming",
+                                   "Tunnel",  "Held",       "Delayed",      "Done"};
   return names[static_cast<int>(p)];
 }
 constexpr bool legal(ProxyExchange::Replay from, ProxyExchange::Replay to) {

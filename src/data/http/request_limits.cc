@@ -13,8 +13,10 @@ namespace {
 std::string_view key_of(config::LimitKey key, const std::string& header, const ConnectionInfo& info,
                         const RequestRecord& record) {
   switch (key) {
-    case config::LimitKey::RemoteAddr: return record.client(info);
-    case config::LimitKey::Host: return record.head.host;
+    case config::LimitKey::RemoteAddr:
+      return record.client(info);
+    case config::LimitKey::Host:
+      return record.head.host;
     case config::LimitKey::Header:
       for (const auto& h : record.head.headers) {
         if (iequals(h.name, header)) return h.value;
@@ -24,15 +26,10 @@ std::string_view key_of(config::LimitKey key, const std::string& header, const C
   return {};
 }
 
-uint64_t now_ns() {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
-}
-
 }  // namespace
 
-LimitDecision check_route_limits(const config::Config& config, const RequestLimits* limits,
-                                 const config::Route& route, const ConnectionInfo& info, RequestRecord& record) {
+LimitDecision check_route_limits(const config::Config& config, const RequestLimits* limits, const config::Route& route,
+                                 const ConnectionInfo& info, RequestRecord& record) {
   LimitDecision d;
   if (!route.access.empty()) {
     const auto client = IpAddress::parse(record.client(info));
@@ -44,7 +41,7 @@ LimitDecision check_route_limits(const config::Config& config, const RequestLimi
   }
   if (limits == nullptr) return d;
   if (!route.limit_req.empty()) {
-    const uint64_t now = now_ns();
+    const uint64_t now = gcra_now_ns();
     for (size_t i : route.limit_req) {
       const config::LimitReqZone& z = config.limit_req[i];
       const std::string_view key = key_of(z.key, z.header, info, record);

@@ -29,8 +29,8 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -91,7 +91,7 @@ struct LimitDecision {
 
 // The checks above for `route`; `limits` null (unit tests): zones are not
 // checked.
-LimitDecision check_route_limits(const config::Config& config, const RequestLimits* limits,
-                                 const config::Route& route, const ConnectionInfo& info, RequestRecord& record);
+LimitDecision check_route_limits(const config::Config& config, const RequestLimits* limits, const config::Route& route,
+                                 const ConnectionInfo& info, RequestRecord& record);
 
 }  // namespace tlsfront::http

@@ -83,17 +83,21 @@ TEST(LoaderLimits, Errors) {
             "\"allow all\" or \"deny all\"");
   EXPECT_EQ(load_error(with("access = [\"allow 10.0.0.1/8\"]\n")),
             "t.toml:14:11: route[0].access[0]: \"10.0.0.1/8\": host bits set (the network is 10.0.0.0/8)");
-  EXPECT_EQ(load_error(with("access = []\n")), "t.toml:14:1: route[0].access: must not be empty (omit it to allow everyone)");
-  EXPECT_EQ(load_error(with("limit_req = [\"nope\"]\n")), "t.toml:14:14: route[0].limit_req[0]: no [[limit_req]] named \"nope\"");
+  EXPECT_EQ(load_error(with("access = []\n")),
+            "t.toml:14:1: route[0].access: must not be empty (omit it to allow everyone)");
+  EXPECT_EQ(load_error(with("limit_req = [\"nope\"]\n")),
+            "t.toml:14:14: route[0].limit_req[0]: no [[limit_req]] named \"nope\"");
   EXPECT_EQ(load_error(with("\n[[limit_req]]\nname = \"a\"\nrate = \"10r/h\"\n")),
             "t.toml:17:1: limit_req[0].rate: must be \"<N>r/s\" or \"<N>r/m\" with N in 1..1000000, got \"10r/h\"");
-  EXPECT_EQ(load_error(with("\n[[limit_req]]\nname = \"a\"\n")), "t.toml:15:1: limit_req[0].rate: missing required key");
+  EXPECT_EQ(load_error(with("\n[[limit_req]]\nname = \"a\"\n")),
+            "t.toml:15:1: limit_req[0].rate: missing required key");
   EXPECT_EQ(load_error(with("\n[[limit_req]]\nname = \"a\"\nrate = \"1r/s\"\nburst = 2\ndelay = 3\n")),
             "t.toml:19:1: limit_req[0].delay: must be at most burst (2)");
   EXPECT_EQ(load_error(with("\n[[limit_req]]\nname = \"a\"\nrate = \"1r/s\"\nkey = \"$cookie_x\"\n")),
             "t.toml:18:1: limit_req[0].key: must be \"$remote_addr\", \"$host\" or \"$header_<name>\", got "
             "\"$cookie_x\"");
-  EXPECT_EQ(load_error(with("\n[[limit_conn]]\nname = \"a\"\n")), "t.toml:15:1: limit_conn[0].max: missing required key");
+  EXPECT_EQ(load_error(with("\n[[limit_conn]]\nname = \"a\"\n")),
+            "t.toml:15:1: limit_conn[0].max: missing required key");
   EXPECT_EQ(load_error(with("\n[[limit_conn]]\nname = \"a\"\nmax = 1\n[[limit_conn]]\nname = \"a\"\nmax = 1\n")),
             "t.toml:19:1: limit_conn[1].name: duplicate zone name \"a\"");
 }

@@ -23,11 +23,12 @@ TEST(NginxImportLimits, LimitReqAndLimitConn) {
       "limit_req_zone $binary_remote_addr zone=api:10m rate=10r/s;\n"
       "limit_conn_zone $binary_remote_addr zone=perip:1m;\n"
       "limit_req_zone $cookie_x zone=odd:1m rate=1r/s;\n";
-  Outcome r = run("http {\n" + http +
-                  "server {\nlisten 443 ssl;\nssl_certificate c.pem;\nssl_certificate_key c.key;\n"
-                  "location /a/ { limit_req zone=api burst=20 nodelay; limit_conn perip 5; proxy_pass http://127.0.0.1:9000; }\n"
-                  "location /b/ { limit_req zone=api burst=5; limit_req zone=odd; proxy_pass http://127.0.0.1:9000; }\n"
-                  "}\n}\n");
+  Outcome r = run(
+      "http {\n" + http +
+      "server {\nlisten 443 ssl;\nssl_certificate c.pem;\nssl_certificate_key c.key;\n"
+      "location /a/ { limit_req zone=api burst=20 nodelay; limit_conn perip 5; proxy_pass http://127.0.0.1:9000; }\n"
+      "location /b/ { limit_req zone=api burst=5; limit_req zone=odd; proxy_pass http://127.0.0.1:9000; }\n"
+      "}\n}\n");
   ASSERT_TRUE(r.ok) << r.error;
   ASSERT_EQ(r.cfg.limit_req.size(), 2u) << r.toml;
   EXPECT_EQ(r.cfg.limit_req[0].name, "api");
