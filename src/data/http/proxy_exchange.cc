@@ -7,8 +7,8 @@
 #include "log/log.h"
 #include "message/error_response.h"
 #include "message/grpc.h"
-#include "metrics/counters.h"
 #include "message/header_rewrite.h"
+#include "metrics/counters.h"
 
 namespace tlsfront::http {
 namespace {
