@@ -108,13 +108,8 @@ Status Connection::accept(UniqueFd fd, const config::Endpoint* address) {
     lookup_ = std::make_shared<tls::SessionLookup>(store, [this] { on_client_hello_resumed(); });
     if (!lookup_->attach(ssl)) lookup_.reset();  // sessions then stay local for this connection
   }
-  if (const uint64_t n = generation_->gen->config.limits.max_full_handshakes_per_client; n != 0) {
-    if (const auto ip = IpAddress::parse(remote_addr_)) {
-      budget_ = std::make_unique<tls::HandshakeBudget>(
-          std::string(reinterpret_cast<const char*>(ip->octets.data()), ip->size()), n);
-      if (!budget_->attach(ssl)) budget_.reset();
-    }
-  }
+  // On a proxy_protocol listener once the header named the client.
+  if (state_ != State::ProxyHeader && !attach_handshake_budget()) return {};
   if (SSL_get_max_early_data(ssl) > 0) {
     // Auto ticket keys are new with each start: no ticket (and no early
     // data) from before it decrypts, so the start window is not needed.

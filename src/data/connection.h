@@ -156,6 +156,10 @@ class Connection final : public Deletable, public Flushable, public http::Client
   // The checks of the client address (see the class comment); false when
   // the connection was refused (and closed).
   bool admit_client();
+  // [limits] max_full_handshakes_per_client: the client's budget on the SSL
+  // (tls/handshake_budget.h); an address whose budget is spent already is
+  // refused at once, before its ClientHello is read (false: closed).
+  bool attach_handshake_budget();
 
   Worker& worker_;
   // Before session_: the upstream groups the session's exchanges use outlive it.

@@ -61,6 +61,7 @@ bool Connection::read_proxy_header(std::string_view& in) {
   proxy_.reset();
   if (!admit_client()) return false;
   if (listener_->tls) {
+    if (!attach_handshake_budget()) return false;
     transition(state_, State::Handshake);
     return true;
   }
@@ -89,6 +90,23 @@ bool Connection::admit_client() {
     return refuse(metrics::ConnectionRefusal::PerClient);
   }
   client_slot_ = std::make_unique<ConcurrencySlot>(client_connections(), std::move(key));
+  return true;
+}
+
+bool Connection::attach_handshake_budget() {
+  const uint64_t n = generation_->gen->config.limits.max_full_handshakes_per_client;
+  if (n == 0) return true;
+  const auto ip = IpAddress::parse(remote_addr_);
+  if (!ip) return true;
+  budget_ = std::make_unique<tls::HandshakeBudget>(
+      std::string(reinterpret_cast<const char*>(ip->octets.data()), ip->size()), n);
+  if (budget_->exhausted()) {
+    // Its ClientHello would be refused: nothing of it is read.
+    worker_.report_connection_refusal(metrics::ConnectionRefusal::HandshakeRate, remote_addr_, remote_port_);
+    finish_close();
+    return false;
+  }
+  if (!budget_->attach(stream_->tls_stream().ssl())) budget_.reset();
   return true;
 }
 

@@ -17,7 +17,9 @@
 // RFC 8446 §4.1.2). Such a ClientHello passes unless the address's budget
 // is already spent; if it then ends as a full handshake (the ticket did not
 // decrypt, or was made up) it is charged when the handshake completes
-// (on_handshake_done), so made-up tickets buy at most the burst.
+// (on_handshake_done), so made-up tickets buy at most the burst. While an
+// address's budget is spent, its new connections are closed before their
+// ClientHello is even read (Connection::attach_handshake_budget).
 // Thread affinity: one SSL's budget on its connection's worker; the table
 // is thread-safe.
 #pragma once
@@ -49,6 +51,9 @@ class HandshakeBudget {
   // charged now.
   void on_handshake_done(SSL* ssl);
   bool refused() const { return state_ == State::Refused; }
+  // Whether a ClientHello now would be refused whatever it offers (the
+  // budget is spent): the connection can be closed before it is read.
+  bool exhausted() const { return table().would_reject(key_, gcra_now_ns(), params_); }
 
   // The node's table (every worker's).
   static GcraTable& table();

@@ -53,6 +53,34 @@ TEST_F(Limits, ListenerAccessFirstMatchWins) {
   EXPECT_NE(proxy_.process().err().find("its [[listen]] access rules deny it"), std::string::npos);
 }
 
+// On a proxy_protocol listener the rules see the client the header names,
+// not the load balancer.
+TEST_F(Limits, ListenerAccessJudgesTheProxyProtocolClient) {
+  ProxyOptions o;
+  o.extra = R"(
+[[listen]]
+address = "127.0.0.3:0"
+proxy_protocol = true
+access = ["deny 192.0.2.66", "allow all"]
+)";
+  ASSERT_TRUE(start_proxy(o));
+  std::optional<int> pp;
+  ASSERT_TRUE(wait_until([&] {
+    pp = logged_port(proxy_.process().err(), "listening on 127.0.0.3:", " (");
+    return pp.has_value();
+  }));
+  auto via_lb = [&](const std::string& client) {
+    TlsClient c;
+    TlsOptions opts;
+    opts.ip = "127.0.0.3";
+    opts.preamble = "PROXY TCP4 " + client + " 127.0.0.3 40000 443\r\n";
+    return c.connect(*pp, opts, std::chrono::milliseconds(3000));
+  };
+  EXPECT_TRUE(via_lb("192.0.2.7"));
+  EXPECT_FALSE(via_lb("192.0.2.66"));
+  ASSERT_TRUE(wait_until([&] { return scrape()["tlsfront_connections_refused_total{reason=\"access\"}"] == 1; }));
+}
+
 TEST_F(Limits, RouteAccessAnswers403BeforeTheUpstream) {
   ProxyOptions o;
   o.workers = 1;
