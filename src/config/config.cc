@@ -9,4 +9,11 @@ std::string Endpoint::to_string() const {
   return host + ":" + port_text;
 }
 
+bool access_allows(const std::vector<AccessRule>& rules, const IpAddress& client) {
+  for (const AccessRule& r : rules) {
+    if (r.all || r.block.contains(client)) return r.allow;
+  }
+  return true;
+}
+
 }  // namespace tlsfront::config

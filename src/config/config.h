@@ -41,6 +41,22 @@ struct SourcePositions {
   bool operator==(const SourcePositions&) const { return true; }
 };
 
+// One rule of an `access` list ([[listen]] or [[route]]): "allow <CIDR>",
+// "deny <CIDR>", "allow all" or "deny all" (nginx's allow/deny). Rules are
+// tried in order and the first whose block contains the client address
+// decides; an address no rule matches is allowed (nginx's rule). "all"
+// matches every address of both families.
+struct AccessRule {
+  bool allow = false;
+  bool all = false;
+  Cidr block;  // unused when `all`
+  bool operator==(const AccessRule&) const = default;
+};
+
+// Whether `rules` let `client` in: the first rule whose block contains it
+// decides; none does: allowed.
+bool access_allows(const std::vector<AccessRule>& rules, const IpAddress& client);
+
 // [[listen]] real_ip_header: which request field names the client when the
 // peer is one of trusted_proxies (message/real_ip.h).
 enum class RealIpHeader : uint8_t { XForwardedFor, XRealIp };
@@ -94,6 +110,11 @@ struct Listener {
   // X-Forwarded-For walked from the right past trusted addresses (nginx's
   // real_ip_recursive on); false: its right-most address is the client.
   bool real_ip_recursive = true;
+  // access = ["deny 192.0.2.1", "allow 192.0.2.0/24", "deny all"]: checked
+  // against the client address at accept (after the PROXY protocol header
+  // on a proxy_protocol listener), before any TLS byte is read; a refused
+  // connection is closed. Empty: everyone.
+  std::vector<AccessRule> access;
   bool operator==(const Listener&) const = default;
 };
 
@@ -489,6 +510,61 @@ struct Route {
   // connection and a 101 becomes a byte tunnel (HTTP/2: RFC 8441 extended
   // CONNECT's :protocol). Empty: every Upgrade is dropped (hop-by-hop).
   std::vector<std::string> upgrade{"websocket"};
+  // access = [...] (AccessRule): a request whose client address
+  // (RequestRecord::client_addr) is refused gets 403 before any upstream.
+  std::vector<AccessRule> access;
+  // limit_req = ["zone", ...] / limit_conn = ["zone", ...]: indices into
+  // Config::limit_req / Config::limit_conn, in the order written (each
+  // checked in turn; the first that refuses answers).
+  std::vector<size_t> limit_req;
+  std::vector<size_t> limit_conn;
+};
+
+// What a [[limit_req]] or [[limit_conn]] zone counts by (nginx's variables):
+// the client address ($remote_addr: RequestRecord::client_addr, the real
+// client's), the routing host ($host), or one request header field's value
+// ($header_<name>, its first occurrence; a request without it is not limited,
+// as nginx does not limit an empty key).
+enum class LimitKey : uint8_t { RemoteAddr, Host, Header };
+
+// [[limit_req]]: one request-rate zone (nginx limit_req_zone + limit_req),
+// GCRA (data/limits/gcra_table.h). A key may make `rate` requests per
+// second on average; up to `burst` more are let in above it, each delayed so
+// that they go up at `rate` (nodelay: at once; delay = N: the first N at
+// once, the rest delayed); past the burst a request gets 429 with
+// Retry-After.
+struct LimitReqZone {
+  std::string name;                   // name = "api" (required, unique)
+  LimitKey key = LimitKey::RemoteAddr;
+  std::string header;                 // key = "$header_x_api_key": "x-api-key" (lowercase)
+  uint64_t emission_ns = 0;           // rate = "10r/s" | "600r/m": 1e9 / (requests per second)
+  std::string rate_text;              // as written ("10r/s"), for messages and metrics
+  uint64_t burst = 0;                 // burst = 0..100000
+  uint64_t delay = 0;                 // delay = N; nodelay = true sets kNoDelay
+  static constexpr uint64_t kNoDelay = UINT64_MAX;
+  uint64_t size_bytes = 10 * 1024 * 1024;  // size = "10m": the keys' memory, LRU past it
+  // store = "redis": the check is one atomic GCRA script in Redis
+  // (data/redis_rate_limiter.h), shared by every node using the same
+  // Redis and prefix; a Redis that does not answer lets requests through.
+  SessionStore store = SessionStore::Memory;
+  Endpoint redis{"127.0.0.1", 6379};        // redis = "127.0.0.1:6379"
+  std::string redis_user;                   // ACL user for AUTH; "" = AUTH <password> only
+  std::string redis_password_file;          // path; read at start-up ("" = no AUTH)
+  std::string redis_prefix = "tlsfront";    // keys are "<prefix>:lreq:<zone>:<key>"
+  Millis redis_timeout{50};                 // no answer within it: the request goes on
+  bool operator==(const LimitReqZone&) const = default;
+};
+
+// [[limit_conn]]: concurrent requests per key (nginx limit_conn_zone +
+// limit_conn): at `max` requests of one key in progress on this node, the
+// next gets 503 (nginx's limit_conn_status) until one ends.
+struct LimitConnZone {
+  std::string name;
+  LimitKey key = LimitKey::RemoteAddr;
+  std::string header;
+  uint64_t max = 0;                        // max = 1..1000000 (required)
+  uint64_t size_bytes = 1024 * 1024;       // size = "1m": past it new keys get 503 (nginx)
+  bool operator==(const LimitConnZone&) const = default;
 };
 
 // [log]
@@ -509,6 +585,16 @@ struct Limits {
   // one closes (new clients wait in the listen backlog). 0 = no limit but
   // the open-files limit.
   uint64_t max_connections = 0;
+  // Concurrent client connections per client address on this node (all
+  // workers), checked at accept (after the PROXY protocol header): one more
+  // is closed at once. 0 = no limit.
+  uint64_t max_connections_per_client = 0;
+  // Full TLS handshakes per second per client address on this node (GCRA
+  // with a burst of the same number), checked in the ClientHello callback
+  // before the key exchange; a ClientHello offering a resumption (a TLS 1.3
+  // pre_shared_key or a TLS 1.2 session ticket) is not charged unless it
+  // ends as a full handshake. 0 = no limit.
+  uint64_t max_full_handshakes_per_client = 0;
 };
 
 // [timeouts] (client side)
@@ -579,6 +665,8 @@ struct Config {
   Compression compression;
   Log log;
   Limits limits;
+  std::vector<LimitReqZone> limit_req;    // [[limit_req]]
+  std::vector<LimitConnZone> limit_conn;  // [[limit_conn]]
   Timeouts timeouts;
   Admin admin;
   Http2 http2;

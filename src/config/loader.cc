@@ -53,7 +53,8 @@ Result<Config> parse_document(std::string_view toml, const ParseContext& ctx) {
   TableReader root(ctx, parsed.table(), "");
   if (Status s = root.check_keys({"workers", "shutdown_timeout", "pid_file", "listen", "tls", "certificate", "upstream",
                                   "route", "log", "limits", "timeouts", "admin", "http2", "response_headers",
-                                  "request_headers", "request_id_header", "compression", "resolver"});
+                                  "request_headers", "request_id_header", "compression", "resolver", "limit_req",
+                                  "limit_conn"});
       !s.ok()) {
     return s.take_error();
   }
@@ -73,7 +74,8 @@ Result<Config> parse_document(std::string_view toml, const ParseContext& ctx) {
   if (Status s = detail::check_acme_upstreams(root, config.listeners, config.upstreams); !s.ok()) {
     return s.take_error();
   }
-  if (Status s = detail::parse_route(root, config.upstreams, config.routes); !s.ok()) {
+  if (Status s = detail::parse_limit_zones(root, config.limit_req, config.limit_conn); !s.ok()) return s.take_error();
+  if (Status s = detail::parse_route(root, config, config.routes); !s.ok()) {
     return s.take_error();
   }
   if (Status s = detail::parse_compression(root, config.compression, config.routes); !s.ok()) return s.take_error();

@@ -173,7 +173,7 @@ Error missing_table(const ParseContext& ctx, std::string_view key, bool array_of
 // into `u.health_check`, once u.protocol is known (type = "grpc" needs h2c
 // or h2).
 [[nodiscard]] Status parse_health_check(const TableReader& t, Upstream& u);
-[[nodiscard]] Status parse_route(const TableReader& root, const std::vector<Upstream>& upstreams,
+[[nodiscard]] Status parse_route(const TableReader& root, const Config& config,
                                  std::vector<Route>& out);
 // parse_compression.cc: top-level [compression] into `defaults`, then each
 // [[route]]'s compress* keys over a copy of them into routes[i].compression
@@ -184,6 +184,18 @@ Error missing_table(const ParseContext& ctx, std::string_view key, bool array_of
 [[nodiscard]] Status parse_resolver(const TableReader& root, Resolver& out);
 [[nodiscard]] Status parse_admin(const TableReader& root, const std::vector<Listener>& listeners, Admin& out);
 [[nodiscard]] Status parse_limits(const TableReader& root, Limits& out);
+// redis_user, redis_password_file, redis_prefix of a table with a Redis
+// (config/parse_tls.cc).
+[[nodiscard]] Status parse_redis_auth(const TableReader& t, std::string& user, std::string& password_file,
+                                      std::string& prefix);
+// `access` of a [[listen]] or [[route]] (config/parse_access.cc).
+[[nodiscard]] Status parse_access(const TableReader& t, std::vector<AccessRule>& out);
+// [[limit_req]] and [[limit_conn]] zones.
+[[nodiscard]] Status parse_limit_zones(const TableReader& root, std::vector<LimitReqZone>& req,
+                                       std::vector<LimitConnZone>& conn);
+// A [[route]]'s access, limit_req and limit_conn (zones parsed before).
+[[nodiscard]] Status parse_route_limits(const TableReader& t, const std::vector<LimitReqZone>& req,
+                                        const std::vector<LimitConnZone>& conn, Route& route);
 [[nodiscard]] Status parse_timeouts(const TableReader& root, Timeouts& out);
 [[nodiscard]] Status parse_http2(const TableReader& root, Http2& out);
 // parse_headers.cc: the table `key` of `parent` (response_headers or

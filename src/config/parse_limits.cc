@@ -13,7 +13,8 @@ Status parse_limits(const TableReader& root, Limits& out) {
 
   TableReader t(root.context(), **table, "limits");
   if (Status s = t.check_keys({"max_header_bytes", "max_body_bytes", "keepalive_requests",
-                               "max_connections"}); !s.ok()) return s;
+                               "max_connections", "max_connections_per_client",
+                               "max_full_handshakes_per_client"}); !s.ok()) return s;
   uint64_t header_bytes = out.max_header_bytes;
   if (Status s = t.get_size("max_header_bytes", 1024, 1024 * 1024, header_bytes); !s.ok()) return s;
   out.max_header_bytes = static_cast<size_t>(header_bytes);
@@ -25,6 +26,13 @@ Status parse_limits(const TableReader& root, Limits& out) {
   }
   if (Status s = t.get_integer("keepalive_requests", 1, 1'000'000'000, out.keepalive_requests); !s.ok()) return s;
   if (Status s = t.get_integer("max_connections", 0, 10'000'000, out.max_connections); !s.ok()) return s;
+  if (Status s = t.get_integer("max_connections_per_client", 0, 10'000'000, out.max_connections_per_client); !s.ok()) {
+    return s;
+  }
+  if (Status s = t.get_integer("max_full_handshakes_per_client", 0, 1'000'000, out.max_full_handshakes_per_client);
+      !s.ok()) {
+    return s;
+  }
   return {};
 }
 

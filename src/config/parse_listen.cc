@@ -78,7 +78,8 @@ Status parse_listen(const TableReader& root, std::vector<Listener>& out) {
     TableReader t(root.context(), *(*tables)[i], "listen[" + std::to_string(i) + "]");
     if (Status s = t.check_keys({"address", "name", "backlog", "tcp_fastopen", "alpn", "trust_request_id", "tls",
                                  "redirect_https", "https_port", "acme_upstream", "proxy_protocol",
-                                 "proxy_protocol_from", "trusted_proxies", "real_ip_header", "real_ip_recursive"});
+                                 "proxy_protocol_from", "trusted_proxies", "real_ip_header", "real_ip_recursive",
+                                 "access"});
         !s.ok()) {
       return s;
     }
@@ -114,6 +115,7 @@ Status parse_listen(const TableReader& root, std::vector<Listener>& out) {
     if (Status s = t.get_bool("trust_request_id", listener.trust_request_id); !s.ok()) return s;
     if (Status s = parse_cleartext(t, listener); !s.ok()) return s;
     if (Status s = parse_client_address(t, listener); !s.ok()) return s;
+    if (Status s = parse_access(t, listener.access); !s.ok()) return s;
     positions.push_back(t.position_of("address"));
     out.push_back(std::move(listener));
   }

@@ -270,8 +270,8 @@ Status name_routes(const std::vector<const toml::table*>& tables, const TableRea
 
 }  // namespace
 
-Status parse_route(const TableReader& root, const std::vector<Upstream>& upstreams,
-                   std::vector<Route>& out) {
+Status parse_route(const TableReader& root, const Config& config, std::vector<Route>& out) {
+  const std::vector<Upstream>& upstreams = config.upstreams;
   auto tables = tables_of(root, "route");
   if (!tables.ok()) return tables.take_error();
   if (tables->empty()) return missing_table(root.context(), "route", true);
@@ -280,6 +280,7 @@ Status parse_route(const TableReader& root, const std::vector<Upstream>& upstrea
     TableReader t(root.context(), *(*tables)[i], "route[" + std::to_string(i) + "]");
     if (Status s = t.check_keys({"name", "host", "path_prefix", "path_exact", "path_regex", "methods", "pass_normalized",
                                  "upgrade", "upstream", "return", "redirect", "response_headers", "request_headers",
+                                 "access", "limit_req", "limit_conn",
                                  // parse_compression.cc reads these
                                  "compress", "compress_types", "compress_min_bytes", "compress_level"});
         !s.ok()) {
@@ -296,6 +297,7 @@ Status parse_route(const TableReader& root, const std::vector<Upstream>& upstrea
     if (Status s = t.get_bool("pass_normalized", route.pass_normalized); !s.ok()) return s;
     if (Status s = parse_action(t, upstreams, route); !s.ok()) return s;
     if (Status s = parse_route_headers(t, route); !s.ok()) return s;
+    if (Status s = parse_route_limits(t, config.limit_req, config.limit_conn, route); !s.ok()) return s;
     out.push_back(std::move(route));
   }
   return name_routes(*tables, root, out);

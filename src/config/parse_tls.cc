@@ -42,11 +42,9 @@ Status parse_tls_protocols(const TableReader& t, std::vector<TlsVersion>& out) {
   return {};
 }
 
-namespace {
-
 // The redis_* keys of [tls.session_cache]; only accepted with store = "redis".
 // redis_user, redis_password_file and redis_prefix: the same for every
-// Redis client (the session store and the ticket key ring).
+// Redis client (the session store, the ticket key ring, [[limit_req]]).
 Status parse_redis_auth(const TableReader& t, std::string& user, std::string& password_file, std::string& prefix) {
   if (Status s = t.get_string("redis_user", user, Presence::Optional, /*allow_empty=*/false); !s.ok()) return s;
   if (Status s = t.get_path("redis_password_file", password_file, Presence::Optional, false); !s.ok()) return s;
@@ -61,6 +59,8 @@ Status parse_redis_auth(const TableReader& t, std::string& user, std::string& pa
   }
   return {};
 }
+
+namespace {
 
 Status parse_session_cache_redis(const TableReader& t, SessionCache& out) {
   static constexpr std::string_view kRedisKeys[] = {"redis", "redis_user", "redis_password_file", "redis_prefix",

@@ -1,8 +1,41 @@
 #include "control/generation_builder.h"
 
+#include <map>
+#include <mutex>
+
 #include "control/ocsp_manager.h"
 
 namespace tlsfront::control {
+namespace {
+
+// The zones of the generations alive, by name: a reload whose zone has the
+// same name and size takes the same state (keys, counts, counters), so a
+// client limited before SIGHUP stays limited after it; a zone left out of
+// the configuration goes with the last generation using it.
+template <typename Zone>
+std::shared_ptr<Zone> shared_zone(std::map<std::string, std::weak_ptr<Zone>>& zones, const std::string& name,
+                                  uint64_t size, std::map<std::string, uint64_t>& sizes) {
+  auto it = zones.find(name);
+  if (it != zones.end() && sizes[name] == size) {
+    if (auto zone = it->second.lock()) return zone;
+  }
+  auto zone = std::make_shared<Zone>(size);
+  zones[name] = zone;
+  sizes[name] = size;
+  return zone;
+}
+
+void build_limits(const config::Config& cfg, http::RequestLimits& out) {
+  static std::mutex mu;
+  static std::map<std::string, std::weak_ptr<http::RateZone>> rate_zones;
+  static std::map<std::string, std::weak_ptr<http::ConnZone>> conn_zones;
+  static std::map<std::string, uint64_t> rate_sizes, conn_sizes;
+  std::lock_guard lock(mu);
+  for (const auto& z : cfg.limit_req) out.req.push_back(shared_zone(rate_zones, z.name, z.size_bytes, rate_sizes));
+  for (const auto& z : cfg.limit_conn) out.conn.push_back(shared_zone(conn_zones, z.name, z.size_bytes, conn_sizes));
+}
+
+}  // namespace
 
 Result<std::shared_ptr<const data::Generation>> build_generation(config::Config cfg, tls::SessionCache* session_cache,
                                                                tls::TicketKeyStore* tickets, OcspManager* ocsp,
@@ -13,6 +46,7 @@ Result<std::shared_ptr<const data::Generation>> build_generation(config::Config 
   auto index = tls::CertIndex::create(gen->config.tls, session_cache, tickets);
   if (!index) return index.take_error();
   gen->tls = std::move(index).value();
+  build_limits(gen->config, gen->limits);
   for (const config::Upstream& u : gen->config.upstreams) {
     if (!u.tls.enabled) {
       gen->upstream_tls.emplace_back();

@@ -23,6 +23,7 @@
 #include "log/log_writer.h"
 #include "control/admin_server.h"
 #include "control/fd_limit.h"
+#include "control/limit_metrics.h"
 #include "metrics/prometheus.h"
 #include "control/listener.h"
 #include "control/pid_file.h"
@@ -194,7 +195,10 @@ std::string Server::scrape() const {
   if (health_checker_) m.extra += health_checker_->metrics();
   if (resolver_) m.extra += resolver_->metrics();
   if (auto gen = current_.load()) m.extra += upstream_state_metrics(gen->config, directory_, health_);
-  if (auto gen = current_.load(); gen && gen->tls) m.extra += certificate_metrics(*gen->tls, clock_.now());
+  if (auto gen = current_.load(); gen && gen->tls) {
+    m.extra += certificate_metrics(*gen->tls, clock_.now());
+    m.extra += limit_metrics(*gen);
+  }
   return metrics::render_prometheus(m);
 }
 

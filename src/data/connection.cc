@@ -81,6 +81,8 @@ Status Connection::accept(UniqueFd fd, const config::Endpoint* address) {
     }
     proxy_ = std::make_unique<http::ProxyHeaderReader>();
     state_ = State::ProxyHeader;  // the first state on such a listener
+  } else if (!admit_client()) {
+    return {};  // closed: the worker drops it
   }
   if (listener_ != nullptr && !listener_->tls) {
     stream_.emplace(ClientStream::cleartext());
@@ -106,6 +108,8 @@ Status Connection::accept(UniqueFd fd, const config::Endpoint* address) {
     lookup_ = std::make_shared<tls::SessionLookup>(store, [this] { on_client_hello_resumed(); });
     if (!lookup_->attach(ssl)) lookup_.reset();  // sessions then stay local for this connection
   }
+  // On a proxy_protocol listener once the header named the client.
+  if (state_ != State::ProxyHeader && !attach_handshake_budget()) return {};
   if (SSL_get_max_early_data(ssl) > 0) {
     // Auto ticket keys are new with each start: no ticket (and no early
     // data) from before it decrypts, so the start window is not needed.
@@ -194,6 +198,12 @@ bool Connection::client_hello_paused() const {
 bool Connection::advance_handshake() {
   auto done = stream_->tls_stream().handshake();
   if (!done) {
+    if (budget_ && budget_->refused()) {
+      handshake_failure_counted_ = true;  // a refusal, not a failure
+      worker_.report_connection_refusal(metrics::ConnectionRefusal::HandshakeRate, remote_addr_, remote_port_);
+      close(false);  // the handshake_failure alert is flushed first
+      return false;
+    }
     count_handshake_failure(metrics::HandshakeFailure::Error);
     log::debug("conn={} {}:{} {}", id_, remote_addr_, remote_port_, done.error().message());
     close(false);  // the alert OpenSSL queued is flushed before the close
@@ -241,6 +251,7 @@ void Connection::on_handshake_done() {
     stop_timer();
   }
   SSL* ssl = stream_->tls_stream().ssl();
+  if (budget_) budget_->on_handshake_done(ssl);
   http::ConnectionInfo info = tls_info();
   const bool ticket = info.ssl_resumption == std::string_view("ticket");
   const auto handshake_time = std::chrono::steady_clock::now() - accepted_at_;

@@ -16,6 +16,11 @@
 // peer's address goes to ConnectionInfo::peer_addr). A connection whose
 // first bytes are not a valid header is closed, never read as TLS, and
 // reported to the worker (Worker::report_proxy_refusal: counted, logged).
+// Once the client address is known (at accept, or after the PROXY header)
+// and before any TLS byte is read, admit_client() applies the listener's
+// access rules and [limits] max_connections_per_client
+// (data/client_admission.h): a refused connection is closed at once
+// (Worker::report_connection_refusal), never entering Handshake.
 // Thread affinity: owning worker only.
 #pragma once
 
@@ -32,6 +37,8 @@
 #include "data/http/client_transport.h"
 #include "metrics/counters.h"
 #include "tls/early_data_gate.h"
+#include "tls/handshake_budget.h"
+#include "util/concurrency_table.h"
 #include "tls/session_lookup.h"
 #include "util/lazy_timer.h"
 #include "util/loop_context.h"
@@ -146,6 +153,13 @@ class Connection final : public Deletable, public Flushable, public http::Client
   bool read_proxy_header(std::string_view& in);
   // Closes a connection on a proxy_protocol listener that sent no valid header.
   void refuse_proxy(metrics::ProxyRefusal reason, std::string_view why);
+  // The checks of the client address (see the class comment); false when
+  // the connection was refused (and closed).
+  bool admit_client();
+  // [limits] max_full_handshakes_per_client: the client's budget on the SSL
+  // (tls/handshake_budget.h); an address whose budget is spent already is
+  // refused at once, before its ClientHello is read (false: closed).
+  bool attach_handshake_budget();
 
   Worker& worker_;
   // Before session_: the upstream groups the session's exchanges use outlive it.
@@ -157,6 +171,8 @@ class Connection final : public Deletable, public Flushable, public http::Client
   // Before stream_: the SSL borrows it through ex_data, so it must die after the SSL.
   std::shared_ptr<tls::SessionLookup> lookup_;
   std::shared_ptr<tls::EarlyDataGate> gate_;  // with [tls] early_data only
+  std::unique_ptr<tls::HandshakeBudget> budget_;  // with [limits] max_full_handshakes_per_client only
+  std::unique_ptr<ConcurrencySlot> client_slot_;  // with [limits] max_connections_per_client only
   std::optional<ClientStream> stream_;  // set by accept()
   std::unique_ptr<http::ProxyHeaderReader> proxy_;  // in ProxyHeader only
   std::unique_ptr<http::ClientSession> session_;

@@ -8,6 +8,7 @@
 #include <array>
 
 #include "data/connection.h"
+#include "data/client_admission.h"
 #include "data/worker.h"
 #include "log/log.h"
 #include "message/proxy_protocol.h"
@@ -58,13 +59,54 @@ bool Connection::read_proxy_header(std::string_view& in) {
              remote_addr_, remote_port_, peer_addr_.empty() ? remote_addr_ : peer_addr_,
              h.alpn.empty() ? "" : " alpn=", h.alpn, h.authority.empty() ? "" : " authority=", h.authority);
   proxy_.reset();
+  if (!admit_client()) return false;
   if (listener_->tls) {
+    if (!attach_handshake_budget()) return false;
     transition(state_, State::Handshake);
     return true;
   }
   transition(state_, State::Open);
   stop_timer();
   open_session(connection_facts(), false);
+  return true;
+}
+
+bool Connection::admit_client() {
+  const uint64_t per_client = generation_->gen->config.limits.max_connections_per_client;
+  const bool rules = listener_ != nullptr && !listener_->access.empty();
+  if (!rules && per_client == 0) return true;
+  const auto ip = IpAddress::parse(remote_addr_);
+  auto refuse = [&](metrics::ConnectionRefusal reason) {
+    worker_.report_connection_refusal(reason, remote_addr_, remote_port_);
+    finish_close();
+    return false;
+  };
+  if (rules && (!ip || !config::access_allows(listener_->access, *ip))) {
+    return refuse(metrics::ConnectionRefusal::Access);
+  }
+  if (per_client == 0 || !ip) return true;
+  std::string key(reinterpret_cast<const char*>(ip->octets.data()), ip->size());
+  if (client_connections()->acquire(key, per_client) != ConcurrencyTable::Acquire::Ok) {
+    return refuse(metrics::ConnectionRefusal::PerClient);
+  }
+  client_slot_ = std::make_unique<ConcurrencySlot>(client_connections(), std::move(key));
+  return true;
+}
+
+bool Connection::attach_handshake_budget() {
+  const uint64_t n = generation_->gen->config.limits.max_full_handshakes_per_client;
+  if (n == 0) return true;
+  const auto ip = IpAddress::parse(remote_addr_);
+  if (!ip) return true;
+  budget_ = std::make_unique<tls::HandshakeBudget>(
+      std::string(reinterpret_cast<const char*>(ip->octets.data()), ip->size()), n);
+  if (budget_->exhausted()) {
+    // Its ClientHello would be refused: nothing of it is read.
+    worker_.report_connection_refusal(metrics::ConnectionRefusal::HandshakeRate, remote_addr_, remote_port_);
+    finish_close();
+    return false;
+  }
+  if (!budget_->attach(stream_->tls_stream().ssl())) budget_.reset();
   return true;
 }
 

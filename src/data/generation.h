@@ -13,6 +13,7 @@
 
 #include "config/config.h"
 #include "data/http/header_plan.h"
+#include "data/http/request_limits.h"
 #include "data/http/router.h"
 #include "metrics/request_counters.h"
 #include "tls/cert_index.h"
@@ -37,6 +38,9 @@ struct Generation {
   // block per worker; shared with the generation before when the labels
   // are the same (metrics/request_counters.h).
   std::shared_ptr<metrics::RequestCounterTable> requests;
+  // The state of config.limit_req / limit_conn zones, shared by every
+  // worker (and kept across reloads: control/generation_builder.cc).
+  http::RequestLimits limits;
 
   // `tls` is set by the builder right after construction (the index
   // borrows this copy of the config's certificate entries).

@@ -144,6 +144,7 @@ std::shared_ptr<const WorkerGeneration> Worker::current_generation() {
   next->env.router = &gen->router;
   next->env.headers = &gen->headers;
   next->env.upstreams = &next->upstreams;
+  next->env.limits = &gen->limits;
   next->env.counters = counters_;
   if (gen->requests) next->env.requests = gen->requests->worker(static_cast<size_t>(index_));
   generation_ = std::move(next);
@@ -156,6 +157,8 @@ void Worker::run(std::vector<ListenSocket> sockets) {
   env_.access_log = log_writer_ ? access_log_.get() : nullptr;
   env_.shutting_down = &shutting_down_;
   env_.compression_budget = &compression_budget_;
+  rate_limiter_ = std::make_unique<RedisRateLimiter>(&loop_, index_, counters_);
+  env_.remote_limiter = rate_limiter_.get();
   std::shared_ptr<const Generation> gen = current_generation()->gen;  // its env copies env_
   if (const auto& sc = gen->config.tls.session_cache; sc.enabled && sc.store == config::SessionStore::Redis) {
     auto store = RedisSessionStore::create(sc, &loop_, index_, counters_);
@@ -182,6 +185,7 @@ void Worker::run(std::vector<ListenSocket> sockets) {
   generation_.reset();        // defers the upstream groups
   loop_ctx_->run_deferred();
   if (session_store_) session_store_->close();
+  rate_limiter_->close();
   access_log_->close();
   accept_backoff_.close();
   loop_ctx_->close();
@@ -200,7 +204,7 @@ void Worker::on_accepted(const config::Endpoint& address, UniqueFd fd) {
     loop_ctx_->defer_delete(std::move(conn));
     return;
   }
-  if (conn->closed()) {  // refused at accept (proxy_protocol_from)
+  if (conn->closed()) {  // refused at accept (proxy_protocol_from, access, max_connections_per_client)
     loop_ctx_->defer_delete(std::move(conn));
     return;
   }
@@ -284,6 +288,19 @@ void Worker::report_proxy_refusal(metrics::ProxyRefusal reason, std::string_view
             kProxyReportInterval.count());
 }
 
+void Worker::report_connection_refusal(metrics::ConnectionRefusal reason, std::string_view peer, uint16_t port) {
+  counters_->connections_refused[static_cast<size_t>(reason)].add();
+  const uint64_t n = refusal_report_.count(std::chrono::steady_clock::now());
+  if (n == 0) return;
+  constexpr const char* why[] = {"its [[listen]] access rules deny it", "[limits] max_connections_per_client reached",
+                                 "[limits] max_full_handshakes_per_client spent"};
+  log::warn("worker {}: refused a connection from {}:{}: {} ({}); {} refused connection{} since the last report (at "
+            "most one per {} s)",
+            index_, peer, port, why[static_cast<size_t>(reason)],
+            metrics::kConnectionRefusalNames[static_cast<size_t>(reason)], n, n == 1 ? "" : "s",
+            kProxyReportInterval.count());
+}
+
 void Worker::remove(Connection* conn) {
   auto it = connections_.find(conn);
   if (it == connections_.end()) return;
@@ -362,6 +379,7 @@ void Worker::finish_stop() {
   }
   // Its Redis connection is a referenced handle: close it so uv_run can end.
   if (session_store_) session_store_->close();
+  if (rate_limiter_) rate_limiter_->close();
   inbox_.close();
   // With no referenced handle left, uv_run returns and run() tears down.
 }

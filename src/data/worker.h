@@ -36,6 +36,7 @@
 #include "data/generation.h"
 #include "data/http/compression_budget.h"
 #include "data/http/session_env.h"
+#include "data/redis_rate_limiter.h"
 #include "data/redis_session_store.h"
 #include "data/upstream/upstream_pool.h"
 #include "log/access_log.h"
@@ -123,6 +124,9 @@ class Worker {
   // kProxyReportInterval (the line says how many it stands for).
   void report_proxy_refusal(metrics::ProxyRefusal reason, std::string_view peer, uint16_t port, std::string_view why);
   static constexpr std::chrono::seconds kProxyReportInterval{10};
+  // A connection refused by its client address (data/client_admission.h):
+  // counted, and logged as a warning at most once per kProxyReportInterval.
+  void report_connection_refusal(metrics::ConnectionRefusal reason, std::string_view peer, uint16_t port);
 
  private:
   void run(std::vector<ListenSocket> sockets);
@@ -161,6 +165,7 @@ class Worker {
   uint64_t max_connections_ = 0;         // [limits] of the newest connection's generation
   log::LogThrottle accept_report_{kAcceptReportInterval};
   log::LogThrottle proxy_report_{kProxyReportInterval};
+  log::LogThrottle refusal_report_{kProxyReportInterval};
   struct Listening {
     config::Endpoint address;
     std::unique_ptr<Acceptor> acceptor;
@@ -170,6 +175,7 @@ class Worker {
   std::shared_ptr<WorkerGeneration> generation_;
   http::SessionEnv env_;
   std::unique_ptr<RedisSessionStore> session_store_;
+  std::unique_ptr<RedisRateLimiter> rate_limiter_;  // [[limit_req]] store = "redis" (connects on first use)
   bool shutting_down_ = false;
   bool stop_finished_ = false;
   bool stopped_ = false;

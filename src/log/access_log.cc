@@ -247,7 +247,7 @@ void append_json_string(std::string& out, std::string_view s) {
 }
 
 size_t json_line_room(const AccessLogEntry& e) {
-  // Keys and their alternatives (595 bytes), numbers (at most 20 digits and
+  // Keys and their alternatives (605 bytes), numbers (at most 20 digits and
   // a sign), booleans, the timestamp and 16 strings' quotes or nulls take
   // under 1024 bytes; an escaped string at most 6 bytes per input byte; a
   // duration from a broken clock up to 330.
@@ -255,7 +255,7 @@ size_t json_line_room(const AccessLogEntry& e) {
                          e.method.size() + e.path.size() + e.ssl_protocol.size() + e.ssl_cipher.size() +
                          e.ssl_resumption.size() + e.upstream_addr.size() + e.upstream_error.size() +
                          e.upstream_protocol.size() + e.user_agent.size() + e.request_id.size() +
-                         e.content_encoding.size();
+                         e.content_encoding.size() + e.limit.size();
   return 1024 + 6 * strings + Cursor::ms_room(e.request_time_ms) + Cursor::ms_room(e.tls_handshake_ms) +
          Cursor::ms_room(e.upstream_connect_ms) + Cursor::ms_room(e.upstream_response_ms);
 }
@@ -343,6 +343,10 @@ void append_json_line(std::string& out, const AccessLogEntry& e) {
   c.string_or_null(e.content_encoding);
   c.lit(",\"tunnel\":");
   c.boolean(e.tunnel);
+  if (!e.limit.empty()) {
+    c.lit(",\"limit\":");
+    c.json_string(e.limit);
+  }
   c.lit("}\n");
   out.resize(static_cast<size_t>(c.pos() - out.data()));
 }

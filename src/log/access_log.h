@@ -58,6 +58,10 @@ struct AccessLogEntry {
   std::string_view request_id;  // $request_id (32 hex, or a trusted client's); "" -> null
   std::string_view content_encoding;  // the coding tlsfront compressed the body with ("gzip", "br"); "" -> null
   bool tunnel = false;  // a 101 opened an Upgrade tunnel; the line is its end (bytes include the tunnel's)
+  // What limited the request: "access" (a route's access rules: 403) or a
+  // [[limit_req]] / [[limit_conn]] zone's name (429, 503, or a delay);
+  // "" -> no field.
+  std::string_view limit;
 };
 
 // Appends one JSON object for `entry` plus '\n' to `out`. Keys appear in the

@@ -152,6 +152,16 @@ inline constexpr const char* kProxyRefusalNames[] = {"source",  "not_proxy", "ma
 enum class Flood { TlsPostHandshake, H2ControlFrames, H2Resets };
 inline constexpr const char* kFloodNames[] = {"tls_post_handshake", "h2_control_frames", "h2_resets"};
 
+// Client connections closed at accept or in their ClientHello: a
+// [[listen]] access rule; [limits] max_connections_per_client reached;
+// [limits] max_full_handshakes_per_client spent (data/client_gate.h).
+enum class ConnectionRefusal { Access, PerClient, HandshakeRate };
+inline constexpr const char* kConnectionRefusalNames[] = {"access", "per_client", "handshake_rate"};
+// Requests answered by a route's limits (data/http/request_limits.h): its
+// access rules (403), a limit_req zone (429), a limit_conn zone (503).
+enum class RequestRefusal { Access, LimitReq, LimitConn };
+inline constexpr const char* kRequestRefusalNames[] = {"access", "limit_req", "limit_conn"};
+
 struct WorkerCounters {
   Counter connections_accepted;
   Counter connections_closed;                    // active = accepted - closed
@@ -201,6 +211,17 @@ struct WorkerCounters {
   // Client connections closed for a flood, by Flood.
   std::array<Counter, 3> client_floods;
   void count_flood(Flood kind) { client_floods[static_cast<size_t>(kind)].add(); }
+  std::array<Counter, 3> connections_refused;  // by ConnectionRefusal
+  std::array<Counter, 3> requests_refused;     // by RequestRefusal
+  // [[limit_req]] store = "redis" checks that failed open (no usable answer).
+  Counter limit_redis_errors;
+  // A route's limits answered `status` (403, 429 or 503).
+  void count_limited(int status) {
+    requests_refused[static_cast<size_t>(status == 403   ? RequestRefusal::Access
+                                         : status == 429 ? RequestRefusal::LimitReq
+                                                         : RequestRefusal::LimitConn)]
+        .add();
+  }
 
   // The counters of `server` of `upstream`; created on first use and never
   // removed (a server gone after a reload keeps its totals). The pointer is

@@ -124,6 +124,29 @@ std::string render_prometheus(const ProcessMetrics& m) {
                    kProxyRefusalNames[r], sum(m, [r](const WorkerCounters& w) { return w.proxy_refused[r].get(); }));
   }
 
+  header(out, "tlsfront_connections_refused_total", "counter",
+         "Client connections refused by their address before any TLS: a [[listen]] access rule, [limits] "
+         "max_connections_per_client, [limits] max_full_handshakes_per_client (in the ClientHello).");
+  for (size_t r = 0; r < std::size(kConnectionRefusalNames); ++r) {
+    fmt::format_to(std::back_inserter(out), "tlsfront_connections_refused_total{{reason=\"{}\"}} {}\n",
+                   kConnectionRefusalNames[r],
+                   sum(m, [r](const WorkerCounters& w) { return w.connections_refused[r].get(); }));
+  }
+  header(out, "tlsfront_requests_refused_total", "counter",
+         "Requests answered by a route's limits: its access rules (403), a limit_req zone (429), a limit_conn zone "
+         "(503).");
+  for (size_t r = 0; r < std::size(kRequestRefusalNames); ++r) {
+    fmt::format_to(std::back_inserter(out), "tlsfront_requests_refused_total{{by=\"{}\"}} {}\n",
+                   kRequestRefusalNames[r],
+                   sum(m, [r](const WorkerCounters& w) { return w.requests_refused[r].get(); }));
+  }
+
+  header(out, "tlsfront_limit_redis_errors_total", "counter",
+         "[[limit_req]] store = \"redis\" checks Redis did not answer usably (timeout, error, backoff): the "
+         "request went on (fail open).");
+  fmt::format_to(std::back_inserter(out), "tlsfront_limit_redis_errors_total {}\n",
+                 sum(m, [](const WorkerCounters& w) { return w.limit_redis_errors.get(); }));
+
   header(out, "tlsfront_client_floods_total", "counter",
          "Client connections closed for a flood: TLS post-handshake messages (KeyUpdate, renegotiation), HTTP/2 "
          "control frames, HTTP/2 streams reset before their response.");

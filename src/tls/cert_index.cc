@@ -9,6 +9,7 @@
 
 #include "tls/cipher_list.h"
 #include "tls/early_data_gate.h"
+#include "tls/handshake_budget.h"
 #include "tls/handshake_facts.h"
 #include "tls/openssl_error.h"
 #include "tls/session_cache.h"
@@ -53,6 +54,11 @@ std::string client_server_name(SSL* ssl) {
 // ticket) and before its session lookup, so both see the chosen context's
 // session ID context and callbacks.
 int client_hello_cb(SSL* ssl, int* alert, void* /*arg*/) noexcept {
+  // First: a client over its handshake budget costs nothing more.
+  if (HandshakeBudget* budget = HandshakeBudget::of(ssl); budget != nullptr && !budget->on_client_hello(ssl)) {
+    *alert = SSL_AD_HANDSHAKE_FAILURE;
+    return SSL_CLIENT_HELLO_ERROR;
+  }
   const auto* index = static_cast<const CertIndex*>(SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), index_slot()));
   if (index != nullptr) {
     const TlsContext* ctx = index->find(client_server_name(ssl));

@@ -526,7 +526,8 @@ Result<Imported> import(const std::vector<Directive>& given, const std::string& 
                   "ssl_stapling", "ssl_stapling_file", "ssl_stapling_responder", "ssl_stapling_verify",
                   "proxy_connect_timeout", "proxy_read_timeout", "proxy_send_timeout", "grpc_connect_timeout",
                   "grpc_read_timeout", "grpc_send_timeout", "upstream", "server_name", "set_real_ip_from",
-                  "real_ip_header", "real_ip_recursive"});
+                  "real_ip_header", "real_ip_recursive", "allow", "deny", "limit_req", "limit_req_zone",
+                  "limit_conn", "limit_conn_zone"});
   // clang-format on
   Importer im(base_dir, m, ledger);
   im.main_context(tree);
@@ -545,6 +546,7 @@ Result<Imported> import(const std::vector<Directive>& given, const std::string& 
       import_compression(im.servers()[im.default_server()], m, ledger);
       import_resolver(im.servers()[im.default_server()], m, ledger);
       import_client_address(im.servers(), im.default_server(), m, ledger);
+      import_limits(*im.http(), m, ledger);
       if (m.listens.empty()) missing = "no usable TLS listen address";
       else if (m.certs.empty()) missing = "no usable certificate (ssl_certificate + ssl_certificate_key)";
       // Fixed answers alone are no API edge (and tlsfront needs an [[upstream]]).

@@ -69,12 +69,20 @@ struct Model {
     Keys headers;   // response_headers = {...}, request_headers = {...}: inline tables
     Keys answer;    // return = {...} or redirect = {...} (then upstream is "")
     bool grpc = false;  // from grpc_pass: its header directives are grpc_set_header, grpc_hide_header
+    Keys limits;        // access, limit_req, limit_conn (import_limits)
   };
   std::vector<Route> routes;
   Keys response_headers, request_headers;  // [response_headers], [request_headers]: the defaults
   Keys compression;                        // [compression]
   Keys resolver;                           // [resolver]
   Keys log, limits, timeouts, http2;
+  // [[limit_req]] / [[limit_conn]] (import_limits): tlsfront's zone name,
+  // the nginx zone it comes from, its keys.
+  struct Zone {
+    std::string name, nginx_name;
+    Keys keys;
+  };
+  std::vector<Zone> limit_req_zones, limit_conn_zones;
 };
 
 // What became of each directive: carried over, and/or the reasons it (or a
@@ -254,5 +262,12 @@ void import_client_address(const std::vector<Server>& servers, size_t def, Model
 
 // The TOML text of `m` (nginx_render.cc).
 std::string render(const Model& m, const std::string& source, size_t not_carried);
+
+// Access rules and limits (nginx_import_limits.cc): the allow/deny,
+// limit_req and limit_conn that apply to each proxying route (its chain) as
+// the route's access, limit_req and limit_conn, and the zones they use
+// (limit_req_zone, limit_conn_zone of `http`) as [[limit_req]] and
+// [[limit_conn]], one per distinct use.
+void import_limits(const Directive& http, Model& m, Ledger& l);
 
 }  // namespace tlsfront::tools::nginx::detail

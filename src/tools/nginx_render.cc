@@ -111,7 +111,18 @@ std::string render(const Model& m, const std::string& source, size_t not_carried
     if (r.answer.empty()) ks.push_back({"upstream", toml_string(r.upstream), ""});
     ks.insert(ks.end(), r.answer.begin(), r.answer.end());
     ks.insert(ks.end(), r.headers.begin(), r.headers.end());
+    ks.insert(ks.end(), r.limits.begin(), r.limits.end());
     table(out, "[[route]]", ks);
+  }
+  for (const auto& z : m.limit_req_zones) {
+    Keys ks{{"name", toml_string(z.name), "limit_req_zone " + z.nginx_name}};
+    ks.insert(ks.end(), z.keys.begin(), z.keys.end());
+    table(out, "[[limit_req]]", ks);
+  }
+  for (const auto& z : m.limit_conn_zones) {
+    Keys ks{{"name", toml_string(z.name), "limit_conn_zone " + z.nginx_name}};
+    ks.insert(ks.end(), z.keys.begin(), z.keys.end());
+    table(out, "[[limit_conn]]", ks);
   }
   table(out, "[log]", m.log);
   table(out, "[limits]", m.limits);

@@ -45,21 +45,29 @@ TEST_F(DocsAccessLog, EveryFieldOfARealLineIsInTheReferenceAndEveryDocumentedFie
   ASSERT_FALSE(documented.empty()) << doc_path << " has no field table under \"### Access-log fields\"";
 
   // The client's address from a trusted proxy's header: the line then has
-  // peer_addr too (written only when it differs from remote_addr).
+  // peer_addr too (written only when it differs from remote_addr). The
+  // second request is delayed by a limit_req zone (burst 1 at 1 r/s): its
+  // line has `limit`.
   ProxyOptions o;
+  o.workers = 1;
   o.listen_extra = "trusted_proxies = [\"127.0.0.1\"]\n";
+  o.routes = "[[route]]\npath_prefix = \"/\"\nupstream = \"backend\"\nlimit_req = [\"docs\"]\n";
+  o.extra = "[[limit_req]]\nname = \"docs\"\nrate = \"1r/s\"\nburst = 1\n";
   ASSERT_TRUE(start_proxy(o));
   HttpRequest req;
   req.path = "/docs";
   req.headers = {"X-Forwarded-For: 192.0.2.7"};
-  HttpResponse r = http(port(), req);
-  ASSERT_EQ(r.status, 200) << r.error;
-  std::vector<std::string> lines = proxy_.wait_log_lines(1);
-  ASSERT_EQ(lines.size(), 1u);
+  for (int i = 0; i < 2; ++i) {
+    HttpResponse r = http(port(), req);
+    ASSERT_EQ(r.status, 200) << r.error;
+  }
+  std::vector<std::string> lines = proxy_.wait_log_lines(2);
+  ASSERT_EQ(lines.size(), 2u);
+  const std::string& limited = lines[1];
 
   simdjson::dom::parser parser;
   simdjson::dom::object line;
-  ASSERT_EQ(parser.parse(lines[0]).get(line), simdjson::SUCCESS) << lines[0];
+  ASSERT_EQ(parser.parse(limited).get(line), simdjson::SUCCESS) << limited;
   std::set<std::string> logged;
   for (auto field : line) {
     std::string key(field.key);
@@ -69,7 +77,7 @@ TEST_F(DocsAccessLog, EveryFieldOfARealLineIsInTheReferenceAndEveryDocumentedFie
   }
   for (const std::string& key : documented) {
     EXPECT_TRUE(logged.count(key)) << doc_path << " documents the access-log field \"" << key
-                                   << "\", which a log line does not have: " << lines[0];
+                                   << "\", which a log line does not have: " << limited;
   }
 }
 

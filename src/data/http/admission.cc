@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "data/http/header_plan.h"
+#include "data/http/request_limits.h"
 #include "message/real_ip.h"
 #include "message/request_path.h"
 
@@ -125,6 +126,17 @@ Admission admit(const SessionEnv& env, ExchangeSink* sink, RequestRecord& record
   auto route = env.router->match(head.host, head.method, normalized.path);
   if (!route) return {nullptr, {404}};
   record.route = static_cast<uint32_t>(route->route);
+  const config::Route& route_config = env.config->routes[route->route];
+  LimitDecision limited;
+  if (!route_config.access.empty() || !route_config.limit_req.empty() || !route_config.limit_conn.empty()) {
+    limited = check_route_limits(*env.config, env.limits, route_config, info, record);
+    if (limited.status != 0) {
+      if (env.counters) env.counters->count_limited(limited.status);
+      LocalAnswer answer{limited.status};
+      answer.retry_after = limited.retry_after_s;
+      return {nullptr, std::move(answer)};
+    }
+  }
   const RouteHeaders* rules = env.headers ? &env.headers->route(route->route, info.scheme) : nullptr;
   if (route->action != config::RouteAction::Proxy) {
     record.route_headers = rules;
@@ -137,7 +149,7 @@ Admission admit(const SessionEnv& env, ExchangeSink* sink, RequestRecord& record
   if (!head.upgrade.empty()) {
     // Only the route's upgrade tokens open a tunnel; any other Upgrade is
     // dropped (hop-by-hop) and the request forwarded as an ordinary one.
-    const auto& allowed = env.config->routes[route->route].upgrade;
+    const auto& allowed = route_config.upgrade;
     if (std::find(allowed.begin(), allowed.end(), head.upgrade) == allowed.end()) {
       // An RFC 8441 extended CONNECT has no ordinary request to fall back to.
       if (head.extended_connect) return {nullptr, {400}};
@@ -149,8 +161,17 @@ Admission admit(const SessionEnv& env, ExchangeSink* sink, RequestRecord& record
     head.upstream_target.assign(normalized.path);
     head.upstream_target.append(normalized.query);
   }
-  const config::Compression& compression = env.config->routes[route->route].compression;
-  return forward(env, sink, record, route->upstream, rules, compression.encodings.empty() ? nullptr : &compression);
+  const config::Compression& compression = route_config.compression;
+  Admission admission =
+      forward(env, sink, record, route->upstream, rules, compression.encodings.empty() ? nullptr : &compression);
+  if (limited.wait_ms != 0 || !limited.slots.empty()) {
+    admission.exchange->hold_limits(std::move(limited.slots), limited.wait_ms);
+  }
+  if (!limited.remote.empty() && env.remote_limiter != nullptr) {
+    admission.exchange->check_remote_limits(env.remote_limiter, env.config, env.limits, std::move(limited.remote),
+                                            env.counters);
+  }
+  return admission;
 }
 
 const HeaderEdit* local_answer_edit(const SessionEnv& env, const ConnectionInfo& info, const RequestRecord& record) {

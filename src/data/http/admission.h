@@ -29,7 +29,9 @@ int refused_method(const RequestHead& head);
 // above "/" or after an empty segment, %2F, %5C, %00, bad percent-encoding
 // or UTF-8); 404 when no route matches its host, method and normalized path
 // (the asterisk-form "*" of OPTIONS never does); the matching route's return
-// or redirect. Clears
+// or redirect; before that, the route's access rules and limits
+// (data/http/request_limits.h: 403, 429 with Retry-After, 503, or a wait and
+// slots the exchange holds). Clears
 // head.upgrade unless the route's `upgrade` list names it (and on every
 // path that is not a route's: ACME, fixed answers); an HTTP/2 extended
 // CONNECT (head.extended_connect) whose protocol the route does not allow

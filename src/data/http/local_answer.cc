@@ -16,6 +16,9 @@ void build_local_answer(const SessionEnv& env, const ConnectionInfo& info, const
         Header{"Content-Type", returned ? answer.fixed->content_type : std::string("text/plain"), HeaderToken::Other});
   }
   if (!answer.location.empty()) head.headers.push_back(Header{"Location", answer.location, HeaderToken::Other});
+  if (answer.retry_after != 0) {
+    head.headers.push_back(Header{"Retry-After", std::to_string(answer.retry_after), HeaderToken::Other});
+  }
   const HeaderEdit* edit = nullptr;
   if (answer.fixed != nullptr && record.route_headers != nullptr) {
     edit = &record.route_headers->response;

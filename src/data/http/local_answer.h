@@ -29,6 +29,7 @@ struct LocalAnswer {
   // the request); null for tlsfront's own answers and the HTTPS redirect.
   const config::FixedAnswer* fixed = nullptr;
   std::string location;  // the Location field of a redirect, expanded; "" = none
+  uint32_t retry_after = 0;  // a 429's Retry-After in seconds (RFC 9110 §10.2.3); 0 = none
 };
 
 // The head (status, Server, Content-Type, Location, the rules' fields,

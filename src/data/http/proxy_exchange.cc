@@ -6,8 +6,10 @@
 #include "data/http/response_compression.h"
 #include "data/upstream/hash_key.h"
 #include "log/log.h"
+#include "message/error_response.h"
 #include "message/grpc.h"
 #include "message/header_rewrite.h"
+#include "metrics/counters.h"
 
 namespace tlsfront::http {
 namespace {
@@ -105,7 +107,113 @@ std::unique_ptr<upstream::UpstreamTunnel> ProxyExchange::take_tunnel(std::unique
   return tunnel;
 }
 
+void ProxyExchange::hold_limits(std::vector<ConcurrencySlot> slots, uint64_t wait_ms) {
+  limit_slots_ = std::move(slots);
+  limit_wait_ms_ = wait_ms;
+}
+
+void ProxyExchange::check_remote_limits(RemoteLimiter* limiter, const config::Config* config,
+                                        const RequestLimits* limits, std::vector<std::pair<size_t, std::string>> checks,
+                                        metrics::WorkerCounters* counters) {
+  remote_ = std::make_unique<RemoteChecks>();
+  remote_->limiter = limiter;
+  remote_->config = config;
+  remote_->limits = limits;
+  remote_->counters = counters;
+  remote_->checks = std::move(checks);
+}
+
 void ProxyExchange::start() {
+  if (limit_wait_ms_ == 0 && !remote_) {
+    go();
+    return;
+  }
+  transition(phase_, Phase::Delayed);
+  if (!remote_) {
+    wait_then_go(limit_wait_ms_);
+    return;
+  }
+  // Every check is sent before any answer is taken (answers come from the
+  // loop, later); one refused at once fails open.
+  remote_->self = std::make_shared<ProxyExchange*>(this);
+  remote_->pending = remote_->checks.size();
+  std::vector<size_t> refused;
+  for (const auto& [zone, key] : remote_->checks) {
+    std::weak_ptr<ProxyExchange*> weak = remote_->self;
+    const size_t index = zone;
+    const bool sent = remote_->limiter->check(remote_->config->limit_req[zone], key,
+                                              [weak, index](std::optional<GcraVerdict> verdict) {
+                                                if (auto self = weak.lock()) (*self)->on_remote_limit(index, verdict);
+                                              });
+    if (!sent) refused.push_back(zone);
+  }
+  for (size_t zone : refused) {
+    if (phase_ != Phase::Delayed) return;
+    on_remote_limit(zone, std::nullopt);
+  }
+}
+
+void ProxyExchange::on_remote_limit(size_t zone, std::optional<GcraVerdict> verdict) {
+  if (phase_ != Phase::Delayed || !remote_) return;
+  RateZone& rate = *remote_->limits->req[zone];
+  const config::LimitReqZone& z = remote_->config->limit_req[zone];
+  if (!verdict) {
+    rate.failed_open.fetch_add(1, std::memory_order_relaxed);
+  } else if (!verdict->pass) {
+    rate.rejected.fetch_add(1, std::memory_order_relaxed);
+    if (remote_->counters) remote_->counters->count_limited(429);
+    stats_.limit = z.name;
+    refuse_limited(verdict->retry_after_ns);
+    return;
+  } else if (verdict->wait_ns > 0) {
+    rate.delayed.fetch_add(1, std::memory_order_relaxed);
+    stats_.limit = z.name;
+    limit_wait_ms_ = std::max(limit_wait_ms_, (verdict->wait_ns + 999'999) / 1'000'000);
+  } else {
+    rate.passed.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (--remote_->pending > 0) return;
+  remote_.reset();  // its callbacks find nothing from here on
+  if (limit_wait_ms_ == 0) {
+    go();
+    if (phase_ != Phase::Done && !request_body_congested()) sink_->on_request_body_writable();
+    return;
+  }
+  wait_then_go(limit_wait_ms_);
+}
+
+void ProxyExchange::refuse_limited(uint64_t retry_after_ns) {
+  transition(phase_, Phase::Done);
+  ResponseHead head;
+  head.status = 429;
+  const std::string body = make_error_body(429);
+  head.headers.push_back(Header{"Server", "tlsfront", HeaderToken::Other});
+  head.headers.push_back(Header{"Content-Type", "text/plain", HeaderToken::Other});
+  head.headers.push_back(
+      Header{"Retry-After", std::to_string(std::max<uint64_t>(1, (retry_after_ns + 999'999'999) / 1'000'000'000)),
+             HeaderToken::Other});
+  head.content_length = body.size();
+  const bool has_body = method_ != "HEAD";
+  sink_->send_response_head(head, has_body);
+  if (has_body) sink_->send_response_body(body);
+  sink_->end_response();
+}
+
+void ProxyExchange::wait_then_go(uint64_t ms) {
+  delay_timer_ = std::make_unique<LazyTimer>();
+  delay_timer_->init(
+      loop_,
+      [](void* self) {
+        auto* e = static_cast<ProxyExchange*>(self);
+        if (e->phase_ != Phase::Delayed) return;
+        e->go();
+        if (e->phase_ != Phase::Done && !e->request_body_congested()) e->sink_->on_request_body_writable();
+      },
+      this);
+  delay_timer_->arm(std::chrono::milliseconds(ms));
+}
+
+void ProxyExchange::go() {
   if (sink_->connection_info().early_data) {
     if (early_ == EarlyData::Hold) {
       transition(phase_, Phase::Held);
@@ -195,7 +303,7 @@ void ProxyExchange::attempt(upstream::UpstreamPool* pool, bool allow_reuse) {
 }
 
 void ProxyExchange::send_up(std::string_view bytes) {
-  if (phase_ == Phase::Held) {  // no connection yet: all of it waits here
+  if (waiting()) {  // no connection yet: all of it waits here
     replay_.append(bytes);
     return;
   }
@@ -250,7 +358,7 @@ void ProxyExchange::on_request_complete() {
 }
 
 bool ProxyExchange::request_body_congested() const {
-  if (phase_ == Phase::Held) return true;
+  if (waiting()) return true;
   return channel_ && channel_->buffered_bytes() > upstream::kWriteHighWatermark;
 }
 
@@ -264,6 +372,8 @@ void ProxyExchange::pause_upstream() {
 
 void ProxyExchange::cancel() {
   if (phase_ != Phase::Done) transition(phase_, Phase::Done);
+  delay_timer_.reset();
+  remote_.reset();
   drop_encoder();  // the codec state goes now, not with the deferred delete
   drop_connection();
   count_load(false);

@@ -37,6 +37,7 @@
 
 #include "data/http/compression_budget.h"
 #include "data/http/exchange_sink.h"
+#include "data/http/request_limits.h"
 #include "data/http/request_record.h"
 #include "data/upstream/request_head.h"
 #include "data/upstream/upstream_channel.h"
@@ -44,8 +45,14 @@
 #include "message/content_encoder.h"
 #include "message/header_edit.h"
 #include "message/request.h"
+#include "util/concurrency_table.h"
+#include "util/lazy_timer.h"
 #include "util/loop_context.h"
 #include "util/state.h"
+
+namespace tlsfront::metrics {
+struct WorkerCounters;
+}
 
 namespace tlsfront::http {
 
@@ -92,9 +99,12 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   //                   the handshake is still incomplete) | Connecting (the
   //                   same, handshake complete: sent again without Early-Data)
   //   Held         -> Connecting (on_handshake_done) | Done (cancelled)
+  //   Created      -> Delayed (start() with a limit_req wait: hold_limits)
+  //   Delayed      -> Connecting | Held (the wait ended: as start() would
+  //                   go on) | Done (cancelled)
   // Done: the response completed, failed, or the exchange was cancelled; no
   // sink call is made after it.
-  enum class Phase { Created, Connecting, AwaitingHead, Streaming, Tunnel, Held, Done };
+  enum class Phase { Created, Connecting, AwaitingHead, Streaming, Tunnel, Held, Delayed, Done };
   // What the replay buffer holds (everything sent upstream so far, so a
   // failed attempt can be replayed on a new connection):
   //   Whole   -> Lost   the whole request body (a Content-Length) fits:
@@ -130,6 +140,16 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
                                                                upstream::UpstreamHandler* handler,
                                                                RequestRecord& record);
 
+  // Before start(): the route's limit_conn slots, held until the exchange
+  // goes, and a limit_req wait: start() then sends nothing before `wait_ms`
+  // have passed on the loop's timers (the body waits as in Held).
+  void hold_limits(std::vector<ConcurrencySlot> slots, uint64_t wait_ms);
+  // Before start(): store = "redis" zones to ask first (LimitDecision::
+  // remote), through `limiter`; the exchange waits in Delayed for every
+  // answer, then sends the request, after the longest wait asked for, or
+  // answers 429 with Retry-After itself. `counters` may be null.
+  void check_remote_limits(RemoteLimiter* limiter, const config::Config* config, const RequestLimits* limits,
+                           std::vector<std::pair<size_t, std::string>> checks, metrics::WorkerCounters* counters);
   // Sends the request head upstream (an EarlyData::Hold request in early
   // data: once on_handshake_done() is called). Failures are reported through
   // the sink.
@@ -168,6 +188,16 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
  private:
   // Picks a server and attempts it (start() once nothing holds it).
   void begin();
+  // start() after any limit_req wait: Held, or begin().
+  void go();
+  // Delayed for `ms` on the loop's timers, then go().
+  void wait_then_go(uint64_t ms);
+  // One store = "redis" zone answered (nullopt: it failed open).
+  void on_remote_limit(size_t zone, std::optional<GcraVerdict> verdict);
+  // A 429 with Retry-After, as the response (a redis zone refused).
+  void refuse_limited(uint64_t retry_after_ns);
+  // Held or Delayed: nothing went up yet, the body waits in replay_.
+  bool waiting() const { return phase_ == Phase::Held || phase_ == Phase::Delayed; }
   void attempt(upstream::UpstreamPool* pool, bool allow_reuse);
   // Counts this exchange in (or out of) pool_'s outstanding requests, the
   // least_request balancer's load: in while an attempt runs there.
@@ -245,25 +275,43 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   int informational_ = 0;
   std::chrono::steady_clock::time_point attempt_start_;
   UpstreamStats stats_;
+  // hold_limits(): what the route's limits gave this request.
+  std::vector<ConcurrencySlot> limit_slots_;
+  uint64_t limit_wait_ms_ = 0;
+  std::unique_ptr<LazyTimer> delay_timer_;  // Delayed only
+  // check_remote_limits(): what to ask, and the answers still to come.
+  struct RemoteChecks {
+    RemoteLimiter* limiter = nullptr;
+    const config::Config* config = nullptr;
+    const RequestLimits* limits = nullptr;
+    metrics::WorkerCounters* counters = nullptr;
+    std::vector<std::pair<size_t, std::string>> checks;
+    size_t pending = 0;
+    // The callbacks hold it weakly: reset, they find no exchange.
+    std::shared_ptr<ProxyExchange*> self;
+  };
+  std::unique_ptr<RemoteChecks> remote_;
 };
 
 // The transition tables (util/state.h).
 constexpr bool legal(ProxyExchange::Phase from, ProxyExchange::Phase to) {
   using P = ProxyExchange::Phase;
   switch (from) {
-    case P::Created: return to == P::Connecting || to == P::Held || to == P::Done;
+    case P::Created: return to == P::Connecting || to == P::Held || to == P::Delayed || to == P::Done;
     case P::Connecting: return to == P::AwaitingHead || to == P::Connecting || to == P::Done;
     case P::AwaitingHead:
       return to == P::Streaming || to == P::Tunnel || to == P::Connecting || to == P::Held || to == P::Done;
     case P::Streaming: return to == P::Done;
     case P::Tunnel: return to == P::Done;
     case P::Held: return to == P::Connecting || to == P::Done;
+    case P::Delayed: return to == P::Connecting || to == P::Held || to == P::Done;
     case P::Done: return false;
   }
   return false;
 }
 constexpr const char* name(ProxyExchange::Phase p) {
-  constexpr const char* names[] = {"Created", "Connecting", "AwaitingHead", "Streaming", "Tunnel", "Held", "Done"};
+  constexpr const char* names[] = {"Created", "Connecting", "AwaitingHead", "Streaming",
+                                   "Tunnel",  "Held",       "Delayed",      "Done"};
   return names[static_cast<int>(p)];
 }
 constexpr bool legal(ProxyExchange::Replay from, ProxyExchange::Replay to) {

@@ -80,6 +80,7 @@ void RequestRecord::begin() {
   response_complete = false;
   tunnel = false;
   early_data = false;
+  limit = {};
   bytes_sent = 0;
   bytes_received = 0;
   body_bytes = 0;
@@ -114,6 +115,7 @@ void RequestRecord::log_completed(const SessionEnv& env, const ConnectionInfo& i
   e.response_complete = response_complete;
   e.tunnel = tunnel;
   e.ssl_early_data = early_data;
+  e.limit = !limit.empty() || !upstream ? limit : upstream->limit;
   e.bytes_sent = bytes_sent;
   e.bytes_received = bytes_received;
   e.stream_id = stream_id;

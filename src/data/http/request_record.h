@@ -57,6 +57,9 @@ struct UpstreamStats {
   // The request went up in early data with Early-Data: 1, the upstream
   // answered 425 (RFC 8470 §5.2), and it was sent again after the handshake.
   bool too_early_retried = false;
+  // A store = "redis" [[limit_req]] zone that refused or delayed the request
+  // (its name, borrowed from the generation's config); "" when none did.
+  std::string_view limit;
 };
 
 struct TunnelRecord;
@@ -101,6 +104,10 @@ struct RequestRecord {
   // keeps its record between requests and for a tunnel's life, and needs
   // these only from the retirement to the log line.
   std::unique_ptr<UpstreamStats> upstream;
+  // What limited the request (data/http/request_limits.h): "access" (403),
+  // or the name of the zone that refused or delayed it; "" when none did.
+  // Borrowed from the generation's config, which outlives the record.
+  std::string_view limit;
 
   // The request's client address ($remote_addr, X-Real-IP, the log's
   // remote_addr): client_addr, or the connection's.

@@ -22,6 +22,8 @@ class AccessLog;
 namespace tlsfront::http {
 
 class CompressionBudget;
+struct RequestLimits;
+class RemoteLimiter;
 
 // What a session borrows from its worker and generation; all outlive it.
 struct SessionEnv {
@@ -38,6 +40,11 @@ struct SessionEnv {
   metrics::RequestSlots requests;
   bool* shutting_down = nullptr;         // worker draining: answer with Connection: close
   CompressionBudget* compression_budget = nullptr;  // the worker's; null: unbounded (unit tests)
+  // The generation's [[limit_req]] / [[limit_conn]] zones (node-wide);
+  // null: zones are not checked (unit tests).
+  const RequestLimits* limits = nullptr;
+  // The worker's store = "redis" zone checks; null: none (they fail open).
+  RemoteLimiter* remote_limiter = nullptr;
 };
 
 }  // namespace tlsfront::http
