@@ -244,6 +244,7 @@ Status parse_route(const TableReader& root, const std::vector<Upstream>& upstrea
     TableReader t(root.context(), *(*tables)[i], "route[" + std::to_string(i) + "]");
     if (Status s = t.check_keys({"host", "path_prefix", "path_exact", "path_regex", "methods", "pass_normalized",
                                  "upgrade", "upstream", "return", "redirect", "response_headers", "request_headers",
+                                 "require_client_cert",
                                  // parse_compression.cc reads these
                                  "compress", "compress_types", "compress_min_bytes", "compress_level"});
         !s.ok()) {
@@ -257,6 +258,7 @@ Status parse_route(const TableReader& root, const std::vector<Upstream>& upstrea
     if (Status s = parse_methods(t, route.methods); !s.ok()) return s;
     if (Status s = parse_upgrade(t, route.upgrade); !s.ok()) return s;
     if (Status s = t.get_bool("pass_normalized", route.pass_normalized); !s.ok()) return s;
+    if (Status s = t.get_bool("require_client_cert", route.require_client_cert); !s.ok()) return s;
     if (Status s = parse_action(t, upstreams, route); !s.ok()) return s;
     if (Status s = parse_route_headers(t, route); !s.ok()) return s;
     out.push_back(std::move(route));

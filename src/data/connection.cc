@@ -254,6 +254,16 @@ void Connection::on_handshake_done() {
   counters.negotiated.add(SSL_get_version(ssl), SSL_CIPHER_get_name(SSL_get_current_cipher(ssl)));
   count_client_hello();
   count_early_data();
+  if ((SSL_get_verify_mode(ssl) & SSL_VERIFY_FAIL_IF_NO_PEER_CERT) != 0 &&
+      (info.client_cert == nullptr || !info.client_cert->verified())) {
+    // verify_client = "required" on a session resumed without a verified
+    // certificate: only possible with session_id_context = "nginx", whose
+    // context does not cover verify_client (tls/client_auth.h).
+    log::debug("conn={} {}:{} resumed without the verified client certificate its name requires", id_, remote_addr_,
+               remote_port_);
+    close(false);
+    return;
+  }
   if (early) {
     session_->on_handshake_done(info.tls_handshake_ms);  // the session started in early data
   } else {

@@ -108,6 +108,7 @@ http::ConnectionInfo Connection::tls_info() const {
   info.ssl_session_reused = SSL_session_reused(ssl) == 1;
   const bool ticket = info.ssl_session_reused && tls::resumed_with_ticket(ssl);
   info.ssl_resumption = !info.ssl_session_reused ? "none" : ticket ? "ticket" : "cache";
+  info.client_cert = tls::ClientIdentity::of(ssl);
   return info;
 }
 

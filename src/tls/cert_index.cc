@@ -8,6 +8,7 @@
 #include <fmt/core.h>
 
 #include "tls/cipher_list.h"
+#include "tls/client_auth.h"
 #include "tls/early_data_gate.h"
 #include "tls/handshake_facts.h"
 #include "tls/openssl_error.h"
@@ -62,6 +63,7 @@ int client_hello_cb(SSL* ssl, int* alert, void* /*arg*/) noexcept {
       return SSL_CLIENT_HELLO_ERROR;
     }
     SSL_set_SSL_CTX(ssl, ctx->get());  // no-op when it is the current one (a RETRY re-entry)
+    adopt_verify_mode(ssl, ctx->get());  // the name's client certificate request (client_auth.h)
   }
   const int rc = SessionCache::on_client_hello(ssl, alert, nullptr);
   if (rc != SSL_CLIENT_HELLO_SUCCESS) return rc;

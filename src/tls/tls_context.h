@@ -40,7 +40,10 @@ class TlsContext {
   // SHA-256 over the sorted leaf digests and the sorted names, so a session
   // resumes only under the certificates and names it was made for, and every
   // node with the same certificates derives the same context (shared ticket
-  // keys and Redis sessions keep working across a cluster).
+  // keys and Redis sessions keep working across a cluster), and the client
+  // certificate policy (tls/client_auth.h) when one is configured, so no
+  // session outlives a change of client_ca or crl.
+  // Every entry of `certs` must have the same client certificate settings.
   // Errors: Errc::Tls / Errc::Config with the config position named.
   // Thread affinity: any thread (control thread in practice).
   [[nodiscard]] static Result<std::unique_ptr<TlsContext>> create(const config::Tls& tls,

@@ -124,6 +124,9 @@ Admission admit(const SessionEnv& env, ExchangeSink* sink, RequestRecord& record
   }
   auto route = env.router->match(head.host, head.method, normalized.path);
   if (!route) return {nullptr, {404}};
+  if (route->require_client_cert && (info.client_cert == nullptr || !info.client_cert->verified())) {
+    return {nullptr, {403}};
+  }
   const RouteHeaders* rules = env.headers ? &env.headers->route(route->route, info.scheme) : nullptr;
   if (route->action != config::RouteAction::Proxy) {
     record.route_headers = rules;

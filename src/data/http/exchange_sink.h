@@ -8,6 +8,7 @@
 #include <charconv>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,6 +16,7 @@
 
 #include "config/config.h"
 #include "message/request.h"
+#include "tls/client_certificate.h"
 
 namespace tlsfront::http {
 
@@ -45,6 +47,10 @@ struct ConnectionInfo {
   std::string_view ssl_protocol;  // SSL_get_version: "TLSv1.3"
   std::string_view ssl_cipher;    // SSL_CIPHER_get_name: "TLS_AES_128_GCM_SHA256"
   const char* ssl_resumption = "none";  // "none" | "cache" | "ticket"; "" on cleartext
+  // The client certificate's facts ($ssl_client_*, tls/client_certificate.h)
+  // when the connection's certificate name asks for one (verify_client);
+  // null otherwise. Shared by the connection's sessions.
+  std::shared_ptr<const tls::ClientIdentity> client_cert;
   double tls_handshake_ms = 0;
   uint64_t requests = 0;  // requests started on this connection so far
   uint16_t remote_port = 0;
