@@ -526,7 +526,8 @@ Result<Imported> import(const std::vector<Directive>& given, const std::string& 
                   "ssl_stapling", "ssl_stapling_file", "ssl_stapling_responder", "ssl_stapling_verify",
                   "proxy_connect_timeout", "proxy_read_timeout", "proxy_send_timeout", "grpc_connect_timeout",
                   "grpc_read_timeout", "grpc_send_timeout", "upstream", "server_name", "set_real_ip_from",
-                  "real_ip_header", "real_ip_recursive"});
+                  "real_ip_header", "real_ip_recursive", "ssl_verify_client", "ssl_client_certificate", "ssl_crl",
+                  "ssl_verify_depth"});
   // clang-format on
   Importer im(base_dir, m, ledger);
   im.main_context(tree);
