@@ -259,8 +259,9 @@ size_t json_line_room(const AccessLogEntry& e) {
                          e.content_encoding.size() + e.ssl_client_verify.size() + e.ssl_client_s_dn.size() +
                          e.ssl_client_i_dn.size() + e.ssl_client_serial.size() + e.ssl_client_fingerprint.size();
   // (The room is zero-filled by resize(): no more of it than needed.)
-  return 1024 + (e.ssl_client_verify.empty() ? 0 : 256) + 6 * strings + Cursor::ms_room(e.request_time_ms) + Cursor::ms_room(e.tls_handshake_ms) +
-         Cursor::ms_room(e.upstream_connect_ms) + Cursor::ms_room(e.upstream_response_ms);
+  return 1024 + (e.ssl_client_verify.empty() ? 0 : 256) + 6 * strings + Cursor::ms_room(e.request_time_ms) +
+         Cursor::ms_room(e.tls_handshake_ms) + Cursor::ms_room(e.upstream_connect_ms) +
+         Cursor::ms_room(e.upstream_response_ms);
 }
 
 void append_json_line(std::string& out, const AccessLogEntry& e) {

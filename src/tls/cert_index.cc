@@ -135,6 +135,7 @@ Status CertIndex::build(const config::Tls& tls, SessionCache* session_cache, Tic
     contexts_.push_back(std::move(ctx).value());
   }
 
+  for (const auto& c : contexts_) mixed_client_auth_ |= c->client_policy() != contexts_.front()->client_policy();
   default_ = contexts_[context_of_cert_[0]].get();
   for (size_t i = 0; i < certs_.size(); ++i) {
     const TlsContext* ctx = contexts_[context_of_cert_[i]].get();
@@ -150,6 +151,15 @@ Status CertIndex::build(const config::Tls& tls, SessionCache* session_cache, Tic
     }
   }
   return {};
+}
+
+bool CertIndex::same_client_auth(const SSL_CTX* ctx, std::string_view host) const {
+  const TlsContext* wanted = find(host);
+  if (wanted == nullptr || wanted->get() == ctx) return true;
+  for (const auto& c : contexts_) {
+    if (c->get() == ctx) return c->client_policy() == wanted->client_policy();
+  }
+  return false;
 }
 
 std::vector<SSL_CTX*> CertIndex::contexts() const {

@@ -31,18 +31,11 @@ Result<size_t> read_pem(const std::string& path, Read read, void (*free_fn)(T*),
   return n;
 }
 
-bool append_der(std::string& out, X509* cert) {
+// Appends the DER encoding of `obj` (i2d_X509, i2d_X509_CRL) to `out`.
+template <typename T>
+bool append_der(std::string& out, const T* obj, int (*i2d)(const T*, unsigned char**)) {
   unsigned char* der = nullptr;
-  const int len = i2d_X509(cert, &der);
-  if (len <= 0) return false;
-  out.append(reinterpret_cast<const char*>(der), static_cast<size_t>(len));
-  OPENSSL_free(der);
-  return true;
-}
-
-bool append_der(std::string& out, X509_CRL* crl) {
-  unsigned char* der = nullptr;
-  const int len = i2d_X509_CRL(crl, &der);
+  const int len = i2d(obj, &der);
   if (len <= 0) return false;
   out.append(reinterpret_cast<const char*>(der), static_cast<size_t>(len));
   OPENSSL_free(der);
@@ -80,7 +73,7 @@ Result<ClientAuthDigest> configure_client_auth(SSL_CTX* ctx, const config::Clien
     unsigned int md_len = 0;
     if (X509_NAME_digest(name, EVP_sha1(), md, &md_len) != 1) return false;
     out.ca_name_sha1.emplace_back(reinterpret_cast<const char*>(md), md_len);
-    return append_der(input, cert) && X509_STORE_add_cert(store.get(), cert) == 1;
+    return append_der(input, cert, i2d_X509) && X509_STORE_add_cert(store.get(), cert) == 1;
   });
   if (!cas) return config_error(auth.ca_origin, ca_key, cas.error().message());
   if (*cas == 0) return config_error(auth.ca_origin, ca_key, "no PEM certificate in \"" + auth.ca + "\"");
@@ -89,7 +82,7 @@ Result<ClientAuthDigest> configure_client_auth(SSL_CTX* ctx, const config::Clien
     const std::string crl_key = auth.setting + ".crl";
     std::string crl_der;
     auto crls = read_pem<X509_CRL>(auth.crl, PEM_read_bio_X509_CRL, X509_CRL_free, [&](X509_CRL* crl) {
-      return append_der(crl_der, crl) && X509_STORE_add_crl(store.get(), crl) == 1;
+      return append_der(crl_der, crl, i2d_X509_CRL) && X509_STORE_add_crl(store.get(), crl) == 1;
     });
     if (!crls) return config_error(auth.crl_origin, crl_key, crls.error().message());
     if (*crls == 0) return config_error(auth.crl_origin, crl_key, "no PEM CRL in \"" + auth.crl + "\"");

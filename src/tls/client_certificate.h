@@ -24,6 +24,7 @@
 
 typedef struct x509_st X509;
 typedef struct ssl_st SSL;
+typedef struct ssl_ctx_st SSL_CTX;
 
 namespace tlsfront::tls {
 

@@ -223,6 +223,7 @@ Result<std::unique_ptr<TlsContext>> TlsContext::create(const config::Tls& tls,
 
   std::unique_ptr<TlsContext> out(new TlsContext(std::move(ctx)));
   out->leaf_ = certs.front()->chain.leaf();  // the SSL_CTX holds a reference
+  out->client_policy_ = std::move(client->policy);
   return out;
 }
 

@@ -62,10 +62,15 @@ class TlsContext {
   // Borrowed leaf of the first certificate (never null after create()).
   X509* leaf() const { return leaf_; }
 
+  // The digest of its client certificate policy (client_auth.h); "" when it
+  // asks for no certificate.
+  const std::string& client_policy() const { return client_policy_; }
+
  private:
   explicit TlsContext(SslCtxPtr ctx) : ctx_(std::move(ctx)) {}
   SslCtxPtr ctx_;
   X509* leaf_ = nullptr;
+  std::string client_policy_;
 };
 
 }  // namespace tlsfront::tls

@@ -229,7 +229,8 @@ TEST_F(ClientCert, OptionalForwardsTheVerdictAndStripsForgedHeaders) {
 
 // Per certificate name: the default name requires a certificate, another
 // asks for none; a client is asked as the name its SNI picks says (the
-// verify mode follows the switch of context in the client hello callback).
+// verify mode follows the switch of context in the client hello callback),
+// and a request cannot cross from one name's connection to the other's.
 TEST_F(ClientCert, PerNameSettingsFollowTheSni) {
   ProxyOptions o = options("");
   o.certificates = "[[certificate]]\ncert = \"" + pki("other-name.chain.pem") + "\"\nkey = \"" + pki("other-name.key") +
@@ -237,7 +238,7 @@ TEST_F(ClientCert, PerNameSettingsFollowTheSni) {
                    pki("localhost.chain.pem") + "\"\nkey = \"" + pki("localhost.key") + "\"\n";
   ASSERT_TRUE(start_proxy(o));
   auto request = [&](const std::string& sni, const std::string& client) {
-    std::string cmd = "printf 'GET /open HTTP/1.1\\r\\nHost: localhost\\r\\nConnection: close\\r\\n\\r\\n' | "
+    std::string cmd = "printf 'GET /open HTTP/1.1\\r\\nHost: " + sni + "\\r\\nConnection: close\\r\\n\\r\\n' | "
                       "openssl s_client -tls1_3 -ign_eof -connect 127.0.0.1:" + std::to_string(port()) +
                       " -servername " + sni;
     if (!client.empty()) cmd += " -cert " + file(client + ".pem") + " -key " + file(client + ".key");
@@ -250,6 +251,20 @@ TEST_F(ClientCert, PerNameSettingsFollowTheSni) {
   out = request("localhost", "");
   EXPECT_NE(out.find("HTTP/1.1 200"), std::string::npos) << out;
   EXPECT_EQ(out.find("Acceptable client certificate CA names"), std::string::npos) << out;  // none asked for
+
+  // A request for the strict name on a connection made for the other one
+  // (SNI localhost, Host other.example) is misdirected, never served.
+  for (bool h2 : {false, true}) {
+    HttpRequest req;
+    req.path = "/open";
+    req.http2 = h2;
+    req.headers = {"Host: other.example"};
+    EXPECT_EQ(http(port(), req).status, 421) << (h2 ? "HTTP/2" : "HTTP/1.1");
+  }
+  HttpRequest same;
+  same.path = "/open";
+  EXPECT_EQ(http(port(), same).status, 200);
+  EXPECT_EQ(backend_.count("req"), 3u);
 }
 
 // Without verify_client the fields are absent from the log and

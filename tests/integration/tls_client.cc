@@ -203,7 +203,10 @@ bool TlsClient::read_some(Clock::time_point deadline) {
       continue;
     }
     // Clean close_notify, EOF without it, or a reset: the connection is over.
-    if (e == SSL_ERROR_SSL) error_ = openssl_errors();
+    // Not drained: callers may look at the queue themselves.
+    if (const char* why = e == SSL_ERROR_SSL ? ERR_reason_error_string(ERR_peek_last_error()) : nullptr) {
+      error_ = why;
+    }
     closed_ = true;
     return false;
   }

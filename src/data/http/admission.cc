@@ -112,6 +112,12 @@ Admission admit(const SessionEnv& env, ExchangeSink* sink, RequestRecord& record
   std::string scratch;  // allocates only when the path is not already normal
   NormalizedTarget normalized;
   if (normalize_target(head.target, scratch, normalized) != PathError::None) return {nullptr, {400}};
+  // A host whose name asks for client certificates otherwise than the one
+  // the handshake was made for (tls::CertIndex::same_client_auth).
+  if (env.client_auth_names != nullptr && info.tls_context != nullptr &&
+      !env.client_auth_names->same_client_auth(info.tls_context, head.host)) {
+    return {nullptr, {421}};
+  }
   if (const config::Listener* cleartext = cleartext_listener(info)) {
     if (!cleartext->acme_upstream.empty() && normalized.path.starts_with(kAcmeChallenge)) {
       if (auto upstream = upstream_index(*env.config, cleartext->acme_upstream)) {

@@ -26,7 +26,7 @@ constexpr std::string_view scheme_name(Scheme s) { return s == Scheme::Https ? "
 
 // A connection's facts, for its sessions' access-log lines, header variables
 // and admission. Its fields are ordered so the small ones share one word
-// (200 octets): every open session and tunnel holds one.
+// (224 octets): every open session and tunnel holds one.
 struct ConnectionInfo {
   uint64_t id = 0;
   // The [[listen]] entry it came from (in the connection's generation, which
@@ -51,6 +51,8 @@ struct ConnectionInfo {
   // when the connection's certificate name asks for one (verify_client);
   // null otherwise. Shared by the connection's sessions.
   std::shared_ptr<const tls::ClientIdentity> client_cert;
+  // The SSL_CTX the handshake was made under (the SNI's); null on cleartext.
+  const SSL_CTX* tls_context = nullptr;
   double tls_handshake_ms = 0;
   uint64_t requests = 0;  // requests started on this connection so far
   uint16_t remote_port = 0;

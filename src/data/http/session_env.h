@@ -13,6 +13,7 @@
 #include "data/http/header_plan.h"
 #include "data/http/router.h"
 #include "data/upstream/upstream_pool.h"
+#include "tls/cert_index.h"
 
 namespace tlsfront::metrics {
 struct WorkerCounters;
@@ -38,6 +39,10 @@ struct SessionEnv {
   metrics::WorkerCounters* counters = nullptr;  // null: not counted (unit tests)
   bool* shutting_down = nullptr;         // worker draining: answer with Connection: close
   CompressionBudget* compression_budget = nullptr;  // the worker's; null: unbounded (unit tests)
+  // The generation's certificates when their names differ in client
+  // certificate policy (tls::CertIndex::mixed_client_auth), so admission
+  // checks each request's host against its connection's; null otherwise.
+  const tls::CertIndex* client_auth_names = nullptr;
 };
 
 }  // namespace tlsfront::http
