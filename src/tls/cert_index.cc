@@ -187,6 +187,11 @@ std::vector<std::string> CertIndex::report_lines() const {
                               c.names.empty() ? "no names" : list(c.names), c.names_from_san ? " (from its SAN)" : "",
                               is_default ? "; default for clients without SNI or with an unknown name" : ""));
     for (auto& line : c.chain.report().lines()) out.push_back("  " + line);
+    if (const config::ClientAuth& a = c.config->client_auth; a.enabled()) {
+      out.push_back(fmt::format("  client certificates {}: verified against client_ca \"{}\"{}, verify_depth {}",
+                                a.verify == config::VerifyClient::Required ? "required" : "optional", a.ca,
+                                a.crl.empty() ? "" : ", crl \"" + a.crl + "\"", a.depth));
+    }
   }
   if (strict_sni_) out.push_back("tls.strict_sni: clients without SNI or with an unknown name are refused");
   return out;

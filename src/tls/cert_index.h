@@ -82,8 +82,9 @@ class CertIndex {
   // In file order; the start-up log and `--test` print their reports.
   const std::vector<ServerCertificate>& certificates() const { return certs_; }
 
-  // One line per entry (names, key type, default) and the chain report of
-  // each; warnings apart (as ChainReport::lines).
+  // One line per entry (names, key type, default), the chain report of
+  // each and its client certificate settings; warnings apart (as
+  // ChainReport::lines).
   std::vector<std::string> report_lines() const;
   std::vector<std::string> warnings() const;
 

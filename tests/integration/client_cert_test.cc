@@ -282,6 +282,31 @@ TEST_F(ClientCert, OffLogsNoClientFields) {
   EXPECT_EQ(last_request_values(1, "X-Client-DN"), std::vector<std::string>{""});
 }
 
+// `tlsfront --test` reports the settings; a client_ca or crl file that is
+// not what it should be fails the load naming the key and the file.
+TEST_F(ClientCert, TestReportsAndBadFilesAreConfigErrors) {
+  auto check = [&](const std::string& tls_extra) {
+    const std::string path = dir_.path() + "/check.toml";
+    ProxyOptions o = options(tls_extra);
+    o.upstream_servers = {backend_.address()};
+    write_file(path, make_config(o, kAnyPort, dir_.path() + "/check.log"));
+    return run_command(dir_, {TLSFRONT_BINARY, "--test", "--config", path});
+  };
+  RunResult ok = check(client_auth("required"));
+  EXPECT_TRUE(ok.status.exited && ok.status.code == 0) << ok.err;
+  EXPECT_NE((ok.out + ok.err).find("client certificates required: verified against client_ca \"" + file("ca.pem") +
+                                   "\", crl \"" + file("crl-revoked.pem") + "\", verify_depth 1"),
+            std::string::npos)
+      << ok.out << ok.err;
+  RunResult bad_ca = check(client_auth("required", "crl-empty.pem", ""));  // a CRL where CAs belong
+  EXPECT_FALSE(bad_ca.status.exited && bad_ca.status.code == 0);
+  EXPECT_NE(bad_ca.err.find("tls.client_ca: no PEM certificate in \"" + file("crl-empty.pem") + "\""), std::string::npos)
+      << bad_ca.err;
+  RunResult no_crl = check(client_auth("required", "ca.pem", "missing.crl"));
+  EXPECT_FALSE(no_crl.status.exited && no_crl.status.code == 0);
+  EXPECT_NE(no_crl.err.find("tls.crl: cannot read \"" + file("missing.crl") + "\""), std::string::npos) << no_crl.err;
+}
+
 // A resumed session keeps its verified identity: the resumed connection
 // forwards the DN, from a ticket (TLS 1.3, 1.2) and from the cache (1.2).
 TEST_F(ClientCert, ResumptionKeepsTheIdentity) {
