@@ -451,7 +451,9 @@ bool Connection::close_if_idle() { return state_ == State::Open && session_ && s
 
 static_assert(static_cast<int>(tls::HandshakeRefusal::ProtocolVersion) - 1 ==
                   static_cast<int>(metrics::Refusal::ProtocolVersion) &&
-              static_cast<int>(tls::HandshakeRefusal::SniRefused) - 1 == static_cast<int>(metrics::Refusal::SniRefused));
+              static_cast<int>(tls::HandshakeRefusal::SniRefused) - 1 == static_cast<int>(metrics::Refusal::SniRefused) &&
+              static_cast<int>(tls::HandshakeRefusal::ClientCertificate) - 1 ==
+                  static_cast<int>(metrics::Refusal::ClientCertificate));
 
 void Connection::count_handshake_failure(metrics::HandshakeFailure reason) {
   if (std::exchange(handshake_failure_counted_, true)) return;

@@ -158,6 +158,8 @@ request_headers = { inherit = false }
 // alert; TLS 1.3 without a certificate gets certificate_required (116).
 TEST_F(ClientCert, RequiredRefusesEachBadCaseWithItsAlert) {
   ASSERT_TRUE(start_proxy(options(client_auth("required"))));
+  const std::string refused = "tlsfront_tls_handshakes_refused_total{reason=\"client_certificate\"}";
+  const double before = scrape_metrics(proxy_.admin_port())[refused];  // the harness's own probe, without a certificate
   struct Case {
     const char* version;
     const char* client;
@@ -179,6 +181,9 @@ TEST_F(ClientCert, RequiredRefusesEachBadCaseWithItsAlert) {
   }
   EXPECT_NE(curl("/partner/x", "good").find("HTTP/1.1 200"), std::string::npos);
   EXPECT_EQ(backend_.wait_requests(3).size(), 3u);  // the refused ones never reached it
+  // Each refusal counted once, under its reason.
+  EXPECT_TRUE(wait_until([&] { return scrape_metrics(proxy_.admin_port())[refused] - before == 6; }))
+      << scrape_metrics(proxy_.admin_port())[refused] - before;
 }
 
 // verify_client = "optional": every client gets through with its verdict
