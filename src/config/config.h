@@ -181,6 +181,26 @@ struct Ocsp {
 
 // [[certificate]], or the [tls] certificate/key shorthand (then it is the one
 // entry, `is_default`). Selection by SNI: tls/cert_index.h.
+// Client certificates (mTLS, RFC 8446 §4.3.2 / RFC 5246 §7.4.4; nginx's
+// ssl_verify_client, ssl_client_certificate, ssl_verify_depth, ssl_crl):
+// [tls] client_ca, verify_client, verify_depth and crl are the default of
+// every certificate name; a [[certificate]] entry's own keys replace them
+// for its names (one SSL_CTX per name set, chosen by SNI). The files are read
+// when a configuration is loaded (start-up and every reload).
+enum class VerifyClient : uint8_t { Off, Optional, Required };
+struct ClientAuth {
+  VerifyClient verify = VerifyClient::Off;  // verify_client = "off" | "optional" | "required"
+  std::string ca;   // client_ca: PEM file of the CAs a client certificate must chain to (absolute)
+  std::string crl;  // crl: PEM file of CRLs, checked for every certificate of the chain; "" = none
+  int depth = 1;    // verify_depth: CA certificates above the client's (nginx's default 1: issued by a client_ca)
+  // "tls" or "certificate[1]" (messages) and the keys' config positions.
+  std::string setting = "tls", ca_origin, crl_origin;
+  bool enabled() const { return verify != VerifyClient::Off; }
+  bool same_policy(const ClientAuth& o) const {
+    return verify == o.verify && ca == o.ca && crl == o.crl && depth == o.depth;
+  }
+};
+
 struct Certificate {
   std::string cert;                // PEM path: leaf, intermediates, in any order (required; tls/cert_chain.h)
   std::string key;                 // PEM path (required)
@@ -190,6 +210,7 @@ struct Certificate {
   std::vector<std::string> names;
   bool is_default = false;         // default = true: for clients without SNI or with an unknown name
   Ocsp ocsp;                       // its OCSP stapling settings
+  ClientAuth client_auth;          // [tls]'s, with this entry's own keys applied
   // Setting names for messages ("tls.certificate", "certificate[1].cert") and
   // their config positions ("file:line:col"; the table's when a key is absent).
   std::string cert_setting = "tls.certificate", key_setting = "tls.key", names_setting = "tls.names";
@@ -216,6 +237,7 @@ struct Tls {
   bool strict_sni = false;  // refuse (unrecognized_name) clients without SNI or with an unknown name
   std::string trusted_ca;   // PEM path of trust anchors ending the chain; "" = system store
   std::string issuers_dir;  // directory of trusted intermediates (*.pem, *.crt); "" = none
+  ClientAuth client_auth;   // [tls] client_ca, verify_client, verify_depth, crl: every certificate's default
   std::string trusted_ca_origin;   // positions as below
   std::string issuers_dir_origin;
   // Config-file positions ("file:line:col") of these keys (of the [tls] table
@@ -387,14 +409,21 @@ struct Upstream {
 // The variables a header rule's value may use, in this order (the data
 // path's http::HeaderVar mirrors it): $host (lowercased, port stripped),
 // $remote_addr, $scheme, $request_id, $ssl_protocol, $ssl_cipher,
-// $ssl_session_reused ("r" or ".", as nginx's), $server_port.
+// $ssl_session_reused ("r" or ".", as nginx's), $server_port, the client
+// certificate's $ssl_client_verify, $ssl_client_s_dn, $ssl_client_i_dn,
+// $ssl_client_serial, $ssl_client_fingerprint and $ssl_client_cert
+// (tls/client_certificate.h; a request field of the name a rule sends one
+// under is always removed from what the client sent).
 // A redirect's location may also use the last, $request_uri (the
 // request-target as received: path and query).
 inline constexpr const char* kHeaderVariables[] = {
-    "host",       "remote_addr",        "scheme",      "request_id", "ssl_protocol",
-    "ssl_cipher", "ssl_session_reused", "server_port", "request_uri"};
-inline constexpr int kHeaderVariableCount = 8;    // in header values
-inline constexpr int kLocationVariableCount = 9;  // in a redirect's location
+    "host",         "remote_addr",        "scheme",          "request_id",      "ssl_protocol",
+    "ssl_cipher",   "ssl_session_reused", "server_port",     "ssl_client_verify", "ssl_client_s_dn",
+    "ssl_client_i_dn", "ssl_client_serial", "ssl_client_fingerprint", "ssl_client_cert", "request_uri"};
+inline constexpr int kHeaderVariableCount = 14;    // in header values
+inline constexpr int kLocationVariableCount = 15;  // in a redirect's location
+// The client certificate's variables: kHeaderVariables[kFirstClientCertVariable, kHeaderVariableCount).
+inline constexpr int kFirstClientCertVariable = 8;
 
 // One piece of a header value, split once at load: a literal, or a variable
 // (index into kHeaderVariables).
@@ -518,6 +547,10 @@ struct Route {
   // checked in turn; the first that refuses answers).
   std::vector<size_t> limit_req;
   std::vector<size_t> limit_conn;
+  // require_client_cert = true: a request without a verified client
+  // certificate ($ssl_client_verify other than SUCCESS) is answered 403
+  // before the upstream.
+  bool require_client_cert = false;
 };
 
 // What a [[limit_req]] or [[limit_conn]] zone counts by (nginx's variables):

@@ -45,6 +45,22 @@ Status parse_workers(const TableReader& root, int& out) {
   return root.get_integer("workers", 1, kMaxWorkers, out);
 }
 
+// A route with require_client_cert = true answers every request 403 when no
+// certificate name asks for a client certificate: refused at load.
+Status check_client_cert_routes(const Config& config) {
+  for (const auto& c : config.tls.certificates) {
+    if (c.client_auth.enabled()) return {};
+  }
+  for (size_t i = 0; i < config.routes.size(); ++i) {
+    if (config.routes[i].require_client_cert) {
+      return make_error(Errc::Config, config.routes[i].position + ": route[" + std::to_string(i) +
+                                          "].require_client_cert: no certificate asks for a client certificate "
+                                          "(set [tls] verify_client and client_ca)");
+    }
+  }
+  return {};
+}
+
 Result<Config> parse_document(std::string_view toml, const ParseContext& ctx) {
   toml::parse_result parsed = toml::parse(toml, std::string_view(ctx.source_name()));
   if (!parsed) {
@@ -78,6 +94,7 @@ Result<Config> parse_document(std::string_view toml, const ParseContext& ctx) {
   if (Status s = detail::parse_route(root, config, config.routes); !s.ok()) {
     return s.take_error();
   }
+  if (Status s = check_client_cert_routes(config); !s.ok()) return s.take_error();
   if (Status s = detail::parse_compression(root, config.compression, config.routes); !s.ok()) return s.take_error();
   if (Status s = detail::parse_header_rules(root, "response_headers", HeaderDirection::Response, false,
                                             config.response_headers);

@@ -44,8 +44,14 @@ Status parse_files(const TableReader& t, std::string_view cert_key, Certificate&
   return {};
 }
 
+// `out.client_auth` holds [tls]'s on entry.
 Status parse_entry(const TableReader& t, Certificate& out) {
-  if (Status s = t.check_keys({"cert", "key", "names", "default", "ocsp"}); !s.ok()) return s;
+  if (Status s = t.check_keys({"cert", "key", "names", "default", "ocsp", "client_ca", "verify_client",
+                               "verify_depth", "crl"});
+      !s.ok()) {
+    return s;
+  }
+  if (Status s = parse_client_auth(t, out.client_auth); !s.ok()) return s;
   if (Status s = parse_ocsp(t, out.ocsp); !s.ok()) return s;
   if (Status s = parse_files(t, "cert", out); !s.ok()) return s;
   if (Status s = parse_names(t, out.names); !s.ok()) return s;
@@ -69,6 +75,7 @@ Status parse_certificates(const TableReader& root, const TableReader& tls, Tls& 
   if (tables->empty()) {
     Certificate only;
     only.is_default = true;
+    only.client_auth = out.client_auth;
     if (Status s = parse_files(tls, "certificate", only); !s.ok()) return s;
     if (Status s = parse_ocsp(tls, only.ocsp); !s.ok()) return s;
     only.names_origin = only.cert_origin;
@@ -79,6 +86,7 @@ Status parse_certificates(const TableReader& root, const TableReader& tls, Tls& 
   for (size_t i = 0; i < tables->size(); ++i) {
     TableReader t(root.context(), *(*tables)[i], "certificate[" + std::to_string(i) + "]");
     Certificate entry;
+    entry.client_auth = out.client_auth;
     if (Status s = parse_entry(t, entry); !s.ok()) return s;
     if (entry.is_default) {
       if (!default_at.empty()) {

@@ -159,6 +159,10 @@ Error missing_table(const ParseContext& ctx, std::string_view key, bool array_of
 // [[certificate]] entries or the [tls] certificate/key shorthand (`tls` is the
 // [tls] table); called by parse_tls after tls.strict_sni is read.
 [[nodiscard]] Status parse_certificates(const TableReader& root, const TableReader& tls, Tls& out);
+// parse_client_auth.cc: client_ca, verify_client, verify_depth and crl of `t`
+// ([tls], or a [[certificate]] entry) over `out` (the entry starts from
+// [tls]'s); `out` untouched when none is present.
+[[nodiscard]] Status parse_client_auth(const TableReader& t, ClientAuth& out);
 // parse_ocsp.cc: the OCSP keys of one certificate, from the table `ocsp` of
 // `parent` ([tls] now; a [[certificate]] entry later), and the global
 // `ocsp_cache_dir` key of `tls`.

@@ -281,6 +281,7 @@ Status parse_route(const TableReader& root, const Config& config, std::vector<Ro
     if (Status s = t.check_keys({"name", "host", "path_prefix", "path_exact", "path_regex", "methods", "pass_normalized",
                                  "upgrade", "upstream", "return", "redirect", "response_headers", "request_headers",
                                  "access", "limit_req", "limit_conn",
+                                 "require_client_cert",
                                  // parse_compression.cc reads these
                                  "compress", "compress_types", "compress_min_bytes", "compress_level"});
         !s.ok()) {
@@ -295,6 +296,7 @@ Status parse_route(const TableReader& root, const Config& config, std::vector<Ro
     if (Status s = parse_methods(t, route.methods); !s.ok()) return s;
     if (Status s = parse_upgrade(t, route.upgrade); !s.ok()) return s;
     if (Status s = t.get_bool("pass_normalized", route.pass_normalized); !s.ok()) return s;
+    if (Status s = t.get_bool("require_client_cert", route.require_client_cert); !s.ok()) return s;
     if (Status s = parse_action(t, upstreams, route); !s.ok()) return s;
     if (Status s = parse_route_headers(t, route); !s.ok()) return s;
     if (Status s = parse_route_limits(t, config.limit_req, config.limit_conn, route); !s.ok()) return s;

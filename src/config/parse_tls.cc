@@ -229,7 +229,8 @@ Status parse_tls(const TableReader& root, Tls& out) {
                                "certificate", "key", "strict_sni", "trusted_ca", "issuers_dir", "session_tickets",
                                "session_ticket_count", "session_id_context",
                                "session_cache", "ticket_keys", "ocsp", "ocsp_cache_dir", "hsts",
-                               "early_data", "max_early_data", "early_data_methods"});
+                               "early_data", "max_early_data", "early_data_methods", "client_ca",
+                               "verify_client", "verify_depth", "crl"});
       !s.ok()) {
     return s;
   }
@@ -241,6 +242,7 @@ Status parse_tls(const TableReader& root, Tls& out) {
   if (Status s = t.get_string("groups", out.groups, Presence::Optional, false); !s.ok()) return s;
   if (Status s = t.get_bool("prefer_server_ciphers", out.prefer_server_ciphers); !s.ok()) return s;
   if (Status s = t.get_bool("strict_sni", out.strict_sni); !s.ok()) return s;
+  if (Status s = parse_client_auth(t, out.client_auth); !s.ok()) return s;
   if (Status s = parse_certificates(root, t, out); !s.ok()) return s;
   if (Status s = t.get_path("trusted_ca", out.trusted_ca, Presence::Optional, false); !s.ok()) return s;
   out.trusted_ca_origin = t.position_of("trusted_ca");

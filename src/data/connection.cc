@@ -265,6 +265,16 @@ void Connection::on_handshake_done() {
   counters.negotiated.add(SSL_get_version(ssl), SSL_CIPHER_get_name(SSL_get_current_cipher(ssl)));
   count_client_hello();
   count_early_data();
+  if ((SSL_get_verify_mode(ssl) & SSL_VERIFY_FAIL_IF_NO_PEER_CERT) != 0 &&
+      (info.client_cert == nullptr || !info.client_cert->verified())) {
+    // verify_client = "required" on a session resumed without a verified
+    // certificate: only possible with session_id_context = "nginx", whose
+    // context does not cover verify_client (tls/client_auth.h).
+    log::debug("conn={} {}:{} resumed without the verified client certificate its name requires", id_, remote_addr_,
+               remote_port_);
+    close(false);
+    return;
+  }
   if (early) {
     session_->on_handshake_done(info.tls_handshake_ms);  // the session started in early data
   } else {
@@ -452,7 +462,9 @@ bool Connection::close_if_idle() { return state_ == State::Open && session_ && s
 
 static_assert(static_cast<int>(tls::HandshakeRefusal::ProtocolVersion) - 1 ==
                   static_cast<int>(metrics::Refusal::ProtocolVersion) &&
-              static_cast<int>(tls::HandshakeRefusal::SniRefused) - 1 == static_cast<int>(metrics::Refusal::SniRefused));
+              static_cast<int>(tls::HandshakeRefusal::SniRefused) - 1 == static_cast<int>(metrics::Refusal::SniRefused) &&
+              static_cast<int>(tls::HandshakeRefusal::ClientCertificate) - 1 ==
+                  static_cast<int>(metrics::Refusal::ClientCertificate));
 
 void Connection::count_handshake_failure(metrics::HandshakeFailure reason) {
   if (std::exchange(handshake_failure_counted_, true)) return;

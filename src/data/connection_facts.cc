@@ -150,6 +150,8 @@ http::ConnectionInfo Connection::tls_info() const {
   info.ssl_session_reused = SSL_session_reused(ssl) == 1;
   const bool ticket = info.ssl_session_reused && tls::resumed_with_ticket(ssl);
   info.ssl_resumption = !info.ssl_session_reused ? "none" : ticket ? "ticket" : "cache";
+  info.client_cert = tls::ClientIdentity::of(ssl);
+  info.tls_context = SSL_get_SSL_CTX(ssl);
   return info;
 }
 

@@ -143,6 +143,7 @@ std::shared_ptr<const WorkerGeneration> Worker::current_generation() {
   next->env.config = &gen->config;
   next->env.router = &gen->router;
   next->env.headers = &gen->headers;
+  next->env.client_auth_names = gen->tls && gen->tls->mixed_client_auth() ? gen->tls.get() : nullptr;
   next->env.upstreams = &next->upstreams;
   next->env.limits = &gen->limits;
   next->env.counters = counters_;

@@ -249,15 +249,19 @@ void append_json_string(std::string& out, std::string_view s) {
 size_t json_line_room(const AccessLogEntry& e) {
   // Keys and their alternatives (605 bytes), numbers (at most 20 digits and
   // a sign), booleans, the timestamp and 16 strings' quotes or nulls take
-  // under 1024 bytes; an escaped string at most 6 bytes per input byte; a
+  // under 1024 bytes, the client certificate's 5 fields (when present)
+  // under 256 more; an escaped string at most 6 bytes per input byte; a
   // duration from a broken clock up to 330.
   const size_t strings = e.remote_addr.size() + e.peer_addr.size() + e.sni.size() + e.alpn.size() + e.scheme.size() + e.protocol.size() +
                          e.method.size() + e.path.size() + e.ssl_protocol.size() + e.ssl_cipher.size() +
                          e.ssl_resumption.size() + e.upstream_addr.size() + e.upstream_error.size() +
                          e.upstream_protocol.size() + e.user_agent.size() + e.request_id.size() +
-                         e.content_encoding.size() + e.limit.size();
-  return 1024 + 6 * strings + Cursor::ms_room(e.request_time_ms) + Cursor::ms_room(e.tls_handshake_ms) +
-         Cursor::ms_room(e.upstream_connect_ms) + Cursor::ms_room(e.upstream_response_ms);
+                         e.content_encoding.size() + e.limit.size() + e.ssl_client_verify.size() + e.ssl_client_s_dn.size() +
+                         e.ssl_client_i_dn.size() + e.ssl_client_serial.size() + e.ssl_client_fingerprint.size();
+  // (The room is zero-filled by resize(): no more of it than needed.)
+  return 1024 + (e.ssl_client_verify.empty() ? 0 : 256) + 6 * strings + Cursor::ms_room(e.request_time_ms) +
+         Cursor::ms_room(e.tls_handshake_ms) + Cursor::ms_room(e.upstream_connect_ms) +
+         Cursor::ms_room(e.upstream_response_ms);
 }
 
 void append_json_line(std::string& out, const AccessLogEntry& e) {
@@ -309,6 +313,18 @@ void append_json_line(std::string& out, const AccessLogEntry& e) {
   c.string_or_null(e.ssl_resumption);
   c.lit(",\"tls_handshake_ms\":");
   c.optional_ms(e.tls_handshake_ms);
+  if (!e.ssl_client_verify.empty()) {
+    c.lit(",\"ssl_client_verify\":");
+    c.json_string(e.ssl_client_verify);
+    c.lit(",\"ssl_client_s_dn\":");
+    c.string_or_null(e.ssl_client_s_dn);
+    c.lit(",\"ssl_client_i_dn\":");
+    c.string_or_null(e.ssl_client_i_dn);
+    c.lit(",\"ssl_client_serial\":");
+    c.string_or_null(e.ssl_client_serial);
+    c.lit(",\"ssl_client_fingerprint\":");
+    c.string_or_null(e.ssl_client_fingerprint);
+  }
   c.lit(",\"connection_id\":");
   c.integer(e.connection_id);
   c.lit(",\"connection_requests\":");

@@ -45,6 +45,10 @@ struct AccessLogEntry {
   bool ssl_early_data = false;  // the request arrived in TLS early data (0-RTT), nginx's $ssl_early_data
   std::string_view ssl_resumption = "none";  // "none" | "cache" (session ID / stateful) | "ticket"; "" -> null
   std::optional<double> tls_handshake_ms;  // first request of a connection only, else null
+  // The client certificate (mTLS), when the connection's certificate name
+  // asked for one: ssl_client_verify "SUCCESS" | "FAILED:<reason>" | "NONE";
+  // "" -> none of these fields. The others: "" -> null.
+  std::string_view ssl_client_verify, ssl_client_s_dn, ssl_client_i_dn, ssl_client_serial, ssl_client_fingerprint;
   uint64_t connection_id = 0, connection_requests = 0;
   uint32_t stream_id = 0;          // HTTP/2 stream identifier (RFC 9113 §5.1.1); 0 (HTTP/1.x) -> null
   std::string_view upstream_addr;   // "" -> null

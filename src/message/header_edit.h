@@ -32,9 +32,15 @@ enum class HeaderVar : uint8_t {
   SslCipher,
   SslSessionReused,
   ServerPort,
+  SslClientVerify,
+  SslClientSDn,
+  SslClientIDn,
+  SslClientSerial,
+  SslClientFingerprint,
+  SslClientCert,
   RequestUri
 };
-inline constexpr size_t kHeaderVarCount = 9;
+inline constexpr size_t kHeaderVarCount = 15;
 
 // The values of the variables for one request, indexed by HeaderVar; borrowed.
 using HeaderVars = std::array<std::string_view, kHeaderVarCount>;

@@ -118,9 +118,9 @@ enum class OfferedVersion { Tls13, Tls12, Tls11, Tls10, Ssl3, Other };
 inline constexpr const char* kOfferedVersionNames[] = {"TLSv1.3", "TLSv1.2", "TLSv1.1", "TLSv1.0", "SSLv3", "other"};
 OfferedVersion offered_version(uint16_t wire_version);  // 0x0304 -> Tls13 ...
 // Handshakes tlsfront refused, by reason (tls::HandshakeRefusal without None).
-enum class Refusal { ProtocolVersion, NoSharedCipher, NoAlpnOverlap, SniRefused };
+enum class Refusal { ProtocolVersion, NoSharedCipher, NoAlpnOverlap, SniRefused, ClientCertificate };
 inline constexpr const char* kRefusalNames[] = {"protocol_version", "no_shared_cipher", "no_alpn_overlap",
-                                                "sni_refused"};
+                                                "sni_refused", "client_certificate"};
 // Why a ClientHello's early data (0-RTT) was turned away (the handshake goes
 // on): early_data off; its ClientHello seen before, or the node's recording
 // full or still in its start window (tls/EARLY_DATA_REPLAY.md); the shared
@@ -171,7 +171,7 @@ struct WorkerCounters {
   std::array<Histogram, 3> handshake_duration;   // accept -> handshake done, by HandshakeKind
   LabelPairCounters negotiated;                  // (version, cipher) of completed handshakes
   std::array<Counter, 6> client_hello_versions;  // by OfferedVersion, once per ClientHello seen
-  std::array<Counter, 4> handshakes_refused;     // by Refusal (also counted as failures "error")
+  std::array<Counter, std::size(kRefusalNames)> handshakes_refused;     // by Refusal (also counted as failures "error")
   // Requests are counted by listener, route, protocol and status class in
   // the generation's table (metrics/request_counters.h); their durations here.
   Histogram request_duration;

@@ -8,6 +8,7 @@
 #include <fmt/core.h>
 
 #include "tls/cipher_list.h"
+#include "tls/client_auth.h"
 #include "tls/early_data_gate.h"
 #include "tls/handshake_budget.h"
 #include "tls/handshake_facts.h"
@@ -68,6 +69,7 @@ int client_hello_cb(SSL* ssl, int* alert, void* /*arg*/) noexcept {
       return SSL_CLIENT_HELLO_ERROR;
     }
     SSL_set_SSL_CTX(ssl, ctx->get());  // no-op when it is the current one (a RETRY re-entry)
+    adopt_verify_mode(ssl, ctx->get());  // the name's client certificate request (client_auth.h)
   }
   const int rc = SessionCache::on_client_hello(ssl, alert, nullptr);
   if (rc != SSL_CLIENT_HELLO_SUCCESS) return rc;
@@ -139,6 +141,7 @@ Status CertIndex::build(const config::Tls& tls, SessionCache* session_cache, Tic
     contexts_.push_back(std::move(ctx).value());
   }
 
+  for (const auto& c : contexts_) mixed_client_auth_ |= c->client_policy() != contexts_.front()->client_policy();
   default_ = contexts_[context_of_cert_[0]].get();
   for (size_t i = 0; i < certs_.size(); ++i) {
     const TlsContext* ctx = contexts_[context_of_cert_[i]].get();
@@ -154,6 +157,15 @@ Status CertIndex::build(const config::Tls& tls, SessionCache* session_cache, Tic
     }
   }
   return {};
+}
+
+bool CertIndex::same_client_auth(const SSL_CTX* ctx, std::string_view host) const {
+  const TlsContext* wanted = find(host);
+  if (wanted == nullptr || wanted->get() == ctx) return true;
+  for (const auto& c : contexts_) {
+    if (c->get() == ctx) return c->client_policy() == wanted->client_policy();
+  }
+  return false;
 }
 
 std::vector<SSL_CTX*> CertIndex::contexts() const {
@@ -181,6 +193,11 @@ std::vector<std::string> CertIndex::report_lines() const {
                               c.names.empty() ? "no names" : list(c.names), c.names_from_san ? " (from its SAN)" : "",
                               is_default ? "; default for clients without SNI or with an unknown name" : ""));
     for (auto& line : c.chain.report().lines()) out.push_back("  " + line);
+    if (const config::ClientAuth& a = c.config->client_auth; a.enabled()) {
+      out.push_back(fmt::format("  client certificates {}: verified against client_ca \"{}\"{}, verify_depth {}",
+                                a.verify == config::VerifyClient::Required ? "required" : "optional", a.ca,
+                                a.crl.empty() ? "" : ", crl \"" + a.crl + "\"", a.depth));
+    }
   }
   if (strict_sni_) out.push_back("tls.strict_sni: clients without SNI or with an unknown name are refused");
   return out;

@@ -67,11 +67,24 @@ class CertIndex {
   // Every SSL_CTX of the index (one per name set).
   std::vector<SSL_CTX*> contexts() const;
 
+  // True when its name sets differ in client certificate policy
+  // (verify_client, client_ca, crl, verify_depth; client_auth.h).
+  bool mixed_client_auth() const { return mixed_client_auth_; }
+  // Whether a request for `host` (lowercase, no port) may be served on a
+  // connection whose handshake was made under `ctx`: the context `host`
+  // would get (find()) asks for client certificates as `ctx` does, or no
+  // context serves `host` (strict_sni). Otherwise a client could complete
+  // the handshake under one name's policy and send its requests to another
+  // name (a Host or :authority other than its SNI): the answer is 421
+  // (RFC 9110 §15.5.20). Any worker thread.
+  bool same_client_auth(const SSL_CTX* ctx, std::string_view host) const;
+
   // In file order; the start-up log and `--test` print their reports.
   const std::vector<ServerCertificate>& certificates() const { return certs_; }
 
-  // One line per entry (names, key type, default) and the chain report of
-  // each; warnings apart (as ChainReport::lines).
+  // One line per entry (names, key type, default), the chain report of
+  // each and its client certificate settings; warnings apart (as
+  // ChainReport::lines).
   std::vector<std::string> report_lines() const;
   std::vector<std::string> warnings() const;
 
@@ -86,6 +99,7 @@ class CertIndex {
   std::unordered_map<std::string, const TlsContext*> wildcard_;  // key: the name after "*."
   const TlsContext* default_ = nullptr;
   bool strict_sni_ = false;
+  bool mixed_client_auth_ = false;
   std::vector<std::string> shadowed_;  // warnings: names an earlier entry serves
   // check_cipher_lists: exclusions of nothing; early data without a cluster-wide replay check.
   std::vector<std::string> config_warnings_;

@@ -66,6 +66,9 @@ HandshakeRefusal classify_handshake_failure(const SSL* ssl) {
       return HandshakeRefusal::NoSharedCipher;
     case SSL_R_NO_APPLICATION_PROTOCOL:
       return HandshakeRefusal::NoAlpnOverlap;
+    case SSL_R_PEER_DID_NOT_RETURN_A_CERTIFICATE:
+    case SSL_R_CERTIFICATE_VERIFY_FAILED:
+      return HandshakeRefusal::ClientCertificate;
     default:
       return HandshakeRefusal::None;
   }

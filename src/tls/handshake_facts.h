@@ -26,6 +26,7 @@ enum class HandshakeRefusal {
   NoSharedCipher,   // no cipher suite, group or signature algorithm in common (handshake_failure)
   NoAlpnOverlap,    // the client offered ALPN, none of ours (no_application_protocol, RFC 7301 §3.2)
   SniRefused,       // strict_sni: no or an unknown server name (unrecognized_name, RFC 6066 §3)
+  ClientCertificate,  // verify_client = "required": no certificate, or one that does not verify (client_auth.h)
 };
 
 // Called by the client hello callback; `sni_refused` when it refuses the

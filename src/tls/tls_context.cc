@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "tls/client_auth.h"
 #include "tls/early_data_gate.h"
 #include "tls/openssl_error.h"
 #include "tls/session_cache.h"
@@ -64,10 +65,13 @@ Error config_error_with_queue(const std::string& origin, std::string_view key, s
 
 // nginx's (1.x, http module): SHA-1 over "HTTP" and the SHA-1 digest of each
 // leaf, the last configured ssl_certificate first (nginx keeps them in a list
-// it prepends to), then (with ssl_verify_client, which tlsfront does not
-// have) the client CA names. `certs` is in file order, as the
-// ssl_certificate directives of the server block must be.
-Result<std::string> nginx_session_id_context(std::span<const ServerCertificate* const> certs) {
+// it prepends to), then (with ssl_verify_client) the SHA-1 digest of each
+// client CA name. `certs` is in file order, as the ssl_certificate
+// directives of the server block must be. nginx does not cover its ssl_crl;
+// tlsfront appends the CRLs' digest when there is a crl, so a revocation
+// ends old sessions here too (they are then not shared with nginx nodes).
+Result<std::string> nginx_session_id_context(std::span<const ServerCertificate* const> certs,
+                                             const ClientAuthDigest& client) {
   std::string input = "HTTP";
   for (auto it = certs.rbegin(); it != certs.rend(); ++it) {
     unsigned char md[EVP_MAX_MD_SIZE];
@@ -75,6 +79,8 @@ Result<std::string> nginx_session_id_context(std::span<const ServerCertificate* 
     if (!X509_digest((*it)->chain.leaf(), EVP_sha1(), md, &md_len)) return openssl_error(Errc::Tls, "X509_digest");
     input.append(reinterpret_cast<const char*>(md), md_len);
   }
+  for (const auto& name : client.ca_name_sha1) input += name;
+  input += client.crl_sha256;
   unsigned char out[EVP_MAX_MD_SIZE];
   unsigned int out_len = 0;
   if (EVP_Digest(input.data(), input.size(), out, &out_len, EVP_sha1(), nullptr) != 1) {
@@ -84,10 +90,11 @@ Result<std::string> nginx_session_id_context(std::span<const ServerCertificate* 
 }
 
 // tlsfront's: SHA-256 over the sorted SHA-256 digests of the leaves, then the
-// sorted names (independent of the order in the file).
+// sorted names (independent of the order in the file), then the client
+// certificate policy's digest when one is asked for (client_auth.h).
 Result<std::string> session_id_context(std::span<const ServerCertificate* const> certs,
-                                       config::SessionIdContext derivation) {
-  if (derivation == config::SessionIdContext::Nginx) return nginx_session_id_context(certs);
+                                       config::SessionIdContext derivation, const ClientAuthDigest& client) {
+  if (derivation == config::SessionIdContext::Nginx) return nginx_session_id_context(certs, client);
   std::vector<std::string> parts;
   for (const ServerCertificate* c : certs) {
     unsigned char md[EVP_MAX_MD_SIZE];
@@ -103,6 +110,7 @@ Result<std::string> session_id_context(std::span<const ServerCertificate* const>
   std::string input;
   for (const auto& p : parts) input += p;
   for (const auto& n : names) input += n + '\0';
+  input += client.policy;
   unsigned char out[EVP_MAX_MD_SIZE];
   unsigned int out_len = 0;
   if (EVP_Digest(input.data(), input.size(), out, &out_len, EVP_sha256(), nullptr) != 1) {
@@ -170,7 +178,20 @@ Result<std::unique_ptr<TlsContext>> TlsContext::create(const config::Tls& tls,
     }
   }
 
-  auto sid_ctx = session_id_context(certs, tls.session_id_context);
+  // One client certificate policy per context: every entry of a name set
+  // must ask the same.
+  const config::ClientAuth& client_auth = certs.front()->config->client_auth;
+  for (const ServerCertificate* c : certs) {
+    if (!c->config->client_auth.same_policy(client_auth)) {
+      return config_error(c->config->cert_origin, c->config->cert_setting,
+                          "serves the same names as " + certs.front()->config->cert_setting +
+                              " with other client certificate settings (client_ca, verify_client, verify_depth, "
+                              "crl must be the same for a name set)");
+    }
+  }
+  auto client = configure_client_auth(ctx.get(), client_auth);
+  if (!client) return client.take_error();
+  auto sid_ctx = session_id_context(certs, tls.session_id_context, *client);
   if (!sid_ctx) return sid_ctx.take_error();
   if (session_cache && tls.session_cache.enabled) {
     if (auto st = session_cache->attach(ctx.get(), *sid_ctx); !st) return st.take_error();
@@ -202,6 +223,7 @@ Result<std::unique_ptr<TlsContext>> TlsContext::create(const config::Tls& tls,
 
   std::unique_ptr<TlsContext> out(new TlsContext(std::move(ctx)));
   out->leaf_ = certs.front()->chain.leaf();  // the SSL_CTX holds a reference
+  out->client_policy_ = std::move(client->policy);
   return out;
 }
 

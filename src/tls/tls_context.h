@@ -40,7 +40,10 @@ class TlsContext {
   // SHA-256 over the sorted leaf digests and the sorted names, so a session
   // resumes only under the certificates and names it was made for, and every
   // node with the same certificates derives the same context (shared ticket
-  // keys and Redis sessions keep working across a cluster).
+  // keys and Redis sessions keep working across a cluster), and the client
+  // certificate policy (tls/client_auth.h) when one is configured, so no
+  // session outlives a change of client_ca or crl.
+  // Every entry of `certs` must have the same client certificate settings.
   // Errors: Errc::Tls / Errc::Config with the config position named.
   // Thread affinity: any thread (control thread in practice).
   [[nodiscard]] static Result<std::unique_ptr<TlsContext>> create(const config::Tls& tls,
@@ -59,10 +62,15 @@ class TlsContext {
   // Borrowed leaf of the first certificate (never null after create()).
   X509* leaf() const { return leaf_; }
 
+  // The digest of its client certificate policy (client_auth.h); "" when it
+  // asks for no certificate.
+  const std::string& client_policy() const { return client_policy_; }
+
  private:
   explicit TlsContext(SslCtxPtr ctx) : ctx_(std::move(ctx)) {}
   SslCtxPtr ctx_;
   X509* leaf_ = nullptr;
+  std::string client_policy_;
 };
 
 }  // namespace tlsfront::tls

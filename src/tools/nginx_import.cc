@@ -527,7 +527,8 @@ Result<Imported> import(const std::vector<Directive>& given, const std::string& 
                   "proxy_connect_timeout", "proxy_read_timeout", "proxy_send_timeout", "grpc_connect_timeout",
                   "grpc_read_timeout", "grpc_send_timeout", "upstream", "server_name", "set_real_ip_from",
                   "real_ip_header", "real_ip_recursive", "allow", "deny", "limit_req", "limit_req_zone",
-                  "limit_conn", "limit_conn_zone"});
+                  "limit_conn", "limit_conn_zone", "ssl_verify_client", "ssl_client_certificate", "ssl_crl",
+                  "ssl_verify_depth"});
   // clang-format on
   Importer im(base_dir, m, ledger);
   im.main_context(tree);

@@ -12,6 +12,11 @@ bool one_path(const Directive& d) { return d.args.size() == 1 && !d.args[0].empt
 
 namespace {
 
+bool same_keys(const Keys& a, const Keys& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                    [](const Key& x, const Key& y) { return x.key == y.key && x.value == y.value; });
+}
+
 void ocsp(const Server& s, const std::string& base, Keys& out, Ledger& l) {
   const Directive* st = effective_one(s.chain, "ssl_stapling");
   bool on = st && st->args == std::vector<std::string>{"on"};
@@ -65,6 +70,7 @@ void import_certificates(const std::vector<Server>& servers, const std::string& 
     }
     Keys ocsp;
     detail::ocsp(s, base, ocsp, l);
+    const Keys client_auth = client_certificate_keys(s, base, l);
     std::vector<std::string> names = s.exact_names;
     for (const auto& w : s.wildcard_names) names.push_back(w);
     // [[certificate]] names are DNS names: no IP addresses.
@@ -102,9 +108,13 @@ void import_certificates(const std::vector<Server>& servers, const std::string& 
           if (std::find(same->names.begin(), same->names.end(), n) == same->names.end()) same->names.push_back(n);
         }
         same->is_default = same->is_default || (s.is_default && i == 0);
+        if (!same_keys(same->client_auth, client_auth)) {
+          l.note(c, "client certificate settings not carried over for this server: its certificate serves another "
+                    "server with other ones (" + same->origin + "), and tlsfront has them per certificate");
+        }
         continue;
       }
-      m.certs.push_back({cert, key, names, s.is_default && i == 0, ocsp, origin(k)});
+      m.certs.push_back({cert, key, names, s.is_default && i == 0, ocsp, origin(k), client_auth});
     }
     for (size_t i = certs.size(); i < keys.size(); ++i) l.note(*keys[i], "not carried over: no ssl_certificate for it");
   }

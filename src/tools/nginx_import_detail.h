@@ -50,6 +50,7 @@ struct Model {
     bool is_default = false;
     Keys ocsp;
     std::string origin;
+    Keys client_auth;  // client_ca, verify_client, verify_depth, crl of its servers
   };
   std::vector<Cert> certs;
   struct Upstream {
@@ -151,8 +152,10 @@ bool one_path(const Directive& d);  // one non-empty file name without variables
 // An nginx value (add_header, proxy_set_header, return's URL) as a tlsfront
 // header or location value: the same `$name` / `${name}` syntax, limited to
 // the first `variables` of config::kHeaderVariables; a `$` that starts no
-// name is literal ("$$"). Empty, and the report line in `why`, when it
-// cannot be one (nginx_import_headers.cc).
+// name is literal ("$$"); nginx's $ssl_client_escaped_cert is tlsfront's
+// $ssl_client_cert. Empty, and the report line in `why`, when it cannot be
+// one; a value carried with a difference worth reporting ($ssl_client_fingerprint)
+// also sets `why` (nginx_import_headers.cc).
 std::string tlsfront_value(const std::string& nginx_value, int variables, std::string& why);
 
 struct Server {
@@ -207,6 +210,14 @@ void import_resolver(const Server& default_server, Model& m, Ledger& ledger);
 // distinct pair (the names of every server using it), relative paths against
 // `base_dir`, with each server's ssl_stapling* settings.
 void import_certificates(const std::vector<Server>& servers, const std::string& base_dir, Model& m, Ledger& ledger);
+
+// Client certificates (nginx_import_client_certificates.cc): the
+// ssl_verify_client, ssl_client_certificate, ssl_crl and ssl_verify_depth
+// that apply to server `s` as the keys of its certificates (client_ca,
+// verify_client = "required" for `on`, "optional" for `optional` and
+// `optional_no_ca`, crl, verify_depth; relative paths against `base_dir`);
+// none when verification is off. What differs from nginx is reported.
+Keys client_certificate_keys(const Server& s, const std::string& base_dir, Ledger& ledger);
 
 // What a location passes with (nginx_import_grpc.cc): proxy_pass (HTTP/1.1
 // upstreams) or grpc_pass (an h2c upstream), and the names of the

@@ -37,6 +37,17 @@ std::string tlsfront_value(const std::string& v, int variables, std::string& why
       continue;
     }
     std::string name = v.substr(begin, end - begin);
+    if (name == "ssl_client_escaped_cert") {
+      name = "ssl_client_cert";  // tlsfront's $ssl_client_cert is the URL-encoded PEM
+    } else if (name == "ssl_client_cert" || name == "ssl_client_raw_cert") {
+      why = "not carried over: nginx's $" + name +
+            " is the PEM on several lines; tlsfront sends it URL-encoded as $ssl_client_cert (nginx's "
+            "$ssl_client_escaped_cert)";
+      return {};
+    } else if (name == "ssl_client_fingerprint") {
+      why = "carried over: tlsfront's $ssl_client_fingerprint is the SHA-256 of the certificate (64 hex digits), "
+            "nginx's its SHA-1 (40): update what the upstream compares it with";
+    }
     if (std::none_of(config::kHeaderVariables, config::kHeaderVariables + variables,
                      [&](const char* k) { return name == k; })) {
       why = "not carried over: tlsfront has no $" + name + " here (its variables: docs/configuration.md, [response_headers])";
@@ -299,6 +310,7 @@ Keys HeaderImporter::request(const HeaderSet& h) {
         l_.note(*d, why);
         continue;
       }
+      if (!why.empty()) l_.note(*d, why);  // carried, with a difference to know
       set.add(d->args[0], std::move(value));
     }
     if (first == nullptr) first = d;

@@ -79,6 +79,7 @@ std::string render(const Model& m, const std::string& source, size_t not_carried
   if (m.certs.size() == 1) {
     tls.push_back({"certificate", toml_string(m.certs[0].cert), ""});
     tls.push_back({"key", toml_string(m.certs[0].key), m.certs[0].origin});
+    tls.insert(tls.end(), m.certs[0].client_auth.begin(), m.certs[0].client_auth.end());
   }
   table(out, "[tls]", tls, true);
   table(out, "[tls.session_cache]", m.session_cache);
@@ -89,6 +90,7 @@ std::string render(const Model& m, const std::string& source, size_t not_carried
       Keys ks{{"cert", toml_string(c.cert), ""}, {"key", toml_string(c.key), c.origin}};
       if (!c.names.empty()) ks.push_back({"names", array(c.names), "server_name"});
       if (c.is_default) ks.push_back({"default", "true", "the default server"});
+      ks.insert(ks.end(), c.client_auth.begin(), c.client_auth.end());
       table(out, "[[certificate]]", ks);
       table(out, "[certificate.ocsp]", c.ocsp);
     }

@@ -138,17 +138,14 @@ std::string_view known_reason(std::string_view d) {
        "[[upstream]])"},
       {"proxy_intercept_errors", "no equivalent: backend responses are passed through"},
       {"ssl_dhparam", "not needed: ECDHE key exchange only"},
-      {"ssl_client_certificate", "no equivalent: no client certificates"},
-      {"ssl_verify_client", "no equivalent: no client certificates"},
-      {"ssl_verify_depth", "no equivalent: no client certificates"},
       // nginx: the CA certificates that verify OCSP responses and client
       // certificates, never sent; not the trust anchors tlsfront's
       // trusted_ca is (an intermediate-only chain.pem there fails --test).
       {"ssl_trusted_certificate",
        "not carried over: nginx verifies OCSP responses (and client certificates) with it; tlsfront verifies a "
-       "response against the leaf's issuer, from the certificate's chain, and has no client certificates, so it "
-       "needs no such file. It is not [tls] trusted_ca, the root(s) a server chain must end at (an intermediate "
-       "there fails tlsfront --test): set that by hand only for a private CA's root"},
+       "response against the leaf's issuer, from the certificate's chain, and client certificates against client_ca "
+       "only (add any CA they need there). It is not [tls] trusted_ca, the root(s) a server chain must end at (an "
+       "intermediate there fails tlsfront --test): set that by hand only for a private CA's root"},
       {"ssl_buffer_size", "no equivalent: tlsfront sets no TLS record size (OpenSSL's records, up to 16k)"},
       {"ssl_reject_handshake", "no equivalent per server: [tls] strict_sni = true refuses unknown names for all"},
       {"satisfy", "no equivalent: access rules alone decide (satisfy all without auth)"},

@@ -53,6 +53,9 @@ TEST_F(DocsAccessLog, EveryFieldOfARealLineIsInTheReferenceAndEveryDocumentedFie
   o.listen_extra = "trusted_proxies = [\"127.0.0.1\"]\n";
   o.routes = "[[route]]\npath_prefix = \"/\"\nupstream = \"backend\"\nlimit_req = [\"docs\"]\n";
   o.extra = "[[limit_req]]\nname = \"docs\"\nrate = \"1r/s\"\nburst = 1\n";
+  // A client certificate asked for: the ssl_client_* fields are written
+  // (ssl_client_verify "NONE", the others null).
+  o.tls_extra = "client_ca = \"" + pki("root.pem") + "\"\nverify_client = \"optional\"\n";
   ASSERT_TRUE(start_proxy(o));
   HttpRequest req;
   req.path = "/docs";

@@ -223,6 +223,8 @@ struct TlsOptions {
   // Written in clear once connected, before the ClientHello (a PROXY
   // protocol header).
   std::string preamble;
+  // A client certificate (PEM chain) and its key, sent when the server asks.
+  std::string cert, key;
 };
 
 struct ParsedResponse {
@@ -262,6 +264,8 @@ class TlsClient {
   // (possibly empty) and clears the buffer.
   std::string read_available(milliseconds timeout);
   bool closed() const { return closed_; }
+  // Why connect() failed, or the OpenSSL errors (a received alert) a read
+  // ended with.
   const std::string& error() const { return error_; }
   SSL* ssl() const { return ssl_; }
   bool session_reused() const;

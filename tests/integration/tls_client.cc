@@ -120,6 +120,11 @@ bool TlsClient::connect(int port, const TlsOptions& o, milliseconds timeout) {
   }
   if (o.no_ticket) SSL_CTX_set_options(ctx_, SSL_OP_NO_TICKET);
   if (!o.cipher_list.empty()) SSL_CTX_set_cipher_list(ctx_, o.cipher_list.c_str());
+  if (!o.cert.empty() && (SSL_CTX_use_certificate_chain_file(ctx_, o.cert.c_str()) != 1 ||
+                          SSL_CTX_use_PrivateKey_file(ctx_, o.key.c_str(), SSL_FILETYPE_PEM) != 1)) {
+    error_ = "client certificate: " + openssl_errors();
+    return false;
+  }
   if (o.verify) {
     SSL_CTX_load_verify_locations(ctx_, pki("root.pem").c_str(), nullptr);
     SSL_CTX_set_verify(ctx_, SSL_VERIFY_PEER, nullptr);
@@ -198,6 +203,10 @@ bool TlsClient::read_some(Clock::time_point deadline) {
       continue;
     }
     // Clean close_notify, EOF without it, or a reset: the connection is over.
+    // Not drained: callers may look at the queue themselves.
+    if (const char* why = e == SSL_ERROR_SSL ? ERR_reason_error_string(ERR_peek_last_error()) : nullptr) {
+      error_ = why;
+    }
     closed_ = true;
     return false;
   }

@@ -113,6 +113,12 @@ Admission admit(const SessionEnv& env, ExchangeSink* sink, RequestRecord& record
   std::string scratch;  // allocates only when the path is not already normal
   NormalizedTarget normalized;
   if (normalize_target(head.target, scratch, normalized) != PathError::None) return {nullptr, {400}};
+  // A host whose name asks for client certificates otherwise than the one
+  // the handshake was made for (tls::CertIndex::same_client_auth).
+  if (env.client_auth_names != nullptr && info.tls_context != nullptr &&
+      !env.client_auth_names->same_client_auth(info.tls_context, head.host)) {
+    return {nullptr, {421}};
+  }
   if (const config::Listener* cleartext = cleartext_listener(info)) {
     if (!cleartext->acme_upstream.empty() && normalized.path.starts_with(kAcmeChallenge)) {
       if (auto upstream = upstream_index(*env.config, cleartext->acme_upstream)) {
@@ -126,6 +132,9 @@ Admission admit(const SessionEnv& env, ExchangeSink* sink, RequestRecord& record
   auto route = env.router->match(head.host, head.method, normalized.path);
   if (!route) return {nullptr, {404}};
   record.route = static_cast<uint32_t>(route->route);
+  if (route->require_client_cert && (info.client_cert == nullptr || !info.client_cert->verified())) {
+    return {nullptr, {403}};
+  }
   const config::Route& route_config = env.config->routes[route->route];
   LimitDecision limited;
   if (!route_config.access.empty() || !route_config.limit_req.empty() || !route_config.limit_conn.empty()) {

@@ -28,10 +28,13 @@ int refused_method(const RequestHead& head);
 // when its target is refused by normalization (message/request_path.h: ".."
 // above "/" or after an empty segment, %2F, %5C, %00, bad percent-encoding
 // or UTF-8); 404 when no route matches its host, method and normalized path
-// (the asterisk-form "*" of OPTIONS never does); the matching route's return
-// or redirect; before that, the route's access rules and limits
+// (the asterisk-form "*" of OPTIONS never does); 421 when the names differ
+// in client certificate policy and the request's host is not under its
+// connection's (tls::CertIndex::same_client_auth); 403 when the route says
+// require_client_cert and the connection has no verified client
+// certificate; the route's access rules and limits
 // (data/http/request_limits.h: 403, 429 with Retry-After, 503, or a wait and
-// slots the exchange holds). Clears
+// slots the exchange holds); the matching route's return or redirect. Clears
 // head.upgrade unless the route's `upgrade` list names it (and on every
 // path that is not a route's: ACME, fixed answers); an HTTP/2 extended
 // CONNECT (head.extended_connect) whose protocol the route does not allow

@@ -8,6 +8,7 @@
 #include <charconv>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,6 +16,7 @@
 
 #include "config/config.h"
 #include "message/request.h"
+#include "tls/client_certificate.h"
 
 namespace tlsfront::http {
 
@@ -24,7 +26,7 @@ constexpr std::string_view scheme_name(Scheme s) { return s == Scheme::Https ? "
 
 // A connection's facts, for its sessions' access-log lines, header variables
 // and admission. Its fields are ordered so the small ones share one word
-// (200 octets): every open session and tunnel holds one.
+// (224 octets): every open session and tunnel holds one.
 struct ConnectionInfo {
   uint64_t id = 0;
   // The [[listen]] entry it came from (in the connection's generation, which
@@ -45,6 +47,12 @@ struct ConnectionInfo {
   std::string_view ssl_protocol;  // SSL_get_version: "TLSv1.3"
   std::string_view ssl_cipher;    // SSL_CIPHER_get_name: "TLS_AES_128_GCM_SHA256"
   const char* ssl_resumption = "none";  // "none" | "cache" | "ticket"; "" on cleartext
+  // The client certificate's facts ($ssl_client_*, tls/client_certificate.h)
+  // when the connection's certificate name asks for one (verify_client);
+  // null otherwise. Shared by the connection's sessions.
+  std::shared_ptr<const tls::ClientIdentity> client_cert;
+  // The SSL_CTX the handshake was made under (the SNI's); null on cleartext.
+  const SSL_CTX* tls_context = nullptr;
   double tls_handshake_ms = 0;
   uint64_t requests = 0;  // requests started on this connection so far
   uint16_t remote_port = 0;

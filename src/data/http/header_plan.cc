@@ -1,5 +1,7 @@
 #include "data/http/header_plan.h"
 
+#include <algorithm>
+
 #include "data/http/exchange_sink.h"
 #include "data/http/request_record.h"
 
@@ -47,12 +49,37 @@ void drop_hsts(std::vector<EditRule>& rules) {
   rules.push_back(EditRule{EditRule::Kind::Remove, FieldTemplate{"strict-transport-security", {}, true}});
 }
 
+bool uses_client_cert(const config::HeaderField& f) {
+  return std::any_of(f.value.begin(), f.value.end(), [](const config::HeaderValuePart& p) {
+    return p.variable >= config::kFirstClientCertVariable && p.variable < config::kHeaderVariableCount;
+  });
+}
+
+// A Remove rule for every request field name any request_headers rule of the
+// configuration sends a client certificate variable under: whatever route
+// takes a request, a client cannot forge its identity in one of them.
+std::vector<EditRule> client_cert_field_removals(const config::Config& cfg) {
+  std::vector<EditRule> rules;
+  auto scan = [&rules](const config::HeaderRules& r) {
+    for (const auto* fields : {&r.set, &r.add}) {
+      for (const auto& f : *fields) {
+        if (uses_client_cert(f)) rules.push_back(EditRule{EditRule::Kind::Remove, FieldTemplate{f.name, {}, true}});
+      }
+    }
+  };
+  scan(cfg.request_headers);
+  for (const auto& route : cfg.routes) scan(route.request_headers);
+  return rules;
+}
+
 // One route's edits; `route` null for the requests no route took.
-RouteHeaders compile(const config::Config& cfg, const config::Route* route, Scheme scheme) {
+// `request` starts as client_cert_field_removals().
+RouteHeaders compile(const config::Config& cfg, const config::Route* route, Scheme scheme,
+                     std::vector<EditRule> request) {
   RouteHeaders out;
   const bool inherit = route == nullptr || route->response_headers.inherit;
   const bool inherit_request = route == nullptr || route->request_headers.inherit;
-  std::vector<EditRule> response = hsts_rules(cfg, scheme), always = hsts_rules(cfg, scheme), request;
+  std::vector<EditRule> response = hsts_rules(cfg, scheme), always = hsts_rules(cfg, scheme);
   if (inherit) {
     append_rules(response, cfg.response_headers);
     if (cfg.response_headers.always) append_rules(always, cfg.response_headers);
@@ -76,10 +103,11 @@ RouteHeaders compile(const config::Config& cfg, const config::Route* route, Sche
 }  // namespace
 
 HeaderPlan::HeaderPlan(const config::Config& cfg) : request_id_header_(cfg.request_id_header) {
+  const std::vector<EditRule> removals = client_cert_field_removals(cfg);
   for (Scheme scheme : {Scheme::Https, Scheme::Http}) {
-    unrouted_[at(scheme)] = compile(cfg, nullptr, scheme);
+    unrouted_[at(scheme)] = compile(cfg, nullptr, scheme, removals);
     routes_[at(scheme)].reserve(cfg.routes.size());
-    for (const auto& r : cfg.routes) routes_[at(scheme)].push_back(compile(cfg, &r, scheme));
+    for (const auto& r : cfg.routes) routes_[at(scheme)].push_back(compile(cfg, &r, scheme, removals));
   }
 }
 
@@ -96,6 +124,16 @@ HeaderVars header_vars(const ConnectionInfo& info, const RequestRecord& record) 
                                                         : info.ssl_session_reused   ? "r"
                                                                                     : ".";
   v[static_cast<size_t>(HeaderVar::ServerPort)] = info.server_port;
+  if (const tls::ClientIdentity* id = info.client_cert.get()) {
+    v[static_cast<size_t>(HeaderVar::SslClientVerify)] = id->verify;
+    v[static_cast<size_t>(HeaderVar::SslClientSDn)] = id->subject_dn;
+    v[static_cast<size_t>(HeaderVar::SslClientIDn)] = id->issuer_dn;
+    v[static_cast<size_t>(HeaderVar::SslClientSerial)] = id->serial;
+    v[static_cast<size_t>(HeaderVar::SslClientFingerprint)] = id->fingerprint;
+    v[static_cast<size_t>(HeaderVar::SslClientCert)] = id->escaped_pem;
+  } else if (info.scheme == Scheme::Https) {
+    v[static_cast<size_t>(HeaderVar::SslClientVerify)] = "NONE";  // nginx's, when none was asked for
+  }
   v[static_cast<size_t>(HeaderVar::RequestUri)] = record.head.target;
   return v;
 }

@@ -25,6 +25,13 @@ void fill_access_log_entry(log::AccessLogEntry& e, const ConnectionInfo& info, s
   e.ssl_cipher = info.ssl_cipher;
   e.ssl_session_reused = info.ssl_session_reused;
   e.ssl_resumption = info.ssl_resumption;
+  if (const tls::ClientIdentity* id = info.client_cert.get()) {
+    e.ssl_client_verify = id->verify;
+    e.ssl_client_s_dn = id->subject_dn;
+    e.ssl_client_i_dn = id->issuer_dn;
+    e.ssl_client_serial = id->serial;
+    e.ssl_client_fingerprint = id->fingerprint;
+  }
   e.connection_id = info.id;
   e.connection_requests = info.requests;
   if (upstream) {

@@ -133,7 +133,7 @@ std::optional<Router::Match> Router::match(std::string_view host, std::string_vi
         if (!RE2::FullMatch(re2::StringPiece(path.data(), path.size()), *r.regex)) continue;
         break;
     }
-    return Match{e.index, e.upstream, r.pass_normalized, r.action,
+    return Match{e.index, e.upstream, r.pass_normalized, r.require_client_cert, r.action,
                  r.action == config::RouteAction::Proxy ? nullptr : &r.answer};
   }
   return std::nullopt;
@@ -150,6 +150,7 @@ std::vector<std::string> Router::table() const {
     if (r.path_match == config::PathMatch::Regex) line += " (whole path)";
     line += " -> " + action_text(r);
     if (r.pass_normalized) line += " (normalized target)";
+    if (r.require_client_cert) line += " (verified client certificate required)";
     line += "; metrics route=\"" + r.name + "\"";
     out.push_back(std::move(line));
   }

@@ -32,6 +32,7 @@ class Router {
     size_t route = 0;              // index into Config::routes (its header rules: data/http/header_plan.h)
     size_t upstream = 0;           // index into Config::upstreams (action Proxy only)
     bool pass_normalized = false;  // the route's pass_normalized
+    bool require_client_cert = false;  // the route's require_client_cert
     config::RouteAction action = config::RouteAction::Proxy;
     const config::FixedAnswer* answer = nullptr;  // action Return or Redirect: the router's copy
   };

@@ -14,6 +14,11 @@
 #include "data/http/router.h"
 #include "data/upstream/upstream_pool.h"
 #include "metrics/request_counters.h"
+#include "tls/cert_index.h"
+
+namespace tlsfront::metrics {
+struct WorkerCounters;
+}
 
 namespace tlsfront::log {
 class AccessLog;
@@ -45,6 +50,10 @@ struct SessionEnv {
   const RequestLimits* limits = nullptr;
   // The worker's store = "redis" zone checks; null: none (they fail open).
   RemoteLimiter* remote_limiter = nullptr;
+  // The generation's certificates when their names differ in client
+  // certificate policy (tls::CertIndex::mixed_client_auth), so admission
+  // checks each request's host against its connection's; null otherwise.
+  const tls::CertIndex* client_auth_names = nullptr;
 };
 
 }  // namespace tlsfront::http

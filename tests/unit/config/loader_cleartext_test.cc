@@ -60,7 +60,7 @@ return = { status = 204 }
   EXPECT_EQ(c.routes[1].action, RouteAction::Redirect);
   EXPECT_EQ(c.routes[1].upstream, "");
   EXPECT_EQ(c.routes[1].answer.status, 301);
-  const std::vector<HeaderValuePart> location{{"https://", -1}, {"", 0}, {":8443", -1}, {"", 8}};
+  const std::vector<HeaderValuePart> location{{"https://", -1}, {"", 0}, {":8443", -1}, {"", kLocationVariableCount - 1}};  // $request_uri
   EXPECT_EQ(c.routes[1].answer.location, location);
   EXPECT_EQ(c.routes[2].action, RouteAction::Return);
   EXPECT_EQ(c.routes[2].answer.status, 200);
@@ -118,7 +118,8 @@ TEST(LoaderFixedAnswer, StatusRangesAndValues) {
       load_error(route("redirect = { status = 302, location = \"$nope\" }"))
           .find(
               "unknown variable \"$nope\" at offset 0 of \"$nope\" (known: $host, $remote_addr, $scheme, $request_id, "
-              "$ssl_protocol, $ssl_cipher, $ssl_session_reused, $server_port, $request_uri)"),
+              "$ssl_protocol, $ssl_cipher, $ssl_session_reused, $server_port, $ssl_client_verify, $ssl_client_s_dn, "
+                "$ssl_client_i_dn, $ssl_client_serial, $ssl_client_fingerprint, $ssl_client_cert, $request_uri)"),
       std::string::npos);
   EXPECT_NE(load_error(with("response_headers = { set = { X = \"$request_uri\" } }\n"))
                 .find("unknown variable \"$request_uri\""),

@@ -96,7 +96,7 @@ TEST(NginxImport, ReturnBecomesAFixedAnswer) {
   EXPECT_EQ(route("/old/")->action, config::RouteAction::Redirect);
   EXPECT_EQ(route("/old/")->answer.status, 301);
   ASSERT_EQ(route("/old/")->answer.location.size(), 4u);  // "https://", $host, "/new", $request_uri
-  EXPECT_EQ(route("/old/")->answer.location[3].variable, 8);
+  EXPECT_EQ(route("/old/")->answer.location[3].variable, config::kLocationVariableCount - 1);  // $request_uri
   ASSERT_NE(route("/gone"), nullptr);
   EXPECT_EQ(route("/gone")->answer.status, 410);
   ASSERT_NE(route("/x"), nullptr);

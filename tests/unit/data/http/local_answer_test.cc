@@ -35,7 +35,8 @@ TEST(LocalAnswer, ExpandLocation) {
   HeaderVars vars{};
   vars[static_cast<size_t>(HeaderVar::Host)] = "h.example";
   vars[static_cast<size_t>(HeaderVar::RequestUri)] = "/p?q";
-  const std::vector<config::HeaderValuePart> parts{{"https://", -1}, {"", 0}, {"/v2", -1}, {"", 8}};
+  const std::vector<config::HeaderValuePart> parts{
+      {"https://", -1}, {"", 0}, {"/v2", -1}, {"", static_cast<int>(HeaderVar::RequestUri)}};
   EXPECT_EQ(expand_location(parts, vars), "https://h.example/v2/p?q");
 }
 

@@ -165,7 +165,7 @@ TEST(Router, FixedAnswerRoutes) {
   config::Route moved = prefix("", "/old/", "");
   moved.action = config::RouteAction::Redirect;
   moved.answer.status = 301;
-  moved.answer.location = {{"https://", -1}, {"", 0}, {"/$", -1}, {"", 8}};
+  moved.answer.location = {{"https://", -1}, {"", 0}, {"/$", -1}, {"", config::kLocationVariableCount - 1}};  // $request_uri
   cfg.routes = {health, moved, prefix("", "/", "a")};
   Router r(cfg);
   auto m = r.match("h", "GET", "/health");
