@@ -557,8 +557,10 @@ struct Route {
 // the client address ($remote_addr: RequestRecord::client_addr, the real
 // client's), the routing host ($host), or one request header field's value
 // ($header_<name>, its first occurrence; a request without it is not limited,
-// as nginx does not limit an empty key).
-enum class LimitKey : uint8_t { RemoteAddr, Host, Header };
+// as nginx does not limit an empty key), or the client certificate's SHA-256
+// fingerprint ($ssl_client_fingerprint; a request without a certificate is
+// not limited by it).
+enum class LimitKey : uint8_t { RemoteAddr, Host, Header, ClientFingerprint };
 
 // [[limit_req]]: one request-rate zone (nginx limit_req_zone + limit_req),
 // GCRA (data/limits/gcra_table.h). A key may make `rate` requests per

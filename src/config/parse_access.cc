@@ -49,6 +49,10 @@ Status parse_key(const TableReader& t, LimitKey& key, std::string& header) {
     key = LimitKey::Host;
     return {};
   }
+  if (text == "$ssl_client_fingerprint") {
+    key = LimitKey::ClientFingerprint;
+    return {};
+  }
   for (std::string_view prefix : {"$header_", "$http_"}) {
     if (!text.starts_with(prefix) || text.size() == prefix.size()) continue;
     header = text.substr(prefix.size());
@@ -62,7 +66,8 @@ Status parse_key(const TableReader& t, LimitKey& key, std::string& header) {
     key = LimitKey::Header;
     return {};
   }
-  return t.error_at("key", "must be \"$remote_addr\", \"$host\" or \"$header_<name>\", got " + quote(text));
+  return t.error_at("key", "must be \"$remote_addr\", \"$host\", \"$header_<name>\" or \"$ssl_client_fingerprint\", got " +
+                              quote(text));
 }
 
 // "10r/s" | "600r/m": the interval between two requests, in nanoseconds.

@@ -236,6 +236,25 @@ TEST_F(ClientCert, OptionalForwardsTheVerdictAndStripsForgedHeaders) {
 // asks for none; a client is asked as the name its SNI picks says (the
 // verify mode follows the switch of context in the client hello callback),
 // and a request cannot cross from one name's connection to the other's.
+// limit_req keyed by $ssl_client_fingerprint: each partner's verified
+// certificate is its own budget; a client without one is not counted.
+TEST_F(ClientCert, ARateLimitPerPartnerCertificate) {
+  ProxyOptions o = options(client_auth("optional"));
+  o.extra += "[[limit_req]]\nname = \"partners\"\nkey = \"$ssl_client_fingerprint\"\nrate = \"1r/m\"\nburst = 1\n"
+             "nodelay = true\n";
+  o.routes = "[[route]]\npath_prefix = \"/\"\nupstream = \"backend\"\nlimit_req = [\"partners\"]\n";
+  ASSERT_TRUE(start_proxy(o));
+  // Burst 1 at one a minute: two pass at once, the third waits a minute.
+  EXPECT_NE(curl("/a1", "good").find("HTTP/1.1 200"), std::string::npos);
+  EXPECT_NE(curl("/a2", "good").find("HTTP/1.1 200"), std::string::npos);
+  const std::string refused = curl("/a3", "good");
+  EXPECT_NE(refused.find("HTTP/1.1 429"), std::string::npos) << refused;
+  EXPECT_NE(refused.find("Retry-After:"), std::string::npos) << refused;
+  // Another partner has its own budget; no certificate, no key: not limited.
+  EXPECT_NE(curl("/b1", "good-b").find("HTTP/1.1 200"), std::string::npos);
+  for (int i = 0; i < 3; ++i) EXPECT_NE(curl("/anon", "").find("HTTP/1.1 200"), std::string::npos) << i;
+}
+
 TEST_F(ClientCert, PerNameSettingsFollowTheSni) {
   ProxyOptions o = options("");
   o.certificates = "[[certificate]]\ncert = \"" + pki("other-name.chain.pem") + "\"\nkey = \"" + pki("other-name.key") +

@@ -22,6 +22,11 @@ std::string_view key_of(config::LimitKey key, const std::string& header, const C
         if (iequals(h.name, header)) return h.value;
       }
       return {};
+    case config::LimitKey::ClientFingerprint:
+      // Only a verified certificate names a client (an unverified one is
+      // whatever the client made up).
+      if (info.client_cert && info.client_cert->verified()) return info.client_cert->fingerprint;
+      return {};
   }
   return {};
 }

@@ -6,6 +6,7 @@
 #   ca2.pem                  a second, unrelated CA (a changed client_ca: ca.pem + ca2.pem)
 #   other-ca.pem/.key        a CA tlsfront does not trust
 #   good.pem/.key            CN=partner-a,O=Example, issued by ca, valid 30 days
+#   good-b.pem/.key          CN=partner-b,O=Example, the same (a second partner)
 #   expired.pem/.key         issued by ca, valid 2020-01-01 .. 2021-01-01
 #   revoked.pem/.key         issued by ca, revoked in crl-revoked.pem
 #   wrong-ca.pem/.key        issued by other-ca
@@ -68,6 +69,7 @@ ca_cert ca "/CN=tlsfront client CA"
 ca_cert ca2 "/CN=tlsfront second client CA"
 ca_cert other-ca "/CN=tlsfront untrusted client CA"
 client good "/O=Example/CN=partner-a" ca -days 30
+client good-b "/O=Example/CN=partner-b" ca -days 30
 client expired "/CN=partner-expired" ca -startdate 20200101000000Z -enddate 20210101000000Z
 client revoked "/CN=partner-revoked" ca -days 30
 openssl ca -gencrl -config ca.cnf -cert ca.pem -keyfile ca.key -out crl-empty.pem 2>/dev/null

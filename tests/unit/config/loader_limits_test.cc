@@ -55,6 +55,11 @@ name = "perip"
 key = "$host"
 max = 4
 
+[[limit_conn]]
+name = "partner"
+key = "$ssl_client_fingerprint"
+max = 2
+
 [limits]
 max_connections_per_client = 16
 max_full_handshakes_per_client = 30
@@ -71,6 +76,7 @@ max_full_handshakes_per_client = 30
   EXPECT_EQ(c.limit_req[1].delay, LimitReqZone::kNoDelay);
   EXPECT_EQ(c.limit_conn[0].key, LimitKey::Host);
   EXPECT_EQ(c.limit_conn[0].max, 4u);
+  EXPECT_EQ(c.limit_conn[1].key, LimitKey::ClientFingerprint);
   EXPECT_EQ(c.routes[0].limit_req, (std::vector<size_t>{1, 0}));
   EXPECT_EQ(c.routes[0].limit_conn, (std::vector<size_t>{0}));
   EXPECT_EQ(c.limits.max_connections_per_client, 16u);
@@ -94,7 +100,7 @@ TEST(LoaderLimits, Errors) {
   EXPECT_EQ(load_error(with("\n[[limit_req]]\nname = \"a\"\nrate = \"1r/s\"\nburst = 2\ndelay = 3\n")),
             "t.toml:19:1: limit_req[0].delay: must be at most burst (2)");
   EXPECT_EQ(load_error(with("\n[[limit_req]]\nname = \"a\"\nrate = \"1r/s\"\nkey = \"$cookie_x\"\n")),
-            "t.toml:18:1: limit_req[0].key: must be \"$remote_addr\", \"$host\" or \"$header_<name>\", got "
+            "t.toml:18:1: limit_req[0].key: must be \"$remote_addr\", \"$host\", \"$header_<name>\" or \"$ssl_client_fingerprint\", got "
             "\"$cookie_x\"");
   EXPECT_EQ(load_error(with("\n[[limit_conn]]\nname = \"a\"\n")),
             "t.toml:15:1: limit_conn[0].max: missing required key");
