@@ -34,6 +34,7 @@ prefix=$(sed -n 's/^CMAKE_INSTALL_PREFIX:PATH=//p' "$build/CMakeCache.txt")
 if [[ "$prefix" != /usr ]]; then
   cmake -S "$src" -B "$build" -DCMAKE_INSTALL_PREFIX=/usr >/dev/null
 fi
+echo "package.sh: building tlsfront and its man pages in $build (a few minutes the first time)" >&2
 cmake --build "$build" --target tlsfront man >/dev/null
 
 version=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "$build/CMakeCache.txt")
