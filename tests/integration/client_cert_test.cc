@@ -159,7 +159,11 @@ request_headers = { inherit = false }
 TEST_F(ClientCert, RequiredRefusesEachBadCaseWithItsAlert) {
   ASSERT_TRUE(start_proxy(options(client_auth("required"))));
   const std::string refused = "tlsfront_tls_handshakes_refused_total{reason=\"client_certificate\"}";
-  const double before = scrape_metrics(proxy_.admin_port())[refused];  // the harness's own probe, without a certificate
+  // The harness's own readiness probe, without a certificate, is refused
+  // too; under a slow build (the sanitizers) it may be counted only after
+  // start_proxy returned: wait for it before taking the baseline.
+  ASSERT_TRUE(wait_until([&] { return scrape_metrics(proxy_.admin_port())[refused] >= 1; }));
+  const double before = scrape_metrics(proxy_.admin_port())[refused];
   struct Case {
     const char* version;
     const char* client;
