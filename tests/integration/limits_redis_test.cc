@@ -5,32 +5,14 @@
 #include <string>
 
 #include "harness.h"
+#include "redis_nodes.h"
 #include "shared/redis_server.h"
 
 namespace tlsfront::itest {
 namespace {
 
-class LimitsRedis : public ProxyTest {
+class LimitsRedis : public RedisNodesTest {
  protected:
-  LimitsRedis() : redis_(dir_), proxy_b_(dir_b_) {}
-
-  void SetUp() override {
-    if (find_tool("redis-server").empty() || find_tool("redis-cli").empty()) {
-      GTEST_SKIP() << "redis-server / redis-cli not installed";
-    }
-    ProxyTest::SetUp();
-  }
-
-  void TearDown() override {
-    if (proxy_b_.process().pid() > 0) {
-      ExitStatus st = proxy_b_.stop();
-      EXPECT_TRUE(st.exited && st.code == 0) << "node B did not exit 0 on SIGTERM";
-      if (HasFailure()) std::cerr << "---- node B stderr:\n" << proxy_b_.process().err();
-    }
-    ProxyTest::TearDown();
-    redis_.stop();
-  }
-
   // A zone of `rate` with `burst`, nodelay, in Redis, on every route.
   bool start_nodes(const std::string& rate, int burst) {
     const std::string zone =
@@ -55,10 +37,6 @@ class LimitsRedis : public ProxyTest {
     auto r = c.read_response();
     return r ? r->status : 0;
   }
-
-  RedisServer redis_;
-  TempDir dir_b_;
-  Proxy proxy_b_;
 };
 
 // One budget for both nodes: 1 + burst requests in all, alternating nodes.

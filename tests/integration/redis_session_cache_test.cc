@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "harness.h"
+#include "redis_nodes.h"
 #include "shared/redis_server.h"
 
 namespace tlsfront::itest {
@@ -51,27 +52,8 @@ SessionPtr request(int port, SSL_SESSION* session, bool* reused, const std::stri
   return SessionPtr(c.take_session());
 }
 
-class RedisSessionCache : public ProxyTest {
+class RedisSessionCache : public RedisNodesTest {
  protected:
-  RedisSessionCache() : redis_(dir_), proxy_b_(dir_b_) {}
-
-  void SetUp() override {
-    if (find_tool("redis-server").empty() || find_tool("redis-cli").empty()) {
-      GTEST_SKIP() << "redis-server / redis-cli not installed";
-    }
-    ProxyTest::SetUp();
-  }
-
-  void TearDown() override {
-    if (proxy_b_.process().pid() > 0) {
-      ExitStatus st = proxy_b_.stop();
-      EXPECT_TRUE(st.exited && st.code == 0) << "node B did not exit 0 on SIGTERM";
-      if (HasFailure()) std::cerr << "---- node B stderr:\n" << proxy_b_.process().err();
-    }
-    ProxyTest::TearDown();
-    redis_.stop();
-  }
-
   std::string tls_extra() const {
     return "session_tickets = false\n[tls.session_cache]\nstore = \"redis\"\nredis = \"127.0.0.1:" +
            std::to_string(redis_.port()) + "\"\nredis_timeout = \"50ms\"\n";
@@ -135,10 +117,6 @@ class RedisSessionCache : public ProxyTest {
     auto lines = proxy_b_.wait_log_lines(logged + 1);
     return lines.size() > logged ? json_string(lines.back(), "ssl_resumption").value_or("?") : "(no line)";
   }
-
-  RedisServer redis_;
-  TempDir dir_b_;
-  Proxy proxy_b_;
 };
 
 TEST_F(RedisSessionCache, Tls12SessionIdFromNodeAResumesOnNodeB) {

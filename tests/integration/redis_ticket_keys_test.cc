@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "harness.h"
+#include "redis_nodes.h"
 #include "shared/redis_server.h"
 
 namespace tlsfront::itest {
@@ -45,27 +46,8 @@ SessionPtr request(int port, SSL_SESSION* session, bool* reused, const std::stri
   return SessionPtr(c.take_session());
 }
 
-class RedisTicketKeys : public ProxyTest {
+class RedisTicketKeys : public RedisNodesTest {
  protected:
-  RedisTicketKeys() : redis_(dir_), proxy_b_(dir_b_) {}
-
-  void SetUp() override {
-    if (find_tool("redis-server").empty() || find_tool("redis-cli").empty()) {
-      GTEST_SKIP() << "redis-server / redis-cli not installed";
-    }
-    ProxyTest::SetUp();
-  }
-
-  void TearDown() override {
-    if (proxy_b_.process().pid() > 0) {
-      ExitStatus st = proxy_b_.stop();
-      EXPECT_TRUE(st.exited && st.code == 0) << "node B did not exit 0 on SIGTERM";
-      if (HasFailure()) std::cerr << "---- node B stderr:\n" << proxy_b_.process().err();
-    }
-    ProxyTest::TearDown();
-    redis_.stop();
-  }
-
   // [tls] lines for source = "redis" on `redis_`, session cache off so
   // every resumption is a ticket.
   std::string tls_extra(const std::string& rotate_every, const std::string& more = "") const {
@@ -100,10 +82,6 @@ class RedisTicketKeys : public ProxyTest {
     auto lines = proxy_b_.wait_log_lines(logged + 1);
     return lines.size() > logged && json_string(lines.back(), "ssl_resumption") == "ticket";
   }
-
-  RedisServer redis_;
-  TempDir dir_b_;
-  Proxy proxy_b_;
 };
 
 TEST_F(RedisTicketKeys, TicketFromNodeAResumesOnNodeB) {

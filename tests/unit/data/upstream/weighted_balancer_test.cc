@@ -130,8 +130,11 @@ TEST(HashKey, RemoteAddressHeaderAndCookie) {
   EXPECT_EQ(request_hash({config::HashKey::Kind::Cookie, "session"}, head, ""), ring_hash("xyz"));
   EXPECT_EQ(request_hash({config::HashKey::Kind::Cookie, "sess"}, head, ""), std::nullopt);
   EXPECT_EQ(request_hash({config::HashKey::Kind::Header, "x-tenant"}, head, ""), std::nullopt);
-  // The same on every node and every run: a fixed value.
+  // The same on every node and every run: fixed values (FNV-1a, then
+  // splitmix64's finalizer, computed independently).
   EXPECT_EQ(ring_hash(""), ring_hash(std::string()));
+  EXPECT_EQ(ring_hash(""), 0xf52a15e9a9b5e89bULL);
+  EXPECT_EQ(ring_hash("192.0.2.7"), 0x6053c3970e6a076dULL);
   EXPECT_NE(ring_hash("a"), ring_hash("b"));
 }
 
