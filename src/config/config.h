@@ -257,18 +257,23 @@ struct Tls {
 // $ssl_session_reused ("r" or ".", as nginx's), $server_port, the client
 // certificate's $ssl_client_verify, $ssl_client_s_dn, $ssl_client_i_dn,
 // $ssl_client_serial, $ssl_client_fingerprint and $ssl_client_cert
-// (tls/client_certificate.h; a request field of the name a rule sends one
-// under is always removed from what the client sent).
+// (tls/client_certificate.h), and the PROXY protocol v2 header's TLVs
+// $proxy_protocol_tlv_alpn, $proxy_protocol_tlv_authority and
+// $proxy_protocol_tlv_unique_id (message/proxy_protocol.h; "" without one).
+// The last two groups are the connection's identity: a request field of the
+// name a rule sends one under is always removed from what the client sent.
 // A redirect's location may also use the last, $request_uri (the
 // request-target as received: path and query).
 inline constexpr const char* kHeaderVariables[] = {
     "host",         "remote_addr",        "scheme",          "request_id",      "ssl_protocol",
     "ssl_cipher",   "ssl_session_reused", "server_port",     "ssl_client_verify", "ssl_client_s_dn",
-    "ssl_client_i_dn", "ssl_client_serial", "ssl_client_fingerprint", "ssl_client_cert", "request_uri"};
-inline constexpr int kHeaderVariableCount = 14;    // in header values
-inline constexpr int kLocationVariableCount = 15;  // in a redirect's location
-// The client certificate's variables: kHeaderVariables[kFirstClientCertVariable, kHeaderVariableCount).
-inline constexpr int kFirstClientCertVariable = 8;
+    "ssl_client_i_dn", "ssl_client_serial", "ssl_client_fingerprint", "ssl_client_cert",
+    "proxy_protocol_tlv_alpn", "proxy_protocol_tlv_authority", "proxy_protocol_tlv_unique_id", "request_uri"};
+inline constexpr int kHeaderVariableCount = 17;    // in header values
+inline constexpr int kLocationVariableCount = 18;  // in a redirect's location
+// The identity variables (client certificate, PROXY TLVs):
+// kHeaderVariables[kFirstIdentityVariable, kHeaderVariableCount).
+inline constexpr int kFirstIdentityVariable = 8;
 
 // One piece of a header value, split once at load: a literal, or a variable
 // (index into kHeaderVariables).

@@ -17,7 +17,7 @@ std::string limit_metrics(const data::Generation& gen) {
   if (!cfg.limit_req.empty()) {
     out +=
         "# HELP tlsfront_limit_req_requests_total Requests checked by a [[limit_req]] zone: passed at once, passed "
-        "after a delay, rejected (429).\n# TYPE tlsfront_limit_req_requests_total counter\n";
+        "after a delay, rejected (429), let through unchecked while its Redis failed (failed_open).\n# TYPE tlsfront_limit_req_requests_total counter\n";
     for (size_t i = 0; i < cfg.limit_req.size(); ++i) {
       const std::string zone = metrics::escape_label_value(cfg.limit_req[i].name);
       const http::RateZone& z = *gen.limits.req[i];
@@ -27,6 +27,10 @@ std::string limit_metrics(const data::Generation& gen) {
                      z.delayed.load());
       fmt::format_to(it, "tlsfront_limit_req_requests_total{{zone=\"{}\",result=\"rejected\"}} {}\n", zone,
                      z.rejected.load());
+      if (cfg.limit_req[i].store == config::SessionStore::Redis) {
+        fmt::format_to(it, "tlsfront_limit_req_requests_total{{zone=\"{}\",result=\"failed_open\"}} {}\n", zone,
+                       z.failed_open.load());
+      }
     }
     out +=
         "# HELP tlsfront_limit_req_keys Keys a [[limit_req]] zone tracks now.\n# TYPE tlsfront_limit_req_keys gauge\n";

@@ -23,6 +23,7 @@
 #include "log/log_writer.h"
 #include "control/admin_server.h"
 #include "control/fd_limit.h"
+#include "control/port_privilege.h"
 #include "control/limit_metrics.h"
 #include "metrics/prometheus.h"
 #include "control/listener.h"
@@ -229,6 +230,7 @@ Status Server::test(config::Config cfg) {
   if (auto w = fd_limit_warning(cfg, resolve_workers(cfg.workers), open_files_soft_limit())) {
     std::fprintf(stderr, "tlsfront: warning: %s\n", w->c_str());
   }
+  if (auto w = privileged_port_warning(cfg, port_privilege())) std::fprintf(stderr, "tlsfront: warning: %s\n", w->c_str());
   SystemClock clock;
   OcspManager ocsp(&clock);  // staplers built and their files checked, nothing fetched
   auto gen = build_generation(std::move(cfg), nullptr, nullptr, &ocsp, 0, nullptr);

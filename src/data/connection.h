@@ -188,6 +188,7 @@ class Connection final : public Deletable, public Flushable, public http::Client
   size_t lingered_bytes_ = 0;  // input discarded while Lingering (bounded in the .cc)
   std::string remote_addr_;
   std::string peer_addr_;  // the TCP peer, when a PROXY protocol header named another address
+  std::shared_ptr<const http::ProxyTlvs> proxy_tlvs_;  // the PROXY v2 header's TLVs, when it had any
   const config::Listener* listener_ = nullptr;  // its [[listen]] entry (in generation_); null: TLS defaults
   std::chrono::steady_clock::time_point accepted_at_;
   // In the loop's clock (ms): when the handshake must be done (accept +

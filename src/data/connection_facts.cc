@@ -57,7 +57,9 @@ bool Connection::read_proxy_header(std::string_view& in) {
   }
   log::debug("conn={} PROXY v{} {}: client {}:{} via {}{}{}{}{}", id_, h.version, h.local ? "LOCAL" : "PROXY",
              remote_addr_, remote_port_, peer_addr_.empty() ? remote_addr_ : peer_addr_,
-             h.alpn.empty() ? "" : " alpn=", h.alpn, h.authority.empty() ? "" : " authority=", h.authority);
+             h.tlvs.alpn.empty() ? "" : " alpn=", h.tlvs.alpn, h.tlvs.authority.empty() ? "" : " authority=",
+             h.tlvs.authority);
+  if (!h.tlvs.empty()) proxy_tlvs_ = std::make_shared<const http::ProxyTlvs>(h.tlvs);
   proxy_.reset();
   if (!admit_client()) return false;
   if (listener_->tls) {
@@ -121,6 +123,7 @@ http::ConnectionInfo Connection::base_info() const {
   info.listener = listener_;
   info.remote_addr = remote_addr_;
   info.peer_addr = peer_addr_;
+  info.proxy_tlvs = proxy_tlvs_;
   info.remote_port = remote_port_;
   info.set_server_port(local_port(tcp_.get()));
   info.trust_request_id = listener_ != nullptr && listener_->trust_request_id;

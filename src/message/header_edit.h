@@ -38,9 +38,12 @@ enum class HeaderVar : uint8_t {
   SslClientSerial,
   SslClientFingerprint,
   SslClientCert,
+  ProxyProtocolTlvAlpn,
+  ProxyProtocolTlvAuthority,
+  ProxyProtocolTlvUniqueId,
   RequestUri
 };
-inline constexpr size_t kHeaderVarCount = 15;
+inline constexpr size_t kHeaderVarCount = 18;
 
 // The values of the variables for one request, indexed by HeaderVar; borrowed.
 using HeaderVars = std::array<std::string_view, kHeaderVarCount>;

@@ -1,6 +1,7 @@
 #include "message/proxy_protocol.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <span>
 
@@ -18,7 +19,18 @@ constexpr uint8_t kAfUnspec = 0, kAfInet = 1, kAfInet6 = 2, kAfUnix = 3;
 constexpr size_t kAddressBlock[] = {0, 12, 36, 216};
 constexpr uint8_t kProtoStream = 1;
 
-constexpr uint8_t kTlvAlpn = 0x01, kTlvAuthority = 0x02, kTlvUniqueId = 0x05;
+constexpr uint8_t kTlvAlpn = 0x01, kTlvAuthority = 0x02, kTlvCrc32c = 0x03, kTlvUniqueId = 0x05;
+
+// The CRC32c table, one entry per octet value (reflected 0x82F63B78).
+constexpr std::array<uint32_t, 256> kCrc32cTable = [] {
+  std::array<uint32_t, 256> t{};
+  for (uint32_t i = 0; i < 256; ++i) {
+    uint32_t c = i;
+    for (int k = 0; k < 8; ++k) c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+    t[i] = c;
+  }
+  return t;
+}();
 
 // A decimal port: 0..65535, no leading zero but "0" itself.
 bool parse_port(std::string_view s, uint16_t& out) {
@@ -45,6 +57,12 @@ uint16_t be16(const char* p) {
 }
 
 }  // namespace
+
+uint32_t crc32c(std::string_view bytes) {
+  uint32_t c = 0xFFFFFFFFu;
+  for (char b : bytes) c = kCrc32cTable[(c ^ static_cast<uint8_t>(b)) & 0xff] ^ (c >> 8);
+  return ~c;
+}
 
 const char* failure_name(ProxyHeaderReader::Failure f) {
   switch (f) {
@@ -186,6 +204,14 @@ void ProxyHeaderReader::parse_v2_fixed() {
   buf_.reserve(need_);
 }
 
+bool ProxyHeaderReader::checksum_matches(size_t at) const {
+  const auto* p = reinterpret_cast<const uint8_t*>(buf_.data() + at);
+  const uint32_t sent = (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
+  std::string zeroed = buf_;
+  std::memset(zeroed.data() + at, 0, 4);
+  return crc32c(zeroed) == sent;
+}
+
 void ProxyHeaderReader::parse_v2_body() {
   header_.version = 2;
   header_.local = (static_cast<uint8_t>(buf_[12]) & 0x0f) == 0;
@@ -230,15 +256,20 @@ void ProxyHeaderReader::parse_v2_body() {
     }
     const std::string_view value = tlvs.substr(3, len);
     if (type == kTlvAlpn) {
-      header_.alpn.assign(value);
+      header_.tlvs.alpn.assign(value);
     } else if (type == kTlvAuthority) {
-      header_.authority.assign(value);
+      header_.tlvs.authority.assign(value);
     } else if (type == kTlvUniqueId) {
       if (len > kMaxUniqueId) {
         fail(Failure::Malformed, "a v2 unique ID longer than 128 octets");
         return;
       }
-      header_.unique_id.assign(value);
+      header_.tlvs.unique_id.assign(value);
+    } else if (type == kTlvCrc32c) {
+      if (len != 4 || !checksum_matches(static_cast<size_t>(value.data() - buf_.data()))) {
+        fail(Failure::Malformed, "a v2 CRC32C checksum that does not match the header");
+        return;
+      }
     }
     tlvs.remove_prefix(3 + len);
   }

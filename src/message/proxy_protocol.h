@@ -23,9 +23,12 @@
 //       a source address is taken only for AF_INET/AF_INET6 over STREAM.
 //       TLVs (§2.2.7) after the address block, each bounds-checked against
 //       the header's length: PP2_TYPE_ALPN (0x01), PP2_TYPE_AUTHORITY
-//       (0x02) and PP2_TYPE_UNIQUE_ID (0x05, at most 128 octets) are kept,
-//       every other type (CRC32C, NOOP, SSL, NETNS, custom) is skipped
-//       unverified.
+//       (0x02) and PP2_TYPE_UNIQUE_ID (0x05, at most 128 octets) are kept
+//       (ProxyTlvs: the $proxy_protocol_tlv_* header variables);
+//       PP2_TYPE_CRC32C (0x03, 4 octets) is verified (§2.2.7: CRC32c,
+//       Castagnoli, over the whole header with the checksum's octets as
+//       zeros) and a mismatch is Malformed; every other type (NOOP, SSL,
+//       NETNS, custom) is skipped.
 // Errors: phase() Failed with failure() saying why (NotProxy: the first
 // bytes are not a signature — a TLS ClientHello, an HTTP request; Malformed;
 // TooLong) and reason() a static description for the log.
@@ -42,6 +45,13 @@
 
 namespace tlsfront::http {
 
+// The v2 TLVs kept (raw octets; "" when absent), nginx's
+// $proxy_protocol_tlv_alpn, _authority and _unique_id.
+struct ProxyTlvs {
+  std::string alpn, authority, unique_id;
+  bool empty() const { return alpn.empty() && authority.empty() && unique_id.empty(); }
+};
+
 struct ProxyHeader {
   uint8_t version = 0;  // 1 or 2
   bool local = false;   // v2 LOCAL: the load balancer's own connection
@@ -52,8 +62,7 @@ struct ProxyHeader {
   uint16_t source_port = 0;
   std::optional<IpAddress> destination;
   uint16_t destination_port = 0;
-  // The v2 TLVs kept (raw octets; "" when absent).
-  std::string alpn, authority, unique_id;
+  ProxyTlvs tlvs;
 };
 
 class ProxyHeaderReader {
@@ -92,6 +101,8 @@ class ProxyHeaderReader {
   void parse_v1();
   void parse_v2_fixed();
   void parse_v2_body();
+  // Whether the CRC32C TLV's 4 octets at buf_[at] match the header.
+  bool checksum_matches(size_t at) const;
 
   std::string buf_;  // the header's octets so far
   size_t need_ = 0;  // V2Fixed/V2Body: octets the phase ends at
@@ -117,6 +128,10 @@ constexpr const char* name(ProxyHeaderReader::Phase p) {
   constexpr const char* names[] = {"Signature", "V1Line", "V2Fixed", "V2Body", "Done", "Failed"};
   return names[static_cast<int>(p)];
 }
+
+// CRC32c (Castagnoli, reflected polynomial 0x82F63B78, RFC 3720 §B.4) of
+// `bytes`: the PROXY v2 checksum.
+uint32_t crc32c(std::string_view bytes);
 
 // "not_proxy" | "malformed" | "too_long" (None: "").
 const char* failure_name(ProxyHeaderReader::Failure f);

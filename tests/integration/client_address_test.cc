@@ -49,6 +49,9 @@ class ClientAddress : public ProxyTest {
     o.extra = R"([timeouts]
 handshake = "1s"
 
+[request_headers]
+set = { "X-LB-Connection" = "$proxy_protocol_tlv_unique_id" }
+
 [[listen]]
 address = "127.0.0.3:0"
 proxy_protocol = true
@@ -303,6 +306,36 @@ TEST_F(ClientAddress, HaproxySendProxyV1AndV2) {
   }
   EXPECT_GE(metric("tlsfront_proxy_protocol_headers_total{kind=\"v1\"}"), 1);
   EXPECT_GE(metric("tlsfront_proxy_protocol_headers_total{kind=\"v2\"}"), 2);
+  haproxy.stop();
+}
+
+// HAProxy's IPv6 side (v1 TCP6, v2 AF_INET6 with a checksum and a unique ID
+// TLV): the address is the client's, the unique ID reaches the backend as
+// $proxy_protocol_tlv_unique_id, and a client's own field of that name never
+// does.
+TEST_F(ClientAddress, HaproxyIpv6ClientsAndTheUniqueIdTlv) {
+  ASSERT_NO_FATAL_FAILURE(start());
+  Haproxy haproxy(dir_);
+  const std::string pp = std::string(kPp) + ":" + std::to_string(port_of(kPp));
+  ASSERT_TRUE(haproxy.start(std::vector<Haproxy::Frontend>{
+      {pp + " send-proxy", "::1", {}},
+      {pp + " send-proxy-v2 proxy-v2-options crc32c,unique-id", "::1", {"unique-id-format lb-conn-7"}}}));
+  for (size_t i = 0; i < 2; ++i) {
+    TlsClient c;
+    TlsOptions o;
+    o.ip = "::1";
+    ASSERT_TRUE(c.connect(haproxy.port(i), o)) << i << ": " << c.error();
+    c.write("GET /headers HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nX-Forwarded-For: 6.6.6.6\r\n"
+            "X-LB-Connection: forged\r\n\r\n");
+    auto r = c.read_response();
+    ASSERT_TRUE(r) << i;
+    EXPECT_EQ(header_values(r->body, "X-Forwarded-For"), Values{"6.6.6.6, ::1"}) << r->body;
+    EXPECT_EQ(header_values(r->body, "X-Real-IP"), Values{"::1"}) << r->body;
+    EXPECT_EQ(header_values(r->body, "X-LB-Connection"), Values{i == 0 ? "" : "lb-conn-7"}) << r->body;
+    ++logged_;
+    expect_logged("::1", 0, "127.0.0.1");
+  }
+  EXPECT_EQ(metric("tlsfront_proxy_protocol_refused_total{reason=\"malformed\"}"), 0);
   haproxy.stop();
 }
 

@@ -25,6 +25,14 @@ class Haproxy {
   // send-proxy-v2"). True once every frontend accepts connections; false
   // (with a gtest failure naming its stderr) if not.
   bool start(const std::vector<std::string>& servers);
+  // One frontend per entry: its bind address ("127.0.0.1", "::1"), extra
+  // lines for the frontend section ("unique-id-format ..."), and the server.
+  struct Frontend {
+    std::string server;
+    std::string bind = "127.0.0.1";
+    std::vector<std::string> lines;
+  };
+  bool start(const std::vector<Frontend>& frontends);
   void stop() { process_.stop(); }
   // The frontend port of servers[i].
   int port(size_t i) const { return ports_.at(i); }

@@ -218,7 +218,7 @@ struct TlsOptions {
   std::string cipher_list;                       // "" = default
   bool verify = true;                            // verify against root.pem
   bool no_ticket = false;                        // SSL_OP_NO_TICKET (session-ID resumption only)
-  std::string ip = "127.0.0.1";                  // the IPv4 address connected to
+  std::string ip = "127.0.0.1";                  // the address connected to (IPv4 or IPv6)
   std::string source_ip;                         // "" = the kernel's choice; else bound before connecting
   // Written in clear once connected, before the ClientHello (a PROXY
   // protocol header).
@@ -306,8 +306,9 @@ class FakeUpstream {
   int port_ = 0;
 };
 
-// A plain TCP connection to `ip`:`port` (-1 on failure), from `source`
-// (an IPv4 address; null: the kernel's choice).
+// A plain TCP connection to `ip`:`port` (-1 on failure; `ip` a dotted quad
+// or an IPv6 literal), from `source` (of the same family; null: the
+// kernel's choice).
 int tcp_connect(int port, const char* ip = "127.0.0.1", const char* source = nullptr);
 // Sends `request` over plain TCP to `ip`:`port` (the admin listener, a
 // cleartext listener); returns what arrived until the peer closed or

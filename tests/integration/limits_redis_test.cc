@@ -1,6 +1,8 @@
 // [[limit_req]] store = "redis" against a real redis-server on loopback: two
 // tlsfront nodes (2 workers each) share one limit; a Redis killed mid-test
 // lets requests through (fail open), counted and logged once.
+#include <sys/stat.h>
+
 #include <chrono>
 #include <string>
 
@@ -14,11 +16,12 @@ namespace {
 class LimitsRedis : public RedisNodesTest {
  protected:
   // A zone of `rate` with `burst`, nodelay, in Redis, on every route.
-  bool start_nodes(const std::string& rate, int burst) {
+  // `auth`: more of the zone's keys (redis_user, redis_password_file).
+  bool start_nodes(const std::string& rate, int burst, const std::string& auth = "") {
     const std::string zone =
         "[[limit_req]]\nname = \"shared\"\nrate = \"" + rate + "\"\nburst = " + std::to_string(burst) +
         "\nnodelay = true\nstore = \"redis\"\nredis = \"127.0.0.1:" + std::to_string(redis_.port()) +
-        "\"\nredis_timeout = \"100ms\"\n";
+        "\"\nredis_timeout = \"100ms\"\n" + auth;
     ProxyOptions a;
     a.routes = "[[route]]\npath_prefix = \"/\"\nupstream = \"backend\"\nlimit_req = [\"shared\"]\n";
     a.extra = zone;
@@ -78,6 +81,30 @@ TEST_F(LimitsRedis, TwiceTheRateOverTwoNodes) {
   EXPECT_LE(refused, 30);
 }
 
+// Through an ACL user with a password file, and after Redis lost the script
+// (SCRIPT FLUSH, as after a restart or failover): EVALSHA's NOSCRIPT is
+// answered by one EVAL, the limit still holds, and nothing fails open.
+TEST_F(LimitsRedis, AclUserAndAFlushedScriptCache) {
+  ASSERT_TRUE(redis_.start({"--requirepass", "default-pw"}, "default-pw"));
+  ASSERT_EQ(redis_.cli({"ACL", "SETUSER", "edge", "on", ">edge-pw", "~tlsfront:lreq:*", "+@all"}).out, "OK\n");
+  write_file(dir_.file("edge.pw"), "edge-pw\n");
+  ::chmod(dir_.file("edge.pw").c_str(), 0600);
+  ASSERT_TRUE(start_nodes("1r/m", 1, "redis_user = \"edge\"\nredis_password_file = \"" + dir_.file("edge.pw") + "\"\n"));
+  EXPECT_EQ(get(port(), "127.0.0.2"), 200);
+  EXPECT_EQ(get(proxy_b_.port(), "127.0.0.2"), 200);  // the burst
+  EXPECT_EQ(get(port(), "127.0.0.2"), 429);
+  ASSERT_EQ(redis_.cli({"SCRIPT", "FLUSH"}).out, "OK\n");
+  EXPECT_EQ(get(port(), "127.0.0.2"), 429);
+  EXPECT_EQ(get(proxy_b_.port(), "127.0.0.2"), 429);
+  EXPECT_EQ(get(proxy_b_.port(), "127.0.0.3"), 200);  // another client
+  EXPECT_EQ(redis_.keys("tlsfront:lreq:shared:*").size(), 2u);
+  for (Proxy* p : {&proxy_, &proxy_b_}) {
+    const auto m = scrape_metrics(p->admin_port());
+    EXPECT_EQ(m.at("tlsfront_limit_redis_errors_total"), 0) << p->process().err();
+    EXPECT_EQ(m.at("tlsfront_limit_req_requests_total{zone=\"shared\",result=\"failed_open\"}"), 0);
+  }
+}
+
 TEST_F(LimitsRedis, RedisKilledFailsOpenCountedAndLoggedOnce) {
   ASSERT_TRUE(redis_.start());
   ASSERT_TRUE(start_nodes("1r/m", 0));
@@ -87,6 +114,7 @@ TEST_F(LimitsRedis, RedisKilledFailsOpenCountedAndLoggedOnce) {
   for (int i = 0; i < 6; ++i) EXPECT_EQ(get(port(), "127.0.0.2"), 200) << i;  // fail open
   const auto m = scrape_metrics(proxy_.admin_port());
   EXPECT_GE(m.at("tlsfront_limit_redis_errors_total"), 6);
+  EXPECT_GE(m.at("tlsfront_limit_req_requests_total{zone=\"shared\",result=\"failed_open\"}"), 6);
   // One trouble line per worker that saw it, not one per request.
   const std::string err = proxy_.process().err();
   size_t lines = 0;

@@ -40,25 +40,32 @@ std::string openssl_errors() {
 }  // namespace
 
 int tcp_connect(int port, const char* ip, const char* source) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  if (source != nullptr) {
-    sockaddr_in local{};
-    local.sin_family = AF_INET;
-    if (::inet_pton(AF_INET, source, &local.sin_addr) != 1 ||
-        ::bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof local) != 0) {
-      ::close(fd);
-      return -1;
+  // An IPv6 literal ("::1") or a dotted quad; `source` of the same family.
+  const bool v6 = std::strchr(ip, ':') != nullptr;
+  sockaddr_storage local{}, remote{};
+  socklen_t len = 0;
+  auto fill = [&](const char* text, sockaddr_storage& ss, uint16_t p) {
+    if (v6) {
+      auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
+      a->sin6_family = AF_INET6;
+      a->sin6_port = htons(p);
+      len = sizeof(sockaddr_in6);
+      return ::inet_pton(AF_INET6, text, &a->sin6_addr) == 1;
     }
-  }
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  if (::inet_pton(AF_INET, ip, &sa.sin_addr) != 1) {
+    auto* a = reinterpret_cast<sockaddr_in*>(&ss);
+    a->sin_family = AF_INET;
+    a->sin_port = htons(p);
+    len = sizeof(sockaddr_in);
+    return ::inet_pton(AF_INET, text, &a->sin_addr) == 1;
+  };
+  int fd = ::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  if (source != nullptr && (!fill(source, local, 0) || ::bind(fd, reinterpret_cast<sockaddr*>(&local), len) != 0)) {
     ::close(fd);
     return -1;
   }
-  sa.sin_port = htons(static_cast<uint16_t>(port));
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
+  if (!fill(ip, remote, static_cast<uint16_t>(port)) ||
+      ::connect(fd, reinterpret_cast<sockaddr*>(&remote), len) != 0) {
     ::close(fd);
     return -1;
   }

@@ -113,6 +113,29 @@ TEST_F(Tunnel, EchoOverHttp1) {
   EXPECT_EQ(m.find("tlsfront_tunnel_bytes_total{direction=\"to_client\"} 0\n"), std::string::npos) << m;
 }
 
+// An Upgrade request a [[limit_req]] zone delayed keeps the zone's name in
+// its tunnel's log line, as any other request's.
+TEST_F(Tunnel, ALimitedUpgradeNamesItsZoneInTheTunnelLine) {
+  ProxyOptions o;
+  o.workers = 1;
+  o.routes = "[[route]]\npath_prefix = \"/\"\nupstream = \"backend\"\nlimit_req = [\"ws\"]\n";
+  o.extra = "[[limit_req]]\nname = \"ws\"\nrate = \"1r/s\"\nburst = 1\n";
+  ASSERT_TRUE(start(o));
+  {
+    TlsClient first, second;
+    ASSERT_NO_FATAL_FAILURE(open_echo(first));
+    ASSERT_NO_FATAL_FAILURE(open_echo(second));  // spaced to the rate: about 1 s later
+  }
+  auto lines = proxy_.wait_log_lines(2);
+  ASSERT_EQ(lines.size(), 2u);
+  int limited = 0;
+  for (const auto& line : lines) {
+    expect_tunnel_line(line);
+    limited += json_string(line, "limit").value_or("") == "ws";
+  }
+  EXPECT_EQ(limited, 1) << lines[0] << "\n" << lines[1];
+}
+
 TEST_F(Tunnel, FiftyMegabytesToASlowReaderKeepsMemoryBounded) {
   [[maybe_unused]] SmallAsanQuarantine small_quarantine;
   ASSERT_TRUE(start());

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "message/proxy_protocol.h"
 #include "message/request.h"
 #include "tls/client_certificate.h"
 
@@ -26,7 +27,7 @@ constexpr std::string_view scheme_name(Scheme s) { return s == Scheme::Https ? "
 
 // A connection's facts, for its sessions' access-log lines, header variables
 // and admission. Its fields are ordered so the small ones share one word
-// (224 octets): every open session and tunnel holds one.
+// (240 octets): every open session and tunnel holds one.
 struct ConnectionInfo {
   uint64_t id = 0;
   // The [[listen]] entry it came from (in the connection's generation, which
@@ -51,6 +52,9 @@ struct ConnectionInfo {
   // when the connection's certificate name asks for one (verify_client);
   // null otherwise. Shared by the connection's sessions.
   std::shared_ptr<const tls::ClientIdentity> client_cert;
+  // The PROXY protocol v2 header's ALPN, authority and unique ID TLVs
+  // ($proxy_protocol_tlv_*); null when it sent none. Shared likewise.
+  std::shared_ptr<const ProxyTlvs> proxy_tlvs;
   // The SSL_CTX the handshake was made under (the SNI's); null on cleartext.
   const SSL_CTX* tls_context = nullptr;
   double tls_handshake_ms = 0;

@@ -49,21 +49,22 @@ void drop_hsts(std::vector<EditRule>& rules) {
   rules.push_back(EditRule{EditRule::Kind::Remove, FieldTemplate{"strict-transport-security", {}, true}});
 }
 
-bool uses_client_cert(const config::HeaderField& f) {
+bool uses_identity(const config::HeaderField& f) {
   return std::any_of(f.value.begin(), f.value.end(), [](const config::HeaderValuePart& p) {
-    return p.variable >= config::kFirstClientCertVariable && p.variable < config::kHeaderVariableCount;
+    return p.variable >= config::kFirstIdentityVariable && p.variable < config::kHeaderVariableCount;
   });
 }
 
 // A Remove rule for every request field name any request_headers rule of the
-// configuration sends a client certificate variable under: whatever route
-// takes a request, a client cannot forge its identity in one of them.
-std::vector<EditRule> client_cert_field_removals(const config::Config& cfg) {
+// configuration sends an identity variable ($ssl_client_*,
+// $proxy_protocol_tlv_*) under: whatever route takes a request, a client
+// cannot forge its identity in one of them.
+std::vector<EditRule> identity_field_removals(const config::Config& cfg) {
   std::vector<EditRule> rules;
   auto scan = [&rules](const config::HeaderRules& r) {
     for (const auto* fields : {&r.set, &r.add}) {
       for (const auto& f : *fields) {
-        if (uses_client_cert(f)) rules.push_back(EditRule{EditRule::Kind::Remove, FieldTemplate{f.name, {}, true}});
+        if (uses_identity(f)) rules.push_back(EditRule{EditRule::Kind::Remove, FieldTemplate{f.name, {}, true}});
       }
     }
   };
@@ -73,7 +74,7 @@ std::vector<EditRule> client_cert_field_removals(const config::Config& cfg) {
 }
 
 // One route's edits; `route` null for the requests no route took.
-// `request` starts as client_cert_field_removals().
+// `request` starts as identity_field_removals().
 RouteHeaders compile(const config::Config& cfg, const config::Route* route, Scheme scheme,
                      std::vector<EditRule> request) {
   RouteHeaders out;
@@ -103,7 +104,7 @@ RouteHeaders compile(const config::Config& cfg, const config::Route* route, Sche
 }  // namespace
 
 HeaderPlan::HeaderPlan(const config::Config& cfg) : request_id_header_(cfg.request_id_header) {
-  const std::vector<EditRule> removals = client_cert_field_removals(cfg);
+  const std::vector<EditRule> removals = identity_field_removals(cfg);
   for (Scheme scheme : {Scheme::Https, Scheme::Http}) {
     unrouted_[at(scheme)] = compile(cfg, nullptr, scheme, removals);
     routes_[at(scheme)].reserve(cfg.routes.size());
@@ -133,6 +134,11 @@ HeaderVars header_vars(const ConnectionInfo& info, const RequestRecord& record) 
     v[static_cast<size_t>(HeaderVar::SslClientCert)] = id->escaped_pem;
   } else if (info.scheme == Scheme::Https) {
     v[static_cast<size_t>(HeaderVar::SslClientVerify)] = "NONE";  // nginx's, when none was asked for
+  }
+  if (const ProxyTlvs* t = info.proxy_tlvs.get()) {
+    v[static_cast<size_t>(HeaderVar::ProxyProtocolTlvAlpn)] = t->alpn;
+    v[static_cast<size_t>(HeaderVar::ProxyProtocolTlvAuthority)] = t->authority;
+    v[static_cast<size_t>(HeaderVar::ProxyProtocolTlvUniqueId)] = t->unique_id;
   }
   v[static_cast<size_t>(HeaderVar::RequestUri)] = record.head.target;
   return v;

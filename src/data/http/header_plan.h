@@ -3,7 +3,8 @@
 // HeaderEdit per route and direction (message/header_edit.h), so a request
 // pays for no lookup and no parsing. Per route, in the order applied: on
 // the request, the removal of every field name any request rule of the
-// configuration sends a $ssl_client_* variable under (no forged identity);
+// configuration sends a $ssl_client_* or $proxy_protocol_tlv_* variable under
+// (no forged identity);
 // tls.hsts (a set of Strict-Transport-Security), the defaults (unless the
 // route says inherit = false), then the route's own rules; each set of rules
 // as remove, then set, then add. tlsfront's own answers (404, 502, ...) get

@@ -142,6 +142,7 @@ TunnelRecord RequestRecord::to_tunnel() {
   t.early_data = early_data;
   t.http10 = head.version_minor == 0;
   t.route = route;
+  t.limit = limit;
   const std::string_view id = request_id.view();
   t.text.reserve(head.method.size() + head.target.size() + user_agent.size() + id.size() + client_addr.size());
   t.text.append(head.method).append(head.target).append(user_agent).append(id).append(client_addr);
@@ -168,6 +169,7 @@ void TunnelRecord::log_completed(const SessionEnv& env, const ConnectionInfo& in
   e.response_complete = response_complete;
   e.tunnel = true;
   e.ssl_early_data = early_data;
+  e.limit = !limit.empty() || !upstream ? limit : upstream->limit;
   e.bytes_sent = bytes_sent;
   e.bytes_received = bytes_received;
   finish_line(env, info, client_addr, upstream ? &*upstream : nullptr, start, with_handshake_time, route, e);

@@ -161,6 +161,7 @@ struct TunnelRecord {
   bool early_data = false;
   bool http10 = false;  // "HTTP/1.0" in the log, else "HTTP/1.1"
   uint32_t route = kNoRoute;
+  std::string_view limit;  // as RequestRecord's: a zone that delayed the Upgrade request
   std::optional<UpstreamStats> upstream;  // as RequestRecord's (here inline); none: no exchange was made
 
   // As RequestRecord::log_completed (an HTTP/1.1 connection: no stream).

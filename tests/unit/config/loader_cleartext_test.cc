@@ -119,7 +119,8 @@ TEST(LoaderFixedAnswer, StatusRangesAndValues) {
           .find(
               "unknown variable \"$nope\" at offset 0 of \"$nope\" (known: $host, $remote_addr, $scheme, $request_id, "
               "$ssl_protocol, $ssl_cipher, $ssl_session_reused, $server_port, $ssl_client_verify, $ssl_client_s_dn, "
-                "$ssl_client_i_dn, $ssl_client_serial, $ssl_client_fingerprint, $ssl_client_cert, $request_uri)"),
+                "$ssl_client_i_dn, $ssl_client_serial, $ssl_client_fingerprint, $ssl_client_cert, $proxy_protocol_tlv_alpn, "
+                "$proxy_protocol_tlv_authority, $proxy_protocol_tlv_unique_id, $request_uri)"),
       std::string::npos);
   EXPECT_NE(load_error(with("response_headers = { set = { X = \"$request_uri\" } }\n"))
                 .find("unknown variable \"$request_uri\""),

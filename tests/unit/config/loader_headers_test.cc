@@ -48,7 +48,7 @@ remove = ["User-Agent"]
 
 TEST(LoaderHeaders, UnknownVariableIsAnErrorWithItsPosition) {
   EXPECT_EQ(load_error(with("response_headers.set = { \"X-A\" = \"$ssl_early_data\" }\n")),
-            R"(t.toml:14:34: route[0].response_headers.set.X-A: unknown variable "$ssl_early_data" at offset 0 of "$ssl_early_data" (known: $host, $remote_addr, $scheme, $request_id, $ssl_protocol, $ssl_cipher, $ssl_session_reused, $server_port, $ssl_client_verify, $ssl_client_s_dn, $ssl_client_i_dn, $ssl_client_serial, $ssl_client_fingerprint, $ssl_client_cert))");
+            R"(t.toml:14:34: route[0].response_headers.set.X-A: unknown variable "$ssl_early_data" at offset 0 of "$ssl_early_data" (known: $host, $remote_addr, $scheme, $request_id, $ssl_protocol, $ssl_cipher, $ssl_session_reused, $server_port, $ssl_client_verify, $ssl_client_s_dn, $ssl_client_i_dn, $ssl_client_serial, $ssl_client_fingerprint, $ssl_client_cert, $proxy_protocol_tlv_alpn, $proxy_protocol_tlv_authority, $proxy_protocol_tlv_unique_id))");
   EXPECT_EQ(load_error(with("[response_headers]\nadd = { X-A = \"a $ b\" }\n")),
             R"(t.toml:15:15: response_headers.add.X-A: value "a $ b": expected a variable name after "$" at offset 2 ("$name" or "${name}"; "$$" is a literal "$"))");
   EXPECT_EQ(load_error(with("[request_headers]\nset = { X-A = \"${host\" }\n")),

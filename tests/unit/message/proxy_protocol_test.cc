@@ -160,9 +160,31 @@ TEST(ProxyProtocol, V2ProxyInetWithTlvs) {
   EXPECT_EQ(p.source_port, 56324);
   EXPECT_EQ(p.destination->to_string(), "198.51.100.1");
   EXPECT_EQ(p.destination_port, 443);
-  EXPECT_EQ(p.alpn, "h2");
-  EXPECT_EQ(p.authority, "api.example.com");
-  EXPECT_EQ(p.unique_id, "conn-0001");
+  EXPECT_EQ(p.tlvs.alpn, "h2");
+  EXPECT_EQ(p.tlvs.authority, "api.example.com");
+  EXPECT_EQ(p.tlvs.unique_id, "conn-0001");
+}
+
+// RFC 3720 §B.4's check value, and a header whose checksum TLV is right,
+// wrong in one bit, or of the wrong length.
+TEST(ProxyProtocol, V2Crc32cVerified) {
+  EXPECT_EQ(crc32c("123456789"), 0xE3069283u);
+  EXPECT_EQ(crc32c(std::string(32, '\0')), 0x8A9136AAu);
+  const std::string addr = inet4("\xc0\x00\x02\x07", "\xc6\x33\x64\x01", 56324, 443);
+  std::string h = v2(0x21, 0x11, addr + tlv(0x03, std::string(4, '\0')) + tlv(0x05, "id-1"));
+  const size_t at = 16 + addr.size() + 3;
+  const uint32_t sum = crc32c(h);
+  for (int i = 0; i < 4; ++i) h[at + i] = static_cast<char>(sum >> (24 - 8 * i));
+  Fed good = feed(h);
+  ASSERT_TRUE(good.reader.done()) << good.reader.reason();
+  EXPECT_EQ(good.reader.header().tlvs.unique_id, "id-1");
+  std::string flipped = h;
+  flipped[at + 3] = static_cast<char>(flipped[at + 3] ^ 1);
+  EXPECT_EQ(feed(flipped).reader.failure(), Failure::Malformed);
+  std::string tampered = h;
+  tampered.back() = 'X';  // the unique ID changed after the checksum was made
+  EXPECT_EQ(feed(tampered).reader.failure(), Failure::Malformed);
+  EXPECT_EQ(feed(v2(0x21, 0x11, addr + tlv(0x03, "abc"))).reader.failure(), Failure::Malformed);
 }
 
 TEST(ProxyProtocol, V2Inet6AndOtherFamilies) {

@@ -68,6 +68,16 @@ TEST(NginxImportClientAddress, ProxyProtocolListenAndItsTrustedPeers) {
   EXPECT_REPORTS(r, "n.conf:3: real_ip_header: not carried over: no listen ... proxy_protocol");
 }
 
+// The PROXY header's TLVs by nginx's own variable names.
+TEST(NginxImportClientAddress, ProxyProtocolTlvVariables) {
+  Outcome r = run(server("", "proxy_set_header X-LB-Id $proxy_protocol_tlv_unique_id;\n"
+                             "proxy_set_header X-LB-Host $proxy_protocol_tlv_authority;\n"));
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_NE(r.toml.find("X-LB-Id = \"${proxy_protocol_tlv_unique_id}\""), std::string::npos) << r.toml;
+  EXPECT_NE(r.toml.find("X-LB-Host = \"${proxy_protocol_tlv_authority}\""), std::string::npos) << r.toml;
+  EXPECT_EQ(r.report.find("proxy_set_header"), std::string::npos) << r.report;
+}
+
 TEST(NginxImportClientAddress, WhatIsNotCarriedOver) {
   Outcome r = run(server("", "set_real_ip_from lb.internal;\nset_real_ip_from unix:;\nset_real_ip_from 10.0.0.0/8;\n"
                              "set_real_ip_from 10.0.0.0/8;\nreal_ip_header X-Forwarded-For;\n"));
