@@ -140,7 +140,7 @@ struct RequestRecord {
 
 // What an open HTTP/1.1 Upgrade tunnel keeps of its request for its log
 // line (RequestRecord::to_tunnel()): the record without the request head,
-// its strings in one buffer, the upstream's stats inline: 240 octets and
+// its strings in one buffer, the upstream's stats inline: 272 octets and
 // that buffer, against RequestRecord's 496, its strings and its stats (152): a tunnel may stay open for hours,
 // and a worker may hold tens of thousands. The fields mean what
 // RequestRecord's do; status is the 101's.

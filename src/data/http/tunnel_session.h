@@ -5,7 +5,7 @@
 // read is over (ClientTransport::replace_session), keeping only what the
 // tunnel's one access-log line needs (TunnelRecord; the connection's facts
 // are asked of the transport when the line is written,
-// ClientTransport::connection_facts): an open tunnel holds this (304
+// ClientTransport::connection_facts): an open tunnel holds this (336
 // octets, the record and upstream stats inline) and one string,
 // not the HTTP/1.1 session (392), its request record (456), the upstream
 // stats (144) and their strings, since a worker may hold tens of thousands
