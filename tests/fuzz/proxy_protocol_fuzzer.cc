@@ -38,8 +38,8 @@ using tlsfront::http::ProxyHeaderReader;
 
 bool same(const ProxyHeader& a, const ProxyHeader& b) {
   return a.version == b.version && a.local == b.local && a.source == b.source && a.source_port == b.source_port &&
-         a.destination == b.destination && a.destination_port == b.destination_port && a.alpn == b.alpn &&
-         a.authority == b.authority && a.unique_id == b.unique_id;
+         a.destination == b.destination && a.destination_port == b.destination_port &&
+         a.tlvs.alpn == b.tlvs.alpn && a.tlvs.authority == b.tlvs.authority && a.tlvs.unique_id == b.tlvs.unique_id;
 }
 
 void check_reader(std::string_view in) {
@@ -57,7 +57,7 @@ void check_reader(std::string_view in) {
     if (h.version == 1 && (used > ProxyHeaderReader::kMaxV1 || in.substr(used - 2, 2) != "\r\n")) fail("v1 bounds");
     if (h.version == 2 && used > ProxyHeaderReader::kV2Fixed + ProxyHeaderReader::kMaxV2Payload) fail("v2 bounds");
     if (h.local && h.source) fail("LOCAL with an address");
-    if (h.unique_id.size() > ProxyHeaderReader::kMaxUniqueId) fail("unique ID bound");
+    if (h.tlvs.unique_id.size() > ProxyHeaderReader::kMaxUniqueId) fail("unique ID bound");
     if (whole.feed("more") != 0) fail("took octets after the header");
   } else if (!whole.failed() && used != in.size()) {
     fail("stopped early without an end");
