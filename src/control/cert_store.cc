@@ -20,6 +20,7 @@ namespace tlsfront::control {
 namespace {
 
 constexpr size_t kMaxCacheFiles = 10'000;
+constexpr size_t kMaxIndexNames = 10'000;
 constexpr uintmax_t kMaxCacheFileBytes = 1024 * 1024;
 
 std::string label(const std::string& region, const std::string& name) { return region + "/" + name; }
@@ -170,6 +171,10 @@ Status CertStore::reconcile(bool& changed) {
     if (i % 2 == 0) {
       versions[region] = std::string(r.str());
       return {};
+    }
+    if (r.size() / 2 > kMaxIndexNames) {
+      return make_error(Errc::ResourceExhausted, tls::store_index_key(cfg_.redis_prefix, region) + " holds more than " +
+                                                     std::to_string(kMaxIndexNames) + " names");
     }
     for (size_t j = 0; j + 1 < r.size(); j += 2) {
       Key key{region, std::string(r[j].str())};
@@ -355,6 +360,8 @@ void CertStore::set_up(bool up, const std::string& problem) {
   up_known_ = true;
   up_ = up;
   problem_ = problem;
+  std::lock_guard lock(mu_);
+  up_gauge_ = up;
 }
 
 std::string CertStore::metrics() const {
@@ -364,7 +371,7 @@ std::string CertStore::metrics() const {
     fmt::format_to(std::back_inserter(out), "# HELP {} {}\n# TYPE {} gauge\n{} {}\n", name, help, name, name, value);
   };
   gauge("tlsfront_cert_store_up", "1 when the last sync round with the certificate store succeeded.",
-        up_ ? 1 : 0);
+        up_gauge_ ? 1 : 0);
   gauge("tlsfront_cert_store_sync_age_seconds",
         "Seconds since the last successful sync round (-1: none since start).",
         synced_ ? std::chrono::duration<double>(std::chrono::steady_clock::now() - last_sync_).count() : -1.0);

@@ -27,6 +27,10 @@
 // temporary file and renamed). A node starting while Redis is unreachable
 // serves these and says so.
 //
+// Bounds (Redis is untrusted): at most 10,000 names per region index (more
+// fails the round: the last good entries keep serving), entries as
+// tls/store_entry.h limits them, cache files of at most 1 MiB.
+//
 // Metrics: see metrics(). Thread affinity: create/load_initial before
 // start(); snapshot(), metrics(), note_swap() from any thread; the callback
 // given to start() runs on the control loop.
@@ -34,7 +38,6 @@
 
 #include <uv.h>
 
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -128,6 +131,7 @@ class CertStore {
   tls::StoreSnapshot snapshot_;
   std::chrono::steady_clock::time_point last_sync_{};
   bool synced_ = false;
+  bool up_gauge_ = false;  // up_, for metrics()
   uint64_t sync_errors_ = 0, applied_ = 0, refused_total_ = 0, removed_total_ = 0;
   uint64_t swaps_ok_ = 0, swaps_failed_ = 0;
   size_t refused_now_ = 0;

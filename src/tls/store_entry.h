@@ -1,5 +1,5 @@
-// The certificate store's entries (issue-free description in
-// docs/operations.md, "Certificate store"): their Redis layout, the atomic
+// The certificate store's entries (for operators: docs/operations.md,
+// "Certificate store"): their Redis layout, the atomic
 // write scripts, the sealed on-disk copy, and turning an entry into checked
 // ServerCertificates.
 //

@@ -9,6 +9,7 @@
 #include <openssl/evp.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <atomic>
@@ -365,6 +366,32 @@ TEST_F(CertStoreTest, ANodeStartedWithRedisDownServesItsSealedDiskCopy) {
   EXPECT_NE(t.err.find("store r1/other.example: ECDSA certificate for other.example"), std::string::npos) << t.err;
   EXPECT_NE(t.err.find("source: certificate store, region \"r1\""), std::string::npos) << t.err;
   EXPECT_NE(t.err.find("tls.certificate: ECDSA certificate for localhost"), std::string::npos) << t.err;
+}
+
+TEST_F(CertStoreTest, AnEcdsaRsaPairServesEachClientItsKindAndSurvivesAReload) {
+  ASSERT_TRUE(start_proxy(node("r1")));
+  // "localhost" is the file certificate's name too: the store's entry wins.
+  RunResult r = put("localhost", pki("localhost.chain.pem"), pki("localhost.key"),
+                    {"--chain", pki("rsa.chain.pem"), "--key", pki("rsa.key")});
+  ASSERT_EQ(r.status.code, 0) << r.err;
+  EXPECT_NE(r.out.find("RSA"), std::string::npos) << r.out;
+  ASSERT_TRUE(wait_until([&] { return scrape_metrics(proxy_.admin_port())["tlsfront_cert_store_entries"] == 1; }));
+  auto leaf_for = [&](const std::string& ciphers) {
+    TlsClient c;
+    TlsOptions o;
+    o.max_version = TLS1_2_VERSION;
+    o.cipher_list = ciphers;
+    return c.connect(port(), o) ? peer_fingerprint(c) : std::string();
+  };
+  const std::string rsa = file_fingerprint(pki("rsa.pem")), ecdsa = file_fingerprint(pki("localhost.pem"));
+  EXPECT_TRUE(wait_until([&] { return leaf_for("ECDHE-RSA-AES128-GCM-SHA256") == rsa; }));
+  EXPECT_EQ(leaf_for("ECDHE-ECDSA-AES128-GCM-SHA256"), ecdsa);
+  // SIGHUP rebuilds from the files and keeps the store's entries.
+  ::kill(proxy_.process().pid(), SIGHUP);
+  EXPECT_TRUE(wait_until([&] { return proxy_.process().err().find("reload: generation 3 is live") != std::string::npos; }));
+  EXPECT_EQ(leaf_for("ECDHE-RSA-AES128-GCM-SHA256"), rsa);
+  RunResult t = run_command(dir_, {TLSFRONT_BINARY, "--test", "--config", proxy_.config_path()});
+  EXPECT_NE(t.err.find("tls.names: \"localhost\" is served by the certificate store"), std::string::npos) << t.err;
 }
 
 }  // namespace
