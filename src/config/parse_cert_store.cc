@@ -1,21 +1,9 @@
 // [tls.store]: the cluster certificate store (control/cert_store.h). The
 // Redis keys are those of [tls.ticket_keys] (same names, same rules).
-#include <algorithm>
-
 #include "config/parse_context.h"
 #include "config/units.h"
 
 namespace tlsfront::config::detail {
-namespace {
-
-// 1..64 of [a-z0-9._-]: a region names Redis keys and cache files.
-bool valid_region(std::string_view r) {
-  return !r.empty() && r.size() <= 64 && std::all_of(r.begin(), r.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
-  });
-}
-
-}  // namespace
 
 Status parse_cert_store(const TableReader& tls, CertStore& out) {
   auto table = table_of(tls, "store");
@@ -29,7 +17,7 @@ Status parse_cert_store(const TableReader& tls, CertStore& out) {
   }
   out.enabled = true;
   if (Status s = t.get_string("region", out.region, Presence::Required, false); !s.ok()) return s;
-  if (!valid_region(out.region)) return t.error_at("region", "must be 1 to 64 of a-z, 0-9, \".\", \"_\", \"-\"");
+  if (!is_region_name(out.region)) return t.error_at("region", "must be 1 to 64 of a-z, 0-9, \".\", \"_\", \"-\"");
   if (out.region == "global") return t.error_at("region", "\"global\" is the region every node serves; name this node's own");
   auto files = t.get_array("seal_key_files", Presence::Required);
   if (!files.ok()) return files.take_error();

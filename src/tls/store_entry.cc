@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <charconv>
 
+#include "config/units.h"
+
 namespace tlsfront::tls {
 namespace {
 
@@ -114,11 +116,7 @@ bool valid_store_name(std::string_view name) {
   return true;
 }
 
-bool valid_store_region(std::string_view r) {
-  return !r.empty() && r.size() <= 64 && std::all_of(r.begin(), r.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
-  });
-}
+bool valid_store_region(std::string_view r) { return config::is_region_name(r); }
 
 uint64_t unix_nanos(std::chrono::system_clock::time_point t) {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
