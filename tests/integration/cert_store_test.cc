@@ -178,6 +178,33 @@ TEST_F(CertStoreTest, CliRefusesWhatTheLoaderRefusesAndManagesEntries) {
   EXPECT_NE(got.out.find("status: ok"), std::string::npos) << got.out;
   EXPECT_NE(got.out.find("BEGIN CERTIFICATE"), std::string::npos);
   EXPECT_EQ(got.out.find("PRIVATE KEY"), std::string::npos);
+  // Sealing-key rotation: a new key first, reseal, then the old key can go.
+  const std::string new_key = dir_.file("seal-new.key");
+  RunResult made = run_command(dir_, {TLSFRONT_BINARY, "cert", "seal-key", "--out", new_key});
+  ASSERT_EQ(made.status.code, 0) << made.err;
+  EXPECT_EQ(run_command(dir_, {TLSFRONT_BINARY, "cert", "seal-key", "--out", new_key}).status.code, 1)
+      << "an existing key file was overwritten";
+  const std::string config = read_file(proxy_.config_path());
+  const std::string both = dir_.file("both.toml"), only_new = dir_.file("new.toml");
+  auto with_keys = [&](const std::string& keys) {
+    std::string c = config;
+    const std::string from = "seal_key_files = [\"" + seal_key_ + "\"]";
+    c.replace(c.find(from), from.size(), "seal_key_files = [" + keys + "]");
+    return c;
+  };
+  write_file(both, with_keys("\"" + new_key + "\", \"" + seal_key_ + "\""));
+  write_file(only_new, with_keys("\"" + new_key + "\""));
+  auto cli = [&](const std::string& cfg, std::vector<std::string> args) {
+    std::vector<std::string> argv = {TLSFRONT_BINARY, "cert", "--config", cfg};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run_command(dir_, argv);
+  };
+  EXPECT_NE(cli(only_new, {"get", "--name", kOther}).out.find("refused by nodes"), std::string::npos);
+  RunResult resealed = cli(both, {"reseal", "--all"});
+  EXPECT_EQ(resealed.status.code, 0) << resealed.err;
+  EXPECT_NE(resealed.out.find("resealed r1/other.example"), std::string::npos) << resealed.out;
+  EXPECT_NE(cli(only_new, {"get", "--name", kOther}).out.find("status: ok"), std::string::npos);
+
   RunResult removed = cert({"rm", "--name", kOther});
   EXPECT_EQ(removed.status.code, 0) << removed.err;
   listed = cert({"list"});
