@@ -44,7 +44,7 @@ bool parse_index_value(std::string_view v, bool& removed, uint64_t& ts) {
 
 }  // namespace
 
-Result<std::unique_ptr<CertStore>> CertStore::create(const config::Tls& tls) {
+Result<std::unique_ptr<CertStore>> CertStore::create(const config::Tls& tls, bool keep_cache) {
   const config::CertStore& s = tls.store;
   std::vector<std::string> warnings;
   auto keys = tls::SealKeyRing::load(s.seal_key_files, warnings);
@@ -61,11 +61,11 @@ Result<std::unique_ptr<CertStore>> CertStore::create(const config::Tls& tls) {
     o.password = std::move(loaded->secret);
   }
   for (const auto& w : warnings) log::warn("certificate store: {}", w);
-  return std::unique_ptr<CertStore>(new CertStore(tls, std::move(keys).value(), std::move(o)));
+  return std::unique_ptr<CertStore>(new CertStore(tls, std::move(keys).value(), std::move(o), keep_cache));
 }
 
-CertStore::CertStore(const config::Tls& tls, tls::SealKeyRing keys, redis::Options options)
-    : tls_(tls), keys_(std::move(keys)), client_(std::move(options)) {}
+CertStore::CertStore(const config::Tls& tls, tls::SealKeyRing keys, redis::Options options, bool keep_cache)
+    : tls_(tls), keys_(std::move(keys)), client_(std::move(options)), keep_cache_(keep_cache) {}
 
 CertStore::~CertStore() { stop(); }
 
@@ -318,7 +318,7 @@ void CertStore::load_cache() {
 }
 
 void CertStore::write_cache(const tls::StoreEntry& entry) const {
-  if (cfg_.cache_dir.empty()) return;
+  if (cfg_.cache_dir.empty() || !keep_cache_) return;
   ::mkdir(cfg_.cache_dir.c_str(), 0700);
   const std::string path = cache_file(cfg_.cache_dir, entry.region, entry.name);
   const std::string tmp = path + ".tmp";
@@ -333,7 +333,7 @@ void CertStore::write_cache(const tls::StoreEntry& entry) const {
 }
 
 void CertStore::remove_cache(const Key& key) const {
-  if (!cfg_.cache_dir.empty()) ::unlink(cache_file(cfg_.cache_dir, key.first, key.second).c_str());
+  if (!cfg_.cache_dir.empty() && keep_cache_) ::unlink(cache_file(cfg_.cache_dir, key.first, key.second).c_str());
 }
 
 void CertStore::publish() {

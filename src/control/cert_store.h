@@ -63,8 +63,9 @@ class CertStore {
   // Reads the sealing keys and the Redis password file of `tls.store`
   // (warnings logged). Keeps a copy of `tls` for the entries' checks (trust
   // store, issuers_dir, client certificate settings). Errors: Errc::Config
-  // naming the file.
-  [[nodiscard]] static Result<std::unique_ptr<CertStore>> create(const config::Tls& tls);
+  // naming the file. `keep_cache`: false (`--test`) reads the disk cache
+  // but never writes or removes a file.
+  [[nodiscard]] static Result<std::unique_ptr<CertStore>> create(const config::Tls& tls, bool keep_cache = true);
   ~CertStore();  // stop()
   CertStore(const CertStore&) = delete;
   CertStore& operator=(const CertStore&) = delete;
@@ -97,7 +98,7 @@ class CertStore {
     std::shared_ptr<const tls::StoreCertificate> cert;  // opened and checked
   };
 
-  CertStore(const config::Tls& tls, tls::SealKeyRing keys, redis::Options options);
+  CertStore(const config::Tls& tls, tls::SealKeyRing keys, redis::Options options, bool keep_cache);
 
   // One round; true when the held set changed. Sync thread (or load_initial).
   bool round(bool full);
@@ -116,6 +117,7 @@ class CertStore {
   const config::CertStore& cfg_ = tls_.store;
   const tls::SealKeyRing keys_;
   const redis::Client client_;  // call_blocking only
+  const bool keep_cache_;
 
   // Sync thread state.
   std::map<Key, Held> held_;

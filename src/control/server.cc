@@ -258,7 +258,7 @@ Status Server::test(config::Config cfg) {
   tls::StoreSnapshot store;
   if (cfg.tls.store.enabled) {
     // The sealing keys must open; the entries come from Redis, else the disk cache.
-    auto cert_store = CertStore::create(cfg.tls);
+    auto cert_store = CertStore::create(cfg.tls, /*keep_cache=*/false);
     if (!cert_store) return cert_store.take_error();
     (*cert_store)->load_initial();
     store = (*cert_store)->snapshot();
