@@ -9,6 +9,7 @@
 #include "log/log.h"
 #include "control/server.h"
 #include "tls/replay_recorder.h"
+#include "tools/cert_command.h"
 #include "tools/import_nginx_command.h"
 #include "tools/logstats_command.h"
 #include "tools/probe_command.h"
@@ -22,6 +23,7 @@ constexpr const char* kUsage =
     "       tlsfront probe [--count N] [--ca FILE] [--resolve HOST:PORT:ADDR] [--timeout DURATION]\n"
     "                      [--warn-days N] [--json | --prom] URL...   (tlsfront probe --help)\n"
     "       tlsfront import-nginx [-o FILE] NGINX.CONF\n"
+    "       tlsfront cert --config FILE put|get|list|rm|reseal ...   (tlsfront cert --help)\n"
     "       tlsfront --version | --help\n"
     "\n"
     "  -c, --config FILE  configuration file (TOML)\n"
@@ -39,6 +41,7 @@ int main(int argc, char** argv) {
   tlsfront::block_cache::install();
   if (argc > 1 && !std::strcmp(argv[1], "logstats")) return tlsfront::tools::logstats_main(argc - 1, argv + 1);
   if (argc > 1 && !std::strcmp(argv[1], "probe")) return tlsfront::tools::probe_main(argc - 1, argv + 1);
+  if (argc > 1 && !std::strcmp(argv[1], "cert")) return tlsfront::tools::cert_main(argc - 1, argv + 1);
   if (argc > 1 && !std::strcmp(argv[1], "import-nginx")) return tlsfront::tools::import_nginx_main(argc - 1, argv + 1);
   std::string config_path;
   std::optional<std::string> pid_file;  // --pid-file: overrides the config's pid_file

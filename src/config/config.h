@@ -139,6 +139,27 @@ struct TicketKeys {
   bool operator==(const TicketKeys&) const = default;
 };
 
+// [tls.store]: the cluster certificate store in Redis (tls/store_entry.h,
+// control/cert_store.h). Present = enabled; restart-only.
+struct CertStore {
+  bool enabled = false;
+  // This node's region: it serves the region's entries and the "global"
+  // ones; a name in both resolves to the region's. [a-z0-9._-], 1..64, not "global".
+  std::string region;
+  // Sealing keys (32 random bytes each): the first seals, every one unseals.
+  std::vector<std::string> seal_key_files;
+  std::string cache_dir;               // sealed copies of the last good entries ("" = none)
+  Millis poll_interval{1000};          // version counters read this often
+  Millis reconcile_interval{60'000};   // every index read this often, changed or not
+  Endpoint redis{"127.0.0.1", 6379};   // as [tls.ticket_keys]
+  std::string redis_unix_socket;
+  std::string redis_user;
+  std::string redis_password_file;
+  std::string redis_prefix = "tlsfront";  // keys "<prefix>:cert:<region>:<name>", ...
+  Millis redis_timeout{500};           // per Redis exchange (connect, each pipelined round)
+  bool operator==(const CertStore&) const = default;
+};
+
 enum class StaplePolicy { Lenient, Strict, MustStaple };
 
 // [tls.ocsp] (with the [tls] certificate/key shorthand) or [certificate.ocsp]
@@ -237,6 +258,7 @@ struct Tls {
   int session_ticket_count = 1;
   SessionCache session_cache;
   TicketKeys ticket_keys;
+  CertStore store;
   std::string ocsp_cache_dir;  // global: last good OCSP responses kept here ("" = not kept)
   // hsts = "max-age=31536000; includeSubDomains": Strict-Transport-Security
   // on every response, tlsfront's own answers included (RFC 6797 §6.1);

@@ -167,6 +167,8 @@ Error missing_table(const ParseContext& ctx, std::string_view key, bool array_of
 // `parent` ([tls] now; a [[certificate]] entry later), and the global
 // `ocsp_cache_dir` key of `tls`.
 [[nodiscard]] Status parse_ocsp(const TableReader& parent, Ocsp& out);
+// parse_cert_store.cc: [tls.store] of `tls`; `out` untouched when absent.
+[[nodiscard]] Status parse_cert_store(const TableReader& tls, CertStore& out);
 [[nodiscard]] Status parse_ocsp_cache_dir(const TableReader& tls, std::string& out);
 [[nodiscard]] Status parse_upstream(const TableReader& root, std::vector<Upstream>& out);
 // parse_upstream_tls.cc: the `tls` key of one [[upstream]] table `t` (a

@@ -228,7 +228,7 @@ Status parse_tls(const TableReader& root, Tls& out) {
   if (Status s = t.check_keys({"protocols", "ciphers", "ciphersuites", "groups", "prefer_server_ciphers",
                                "certificate", "key", "strict_sni", "trusted_ca", "issuers_dir", "session_tickets",
                                "session_ticket_count", "session_id_context",
-                               "session_cache", "ticket_keys", "ocsp", "ocsp_cache_dir", "hsts",
+                               "session_cache", "ticket_keys", "store", "ocsp", "ocsp_cache_dir", "hsts",
                                "early_data", "max_early_data", "early_data_methods", "client_ca",
                                "verify_client", "verify_depth", "crl"});
       !s.ok()) {
@@ -270,6 +270,7 @@ Status parse_tls(const TableReader& root, Tls& out) {
   if (Status s = parse_early_data_methods(t, out.early_data_methods); !s.ok()) return s;
   if (Status s = parse_session_cache(t, out.session_cache); !s.ok()) return s;
   if (Status s = parse_ticket_keys(t, out.ticket_keys); !s.ok()) return s;
+  if (Status s = parse_cert_store(t, out.store); !s.ok()) return s;
   if (Status s = parse_ocsp_cache_dir(t, out.ocsp_cache_dir); !s.ok()) return s;
   return {};
 }

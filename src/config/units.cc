@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <limits>
@@ -354,5 +355,11 @@ std::string check_dns_name(std::string& name) {
   return "";
 }
 
+
+bool is_region_name(std::string_view r) {
+  return !r.empty() && r.size() <= 64 && std::all_of(r.begin(), r.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+  });
+}
 
 }  // namespace tlsfront::config

@@ -73,6 +73,10 @@ bool is_ip_literal(std::string_view text);
 // '_' (internal names have them), 1..63 bytes each, 253 in all.
 bool is_upstream_dns_name(std::string_view name);
 
+// A certificate store region ([tls.store] region, `tlsfront cert --region`):
+// 1..64 of a-z, 0-9, '.', '_', '-' (it names Redis keys and cache files).
+bool is_region_name(std::string_view name);
+
 // `text` in double quotes, with '"', '\' and control bytes escaped, for
 // error messages.
 std::string quote(std::string_view text);

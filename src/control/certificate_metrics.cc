@@ -17,12 +17,14 @@ std::string certificate_metrics(const tls::CertIndex& index, std::chrono::system
       "expired).\n# TYPE tlsfront_certificate_expiry_seconds gauge\n";
   const time_t now_t = std::chrono::system_clock::to_time_t(now);
   std::set<std::string> seen;  // one series per certificate, however many entries serve it
-  for (const tls::ServerCertificate& cert : index.certificates()) {
+  for (const tls::ServerCertificate* c : index.certificates()) {
+    const tls::ServerCertificate& cert = *c;
     X509* leaf = cert.chain.leaf();
     if (leaf == nullptr) continue;
     const tls::CertificateLabels l = tls::CertificateLabels::of(leaf);
-    const std::string labels = fmt::format("certificate=\"{}\",key_type=\"{}\",sha256=\"{}\"",
-                                           metrics::escape_label_value(l.subject), l.key_type, l.sha256);
+    const std::string labels =
+        fmt::format("certificate=\"{}\",key_type=\"{}\",sha256=\"{}\",source=\"{}\"",
+                    metrics::escape_label_value(l.subject), l.key_type, l.sha256, cert.from_store ? "store" : "file");
     if (!seen.insert(labels).second) continue;
     int days = 0, secs = 0;
     ASN1_TIME* now_asn1 = ASN1_TIME_set(nullptr, now_t);

@@ -39,11 +39,13 @@ void build_limits(const config::Config& cfg, http::RequestLimits& out) {
 
 Result<std::shared_ptr<const data::Generation>> build_generation(config::Config cfg, tls::SessionCache* session_cache,
                                                                tls::TicketKeyStore* tickets, OcspManager* ocsp,
-                                                               size_t workers, const data::Generation* previous) {
+                                                               size_t workers, const data::Generation* previous,
+                                                               tls::StoreSnapshot store) {
   // The index borrows the config's certificate entries: build it from the
   // copy the Generation keeps.
   auto gen = std::make_shared<data::Generation>(std::move(cfg));
-  auto index = tls::CertIndex::create(gen->config.tls, session_cache, tickets);
+  auto index = tls::CertIndex::create(gen->config.tls, session_cache, tickets, std::chrono::system_clock::now(),
+                                      std::move(store));
   if (!index) return index.take_error();
   gen->tls = std::move(index).value();
   build_limits(gen->config, gen->limits);

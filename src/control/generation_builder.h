@@ -5,6 +5,7 @@
 // staplers from `ocsp` (borrowed, outlives every generation; null: no
 // stapling). Its request counter table has a block for each of `workers`
 // (0 in --test) and continues `previous`'s (null: the first generation).
+// `store`: the certificate store's entries it serves (control/cert_store.h).
 // Errors: Errc::Config, Errc::Tls (with the file named).
 // Thread affinity: control thread (file I/O, blocking).
 #pragma once
@@ -13,6 +14,7 @@
 
 #include "data/generation.h"
 #include "tls/session_cache.h"
+#include "tls/store_entry.h"
 #include "tls/ticket_key_ring.h"
 #include "util/result.h"
 
@@ -24,6 +26,7 @@ class OcspManager;
                                                                              tls::SessionCache* session_cache,
                                                                              tls::TicketKeyStore* tickets,
                                                                              OcspManager* ocsp, size_t workers,
-                                                                             const data::Generation* previous);
+                                                                             const data::Generation* previous,
+                                                                             tls::StoreSnapshot store = {});
 
 }  // namespace tlsfront::control

@@ -46,7 +46,8 @@ std::string stapling_ignored(const tls::ServerCertificate& cert) {
 OcspManager::~OcspManager() { stop(); }
 
 Status OcspManager::prepare(const tls::CertIndex& index, const std::string& cache_dir, tls::OcspRegistry& registry) {
-  for (const tls::ServerCertificate& cert : index.certificates()) {
+  for (const tls::ServerCertificate* c : index.certificates()) {
+    const tls::ServerCertificate& cert = *c;
     if (std::string w = stapling_ignored(cert); !w.empty()) registry.warn(std::move(w));
     std::string key = der_of(cert.chain.leaf()) + '\0' + settings_of(cert.config->ocsp) + '\0' + cache_dir;
     auto it = std::find_if(entries_.begin(), entries_.end(),

@@ -95,7 +95,7 @@ void Server::reload() {
     for (size_t w = 0; w < added.size(); ++w) added[w].push_back(data::ListenSocket{l, std::move((*fds)[w])});
   }
   auto gen = build_generation(std::move(cfg).value(), session_cache_.get(), tickets_.get(), &ocsp_, workers_.size(),
-                              old.get());
+                              old.get(), store_snapshot());
   if (!gen) return fail(gen.error().message());
   for (const auto& line : (*gen)->tls->report_lines()) log::info("{}", line);
   for (const auto* s : (*gen)->ocsp.staplers()) log::info("{}", s->describe());
@@ -126,6 +126,29 @@ void Server::reload() {
   ++generation_number_;
   log::info("reload: generation {} is live; connections accepted before keep theirs", generation_number_);
   sd_notifyf(0, "READY=1\nSTATUS=serving generation %llu", static_cast<unsigned long long>(generation_number_));
+}
+
+void Server::swap_store_certificates() {
+  const std::shared_ptr<const data::Generation> old = current_.load();
+  const tls::StoreSnapshot snapshot = cert_store_->snapshot();
+  const size_t entries = snapshot.size();
+  auto gen = build_generation(old->config, session_cache_.get(), tickets_.get(), &ocsp_, workers_.size(), old.get(),
+                              snapshot);
+  if (!gen) {
+    cert_store_->note_swap(false);
+    log::error("certificate store: changed entries not swapped in, still serving generation {}: {}",
+               generation_number_, gen.error().message());
+    return;
+  }
+  for (const auto& w : (*gen)->ocsp.warnings()) log::warn("{}", w);
+  // Stapling of a new certificate starts before its first handshake.
+  if (auto st = ocsp_.activate(control_loop_, (*gen)->ocsp); !st) log::error("ocsp: {}", st.error().message());
+  current_.store(*gen);
+  health_checker_->configure(*gen);
+  ++generation_number_;
+  cert_store_->note_swap(true);
+  log::info("certificate store: generation {} is live with {} store entr{}; connections accepted before keep theirs",
+            generation_number_, entries, entries == 1 ? "y" : "ies");
 }
 
 std::string Server::upstreams() {
@@ -193,6 +216,7 @@ std::string Server::scrape() const {
   m.max_fds = open_files_soft_limit();
   m.open_fds = open_fd_count();
   m.extra = ocsp_.metrics();
+  if (cert_store_) m.extra += cert_store_->metrics();
   if (health_checker_) m.extra += health_checker_->metrics();
   if (resolver_) m.extra += resolver_->metrics();
   if (auto gen = current_.load()) m.extra += upstream_state_metrics(gen->config, directory_, health_);
@@ -233,7 +257,17 @@ Status Server::test(config::Config cfg) {
   if (auto w = privileged_port_warning(cfg, port_privilege())) std::fprintf(stderr, "tlsfront: warning: %s\n", w->c_str());
   SystemClock clock;
   OcspManager ocsp(&clock);  // staplers built and their files checked, nothing fetched
-  auto gen = build_generation(std::move(cfg), nullptr, nullptr, &ocsp, 0, nullptr);
+  tls::StoreSnapshot store;
+  if (cfg.tls.store.enabled) {
+    // The sealing keys must open; the entries come from Redis, else the disk cache.
+    auto cert_store = CertStore::create(cfg.tls, /*keep_cache=*/false);
+    if (!cert_store) return cert_store.take_error();
+    (*cert_store)->load_initial();
+    store = (*cert_store)->snapshot();
+    std::fprintf(stderr, "tlsfront: certificate store: %zu entr%s for region \"%s\" and \"global\"\n", store.size(),
+                 store.size() == 1 ? "y" : "ies", cfg.tls.store.region.c_str());
+  }
+  auto gen = build_generation(std::move(cfg), nullptr, nullptr, &ocsp, 0, nullptr, std::move(store));
   if (!gen) return gen.take_error();
   for (const auto& line : (*gen)->tls->report_lines()) std::fprintf(stderr, "tlsfront: %s\n", line.c_str());
   for (const auto* s : (*gen)->ocsp.staplers()) std::fprintf(stderr, "tlsfront: %s\n", s->describe().c_str());
@@ -348,8 +382,15 @@ Result<std::shared_ptr<const data::Generation>> Server::build_first_generation(c
   tickets_ = std::make_unique<tls::TicketKeyStore>(&clock_);
   ticket_keys_ = std::make_unique<TicketKeyManager>(cfg.tls, tickets_.get());
   if (auto st = ticket_keys_->load_initial(); !st) return st.take_error();
+  if (cfg.tls.store.enabled) {
+    auto store = CertStore::create(cfg.tls);
+    if (!store) return store.take_error();
+    cert_store_ = std::move(store).value();
+    cert_store_->load_initial();
+  }
   const auto workers = static_cast<size_t>(resolve_workers(cfg.workers));
-  auto gen = build_generation(std::move(cfg), session_cache_.get(), tickets_.get(), &ocsp_, workers, nullptr);
+  auto gen = build_generation(std::move(cfg), session_cache_.get(), tickets_.get(), &ocsp_, workers, nullptr,
+                              store_snapshot());
   if (!gen) return gen.take_error();
   for (const auto& line : (*gen)->tls->report_lines()) log::info("{}", line);
   for (const auto* s : (*gen)->ocsp.staplers()) log::info("{}", s->describe());
@@ -415,6 +456,7 @@ void Server::start_control_loop(ControlLoop& ctl) {
     log::error("ocsp: {}; serving without fetching staples", st.error().message());
   }
   ticket_keys_->start(&ctl.loop);
+  if (cert_store_) cert_store_->start(&ctl.loop, [this] { swap_store_certificates(); });
   auto add_signal = [&ctl](UvHandle<uv_signal_t>& h, int signum) {
     h.init([&ctl](uv_signal_t* s) { return uv_signal_init(&ctl.loop, s); }, &ctl);
     uv_signal_start(h.get(), on_signal, signum);
@@ -491,6 +533,7 @@ void Server::shut_down(ControlLoop& ctl) {
   ctl.all_stopped.close();
   ctl.admin.reset();
   ticket_keys_->stop();
+  if (cert_store_) cert_store_->stop();
   ocsp_.stop();
   resolver_.reset();
   health_checker_.reset();

@@ -17,6 +17,7 @@
 
 #include "config/config.h"
 #include "metrics/counters.h"
+#include "control/cert_store.h"
 #include "control/generation_builder.h"
 #include "control/ocsp_manager.h"
 #include "control/ticket_key_manager.h"
@@ -69,6 +70,12 @@ class Server {
   void reload();
 
  private:
+  // The certificate store's entries changed (control loop): a new Generation
+  // from the current configuration and the new entries, swapped in like a
+  // reload's; on failure the current one keeps serving.
+  void swap_store_certificates();
+  tls::StoreSnapshot store_snapshot() const { return cert_store_ ? cert_store_->snapshot() : tls::StoreSnapshot{}; }
+
   struct ControlLoop;  // server.cc
   static void on_signal(uv_signal_t* h, int signum);
   // The resolver follows `cfg`'s [[upstream]] names (made on first use:
@@ -103,6 +110,7 @@ class Server {
   // The active health checks (their own thread), writing to health_.
   std::unique_ptr<HealthChecker> health_checker_ = std::make_unique<HealthChecker>(&directory_, &health_);
   OcspManager ocsp_{&clock_};
+  std::unique_ptr<CertStore> cert_store_;  // [tls.store]; null without
   uv_loop_t* control_loop_ = nullptr;  // while run() runs the control loop
   data::GenerationSlot current_;
   std::atomic<uint64_t> next_connection_id_{1};

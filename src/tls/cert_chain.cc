@@ -95,11 +95,13 @@ bool issued_by(X509* issuer, X509* subject) {
   return ok;
 }
 
-// Every certificate in the PEM file `path`, in file order.
+// Every certificate in the PEM file `path` (or, when `pem` is given, in that
+// text, `path` naming it), in file order.
 Result<std::vector<X509Ptr>> read_pem_certificates(const std::string& path, const std::string& origin,
-                                                   std::string_view setting) {
+                                                   std::string_view setting,
+                                                   std::optional<std::string_view> pem = std::nullopt) {
   ERR_clear_error();
-  BioPtr bio(BIO_new_file(path.c_str(), "r"));
+  BioPtr bio(pem ? BIO_new_mem_buf(pem->data(), static_cast<int>(pem->size())) : BIO_new_file(path.c_str(), "r"));
   if (!bio) {
     drain_openssl_errors();
     return config_error(origin, setting, "cannot open " + in_quotes(path) + ": " + std::strerror(errno));
@@ -273,15 +275,27 @@ std::vector<std::string> ChainReport::lines() const {
 }
 
 Result<CertChain> CertChain::build(const config::Certificate& cert, const config::Tls& tls, EVP_PKEY* key, std::chrono::system_clock::time_point now_tp) {
+  return build(cert, tls, key, now_tp, std::nullopt);
+}
+
+Result<CertChain> CertChain::build_from_pem(const config::Certificate& cert, const config::Tls& tls,
+                                            std::string_view pem, EVP_PKEY* key,
+                                            std::chrono::system_clock::time_point now) {
+  return build(cert, tls, key, now, pem);
+}
+
+Result<CertChain> CertChain::build(const config::Certificate& cert, const config::Tls& tls, EVP_PKEY* key,
+                                   std::chrono::system_clock::time_point now_tp,
+                                   std::optional<std::string_view> pem) {
   const std::time_t now = std::chrono::system_clock::to_time_t(now_tp);
-  auto bundle_r = read_pem_certificates(cert.cert, cert.cert_origin, cert.cert_setting);
+  auto bundle_r = read_pem_certificates(cert.cert, cert.cert_origin, cert.cert_setting, pem);
   if (!bundle_r) return bundle_r.take_error();
   std::vector<X509Ptr> bundle = std::move(bundle_r).value();
 
   CertChain chain;
   ChainReport& report = chain.report_;
   report.certificate = cert.cert;
-  if (holds_private_key(cert.cert)) {
+  if (!pem && holds_private_key(cert.cert)) {
     report.warnings.push_back(in_quotes(cert.cert) +
                               " also holds a private key: certificate files are public (often mode 0644); keep "
                               "the key only in " + cert.key_setting + ", a mode 0600 file");

@@ -28,6 +28,8 @@
 
 #include <chrono>
 #include <cstddef>
+#include <optional>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -87,6 +89,12 @@ class CertChain {
   [[nodiscard]] static Result<CertChain> build(const config::Certificate& cert, const config::Tls& tls, EVP_PKEY* key,
                                                std::chrono::system_clock::time_point now);
 
+  // As build(), from the PEM text `pem` (a store entry's chain; `cert.cert`
+  // only names it in messages).
+  [[nodiscard]] static Result<CertChain> build_from_pem(const config::Certificate& cert, const config::Tls& tls,
+                                                        std::string_view pem, EVP_PKEY* key,
+                                                        std::chrono::system_clock::time_point now);
+
   // Borrowed; valid for this object's lifetime. SSL_CTX_use_certificate and
   // SSL_CTX_set1_chain take their own references.
   X509* leaf() const { return leaf_.get(); }
@@ -102,6 +110,9 @@ class CertChain {
 
  private:
   CertChain() = default;
+  [[nodiscard]] static Result<CertChain> build(const config::Certificate& cert, const config::Tls& tls, EVP_PKEY* key,
+                                               std::chrono::system_clock::time_point now,
+                                               std::optional<std::string_view> pem);
   X509Ptr leaf_;
   X509StackPtr intermediates_;
   X509Ptr anchor_;

@@ -97,7 +97,8 @@ std::string list(const std::vector<std::string>& names) {
 CertIndex::~CertIndex() = default;
 
 Result<std::unique_ptr<CertIndex>> CertIndex::create(const config::Tls& tls, SessionCache* session_cache,
-                                                     TicketKeyStore* tickets, std::chrono::system_clock::time_point now) {
+                                                     TicketKeyStore* tickets, std::chrono::system_clock::time_point now,
+                                                     StoreSnapshot store) {
   std::unique_ptr<CertIndex> index(new CertIndex());
   index->strict_sni_ = tls.strict_sni;
   for (const auto& entry : tls.certificates) {
@@ -105,12 +106,17 @@ Result<std::unique_ptr<CertIndex>> CertIndex::create(const config::Tls& tls, Ses
     if (!cert) return cert.take_error();
     index->certs_.push_back(std::move(cert).value());
   }
+  index->store_ = std::move(store);
+  for (const auto& entry : index->store_) {
+    for (const auto& cert : entry->certs) index->all_.push_back(&cert);
+  }
+  for (const auto& cert : index->certs_) index->all_.push_back(&cert);
   if (auto st = index->build(tls, session_cache, tickets); !st) return st.take_error();
   return index;
 }
 
 Status CertIndex::build(const config::Tls& tls, SessionCache* session_cache, TicketKeyStore* tickets) {
-  if (certs_.empty()) return make_error(Errc::Config, "tls: no certificate configured");
+  if (all_.empty()) return make_error(Errc::Config, "tls: no certificate configured");
   if (auto st = check_cipher_lists(tls, config_warnings_); !st) return st;
   if (tls.early_data && tls.ticket_keys.source != config::TicketKeySource::Auto &&
       tls.session_cache.store != config::SessionStore::Redis) {
@@ -122,12 +128,13 @@ Status CertIndex::build(const config::Tls& tls, SessionCache* session_cache, Tic
   // Name set -> its entries, in file order of the set's first entry.
   std::map<std::string, size_t> set_of_key;
   std::vector<std::vector<const ServerCertificate*>> sets;
-  context_of_cert_.resize(certs_.size());
-  for (size_t i = 0; i < certs_.size(); ++i) {
-    const std::string key = names_key(certs_[i].names);
+  context_of_cert_.resize(all_.size());
+  for (size_t i = 0; i < all_.size(); ++i) {
+    // A store entry never shares a context with file entries.
+    const std::string key = (all_[i]->from_store ? "store\n" : "") + names_key(all_[i]->names);
     auto [it, added] = set_of_key.emplace(key, sets.size());
     if (added) sets.emplace_back();
-    sets[it->second].push_back(&certs_[i]);
+    sets[it->second].push_back(all_[i]);
     context_of_cert_[i] = it->second;
   }
   const int slot = index_slot();
@@ -142,21 +149,32 @@ Status CertIndex::build(const config::Tls& tls, SessionCache* session_cache, Tic
   }
 
   for (const auto& c : contexts_) mixed_client_auth_ |= c->client_policy() != contexts_.front()->client_policy();
-  default_ = contexts_[context_of_cert_[0]].get();
-  for (size_t i = 0; i < certs_.size(); ++i) {
+  // The first file entry (else the first store entry), or the one marked default.
+  default_ = contexts_[context_of_cert_[certs_.empty() ? 0 : all_.size() - certs_.size()]].get();
+  for (size_t i = 0; i < all_.size(); ++i) {
     const TlsContext* ctx = contexts_[context_of_cert_[i]].get();
-    if (certs_[i].config->is_default) default_ = ctx;
-    for (const auto& name : certs_[i].names) {
+    if (all_[i]->config->is_default) default_ = ctx;
+    for (const auto& name : all_[i]->names) {
       const bool wildcard = name.starts_with("*.");
       auto& map = wildcard ? wildcard_ : exact_;
       auto [it, added] = map.emplace(wildcard ? name.substr(2) : name, ctx);
       if (!added && it->second != ctx) {
-        shadowed_.push_back(fmt::format("{}: \"{}\" is served by an earlier certificate with other names, not by \"{}\"",
-                                        certs_[i].config->names_setting, name, certs_[i].config->cert));
+        shadowed_.push_back(fmt::format("{}: \"{}\" is served by {}, not by \"{}\"", all_[i]->config->names_setting,
+                                        name,
+                                        by_store(it->second) ? "the certificate store"
+                                                             : "an earlier certificate with other names",
+                                        all_[i]->config->cert));
       }
     }
   }
   return {};
+}
+
+bool CertIndex::by_store(const TlsContext* ctx) const {
+  for (size_t i = 0; i < all_.size(); ++i) {
+    if (contexts_[context_of_cert_[i]].get() == ctx) return all_[i]->from_store;
+  }
+  return false;
 }
 
 bool CertIndex::same_client_auth(const SSL_CTX* ctx, std::string_view host) const {
@@ -186,12 +204,19 @@ const TlsContext* CertIndex::find(std::string_view host) const {
 
 std::vector<std::string> CertIndex::report_lines() const {
   std::vector<std::string> out;
-  for (size_t i = 0; i < certs_.size(); ++i) {
-    const ServerCertificate& c = certs_[i];
+  for (size_t i = 0; i < all_.size(); ++i) {
+    const ServerCertificate& c = *all_[i];
     const bool is_default = !strict_sni_ && contexts_[context_of_cert_[i]].get() == default_;
     out.push_back(fmt::format("{}: {} certificate for {}{}{}", c.config->cert_setting, c.key_type,
                               c.names.empty() ? "no names" : list(c.names), c.names_from_san ? " (from its SAN)" : "",
                               is_default ? "; default for clients without SNI or with an unknown name" : ""));
+    if (c.from_store) {
+      for (const auto& e : store_) {
+        if (&e->config != c.config) continue;
+        out.push_back(fmt::format("  source: certificate store, region \"{}\", updated_at {} ns, sealed with key {}",
+                                  e->region, e->updated_at, e->key_id));
+      }
+    }
     for (auto& line : c.chain.report().lines()) out.push_back("  " + line);
     if (const config::ClientAuth& a = c.config->client_auth; a.enabled()) {
       out.push_back(fmt::format("  client certificates {}: verified against client_ca \"{}\"{}, verify_depth {}",
@@ -206,7 +231,7 @@ std::vector<std::string> CertIndex::report_lines() const {
 std::vector<std::string> CertIndex::warnings() const {
   std::vector<std::string> out = shadowed_;
   out.insert(out.end(), config_warnings_.begin(), config_warnings_.end());
-  for (const auto& c : certs_) out.insert(out.end(), c.warnings.begin(), c.warnings.end());
+  for (const auto* c : all_) out.insert(out.end(), c->warnings.begin(), c->warnings.end());
   return out;
 }
 

@@ -19,6 +19,9 @@
 //      alert (RFC 6066 §3).
 // Names claimed by an earlier entry with a different name set are reported as
 // warnings (the later entry never serves them).
+// Certificate store entries (tls/store_entry.h) come before every file entry
+// (a name in the store is served from the store), each in a context of its
+// own; the default entry is always a file entry when there is one.
 //
 // Thread affinity: built on the control thread; immutable afterwards and read
 // by every worker through its Generation, which outlives every SSL made from it.
@@ -33,6 +36,7 @@
 
 #include "config/config.h"
 #include "tls/server_certificate.h"
+#include "tls/store_entry.h"
 #include "tls/tls_context.h"
 #include "util/result.h"
 
@@ -48,9 +52,11 @@ class CertIndex {
   // `session_cache` and `tickets`, borrowed, outliving the index).
   // Errors: those of ServerCertificate::load, check_cipher_lists
   // (tls/cipher_list.h) and TlsContext::create.
+  // `store`: the certificate store's entries (already checked; shared, kept
+  // alive by the index).
   [[nodiscard]] static Result<std::unique_ptr<CertIndex>> create(
       const config::Tls& tls, SessionCache* session_cache, TicketKeyStore* tickets,
-      std::chrono::system_clock::time_point now = std::chrono::system_clock::now());
+      std::chrono::system_clock::time_point now = std::chrono::system_clock::now(), StoreSnapshot store = {});
 
   ~CertIndex();
   CertIndex(const CertIndex&) = delete;
@@ -79,8 +85,9 @@ class CertIndex {
   // (RFC 9110 §15.5.20). Any worker thread.
   bool same_client_auth(const SSL_CTX* ctx, std::string_view host) const;
 
-  // In file order; the start-up log and `--test` print their reports.
-  const std::vector<ServerCertificate>& certificates() const { return certs_; }
+  // Store entries first, then the file entries in file order; the start-up
+  // log and `--test` print their reports.
+  const std::vector<const ServerCertificate*>& certificates() const { return all_; }
 
   // One line per entry (names, key type, default), the chain report of
   // each and its client certificate settings; warnings apart (as
@@ -91,8 +98,11 @@ class CertIndex {
  private:
   CertIndex() = default;
   [[nodiscard]] Status build(const config::Tls& tls, SessionCache* session_cache, TicketKeyStore* tickets);
+  bool by_store(const TlsContext* ctx) const;  // `ctx` serves a store entry
 
-  std::vector<ServerCertificate> certs_;
+  std::vector<ServerCertificate> certs_;    // file entries
+  StoreSnapshot store_;                     // store entries
+  std::vector<const ServerCertificate*> all_;  // store_'s then certs_'s
   std::vector<std::unique_ptr<TlsContext>> contexts_;
   std::vector<size_t> context_of_cert_;  // index into contexts_, per certs_ entry
   std::unordered_map<std::string, const TlsContext*> exact_;

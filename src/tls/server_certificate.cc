@@ -92,13 +92,43 @@ Result<ServerCertificate> ServerCertificate::load(const config::Certificate& cer
   if (!key) return key.take_error();
   auto chain = CertChain::build(cert, tls, key->get(), now);
   if (!chain) return chain.take_error();
+  auto out = finish(cert, std::move(key).value(), std::move(chain).value());
+  if (!out) return out;
+  if (struct stat st{}; ::stat(cert.key.c_str(), &st) == 0 && (st.st_mode & (S_IRGRP | S_IROTH))) {
+    char mode[8];
+    std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    out->warnings.push_back("key file \"" + cert.key + "\" is readable by group/others (mode " + mode +
+                            "); chmod 0600 it");
+  }
+  return out;
+}
+
+Result<ServerCertificate> ServerCertificate::from_pem(const config::Certificate& cert, const config::Tls& tls,
+                                                      std::string_view chain_pem, const Secret& key_pem,
+                                                      std::chrono::system_clock::time_point now) {
+  ERR_clear_error();
+  BioPtr bio(BIO_new_mem_buf(key_pem.str().data(), static_cast<int>(key_pem.str().size())));
+  EvpPkeyPtr key(bio ? PEM_read_bio_PrivateKey(bio.get(), nullptr, no_passphrase_cb, nullptr) : nullptr);
+  if (!key) {
+    return config_error(cert.key_origin, cert.key_setting,
+                        "not an unencrypted PEM private key (" + drain_openssl_errors() + ")");
+  }
+  auto chain = CertChain::build_from_pem(cert, tls, chain_pem, key.get(), now);
+  if (!chain) return chain.take_error();
+  auto out = finish(cert, std::move(key), std::move(chain).value());
+  if (out) out->from_store = true;
+  return out;
+}
+
+Result<ServerCertificate> ServerCertificate::finish(const config::Certificate& cert, EvpPkeyPtr key, CertChain chain) {
   ServerCertificate out{.config = &cert,
-                        .key = std::move(key).value(),
-                        .chain = std::move(chain).value(),
+                        .key = std::move(key),
+                        .chain = std::move(chain),
                         .names = {},
                         .names_from_san = false,
                         .key_type = {},
-                        .warnings = {}};
+                        .warnings = {},
+                        .from_store = false};
   out.key_type = key_type_of(out.key.get());
   out.warnings = out.chain.report().warnings;
 
@@ -124,12 +154,6 @@ Result<ServerCertificate> ServerCertificate::load(const config::Certificate& cer
   if (san.empty()) {
     out.warnings.push_back("certificate \"" + cert.cert +
                            "\" has no DNS names in its subjectAltName: clients that check names will reject it");
-  }
-  if (struct stat st{}; ::stat(cert.key.c_str(), &st) == 0 && (st.st_mode & (S_IRGRP | S_IROTH))) {
-    char mode[8];
-    std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    out.warnings.push_back("key file \"" + cert.key + "\" is readable by group/others (mode " + mode +
-                           "); chmod 0600 it");
   }
   return out;
 }

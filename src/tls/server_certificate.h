@@ -21,6 +21,7 @@
 #include "tls/cert_chain.h"
 #include "util/openssl_ptr.h"
 #include "util/result.h"
+#include "util/secret.h"
 
 namespace tlsfront::tls {
 
@@ -45,6 +46,9 @@ struct ServerCertificate {
   // The chain's warnings (near expiry, ...), a key file readable by
   // group/others, a leaf without SAN DNS names.
   std::vector<std::string> warnings;
+  // From the certificate store (tls/store_entry.h), not from files: its
+  // session ID context leaves the leaf out (tls_context.h).
+  bool from_store = false;
 
   // Reads and checks `cert` (key, chain via CertChain::build with `tls`'s
   // trust store, validity at `now`, name coverage).
@@ -53,6 +57,17 @@ struct ServerCertificate {
   // leaf does not cover (names_setting; lists the leaf's SAN names).
   [[nodiscard]] static Result<ServerCertificate> load(const config::Certificate& cert, const config::Tls& tls,
                                                       std::chrono::system_clock::time_point now);
+
+  // As load(), from a certificate store entry's PEM texts (`cert` is the
+  // entry's synthetic configuration, tls/store_entry.h; errors name it).
+  [[nodiscard]] static Result<ServerCertificate> from_pem(const config::Certificate& cert, const config::Tls& tls,
+                                                          std::string_view chain_pem, const Secret& key_pem,
+                                                          std::chrono::system_clock::time_point now);
+
+ private:
+  // The names and warnings of a loaded key and chain.
+  [[nodiscard]] static Result<ServerCertificate> finish(const config::Certificate& cert, EvpPkeyPtr key,
+                                                        CertChain chain);
 };
 
 }  // namespace tlsfront::tls

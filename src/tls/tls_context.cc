@@ -94,9 +94,14 @@ Result<std::string> nginx_session_id_context(std::span<const ServerCertificate* 
 // certificate policy's digest when one is asked for (client_auth.h).
 Result<std::string> session_id_context(std::span<const ServerCertificate* const> certs,
                                        config::SessionIdContext derivation, const ClientAuthDigest& client) {
-  if (derivation == config::SessionIdContext::Nginx) return nginx_session_id_context(certs, client);
+  // A store entry's context leaves its leaves out (the names, prefixed,
+  // stand for them): a swapped certificate keeps its sessions resumable.
+  const bool from_store = !certs.empty() && certs.front()->from_store;
+  if (derivation == config::SessionIdContext::Nginx && !from_store) return nginx_session_id_context(certs, client);
   std::vector<std::string> parts;
+  if (from_store) parts.emplace_back("tlsfront certificate store");
   for (const ServerCertificate* c : certs) {
+    if (c->from_store) continue;
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int md_len = 0;
     if (!X509_digest(c->chain.leaf(), EVP_sha256(), md, &md_len)) return openssl_error(Errc::Tls, "X509_digest");

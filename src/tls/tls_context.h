@@ -43,6 +43,9 @@ class TlsContext {
   // keys and Redis sessions keep working across a cluster), and the client
   // certificate policy (tls/client_auth.h) when one is configured, so no
   // session outlives a change of client_ca or crl.
+  // Certificates from the store (ServerCertificate::from_store) leave their
+  // leaves out of it (names and policy only, either derivation), so sessions
+  // resume across a swap of the entry's certificate.
   // Every entry of `certs` must have the same client certificate settings.
   // Errors: Errc::Tls / Errc::Config with the config position named.
   // Thread affinity: any thread (control thread in practice).

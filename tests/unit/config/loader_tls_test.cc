@@ -188,5 +188,32 @@ TEST(Loader, RedisSessionStore) {
             "t.toml:16:1: tls.session_cache.redis_prefix: must not contain spaces or control characters");
 }
 
+TEST(Loader, CertStore) {
+  auto c = load_string(with("[tls.store]\nregion = \"cn-shanghai\"\nseal_key_files = [\"/k/new.key\", \"/k/old.key\"]\n"
+                            "cache_dir = \"/var/lib/tlsfront/certs\"\npoll_interval = \"250ms\"\nredis = \"unix:/r.sock\"\n"),
+                       "t.toml");
+  ASSERT_TRUE(c.ok()) << c.error().detail;
+  const CertStore& s = c->tls.store;
+  EXPECT_TRUE(s.enabled);
+  EXPECT_EQ(s.region, "cn-shanghai");
+  EXPECT_EQ(s.seal_key_files, (std::vector<std::string>{"/k/new.key", "/k/old.key"}));
+  EXPECT_EQ(s.poll_interval, Millis{250});
+  EXPECT_EQ(s.reconcile_interval, Millis{60'000});
+  EXPECT_EQ(s.redis_unix_socket, "/r.sock");
+  EXPECT_FALSE(load_string(kMinimal, "t.toml")->tls.store.enabled);
+}
+
+TEST(Loader, CertStoreErrors) {
+  EXPECT_EQ(load_error(with("[tls.store]\nseal_key_files = [\"/k\"]\n")), "t.toml:14:1: tls.store.region: missing required key");
+  EXPECT_EQ(load_error(with("[tls.store]\nregion = \"global\"\nseal_key_files = [\"/k\"]\n")),
+            "t.toml:15:1: tls.store.region: \"global\" is the region every node serves; name this node's own");
+  EXPECT_EQ(load_error(with("[tls.store]\nregion = \"EU\"\nseal_key_files = [\"/k\"]\n")),
+            "t.toml:15:1: tls.store.region: must be 1 to 64 of a-z, 0-9, \".\", \"_\", \"-\"");
+  EXPECT_EQ(load_error(with("[tls.store]\nregion = \"eu\"\nseal_key_files = []\n")),
+            "t.toml:16:1: tls.store.seal_key_files: needs at least one key file (the first seals)");
+  EXPECT_EQ(load_error(with("[tls.store]\nregion = \"eu\"\nseal_key_files = [\"/k\"]\npoll_interval = \"1ms\"\n")).substr(0, 38),
+            "t.toml:17:1: tls.store.poll_interval: ");
+}
+
 }  // namespace
 }  // namespace tlsfront::config

@@ -166,8 +166,8 @@ TEST_F(CertIndexTest, ExplicitNamesMustBeCoveredByTheCertificate) {
   tls_.certificates = {entry("wildcard", {"api.wild.example", "*.wild.example"})};
   auto idx = index();
   ASSERT_TRUE(idx);
-  EXPECT_EQ(idx->certificates()[0].names, (std::vector<std::string>{"api.wild.example", "*.wild.example"}));
-  EXPECT_FALSE(idx->certificates()[0].names_from_san);
+  EXPECT_EQ(idx->certificates()[0]->names, (std::vector<std::string>{"api.wild.example", "*.wild.example"}));
+  EXPECT_FALSE(idx->certificates()[0]->names_from_san);
 
   tls_.certificates = {entry("wildcard", {"a.b.wild.example"})};
   tls_.certificates[0].names_setting = "certificate[0].names";
