@@ -2,7 +2,10 @@
 
 #include <algorithm>
 
+#include "data/files/file_resolver.h"
+#include "data/http/file_exchange.h"
 #include "data/http/header_plan.h"
+#include "log/log.h"
 #include "data/http/request_limits.h"
 #include "message/real_ip.h"
 #include "message/request_path.h"
@@ -57,7 +60,7 @@ bool replay_safe(const config::Config& cfg, const RequestHead& head) {
 
 // The exchange to upstream `upstream` (an index into Config::upstreams)
 // with `rules` applied.
-Admission forward(const SessionEnv& env, ExchangeSink* sink, RequestRecord& record, size_t upstream,
+std::unique_ptr<ProxyExchange> forward(const SessionEnv& env, ExchangeSink* sink, RequestRecord& record, size_t upstream,
                   const RouteHeaders* rules, const config::Compression* compression) {
   ExchangeHeaders headers;
   headers.client_addr = record.client_addr;
@@ -75,9 +78,60 @@ Admission forward(const SessionEnv& env, ExchangeSink* sink, RequestRecord& reco
           .add();
     }
   }
-  return {std::make_unique<ProxyExchange>(env.loop, sink, (*env.upstreams)[upstream].get(), record.head, headers,
-                                          compression, env.compression_budget),
-          {}};
+  return std::make_unique<ProxyExchange>(env.loop, sink, (*env.upstreams)[upstream].get(), record.head, headers,
+                                         compression, env.compression_budget);
+}
+
+// The Accept-Encoding fields of `head`, joined with ",".
+std::string accept_encoding_of(const RequestHead& head) {
+  std::string out;
+  for (const Header& h : head.headers) {
+    if (!iequals(h.name, "accept-encoding")) continue;
+    if (!out.empty()) out += ',';
+    out += h.value;
+  }
+  return out;
+}
+
+// A RouteAction::Files route's answer (admit()'s comment).
+Admission serve_files(const SessionEnv& env, ExchangeSink* sink, RequestRecord& record, const config::Route& route,
+                      const NormalizedTarget& normalized, const RouteHeaders* rules) {
+  const RequestHead& head = record.head;
+  record.route_headers = rules;
+  if (head.method != "GET" && head.method != "HEAD") {
+    LocalAnswer answer{405};
+    answer.allow = "GET, HEAD";
+    return {nullptr, std::move(answer)};
+  }
+  const std::string accept = route.files->precompressed.empty() ? std::string() : accept_encoding_of(head);
+  files::Resolution found = files::resolve(route, normalized.path, normalized.query, accept);
+  switch (found.kind) {
+    case files::Resolution::Kind::File:
+      return {std::make_unique<FileExchange>(env.loop, sink, *route.files, std::move(found), record,
+                                             rules ? &rules->response : nullptr),
+              {}};
+    case files::Resolution::Kind::Redirect:
+      return {nullptr, {301, nullptr, std::move(found.location)}};
+    case files::Resolution::Kind::Route: {
+      const config::Route& fallback = env.config->routes[found.route];
+      const RouteHeaders* fallback_rules =
+          env.headers ? &env.headers->route(found.route, sink->connection_info().scheme) : nullptr;
+      record.route = static_cast<uint32_t>(found.route);
+      for (size_t i = 0; i < env.config->upstreams.size(); ++i) {
+        if (env.config->upstreams[i].name != fallback.upstream) continue;
+        return {forward(env, sink, record, i, fallback_rules,
+                        fallback.compression.encodings.empty() ? nullptr : &fallback.compression),
+                {}};
+      }
+      return {nullptr, {502}};
+    }
+    case files::Resolution::Kind::Status:
+      break;
+  }
+  if (!found.error.empty()) {
+    log::info("route {}: {} {}: {} ({})", route.name, head.method, normalized.path, found.status, found.error);
+  }
+  return {nullptr, {found.status}};
 }
 
 std::optional<size_t> upstream_index(const config::Config& cfg, std::string_view name) {
@@ -123,8 +177,9 @@ Admission admit(const SessionEnv& env, ExchangeSink* sink, RequestRecord& record
     if (!cleartext->acme_upstream.empty() && normalized.path.starts_with(kAcmeChallenge)) {
       if (auto upstream = upstream_index(*env.config, cleartext->acme_upstream)) {
         head.upgrade.clear();
-        return forward(env, sink, record, *upstream, env.headers ? &env.headers->unrouted(info.scheme) : nullptr,
-                       nullptr);
+        return {forward(env, sink, record, *upstream, env.headers ? &env.headers->unrouted(info.scheme) : nullptr,
+                        nullptr),
+                {}};
       }
     }
     if (cleartext->redirect_https) return redirect_to_https(*cleartext, record);
@@ -147,6 +202,10 @@ Admission admit(const SessionEnv& env, ExchangeSink* sink, RequestRecord& record
     }
   }
   const RouteHeaders* rules = env.headers ? &env.headers->route(route->route, info.scheme) : nullptr;
+  if (route->action == config::RouteAction::Files) {
+    head.upgrade.clear();
+    return serve_files(env, sink, record, route_config, normalized, rules);
+  }
   if (route->action != config::RouteAction::Proxy) {
     record.route_headers = rules;
     LocalAnswer answer{route->answer->status, route->answer};
@@ -171,16 +230,16 @@ Admission admit(const SessionEnv& env, ExchangeSink* sink, RequestRecord& record
     head.upstream_target.append(normalized.query);
   }
   const config::Compression& compression = route_config.compression;
-  Admission admission =
+  std::unique_ptr<ProxyExchange> exchange =
       forward(env, sink, record, route->upstream, rules, compression.encodings.empty() ? nullptr : &compression);
   if (limited.wait_ms != 0 || !limited.slots.empty()) {
-    admission.exchange->hold_limits(std::move(limited.slots), limited.wait_ms);
+    exchange->hold_limits(std::move(limited.slots), limited.wait_ms);
   }
   if (!limited.remote.empty() && env.remote_limiter != nullptr) {
-    admission.exchange->check_remote_limits(env.remote_limiter, env.config, env.limits, std::move(limited.remote),
-                                            env.counters);
+    exchange->check_remote_limits(env.remote_limiter, env.config, env.limits, std::move(limited.remote),
+                                  env.counters);
   }
-  return admission;
+  return {std::move(exchange), {}};
 }
 
 const HeaderEdit* local_answer_edit(const SessionEnv& env, const ConnectionInfo& info, const RequestRecord& record) {
