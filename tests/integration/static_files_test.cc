@@ -6,9 +6,11 @@
 // preconditions and ranges of RFC 9110, precompressed variants, a file
 // deleted or truncated while it is sent, and memory with slow readers.
 #include <curl/curl.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -253,11 +255,13 @@ TEST_F(StaticFiles, ManyConcurrentDownloadsWithSlowReadersStayBounded) {
     stalled.push_back(std::move(c));
   }
   // 400 downloads of 256 KiB on 100 connections while those 40 do not read.
-  RunResult r = run_command(dir_, {"h2load", "-n", "400", "-c", "100", "-m", "4", "-t", "1",
+  RunResult r = run_command(dir_, {"/usr/bin/h2load", "-n", "400", "-c", "100", "-m", "4", "-t", "1",
                                    "https://127.0.0.1:" + std::to_string(port()) + "/one.bin"},
                             milliseconds(60'000));
   EXPECT_NE(r.out.find("400 succeeded"), std::string::npos) << r.out << r.err;
   const long during = rss_kib(proxy_.process().pid());
+  std::printf("tlsfront RSS: %ld KiB before, %ld KiB with 40 stalled 8 MiB downloads and 400 of 256 KiB done\n", before,
+              during);
   // 40 stalled 8 MiB responses hold their output buffers and one 64 KiB
   // chunk each, not their files.
   EXPECT_LT(during - before, 100 * 1024) << before << " KiB before, " << during << " KiB during";

@@ -4,6 +4,7 @@
 #include "data/files/file_resolver.h"
 
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
