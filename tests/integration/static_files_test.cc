@@ -201,6 +201,23 @@ TEST_F(StaticFiles, PrecompressedVariantsAreChosenByAcceptEncoding) {
   }
 }
 
+// try_files' last entry "@name": what no file answers goes to that route's
+// upstream, as that route would send it.
+TEST_F(StaticFiles, TryFilesFallsBackToANamedRoute) {
+  ProxyOptions o;
+  o.routes = "[[route]]\nname = \"api\"\npath_prefix = \"/api/\"\nupstream = \"backend\"\n"
+             "[[route]]\npath_prefix = \"/\"\nroot = \"" + www_ + "\"\ntry_files = [\"$uri\", \"@api\"]\n";
+  ASSERT_TRUE(start_proxy(o));
+  for (bool h2 : {false, true}) {
+    EXPECT_EQ(get(port(), "/app.js", h2).body, pattern(3000));
+    HttpResponse r = get(port(), "/orders/7?x=1", h2);
+    EXPECT_EQ(r.status, 200);
+  }
+  auto seen = backend_.wait_requests(2);
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_NE(seen[0].find("GET /orders/7?x=1 "), std::string::npos) << seen[0];
+}
+
 // A file unlinked while it is sent is sent whole (the descriptor is open);
 // one truncated in place ends the response early, never hangs it.
 TEST_F(StaticFiles, FileDeletedOrTruncatedWhileServed) {

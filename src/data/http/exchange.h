@@ -1,7 +1,7 @@
 // Exchange: what answers one admitted request (one HTTP/1.1 request or one
 // HTTP/2 stream) and talks back to the client side only through its
 // ExchangeSink. Two kinds: ProxyExchange (an upstream answers) and
-// files::FileExchange (a route's root answers). A session holds one
+// FileExchange (a route's root or alias answers: data/http/file_exchange.h). A session holds one
 // std::unique_ptr<Exchange> and drives it through this interface; it never
 // needs to know which kind it holds, except for the tunnel a ProxyExchange
 // may become (ProxyExchange::take_tunnel).
