@@ -112,6 +112,28 @@ TEST_F(StaticFiles, TraversalAttemptsNeverLeaveTheRoot) {
   EXPECT_EQ(r->status, 400);
 }
 
+// HTTP/1.1 keepalive and pipelining: file answers keep the connection open
+// (the answer waits for the request's end, as tlsfront's own answers do).
+TEST_F(StaticFiles, KeepaliveConnectionServesPipelinedRequests) {
+  ASSERT_TRUE(start());
+  TlsClient client;
+  ASSERT_TRUE(client.connect(port())) << client.error();
+  ASSERT_TRUE(client.write("GET /app.js HTTP/1.1\r\nHost: localhost\r\n\r\n"
+                           "HEAD /index.html HTTP/1.1\r\nHost: localhost\r\n\r\n"
+                           "GET /index.html HTTP/1.1\r\nHost: localhost\r\n\r\n"));
+  auto a = client.read_response();
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->body, pattern(3000));
+  EXPECT_EQ(a->header("connection"), std::nullopt) << a->head;
+  auto b = client.read_response(true);
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->header("content-length"), "28");
+  auto c = client.read_response();
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->body, "<!doctype html><p>shell</p>\n");
+  EXPECT_FALSE(client.closed());
+}
+
 TEST_F(StaticFiles, ConditionalAndRangeRequestsFollowRfc9110) {
   ASSERT_TRUE(start());
   const std::string body = pattern(3000);

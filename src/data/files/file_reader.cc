@@ -1,5 +1,9 @@
 #include "data/files/file_reader.h"
 
+#include <sys/uio.h>
+
+#include <cerrno>
+#include <cstring>
 #include <memory>
 #include <string>
 
@@ -36,17 +40,52 @@ bool FileReader::reading() const { return read_->in_flight; }
 uint64_t FileReader::remaining() const { return read_->remaining; }
 
 void FileReader::read_more() {
-  Read* r = read_;
-  if (r->in_flight || r->remaining == 0) return;
-  if (!r->buf) r->buf = std::make_unique<char[]>(kChunk);
-  const size_t n = r->remaining < kChunk ? static_cast<size_t>(r->remaining) : kChunk;
-  uv_buf_t b = uv_buf_init(r->buf.get(), static_cast<unsigned>(n));
-  const int rc = uv_fs_read(loop_, &r->req, r->file.get(), &b, 1, static_cast<int64_t>(r->offset), on_read);
-  if (rc != 0) {
-    consumer_->on_file_error(uv_strerror(rc));
+  if (delivering_) {
+    again_ = true;
     return;
   }
-  r->in_flight = true;
+  Read* r = read_;
+  delivering_ = true;
+  do {
+    again_ = false;
+    if (r->in_flight || r->remaining == 0) break;
+    if (!r->buf) r->buf = std::make_unique<char[]>(kChunk);
+    const size_t n = r->remaining < kChunk ? static_cast<size_t>(r->remaining) : kChunk;
+    iovec iov{r->buf.get(), n};
+    const ssize_t got = preadv2(r->file.get(), &iov, 1, static_cast<off_t>(r->offset), RWF_NOWAIT);
+    if (got > 0) {
+      if (!deliver(static_cast<size_t>(got))) break;
+      continue;  // again_ says whether the consumer asked for more
+    }
+    if (got == 0) {
+      consumer_->on_file_error("the file is shorter than when it was opened");
+      break;
+    }
+    if (errno != EAGAIN && errno != EOPNOTSUPP && errno != ENOSYS && errno != EINVAL) {
+      consumer_->on_file_error(std::strerror(errno));
+      break;
+    }
+    // Not in the page cache (or no RWF_NOWAIT here): the thread pool waits for it.
+    uv_buf_t b = uv_buf_init(r->buf.get(), static_cast<unsigned>(n));
+    const int rc = uv_fs_read(loop_, &r->req, r->file.get(), &b, 1, static_cast<int64_t>(r->offset), on_read);
+    if (rc != 0) {
+      consumer_->on_file_error(uv_strerror(rc));
+      break;
+    }
+    r->in_flight = true;
+  } while (again_);
+  delivering_ = false;
+}
+
+bool FileReader::deliver(size_t got) {
+  Read* r = read_;
+  const uint64_t take = got < r->remaining ? got : r->remaining;
+  r->offset += take;
+  r->remaining -= take;
+  const bool last = r->remaining == 0;
+  consumer_->on_file_data(std::string_view(r->buf.get(), static_cast<size_t>(take)));
+  if (last) consumer_->on_file_end();
+  return !last;
 }
 
 void FileReader::on_read(uv_fs_t* req) {
@@ -67,14 +106,8 @@ void FileReader::on_read(uv_fs_t* req) {
     self->consumer_->on_file_error("the file is shorter than when it was opened");
     return;
   }
-  const uint64_t got = static_cast<uint64_t>(n) < r->remaining ? static_cast<uint64_t>(n) : r->remaining;
-  r->offset += got;
-  r->remaining -= got;
-  // The consumer may destroy the reader from here on: nothing below reads `r`.
-  const bool last = r->remaining == 0;
-  Consumer* consumer = self->consumer_;
-  consumer->on_file_data(std::string_view(r->buf.get(), static_cast<size_t>(got)));
-  if (last) consumer->on_file_end();
+  // The consumer's calls may ask for the next read (read_more).
+  self->deliver(static_cast<size_t>(n));
 }
 
 }  // namespace tlsfront::files

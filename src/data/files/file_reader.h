@@ -1,11 +1,15 @@
 // FileReader: streams the octets [offset, offset + length) of an open file
-// to a Consumer, read on libuv's thread pool (uv_fs_read: pread(2) off the
-// event loop; the pool is UV_THREADPOOL_SIZE threads, 4 by default, shared
-// with the resolver), one read of at most kChunk octets at a time and only
-// when asked (read_more), so the response's memory is one chunk and the
+// to a Consumer, one read of at most kChunk octets at a time and only when
+// asked (read_more), so the response's memory is one chunk and the
 // consumer's own buffer: the backpressure is the consumer not asking until
 // its client drains (ExchangeSink::output_congested, as for upstream
-// bodies).
+// bodies). Each read never waits for the disk on the loop: first
+// preadv2(RWF_NOWAIT) (Linux 4.14), which copies what the page cache holds
+// and fails with EAGAIN rather than start I/O; what it cannot give is read
+// by uv_fs_read on libuv's thread pool (UV_THREADPOOL_SIZE threads, 4 by
+// default). A cached file thus costs no thread hand-off (two cross-thread
+// wake-ups per read, which under load cost more than the read), a cold one
+// never blocks the loop.
 // A file cut short while read (truncated in place) ends in on_file_error;
 // a file unlinked or renamed away keeps its octets until the descriptor
 // closes, so the response completes with what was opened.
@@ -45,7 +49,10 @@ class FileReader {
   FileReader(const FileReader&) = delete;
   FileReader& operator=(const FileReader&) = delete;
 
-  // Starts the next read unless one is in flight or all was delivered.
+  // Reads the next chunk unless one is in flight or all was delivered: from
+  // the page cache at once (the consumer is called before this returns),
+  // or on the thread pool (called later). Called from within on_file_data,
+  // it reads after that call returns (no recursion).
   void read_more();
   bool reading() const;
   uint64_t remaining() const;
@@ -53,10 +60,15 @@ class FileReader {
  private:
   struct Read;  // the uv_fs_t, the chunk buffer and the descriptor
   static void on_read(uv_fs_t* req);
+  // The octets `got` of the chunk just read go to the consumer; false after
+  // the last one (or an error).
+  bool deliver(size_t got);
 
   uv_loop_t* loop_;
   Read* read_;
   Consumer* consumer_;
+  bool delivering_ = false;  // read_more() is running
+  bool again_ = false;       // read_more() was asked for again meanwhile
 };
 
 }  // namespace tlsfront::files

@@ -21,10 +21,23 @@ FileExchange::FileExchange(uv_loop_t* loop, ExchangeSink* sink, const config::Fi
     : Exchange(loop), sink_(sink), route_(route), file_(std::move(file)), record_(record),
       response_edit_(response_edit) {}
 
-FileExchange::~FileExchange() = default;
+FileExchange::~FileExchange() { LoopContext::of(loop_).cancel_flush(this); }
 
-void FileExchange::start() {
-  if (phase_ != Phase::Created) return;
+void FileExchange::start() {}
+
+void FileExchange::on_request_complete() { LoopContext::of(loop_).schedule_flush(this); }
+
+void FileExchange::on_output_drained() { LoopContext::of(loop_).schedule_flush(this); }
+
+void FileExchange::flush() {
+  if (phase_ == Phase::Created) {
+    respond();
+  } else {
+    pump();
+  }
+}
+
+void FileExchange::respond() {
   const struct stat& st = file_.st;
   const uint64_t size = static_cast<uint64_t>(st.st_size);
   const time_t mtime = st.st_mtim.tv_sec;
@@ -83,8 +96,6 @@ void FileExchange::start() {
 void FileExchange::pump() {
   if (phase_ == Phase::Streaming && reader_ && !sink_->output_congested()) reader_->read_more();
 }
-
-void FileExchange::on_output_drained() { pump(); }
 
 void FileExchange::on_file_data(std::string_view data) {
   if (phase_ != Phase::Streaming) return;

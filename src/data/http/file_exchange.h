@@ -11,7 +11,9 @@
 // body, so a response holds one chunk (64 KiB) beyond the client side's
 // own buffer. The access log records it with no upstream.
 // Phases (util/state.h):
-//   Created   -> Streaming (start: the head went out, octets follow) | Done
+//   Created   -> Streaming (the flush after on_request_complete: the head
+//                went out, octets follow) | Done (a head without a body
+//                went out, or cancelled)
 //   Streaming -> Done (every octet sent, the file failed, or cancelled)
 // No sink call is made once Done.
 // Thread affinity: owning worker only.
@@ -30,7 +32,7 @@
 
 namespace tlsfront::http {
 
-class FileExchange final : public Exchange, private files::FileReader::Consumer {
+class FileExchange final : public Exchange, public Flushable, private files::FileReader::Consumer {
  public:
   enum class Phase { Created, Streaming, Done };
 
@@ -41,12 +43,22 @@ class FileExchange final : public Exchange, private files::FileReader::Consumer 
                const RequestRecord& record, const HeaderEdit* response_edit);
   ~FileExchange() override;
 
+  // Nothing: the answer waits for the whole request (on_request_complete),
+  // as tlsfront's own answers do, so an HTTP/1.1 connection is not closed
+  // as if the response had come before the request's end.
   void start() override;
+  // The head, then the body as the sink drains, go out from flush() at the
+  // end of this loop iteration: never from within the session's codec (an
+  // HTTP/1.1 parser hook, an nghttp2 callback), since a cached file can be
+  // answered whole at once.
+  void on_request_complete() override;
   void on_output_drained() override;
+  void flush() override;
   void cancel() override;
   Phase phase() const { return phase_; }
 
  private:
+  void respond();
   void pump();
   void on_file_data(std::string_view data) override;
   void on_file_end() override;
