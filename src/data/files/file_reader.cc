@@ -49,7 +49,9 @@ void FileReader::read_more() {
   do {
     again_ = false;
     if (r->in_flight || r->remaining == 0) break;
-    if (!r->buf) r->buf = std::make_unique<char[]>(kChunk);
+    // One buffer per response, no larger than the range (the first read has
+    // all of it to come), never zeroed.
+    if (!r->buf) r->buf = std::make_unique_for_overwrite<char[]>(r->remaining < kChunk ? r->remaining : kChunk);
     const size_t n = r->remaining < kChunk ? static_cast<size_t>(r->remaining) : kChunk;
     iovec iov{r->buf.get(), n};
     const ssize_t got = preadv2(r->file.get(), &iov, 1, static_cast<off_t>(r->offset), RWF_NOWAIT);
