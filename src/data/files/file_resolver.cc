@@ -109,7 +109,6 @@ bool has_dot_segment(std::string_view rel) {
 }
 
 struct Resolver {
-  const config::Route& route;
   const config::FileRoute& f;
   std::string_view accept_encoding;
   int dir = -1;
@@ -207,7 +206,7 @@ bool percent_decode(std::string_view path, std::string& out) {
 Resolution resolve(const config::Route& route, std::string_view path, std::string_view query,
                    std::string_view accept_encoding) {
   const config::FileRoute& f = *route.files;
-  Resolver r{route, f, accept_encoding, -1, {}};
+  Resolver r{f, accept_encoding, -1, {}};
   std::string decoded;
   if (!percent_decode(path, decoded) || decoded.find('/') != 0) {
     r.out.status = 400;
@@ -217,7 +216,7 @@ Resolution resolve(const config::Route& route, std::string_view path, std::strin
   std::string uri = decoded;
   if (f.alias) {
     uri = decoded.substr(std::min(route.path.size(), decoded.size()));
-    if (uri.empty() || uri.front() != '/') uri.insert(0, "/");
+    if (uri.empty() || uri.front() != '/') uri = "/" + uri;
   }
   Fd dir(::open(f.dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!dir) {
