@@ -5,11 +5,12 @@
 // 412) and one byte range (206, 416; several ranges: the whole file),
 // HEAD — with the route's expires, Vary: Accept-Encoding when it has
 // precompressed variants, and its response_headers rules (as an upstream
-// response gets them). The body is read on libuv's thread pool
-// (files::FileReader) and passed to the sink one chunk at a time, only
-// while the sink is not congested: the same backpressure as an upstream
-// body, so a response holds one chunk (64 KiB) beyond the client side's
-// own buffer. The access log records it with no upstream.
+// response gets them). The body is read by files::FileReader (from the
+// page cache at once, else on libuv's thread pool) and passed to the sink
+// one chunk at a time, only while the sink is not congested: the same
+// backpressure as an upstream body, so a response holds one chunk (at most
+// 64 KiB) beyond the client side's own buffer. The access log records it
+// with no upstream.
 // Phases (util/state.h):
 //   Created   -> Streaming (the flush after on_request_complete: the head
 //                went out, octets follow) | Done (a head without a body
