@@ -1,8 +1,8 @@
 // FileExchange on a real loop against a sink that reports congestion: no
 // octet is read while the sink is congested (one chunk at most in hand),
 // each drain lets exactly the next chunk through, the body arrives whole
-// and in order; a cancelled exchange makes no further sink call; HEAD and
-// a 304 send no body.
+// and in order; a file truncated meanwhile fails the response; a cancelled
+// exchange makes no further sink call; HEAD and a 304 send no body.
 #include "data/http/file_exchange.h"
 
 #include <gtest/gtest.h>
@@ -108,6 +108,19 @@ TEST_F(FileExchangeTest, ReadsOneChunkPerDrainAndNothingWhileCongested) {
   }
   EXPECT_EQ(sink_.body, content_);
   EXPECT_EQ(sink_.failed, 0);
+}
+
+// Truncated in place while sent: the response is failed after its head
+// (the session then cuts the stream or connection), never left hanging.
+TEST_F(FileExchangeTest, FileTruncatedMidResponseFailsIt) {
+  make("GET");
+  ASSERT_TRUE(run_until([&] { return sink_.chunks == 1; }));
+  fs::resize_file(dir_ / "big.bin", 10);
+  sink_.congested = false;
+  exchange_->on_output_drained();
+  ASSERT_TRUE(run_until([&] { return sink_.failed != 0; }));
+  EXPECT_FALSE(sink_.ended);
+  EXPECT_EQ(sink_.chunks, 1);
 }
 
 TEST_F(FileExchangeTest, UncongestedSinkGetsTheWholeFile) {
