@@ -78,6 +78,9 @@ TEST(LoaderFiles, Errors) {
             "t.toml:18:18: route[1].precompressed[0]: \"zstd\": \"br\" or \"gzip\"");
   EXPECT_EQ(load_error(files("root = \"/a\"\ntypes = { js = \"javascript\" }\n")),
             "t.toml:18:16: route[1].types.js: \"javascript\" is not a media type (\"type/subtype\")");
+  EXPECT_EQ(load_error(files("root = \"/a\"\ncompress = [\"gzip\"]\n")),
+            "t.toml:18:1: route[1].compress: does nothing in a route with root or alias (files are not compressed on "
+            "the fly: ship .br and .gz variants and set precompressed)");
   EXPECT_EQ(load_error(files("root = \"/a\"\nlimit_req = [\"x\"]\n")).find("route[1].limit_req"), 14u);
 }
 
