@@ -41,6 +41,15 @@
 #                  (Debian's build has libslz, not zlib: no levels). Each
 #                  proxy's answer is checked to decode to the file first
 #   h2_rps         h2load -c 20 -m 10; n/a when the proxy does not negotiate h2
+#   static_small   HTTP/1.1 keepalive requests/s of a 2 KB file the proxy
+#                  itself serves (wrk, 50 connections): tlsfront's route
+#                  alias, nginx's location alias, h2o's file.dir; each
+#                  answer checked against the file first; n/a for HAProxy
+#                  and nghttpx, which serve no files
+#   static_small_h2  the same over HTTP/2 (h2load -c 20 -m BENCH_H2_STREAMS)
+#   static_large   the same for a 5 MB file (wrk, 50 connections); no
+#                  proxy can send it with sendfile over TLS here (no kernel
+#                  TLS on this kernel): every octet goes through SSL_write
 #   h2_upstream_rps  the same through the proxy to an h2c backend (the backend
 #                  nginx's second port; checked to arrive as HTTP/2.0):
 #                  tlsfront protocol = "h2c", nginx grpc_pass, HAProxy
@@ -82,7 +91,7 @@
 #
 # Output: tables on stdout, one JSON object per line in the results file
 # (build/bench/bench-<UTC time>.jsonl unless --out), and a last line
-#   ratios: h1_rps=… h1_gzip_rps=… h2_rps=… … ws_echo_1=… ws_echo_100=… ttfb_new_conn=… rss_idle=… ws_idle=…
+#   ratios: h1_rps=… h1_gzip_rps=… h2_rps=… static_small=… … ws_echo_1=… ws_echo_100=… ttfb_new_conn=… rss_idle=… ws_idle=…
 # = tlsfront / the best peer (per-core medians for rates; p50 medians for
 # ttfb; medians for rss and ws_idle; lower is better for those); n/a for a
 # test that did not run.
@@ -130,7 +139,8 @@ h2_streams=${BENCH_H2_STREAMS:-10}
 proxies=(tlsfront nginx haproxy h2o nghttpx)
 out=""
 proxy_cpu_quota=${BENCH_PROXY_CPU_QUOTA:-}
-tests=(rss_idle rss_idle_h2 ttfb_new_conn h1_rps h1_gzip_rps h2_rps h2_upstream_rps full_hs resumed_hs)
+tests=(rss_idle rss_idle_h2 ttfb_new_conn h1_rps h1_gzip_rps h2_rps h2_upstream_rps static_small static_small_h2 static_large
+       full_hs resumed_hs)
 
 proxy_cpu=0
 load_cpu=1
@@ -279,6 +289,10 @@ write_backend_conf() {
   body=$(printf 'tlsfront bench backend %*s' $((body_bytes - 24)) '' | tr ' ' '.')
   mkdir -p "$tmp/backend"
   "$json_tool" --write "$tmp/backend/bench.json" --bytes "$json_bytes" || die "cannot write the JSON body"
+  # static_*: the files the proxies serve themselves.
+  mkdir -p "$tmp/www"
+  head -c 2048 /dev/urandom >"$tmp/www/small.js"
+  head -c $((5 * 1024 * 1024)) /dev/urandom >"$tmp/www/large.bin"
   cat >"$tmp/backend/nginx.conf" <<EOF
 $(nginx_common_main "$tmp/backend")
 events { worker_connections 8192; }
@@ -366,6 +380,9 @@ path_prefix = "/ws/"
 upstream = "ws"
 upgrade = ["websocket"]
 [[route]]
+path_prefix = "/static/"
+alias = "$tmp/www"
+[[route]]
 path_exact = "/bench.json"
 upstream = "backend"
 compress = ["gzip"]
@@ -446,6 +463,7 @@ $(nginx_proxy_pass)
       proxy_read_timeout 1h;   # as tlsfront's timeouts.tunnel
       proxy_send_timeout 1h;
     }
+    location /static/ { alias $tmp/www/; }
     location /h2up/ {
       grpc_pass grpc://backend_h2c;  # nginx's only HTTP/2 upstream
       grpc_set_header Host \$host;
@@ -565,6 +583,8 @@ EOF
       [[ $path == /bench.json ]] && printf '        compress: {gzip: 1}\n        compress-minimum-size: 1024\n'
     done
     cat <<EOF
+      /static:
+        file.dir: $tmp/www
       /ws/:
         proxy.reverse.url: http://127.0.0.1:$ws_port/ws/
         proxy.preserve-host: ON
@@ -854,6 +874,32 @@ run_h1_gzip_rps() {
   gzip -dc "$tmp/out.gz" | cmp -s - "$tmp/backend/bench.json" || { m[error]="the gzip answer does not decode to the file"; return; }
   m[compressed_bytes]=$(stat -c %s "$tmp/out.gz")
   wrk_test "$name" "$url" -H 'Accept-Encoding: gzip'
+}
+
+# static_url NAME FILE: sets static_u to the URL of $tmp/www/FILE on NAME
+# and returns 0 when NAME serves it whole; else m[error] and 1.
+static_url() {
+  local name=$1
+  static_u="$(url_of "$name")static/$2"
+  case $name in haproxy | nghttpx) m[error]="n/a: serves no files"; return 1 ;; esac
+  curl -sk -o "$tmp/out.static" -m 10 "$static_u" && cmp -s "$tmp/out.static" "$tmp/www/$2" \
+    || { m[error]="$static_u does not answer the file"; return 1; }
+}
+
+run_static_small() { static_url "$1" small.js && wrk_test "$1" "$static_u" || true; }
+run_static_large() { static_url "$1" large.bin && wrk_test "$1" "$static_u" || true; }
+
+run_static_small_h2() {
+  local name=$1 o=$tmp/out.h2static ok bad runs
+  static_url "$name" small.js || return 0
+  negotiates_h2 "$name" || { m[error]="n/a: ALPN h2 not negotiated"; return; }
+  with_cpu "$name" on_load_cpu $((duration + 20)) h2load -c20 -m"$h2_streams" -t1 -D"$duration" "$static_u" >"$o" 2>&1 \
+    || { m[error]="h2load failed: $(tail -n 2 "$o" | tr '\n' ' ')"; return; }
+  read -r ok bad runs < <(h2load_totals "$o")
+  m[count]=$ok
+  m[errors]=$bad
+  m[rate]=$(awk '/^finished in/ {gsub(",", ""); printf "%.0f", $4}' "$o")
+  m[per_core]=$(per_core "$ok")
 }
 
 # negotiates_h2 NAME: true when the proxy picks h2 by ALPN.
@@ -1350,6 +1396,6 @@ printf 'handshake costs the server 1 sign + 2 X25519 => %s handshakes/s per core
 printf 'results: %s; benchmark %ss, whole script %ss\n' "$out" \
   "$(awk -v a="$t_start" -v b="$(now)" 'BEGIN { printf "%.0f", b - a }')" "$SECONDS"
 line="ratios:"
-for t in h1_rps h1_gzip_rps h2_rps h2_upstream_rps full_hs resumed_hs ws_echo_1 ws_echo_100 ttfb_new_conn rss_idle rss_idle_h2 ws_idle; do line+=" $t=$(ratio "$t")"; done
+for t in h1_rps h1_gzip_rps h2_rps h2_upstream_rps static_small static_small_h2 static_large full_hs resumed_hs ws_echo_1 ws_echo_100 ttfb_new_conn rss_idle rss_idle_h2 ws_idle; do line+=" $t=$(ratio "$t")"; done
 printf '{"kind":"ratios","line":"%s"}\n' "$line" >>"$out"
 echo "$line"

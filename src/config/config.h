@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "config/files_config.h"
 #include "config/upstream_config.h"
 #include "config/values.h"
 #include "util/ip_address.h"
@@ -373,7 +374,8 @@ enum class PathMatch { Prefix, Exact, Regex };
 
 // What a route does with a request: forward it to its upstream, or answer
 // it itself (return = {...}, redirect = {...}); exactly one per route.
-enum class RouteAction { Proxy, Return, Redirect };
+// Files: answered from a directory (root or alias: Route::files).
+enum class RouteAction { Proxy, Return, Redirect, Files };
 
 // A route's own answer (RouteAction::Return or Redirect).
 struct FixedAnswer {
@@ -392,6 +394,7 @@ struct Route {
   std::string upstream;     // name of an [[upstream]] (must exist); "" for a fixed answer
   RouteAction action = RouteAction::Proxy;
   FixedAnswer answer;  // action Return or Redirect
+  std::shared_ptr<FileRoute> files;  // action Files (config/files_config.h); null otherwise
   PathMatch path_match = PathMatch::Prefix;
   std::shared_ptr<const re2::RE2> regex;  // path_regex compiled at load (null otherwise)
   std::vector<std::string> methods;       // methods = [...]: case-sensitive tokens; empty = any
@@ -423,6 +426,9 @@ struct Route {
   // certificate ($ssl_client_verify other than SUCCESS) is answered 403
   // before the upstream.
   bool require_client_cert = false;
+  // access_log = false: the route's requests get no access-log line (nginx
+  // `access_log off` in a location); they are still counted in metrics.
+  bool access_log = true;
 };
 
 // What a [[limit_req]] or [[limit_conn]] zone counts by (nginx's variables):

@@ -184,6 +184,12 @@ Error missing_table(const ParseContext& ctx, std::string_view key, bool array_of
 // parse_compression.cc: top-level [compression] into `defaults`, then each
 // [[route]]'s compress* keys over a copy of them into routes[i].compression
 // (`routes` as parse_route filled them, one per [[route]] table).
+// parse_files.cc: the file keys of a [[route]] `t` with root or alias.
+[[nodiscard]] Status parse_files(const TableReader& t, const Route& route, FileRoute& out);
+// parse_files.cc: try_files = [..., "@name"]: the named route (with an
+// upstream) into FileRoute::fallback_route, once routes are named.
+[[nodiscard]] Status resolve_try_files_routes(const std::vector<const toml::table*>& tables, const TableReader& root,
+                                              std::vector<Route>& routes);
 [[nodiscard]] Status parse_compression(const TableReader& root, Compression& defaults, std::vector<Route>& routes);
 [[nodiscard]] Status parse_log(const TableReader& root, Log& out);
 // parse_resolver.cc: [resolver].

@@ -198,19 +198,32 @@ Status parse_return(const TableReader& route, const toml::table& table, FixedAns
   return {};
 }
 
-// Exactly one of upstream, return and redirect.
+// The keys only a route with root or alias takes (parse_files.cc).
+constexpr std::string_view kFileKeys[] = {"index",  "try_files", "expires", "precompressed",
+                                          "types", "follow_symlinks", "dotfiles"};
+
+// Exactly one of upstream, return, redirect, root and alias.
 Status parse_action(const TableReader& t, const std::vector<Upstream>& upstreams, Route& route) {
   const char* key = nullptr;
-  for (const char* k : {"upstream", "return", "redirect"}) {
+  for (const char* k : {"upstream", "return", "redirect", "root", "alias"}) {
     if (t.find(k) == nullptr) continue;
     if (key != nullptr) {
-      return t.error_at(k, std::string("only one of upstream, return and redirect per route (") + key + " is set too)");
+      return t.error_at(k, std::string("only one of upstream, return, redirect, root and alias per route (") + key +
+                               " is set too)");
     }
     key = k;
   }
   if (key == nullptr) {
     return t.context().error(t.table().source(), t.path_of("upstream"),
-                             "missing required key (a route has one of upstream, return and redirect)");
+                             "missing required key (a route has one of upstream, return, redirect, root and alias)");
+  }
+  const bool files = std::string_view(key) == "root" || std::string_view(key) == "alias";
+  if (!files) {
+    for (std::string_view file_key : kFileKeys) {
+      if (t.find(file_key) != nullptr) {
+        return t.error_at(file_key, "needs root or alias (it is about serving files)");
+      }
+    }
   }
   const std::string_view k(key);
   if (k == "upstream") {
@@ -225,6 +238,11 @@ Status parse_action(const TableReader& t, const std::vector<Upstream>& upstreams
     if (t.find(upstream_only) != nullptr) {
       return t.error_at(upstream_only, std::string("does nothing in a route with ") + key + " (nothing goes upstream)");
     }
+  }
+  if (files) {
+    route.action = RouteAction::Files;
+    route.files = std::make_shared<FileRoute>();
+    return parse_files(t, route, *route.files);
   }
   auto table = table_of(t, k);
   if (!table.ok()) return table.take_error();
@@ -281,7 +299,10 @@ Status parse_route(const TableReader& root, const Config& config, std::vector<Ro
     if (Status s = t.check_keys({"name", "host", "path_prefix", "path_exact", "path_regex", "methods", "pass_normalized",
                                  "upgrade", "upstream", "return", "redirect", "response_headers", "request_headers",
                                  "access", "limit_req", "limit_conn",
-                                 "require_client_cert",
+                                 "require_client_cert", "access_log",
+                                 // parse_files.cc
+                                 "root", "alias", "index", "try_files", "expires", "precompressed", "types",
+                                 "follow_symlinks", "dotfiles",
                                  // parse_compression.cc reads these
                                  "compress", "compress_types", "compress_min_bytes", "compress_level"});
         !s.ok()) {
@@ -297,12 +318,14 @@ Status parse_route(const TableReader& root, const Config& config, std::vector<Ro
     if (Status s = parse_upgrade(t, route.upgrade); !s.ok()) return s;
     if (Status s = t.get_bool("pass_normalized", route.pass_normalized); !s.ok()) return s;
     if (Status s = t.get_bool("require_client_cert", route.require_client_cert); !s.ok()) return s;
+    if (Status s = t.get_bool("access_log", route.access_log); !s.ok()) return s;
     if (Status s = parse_action(t, upstreams, route); !s.ok()) return s;
     if (Status s = parse_route_headers(t, route); !s.ok()) return s;
     if (Status s = parse_route_limits(t, config.limit_req, config.limit_conn, route); !s.ok()) return s;
     out.push_back(std::move(route));
   }
-  return name_routes(*tables, root, out);
+  if (Status s = name_routes(*tables, root, out); !s.ok()) return s;
+  return resolve_try_files_routes(*tables, root, out);
 }
 
 }  // namespace tlsfront::config::detail

@@ -71,6 +71,7 @@ struct Model {
     Keys answer;    // return = {...} or redirect = {...} (then upstream is "")
     bool grpc = false;  // from grpc_pass: its header directives are grpc_set_header, grpc_hide_header
     Keys limits;        // access, limit_req, limit_conn (import_limits)
+    Keys extra;         // access_log = false (location_log_switch)
   };
   std::vector<Route> routes;
   Keys response_headers, request_headers;  // [response_headers], [request_headers]: the defaults
@@ -248,6 +249,18 @@ std::string upstream_tls_value(const Directive& pass, const Chain& chain, PassKi
 // `def` is the default server.
 void import_proxy(const Directive& http, const std::vector<Server>& servers, size_t def, const std::string& base_dir,
                   Model& m, Ledger& ledger);
+
+// Files (nginx_import_files.cc). file_route_keys: a location that neither
+// proxies nor returns, where a root (its own or inherited) or its alias
+// applies, as a route's root or alias (relative paths against `base_dir`),
+// with the index, try_files, expires, gzip_static (precompressed =
+// ["gzip"]), autoindex off and disable_symlinks that apply; empty when no
+// root applies. The keys go in Model::Route::answer (they replace the
+// upstream). location_log_switch: `access_log off` in `location` as the
+// route's access_log = false.
+Keys file_route_keys(const Directive& location, const Chain& chain, Model::Match match, const std::string& base_dir,
+                     Ledger& l);
+Keys location_log_switch(const Directive& location, Ledger& l);
 
 // Header rules (nginx_import_headers.cc): add_header, proxy_hide_header and
 // proxy_set_header as nginx applies them to each imported route (per

@@ -506,6 +506,7 @@ void ProxyImporter::locations(const Server& s, const Directive& block, const Cha
     Chain chain{&d};
     chain.insert(chain.end(), outer.begin(), outer.end());
     bool routed = false;
+    const size_t first_route = out.size();
     auto ret = std::find_if(d.children.begin(), d.children.end(), [](const Directive& c) { return c.name == "return"; });
     if (ret != d.children.end()) {
       Keys answer = fixed_answer(*ret, chain, l_);
@@ -521,12 +522,28 @@ void ProxyImporter::locations(const Server& s, const Directive& block, const Cha
         std::string up = route_upstream(c, chain, path, kind);
         if (!up.empty()) out.push_back({"", path, up, origin(d), match, chain, {}, {}, kind == PassKind::Grpc});
         routed = routed || !up.empty();
+      } else if (c.name == "access_log" && c.args == std::vector<std::string>{"off"}) {
+        // location_log_switch, below
       } else if (is_location_setting(c.name)) {
         l_.note(c, "not carried over: tlsfront has this setting once for all servers and paths, not per location");
       }
     }
+    const bool passes = std::any_of(d.children.begin(), d.children.end(), [](const Directive& c) {
+      return c.name == "proxy_pass" || c.name == "grpc_pass" || c.name == "return";
+    });
+    if (!passes) {
+      Keys files = file_route_keys(d, chain, match, base_dir_, l_);
+      if (!files.empty()) {
+        out.push_back({"", path, "", origin(d), match, chain, {}, std::move(files)});
+        routed = true;
+      }
+    }
+    if (routed) {
+      Keys log_switch = location_log_switch(d, l_);
+      for (size_t i = first_route; i < out.size(); ++i) out[i].extra = log_switch;
+    }
     if (!routed) {
-      l_.note(d, "no route: no usable proxy_pass, grpc_pass or return in it (what it does instead is listed)");
+      l_.note(d, "no route: no usable proxy_pass, grpc_pass, return or root in it (what it does instead is listed)");
     } else if (match == Model::Match::Regex) {
       l_.note(d, "carried over as path_regex " + toml_string(path) +
                      ": RE2, tried in file order after exact and ^~ routes, against tlsfront's normalized path "

@@ -114,6 +114,7 @@ std::string render(const Model& m, const std::string& source, size_t not_carried
     ks.insert(ks.end(), r.answer.begin(), r.answer.end());
     ks.insert(ks.end(), r.headers.begin(), r.headers.end());
     ks.insert(ks.end(), r.limits.begin(), r.limits.end());
+    ks.insert(ks.end(), r.extra.begin(), r.extra.end());
     table(out, "[[route]]", ks);
   }
   for (const auto& z : m.limit_req_zones) {

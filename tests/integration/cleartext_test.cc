@@ -453,7 +453,7 @@ TEST(FixedAnswersCli, TestShowsTheTableAndRefusesBadConfigs) {
   const size_t at = std::count(text.begin(), text.begin() + text.find("return ="), '\n') + 1;
   EXPECT_NE(
       two.err.find(path + ":" + std::to_string(at) +
-                   ":1: route[0].return: only one of upstream, return and redirect per route (upstream is set too)"),
+                   ":1: route[0].return: only one of upstream, return, redirect, root and alias per route (upstream is set too)"),
       std::string::npos)
       << two.err;
 }

@@ -1,9 +1,13 @@
 #include "data/http/admission.h"
 
 #include <algorithm>
+#include <optional>
 
+#include "data/files/file_resolver.h"
+#include "data/http/file_exchange.h"
 #include "data/http/header_plan.h"
 #include "data/http/request_limits.h"
+#include "log/log.h"
 #include "message/real_ip.h"
 #include "message/request_path.h"
 
@@ -57,7 +61,7 @@ bool replay_safe(const config::Config& cfg, const RequestHead& head) {
 
 // The exchange to upstream `upstream` (an index into Config::upstreams)
 // with `rules` applied.
-Admission forward(const SessionEnv& env, ExchangeSink* sink, RequestRecord& record, size_t upstream,
+std::unique_ptr<ProxyExchange> forward(const SessionEnv& env, ExchangeSink* sink, RequestRecord& record, size_t upstream,
                   const RouteHeaders* rules, const config::Compression* compression) {
   ExchangeHeaders headers;
   headers.client_addr = record.client_addr;
@@ -75,9 +79,113 @@ Admission forward(const SessionEnv& env, ExchangeSink* sink, RequestRecord& reco
           .add();
     }
   }
-  return {std::make_unique<ProxyExchange>(env.loop, sink, (*env.upstreams)[upstream].get(), record.head, headers,
-                                          compression, env.compression_budget),
-          {}};
+  return std::make_unique<ProxyExchange>(env.loop, sink, (*env.upstreams)[upstream].get(), record.head, headers,
+                                         compression, env.compression_budget);
+}
+
+// The Accept-Encoding fields of `head`, joined with ",".
+std::string accept_encoding_of(const RequestHead& head) {
+  std::string out;
+  for (const Header& h : head.headers) {
+    if (!iequals(h.name, "accept-encoding")) continue;
+    if (!out.empty()) out += ',';
+    out += h.value;
+  }
+  return out;
+}
+
+// The route's require_client_cert, access rules and limits, for the route
+// that takes the request (`limited`: what the exchange then holds); the
+// answer when one refuses it.
+std::optional<LocalAnswer> check_route(const SessionEnv& env, const ConnectionInfo& info, RequestRecord& record,
+                                       const config::Route& route, LimitDecision& limited) {
+  if (route.require_client_cert && (info.client_cert == nullptr || !info.client_cert->verified())) {
+    return LocalAnswer{403};
+  }
+  if (route.access.empty() && route.limit_req.empty() && route.limit_conn.empty()) return std::nullopt;
+  limited = check_route_limits(*env.config, env.limits, route, info, record);
+  if (limited.status == 0) return std::nullopt;
+  if (env.counters) env.counters->count_limited(limited.status);
+  LocalAnswer answer{limited.status};
+  answer.retry_after = limited.retry_after_s;
+  return answer;
+}
+
+// The exchange of a route with an upstream (`upstream`, an index into
+// Config::upstreams), holding what its limits gave (`limited`).
+Admission proxy_to(const SessionEnv& env, ExchangeSink* sink, RequestRecord& record, const config::Route& route,
+                   size_t upstream, const NormalizedTarget& normalized, const RouteHeaders* rules,
+                   LimitDecision& limited) {
+  RequestHead& head = record.head;
+  if (!head.upgrade.empty()) {
+    // Only the route's upgrade tokens open a tunnel; any other Upgrade is
+    // dropped (hop-by-hop) and the request forwarded as an ordinary one.
+    const auto& allowed = route.upgrade;
+    if (std::find(allowed.begin(), allowed.end(), head.upgrade) == allowed.end()) {
+      // An RFC 8441 extended CONNECT has no ordinary request to fall back to.
+      if (head.extended_connect) return {nullptr, {400}};
+      head.upgrade.clear();
+    }
+  }
+  if (route.pass_normalized && normalized.changed) {
+    head.upstream_target.reserve(normalized.path.size() + normalized.query.size());
+    head.upstream_target.assign(normalized.path);
+    head.upstream_target.append(normalized.query);
+  }
+  const config::Compression& compression = route.compression;
+  std::unique_ptr<ProxyExchange> exchange =
+      forward(env, sink, record, upstream, rules, compression.encodings.empty() ? nullptr : &compression);
+  if (limited.wait_ms != 0 || !limited.slots.empty()) {
+    exchange->hold_limits(std::move(limited.slots), limited.wait_ms);
+  }
+  if (!limited.remote.empty() && env.remote_limiter != nullptr) {
+    exchange->check_remote_limits(env.remote_limiter, env.config, env.limits, std::move(limited.remote),
+                                  env.counters);
+  }
+  return {std::move(exchange), {}};
+}
+
+// A RouteAction::Files route's answer (admit()'s comment).
+Admission serve_files(const SessionEnv& env, ExchangeSink* sink, RequestRecord& record, const config::Route& route,
+                      const NormalizedTarget& normalized, const RouteHeaders* rules) {
+  const RequestHead& head = record.head;
+  record.route_headers = rules;
+  if (head.method != "GET" && head.method != "HEAD") {
+    LocalAnswer answer{405};
+    answer.allow = "GET, HEAD";
+    return {nullptr, std::move(answer)};
+  }
+  const std::string accept = route.files->precompressed.empty() ? std::string() : accept_encoding_of(head);
+  files::Resolution found = files::resolve(route, normalized.path, normalized.query, accept);
+  switch (found.kind) {
+    case files::Resolution::Kind::File:
+      return {std::make_unique<FileExchange>(env.loop, sink, *route.files, std::move(found), record,
+                                             rules ? &rules->response : nullptr),
+              {}};
+    case files::Resolution::Kind::Redirect:
+      return {nullptr, {301, nullptr, std::move(found.location)}};
+    case files::Resolution::Kind::Route: {
+      // As if the named route had taken the request: its checks, rules and upstream.
+      const config::Route& fallback = env.config->routes[found.route];
+      const ConnectionInfo& info = sink->connection_info();
+      record.route = static_cast<uint32_t>(found.route);
+      LimitDecision limited;
+      if (auto refused = check_route(env, info, record, fallback, limited)) return {nullptr, std::move(*refused)};
+      const RouteHeaders* fallback_rules = env.headers ? &env.headers->route(found.route, info.scheme) : nullptr;
+      for (size_t i = 0; i < env.config->upstreams.size(); ++i) {
+        if (env.config->upstreams[i].name == fallback.upstream) {
+          return proxy_to(env, sink, record, fallback, i, normalized, fallback_rules, limited);
+        }
+      }
+      return {nullptr, {502}};  // the loader makes sure it exists
+    }
+    case files::Resolution::Kind::Status:
+      break;
+  }
+  if (!found.error.empty()) {
+    log::info("route {}: {} {}: {} ({})", route.name, head.method, normalized.path, found.status, found.error);
+  }
+  return {nullptr, {found.status}};
 }
 
 std::optional<size_t> upstream_index(const config::Config& cfg, std::string_view name) {
@@ -123,8 +231,9 @@ Admission admit(const SessionEnv& env, ExchangeSink* sink, RequestRecord& record
     if (!cleartext->acme_upstream.empty() && normalized.path.starts_with(kAcmeChallenge)) {
       if (auto upstream = upstream_index(*env.config, cleartext->acme_upstream)) {
         head.upgrade.clear();
-        return forward(env, sink, record, *upstream, env.headers ? &env.headers->unrouted(info.scheme) : nullptr,
-                       nullptr);
+        return {forward(env, sink, record, *upstream, env.headers ? &env.headers->unrouted(info.scheme) : nullptr,
+                        nullptr),
+                {}};
       }
     }
     if (cleartext->redirect_https) return redirect_to_https(*cleartext, record);
@@ -132,21 +241,14 @@ Admission admit(const SessionEnv& env, ExchangeSink* sink, RequestRecord& record
   auto route = env.router->match(head.host, head.method, normalized.path);
   if (!route) return {nullptr, {404}};
   record.route = static_cast<uint32_t>(route->route);
-  if (route->require_client_cert && (info.client_cert == nullptr || !info.client_cert->verified())) {
-    return {nullptr, {403}};
-  }
   const config::Route& route_config = env.config->routes[route->route];
   LimitDecision limited;
-  if (!route_config.access.empty() || !route_config.limit_req.empty() || !route_config.limit_conn.empty()) {
-    limited = check_route_limits(*env.config, env.limits, route_config, info, record);
-    if (limited.status != 0) {
-      if (env.counters) env.counters->count_limited(limited.status);
-      LocalAnswer answer{limited.status};
-      answer.retry_after = limited.retry_after_s;
-      return {nullptr, std::move(answer)};
-    }
-  }
+  if (auto refused = check_route(env, info, record, route_config, limited)) return {nullptr, std::move(*refused)};
   const RouteHeaders* rules = env.headers ? &env.headers->route(route->route, info.scheme) : nullptr;
+  if (route->action == config::RouteAction::Files) {
+    head.upgrade.clear();
+    return serve_files(env, sink, record, route_config, normalized, rules);
+  }
   if (route->action != config::RouteAction::Proxy) {
     record.route_headers = rules;
     LocalAnswer answer{route->answer->status, route->answer};
@@ -155,32 +257,7 @@ Admission admit(const SessionEnv& env, ExchangeSink* sink, RequestRecord& record
     }
     return {nullptr, std::move(answer)};
   }
-  if (!head.upgrade.empty()) {
-    // Only the route's upgrade tokens open a tunnel; any other Upgrade is
-    // dropped (hop-by-hop) and the request forwarded as an ordinary one.
-    const auto& allowed = route_config.upgrade;
-    if (std::find(allowed.begin(), allowed.end(), head.upgrade) == allowed.end()) {
-      // An RFC 8441 extended CONNECT has no ordinary request to fall back to.
-      if (head.extended_connect) return {nullptr, {400}};
-      head.upgrade.clear();
-    }
-  }
-  if (route->pass_normalized && normalized.changed) {
-    head.upstream_target.reserve(normalized.path.size() + normalized.query.size());
-    head.upstream_target.assign(normalized.path);
-    head.upstream_target.append(normalized.query);
-  }
-  const config::Compression& compression = route_config.compression;
-  Admission admission =
-      forward(env, sink, record, route->upstream, rules, compression.encodings.empty() ? nullptr : &compression);
-  if (limited.wait_ms != 0 || !limited.slots.empty()) {
-    admission.exchange->hold_limits(std::move(limited.slots), limited.wait_ms);
-  }
-  if (!limited.remote.empty() && env.remote_limiter != nullptr) {
-    admission.exchange->check_remote_limits(env.remote_limiter, env.config, env.limits, std::move(limited.remote),
-                                            env.counters);
-  }
-  return admission;
+  return proxy_to(env, sink, record, route_config, route->upstream, normalized, rules, limited);
 }
 
 const HeaderEdit* local_answer_edit(const SessionEnv& env, const ConnectionInfo& info, const RequestRecord& record) {

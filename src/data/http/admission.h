@@ -7,6 +7,7 @@
 
 #include <memory>
 
+#include "data/http/exchange.h"
 #include "data/http/exchange_sink.h"
 #include "data/http/local_answer.h"
 #include "data/http/proxy_exchange.h"
@@ -52,8 +53,14 @@ int refused_method(const RequestHead& head);
 // (any other method: RFC 9110 §15.4.9, the method and body are kept) to
 // https://$host[:https_port]$request_uri, or 400 when the host is missing
 // or not redirectable_host() — never a redirect to a malformed host.
+//
+// A route with root or alias (RouteAction::Files) answers GET and HEAD
+// (anything else: 405 with Allow) from the file files::resolve() opens: a
+// FileExchange (data/http/file_exchange.h), or its 301 to a directory's
+// "/", its 403/404/5xx (the cause logged), or try_files' "@name": the
+// request is forwarded as that route would forward it.
 struct Admission {
-  std::unique_ptr<ProxyExchange> exchange;
+  std::unique_ptr<Exchange> exchange;
   LocalAnswer answer;  // when exchange is null
 };
 Admission admit(const SessionEnv& env, ExchangeSink* sink, RequestRecord& record);

@@ -59,7 +59,7 @@ Http1Session::~Http1Session() {
     if (record().status == 0) record().status = draining ? 503 : 499;
     log_request();
   }
-  ProxyExchange::retire(exchange_);
+  Exchange::retire(exchange_);
 }
 
 bool Http1Session::wants_input() const {
@@ -137,7 +137,7 @@ void Http1Session::execute(std::string_view data) {
 }
 
 void Http1Session::respond_local(LocalAnswer answer) {
-  ProxyExchange::retire(exchange_, &record());
+  Exchange::retire(exchange_, &record());
   local_answer_.reset();
   // A request whose body we did not read leaves the connection unusable.
   if (in_request()) close_after_response();
@@ -538,7 +538,7 @@ bool Http1Session::close_if_idle() {
 }
 
 void Http1Session::log_request() {
-  ProxyExchange::retire(exchange_, &record());
+  Exchange::retire(exchange_, &record());
   const std::string_view protocol = record().head.version_minor == 0 ? "HTTP/1.0" : "HTTP/1.1";
   record().log_completed(env_, info_, protocol, 0, info_.requests == 1);
 }

@@ -162,7 +162,7 @@ class Http1Session final : public ClientSession, public ExchangeSink, public Flu
     return *record_;
   }
   std::unique_ptr<RequestRecord> record_;
-  std::unique_ptr<ProxyExchange> exchange_;
+  std::unique_ptr<Exchange> exchange_;
   std::optional<int> rejection_;    // the status a parser hook refused the request with
   std::optional<LocalAnswer> local_answer_;  // answered without an upstream once the message is read (404, 301)
   std::string pending_input_;        // pipelined bytes parsed after this response

@@ -29,7 +29,7 @@ Http2Stream::~Http2Stream() {
   // The session may be gone already (its streams are freed after it).
   LoopContext::of(loop_).cancel_flush(this);
   upstream::UpstreamTunnel::retire(tunnel_);
-  ProxyExchange::retire(exchange_);
+  Exchange::retire(exchange_);
 }
 
 void Http2Stream::flush() {
@@ -490,7 +490,7 @@ ssize_t Http2Stream::read_response(uint8_t* buf, size_t length, uint32_t* data_f
 }
 
 void Http2Stream::respond_local(const LocalAnswer& answer) {
-  ProxyExchange::retire(exchange_, &record_);
+  Exchange::retire(exchange_, &record_);
   drop_held_body();  // the unread request body is discarded and acknowledged
   if (response_ != ResponsePhase::None) {
     reset(NGHTTP2_INTERNAL_ERROR);
@@ -541,7 +541,7 @@ void Http2Stream::on_closed(uint32_t error_code) {
   const bool by_client = client_reset || error_code == NGHTTP2_CANCEL;
   transition(end_, StreamEnd::Closed);
   tunnel_timer_.close();
-  ProxyExchange::retire(exchange_, &record_);
+  Exchange::retire(exchange_, &record_);
   upstream::UpstreamTunnel::retire(tunnel_);
   record_.bytes_sent += bytes_out_;
   // A tunnel ends when either side ends it: a client's RST_STREAM too.

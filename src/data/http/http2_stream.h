@@ -233,7 +233,7 @@ class Http2Stream final : public Deletable, public ExchangeSink, public Flushabl
   std::string websocket_accept_;  // what the upstream's 101 must carry ("" : not checked)
   LazyTimer tunnel_timer_;        // timeouts.tunnel, from open_tunnel on
   size_t header_bytes_ = 0;  // RFC 9113 §6.5.2 sizes, against max_header_list_size
-  std::unique_ptr<ProxyExchange> exchange_;
+  std::unique_ptr<Exchange> exchange_;
   // A tunnel's upstream side, taken from its exchange (flush()).
   std::unique_ptr<upstream::UpstreamTunnel> tunnel_;
   std::string early_body_;  // DATA received while Pending

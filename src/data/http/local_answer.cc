@@ -19,6 +19,7 @@ void build_local_answer(const SessionEnv& env, const ConnectionInfo& info, const
   if (answer.retry_after != 0) {
     head.headers.push_back(Header{"Retry-After", std::to_string(answer.retry_after), HeaderToken::Other});
   }
+  if (answer.allow != nullptr) head.headers.push_back(Header{"Allow", answer.allow, HeaderToken::Other});
   const HeaderEdit* edit = nullptr;
   if (answer.fixed != nullptr && record.route_headers != nullptr) {
     edit = &record.route_headers->response;

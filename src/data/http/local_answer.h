@@ -30,6 +30,7 @@ struct LocalAnswer {
   const config::FixedAnswer* fixed = nullptr;
   std::string location;  // the Location field of a redirect, expanded; "" = none
   uint32_t retry_after = 0;  // a 429's Retry-After in seconds (RFC 9110 §10.2.3); 0 = none
+  const char* allow = nullptr;  // a 405's Allow field (RFC 9110 §15.5.6); null = none
 };
 
 // The head (status, Server, Content-Type, Location, the rules' fields,

@@ -44,7 +44,7 @@ upstream::UpstreamRequestHead encode_head(ExchangeSink* sink, const upstream::Up
 ProxyExchange::ProxyExchange(uv_loop_t* loop, ExchangeSink* sink, upstream::UpstreamGroup* group,
                              const RequestHead& head, const ExchangeHeaders& headers,
                              const config::Compression* compression, CompressionBudget* budget)
-    : loop_(loop),
+    : Exchange(loop),
       sink_(sink),
       group_(group),
       record_(headers.record),
@@ -87,23 +87,25 @@ void ProxyExchange::count_load(bool on) {
 }
 
 void ProxyExchange::retire(std::unique_ptr<ProxyExchange>& exchange, RequestRecord* record) {
-  if (!exchange) return;
-  exchange->cancel();
-  if (record) record->upstream = std::make_unique<UpstreamStats>(std::move(exchange->stats_));
-  uv_loop_t* loop = exchange->loop_;
-  LoopContext::of(loop).defer_delete(std::move(exchange));
+  std::unique_ptr<Exchange> base(std::move(exchange));
+  Exchange::retire(base, record);
 }
 
-std::unique_ptr<upstream::UpstreamTunnel> ProxyExchange::take_tunnel(std::unique_ptr<ProxyExchange>& exchange,
+void ProxyExchange::record_into(RequestRecord& record) {
+  record.upstream = std::make_unique<UpstreamStats>(std::move(stats_));
+}
+
+std::unique_ptr<upstream::UpstreamTunnel> ProxyExchange::take_tunnel(std::unique_ptr<Exchange>& exchange,
                                                                      upstream::UpstreamHandler* handler,
                                                                      RequestRecord& record) {
-  if (!exchange || exchange->phase_ != Phase::Tunnel || !exchange->channel_) return nullptr;
+  ProxyExchange* proxy = exchange ? exchange->as_proxy() : nullptr;
+  if (proxy == nullptr || proxy->phase_ != Phase::Tunnel || !proxy->channel_) return nullptr;
   // In Phase::Tunnel the channel is the tunnel the 101 handed over
   // (on_upstream_tunnel comes before the 101's on_upstream_head).
-  std::unique_ptr<upstream::UpstreamTunnel> tunnel(static_cast<upstream::UpstreamTunnel*>(exchange->channel_.release()));
+  std::unique_ptr<upstream::UpstreamTunnel> tunnel(static_cast<upstream::UpstreamTunnel*>(proxy->channel_.release()));
   tunnel->set_handler(handler);
-  tunnel->set_attempt_start(exchange->attempt_start_);
-  retire(exchange, &record);
+  tunnel->set_attempt_start(proxy->attempt_start_);
+  Exchange::retire(exchange, &record);
   return tunnel;
 }
 

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "data/http/compression_budget.h"
+#include "data/http/exchange.h"
 #include "data/http/exchange_sink.h"
 #include "data/http/request_limits.h"
 #include "data/http/request_record.h"
@@ -81,7 +82,7 @@ struct ExchangeHeaders {
   EarlyData early = EarlyData::None;
 };
 
-class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Handler {
+class ProxyExchange final : public Exchange, private upstream::UpstreamConnection::Handler {
  public:
   // Where the exchange is (docs/ARCHITECTURE.md, "The request path"):
   //   Created      -> Connecting (start) | Done (no server to try)
@@ -126,17 +127,14 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
                 CompressionBudget* budget = nullptr);
   ~ProxyExchange() override;
 
-  // Cancels `exchange` (when set) and hands it to the loop's deferred
-  // delete: the one way a session lets go of its exchange, so none is ever
-  // freed inside its own upstream callback. With `record`, the exchange's
-  // upstream stats move into record->upstream first, for the access log.
+  // Exchange::retire for a ProxyExchange held as one (unit tests).
   static void retire(std::unique_ptr<ProxyExchange>& exchange, RequestRecord* record = nullptr);
   // Phase::Tunnel, once the 101's read is over: the tunnel's upstream side
   // goes to `handler` (its events come there from now on; its response_ms()
   // counts from the exchange's last attempt), and the exchange is retired
   // into `record` as by retire(). Null, with the exchange left as it is, in
   // any other phase. Sessions drive their tunnels without the exchange.
-  static std::unique_ptr<upstream::UpstreamTunnel> take_tunnel(std::unique_ptr<ProxyExchange>& exchange,
+  static std::unique_ptr<upstream::UpstreamTunnel> take_tunnel(std::unique_ptr<Exchange>& exchange,
                                                                upstream::UpstreamHandler* handler,
                                                                RequestRecord& record);
 
@@ -153,39 +151,42 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   // Sends the request head upstream (an EarlyData::Hold request in early
   // data: once on_handshake_done() is called). Failures are reported through
   // the sink.
-  void start();
+  void start() override;
   // The client's TLS handshake completed: a Held request goes up now,
   // without Early-Data.
-  void on_handshake_done();
+  void on_handshake_done() override;
   // Request body bytes as decoded by the client parser (chunk framing removed).
-  void on_request_body(std::string_view data);
+  void on_request_body(std::string_view data) override;
   // The client's request trailers (HTTP/2 clients: RFC 9113 §8.1), before
   // on_request_complete(). Forwarded to an h2c upstream, and to an
   // HTTP/1.1 upstream in the chunked request's trailer section (RFC 9112
   // §7.1.2); dropped when the request went up with a Content-Length (no
   // trailer section), or all of them when one is malformed.
-  void on_request_trailers(std::vector<Header>&& trailers);
-  void on_request_complete();
+  void on_request_trailers(std::vector<Header>&& trailers) override;
+  void on_request_complete() override;
   // True while the upstream write queue is above its high watermark: the
   // session stops reading the client until ExchangeSink::on_request_body_writable.
-  bool request_body_congested() const;
+  bool request_body_congested() const override;
   // Tunnel bytes from the client (after ExchangeSink::open_tunnel), sent up
   // as they are; the same backpressure as a request body.
-  void on_tunnel_data(std::string_view data);
+  void on_tunnel_data(std::string_view data) override;
   // The client ended its side of the tunnel (HTTP/2 END_STREAM): a FIN to
   // the upstream once what it sent is written (RFC 9113 §8.5); the
   // upstream's bytes keep coming until its own close.
-  void on_tunnel_end();
+  void on_tunnel_end() override;
   // The client side drained: resume reading the upstream response.
-  void on_output_drained();
+  void on_output_drained() override;
   // The client went away or the session failed: close the upstream connection,
   // make no further sink calls. Idempotent.
-  void cancel();
+  void cancel() override;
 
+  ProxyExchange* as_proxy() override { return this; }
   const UpstreamStats& stats() const { return stats_; }
   Phase phase() const { return phase_; }
 
  private:
+  // The upstream stats move into record.upstream.
+  void record_into(RequestRecord& record) override;
   // Picks a server and attempts it (start() once nothing holds it).
   void begin();
   // start() after any limit_req wait: Held, or begin().
@@ -232,7 +233,6 @@ class ProxyExchange : public Deletable, private upstream::UpstreamConnection::Ha
   void on_upstream_writable() override;
   void on_upstream_tunnel(std::unique_ptr<upstream::UpstreamTunnel> tunnel) override;
 
-  uv_loop_t* loop_;
   ExchangeSink* sink_;
   upstream::UpstreamGroup* group_;
   const HeaderEdit* response_edit_ = nullptr;  // null: none

@@ -94,6 +94,8 @@ std::string action_text(const config::Route& r) {
              std::to_string(r.answer.body.size()) + " bytes";
     case config::RouteAction::Redirect:
       return "redirect " + std::to_string(r.answer.status) + " \"" + location_text(r.answer.location) + "\"";
+    case config::RouteAction::Files:
+      return std::string(r.files->alias ? "alias" : "root") + " \"" + r.files->dir + "\"";
   }
   return "?";
 }

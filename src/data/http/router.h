@@ -1,5 +1,5 @@
-// Router: maps (Host, method, normalized path) to a route — an upstream or
-// the route's fixed answer (return, redirect) — by the [[route]] table, first match in file order. Built once per
+// Router: maps (Host, method, normalized path) to a route — an upstream,
+// the route's fixed answer (return, redirect) or its files (root, alias) — by the [[route]] table, first match in file order. Built once per
 // Generation; read-only afterwards.
 //
 // A route matches when all of its keys do:
@@ -43,7 +43,8 @@ class Router {
 
   // One line per route for `tlsfront --test`: "route[0] (file:line:col):
   // host *.example.com, methods GET HEAD, path_prefix "/api/" -> upstream "api""
-  // (or "-> return 200, text/plain, 2 bytes", "-> redirect 301 "https://$host$request_uri""),
+  // (or "-> return 200, text/plain, 2 bytes", "-> redirect 301 "https://$host$request_uri"",
+  // "-> root "/srv/www""),
   // then "; metrics route="<its label>"" (config::Route::name).
   std::vector<std::string> table() const;
   // Routes that can never match: a path_prefix/path_exact no normalized path

@@ -72,11 +72,11 @@ return = { status = 204 }
 
 TEST(LoaderFixedAnswer, ExactlyOneAction) {
   EXPECT_EQ(load_error(with("return = { status = 200 }\n")),
-            "t.toml:14:1: route[0].return: only one of upstream, return and redirect per route (upstream is set too)");
+            "t.toml:14:1: route[0].return: only one of upstream, return, redirect, root and alias per route (upstream is set too)");
   EXPECT_EQ(load_error(with("[[route]]\nreturn = { status = 200 }\nredirect = { status = 301, location = \"/\" }\n")),
-            "t.toml:16:1: route[1].redirect: only one of upstream, return and redirect per route (return is set too)");
+            "t.toml:16:1: route[1].redirect: only one of upstream, return, redirect, root and alias per route (return is set too)");
   EXPECT_EQ(load_error(with("[[route]]\npath_prefix = \"/x\"\n")),
-            "t.toml:14:1: route[1].upstream: missing required key (a route has one of upstream, return and redirect)");
+            "t.toml:14:1: route[1].upstream: missing required key (a route has one of upstream, return, redirect, root and alias)");
   EXPECT_EQ(load_error(with("[[route]]\nreturn = { status = 200 }\npass_normalized = true\n")),
             "t.toml:16:1: route[1].pass_normalized: does nothing in a route with return (nothing goes upstream)");
   EXPECT_EQ(load_error(with("[[route]]\nredirect = { status = 301, location = \"/\" }\n"

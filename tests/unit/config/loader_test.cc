@@ -433,7 +433,7 @@ servers = ["127.0.0.1:1"]
 [[route]]
 host = "a"
 )"),
-            "t.toml:9:1: route[0].upstream: missing required key (a route has one of upstream, return and redirect)");
+            "t.toml:9:1: route[0].upstream: missing required key (a route has one of upstream, return, redirect, root and alias)");
 }
 
 TEST(Loader, TlsProtocols) {

@@ -66,7 +66,7 @@ TEST(NginxImport, LocationsBecomeRoutesInNginxsOrder) {
   EXPECT_REPORTS(r, "n.conf:10: proxy_pass: not carried over: proxy_pass with variables (no route)\n");
   EXPECT_REPORTS(r, "n.conf:11: proxy_pass: not carried over: invalid address \"10.0.0.256:80\"");
   EXPECT_REPORTS(r, "n.conf:12: proxy_pass: not carried over: with the URI /other/ nginx replaces the location's prefix /u/");
-  EXPECT_REPORTS(r, "n.conf:12: location: no route: no usable proxy_pass, grpc_pass or return in it");
+  EXPECT_REPORTS(r, "n.conf:12: location: no route: no usable proxy_pass, grpc_pass, return or root in it");
   EXPECT_REPORTS(r, "n.conf:13: location: not carried over: regex location: RE2 cannot compile \"/(v[0-9]+)/x/\\\\1\" (");
   EXPECT_REPORTS(r, "n.conf:15: location: carried over, but its requests go to the route of ^~ /a/b/ (tried first); nginx takes the longer prefix\n");
 }

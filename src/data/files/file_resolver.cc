@@ -1,0 +1,269 @@
+#include "data/files/file_resolver.h"
+
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "message/accept_encoding.h"
+
+namespace tlsfront::files {
+
+Fd& Fd::operator=(Fd&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = o.release();
+  }
+  return *this;
+}
+
+Fd::~Fd() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+namespace {
+
+int hex(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+enum class Outcome { Found, Missing, Refused };
+
+struct Opened {
+  Outcome outcome = Outcome::Missing;
+  int status = 404;
+  std::string error;
+  Fd fd;
+  struct stat st {};
+};
+
+// Opens `rel` (relative, no leading "/") beneath `dir`.
+Opened open_beneath(int dir, const std::string& rel, bool follow) {
+  Opened o;
+  struct open_how how {};
+  how.flags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
+  how.resolve = follow ? 0 : (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+  const char* name = rel.empty() ? "." : rel.c_str();
+  const long fd = syscall(SYS_openat2, dir, name, &how, sizeof how);
+  if (fd < 0) {
+    const int e = errno;
+    switch (e) {
+      case ENOENT:
+      case ENOTDIR:
+      case ENAMETOOLONG:
+        o.outcome = Outcome::Missing;
+        o.status = 404;
+        break;
+      case ELOOP:
+      case EXDEV:
+        o.outcome = Outcome::Refused;
+        o.status = 403;
+        o.error = "symbolic link refused (follow_symlinks = false)";
+        return o;
+      case EACCES:
+      case EPERM:
+        o.outcome = Outcome::Refused;
+        o.status = 403;
+        break;
+      case EMFILE:
+      case ENFILE:
+        o.outcome = Outcome::Refused;
+        o.status = 503;
+        break;
+      default:
+        o.outcome = Outcome::Refused;
+        o.status = 500;
+    }
+    o.error = std::strerror(e);
+    return o;
+  }
+  o.fd = Fd(static_cast<int>(fd));
+  if (fstat(o.fd.get(), &o.st) != 0) {
+    o.outcome = Outcome::Refused;
+    o.status = 500;
+    o.error = std::strerror(errno);
+    return o;
+  }
+  if (!S_ISREG(o.st.st_mode) && !S_ISDIR(o.st.st_mode)) {
+    o.outcome = Outcome::Refused;
+    o.status = 403;
+    o.error = "not a regular file";
+    o.fd = Fd();
+    return o;
+  }
+  o.outcome = Outcome::Found;
+  return o;
+}
+
+bool has_dot_segment(std::string_view rel) {
+  for (size_t i = 0; i < rel.size(); ++i) {
+    if (rel[i] == '.' && (i == 0 || rel[i - 1] == '/')) return true;
+  }
+  return false;
+}
+
+struct Resolver {
+  const config::FileRoute& f;
+  std::string_view accept_encoding;
+  int dir = -1;
+  Resolution out;
+
+  // Tries `rel`: a regular file, or a directory's index when `rel` ends in
+  // "/" or `index_only`. True when it decided (found, or refused); false:
+  // not found, try the next.
+  bool attempt(std::string rel, bool index_only) {
+    while (!rel.empty() && rel.front() == '/') rel.erase(0, 1);
+    if (!f.dotfiles && has_dot_segment(rel)) return false;
+    const bool slash = rel.empty() || rel.back() == '/';
+    Opened o = open_beneath(dir, rel, f.follow_symlinks);
+    if (o.outcome == Outcome::Missing) return false;
+    if (o.outcome == Outcome::Refused) return refuse(o.status, std::move(o.error));
+    if (S_ISDIR(o.st.st_mode)) {
+      if (!slash && !index_only) return false;  // handled by the caller
+      for (const std::string& name : f.index) {
+        std::string index = rel;
+        if (!index.empty() && index.back() != '/') index += '/';
+        index += name;
+        if (!f.dotfiles && has_dot_segment(index)) continue;
+        Opened i = open_beneath(dir, index, f.follow_symlinks);
+        if (i.outcome == Outcome::Missing || (i.outcome == Outcome::Found && S_ISDIR(i.st.st_mode))) continue;
+        if (i.outcome == Outcome::Refused) return refuse(i.status, std::move(i.error));
+        return found(std::move(index), std::move(i));
+      }
+      return false;
+    }
+    if (slash) return false;  // "/a.css/": not a directory
+    return found(std::move(rel), std::move(o));
+  }
+
+  bool refuse(int status, std::string error) {
+    out.kind = Resolution::Kind::Status;
+    out.status = status;
+    out.error = std::move(error);
+    return true;
+  }
+
+  bool found(std::string rel, Opened o) {
+    out.kind = Resolution::Kind::File;
+    out.file = std::move(o.fd);
+    out.st = o.st;
+    // Precompressed variant: the first listed the client accepts, if it is
+    // a regular file not older than the original.
+    for (const std::string& coding : f.precompressed) {
+      if (http::accept_weight(accept_encoding, coding) <= 0) continue;
+      Opened v = open_beneath(dir, rel + (coding == "br" ? ".br" : ".gz"), f.follow_symlinks);
+      if (v.outcome != Outcome::Found || !S_ISREG(v.st.st_mode)) continue;
+      if (v.st.st_mtim.tv_sec < o.st.st_mtim.tv_sec) continue;
+      out.file = std::move(v.fd);
+      out.st = v.st;
+      out.coding = coding == "br" ? "br" : "gzip";
+      break;
+    }
+    out.type_path = std::move(rel);
+    return true;
+  }
+};
+
+// `uri` with "$uri" replaced by `path`.
+std::string substitute(std::string_view entry, std::string_view path) {
+  std::string s;
+  for (size_t at; (at = entry.find("$uri")) != std::string_view::npos;) {
+    s.append(entry.substr(0, at));
+    s.append(path);
+    entry.remove_prefix(at + 4);
+  }
+  s.append(entry);
+  return s;
+}
+
+}  // namespace
+
+bool percent_decode(std::string_view path, std::string& out) {
+  out.clear();
+  out.reserve(path.size());
+  for (size_t i = 0; i < path.size(); ++i) {
+    if (path[i] != '%') {
+      out += path[i];
+      continue;
+    }
+    if (i + 2 >= path.size()) return false;
+    const int hi = hex(path[i + 1]), lo = hex(path[i + 2]);
+    if (hi < 0 || lo < 0) return false;
+    const char c = static_cast<char>(hi * 16 + lo);
+    if (c == '\0') return false;
+    out += c;
+    i += 2;
+  }
+  return true;
+}
+
+Resolution resolve(const config::Route& route, std::string_view path, std::string_view query,
+                   std::string_view accept_encoding) {
+  const config::FileRoute& f = *route.files;
+  Resolver r{f, accept_encoding, -1, {}};
+  std::string decoded;
+  if (!percent_decode(path, decoded) || decoded.find('/') != 0) {
+    r.out.status = 400;
+    return std::move(r.out);
+  }
+  // $uri: the path beneath the directory (alias: after the route's prefix).
+  std::string uri = decoded;
+  if (f.alias) {
+    uri = decoded.substr(std::min(route.path.size(), decoded.size()));
+    if (uri.empty() || uri.front() != '/') uri = "/" + uri;
+  }
+  Fd dir(::open(f.dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!dir) {
+    r.out.status = errno == ENOENT ? 404 : 403;
+    r.out.error = std::string("root: ") + std::strerror(errno);
+    return std::move(r.out);
+  }
+  r.dir = dir.get();
+  if (f.try_files.empty()) {
+    if (r.attempt(uri, false)) return std::move(r.out);
+    // A directory without its "/": nginx's 301 to the path with it.
+    if (uri.back() != '/' && (f.dotfiles || !has_dot_segment(uri))) {
+      Opened o = open_beneath(r.dir, uri.substr(1), f.follow_symlinks);
+      if (o.outcome == Outcome::Found && S_ISDIR(o.st.st_mode)) {
+        r.out.kind = Resolution::Kind::Redirect;
+        r.out.status = 301;
+        r.out.location.assign(path).append("/").append(query);
+        return std::move(r.out);
+      }
+    }
+    if (uri.back() == '/') {
+      Opened o = open_beneath(r.dir, uri.substr(1), f.follow_symlinks);
+      if (o.outcome == Outcome::Found && S_ISDIR(o.st.st_mode)) {
+        r.out.status = 403;  // no index file; listing is never made
+        r.out.error = "directory without an index file";
+        return std::move(r.out);
+      }
+    }
+    r.out.status = 404;
+    return std::move(r.out);
+  }
+  for (const std::string& entry : f.try_files) {
+    const std::string p = substitute(entry, uri);
+    if (r.attempt(p, p.ends_with("/"))) return std::move(r.out);
+  }
+  if (f.fallback_route) {
+    r.out.kind = Resolution::Kind::Route;
+    r.out.route = *f.fallback_route;
+    return std::move(r.out);
+  }
+  if (!f.fallback_path.empty()) {
+    if (r.attempt(substitute(f.fallback_path, uri), false)) return std::move(r.out);
+    r.out.status = 404;
+    return std::move(r.out);
+  }
+  r.out.status = f.fallback_status;
+  return std::move(r.out);
+}
+
+}  // namespace tlsfront::files

@@ -1,0 +1,125 @@
+#include "data/http/file_exchange.h"
+
+#include <ctime>
+
+#include "data/files/file_rules.h"
+#include "data/files/mime_types.h"
+#include "data/http/header_plan.h"
+#include "log/log.h"
+
+namespace tlsfront::http {
+namespace {
+
+void add(ResponseHead& head, std::string name, std::string value) {
+  head.headers.push_back(Header{std::move(name), std::move(value), HeaderToken::Other});
+}
+
+}  // namespace
+
+FileExchange::FileExchange(uv_loop_t* loop, ExchangeSink* sink, const config::FileRoute& route,
+                           files::Resolution&& file, const RequestRecord& record, const HeaderEdit* response_edit)
+    : Exchange(loop), sink_(sink), route_(route), file_(std::move(file)), record_(record),
+      response_edit_(response_edit) {}
+
+FileExchange::~FileExchange() { LoopContext::of(loop_).cancel_flush(this); }
+
+void FileExchange::start() {}
+
+void FileExchange::on_request_complete() { LoopContext::of(loop_).schedule_flush(this); }
+
+void FileExchange::on_output_drained() { LoopContext::of(loop_).schedule_flush(this); }
+
+void FileExchange::flush() {
+  if (phase_ == Phase::Created) {
+    respond();
+  } else {
+    pump();
+  }
+}
+
+void FileExchange::respond() {
+  const struct stat& st = file_.st;
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  const time_t mtime = st.st_mtim.tv_sec;
+  const std::string etag =
+      files::strong_etag(static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec, size, file_.coding);
+  const files::FileAnswer answer = files::evaluate(files::preconditions_of(record_.head), etag, mtime, size);
+
+  ResponseHead head;
+  head.status = answer.status;
+  add(head, "Server", "tlsfront");
+  const time_t now = std::time(nullptr);
+  add(head, "Date", files::http_date(now));  // an origin server's (RFC 9110 §6.6.1)
+  const bool representation = answer.status == 200 || answer.status == 206 || answer.status == 304;
+  if (answer.status != 304 && answer.status != 412) {
+    add(head, "Content-Type", std::string(files::content_type_for(file_.type_path, route_.types)));
+  }
+  if (representation) {
+    add(head, "Last-Modified", files::http_date(mtime));
+    add(head, "ETag", etag);
+    if (!route_.precompressed.empty()) add(head, "Vary", "Accept-Encoding");
+    if (!file_.coding.empty() && answer.status != 304) add(head, "Content-Encoding", std::string(file_.coding));
+    if (route_.expires_s) {
+      add(head, "Expires", files::http_date(now + static_cast<time_t>(*route_.expires_s)));
+      add(head, "Cache-Control", "max-age=" + std::to_string(*route_.expires_s));
+    }
+  }
+  if (answer.status == 200 || answer.status == 206) add(head, "Accept-Ranges", "bytes");
+  if (answer.status == 206) {
+    add(head, "Content-Range", "bytes " + std::to_string(answer.offset) + "-" +
+                                   std::to_string(answer.offset + answer.length - 1) + "/" + std::to_string(size));
+  }
+  if (answer.status == 416) add(head, "Content-Range", "bytes */" + std::to_string(size));
+  if (response_edit_ != nullptr && !response_edit_->empty()) {
+    apply_edit(head.headers, *response_edit_, header_vars(sink_->connection_info(), record_));
+  }
+  // A 304's length is not stated (the selected representation's would be,
+  // RFC 9110 §8.6, but its Content-Encoding is not sent either); 412, 416:
+  // an empty body.
+  if (answer.status != 304) head.content_length = answer.length;
+  const bool body = record_.head.method != "HEAD" && answer.length > 0 &&
+                    (answer.status == 200 || answer.status == 206);
+  transition(phase_, body ? Phase::Streaming : Phase::Done);
+  ExchangeSink* sink = sink_;
+  sink->send_response_head(head, body);
+  if (!body) {
+    file_.file = files::Fd();
+    sink->end_response();
+    return;
+  }
+  if (phase_ != Phase::Streaming) return;  // cancelled by the head's write
+  reader_ = std::make_unique<files::FileReader>(loop_, std::move(file_.file), answer.offset, answer.length,
+                                                 static_cast<files::FileReader::Consumer*>(this));
+  pump();
+}
+
+void FileExchange::pump() {
+  if (phase_ == Phase::Streaming && reader_ && !sink_->output_congested()) reader_->read_more();
+}
+
+void FileExchange::on_file_data(std::string_view data) {
+  if (phase_ != Phase::Streaming) return;
+  sink_->send_response_body(data);
+  if (reader_ && reader_->remaining() > 0) pump();
+}
+
+void FileExchange::on_file_end() {
+  if (phase_ != Phase::Streaming) return;
+  transition(phase_, Phase::Done);
+  sink_->end_response();
+}
+
+void FileExchange::on_file_error(std::string_view why) {
+  if (phase_ != Phase::Streaming) return;
+  log::warn("file {}: {}; response cut short", file_.type_path, why);
+  transition(phase_, Phase::Done);
+  sink_->fail_response(500, why);
+}
+
+void FileExchange::cancel() {
+  // The reader stays until the exchange is deleted: cancel() may come from
+  // within its callback (a sink call that failed the client).
+  if (phase_ != Phase::Done) transition(phase_, Phase::Done);
+}
+
+}  // namespace tlsfront::http
