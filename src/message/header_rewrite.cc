@@ -133,6 +133,7 @@ std::string_view h2_name(HeaderToken token, std::string_view name) {
     case HeaderToken::XForwardedFor: return "x-forwarded-for";
     case HeaderToken::XRealIp: return "x-real-ip";
     case HeaderToken::XForwardedProto: return "x-forwarded-proto";
+    case HeaderToken::XRequestId: return "x-request-id";
     default: return name;
   }
 }

@@ -93,6 +93,30 @@ TEST(HeaderRewrite, StripsResponseHopByHopAndFraming) {
   EXPECT_EQ(hs[0].name, "Server");
 }
 
+// The usual Connection values (keep-alive, close) name no field to strip but
+// Keep-Alive; a field that happens to be named "Close" still goes with
+// "Connection: close" (RFC 9110 §7.6.1), and request fields alike.
+TEST(HeaderRewrite, ConnectionKeepAliveOrCloseStripsOnlyWhatTheyName) {
+  std::vector<Header> hs{h("Connection", "keep-alive"), h("Keep-Alive", "timeout=5"), h("Server", "b"),
+                         h("Content-Length", "3")};
+  strip_response_headers(hs);
+  ASSERT_EQ(hs.size(), 1u);
+  EXPECT_EQ(hs[0].name, "Server");
+  std::vector<Header> named{h("Connection", "close"), h("Close", "x"), h("Server", "b")};
+  strip_response_headers(named);
+  ASSERT_EQ(named.size(), 1u);
+  EXPECT_EQ(named[0].name, "Server");
+  EXPECT_EQ(rewrite(get({h("Host", "a"), h("Connection", "Keep-Alive"), h("Close", "x"), h("Accept", "*/*")})),
+            "GET /a?b=c HTTP/1.1\r\n"
+            "Host: a\r\n"
+            "Close: x\r\n"
+            "Accept: */*\r\n"
+            "X-Forwarded-For: 192.0.2.7\r\n"
+            "X-Real-IP: 192.0.2.7\r\n"
+            "X-Forwarded-Proto: https\r\n"
+            "\r\n");
+}
+
 TEST(HeaderRewrite, NoBodyResponses) {
   EXPECT_TRUE(response_has_no_body("HEAD", 200));
   EXPECT_TRUE(response_has_no_body("GET", 204));
