@@ -133,7 +133,6 @@ std::string_view h2_name(HeaderToken token, std::string_view name) {
     case HeaderToken::XForwardedFor: return "x-forwarded-for";
     case HeaderToken::XRealIp: return "x-real-ip";
     case HeaderToken::XForwardedProto: return "x-forwarded-proto";
-    case HeaderToken::XRequestId: return "x-request-id";
     default: return name;
   }
 }
@@ -226,7 +225,10 @@ void H2RequestFields::build(const RequestHead& head, const UpstreamRequestOption
           return;
         }
         name = h2_name(token, name);
-        add(name, value, per_message, has_upper(name), transient);
+        const bool upper = has_upper(name);
+        // The default request_id_header, without a copy per request.
+        if (upper && iequals(name, "x-request-id")) return add("x-request-id", value, per_message, false, transient);
+        add(name, value, per_message, upper, transient);
       });
   if (fields_[2].value.empty()) fields_.erase(fields_.begin() + 2);
   if (te_trailers) add("te", "trailers", false, false, false);

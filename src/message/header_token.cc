@@ -37,7 +37,6 @@ HeaderToken classify_header(std::string_view name) {
       if (is("connection")) return HeaderToken::Connection;
       if (is("keep-alive")) return HeaderToken::KeepAlive;
       return is("user-agent") ? HeaderToken::UserAgent : HeaderToken::Other;
-    case 12: return is("x-request-id") ? HeaderToken::XRequestId : HeaderToken::Other;
     case 14: return is("content-length") ? HeaderToken::ContentLength : HeaderToken::Other;
     case 15: return is("x-forwarded-for") ? HeaderToken::XForwardedFor : HeaderToken::Other;
     case 16: return is("proxy-connection") ? HeaderToken::ProxyConnection : HeaderToken::Other;

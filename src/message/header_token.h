@@ -25,7 +25,6 @@ enum class HeaderToken {
   XForwardedProto,
   XRealIp,
   UserAgent,
-  XRequestId,  // X-Request-ID: the default request_id_header
 };
 
 bool iequals(std::string_view a, std::string_view b);

@@ -27,7 +27,6 @@ const std::vector<std::pair<std::string, HeaderToken>> kKnown = {
     {"x-forwarded-proto", HeaderToken::XForwardedProto},
     {"x-real-ip", HeaderToken::XRealIp},
     {"user-agent", HeaderToken::UserAgent},
-    {"x-request-id", HeaderToken::XRequestId},
 };
 
 std::string upper(std::string s) {
