@@ -20,6 +20,7 @@ packages=(
   python3 util-linux  # scripts/bench-wan.sh (its summary; chrt) and the delay line's smoke test
   python3-grpcio  # gRPC client and service of the h2c upstream tests
   python3-h2  # a plain HTTP/2 (h2c) backend for the h2c upstream tests (tests/integration/peers/h2c_peer.py)
+  libmimalloc-dev  # the tlsfront binary's malloc (CMakeLists.txt TLSFRONT_ALLOCATOR; docs/ARCHITECTURE.md "Memory allocator")
   libc-ares-dev  # [[upstream]] servers by DNS name: the asynchronous resolver (control/upstream_resolver.h)
   dnsmasq-base  # a real DNS server on loopback for the resolver tests (answers changed mid-test)
   jq  # scripts/run.sh's suggested `tail -f build/logs/access.log | jq .`

@@ -13,7 +13,6 @@
 #include "tools/import_nginx_command.h"
 #include "tools/logstats_command.h"
 #include "tools/probe_command.h"
-#include "util/block_cache.h"
 
 namespace {
 
@@ -37,8 +36,6 @@ constexpr const char* kUsage =
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Before anything allocates through OpenSSL (util/block_cache.h).
-  tlsfront::block_cache::install();
   if (argc > 1 && !std::strcmp(argv[1], "logstats")) return tlsfront::tools::logstats_main(argc - 1, argv + 1);
   if (argc > 1 && !std::strcmp(argv[1], "probe")) return tlsfront::tools::probe_main(argc - 1, argv + 1);
   if (argc > 1 && !std::strcmp(argv[1], "cert")) return tlsfront::tools::cert_main(argc - 1, argv + 1);

@@ -8,6 +8,7 @@
 // Thread affinity: any thread (pure functions).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,6 +41,15 @@ struct UpstreamRequestOptions {
 // Appends the HTTP/1.1 request head to send upstream for `head` to `out`.
 void append_upstream_request_head(std::string& out, const RequestHead& head, const UpstreamRequestOptions& opts);
 
+// One field of a head sent over HTTP/2: views, lowercase names.
+struct FieldView {
+  std::string_view name;
+  std::string_view value;
+  bool no_index = false;  // as Header::no_index
+  uint8_t owned = 0;      // kOwnedName | kOwnedValue: the view is into H2RequestFields::text()
+  static constexpr uint8_t kOwnedName = 1, kOwnedValue = 2;
+};
+
 // The same request as HTTP/2 fields for an h2c or h2 upstream (RFC 9113
 // §8.3): :method, :scheme ("https" over TLS, else "http": the scheme of the
 // connection it goes on, RFC 9113 §8.3.1), :authority (from Host; omitted when there is
@@ -48,7 +58,38 @@ void append_upstream_request_head(std::string& out, const RequestHead& head, con
 // connection-specific field (§8.2.2) but "te: trailers" when the client's
 // TE asked for trailers (gRPC needs it); Content-Length when the length is
 // known. An Upgrade request goes as an ordinary one (HTTP/2 has none).
-std::vector<Header> upstream_h2_request_fields(const RequestHead& head, const UpstreamRequestOptions& opts);
+//
+// The fields are views, not copies: into `head` (a field whose name is
+// lowercase already, as every field of an HTTP/2 client's is, and every
+// value the client sent), into the strings of `opts` (the client's address,
+// the request ID, the default host) or into text(), which holds only what
+// is made here (a lowercased name, a joined X-Forwarded-For, a configured
+// field's value, the Content-Length digits). So `head` and what `opts`
+// points to must outlive the fields and stay unchanged while they are used;
+// a proxied request's head lives in its record for the exchange's life.
+// Building one allocates the field vector, and text() when something is
+// made (nothing for an HTTP/2 client's plain request; was a string per name
+// and value longer than 15 octets).
+// Not copyable or movable: the views into text() would dangle.
+class H2RequestFields {
+ public:
+  H2RequestFields() = default;
+  H2RequestFields(const RequestHead& head, const UpstreamRequestOptions& opts) { build(head, opts); }
+  H2RequestFields(const H2RequestFields&) = delete;
+  H2RequestFields& operator=(const H2RequestFields&) = delete;
+
+  // Empties, then builds the fields of `head`.
+  void build(const RequestHead& head, const UpstreamRequestOptions& opts);
+  const std::vector<FieldView>& fields() const { return fields_; }
+  std::vector<FieldView>& fields() { return fields_; }  // for a static field added or erased later
+  const std::string& text() const { return text_; }
+
+ private:
+  void add(std::string_view name, std::string_view value, bool no_index, bool lower_name, bool copy_value);
+  std::vector<FieldView> fields_;
+  std::string text_;
+  size_t text_hint_ = 0;  // what text_ reserves at its first piece: the client's names + 64
+};
 
 // Removes hop-by-hop headers, headers named by Connection, and the framing
 // headers Content-Length / Transfer-Encoding from a response head.

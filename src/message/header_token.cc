@@ -88,22 +88,14 @@ bool is_hop_by_hop(HeaderToken token) {
 }
 
 void split_list(std::string_view value, std::vector<std::string_view>& out) {
-  while (!value.empty()) {
-    size_t comma = value.find(',');
-    std::string_view item = trim_ows(value.substr(0, comma));
-    if (!item.empty()) out.push_back(item);
-    if (comma == std::string_view::npos) break;
-    value.remove_prefix(comma + 1);
-  }
+  for_each_list_item(value, [&out](std::string_view item) {
+    out.push_back(item);
+    return false;
+  });
 }
 
 bool list_contains(std::string_view value, std::string_view token) {
-  std::vector<std::string_view> items;
-  split_list(value, items);
-  for (auto item : items) {
-    if (iequals(item, token)) return true;
-  }
-  return false;
+  return for_each_list_item(value, [token](std::string_view item) { return iequals(item, token); });
 }
 
 }  // namespace tlsfront::http

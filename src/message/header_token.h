@@ -48,6 +48,22 @@ bool valid_field_name(std::string_view name);
 // NUL or other control byte.
 bool valid_field_value(std::string_view value);
 
+// Calls `fn(item)` for each element of the comma-separated list `value`
+// (RFC 9110 §5.6.1: trimmed, empty elements skipped), a view into `value`;
+// stops early when `fn` returns true, and returns whether it did. Allocates
+// nothing.
+template <typename Fn>
+bool for_each_list_item(std::string_view value, Fn&& fn) {
+  while (!value.empty()) {
+    const size_t comma = value.find(',');
+    const std::string_view item = trim_ows(value.substr(0, comma));
+    if (!item.empty() && fn(item)) return true;
+    if (comma == std::string_view::npos) break;
+    value.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
 // Splits a Connection header value into its comma-separated option names
 // (trimmed, empty elements skipped), appending views into `value` to `out`.
 void split_list(std::string_view value, std::vector<std::string_view>& out);

@@ -1,7 +1,5 @@
 #include "util/nghttp2_memory.h"
 
-#include "util/block_cache.h"
-
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -20,22 +18,11 @@ size_t page_size() {
 
 Nghttp2Memory* self(void* user_data) { return static_cast<Nghttp2Memory*>(user_data); }
 
-// The heap side: the thread's block cache (nghttp2 makes ~17 small
-// allocations per proxied HTTP/2 request: streams, header blocks, frame
-// items), or glibc's under AddressSanitizer, which must see every block.
-#if defined(TLSFRONT_ASAN)
+// The heap side: the process's malloc (mimalloc in the tlsfront binary,
+// docs/ARCHITECTURE.md "Memory allocator").
 void* heap_allocate(size_t size, bool zeroed) { return zeroed ? std::calloc(1, size) : std::malloc(size); }
 void heap_release(void* p) { std::free(p); }
 void* heap_reallocate(void* p, size_t size) { return std::realloc(p, size); }
-#else
-void* heap_allocate(size_t size, bool zeroed) {
-  void* p = block_cache::allocate(size);
-  if (p != nullptr && zeroed) std::memset(p, 0, size);
-  return p;
-}
-void heap_release(void* p) { block_cache::release(p); }
-void* heap_reallocate(void* p, size_t size) { return block_cache::reallocate(p, size); }
-#endif
 
 }  // namespace
 

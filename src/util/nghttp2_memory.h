@@ -14,10 +14,7 @@
 // A session that sent 16 KiB frames keeps those pages until it ends, as it
 // would on the heap.
 //
-// Every other block comes from the thread's block cache (util/block_cache;
-// glibc's malloc under AddressSanitizer): nghttp2 makes about 17 small
-// allocations per proxied HTTP/2 request (stream, header block, frame
-// items), −1.5 % instructions per h2c request against plain malloc.
+// Every other block comes from the process's malloc.
 //
 // Bounds: at most kMaxMappings mappings per session; beyond that, or when
 // mmap fails (vm.max_map_count), the heap serves the request as before.

@@ -46,6 +46,7 @@ check "no /usr/local in the package" bash -c '! grep -q "/usr/local" <<<"$1"' _ 
 
 info=$(dpkg-deb -f "$deb")
 check "Depends names adduser and the libraries" grep -Eq '^Depends: adduser, openssl, .*libssl3.*libuv1' <<<"$info"
+check "Depends names the allocator (mimalloc)" grep -Eq '^Depends: .*libmimalloc2\.0' <<<"$info"
 check "conffile /etc/tlsfront/tlsfront.toml" \
   bash -c 'dpkg-deb --ctrl-tarfile "$1" | tar -xO ./conffiles | grep -qx /etc/tlsfront/tlsfront.toml' _ "$deb"
 check "conffile /etc/logrotate.d/tlsfront" \

@@ -66,6 +66,7 @@ int Http1Session::on_message_begin() {
   scan.field.clear();
   scan.in_value = false;
   scan.head_bytes = 0;
+  scan.trailers.clear();
   rejection_.reset();
   local_answer_.reset();
   ++info_.requests;
@@ -97,7 +98,7 @@ int Http1Session::on_header_field(const char* at, size_t len) {
 
 int Http1Session::on_header_value(const char* at, size_t len) {
   HeadScan& scan = reader_->scan;  // a hook: execute() holds the reader
-  auto& headers = record().head.headers;
+  auto& headers = request_ == RequestPhase::Head ? record().head.headers : scan.trailers;
   if (!scan.in_value) {
     // A line break between the colon and the value's first byte is obs-fold
     // with an empty first line ("Name:\r\n value").

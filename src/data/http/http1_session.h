@@ -181,6 +181,10 @@ class Http1Session final : public ClientSession, public ExchangeSink, public Flu
     bool field_in_input = false;         // field_end points into the input being parsed
     bool lf_after_field = false;         // a LF followed the name in an earlier input
     size_t head_bytes = 0;               // against limits.max_header_bytes
+    // A chunked body's trailer fields (RFC 9112 §7.1.2): read and counted,
+    // never added to the head, whose fields an exchange's HTTP/2 request
+    // points into (http::H2RequestFields) while it may still be retried.
+    std::vector<Header> trailers;
   };
   // What reading requests needs, from a request's first byte until the
   // connection goes idle or becomes a tunnel: an idle connection keeps

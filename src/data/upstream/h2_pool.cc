@@ -12,7 +12,7 @@ H2Pool::H2Pool(uv_loop_t* loop, const config::Upstream& cfg, const sockaddr_stor
 
 H2Pool::~H2Pool() { sessions_.clear(); }
 
-Result<H2Pool::Lease> H2Pool::open_stream(UpstreamHandler* handler, const std::vector<http::Header>& fields,
+Result<H2Pool::Lease> H2Pool::open_stream(UpstreamHandler* handler, const std::vector<http::FieldView>& fields,
                                           bool has_body) {
   H2Session* chosen = nullptr;
   size_t usable = 0;

@@ -21,6 +21,7 @@
 #include "config/config.h"
 #include "data/upstream/h2_session.h"
 #include "data/upstream/h2_stream.h"
+#include "message/header_rewrite.h"
 #include "message/request.h"
 #include "metrics/counters.h"
 #include "util/result.h"
@@ -43,9 +44,9 @@ class H2Pool {
     bool reused = false;  // joined a connection that was already open
   };
   // A new stream for `handler`, submitted with `fields`
-  // (http::upstream_h2_request_fields) on a session chosen as above.
+  // (http::H2RequestFields) on a session chosen as above.
   // Errc::Upstream when no connection could be started.
-  [[nodiscard]] Result<Lease> open_stream(UpstreamHandler* handler, const std::vector<http::Header>& fields,
+  [[nodiscard]] Result<Lease> open_stream(UpstreamHandler* handler, const std::vector<http::FieldView>& fields,
                                           bool has_body);
 
   // Called by a session that closed: freed after the current callback.

@@ -142,7 +142,7 @@ bool H2Session::has_room() const {
   return streams_.size() < max;
 }
 
-Status H2Session::submit(H2Stream* stream, const std::vector<http::Header>& fields, bool has_body) {
+Status H2Session::submit(H2Stream* stream, const std::vector<http::FieldView>& fields, bool has_body) {
   FieldBlock& block = FieldBlock::start();
   for (const auto& h : fields) block.add_view(h.name, h.value, h.no_index);  // lowercase already
   nghttp2_data_provider provider{};

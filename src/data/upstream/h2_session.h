@@ -42,6 +42,7 @@
 #include "data/upstream/h2_stream.h"
 #include "data/upstream/upstream_socket.h"
 #include "data/upstream/upstream_tls.h"
+#include "message/header_rewrite.h"
 #include "message/request.h"
 #include "util/h2_control_budget.h"
 #include "util/lazy_timer.h"
@@ -111,7 +112,7 @@ class H2Session : public Deletable, public Flushable, private UpstreamSocket::Ow
 
   // Submits `stream`'s request (`fields`: pseudo-headers first, lowercase
   // names; `has_body`: DATA follows). Errc::Upstream when nghttp2 refuses.
-  [[nodiscard]] Status submit(H2Stream* stream, const std::vector<http::Header>& fields, bool has_body);
+  [[nodiscard]] Status submit(H2Stream* stream, const std::vector<http::FieldView>& fields, bool has_body);
 
   // The open stream `id`, or nullptr.
   H2Stream* stream(int32_t id) const;

@@ -15,7 +15,7 @@ UpstreamRequestHead::UpstreamRequestHead(config::UpstreamProtocol protocol, cons
       chunked_(!http2_ && head.chunked),
       has_body_(head.has_body()) {
   if (http2_) {
-    fields_ = http::upstream_h2_request_fields(head, opts);
+    fields_.build(head, opts);
   } else {
     http::append_upstream_request_head(text_, head, opts);
   }
@@ -25,8 +25,8 @@ UpstreamRequestHead::UpstreamRequestHead(config::UpstreamProtocol protocol, cons
     return;
   }
   if (http2_) {
-    early_at_ = fields_.size();
-    fields_.push_back(http::Header{"early-data", "1", http::HeaderToken::Other});
+    early_at_ = fields_.fields().size();
+    fields_.fields().push_back(http::FieldView{"early-data", "1"});
   } else {
     early_at_ = text_.size() - 2;  // before the head's last CRLF
     text_.insert(early_at_, kEarlyDataLine);
@@ -36,7 +36,7 @@ UpstreamRequestHead::UpstreamRequestHead(config::UpstreamProtocol protocol, cons
 void UpstreamRequestHead::unmark_early_data() {
   if (early_at_ == kNone) return;
   if (http2_) {
-    fields_.erase(fields_.begin() + static_cast<std::ptrdiff_t>(early_at_));
+    fields_.fields().erase(fields_.fields().begin() + static_cast<std::ptrdiff_t>(early_at_));
   } else {
     text_.erase(early_at_, kEarlyDataLine.size());
   }

@@ -1,13 +1,15 @@
 // UpstreamRequestHead: a client's request head as the upstream's protocol
 // sends it, built once per exchange and kept for its attempts:
 //   HTTP/1.1  the head's text (http::append_upstream_request_head)
-//   HTTP/2    its fields (http::upstream_h2_request_fields, RFC 9113 §8.3)
+//   HTTP/2    its fields (http::H2RequestFields, RFC 9113 §8.3): views into
+//             the client's head, which must outlive this object unchanged
+//             (a proxied request's record holds it for the exchange's life)
 // with what the channel needs to know of the request (HEAD, Upgrade, a
 // chunked body) and the Early-Data mark of RFC 8470 §5.1: added by an
 // intermediary that forwards a request received in early data, unless the
 // client sent its own (forwarded as it is); taken out again when the
 // request goes (again) after the handshake completed.
-// Thread affinity: none (a value).
+// Not copyable or movable (the fields' views). Thread affinity: none.
 #pragma once
 
 #include <cstddef>
@@ -30,12 +32,14 @@ class UpstreamRequestHead {
   // own (the client's fields are looked at only then).
   UpstreamRequestHead(config::UpstreamProtocol protocol, const http::RequestHead& head,
                       const http::UpstreamRequestOptions& opts, bool early_data = false);
+  UpstreamRequestHead(const UpstreamRequestHead&) = delete;
+  UpstreamRequestHead& operator=(const UpstreamRequestHead&) = delete;
 
   bool http2() const { return http2_; }
   // HTTP/1.1: the head's text, CRLF CRLF included.
   const std::string& text() const { return text_; }
   // HTTP/2: the fields, pseudo-fields first.
-  const std::vector<http::Header>& fields() const { return fields_; }
+  const std::vector<http::FieldView>& fields() const { return fields_.fields(); }
   bool head_request() const { return head_request_; }  // its response has no body (RFC 9110 §9.3.2)
   bool upgrade() const { return upgrade_; }            // HTTP/1.1 only: a 101 may open a tunnel
   bool chunked() const { return chunked_; }            // HTTP/1.1 only: the body goes chunked
@@ -54,7 +58,7 @@ class UpstreamRequestHead {
   bool chunked_;
   bool has_body_;
   std::string text_;
-  std::vector<http::Header> fields_;
+  http::H2RequestFields fields_;
   size_t early_at_ = kNone;  // where the mark is: an offset in text_ or an index in fields_
 };
 

@@ -93,6 +93,30 @@ TEST(HeaderRewrite, StripsResponseHopByHopAndFraming) {
   EXPECT_EQ(hs[0].name, "Server");
 }
 
+// The usual Connection values (keep-alive, close) name no field to strip but
+// Keep-Alive; a field that happens to be named "Close" still goes with
+// "Connection: close" (RFC 9110 §7.6.1), and request fields alike.
+TEST(HeaderRewrite, ConnectionKeepAliveOrCloseStripsOnlyWhatTheyName) {
+  std::vector<Header> hs{h("Connection", "keep-alive"), h("Keep-Alive", "timeout=5"), h("Server", "b"),
+                         h("Content-Length", "3")};
+  strip_response_headers(hs);
+  ASSERT_EQ(hs.size(), 1u);
+  EXPECT_EQ(hs[0].name, "Server");
+  std::vector<Header> named{h("Connection", "close"), h("Close", "x"), h("Server", "b")};
+  strip_response_headers(named);
+  ASSERT_EQ(named.size(), 1u);
+  EXPECT_EQ(named[0].name, "Server");
+  EXPECT_EQ(rewrite(get({h("Host", "a"), h("Connection", "Keep-Alive"), h("Close", "x"), h("Accept", "*/*")})),
+            "GET /a?b=c HTTP/1.1\r\n"
+            "Host: a\r\n"
+            "Close: x\r\n"
+            "Accept: */*\r\n"
+            "X-Forwarded-For: 192.0.2.7\r\n"
+            "X-Real-IP: 192.0.2.7\r\n"
+            "X-Forwarded-Proto: https\r\n"
+            "\r\n");
+}
+
 TEST(HeaderRewrite, NoBodyResponses) {
   EXPECT_TRUE(response_has_no_body("HEAD", 200));
   EXPECT_TRUE(response_has_no_body("GET", 204));
@@ -119,7 +143,8 @@ std::vector<std::pair<std::string, std::string>> h2_fields(const RequestHead& r,
   opts.client_addr = "192.0.2.7";
   opts.default_host = "api";
   std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& f : upstream_h2_request_fields(r, opts)) out.emplace_back(f.name, f.value);
+  const H2RequestFields fields(r, opts);
+  for (const auto& f : fields.fields()) out.emplace_back(f.name, f.value);
   return out;
 }
 
@@ -184,10 +209,58 @@ TEST(HeaderRewrite, Http2FieldsNewInEveryRequestAreNeverIndexed) {
   opts.edit = &edit;
   opts.vars = &vars;
   std::vector<std::string> never_indexed;
-  for (const auto& f : upstream_h2_request_fields(get({h("Host", "api"), h("X-Client", "1")}), opts)) {
-    if (f.no_index) never_indexed.push_back(f.name + ": " + f.value);
+  const RequestHead r = get({h("Host", "api"), h("X-Client", "1")});
+  const H2RequestFields fields(r, opts);
+  for (const auto& f : fields.fields()) {
+    if (f.no_index) never_indexed.push_back(std::string(f.name) + ": " + std::string(f.value));
   }
   EXPECT_EQ(never_indexed, (std::vector<std::string>{"x-request-id: abc", "x-trace: abc"}));
+}
+
+// The fields are views: an HTTP/2 client's lowercase names and every value
+// point into the client's head; what is made (a lowercased name, a joined
+// X-Forwarded-For, a configured value, the length) is in text(), whose views
+// stay right however often it grows while the head is built.
+TEST(HeaderRewrite, Http2FieldsAreViewsIntoTheHeadOrTheirOwnText) {
+  std::vector<Header> headers{h("host", "api"), h("accept", "*/*"), h("x-forwarded-for", "198.51.100.1")};
+  for (int i = 0; i < 40; ++i) headers.push_back(h("X-Mixed-Case-Name-" + std::to_string(i), "v" + std::to_string(i)));
+  RequestHead r = get(std::move(headers));
+  r.method = "POST";
+  r.content_length = 1234567;
+  HeaderEdit edit;
+  FieldTemplate configured;
+  configured.name = "X-Configured";
+  configured.segments = {ValueSegment{std::string(100, 'c')}};
+  edit.append = {configured};
+  const HeaderVars vars{};
+  UpstreamRequestOptions opts;
+  opts.client_addr = "192.0.2.7";
+  opts.edit = &edit;
+  opts.vars = &vars;
+  const H2RequestFields fields(r, opts);
+  const auto& f = fields.fields();
+  auto within = [](std::string_view v, std::string_view s) {
+    return v.data() >= s.data() && v.data() + v.size() <= s.data() + s.size();
+  };
+  ASSERT_EQ(f.size(), 4u + 1u + 40u + 5u);  // pseudo-fields, accept, the 40, XFF, X-Real-IP, proto, configured, length
+  EXPECT_EQ(f[2].value, "api");
+  EXPECT_EQ(f[2].value.data(), r.headers[0].value.data());  // a view into the head
+  EXPECT_EQ(f[4].name, "accept");
+  EXPECT_EQ(f[4].name.data(), r.headers[1].name.data());
+  for (int i = 0; i < 40; ++i) {
+    const FieldView& m = f[5 + static_cast<size_t>(i)];
+    EXPECT_EQ(m.name, "x-mixed-case-name-" + std::to_string(i));
+    EXPECT_TRUE(within(m.name, fields.text()));
+    EXPECT_EQ(m.value.data(), r.headers[3 + static_cast<size_t>(i)].value.data());
+  }
+  EXPECT_EQ(f[45].name, "x-forwarded-for");
+  EXPECT_EQ(f[45].value, "198.51.100.1, 192.0.2.7");
+  EXPECT_TRUE(within(f[45].value, fields.text()));
+  EXPECT_EQ(f[48].name, "x-configured");
+  EXPECT_EQ(f[48].value, std::string(100, 'c'));
+  EXPECT_TRUE(within(f[48].value, fields.text()));
+  EXPECT_EQ(f[49].name, "content-length");
+  EXPECT_EQ(f[49].value, "1234567");
 }
 
 }  // namespace
