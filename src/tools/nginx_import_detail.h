@@ -250,17 +250,18 @@ std::string upstream_tls_value(const Directive& pass, const Chain& chain, PassKi
 void import_proxy(const Directive& http, const std::vector<Server>& servers, size_t def, const std::string& base_dir,
                   Model& m, Ledger& ledger);
 
-// Files (nginx_import_files.cc). file_route_keys: a location that neither
-// proxies nor returns, where a root (its own or inherited) or its alias
-// applies, as a route's root or alias (relative paths against `base_dir`),
-// with the index, try_files, expires, gzip_static (precompressed =
-// ["gzip"]), autoindex off and disable_symlinks that apply; empty when no
-// root applies. The keys go in Model::Route::answer (they replace the
-// upstream). location_log_switch: `access_log off` in `location` as the
-// route's access_log = false.
-Keys file_route_keys(const Directive& location, const Chain& chain, Model::Match match, const std::string& base_dir,
-                     Ledger& l);
-Keys location_log_switch(const Directive& location, Ledger& l);
+// Files (nginx_import_files.cc), once import_proxy has made the routes of
+// `location` (out[first_route..]; `routed`: it made some): a location that
+// neither proxies nor returns, where a root (its own or inherited) or its
+// alias applies, becomes a route with root or alias (relative paths against
+// `base_dir`) and the index, try_files, expires, gzip_static (precompressed
+// = ["gzip"]), autoindex off and disable_symlinks that apply, in
+// Model::Route::answer (they replace the upstream); then `access_log off`
+// in `location` becomes access_log = false on each of its routes. Returns
+// whether the location has a route now.
+bool import_file_location(const Directive& location, const Chain& chain, const std::string& path, Model::Match match,
+                          const std::string& base_dir, size_t first_route, bool routed, std::vector<Model::Route>& out,
+                          Ledger& l);
 
 // Header rules (nginx_import_headers.cc): add_header, proxy_hide_header and
 // proxy_set_header as nginx applies them to each imported route (per

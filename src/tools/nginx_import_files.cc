@@ -1,7 +1,10 @@
 // import-nginx: a location that serves files (root or alias in effect, no
 // proxy_pass, grpc_pass or return) → a [[route]] with root or alias, and
-// the directives that go with them (tools/nginx_import_detail.h:
-// file_route_keys, location_log_switch).
+// the directives that go with them; a location's `access_log off` → its
+// routes' access_log = false (tools/nginx_import_detail.h:
+// import_file_location).
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "config/units.h"
@@ -49,8 +52,8 @@ std::vector<std::string> try_files_entries(const Directive& d, Ledger& l) {
   return out;
 }
 
-}  // namespace
-
+// The root or alias keys of `location` (import_file_location); empty when
+// no root applies.
 Keys file_route_keys(const Directive& location, const Chain& chain, Model::Match match, const std::string& base_dir,
                      Ledger& l) {
   const Directive* root = effective_one(chain, "root");
@@ -128,14 +131,28 @@ Keys file_route_keys(const Directive& location, const Chain& chain, Model::Match
   return keys;
 }
 
-Keys location_log_switch(const Directive& location, Ledger& l) {
-  for (const Directive& c : location.children) {
-    if (c.name == "access_log" && c.args == std::vector<std::string>{"off"}) {
-      l.carry(c);
-      return {{"access_log", "false", origin(c)}};
+}  // namespace
+
+bool import_file_location(const Directive& location, const Chain& chain, const std::string& path, Model::Match match,
+                          const std::string& base_dir, size_t first_route, bool routed, std::vector<Model::Route>& out,
+                          Ledger& l) {
+  const bool passes = std::any_of(location.children.begin(), location.children.end(), [](const Directive& c) {
+    return c.name == "proxy_pass" || c.name == "grpc_pass" || c.name == "return";
+  });
+  if (!passes) {
+    Keys files = file_route_keys(location, chain, match, base_dir, l);
+    if (!files.empty()) {
+      out.push_back({"", path, "", origin(location), match, chain, {}, std::move(files)});
+      routed = true;
     }
   }
-  return {};
+  if (!routed) return false;
+  for (const Directive& c : location.children) {
+    if (c.name != "access_log" || c.args != std::vector<std::string>{"off"}) continue;
+    l.carry(c);
+    for (size_t i = first_route; i < out.size(); ++i) out[i].extra = {{"access_log", "false", origin(c)}};
+  }
+  return true;
 }
 
 }  // namespace tlsfront::tools::nginx::detail

@@ -528,20 +528,7 @@ void ProxyImporter::locations(const Server& s, const Directive& block, const Cha
         l_.note(c, "not carried over: tlsfront has this setting once for all servers and paths, not per location");
       }
     }
-    const bool passes = std::any_of(d.children.begin(), d.children.end(), [](const Directive& c) {
-      return c.name == "proxy_pass" || c.name == "grpc_pass" || c.name == "return";
-    });
-    if (!passes) {
-      Keys files = file_route_keys(d, chain, match, base_dir_, l_);
-      if (!files.empty()) {
-        out.push_back({"", path, "", origin(d), match, chain, {}, std::move(files)});
-        routed = true;
-      }
-    }
-    if (routed) {
-      Keys log_switch = location_log_switch(d, l_);
-      for (size_t i = first_route; i < out.size(); ++i) out[i].extra = log_switch;
-    }
+    routed = import_file_location(d, chain, path, match, base_dir_, first_route, routed, out, l_);
     if (!routed) {
       l_.note(d, "no route: no usable proxy_pass, grpc_pass, return or root in it (what it does instead is listed)");
     } else if (match == Model::Match::Regex) {
