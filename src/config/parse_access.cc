@@ -103,17 +103,7 @@ Status parse_zone_store(const TableReader& t, LimitReqZone& zone) {
     return {};
   }
   zone.store = SessionStore::Redis;
-  std::string address;
-  if (Status s = t.get_string("redis", address, Presence::Optional, /*allow_empty=*/false); !s.ok()) return s;
-  if (!address.empty()) {
-    Result<Endpoint> endpoint = parse_endpoint(address, /*allow_localhost=*/true);
-    if (!endpoint.ok()) return t.error_at("redis", endpoint.error().message());
-    zone.redis = *endpoint;
-  }
-  if (Status s = parse_redis_auth(t, zone.redis_user, zone.redis_password_file, zone.redis_prefix); !s.ok()) return s;
-  if (Status s = t.get_duration("redis_timeout", Millis{1}, zone.redis_timeout); !s.ok()) return s;
-  if (zone.redis_timeout > Millis{10'000}) return t.error_at("redis_timeout", "must be at most 10s");
-  return {};
+  return parse_redis_connection(t, zone, Millis{1}, Millis{10'000});
 }
 
 Status unique_name(const TableReader& t, const std::vector<std::string>& seen, std::string& name) {

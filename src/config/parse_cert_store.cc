@@ -36,21 +36,7 @@ Status parse_cert_store(const TableReader& tls, CertStore& out) {
   if (out.poll_interval > Millis{3'600'000}) return t.error_at("poll_interval", "must be at most 1h");
   if (Status s = t.get_duration("reconcile_interval", Millis{1000}, out.reconcile_interval); !s.ok()) return s;
   if (out.reconcile_interval > Millis{86'400'000}) return t.error_at("reconcile_interval", "must be at most 24h");
-  std::string address;
-  if (Status s = t.get_string("redis", address, Presence::Optional, /*allow_empty=*/false); !s.ok()) return s;
-  if (address.starts_with("unix:")) {
-    std::string path = address.substr(5);
-    if (path.empty()) return t.error_at("redis", "\"unix:\" needs a socket path");
-    out.redis_unix_socket = t.context().resolve_path(path);
-  } else if (!address.empty()) {
-    Result<Endpoint> endpoint = parse_endpoint(address, /*allow_localhost=*/true);
-    if (!endpoint.ok()) return t.error_at("redis", endpoint.error().message());
-    out.redis = *endpoint;
-  }
-  if (Status s = parse_redis_auth(t, out.redis_user, out.redis_password_file, out.redis_prefix); !s.ok()) return s;
-  if (Status s = t.get_duration("redis_timeout", Millis{10}, out.redis_timeout); !s.ok()) return s;
-  if (out.redis_timeout > Millis{60'000}) return t.error_at("redis_timeout", "must be at most 60s");
-  return {};
+  return parse_redis_connection(t, out, Millis{10}, Millis{60'000});
 }
 
 }  // namespace tlsfront::config::detail

@@ -200,6 +200,23 @@ Error missing_table(const ParseContext& ctx, std::string_view key, bool array_of
 // (config/parse_tls.cc).
 [[nodiscard]] Status parse_redis_auth(const TableReader& t, std::string& user, std::string& password_file,
                                       std::string& prefix);
+// Where and how a table's Redis is reached: redis ("host:port"; also
+// "unix:/path" when `unix_socket` is not null), parse_redis_auth's keys and
+// redis_timeout (min_timeout..max_timeout, a whole number of seconds at most)
+// (config/parse_tls.cc).
+[[nodiscard]] Status parse_redis_connection(const TableReader& t, Endpoint& address, std::string* unix_socket,
+                                            std::string& user, std::string& password_file, std::string& prefix,
+                                            Millis& timeout, Millis min_timeout, Millis max_timeout);
+// The same for a table struct with the usual field names (redis,
+// redis_unix_socket when it has one, redis_user, redis_password_file,
+// redis_prefix, redis_timeout).
+template <typename T>
+[[nodiscard]] Status parse_redis_connection(const TableReader& t, T& out, Millis min_timeout, Millis max_timeout) {
+  std::string* unix_socket = nullptr;
+  if constexpr (requires { out.redis_unix_socket; }) unix_socket = &out.redis_unix_socket;
+  return parse_redis_connection(t, out.redis, unix_socket, out.redis_user, out.redis_password_file, out.redis_prefix,
+                                out.redis_timeout, min_timeout, max_timeout);
+}
 // `access` of a [[listen]] or [[route]] (config/parse_access.cc).
 [[nodiscard]] Status parse_access(const TableReader& t, std::vector<AccessRule>& out);
 // [[limit_req]] and [[limit_conn]] zones.

@@ -60,6 +60,28 @@ Status parse_redis_auth(const TableReader& t, std::string& user, std::string& pa
   return {};
 }
 
+Status parse_redis_connection(const TableReader& t, Endpoint& address, std::string* unix_socket, std::string& user,
+                              std::string& password_file, std::string& prefix, Millis& timeout, Millis min_timeout,
+                              Millis max_timeout) {
+  std::string text;
+  if (Status s = t.get_string("redis", text, Presence::Optional, /*allow_empty=*/false); !s.ok()) return s;
+  if (unix_socket != nullptr && text.starts_with("unix:")) {
+    std::string path = text.substr(5);
+    if (path.empty()) return t.error_at("redis", "\"unix:\" needs a socket path");
+    *unix_socket = t.context().resolve_path(path);
+  } else if (!text.empty()) {
+    Result<Endpoint> endpoint = parse_endpoint(text, /*allow_localhost=*/true);
+    if (!endpoint.ok()) return t.error_at("redis", endpoint.error().message());
+    address = *endpoint;
+  }
+  if (Status s = parse_redis_auth(t, user, password_file, prefix); !s.ok()) return s;
+  if (Status s = t.get_duration("redis_timeout", min_timeout, timeout); !s.ok()) return s;
+  if (timeout > max_timeout) {
+    return t.error_at("redis_timeout", "must be at most " + std::to_string(max_timeout.count() / 1000) + "s");
+  }
+  return {};
+}
+
 namespace {
 
 Status parse_session_cache_redis(const TableReader& t, SessionCache& out) {
@@ -71,17 +93,7 @@ Status parse_session_cache_redis(const TableReader& t, SessionCache& out) {
     }
     return {};
   }
-  std::string address;
-  if (Status s = t.get_string("redis", address, Presence::Optional, /*allow_empty=*/false); !s.ok()) return s;
-  if (!address.empty()) {
-    Result<Endpoint> endpoint = parse_endpoint(address, /*allow_localhost=*/true);
-    if (!endpoint.ok()) return t.error_at("redis", endpoint.error().message());
-    out.redis = *endpoint;
-  }
-  if (Status s = parse_redis_auth(t, out.redis_user, out.redis_password_file, out.redis_prefix); !s.ok()) return s;
-  if (Status s = t.get_duration("redis_timeout", Millis{1}, out.redis_timeout); !s.ok()) return s;
-  if (out.redis_timeout > Millis{10'000}) return t.error_at("redis_timeout", "must be at most 10s");
-  return {};
+  return parse_redis_connection(t, out, Millis{1}, Millis{10'000});
 }
 
 Status parse_session_cache(const TableReader& tls, SessionCache& out) {
@@ -126,20 +138,7 @@ Status parse_ticket_keys_redis(const TableReader& t, TicketKeys& out) {
     return {};
   }
   out.redis_origin = t.find("redis") ? t.position_of("redis") : t.context().position(t.table().source());
-  std::string address;
-  if (Status s = t.get_string("redis", address, Presence::Optional, /*allow_empty=*/false); !s.ok()) return s;
-  if (address.starts_with("unix:")) {
-    std::string path = address.substr(5);
-    if (path.empty()) return t.error_at("redis", "\"unix:\" needs a socket path");
-    out.redis_unix_socket = t.context().resolve_path(path);
-  } else if (!address.empty()) {
-    Result<Endpoint> endpoint = parse_endpoint(address, /*allow_localhost=*/true);
-    if (!endpoint.ok()) return t.error_at("redis", endpoint.error().message());
-    out.redis = *endpoint;
-  }
-  if (Status s = parse_redis_auth(t, out.redis_user, out.redis_password_file, out.redis_prefix); !s.ok()) return s;
-  if (Status s = t.get_duration("redis_timeout", Millis{10}, out.redis_timeout); !s.ok()) return s;
-  if (out.redis_timeout > Millis{60'000}) return t.error_at("redis_timeout", "must be at most 60s");
+  if (Status s = parse_redis_connection(t, out, Millis{10}, Millis{60'000}); !s.ok()) return s;
   if (Status s = t.get_path("wrap_key_file", out.wrap_key_file, Presence::Optional, false); !s.ok()) return s;
   return {};
 }
