@@ -26,20 +26,27 @@ namespace {
 
 constexpr const char* kDnsmasq = "/usr/sbin/dnsmasq";
 
-// A free UDP port on 127.0.0.1 (bound, read, closed: dnsmasq takes it next).
-int free_udp_port() {
-  int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
-  sockaddr_in sin{};
-  sin.sin_family = AF_INET;
-  sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof sin;
-  int port = -1;
-  if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&sin), sizeof sin) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&sin), &len) == 0) {
-    port = ntohs(sin.sin_port);
+// A port on 127.0.0.1 free for both UDP and TCP (dnsmasq listens on both):
+// bound, read, closed; dnsmasq takes it next (start() retries on a race).
+int free_dns_port() {
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    int udp = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_in sin{};
+    sin.sin_family = AF_INET;
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof sin;
+    int port = -1;
+    if (udp >= 0 && ::bind(udp, reinterpret_cast<sockaddr*>(&sin), sizeof sin) == 0 &&
+        ::getsockname(udp, reinterpret_cast<sockaddr*>(&sin), &len) == 0) {
+      port = ntohs(sin.sin_port);
+    }
+    const int tcp = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const bool tcp_free = port > 0 && tcp >= 0 && ::bind(tcp, reinterpret_cast<sockaddr*>(&sin), sizeof sin) == 0;
+    if (udp >= 0) ::close(udp);
+    if (tcp >= 0) ::close(tcp);
+    if (tcp_free) return port;
   }
-  if (fd >= 0) ::close(fd);
-  return port;
+  return -1;
 }
 
 // This process's user: dnsmasq keeps it (as root it would become "nobody",
@@ -55,19 +62,29 @@ std::string user_name() {
 class Dnsmasq {
  public:
   explicit Dnsmasq(const TempDir& dir) : dir_(dir), hosts_(dir.file("dns.hosts")), log_(dir.file("dns.log")) {}
+  // Fails the test (with dnsmasq's own words) when it never came up; a port
+  // taken between free_dns_port() and dnsmasq's bind is retried.
   bool start(const std::string& hosts) {
     write_file(hosts_, hosts);
-    port_ = free_udp_port();
-    if (port_ <= 0) return false;
-    if (!process_.start({kDnsmasq, "--keep-in-foreground", "--port=" + std::to_string(port_),
-                         "--listen-address=127.0.0.1", "--bind-interfaces", "--no-resolv", "--no-hosts",
-                         "--addn-hosts=" + hosts_, "--local=/test/", "--local-ttl=1", "--log-facility=" + log_,
-                         "--pid-file=", "--user=" + user_name()},
-                        dir_.file("dns.out"), dir_.file("dns.err"))) {
-      return false;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      port_ = free_dns_port();
+      if (port_ <= 0) break;
+      if (!process_.start({kDnsmasq, "--keep-in-foreground", "--port=" + std::to_string(port_),
+                           "--listen-address=127.0.0.1", "--bind-interfaces", "--no-resolv", "--no-hosts",
+                           "--addn-hosts=" + hosts_, "--local=/test/", "--local-ttl=1", "--log-facility=" + log_,
+                           "--pid-file=", "--user=" + user_name()},
+                          dir_.file("dns.out"), dir_.file("dns.err"))) {
+        break;
+      }
+      // Ready once it has read the names (it logs "started" before).
+      const bool ready = wait_until([&] {
+        return !process_.running() || read_file(log_).find("read " + hosts_) != std::string::npos;
+      });
+      if (ready && process_.running()) return true;
+      process_.stop();
     }
-    // Ready once it has read the names (it logs "started" before).
-    return wait_until([&] { return read_file(log_).find("read " + hosts_) != std::string::npos; });
+    ADD_FAILURE() << "dnsmasq did not start: " << diagnostics();
+    return false;
   }
   // New answers: the hosts file rewritten, then re-read (SIGHUP).
   void answer(const std::string& hosts) {
@@ -92,10 +109,7 @@ class UpstreamDns : public ::testing::Test {
   // The DNS server answering `hosts`, both backends, and tlsfront with one
   // upstream, "api.test" on the backends' port, `extra` in its table.
   bool start(const std::string& hosts) {
-    if (!dns_.start(hosts)) {
-      ADD_FAILURE() << "dnsmasq did not start: " << dns_.diagnostics();
-      return false;
-    }
+    if (!dns_.start(hosts)) return false;
     if (!a_.start()) return false;
     b_ = std::make_unique<Backend>(dir_, "127.0.0.3", a_.port(), "-b");  // the same port
     if (!b_->start()) return false;
