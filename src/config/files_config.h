@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -51,5 +52,14 @@ struct FileRoute {
   // false (default): 404.
   bool dotfiles = false;
 };
+
+// The loader's rules for these keys' values (config/parse_files.cc), shared
+// with import-nginx so that what it writes always loads: "" when the value
+// is fine, else why not.
+std::string file_dir_error(std::string_view dir);     // root, alias: absolute, no NUL
+std::string index_name_error(std::string_view name);  // a file name: no "/", not "." or ".."
+// A try_files entry: before the last, a path starting with "/" or "$uri"
+// (no other variable, no ".."); the last may also be "=200".."=599" or "@route".
+std::string try_files_entry_error(std::string_view entry, bool last);
 
 }  // namespace tlsfront::config

@@ -4,18 +4,52 @@
 // resolve_try_files_routes() then turns each "@name" fallback into the
 // index of a route with an upstream, once every route is named.
 #include <algorithm>
+#include <charconv>
 #include <string>
 
 #include "config/parse_context.h"
 #include "config/units.h"
 
+namespace tlsfront::config {
+
+std::string file_dir_error(std::string_view dir) {
+  if (!dir.starts_with("/")) return "must be an absolute path, got " + quote(dir);
+  if (dir.find('\0') != std::string_view::npos) return "contains a NUL";
+  return {};
+}
+
+std::string index_name_error(std::string_view s) {
+  const bool ok = !s.empty() && s != "." && s != ".." && s.find('/') == std::string_view::npos &&
+                  s.find('\0') == std::string_view::npos;
+  return ok ? "" : quote(s) + " is not a file name (no \"/\")";
+}
+
+std::string try_files_entry_error(std::string_view entry, bool last) {
+  const std::string s(entry);
+  if (last && s.starts_with("=")) {
+    int status = 0;
+    const char* end = s.data() + s.size();
+    auto [p, ec] = std::from_chars(s.data() + 1, end, status);
+    if (ec != std::errc() || p != end || status < 200 || status > 599) {
+      return quote(s) + ": a status is \"=\" and 200..599 (\"=404\")";
+    }
+    return {};
+  }
+  if (last && s.starts_with("@")) return s.size() > 1 ? "" : "\"@\" names a route: \"@api\"";
+  if (!(s.starts_with("/") || s.starts_with("$uri"))) return quote(s) + " must start with \"/\" or \"$uri\"";
+  std::string rest = s;
+  for (size_t at; (at = rest.find("$uri")) != std::string::npos;) rest.erase(at, 4);
+  if (rest.find('$') != std::string::npos) return quote(s) + ": the only variable here is $uri";
+  if (rest.find("/../") != std::string::npos || rest.ends_with("/..") || rest.find('\0') != std::string::npos) {
+    return quote(s) + " must not climb with \"..\"";
+  }
+  return {};
+}
+
+}  // namespace tlsfront::config
+
 namespace tlsfront::config::detail {
 namespace {
-
-bool is_file_name(std::string_view s) {
-  return !s.empty() && s != "." && s != ".." && s.find('/') == std::string_view::npos &&
-         s.find('\0') == std::string_view::npos;
-}
 
 // A list of strings at `key`; `check` says why one is refused ("" when it
 // is fine).
@@ -38,33 +72,10 @@ Status get_strings(const TableReader& t, std::string_view key, std::vector<std::
   return {};
 }
 
-// One try_files entry before the last: a path starting with "/" or "$uri".
-std::string try_files_entry_error(const std::string& s) {
-  if (!(s.starts_with("/") || s.starts_with("$uri"))) return quote(s) + " must start with \"/\" or \"$uri\"";
-  std::string rest = s;
-  for (size_t at; (at = rest.find("$uri")) != std::string::npos;) rest.erase(at, 4);
-  if (rest.find('$') != std::string::npos) return quote(s) + ": the only variable here is $uri";
-  if (rest.find("/../") != std::string::npos || rest.ends_with("/..") || rest.find('\0') != std::string::npos) {
-    return quote(s) + " must not climb with \"..\"";
-  }
-  return {};
-}
-
 Status parse_try_files(const TableReader& t, FileRoute& f) {
   std::vector<std::string> entries;
   Status s = get_strings(t, "try_files", entries, [](const std::string& v, size_t i, size_t n) -> std::string {
-    if (i + 1 < n) return try_files_entry_error(v);
-    if (v.starts_with("=")) {
-      int status = 0;
-      const char* end = v.data() + v.size();
-      auto [p, ec] = std::from_chars(v.data() + 1, end, status);
-      if (ec != std::errc() || p != end || status < 200 || status > 599) {
-        return quote(v) + ": a status is \"=\" and 200..599 (\"=404\")";
-      }
-      return {};
-    }
-    if (v.starts_with("@")) return v.size() > 1 ? "" : "\"@\" names a route: \"@api\"";
-    return try_files_entry_error(v);
+    return try_files_entry_error(v, i + 1 == n);
   });
   if (!s.ok()) return s;
   if (entries.empty()) {
@@ -96,7 +107,7 @@ Status parse_types(const TableReader& t, FileRoute& f) {
     const std::string path = t.path_of("types") + "." + key_segment(key.str());
     std::string ext(key.str());
     for (char& c : ext) c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-    if (!is_file_name(ext) || ext.find('.') != std::string::npos) {
+    if (!index_name_error(ext).empty() || ext.find('.') != std::string::npos) {
       return t.context().error(value.source(), path, "an extension without the dot (\"webmanifest\")");
     }
     const auto* type = value.as_string();
@@ -117,17 +128,14 @@ Status parse_files(const TableReader& t, const Route& route, FileRoute& f) {
   const bool alias = t.find("alias") != nullptr;
   const char* key = alias ? "alias" : "root";
   if (Status s = t.get_string(key, f.dir, Presence::Required, false); !s.ok()) return s;
-  if (!f.dir.starts_with("/")) return t.error_at(key, "must be an absolute path, got " + quote(f.dir));
-  if (f.dir.find('\0') != std::string::npos) return t.error_at(key, "contains a NUL");
+  if (std::string why = file_dir_error(f.dir); !why.empty()) return t.error_at(key, why);
   while (f.dir.size() > 1 && f.dir.ends_with("/")) f.dir.pop_back();
   f.alias = alias;
   if (alias && route.path_match != PathMatch::Prefix) {
     return t.error_at("alias", "needs a path_prefix (it replaces that prefix); use root with path_exact or path_regex");
   }
   if (Status s = get_strings(t, "index", f.index,
-                             [](const std::string& v, size_t, size_t) -> std::string {
-                               return is_file_name(v) ? "" : quote(v) + " is not a file name (no \"/\")";
-                             });
+                             [](const std::string& v, size_t, size_t) { return index_name_error(v); });
       !s.ok()) {
     return s;
   }

@@ -49,6 +49,12 @@ std::vector<std::string> try_files_entries(const Directive& d, Ledger& l) {
     }
     out.push_back(std::move(a));
   }
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (std::string why = config::try_files_entry_error(out[i], i + 1 == out.size()); !why.empty()) {
+      l.note(d, "not carried over: " + why);
+      return {};
+    }
+  }
   return out;
 }
 
@@ -73,11 +79,15 @@ Keys file_route_keys(const Directive& location, const Chain& chain, Model::Match
   }
   std::string path = absolute(base_dir, dir->args[0]);
   while (path.size() > 1 && path.ends_with("/")) path.pop_back();
+  if (std::string why = config::file_dir_error(path); !why.empty()) {
+    l.note(*dir, "not carried over: " + why);
+    return {};
+  }
   Keys keys{{alias ? "alias" : "root", toml_string(path), origin(*dir)}};
   l.carry(*dir);
   if (const Directive* index = effective_one(chain, "index")) {
     bool plain = !index->args.empty();
-    for (const auto& a : index->args) plain = plain && !has_variable(a) && a.find('/') == std::string::npos;
+    for (const auto& a : index->args) plain = plain && !has_variable(a) && config::index_name_error(a).empty();
     if (plain) {
       if (index->args != std::vector<std::string>{"index.html"}) {
         keys.push_back({"index", toml_array(index->args), origin(*index)});

@@ -554,5 +554,17 @@ TEST(NginxImport, DebiansDefaultSiteWithItsTlsLinesUncommentedStillNeedsAProxyPa
   }
 }
 
+// What the loader would refuse is reported, never written (the fuzzer found
+// a root with NUL bytes; a try_files status out of range likewise).
+TEST(NginxImport, FileValuesTheLoaderRefusesAreNotCarriedOver) {
+  Outcome r = run(server(std::string("location /static/ { root /srv/s\0\0hop; }\n", 39) +
+                         "location /app/ { root /srv/app; try_files $uri =999; }\n"));
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_REPORTS(r, ": root: not carried over: contains a NUL");
+  EXPECT_REPORTS(r, ": try_files: not carried over: \"=999\": a status is \"=\" and 200..599");
+  auto cfg = config::load_string(r.toml, "/fuzz/tlsfront.toml");
+  EXPECT_TRUE(cfg.ok()) << (cfg.ok() ? "" : cfg.error().message()) << "\n" << r.toml;
+}
+
 }  // namespace
 }  // namespace tlsfront::tools::nginx
