@@ -62,6 +62,14 @@ enum class PathError {
 // Short lower-case words for logs and tests ("above root", "encoded slash").
 const char* describe(PathError error);
 
+// The value of the hex digit `c` (either case), or -1.
+constexpr int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
 struct NormalizedTarget {
   std::string_view path;   // normalized path: into the target when unchanged, else into the scratch string
   std::string_view query;  // "" or "?..." exactly as sent

@@ -125,16 +125,6 @@ request_headers = { inherit = false }
     return SessionPtr(c.take_session());
   }
 
-  void reload(const ProxyOptions& o, int generation) {
-    ProxyOptions full = o;
-    full.upstream_servers = {backend_.address()};
-    write_file(proxy_.config_path(), make_config(full, kAnyPort, proxy_.access_log()));
-    proxy_.process().signal(SIGHUP);
-    const std::string live = "reload: generation " + std::to_string(generation) + " is live";
-    ASSERT_TRUE(wait_until([&] { return proxy_.process().err().find(live) != std::string::npos; }))
-        << proxy_.process().err();
-  }
-
   // The last recorded request's values of header `name`.
   std::vector<std::string> last_request_values(size_t n, const std::string& name) {
     auto reqs = backend_.wait_requests(n);
@@ -400,14 +390,14 @@ TEST_F(ClientCert, ClientCaOrCrlChangeRefusesOldSessions) {
   ASSERT_TRUE(good13 && good12);
   {
     // Control: with nothing changed, a reload keeps them resumable.
-    reload(o, 2);
+    ASSERT_NO_FATAL_FAILURE(reload_proxy(o, 2));
     TlsClient c;
     ASSERT_TRUE(c.connect(port(), tls("good", good13.get()))) << c.error();
     EXPECT_TRUE(c.session_reused());
     EXPECT_EQ(get(c, "/partner/control"), 200);
   }
 
-  reload(options(client_auth("required", "ca-and-ca2.pem", "crl-empty.pem")), 3);
+  ASSERT_NO_FATAL_FAILURE(reload_proxy(options(client_auth("required", "ca-and-ca2.pem", "crl-empty.pem")), 3));
   for (auto [session, version] : {std::pair{good13.get(), TLS1_3_VERSION}, std::pair{good12.get(), TLS1_2_VERSION}}) {
     TlsClient c;
     ASSERT_TRUE(c.connect(port(), tls("good", session, version))) << c.error();
@@ -417,7 +407,7 @@ TEST_F(ClientCert, ClientCaOrCrlChangeRefusesOldSessions) {
 
   SessionPtr revoked_now = session_of("revoked", TLS1_3_VERSION);
   ASSERT_TRUE(revoked_now);
-  reload(options(client_auth("required", "ca-and-ca2.pem", "crl-revoked.pem")), 4);
+  ASSERT_NO_FATAL_FAILURE(reload_proxy(options(client_auth("required", "ca-and-ca2.pem", "crl-revoked.pem")), 4));
   TlsClient c;
   // TLS 1.3: the client's side of the handshake completes before the server
   // has checked its certificate; the refusal arrives as an alert.

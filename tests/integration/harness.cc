@@ -448,4 +448,13 @@ bool ProxyTest::start_proxy(ProxyOptions o) {
   return proxy_.start(o);
 }
 
+void ProxyTest::reload_proxy(ProxyOptions o, int generation) {
+  if (o.upstream_servers.empty()) o.upstream_servers.push_back(backend_.address());
+  write_file(proxy_.config_path(), make_config(o, kAnyPort, proxy_.access_log()));
+  proxy_.process().signal(SIGHUP);
+  const std::string live = "reload: generation " + std::to_string(generation) + " is live";
+  ASSERT_TRUE(wait_until([&] { return proxy_.process().err().find(live) != std::string::npos; }))
+      << proxy_.process().err();
+}
+
 }  // namespace tlsfront::itest

@@ -381,6 +381,11 @@ class ProxyTest : public ::testing::Test {
   void TearDown() override;
   // Starts the proxy; fails the test (fatal in the caller via ASSERT) if not ready.
   bool start_proxy(ProxyOptions o = {});
+  // Rewrites the running proxy's configuration with `o` (the same listener
+  // and access log; the test backend when `o` names no upstream server),
+  // sends SIGHUP and waits for "reload: generation N is live"; a gtest
+  // failure (fatal: ASSERT_NO_FATAL_FAILURE in the caller) when it is not.
+  void reload_proxy(ProxyOptions o, int generation);
   int port() const { return proxy_.port(); }
 
   TempDir dir_;

@@ -5,7 +5,6 @@
 // other clients unaffected, across 2 workers) and [[limit_conn]]. Clients
 // come from distinct loopback addresses (127.0.0.2, .3, .4) to the proxy's
 // 127.0.0.1. Counts are checked in wide bands where they depend on timing.
-#include <csignal>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -164,22 +163,13 @@ TEST_F(Limits, AReloadKeepsTheZonesState) {
   ASSERT_TRUE(start_proxy(o));
   EXPECT_EQ(get("127.0.0.2", "/").status, 200);
   EXPECT_EQ(get("127.0.0.2", "/").status, 429);
-  auto reload = [&](const ProxyOptions& next, int generation) {
-    ProxyOptions full = next;
-    full.upstream_servers = {backend_.address()};
-    write_file(proxy_.config_path(), make_config(full, kAnyPort, proxy_.access_log()));
-    proxy_.process().signal(SIGHUP);
-    const std::string live = "reload: generation " + std::to_string(generation) + " is live";
-    ASSERT_TRUE(wait_until([&] { return proxy_.process().err().find(live) != std::string::npos; }))
-        << proxy_.process().err();
-  };
-  ASSERT_NO_FATAL_FAILURE(reload(o, 2));
+  ASSERT_NO_FATAL_FAILURE(reload_proxy(o, 2));
   EXPECT_EQ(get("127.0.0.2", "/").status, 429);
   auto m = scrape();
   EXPECT_EQ((m.at("tlsfront_limit_req_requests_total{zone=\"one\",result=\"rejected\"}")), 2);
   ProxyOptions resized = o;
   resized.extra += "size = \"2m\"\n";
-  ASSERT_NO_FATAL_FAILURE(reload(resized, 3));
+  ASSERT_NO_FATAL_FAILURE(reload_proxy(resized, 3));
   EXPECT_EQ(get("127.0.0.2", "/").status, 200);
   m = scrape();
   EXPECT_EQ((m.at("tlsfront_limit_req_requests_total{zone=\"one\",result=\"rejected\"}")), 0);

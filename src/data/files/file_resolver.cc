@@ -9,29 +9,11 @@
 #include <cstring>
 
 #include "message/accept_encoding.h"
+#include "message/request_path.h"
 
 namespace tlsfront::files {
 
-Fd& Fd::operator=(Fd&& o) noexcept {
-  if (this != &o) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = o.release();
-  }
-  return *this;
-}
-
-Fd::~Fd() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
 namespace {
-
-int hex(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 enum class Outcome { Found, Missing, Refused };
 
@@ -193,7 +175,7 @@ bool percent_decode(std::string_view path, std::string& out) {
       continue;
     }
     if (i + 2 >= path.size()) return false;
-    const int hi = hex(path[i + 1]), lo = hex(path[i + 2]);
+    const int hi = http::hex_value(path[i + 1]), lo = http::hex_value(path[i + 2]);
     if (hi < 0 || lo < 0) return false;
     const char c = static_cast<char>(hi * 16 + lo);
     if (c == '\0') return false;
@@ -219,7 +201,7 @@ Resolution resolve(const config::Route& route, std::string_view path, std::strin
     if (uri.empty() || uri.front() != '/') uri = "/" + uri;
   }
   Fd dir(::open(f.dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!dir) {
+  if (!dir.valid()) {
     r.out.status = errno == ENOENT ? 404 : 403;
     r.out.error = std::string("root: ") + std::strerror(errno);
     return std::move(r.out);

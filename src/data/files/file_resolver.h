@@ -26,28 +26,12 @@
 #include <string_view>
 
 #include "config/config.h"
+#include "util/unique_fd.h"
 
 namespace tlsfront::files {
 
 // An open file descriptor, closed on destruction.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(Fd&& o) noexcept : fd_(o.release()) {}
-  Fd& operator=(Fd&& o) noexcept;
-  ~Fd();
-  int get() const { return fd_; }
-  int release() {
-    int fd = fd_;
-    fd_ = -1;
-    return fd;
-  }
-  explicit operator bool() const { return fd_ >= 0; }
-
- private:
-  int fd_ = -1;
-};
+using Fd = UniqueFd;
 
 struct Resolution {
   // File: `file` is open; Status: answer `status`; Redirect: 301 to
