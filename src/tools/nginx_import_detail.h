@@ -263,6 +263,13 @@ bool import_file_location(const Directive& location, const Chain& chain, const s
                           const std::string& base_dir, size_t first_route, bool routed, std::vector<Model::Route>& out,
                           Ledger& l);
 
+// nginx's `return code [text|URL]` / `return URL` as a route's fixed answer
+// (nginx_import_return.cc): redirect = {...} for 301, 302, 303, 307, 308
+// (and a bare URL: 302), return = {...} otherwise (the body literal, the
+// Content-Type nginx's default_type). Empty and a report line when tlsfront
+// cannot answer so.
+Keys fixed_answer(const Directive& ret, const Chain& chain, Ledger& l);
+
 // Header rules (nginx_import_headers.cc): add_header, proxy_hide_header and
 // proxy_set_header as nginx applies them to each imported route (per
 // directive name, those of the innermost block that has any), written as the
