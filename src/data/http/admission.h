@@ -1,7 +1,7 @@
-// Admission: the checks both client sessions make on a complete request head
-// before anything is forwarded, and the exchange that then carries the
-// request. HTTP/1.1 (Http1Session) and HTTP/2 (Http2Stream) each validate
-// their own framing first; what follows is the same for both.
+// Admission: the checks made on a complete request head before anything is
+// forwarded, and the exchange that then carries the request. Called by
+// RequestStream::admit() (data/http/request_stream.h) for every client
+// codec, after the codec's own validation of its framing.
 // Thread affinity: owning worker only.
 #pragma once
 

@@ -1,6 +1,6 @@
-// ExchangeSink: the one interface through which a ProxyExchange talks back to
-// the client side (Http1Session, or one Http2Stream per HTTP/2 stream), so
-// upstream code is written once for both. ConnectionInfo: what a session knows about its client
+// ExchangeSink: the one interface through which an Exchange talks back to
+// the client side: a RequestStream (data/http/request_stream.h), the same for
+// every client codec, so upstream code is written once for all. ConnectionInfo: what a session knows about its client
 // connection, for the access log.
 // Thread affinity: owning worker only.
 #pragma once

@@ -49,33 +49,30 @@ Http1Session::Http1Session(const SessionEnv& env, ClientTransport* transport, Co
 }
 
 Http1Session::~Http1Session() {
-  if (env_.loop) LoopContext::of(env_.loop).cancel_flush(this);
   // A request or tunnel still in flight when the connection is torn down
   // gets its line too: by the drain deadline (Connection::abort), a request
   // with no status sent yet as 503, the answer tlsfront gave up with; by a
   // failed write to the client, as 499 (it went away).
-  if (exchange_) {
+  if (has_exchange()) {
     const bool draining = env_.shutting_down != nullptr && *env_.shutting_down;
     if (record().status == 0) record().status = draining ? 503 : 499;
     log_request();
   }
-  Exchange::retire(exchange_);
 }
 
 bool Http1Session::wants_input() const {
   if (close_ == CloseMode::Closed) return false;
   // A tunnel reads whatever the phase before it held back.
   if (request_ != RequestPhase::Tunnel && (request_ == RequestPhase::Complete || !pending_input_.empty())) return false;
-  return !(exchange_ && exchange_->request_body_congested());
+  return !(stream_ && stream_->request_body_congested());
 }
 
 void Http1Session::on_data(std::string_view data) {
   if (close_ == CloseMode::Closed) return;
   if (request_ == RequestPhase::Tunnel) {
     record().bytes_received += data.size();
-    if (env_.counters) env_.counters->tunnel_bytes_to_upstream.add(data.size());
     arm(TimerPurpose::Tunnel);
-    if (exchange_) exchange_->on_tunnel_data(data);
+    stream().send_tunnel(data);
     // An idle tunnel keeps no buffer: what was read is passed on.
     transport_->release_buffers();
     return;
@@ -128,7 +125,7 @@ void Http1Session::execute(std::string_view data) {
   // The HTTP/2 connection preface ("PRI * HTTP/2.0", prior knowledge) on
   // an HTTP/1.1 connection: tlsfront has no h2c, so 505, then the close.
   const int status = err == HPE_PAUSED_H2_UPGRADE ? 505 : rejection_.value_or(400);
-  if (exchange_ && response_ != ResponsePhase::Waiting) {
+  if (has_exchange() && response_ != ResponsePhase::Waiting) {
     close(false);  // the client has the response's head: its status stays the logged one
     return;
   }
@@ -136,18 +133,10 @@ void Http1Session::execute(std::string_view data) {
   respond_local(status);
 }
 
-void Http1Session::respond_local(LocalAnswer answer) {
-  Exchange::retire(exchange_, &record());
+void Http1Session::on_local_answer() {
   local_answer_.reset();
   // A request whose body we did not read leaves the connection unusable.
   if (in_request()) close_after_response();
-  ResponseHead head;
-  std::string body;
-  build_local_answer(env_, info_, record(), answer, head, body);
-  const bool head_only = record().head.method == "HEAD";
-  send_response_head(head, !head_only && !body.empty());
-  if (!head_only) send_response_body(body);
-  end_response();
 }
 
 int Http1Session::reject(int status) {
@@ -179,20 +168,18 @@ int Http1Session::on_headers_complete() {
   // llhttp parsing HTTP after this message instead of handing over the rest.
   parser.upgrade = 0;
   if (req.version_major != 1) return reject(505);
-  if (int status = refused_method(req); status != 0) return reject(status);
-  if (int status = validate_head(); status != 0) return reject(status);
-  Admission admission = admit(env_, this, record());
-  if (admission.answer.status == 413) return reject(413);
+  LocalAnswer answer = stream().admit([this] { return validate_head(); });
+  if (answer.head_refused || answer.status == 413) return reject(answer.status);
   transition(request_, RequestPhase::Body);
-  if (!admission.exchange) {
+  if (!stream_->has_exchange()) {
     if (req.expect_continue && req.has_body()) {
       // RFC 9110 §10.1.1: the client waits for a 100 before its body; a final
       // status instead tells it not to send one. Answer now and close
       // (lingering: the body may still come).
-      respond_local(std::move(admission.answer));
+      respond_local(std::move(answer));
       return -1;
     }
-    local_answer_ = std::move(admission.answer);
+    local_answer_ = std::move(answer);
     // Let llhttp read to the end of the message; the body (if any) is not
     // forwarded anywhere and the connection closes after the answer.
     if (req.has_body()) {
@@ -201,7 +188,6 @@ int Http1Session::on_headers_complete() {
     }
     return 0;
   }
-  exchange_ = std::move(admission.exchange);
   // An Upgrade request's connection ends with its answer unless it becomes
   // a tunnel: what the client sent after it is the tunnel's or nothing,
   // never a request parsed here.
@@ -210,7 +196,7 @@ int Http1Session::on_headers_complete() {
     transport_->send(kContinue);
     record().bytes_sent += kContinue.size();
   }
-  exchange_->start();
+  stream_->start();
   if (close_ == CloseMode::Closed) return -1;
   if (req.has_body()) arm(TimerPurpose::Body);
   return 0;
@@ -218,7 +204,7 @@ int Http1Session::on_headers_complete() {
 
 int Http1Session::on_body(const char* at, size_t len) {
   if (!record().add_body(len, env_.config->limits.max_body_bytes)) return reject(413);
-  if (exchange_) exchange_->on_request_body(std::string_view(at, len));
+  stream().on_request_body(std::string_view(at, len));
   if (timer_ == TimerPurpose::Body) arm(TimerPurpose::Body);
   return close_ == CloseMode::Closed ? -1 : 0;
 }
@@ -226,13 +212,12 @@ int Http1Session::on_body(const char* at, size_t len) {
 int Http1Session::on_message_complete() {
   transition(request_, RequestPhase::Complete);
   if (timer_ == TimerPurpose::Body) arm(TimerPurpose::None);
-  if (exchange_) exchange_->on_request_complete();
+  stream().on_request_complete();
   // One request at a time: pipelined requests wait until this response ends.
   return HPE_PAUSED;
 }
 
-void Http1Session::send_informational(const ResponseHead& head) {
-  if (record().head.version_minor == 0) return;  // HTTP/1.0 clients do not expect 1xx
+void Http1Session::encode_informational(const ResponseHead& head) {
   std::string& out = head_scratch();
   append_status_and_headers(out, head);
   out += "\r\n";
@@ -240,9 +225,7 @@ void Http1Session::send_informational(const ResponseHead& head) {
   transport_->send(out);
 }
 
-void Http1Session::open_tunnel(const ResponseHead& head, std::string_view protocol) {
-  record().status = head.status;
-  record().tunnel = true;
+void Http1Session::encode_tunnel_open(const ResponseHead& head, std::string_view protocol) {
   std::string& out = head_scratch();
   append_status_and_headers(out, head);
   out += "Upgrade: ";
@@ -252,11 +235,9 @@ void Http1Session::open_tunnel(const ResponseHead& head, std::string_view protoc
   transport_->send(out);
   transition(response_, ResponsePhase::Tunnel);
   transition(request_, RequestPhase::Tunnel);
-  if (env_.counters) env_.counters->tunnels_opened.add();
   arm(TimerPurpose::Tunnel);
-  // What only the request's routing and the upstream request needed goes:
-  // a tunnel may stay open for hours (docs/ARCHITECTURE.md, "Idle connections").
-  record().release_head_fields();
+  // What only reading requests needed goes: a tunnel may stay open for
+  // hours (docs/ARCHITECTURE.md, "Idle connections").
   drop_reader();
   transport_->release_buffers();
   // Bytes the client sent after its request, before the 101, are the tunnel's.
@@ -266,22 +247,20 @@ void Http1Session::open_tunnel(const ResponseHead& head, std::string_view protoc
     on_data(early);
   }
   if (wants_input()) transport_->resume_input();
-  // The exchange passes on the rest of the 101's read; then it goes.
-  if (env_.loop) LoopContext::of(env_.loop).schedule_flush(this);
 }
 
-void Http1Session::flush() {
-  if (request_ != RequestPhase::Tunnel || close_ == CloseMode::Closed) return;
-  std::unique_ptr<upstream::UpstreamTunnel> tunnel = ProxyExchange::take_tunnel(exchange_, nullptr, record());
-  if (!tunnel) return;  // the exchange ended it already
+void Http1Session::on_tunnel_taken() {
+  if (request_ != RequestPhase::Tunnel || close_ == CloseMode::Closed) {
+    stream_->retire();
+    return;
+  }
   transition(close_, CloseMode::Closed);
   transport_->replace_session(
-      std::make_unique<TunnelSession>(env_, transport_, info_, record_->to_tunnel(), std::move(tunnel)));
+      std::make_unique<TunnelSession>(env_, transport_, info_, stream_->record().to_tunnel(), stream_->take_tunnel()));
   // This session is deleted at the end of the iteration.
 }
 
-void Http1Session::send_response_head(const ResponseHead& head, bool has_body) {
-  record().status = head.status;
+void Http1Session::encode_head(const ResponseHead& head, bool has_body) {
   if (in_request()) close_after_response();  // the upstream answered before the body ended
   std::string& out = head_scratch();
   append_status_and_headers(out, head);
@@ -317,12 +296,11 @@ void Http1Session::send_response_head(const ResponseHead& head, bool has_body) {
   transport_->send(out);
 }
 
-void Http1Session::send_response_body(std::string_view data) {
+void Http1Session::encode_body(std::string_view data) {
   if (data.empty()) return;
   if (response_ == ResponsePhase::Tunnel) {
     transport_->send(data);
     record().bytes_sent += data.size();
-    if (env_.counters) env_.counters->tunnel_bytes_to_client.add(data.size());
     arm(TimerPurpose::Tunnel);
     transport_->release_buffers();  // once written (an idle tunnel keeps no buffer)
     return;
@@ -345,7 +323,7 @@ bool Http1Session::client_accepts_trailers() {
   return std::any_of(codings.begin(), codings.end(), [](std::string_view c) { return iequals(c, "trailers"); });
 }
 
-void Http1Session::send_trailers(const std::vector<Header>& trailers) {
+void Http1Session::encode_trailers(const std::vector<Header>& trailers) {
   if (response_ != ResponsePhase::Chunked || !client_accepts_trailers()) return;
   trailer_section_.clear();
   for (const auto& h : trailers) {
@@ -356,7 +334,7 @@ void Http1Session::send_trailers(const std::vector<Header>& trailers) {
   }
 }
 
-void Http1Session::end_response() {
+void Http1Session::encode_end() {
   if (response_ == ResponsePhase::Tunnel) {
     // The upstream closed the tunnel: so does the client connection.
     record().response_complete = true;
@@ -377,14 +355,8 @@ void Http1Session::end_response() {
   finish_request();
 }
 
-void Http1Session::fail_response(int status, std::string_view reason) {
-  if (close_ == CloseMode::Closed) return;
-  if (status == 0 || response_ != ResponsePhase::Waiting) {
-    // The response is already on its way: all we can do is cut it short.
-    close(false);
-    return;
-  }
-  respond_local(status);
+void Http1Session::abort_response() {
+  if (close_ != CloseMode::Closed) close(false);
 }
 
 bool Http1Session::output_congested() const { return transport_->buffered_output() > kOutputHighWatermark; }
@@ -394,7 +366,7 @@ void Http1Session::on_request_body_writable() {
 }
 
 void Http1Session::on_output_drained() {
-  if (exchange_) exchange_->on_output_drained();
+  if (stream_) stream_->on_output_drained();
   if (timer_ == TimerPurpose::Send) {
     transport_->stop_timer();
     timer_ = TimerPurpose::None;
@@ -431,7 +403,7 @@ void Http1Session::finish_request() {
 void Http1Session::close(bool notify) {
   // A request still in flight (its response cut short, or never sent) gets
   // its line now: every request that started is logged once.
-  if (exchange_) log_request();
+  if (has_exchange()) log_request();
   transition(close_, CloseMode::Closed);
   transport_->close(notify);
 }
@@ -454,7 +426,7 @@ void Http1Session::on_timer() {
       break;
     }
     case TimerPurpose::Body:
-      if (exchange_ && exchange_->request_body_congested()) {
+      if (stream_ && stream_->request_body_congested()) {
         arm(TimerPurpose::Body);  // we stopped reading, not the client: the upstream's timeouts apply
         return;
       }
@@ -491,7 +463,7 @@ void Http1Session::arm(TimerPurpose purpose) {
       transport_->arm_timer(t.keepalive);
       // Between requests nothing of the last one is needed: an idle
       // keepalive connection keeps no grown buffer, here or below.
-      record_.reset();
+      stream_.reset();
       drop_reader();
       transport_->release_buffers();
       break;
@@ -506,7 +478,7 @@ void Http1Session::arm(TimerPurpose purpose) {
 void Http1Session::on_client_closed() {
   if (close_ == CloseMode::Closed) return;
   // nginx's "client closed request", unless the client already had a status.
-  if (exchange_ && response_ == ResponsePhase::Waiting) record().status = 499;
+  if (has_exchange() && response_ == ResponsePhase::Waiting) record().status = 499;
   // A tunnel ends when either side closes: the client's close is its end.
   if (response_ == ResponsePhase::Tunnel) record().response_complete = true;
   close(false);
@@ -515,7 +487,7 @@ void Http1Session::on_client_closed() {
 void Http1Session::on_handshake_done(double tls_handshake_ms) {
   info_.early_data = false;
   info_.tls_handshake_ms = tls_handshake_ms;
-  if (exchange_) exchange_->on_handshake_done();
+  if (stream_) stream_->on_handshake_done();
 }
 
 void Http1Session::on_shutdown() {
@@ -538,9 +510,8 @@ bool Http1Session::close_if_idle() {
 }
 
 void Http1Session::log_request() {
-  Exchange::retire(exchange_, &record());
   const std::string_view protocol = record().head.version_minor == 0 ? "HTTP/1.0" : "HTTP/1.1";
-  record().log_completed(env_, info_, protocol, 0, info_.requests == 1);
+  stream().log(protocol, 0, info_.requests == 1);
 }
 
 }  // namespace tlsfront::http

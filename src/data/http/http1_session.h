@@ -10,8 +10,11 @@
 // connection a byte tunnel (RequestPhase::Tunnel) idle-limited by
 // timeouts.tunnel; once the 101's read is over the connection goes to a
 // TunnelSession with the tunnel's upstream side (upstream::UpstreamTunnel)
-// and the request's TunnelRecord (flush()): an open tunnel holds neither
-// this session nor a ProxyExchange. Any other answer
+// and the request's TunnelRecord (on_tunnel_taken()): an open tunnel holds
+// neither this session nor a ProxyExchange.
+// The session is the HTTP/1.1 codec (StreamCodec) of one RequestStream at a
+// time (data/http/request_stream.h: admission, the exchange, local answers,
+// the log line). Any other answer
 // is an ordinary response after which the connection closes: bytes the
 // client sent after its Upgrade request are never parsed as a next request
 // (no smuggling past a refused upgrade).
@@ -31,17 +34,15 @@
 #include "config/config.h"
 #include "data/http/client_session.h"
 #include "data/http/client_transport.h"
-#include "data/http/exchange_sink.h"
 #include "data/http/local_answer.h"
-#include "data/http/proxy_exchange.h"
-#include "data/http/request_record.h"
+#include "data/http/request_stream.h"
 #include "data/http/session_env.h"
 #include "message/request.h"
 #include "util/state.h"
 
 namespace tlsfront::http {
 
-class Http1Session final : public ClientSession, public ExchangeSink, public Flushable {
+class Http1Session final : public ClientSession, private StreamCodec {
  public:
   // The request being read (one at a time):
   //   Idle     -> Head      a request's first byte (llhttp on_message_begin)
@@ -93,36 +94,38 @@ class Http1Session final : public ClientSession, public ExchangeSink, public Flu
   void on_shutdown() override;
   bool close_if_idle() override;
 
-  // ExchangeSink
-  void send_informational(const ResponseHead& head) override;
-  void open_tunnel(const ResponseHead& head, std::string_view protocol) override;
-  void send_response_head(const ResponseHead& head, bool has_body) override;
-  void send_response_body(std::string_view data) override;
+ private:
+  friend struct RequestParserCallbacks;
+  // StreamCodec
+  void encode_informational(const ResponseHead& head) override;
+  void encode_tunnel_open(const ResponseHead& head, std::string_view protocol) override;
+  void encode_head(const ResponseHead& head, bool has_body) override;
+  void encode_body(std::string_view data) override;
   // Kept for the last chunk when the response is chunked and the request's
   // TE asked for trailers (RFC 9110 §10.1.4); dropped otherwise.
-  void send_trailers(const std::vector<Header>& trailers) override;
-  // The request's TE lists "trailers" (RFC 9110 §10.1.4).
-  bool client_accepts_trailers();
-  void end_response() override;
-  void fail_response(int status, std::string_view reason) override;
+  void encode_trailers(const std::vector<Header>& trailers) override;
+  void encode_end() override;
+  bool answerable() const override { return close_ != CloseMode::Closed && response_ == ResponsePhase::Waiting; }
+  void abort_response() override;
+  void on_local_answer() override;
+  // Hands the connection to a TunnelSession with the tunnel's upstream side.
+  void on_tunnel_taken() override;
   bool output_congested() const override;
   void on_request_body_writable() override;
   const ConnectionInfo& connection_info() const override { return info_; }
+  // The request's TE lists "trailers" (RFC 9110 §10.1.4).
+  bool client_accepts_trailers();
 
-  // Hands the connection to a TunnelSession with the tunnel taken from the
-  // exchange (scheduled by open_tunnel()).
-  void flush() override;
-
- private:
-  friend struct RequestParserCallbacks;
   enum class TimerPurpose { None, Header, Body, Idle, Resume, Send, Tunnel };
 
   bool in_request() const { return request_ == RequestPhase::Head || request_ == RequestPhase::Body; }
   void execute(std::string_view data);
   // tlsfront's own answer (an error, a route's return or redirect, the
   // HTTPS redirect), framed as an upstream response; then finish_request().
-  void respond_local(LocalAnswer answer);
+  void respond_local(LocalAnswer answer) { stream().respond_local(std::move(answer)); }
   void respond_local(int status) { respond_local(LocalAnswer{status}); }
+  // An exchange answers the current request.
+  bool has_exchange() const { return stream_ && stream_->has_exchange(); }
   void finish_request();
   // Retires the exchange (its stats go into the record) and logs the request.
   void log_request();
@@ -155,14 +158,14 @@ class Http1Session final : public ClientSession, public ExchangeSink, public Flu
   CloseMode close_ = CloseMode::KeepAlive;
 
   // The request being read / answered, from its first byte until the
-  // connection goes idle (an idle keepalive connection keeps none; a tunnel
-  // keeps it for its log line). record() makes one when there is none.
-  RequestRecord& record() {
-    if (!record_) record_ = std::make_unique<RequestRecord>();
-    return *record_;
+  // connection goes idle (an idle keepalive connection keeps none).
+  // stream() makes one when there is none.
+  RequestStream& stream() {
+    if (!stream_) stream_ = std::make_unique<RequestStream>(env_, static_cast<StreamCodec*>(this));
+    return *stream_;
   }
-  std::unique_ptr<RequestRecord> record_;
-  std::unique_ptr<Exchange> exchange_;
+  RequestRecord& record() { return stream().record(); }
+  std::unique_ptr<RequestStream> stream_;
   std::optional<int> rejection_;    // the status a parser hook refused the request with
   std::optional<LocalAnswer> local_answer_;  // answered without an upstream once the message is read (404, 301)
   std::string pending_input_;        // pipelined bytes parsed after this response

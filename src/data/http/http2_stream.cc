@@ -21,44 +21,12 @@ ssize_t response_read_cb(nghttp2_session*, int32_t, uint8_t* buf, size_t length,
 
 }  // namespace
 
-Http2Stream::Http2Stream(Http2Session* session, int32_t id) : session_(session), loop_(session->env().loop), id_(id) {
-  record_.begin();
+Http2Stream::Http2Stream(Http2Session* session, int32_t id)
+    : session_(session), loop_(session->env().loop), id_(id), stream_(session->env(), this) {
+  record().begin();
 }
 
-Http2Stream::~Http2Stream() {
-  // The session may be gone already (its streams are freed after it).
-  LoopContext::of(loop_).cancel_flush(this);
-  upstream::UpstreamTunnel::retire(tunnel_);
-  Exchange::retire(exchange_);
-}
-
-void Http2Stream::flush() {
-  if (closed() || response_ != ResponsePhase::Tunnel) return;
-  tunnel_ = ProxyExchange::take_tunnel(exchange_, this, record_);
-}
-
-bool Http2Stream::upstream_congested() const {
-  if (tunnel_) return tunnel_->buffered_bytes() > upstream::kWriteHighWatermark;
-  return exchange_ && exchange_->request_body_congested();
-}
-
-void Http2Stream::on_upstream_body(std::string_view data) {
-  send_response_body(data);
-  if (tunnel_ && output_congested()) tunnel_->pause_reading();
-}
-
-void Http2Stream::on_upstream_complete() {
-  if (tunnel_ && record_.upstream) record_.upstream->response_ms = tunnel_->response_ms();
-  end_response();
-}
-
-void Http2Stream::on_upstream_error(upstream::UpstreamFailure failure, Error error) {
-  if (record_.upstream) record_.upstream->add_error(failure);
-  const ConnectionInfo& info = session_->info();
-  log::warn("conn={} client={}:{} h2 stream {} upstream={}: {}", info.id, info.remote_addr, info.remote_port, id_,
-            record_.upstream ? std::string_view(record_.upstream->addr) : std::string_view("-"), error.message());
-  fail_response(0, error.message());
-}
+Http2Stream::~Http2Stream() = default;  // the session may be gone already (its streams are freed after it)
 
 const ConnectionInfo& Http2Stream::connection_info() const { return session_->info(); }
 
@@ -69,9 +37,9 @@ bool Http2Stream::head_too_large() const {
 void Http2Stream::on_header(std::string_view name, std::string_view value) {
   // RFC 9113 §6.5.2: the size of a field is name + value + 32.
   header_bytes_ += name.size() + value.size() + 32;
-  record_.bytes_received += name.size() + value.size() + 4;
+  record().bytes_received += name.size() + value.size() + 4;
   if (head_too_large()) return;
-  RequestHead& req = record_.head;
+  RequestHead& req = record().head;
   if (!name.empty() && name.front() == ':') {
     if (name == ":method") req.method = value;
     else if (name == ":path") req.target = value;
@@ -91,7 +59,7 @@ void Http2Stream::on_header(std::string_view name, std::string_view value) {
     std::from_chars(value.data(), value.data() + value.size(), n);
     req.content_length = n;
   } else if (h.token == HeaderToken::UserAgent) {
-    record_.user_agent = value;
+    record().user_agent = value;
   }
   if (req.headers.empty()) req.headers.reserve(kFieldsReserved);
   req.headers.push_back(std::move(h));
@@ -100,69 +68,61 @@ void Http2Stream::on_header(std::string_view name, std::string_view value) {
 bool Http2Stream::on_request_head(bool end_stream) {
   transition(request_, end_stream ? RequestPhase::Complete : RequestPhase::Body);
   if (head_too_large()) {
-    respond_local(431);
+    stream_.respond_local(431);
     return false;
   }
-  RequestHead& req = record_.head;
+  RequestHead& req = record().head;
   // RFC 8441 §4 (nghttp2 checked :scheme, :path and :authority are there).
-  if (req.method == "CONNECT" && !protocol_.empty()) websocket_accept_ = map_extended_connect(req, protocol_);
-  if (int status = refused_method(req); status != 0) {
-    respond_local(status);
-    return false;
-  }
-  const Header* host = req.find(HeaderToken::Host);
-  std::string_view host_value = authority_;
-  if (!authority_.empty()) {
-    // RFC 9113 §8.3.1: a Host naming another authority makes the request malformed.
-    if (host && !iequals(host->value, authority_)) {
-      reset(NGHTTP2_PROTOCOL_ERROR);
-      return false;
+  if (req.method == "CONNECT" && !protocol_.empty()) stream_.map_extended_connect(protocol_);
+  LocalAnswer answer = stream_.admit([&]() -> int {
+    const Header* host = req.find(HeaderToken::Host);
+    std::string_view host_value = authority_;
+    if (!authority_.empty()) {
+      // RFC 9113 §8.3.1: a Host naming another authority makes the request malformed.
+      if (host && !iequals(host->value, authority_)) {
+        reset(NGHTTP2_PROTOCOL_ERROR);
+        return -1;
+      }
+      if (!host) req.headers.insert(req.headers.begin(), Header{"host", authority_, HeaderToken::Host});
+    } else if (host) {
+      host_value = host->value;
     }
-    if (!host) req.headers.insert(req.headers.begin(), Header{"host", authority_, HeaderToken::Host});
-  } else if (host) {
-    host_value = host->value;
-  }
-  if (!host_value.empty() && !valid_host(host_value)) {
-    respond_local(400);
-    return false;
-  }
-  set_routing_host(req);  // the Host field forwarded (:authority's copy) loses a trailing dot too
-  if (!session_->certificate_covers(req.host)) {
-    respond_local(421);  // RFC 9110 §15.5.20: coalesced onto the wrong connection
-    return false;
-  }
-  if (!cookie_.empty()) req.headers.push_back(Header{"cookie", cookie_, HeaderToken::Other});
-  if (!req.content_length && !req.extended_connect) {
-    if (!end_stream) {
-      req.chunked = true;  // length unknown: chunked upstream (RFC 9113 §8.2.2)
-    } else if (req.method == "POST" || req.method == "PUT" || req.method == "PATCH") {
-      req.content_length = 0;
+    if (!host_value.empty() && !valid_host(host_value)) return 400;
+    set_routing_host(req);  // the Host field forwarded (:authority's copy) loses a trailing dot too
+    // RFC 9110 §15.5.20: coalesced onto the wrong connection.
+    if (!session_->certificate_covers(req.host)) return 421;
+    if (!cookie_.empty()) req.headers.push_back(Header{"cookie", cookie_, HeaderToken::Other});
+    if (!req.content_length && !req.extended_connect) {
+      if (!end_stream) {
+        req.chunked = true;  // length unknown: chunked upstream (RFC 9113 §8.2.2)
+      } else if (req.method == "POST" || req.method == "PUT" || req.method == "PATCH") {
+        req.content_length = 0;
+      }
     }
-  }
-  Admission admission = admit(session_->env(), this, record_);
-  if (!admission.exchange) {
-    respond_local(admission.answer);
+    return 0;
+  });
+  if (answer.status != 0) {
+    if (answer.status > 0) stream_.respond_local(std::move(answer));
     return false;
   }
-  exchange_ = std::move(admission.exchange);
   transition(upstream_, UpstreamPhase::Pending);
   return true;
 }
 
 void Http2Stream::start() {
-  if (upstream_ != UpstreamPhase::Pending || !exchange_ || closed()) return;
+  if (upstream_ != UpstreamPhase::Pending || !stream_.has_exchange() || closed()) return;
   transition(upstream_, UpstreamPhase::Started);
-  exchange_->start();
-  if (!exchange_) return;
-  if (!early_body_.empty() && !record_.head.extended_connect) {
+  stream_.start();
+  if (!stream_.has_exchange()) return;
+  if (!early_body_.empty() && !record().head.extended_connect) {
     std::string body = std::move(early_body_);
     early_body_.clear();
-    exchange_->on_request_body(body);
-    if (!exchange_->request_body_congested()) on_request_body_writable();
+    stream_.on_request_body(body);
+    if (!stream_.request_body_congested()) on_request_body_writable();
   }
   if (request_ == RequestPhase::Complete) {
-    if (!request_trailers_.empty()) exchange_->on_request_trailers(std::move(request_trailers_));
-    exchange_->on_request_complete();
+    if (!request_trailers_.empty()) stream_.on_request_trailers(std::move(request_trailers_));
+    stream_.on_request_complete();
   }
 }
 
@@ -177,16 +137,16 @@ void Http2Stream::drop_held_body() {
 }
 
 void Http2Stream::on_request_data(std::string_view data) {
-  record_.bytes_received += data.size();
-  if (record_.head.extended_connect) {
+  record().bytes_received += data.size();
+  if (record().head.extended_connect) {
     on_tunnel_data(data);
     return;
   }
-  if (!record_.add_body(data.size(), session_->env().config->limits.max_body_bytes) &&
+  if (!record().add_body(data.size(), session_->env().config->limits.max_body_bytes) &&
       response_ == ResponsePhase::None) {
-    respond_local(413);
+    stream_.respond_local(413);
   }
-  if (!exchange_ || response_ == ResponsePhase::EndSent) {
+  if (!stream_.has_exchange() || response_ == ResponsePhase::EndSent) {
     // Nobody wants these bytes (a local answer, or the response is complete):
     // acknowledged and dropped, so the client can finish its upload, up to
     // kMaxDiscardBytes; then the stream is reset once its response is out.
@@ -200,8 +160,8 @@ void Http2Stream::on_request_data(std::string_view data) {
     unconsumed_ += data.size();
     return;
   }
-  exchange_->on_request_body(data);
-  if (exchange_->request_body_congested()) {
+  stream_.on_request_body(data);
+  if (stream_.request_body_congested()) {
     unconsumed_ += data.size();
   } else {
     consume(data.size());
@@ -210,22 +170,23 @@ void Http2Stream::on_request_data(std::string_view data) {
 
 void Http2Stream::on_trailer(std::string_view name, std::string_view value) {
   header_bytes_ += name.size() + value.size() + 32;
-  record_.bytes_received += name.size() + value.size() + 4;
+  record().bytes_received += name.size() + value.size() + 4;
   if (head_too_large()) return;  // dropped: the request already went up
   request_trailers_.push_back(Header{std::string(name), std::string(value), classify_header(name)});
 }
 
 void Http2Stream::on_tunnel_data(std::string_view data) {
-  if (request_ == RequestPhase::Tunnel && response_ == ResponsePhase::Tunnel && (exchange_ || tunnel_)) {
+  if (request_ == RequestPhase::Tunnel && response_ == ResponsePhase::Tunnel &&
+      (stream_.has_exchange() || stream_.has_tunnel())) {
     forward_tunnel(data);
-    if (upstream_congested()) {
+    if (stream_.upstream_congested()) {
       unconsumed_ += data.size();  // acknowledged by on_request_body_writable()
     } else {
       consume(data.size());
     }
     return;
   }
-  if (exchange_ && response_ == ResponsePhase::None) {
+  if (stream_.has_exchange() && response_ == ResponsePhase::None) {
     // Sent before the tunnel opened: held, unacknowledged (so bounded by the
     // stream window), until the 101 (open_tunnel) or another answer.
     early_body_.append(data);
@@ -239,46 +200,22 @@ void Http2Stream::on_tunnel_data(std::string_view data) {
 }
 
 void Http2Stream::forward_tunnel(std::string_view data) {
-  if (session_->env().counters) session_->env().counters->tunnel_bytes_to_upstream.add(data.size());
   tunnel_timer_.arm(session_->env().config->timeouts.tunnel);
-  if (tunnel_) {
-    tunnel_->send(data);
-  } else {
-    exchange_->on_tunnel_data(data);
-  }
+  stream_.send_tunnel(data);
   session_->release_buffers();
 }
 
-void Http2Stream::open_tunnel(const ResponseHead& upstream_head, std::string_view) {
-  if (closed() || response_ != ResponsePhase::None) return;
-  ResponseHead head = upstream_head;
-  if (!record_.head.extended_connect || !accept_upgrade_response(head, websocket_accept_)) {
-    const ConnectionInfo& info = session_->info();
-    log::warn("conn={} client={}:{} h2 stream {}: upstream's 101 lacks the Sec-WebSocket-Accept of our key", info.id,
-              info.remote_addr, info.remote_port, id_);
-    respond_local(502);  // retires the exchange: its stats are the record's now
-    if (UpstreamStats* stats = record_.upstream ? &*record_.upstream : nullptr) {
-      stats->add_error(upstream::UpstreamFailure::InvalidResponse);
-    }
+void Http2Stream::encode_tunnel_open(const ResponseHead& head, std::string_view) {
+  if (!record().head.extended_connect) {
+    abort_response();  // no tunnel without RFC 8441's CONNECT (never asked for)
     return;
   }
-  // RFC 8441 §5: the 101 becomes a 2xx; what it said about the protocol
-  // (Sec-WebSocket-Protocol, -Extensions) stays.
-  head.status = 200;
-  head.reason.clear();
-  head.content_length.reset();
-  record_.status = 200;
-  record_.tunnel = true;
   transition(response_, ResponsePhase::Tunnel);
   if (request_ == RequestPhase::Body) transition(request_, RequestPhase::Tunnel);
   submit_head(head, true, false);
-  // What only the request's routing, the upstream request and the 101's
-  // check needed goes: a tunnel may stay open for hours.
-  record_.release_head_fields();
+  // What only the request's routing needed goes: a tunnel may stay open for hours.
   std::string().swap(authority_);
   std::string().swap(cookie_);
-  std::string().swap(websocket_accept_);
-  if (session_->env().counters) session_->env().counters->tunnels_opened.add();
   tunnel_timer_.init(
       session_->env().loop, [](void* self) { static_cast<Http2Stream*>(self)->on_tunnel_idle(); }, this);
   tunnel_timer_.arm(session_->env().config->timeouts.tunnel);
@@ -286,21 +223,18 @@ void Http2Stream::open_tunnel(const ResponseHead& upstream_head, std::string_vie
     std::string early = std::move(early_body_);
     early_body_.clear();
     forward_tunnel(early);
-    if (!upstream_congested()) on_request_body_writable();
+    if (!stream_.upstream_congested()) on_request_body_writable();
   }
   // END_STREAM came with or right after the CONNECT: the client's half is over.
-  if (request_ == RequestPhase::Complete && exchange_) exchange_->on_tunnel_end();
-  // The exchange passes on the rest of the 101's read; then it goes.
-  LoopContext::of(loop_).schedule_flush(this);
+  if (request_ == RequestPhase::Complete) stream_.end_tunnel();
 }
 
 void Http2Stream::on_tunnel_idle() {
-  if (closed() || !record_.tunnel) return;
+  if (closed() || !record().tunnel) return;
   const ConnectionInfo& info = session_->info();
   log::info("conn={} client={}:{} h2 stream {}: tunnel idle for {} ms; RST_STREAM", info.id, info.remote_addr,
             info.remote_port, id_, session_->env().config->timeouts.tunnel.count());
-  if (exchange_) exchange_->cancel();  // retired (and logged) when the reset closes the stream
-  upstream::UpstreamTunnel::retire(tunnel_);
+  stream_.retire();  // logged when the reset closes the stream
   reset(NGHTTP2_CANCEL);
 }
 
@@ -308,17 +242,13 @@ void Http2Stream::on_request_end() {
   if (request_ == RequestPhase::Complete) return;  // the request already ended
   if (request_ == RequestPhase::Tunnel) {
     transition(request_, RequestPhase::Complete);
-    if (tunnel_) {
-      tunnel_->shutdown_write();
-    } else if (exchange_) {
-      exchange_->on_tunnel_end();
-    }
+    stream_.end_tunnel();
     return;
   }
   transition(request_, RequestPhase::Complete);
-  if (exchange_ && upstream_ == UpstreamPhase::Started) {
-    if (!request_trailers_.empty()) exchange_->on_request_trailers(std::move(request_trailers_));
-    exchange_->on_request_complete();
+  if (upstream_ == UpstreamPhase::Started) {
+    if (!request_trailers_.empty()) stream_.on_request_trailers(std::move(request_trailers_));
+    stream_.on_request_complete();
   }
 }
 
@@ -342,7 +272,7 @@ void Http2Stream::submit_head(const ResponseHead& head, bool has_body, bool info
   }
   nghttp2_nv* nva = block.nva();
   const uint64_t bytes = block.octets();
-  record_.bytes_sent += bytes;
+  record().bytes_sent += bytes;
   ++heads_submitted_;
   if (!informational) {
     final_head_ = heads_submitted_;
@@ -361,23 +291,13 @@ void Http2Stream::submit_head(const ResponseHead& head, bool has_body, bool info
   session_->schedule_send();
 }
 
-void Http2Stream::send_informational(const ResponseHead& head) {
+void Http2Stream::encode_informational(const ResponseHead& head) {
   if (closed() || response_ != ResponsePhase::None) return;
   submit_head(head, false, true);
 }
 
-void Http2Stream::send_response_head(const ResponseHead& head, bool has_body) {
+void Http2Stream::encode_head(const ResponseHead& head, bool has_body) {
   if (closed() || response_ != ResponsePhase::None) return;
-  if (record_.head.extended_connect && head.status >= 200 && head.status < 300) {
-    // RFC 9110 §9.3.6: a 2xx to CONNECT says the tunnel is open. An upstream
-    // that answered the Upgrade with one did not switch: a 502, not a lie.
-    const ConnectionInfo& info = session_->info();
-    log::warn("conn={} client={}:{} h2 stream {}: upstream answered the {} upgrade with {}, not 101", info.id,
-              info.remote_addr, info.remote_port, id_, record_.head.upgrade, head.status);
-    respond_local(502);
-    return;
-  }
-  record_.status = head.status;
   transition(response_, has_body ? ResponsePhase::Head : ResponsePhase::Ended);
   submit_head(head, has_body, false);
 }
@@ -388,12 +308,9 @@ void Http2Stream::resume_provider() {
   nghttp2_session_resume_data(session_->ng(), id_);
 }
 
-void Http2Stream::send_response_body(std::string_view data) {
+void Http2Stream::encode_body(std::string_view data) {
   if (closed() || data.empty()) return;
-  if (response_ == ResponsePhase::Tunnel) {
-    if (session_->env().counters) session_->env().counters->tunnel_bytes_to_client.add(data.size());
-    tunnel_timer_.arm(session_->env().config->timeouts.tunnel);
-  }
+  if (response_ == ResponsePhase::Tunnel) tunnel_timer_.arm(session_->env().config->timeouts.tunnel);
   if (pending_output() == 0) {
     output_moved_at_ = uv_now(loop_);
     session_->note_pending_output(true);
@@ -403,12 +320,12 @@ void Http2Stream::send_response_body(std::string_view data) {
   session_->schedule_send();
 }
 
-void Http2Stream::send_trailers(const std::vector<Header>& trailers) {
+void Http2Stream::encode_trailers(const std::vector<Header>& trailers) {
   if (closed() || response_ != ResponsePhase::Head) return;  // no DATA provider to end with them
   trailers_ = trailers;
 }
 
-void Http2Stream::end_response() {
+void Http2Stream::encode_end() {
   if (closed()) return;
   if (response_ == ResponsePhase::Head || response_ == ResponsePhase::Tunnel) {
     transition(response_, ResponsePhase::Ended);
@@ -417,17 +334,9 @@ void Http2Stream::end_response() {
   session_->schedule_send();
 }
 
-void Http2Stream::fail_response(int status, std::string_view) {
-  if (closed()) return;
-  if (response_ == ResponsePhase::Tunnel) {
-    reset(NGHTTP2_CONNECT_ERROR);  // RFC 9113 §8.5: the upstream connection failed
-    return;
-  }
-  if (status == 0 || response_ != ResponsePhase::None) {
-    reset(NGHTTP2_INTERNAL_ERROR);  // the response is cut short: the client must see it
-    return;
-  }
-  respond_local(status);
+void Http2Stream::abort_response() {
+  // RFC 9113 §8.5: a tunnel whose upstream connection failed is CONNECT_ERROR.
+  reset(response_ == ResponsePhase::Tunnel ? NGHTTP2_CONNECT_ERROR : NGHTTP2_INTERNAL_ERROR);
 }
 
 bool Http2Stream::output_congested() const {
@@ -444,8 +353,7 @@ void Http2Stream::on_output_drained() {
   // Cheap when the upstream is not paused (ProxyExchange pauses it itself
   // whenever output_congested() holds after a sink call).
   if (closed() || output_congested()) return;
-  if (exchange_) exchange_->on_output_drained();
-  if (tunnel_) tunnel_->resume_reading();
+  stream_.on_output_drained();
 }
 
 ssize_t Http2Stream::read_response(uint8_t* buf, size_t length, uint32_t* data_flags) {
@@ -489,25 +397,8 @@ ssize_t Http2Stream::read_response(uint8_t* buf, size_t length, uint32_t* data_f
   return static_cast<ssize_t>(n);
 }
 
-void Http2Stream::respond_local(const LocalAnswer& answer) {
-  Exchange::retire(exchange_, &record_);
-  drop_held_body();  // the unread request body is discarded and acknowledged
-  if (response_ != ResponsePhase::None) {
-    reset(NGHTTP2_INTERNAL_ERROR);
-    return;
-  }
-  ResponseHead head;
-  std::string body;
-  build_local_answer(session_->env(), session_->info(), record_, answer, head, body);
-  const bool has_body = record_.head.method != "HEAD" && !body.empty();
-  send_response_head(head, has_body);
-  if (has_body) send_response_body(body);
-  end_response();
-}
-
 void Http2Stream::abort_stalled() {
-  if (exchange_) exchange_->cancel();  // retired (and logged) when the reset closes the stream
-  upstream::UpstreamTunnel::retire(tunnel_);
+  stream_.retire();  // logged when the reset closes the stream
   reset(NGHTTP2_CANCEL);
 }
 
@@ -526,7 +417,7 @@ void Http2Stream::on_response_end_sent() {
   // upload cheaply (libcurl, for one, fails a transfer whose upload is cut).
   // An extended CONNECT answered without a tunnel has nothing left to send.
   if (request_ != RequestPhase::Complete &&
-      (discarded_ > kMaxDiscardBytes || (record_.head.extended_connect && !record_.tunnel))) {
+      (discarded_ > kMaxDiscardBytes || (record().head.extended_connect && !record().tunnel))) {
     reset(NGHTTP2_NO_ERROR);
   }
 }
@@ -541,25 +432,23 @@ void Http2Stream::on_closed(uint32_t error_code) {
   const bool by_client = client_reset || error_code == NGHTTP2_CANCEL;
   transition(end_, StreamEnd::Closed);
   tunnel_timer_.close();
-  Exchange::retire(exchange_, &record_);
-  upstream::UpstreamTunnel::retire(tunnel_);
-  record_.bytes_sent += bytes_out_;
+  stream_.retire();
+  record().bytes_sent += bytes_out_;
   // A tunnel ends when either side ends it: a client's RST_STREAM too.
-  record_.response_complete = response_ == ResponsePhase::EndSent || (record_.tunnel && client_reset);
-  if (!record_.response_complete && !final_head_sent()) {
+  record().response_complete = response_ == ResponsePhase::EndSent || (record().tunnel && client_reset);
+  if (!record().response_complete && !final_head_sent()) {
     // Cut short before the client had a status: it went away (nginx's
     // 499), or we reset the stream after a failure, dropping a queued head.
-    record_.bytes_sent -= final_head_bytes_;
+    record().bytes_sent -= final_head_bytes_;
     if (by_client) {
-      record_.status = 499;
+      record().status = 499;
     } else if (response_ != ResponsePhase::None) {
-      record_.status = 502;
-    } else if (record_.status == 0) {
-      record_.status = 400;
+      record().status = 502;
+    } else if (record().status == 0) {
+      record().status = 400;
     }
   }
-  record_.log_completed(session_->env(), session_->info(), "HTTP/2.0", static_cast<uint32_t>(id_),
-                        session_->first_access_log());
+  stream_.log("HTTP/2.0", static_cast<uint32_t>(id_), session_->first_access_log());
 }
 
 }  // namespace tlsfront::http

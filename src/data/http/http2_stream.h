@@ -1,8 +1,10 @@
 // Http2Stream: one client-initiated HTTP/2 stream (RFC 9113 §5.1) hosted by an
-// Http2Session: the request head assembled from nghttp2's validated header
-// callbacks (:authority -> Host, cookie crumbs joined, §8.3.1 / §8.2.3), one
-// ProxyExchange for the upstream side, and the response body buffered for
-// nghttp2's data provider.
+// Http2Session: the HTTP/2 codec of one request (StreamCodec). The request
+// head is assembled from nghttp2's validated header callbacks (:authority ->
+// Host, cookie crumbs joined, §8.3.1 / §8.2.3) and handed to its
+// RequestStream (data/http/request_stream.h: admission, the exchange, local
+// answers, the tunnel's upstream side, the log line); the response comes
+// back as HEADERS and a body buffered for nghttp2's data provider.
 //
 // Flow control (§5.2): request DATA is consumed (WINDOW_UPDATE sent, through
 // nghttp2_session_consume_stream) only once the upstream write queue takes it,
@@ -20,8 +22,8 @@
 // is a FIN to the upstream, the upstream's EOF is our END_STREAM, an error
 // on the upstream connection is RST_STREAM CONNECT_ERROR (RFC 9113 §8.5),
 // and timeouts.tunnel without a byte either way is RST_STREAM CANCEL. Once
-// the 101's read is over the stream drives the tunnel's upstream side
-// (upstream::UpstreamTunnel) itself and the exchange goes (flush()).
+// the 101's read is over the RequestStream drives the tunnel's upstream side
+// (upstream::UpstreamTunnel) and the exchange goes.
 //
 // Trust: every header byte comes from the client; nghttp2 has already
 // rejected what §8.2-8.3 forbids (uppercase names, connection-specific
@@ -38,10 +40,8 @@
 #include <string_view>
 #include <vector>
 
-#include "data/http/exchange_sink.h"
 #include "data/http/local_answer.h"
-#include "data/http/proxy_exchange.h"
-#include "data/http/request_record.h"
+#include "data/http/request_stream.h"
 #include "message/request.h"
 #include "util/lazy_timer.h"
 #include "util/loop_context.h"
@@ -51,7 +51,7 @@ namespace tlsfront::http {
 
 class Http2Session;
 
-class Http2Stream final : public Deletable, public ExchangeSink, public Flushable, private upstream::UpstreamHandler {
+class Http2Stream final : public Deletable, private StreamCodec {
  public:
   // Response bytes buffered per stream before the upstream is paused.
   static constexpr size_t kResponseHighWatermark = 32 * 1024;
@@ -158,45 +158,31 @@ class Http2Stream final : public Deletable, public ExchangeSink, public Flushabl
   // The client's RST_STREAM ended the stream (before it closed).
   bool reset_by_client() const { return end_ == StreamEnd::ClientReset; }
 
-  // ExchangeSink
-  void send_informational(const ResponseHead& head) override;
-  // The upstream's 101 to an extended CONNECT: checked (Sec-WebSocket-Accept;
-  // 502 when wrong) and submitted as a 200 without END_STREAM.
-  void open_tunnel(const ResponseHead& head, std::string_view protocol) override;
-  void send_response_head(const ResponseHead& head, bool has_body) override;
-  void send_response_body(std::string_view data) override;
-  void send_trailers(const std::vector<Header>& trailers) override;
-  void end_response() override;
-  void fail_response(int status, std::string_view reason) override;
+  // The client's handshake completed (Http2Session::on_handshake_done): a
+  // request held for it goes up.
+  void on_handshake_done() { stream_.on_handshake_done(); }
+  const ConnectionInfo& connection_info() const override;
+
+ private:
+  // StreamCodec
+  void encode_informational(const ResponseHead& head) override;
+  void encode_head(const ResponseHead& head, bool has_body) override;
+  // The 200 an extended CONNECT's 101 became: submitted without END_STREAM.
+  void encode_tunnel_open(const ResponseHead& head, std::string_view protocol) override;
+  void encode_body(std::string_view data) override;
+  void encode_trailers(const std::vector<Header>& trailers) override;
+  void encode_end() override;
+  bool answerable() const override { return !closed() && response_ == ResponsePhase::None; }
+  void abort_response() override;
+  void on_local_answer() override { drop_held_body(); }
   // True while this stream or the connection holds more than its high
   // watermark. A true answer for the connection's output also enrols the
   // stream for the session's next on_output_drained (Http2Session::wait_drained).
   bool output_congested() const override;
   void on_request_body_writable() override;
-  // The client's handshake completed (Http2Session::on_handshake_done): a
-  // request held for it goes up.
-  void on_handshake_done() {
-    if (exchange_) exchange_->on_handshake_done();
-  }
-  const ConnectionInfo& connection_info() const override;
-  // Takes the tunnel from the exchange (scheduled by open_tunnel()).
-  void flush() override;
 
- private:
-  // UpstreamHandler: the tunnel's upstream side, once taken from the exchange.
-  void on_upstream_connected() override {}
-  void on_upstream_head(ResponseHead&&, bool) override {}
-  void on_upstream_body(std::string_view data) override;
-  void on_upstream_complete() override;
-  void on_upstream_error(upstream::UpstreamFailure failure, Error error) override;
-  void on_upstream_writable() override { on_request_body_writable(); }
-  void on_upstream_tunnel(std::unique_ptr<upstream::UpstreamTunnel>) override {}
-  // The tunnel's upstream write queue (or the exchange's) is above its mark.
-  bool upstream_congested() const;
-  // tlsfront's own answer (an error, a route's return or redirect), sent as
-  // an upstream response would be.
-  void respond_local(const LocalAnswer& answer);
-  void respond_local(int status) { respond_local(LocalAnswer{status}); }
+  RequestRecord& record() { return stream_.record(); }
+  const RequestRecord& record() const { return stream_.record(); }
   void submit_head(const ResponseHead& head, bool has_body, bool informational);
   void reset(uint32_t error_code);
   void consume(size_t n);
@@ -222,7 +208,9 @@ class Http2Stream final : public Deletable, public ExchangeSink, public Flushabl
   ResponsePhase response_ = ResponsePhase::None;
   StreamEnd end_ = StreamEnd::Open;
 
-  RequestRecord record_;  // bytes_sent: heads as submitted; the DATA bytes (bytes_out_) join at on_closed
+  // The request (its record's bytes_sent: heads as submitted; the DATA
+  // bytes, bytes_out_, join at on_closed).
+  RequestStream stream_;
   int heads_submitted_ = 0;  // HEADERS frames submitted (1xx and final heads)
   int final_head_ = 0;       // the final head's ordinal among them (0: none yet)
   int heads_sent_ = 0;       // HEADERS frames nghttp2 has written
@@ -230,12 +218,8 @@ class Http2Stream final : public Deletable, public ExchangeSink, public Flushabl
   std::string authority_;
   std::string cookie_;
   std::string protocol_;          // :protocol (RFC 8441 §4), as received
-  std::string websocket_accept_;  // what the upstream's 101 must carry ("" : not checked)
   LazyTimer tunnel_timer_;        // timeouts.tunnel, from open_tunnel on
   size_t header_bytes_ = 0;  // RFC 9113 §6.5.2 sizes, against max_header_list_size
-  std::unique_ptr<Exchange> exchange_;
-  // A tunnel's upstream side, taken from its exchange (flush()).
-  std::unique_ptr<upstream::UpstreamTunnel> tunnel_;
   std::string early_body_;  // DATA received while Pending
   std::vector<Header> request_trailers_;  // until the exchange takes them at the request's end
   size_t unconsumed_ = 0;   // received, not yet acknowledged by WINDOW_UPDATE

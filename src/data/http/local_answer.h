@@ -31,6 +31,9 @@ struct LocalAnswer {
   std::string location;  // the Location field of a redirect, expanded; "" = none
   uint32_t retry_after = 0;  // a 429's Retry-After in seconds (RFC 9110 §10.2.3); 0 = none
   const char* allow = nullptr;  // a 405's Allow field (RFC 9110 §15.5.6); null = none
+  // The head itself was refused (its method, or its codec's rules) before
+  // admission: an HTTP/1.1 connection closes after the answer.
+  bool head_refused = false;
 };
 
 // The head (status, Server, Content-Type, Location, the rules' fields,
