@@ -26,6 +26,8 @@ packages=(
   jq  # scripts/run.sh's suggested `tail -f build/logs/access.log | jq .`
   pandoc man-db  # tlsfront(8) from man/tlsfront.8.md; `man --warnings` checks it
   debhelper fakeroot lintian dpkg-dev  # scripts/package.sh: the .deb and its check
+  libngtcp2-dev libngtcp2-crypto-gnutls-dev libnghttp3-dev libgnutls28-dev  # QUIC and HTTP/3 (src/data/quic)
+  ngtcp2-client  # gtlsclient: a real HTTP/3 client for the QUIC tests
   pebble  # a real ACME CA (RFC 8555) on loopback for the ACME client tests, with pebble-challtestsrv as its DNS
   adduser openssl  # the package's postinst (its user, its placeholder certificate), installed by tests/package
 )

@@ -65,6 +65,15 @@ struct Listener {
   // trust_request_id = true: a client's own request ID header (Config::
   // request_id_header), when valid, becomes the request's $request_id.
   bool trust_request_id = false;
+  // quic = true: HTTP/3 over QUIC (RFC 9114, RFC 9000) on UDP at the same
+  // address and port, with the same certificates and routes (src/data/quic).
+  // TLS listeners only, not with proxy_protocol. With port 0 the UDP
+  // sockets take the port the TCP ones got.
+  bool quic = false;
+  // alt_svc_max_age = N: the TCP responses of a listener with quic = true
+  // carry Alt-Svc: h3=":PORT"; ma=N (RFC 7838 §3, PORT the connection's
+  // local port) so clients move to HTTP/3; 0: no Alt-Svc.
+  uint32_t alt_svc_max_age = 86400;
   // tls = false: a cleartext HTTP/1.1 listener (port 80; no h2c). The keys
   // below apply to it only (docs/configuration.md "[[listen]]").
   bool tls = true;

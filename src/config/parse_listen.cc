@@ -55,6 +55,20 @@ Status parse_cleartext(const TableReader& t, Listener& listener) {
   return {};
 }
 
+// quic = true and its Alt-Svc (alt_svc_max_age), after tls and proxy_protocol.
+Status parse_quic(const TableReader& t, Listener& listener) {
+  if (Status s = t.get_bool("quic", listener.quic); !s.ok()) return s;
+  if (!listener.quic) {
+    if (t.find("alt_svc_max_age") != nullptr) return t.error_at("alt_svc_max_age", "only with quic = true");
+    return {};
+  }
+  if (!listener.tls) return t.error_at("quic", "QUIC is TLS 1.3 only: not on a cleartext listener (tls = false)");
+  if (listener.proxy_protocol) {
+    return t.error_at("quic", "no PROXY protocol over UDP: QUIC cannot be on a proxy_protocol listener");
+  }
+  return t.get_integer("alt_svc_max_age", 0, 31536000, listener.alt_svc_max_age);
+}
+
 // tcp_fastopen = N (0..65535, 0 = off) or "auto" (the default).
 Status parse_tcp_fastopen(const TableReader& t, int& out) {
   const toml::node* node = t.find("tcp_fastopen");
@@ -79,7 +93,7 @@ Status parse_listen(const TableReader& root, std::vector<Listener>& out) {
     if (Status s = t.check_keys({"address", "name", "backlog", "tcp_fastopen", "alpn", "trust_request_id", "tls",
                                  "redirect_https", "https_port", "acme_upstream", "proxy_protocol",
                                  "proxy_protocol_from", "trusted_proxies", "real_ip_header", "real_ip_recursive",
-                                 "access"});
+                                 "access", "quic", "alt_svc_max_age"});
         !s.ok()) {
       return s;
     }
@@ -116,6 +130,7 @@ Status parse_listen(const TableReader& root, std::vector<Listener>& out) {
     if (Status s = parse_cleartext(t, listener); !s.ok()) return s;
     if (Status s = parse_client_address(t, listener); !s.ok()) return s;
     if (Status s = parse_access(t, listener.access); !s.ok()) return s;
+    if (Status s = parse_quic(t, listener); !s.ok()) return s;
     positions.push_back(t.position_of("address"));
     out.push_back(std::move(listener));
   }

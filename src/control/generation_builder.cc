@@ -1,5 +1,7 @@
 #include "control/generation_builder.h"
 
+#include <algorithm>
+
 #include <map>
 #include <mutex>
 
@@ -49,6 +51,13 @@ Result<std::shared_ptr<const data::Generation>> build_generation(config::Config 
   if (!index) return index.take_error();
   gen->tls = std::move(index).value();
   build_limits(gen->config, gen->limits);
+  if (std::any_of(gen->config.listeners.begin(), gen->config.listeners.end(),
+                  [](const config::Listener& l) { return l.quic; })) {
+    // The QUIC listeners' GnuTLS credentials: the same certificate files.
+    auto quic = quic::ServerCredentials::load(gen->config.tls.certificates);
+    if (!quic) return quic.take_error();
+    gen->quic = std::move(quic).value();
+  }
   for (const config::Upstream& u : gen->config.upstreams) {
     if (!u.tls.enabled) {
       gen->upstream_tls.emplace_back();

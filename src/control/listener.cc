@@ -17,9 +17,6 @@
 
 namespace tlsfront::control {
 
-namespace {
-
-// The sockaddr of `ep` (an IP literal); 0 length when it is not one.
 socklen_t to_sockaddr(const config::Endpoint& ep, sockaddr_storage& ss) {
   ss = {};
   if (ep.host.find(':') != std::string::npos) {
@@ -33,6 +30,8 @@ socklen_t to_sockaddr(const config::Endpoint& ep, sockaddr_storage& ss) {
   a->sin_port = htons(ep.port);
   return inet_pton(AF_INET, ep.host.c_str(), &a->sin_addr) == 1 ? sizeof(sockaddr_in) : 0;
 }
+
+namespace {
 
 bool same_address(const sockaddr_storage& a, const sockaddr_storage& b) {
   if (a.ss_family != b.ss_family) return false;

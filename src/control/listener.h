@@ -6,6 +6,8 @@
 // belong to one worker each.
 #pragma once
 
+#include <sys/socket.h>
+
 #include <vector>
 
 #include "config/config.h"
@@ -13,6 +15,9 @@
 #include "util/unique_fd.h"
 
 namespace tlsfront::control {
+
+// The sockaddr of `ep` (an IP literal); 0 length when it is not one.
+socklen_t to_sockaddr(const config::Endpoint& ep, sockaddr_storage& ss);
 
 // Fails with "Address already in use" when anything listens on the address,
 // another tlsfront included: a plain bind (no SO_REUSEPORT) conflicts with

@@ -27,6 +27,7 @@
 #include "control/limit_metrics.h"
 #include "metrics/prometheus.h"
 #include "control/listener.h"
+#include "control/quic_socket.h"
 #include "control/pid_file.h"
 #include "control/restart_only.h"
 #include "tls/ticket_key_source_file.h"
@@ -92,7 +93,14 @@ void Server::reload() {
     auto fds = bind_listeners(l, workers_.size());
     if (!fds) return fail(fds.error().message());
     added_bound[l.address.to_string()] = bound_address(l.address, fds->front());
-    for (size_t w = 0; w < added.size(); ++w) added[w].push_back(data::ListenSocket{l, std::move((*fds)[w])});
+    config::Listener bound = l;  // QUIC on the port the TCP sockets got (port 0 too)
+    bound.address = bound_address(l.address, fds->front());
+    auto quic = l.quic ? bind_quic_sockets(bound, workers_.size()) : Result<std::vector<UniqueFd>>(std::vector<UniqueFd>{});
+    if (!quic) return fail(quic.error().message());
+    for (size_t w = 0; w < added.size(); ++w) {
+      added[w].push_back(
+          data::ListenSocket{l, std::move((*fds)[w]), l.quic ? std::move((*quic)[w]) : UniqueFd(), added.size()});
+    }
   }
   auto gen = build_generation(std::move(cfg).value(), session_cache_.get(), tickets_.get(), &ocsp_, workers_.size(),
                               old.get(), store_snapshot());
@@ -438,7 +446,19 @@ Result<std::vector<std::vector<data::ListenSocket>>> Server::open_listeners(cons
       return own.take_error();
     }
     bound_[l.address.to_string()] = bound_address(l.address, fds.front());
-    for (int w = 0; w < nworkers; ++w) sockets[w].push_back(data::ListenSocket{l, std::move(fds[w])});
+    std::vector<UniqueFd> quic;
+    if (l.quic) {
+      config::Listener bound = l;  // QUIC on the port the TCP sockets got (port 0 too)
+      bound.address = bound_[l.address.to_string()];
+      auto udp = bind_quic_sockets(bound, static_cast<size_t>(nworkers));
+      if (!udp) return udp.take_error();
+      quic = std::move(udp).value();
+      log::info("HTTP/3 (QUIC) on UDP {}", bound.address.to_string());
+    }
+    for (int w = 0; w < nworkers; ++w) {
+      sockets[w].push_back(data::ListenSocket{l, std::move(fds[w]), l.quic ? std::move(quic[w]) : UniqueFd(),
+                                              static_cast<size_t>(nworkers)});
+    }
   }
   return sockets;
 }

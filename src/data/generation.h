@@ -15,6 +15,7 @@
 #include "data/http/header_plan.h"
 #include "data/http/request_limits.h"
 #include "data/http/router.h"
+#include "data/quic/quic_tls.h"
 #include "metrics/request_counters.h"
 #include "tls/cert_index.h"
 #include "tls/ocsp_stapler.h"
@@ -41,6 +42,9 @@ struct Generation {
   // The state of config.limit_req / limit_conn zones, shared by every
   // worker (and kept across reloads: control/generation_builder.cc).
   http::RequestLimits limits;
+  // The QUIC listeners' TLS credentials (GnuTLS: data/quic/quic_tls.h), the
+  // certificates of `tls` again; null when no listener has quic = true.
+  std::shared_ptr<const quic::ServerCredentials> quic;
 
   // `tls` is set by the builder right after construction (the index
   // borrows this copy of the config's certificate entries).

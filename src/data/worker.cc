@@ -93,7 +93,28 @@ void Worker::listen_on(ListenSocket socket) {
     log::error("worker {}: cannot listen on {}: {}", index_, address.to_string(), uv_strerror(rc));
   }
   if (!accepting_allowed()) acceptor->pause();  // resumed with the others
-  listeners_.push_back(Listening{address, std::move(acceptor)});
+  std::unique_ptr<quic::QuicEndpoint> endpoint;
+  if (socket.quic_fd.valid()) {
+    endpoint = std::make_unique<quic::QuicEndpoint>(
+        &loop_, index_, static_cast<int>(socket.workers), address,
+        [this, address]() -> std::optional<quic::QuicEndpoint::Lease> {
+          if (shutting_down_) return std::nullopt;
+          std::shared_ptr<const WorkerGeneration> wgen = current_generation();
+          if (!wgen->gen->quic) return std::nullopt;
+          for (const auto& l : wgen->gen->config.listeners) {
+            if (l.address == address && l.quic) {
+              return quic::QuicEndpoint::Lease{&wgen->env, wgen, wgen->gen->quic.get(), &l,
+                                               next_connection_id_->fetch_add(1, std::memory_order_relaxed)};
+            }
+          }
+          return std::nullopt;
+        });
+    if (auto st = endpoint->open(std::move(socket.quic_fd)); !st) {
+      log::error("worker {}: {}", index_, st.error().message());
+      endpoint.reset();
+    }
+  }
+  listeners_.push_back(Listening{address, std::move(acceptor), std::move(endpoint)});
 }
 
 void Worker::request_stop(std::chrono::milliseconds drain) {
@@ -308,7 +329,7 @@ void Worker::remove(Connection* conn) {
   loop_ctx_->defer_delete(std::move(it->second));
   connections_.erase(it);
   if (max_connections_ != 0 && connections_.size() + 1 == max_connections_) update_accepting();
-  if (shutting_down_ && connections_.empty()) {
+  if (shutting_down_ && connections_.empty() && !quic_busy()) {
     // Not from here: remove() runs inside a connection's callbacks, which may
     // themselves run inside an upstream connection's (a response completed,
     // the connection went back to the pool, the client connection closed at
@@ -327,7 +348,25 @@ void Worker::on_drain_timer(uv_timer_t* t) {
   std::vector<Connection*> left;
   for (auto& [raw, owned] : self->connections_) left.push_back(raw);
   for (Connection* c : left) c->abort();
+  for (auto& endpoint : self->quic_draining_) endpoint->close();  // CONNECTION_CLOSE; in-flight streams logged
   if (self->connections_.empty()) self->finish_stop();
+}
+
+bool Worker::quic_busy() const {
+  for (const auto& endpoint : quic_draining_) {
+    if (endpoint->connections() > 0) return true;
+  }
+  return false;
+}
+
+void Worker::on_connections_gone() {
+  if (!shutting_down_ || !connections_.empty() || quic_busy()) return;
+  // As in remove(): not from inside a connection's callbacks.
+  if (drain_timer_.active()) {
+    uv_timer_start(drain_timer_.get(), on_drain_timer, 0, 0);
+  } else {
+    finish_stop();
+  }
 }
 
 void Worker::on_inbox() {
@@ -356,14 +395,18 @@ void Worker::on_inbox() {
 
 void Worker::begin_stop() {
   shutting_down_ = true;
+  for (auto& l : listeners_) {
+    if (l.quic) quic_draining_.push_back(std::move(l.quic));
+  }
   listeners_.clear();  // each Acceptor closes its socket
+  for (auto& endpoint : quic_draining_) endpoint->shutdown([this] { on_connections_gone(); });
   uv_timer_stop(accept_backoff_.get());
   counters_->accept_paused.set(0);
   // Idle connections close now; busy ones after their response.
   std::vector<Connection*> conns;
   for (auto& [raw, owned] : connections_) conns.push_back(raw);
   for (Connection* c : conns) c->shutdown();
-  if (connections_.empty()) {
+  if (connections_.empty() && !quic_busy()) {
     finish_stop();
     return;
   }
@@ -375,6 +418,7 @@ void Worker::finish_stop() {
   if (stop_finished_) return;
   stop_finished_ = true;
   drain_timer_.close();
+  for (auto& endpoint : quic_draining_) endpoint->close();
   if (generation_) {
     for (auto& g : generation_->upstreams) g->close_idle();
   }

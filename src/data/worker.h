@@ -36,6 +36,7 @@
 #include "data/generation.h"
 #include "data/http/compression_budget.h"
 #include "data/http/session_env.h"
+#include "data/quic/quic_endpoint.h"
 #include "data/redis_rate_limiter.h"
 #include "data/redis_session_store.h"
 #include "data/upstream/upstream_pool.h"
@@ -67,6 +68,8 @@ class Connection;
 struct ListenSocket {
   config::Listener listener;
   UniqueFd fd;
+  UniqueFd quic_fd;  // its UDP twin (quic = true: control/quic_socket.h); invalid when none
+  size_t workers = 1;  // how many workers share the address (QUIC's steering modulus)
 };
 
 struct WorkerGeneration {
@@ -169,8 +172,15 @@ class Worker {
   struct Listening {
     config::Endpoint address;
     std::unique_ptr<Acceptor> acceptor;
+    std::unique_ptr<quic::QuicEndpoint> quic;  // quic = true; null otherwise
   };
   std::vector<Listening> listeners_;
+  // QUIC endpoints of a stopping worker: their connections finish their
+  // requests after GOAWAY (QuicEndpoint::shutdown).
+  std::vector<std::unique_ptr<quic::QuicEndpoint>> quic_draining_;
+  bool quic_busy() const;
+  // The stop is over once no connection, TCP or QUIC, is left.
+  void on_connections_gone();
   std::unordered_map<Connection*, std::unique_ptr<Connection>> connections_;
   std::shared_ptr<WorkerGeneration> generation_;
   http::SessionEnv env_;

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <utility>
 
-#include "data/http/admission.h"
+#include "data/http/alt_svc.h"
 #include "data/http/tunnel_session.h"
 #include "log/log.h"
 #include "message/chunked.h"
@@ -286,6 +286,12 @@ void Http1Session::encode_head(const ResponseHead& head, bool has_body) {
     out += "\r\n";
   }
   transition(response_, framing);
+  AltSvcBuffer alt_svc;
+  if (std::string_view value = alt_svc_value(info_, head, alt_svc); !value.empty()) {
+    out += "Alt-Svc: ";
+    out += value;
+    out += "\r\n";
+  }
   if (close_ != CloseMode::KeepAlive) {
     out += "Connection: close\r\n";
   } else if (record().head.version_minor == 0) {

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <vector>
 
-#include "data/http/admission.h"
+#include "data/http/alt_svc.h"
 #include "data/http/extended_connect.h"
 #include "data/http/http2_session.h"
 #include "log/log.h"
@@ -265,6 +265,12 @@ void Http2Stream::submit_head(const ResponseHead& head, bool has_body, bool info
   const auto status_end = std::to_chars(status, status + sizeof status, head.status).ptr;
   block.add(":status", std::string_view(status, static_cast<size_t>(status_end - status)));
   for (const auto& h : head.headers) block.add(h.name, h.value, h.no_index);
+  AltSvcBuffer alt_svc;
+  if (!informational) {
+    if (std::string_view value = alt_svc_value(session_->info(), head, alt_svc); !value.empty()) {
+      block.add("alt-svc", value);
+    }
+  }
   if (!informational && head.states_length()) {
     char digits[24];
     const auto end = std::to_chars(digits, digits + sizeof digits, *head.content_length).ptr;

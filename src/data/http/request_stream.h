@@ -99,7 +99,12 @@ class RequestStream final : public ExchangeSink, public Flushable, private upstr
   LocalAnswer admit(Validate&& validate) {
     int status = refused_method(record_.head);
     if (status == 0) status = validate();
-    if (status != 0) return LocalAnswer{.status = status, .head_refused = true};
+    if (status != 0) {
+      LocalAnswer refused;
+      refused.status = status;
+      refused.head_refused = true;
+      return refused;
+    }
     return admit_validated();
   }
   // An RFC 8441 extended CONNECT (`:protocol`) as the HTTP/1.1 Upgrade
@@ -137,7 +142,11 @@ class RequestStream final : public ExchangeSink, public Flushable, private upstr
   // request gets the head only); the exchange, if any, retires first. When
   // the codec is no longer answerable() the response is cut short instead.
   void respond_local(LocalAnswer answer);
-  void respond_local(int status) { respond_local(LocalAnswer{status}); }
+  void respond_local(int status) {
+    LocalAnswer answer;
+    answer.status = status;
+    respond_local(std::move(answer));
+  }
   // The exchange and tunnel stop (no further sink call); what they know
   // for the log goes into the record. Idempotent.
   void retire();

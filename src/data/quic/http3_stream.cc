@@ -1,0 +1,258 @@
+#include "data/quic/http3_stream.h"
+
+#include <charconv>
+#include <cstring>
+
+#include "data/quic/quic_connection.h"
+#include "log/log.h"
+
+namespace tlsfront::quic {
+namespace {
+
+// RFC 9114 §8.1.
+constexpr uint64_t kH3InternalError = 0x0102;
+
+nghttp3_nv nv(std::string_view name, std::string_view value) {
+  return nghttp3_nv{reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
+                    reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())), name.size(), value.size(),
+                    NGHTTP3_NV_FLAG_NONE};
+}
+
+}  // namespace
+
+Http3Stream::Http3Stream(QuicConnection* conn, int64_t id)
+    : conn_(conn), id_(id), stream_(conn->env(), static_cast<http::StreamCodec*>(this)) {
+  record().begin();
+}
+
+Http3Stream::~Http3Stream() = default;
+
+const http::ConnectionInfo& Http3Stream::connection_info() const { return conn_->info(); }
+
+void Http3Stream::on_header(std::string_view name, std::string_view value) {
+  header_bytes_ += name.size() + value.size() + 32;  // RFC 9114 §4.2.2
+  record().bytes_received += name.size() + value.size() + 4;
+  if (header_bytes_ > conn_->env().config->limits.max_header_bytes) return;
+  RequestHead& req = record().head;
+  if (!name.empty() && name.front() == ':') {
+    if (name == ":method") req.method = value;
+    else if (name == ":path") req.target = value;
+    else if (name == ":authority") authority_ = value;
+    return;  // :scheme is "https" (nghttp3 checked it is there)
+  }
+  if (name == "cookie") {
+    if (!cookie_.empty()) cookie_ += "; ";
+    cookie_.append(value);
+    return;
+  }
+  Header h{std::string(name), std::string(value), http::classify_header(name)};
+  if (h.token == HeaderToken::ContentLength) {
+    uint64_t n = 0;  // nghttp3 checked it is one non-negative integer
+    std::from_chars(value.data(), value.data() + value.size(), n);
+    req.content_length = n;
+  } else if (h.token == HeaderToken::UserAgent) {
+    record().user_agent = value;
+  }
+  if (req.headers.empty()) req.headers.reserve(http::kFieldsReserved);
+  req.headers.push_back(std::move(h));
+}
+
+void Http3Stream::on_request_head(bool fin) {
+  request_ = fin ? RequestPhase::Complete : RequestPhase::Body;
+  if (header_bytes_ > conn_->env().config->limits.max_header_bytes) {
+    stream_.respond_local(431);
+    return;
+  }
+  RequestHead& req = record().head;
+  req.version_major = 3;
+  req.version_minor = 0;
+  http::LocalAnswer answer = stream_.admit([&]() -> int {
+    const Header* host = req.find(HeaderToken::Host);
+    std::string_view host_value = authority_;
+    if (!authority_.empty()) {
+      // RFC 9114 §4.3.1: a Host naming another authority is malformed.
+      if (host && !http::iequals(host->value, authority_)) return 400;
+      if (!host) req.headers.insert(req.headers.begin(), Header{"host", authority_, HeaderToken::Host});
+    } else if (host) {
+      host_value = host->value;
+    }
+    if (host_value.empty() || !http::valid_host(host_value)) return 400;
+    http::set_routing_host(req);
+    if (!cookie_.empty()) req.headers.push_back(Header{"cookie", cookie_, HeaderToken::Other});
+    if (!req.content_length) {
+      if (!fin) {
+        req.chunked = true;  // length unknown: chunked to an HTTP/1.1 upstream
+      } else if (req.method == "POST" || req.method == "PUT" || req.method == "PATCH") {
+        req.content_length = 0;
+      }
+    }
+    return 0;
+  });
+  if (answer.status != 0) {
+    if (answer.status > 0) stream_.respond_local(std::move(answer));
+    return;
+  }
+  stream_.start();
+  if (request_ == RequestPhase::Complete) stream_.on_request_complete();
+}
+
+void Http3Stream::on_request_data(std::string_view data) {
+  record().bytes_received += data.size();
+  if (!record().add_body(data.size(), conn_->env().config->limits.max_body_bytes) && answerable()) {
+    stream_.respond_local(413);
+  }
+  if (!stream_.has_exchange()) {
+    conn_->consume(id_, data.size());  // nobody wants them: acknowledged and dropped
+    return;
+  }
+  stream_.on_request_body(data);
+  if (stream_.request_body_congested()) {
+    unconsumed_ += data.size();
+  } else {
+    conn_->consume(id_, data.size());
+  }
+}
+
+void Http3Stream::on_request_end() {
+  if (request_ == RequestPhase::Complete) return;
+  request_ = RequestPhase::Complete;
+  stream_.on_request_complete();
+}
+
+void Http3Stream::on_request_body_writable() {
+  if (closed_ || unconsumed_ == 0) return;
+  conn_->consume(id_, unconsumed_);
+  unconsumed_ = 0;
+  conn_->schedule_write();
+}
+
+void Http3Stream::submit(const ResponseHead& head, bool has_body, bool informational) {
+  std::vector<nghttp3_nv> nva;
+  nva.reserve(head.headers.size() + 2);
+  char status[12];
+  const auto status_end = std::to_chars(status, status + sizeof status, head.status).ptr;
+  nva.push_back(nv(":status", std::string_view(status, static_cast<size_t>(status_end - status))));
+  uint64_t bytes = 0;
+  for (const auto& h : head.headers) {
+    nva.push_back(nv(h.name, h.value));
+    bytes += h.name.size() + h.value.size() + 4;
+  }
+  char digits[24];
+  if (!informational && head.states_length()) {
+    const auto end = std::to_chars(digits, digits + sizeof digits, *head.content_length).ptr;
+    nva.push_back(nv("content-length", std::string_view(digits, static_cast<size_t>(end - digits))));
+  }
+  record().bytes_sent += bytes + 12;
+  if (informational) {
+    nghttp3_conn_submit_info(conn_->h3(), id_, nva.data(), nva.size());
+  } else {
+    nghttp3_data_reader reader{[](nghttp3_conn*, int64_t, nghttp3_vec* vec, size_t veccnt, uint32_t* pflags, void*,
+                                  void* stream) -> nghttp3_ssize {
+      return static_cast<Http3Stream*>(stream)->read_data(vec, veccnt, pflags);
+    }};
+    nghttp3_conn_submit_response(conn_->h3(), id_, nva.data(), nva.size(), has_body ? &reader : nullptr);
+  }
+  conn_->schedule_write();
+}
+
+void Http3Stream::encode_informational(const ResponseHead& head) {
+  if (!answerable()) return;
+  submit(head, false, true);
+}
+
+void Http3Stream::encode_head(const ResponseHead& head, bool has_body) {
+  if (!answerable()) return;
+  response_ = has_body ? ResponsePhase::Head : ResponsePhase::Ended;
+  submit(head, has_body, false);
+}
+
+void Http3Stream::encode_body(std::string_view data) {
+  if (closed_ || data.empty() || response_ != ResponsePhase::Head) return;
+  chunks_.emplace_back(data);
+  buffered_ += data.size();
+  resume();
+}
+
+void Http3Stream::encode_trailers(const std::vector<Header>& trailers) {
+  if (!closed_ && response_ == ResponsePhase::Head) trailers_ = trailers;
+}
+
+void Http3Stream::encode_end() {
+  if (closed_) return;
+  if (response_ == ResponsePhase::Head) response_ = ResponsePhase::Ended;
+  resume();
+}
+
+void Http3Stream::resume() {
+  if (deferred_) {
+    deferred_ = false;
+    nghttp3_conn_resume_stream(conn_->h3(), id_);
+  }
+  conn_->schedule_write();
+}
+
+nghttp3_ssize Http3Stream::read_data(nghttp3_vec* vec, size_t veccnt, uint32_t* pflags) {
+  size_t n = 0;
+  while (n < veccnt && handed_chunks_ < chunks_.size()) {
+    std::string& c = chunks_[handed_chunks_++];
+    vec[n].base = reinterpret_cast<uint8_t*>(c.data());
+    vec[n].len = c.size();
+    bytes_out_ += c.size();
+    ++n;
+  }
+  if (handed_chunks_ == chunks_.size() && response_ == ResponsePhase::Ended) {
+    *pflags |= NGHTTP3_DATA_FLAG_EOF;
+    if (!trailers_.empty()) {
+      std::vector<nghttp3_nv> nva;
+      for (const auto& h : trailers_) nva.push_back(nv(h.name, h.value));
+      if (nghttp3_conn_submit_trailers(conn_->h3(), id_, nva.data(), nva.size()) == 0) {
+        *pflags |= NGHTTP3_DATA_FLAG_NO_END_STREAM;
+      }
+      trailers_.clear();
+    }
+    return static_cast<nghttp3_ssize>(n);
+  }
+  if (n == 0) {
+    deferred_ = true;
+    return NGHTTP3_ERR_WOULDBLOCK;
+  }
+  return static_cast<nghttp3_ssize>(n);
+}
+
+void Http3Stream::on_acked(uint64_t n) {
+  buffered_ -= std::min(buffered_, n);
+  while (n > 0 && !chunks_.empty() && handed_chunks_ > 0) {
+    const uint64_t left = chunks_.front().size() - unacked_front_;
+    if (n < left) {
+      unacked_front_ += n;
+      break;
+    }
+    n -= left;
+    unacked_front_ = 0;
+    chunks_.pop_front();
+    --handed_chunks_;
+  }
+  if (!output_congested()) stream_.on_output_drained();
+}
+
+bool Http3Stream::output_congested() const { return buffered_ > QuicConnection::kResponseHighWatermark; }
+
+void Http3Stream::abort_response() {
+  if (closed_ || response_ == ResponsePhase::Reset) return;
+  response_ = ResponsePhase::Reset;
+  ngtcp2_conn_shutdown_stream(conn_->conn(), id_, kH3InternalError);
+  conn_->schedule_write();
+}
+
+void Http3Stream::on_closed(uint64_t app_error_code) {
+  if (closed_) return;
+  closed_ = true;
+  stream_.retire();
+  http::RequestRecord& rec = record();
+  rec.bytes_sent += bytes_out_;
+  rec.response_complete = response_ == ResponsePhase::Ended && handed_chunks_ == chunks_.size();
+  if (!rec.response_complete && rec.status == 0) rec.status = 499;
+  stream_.log("HTTP/3.0", static_cast<uint32_t>(id_), conn_->first_access_log());
+}
+
+}  // namespace tlsfront::quic

@@ -1,0 +1,98 @@
+// Http3Stream: one client-initiated bidirectional QUIC stream carrying an
+// HTTP/3 request (RFC 9114 §4.1): the HTTP/3 codec (StreamCodec) of one
+// RequestStream (data/http/request_stream.h), as Http2Stream is for HTTP/2.
+// The request head comes from nghttp3's decoded fields (pseudo-header rules
+// of §4.3.1 already checked by nghttp3: :method, :scheme, :path present,
+// no connection-specific fields); :authority becomes Host (§4.3.1), cookie
+// crumbs are joined (§4.2.1), Content-Length is nghttp3-checked against
+// the DATA received. The response goes out as a HEADERS frame and DATA
+// frames read from chunks kept until the client acknowledged them.
+//
+// Trust: every field comes from the client.
+// Thread affinity: the worker's loop.
+#pragma once
+
+#include <nghttp3/nghttp3.h>
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "data/http/request_stream.h"
+#include "util/loop_context.h"
+
+namespace tlsfront::quic {
+
+using http::Header;
+using http::HeaderToken;
+using http::RequestHead;
+using http::ResponseHead;
+
+class QuicConnection;
+
+class Http3Stream final : public Deletable, private http::StreamCodec {
+ public:
+  // The request:  Head -> Body -> Complete (FIN), or Head -> Complete.
+  enum class RequestPhase { Head, Body, Complete };
+  // The response: None -> Head -> Ended, None -> Ended (no body);
+  // any -> Reset (cut short: RESET_STREAM H3_INTERNAL_ERROR).
+  enum class ResponsePhase { None, Head, Ended, Reset };
+
+  Http3Stream(QuicConnection* conn, int64_t id);
+  ~Http3Stream() override;
+
+  int64_t id() const { return id_; }
+  // One field of the request head; views valid during the call.
+  void on_header(std::string_view name, std::string_view value);
+  // The head ended (`fin`: no body follows): admission; an admitted request's
+  // exchange starts at once.
+  void on_request_head(bool fin);
+  void on_request_data(std::string_view data);
+  void on_request_end();
+  // nghttp3 closed the stream: the line is written.
+  void on_closed(uint64_t app_error_code);
+  // The client acknowledged `n` more response octets.
+  void on_acked(uint64_t n);
+  nghttp3_ssize read_data(nghttp3_vec* vec, size_t veccnt, uint32_t* pflags);
+
+ private:
+  // StreamCodec
+  void encode_informational(const ResponseHead& head) override;
+  void encode_head(const ResponseHead& head, bool has_body) override;
+  void encode_tunnel_open(const ResponseHead& head, std::string_view protocol) override { abort_response(); }
+  void encode_body(std::string_view data) override;
+  void encode_trailers(const std::vector<Header>& trailers) override;
+  void encode_end() override;
+  bool answerable() const override { return response_ == ResponsePhase::None && !closed_; }
+  void abort_response() override;
+  bool output_congested() const override;
+  void on_request_body_writable() override;
+  const http::ConnectionInfo& connection_info() const override;
+
+  http::RequestRecord& record() { return stream_.record(); }
+  void submit(const ResponseHead& head, bool has_body, bool informational);
+  void resume();
+
+  QuicConnection* conn_;
+  int64_t id_;
+  RequestPhase request_ = RequestPhase::Head;
+  ResponsePhase response_ = ResponsePhase::None;
+  bool closed_ = false;
+  http::RequestStream stream_;
+  std::string authority_;
+  std::string cookie_;
+  size_t header_bytes_ = 0;
+  size_t unconsumed_ = 0;       // request body octets not yet acknowledged (flow control)
+  // Response body: chunks handed to nghttp3 stay until acknowledged.
+  std::deque<std::string> chunks_;
+  size_t handed_chunks_ = 0;    // chunks_[0..handed_chunks_) were given to nghttp3
+  uint64_t unacked_front_ = 0;  // octets of chunks_[0] already acknowledged
+  uint64_t buffered_ = 0;       // octets in chunks_ not yet acknowledged
+  uint64_t bytes_out_ = 0;      // body octets handed to nghttp3
+  bool deferred_ = false;       // read_data said WOULDBLOCK
+  std::vector<Header> trailers_;
+};
+
+}  // namespace tlsfront::quic

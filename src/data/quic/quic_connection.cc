@@ -1,0 +1,500 @@
+#include "data/quic/quic_connection.h"
+
+#include <gnutls/crypto.h>
+#include <ngtcp2/ngtcp2_crypto_gnutls.h>
+
+#include <cstring>
+
+#include "data/quic/http3_stream.h"
+#include "log/log.h"
+#include <fmt/format.h>
+
+namespace tlsfront::quic {
+namespace {
+
+constexpr uint64_t kH3NoError = 0x0100;  // RFC 9114 §8.1
+constexpr size_t kMaxPacketsPerWrite = 64;
+constexpr size_t kCidLen = 18;
+
+uint64_t now_ns() { return uv_hrtime(); }
+
+}  // namespace
+
+// The ngtcp2 and nghttp3 callbacks, forwarding to the connection and its streams.
+struct Callbacks {
+  static QuicConnection* of(void* user_data) { return static_cast<QuicConnection*>(user_data); }
+
+  static void rand(uint8_t* dest, size_t len, const ngtcp2_rand_ctx*) { gnutls_rnd(GNUTLS_RND_RANDOM, dest, len); }
+
+  static int get_new_connection_id(ngtcp2_conn*, ngtcp2_cid* cid, uint8_t* token, size_t cidlen, void* user) {
+    QuicConnection* c = of(user);
+    c->endpoint_.new_cid(cid, token, cidlen);
+    c->endpoint_.add_cid(*cid, c);
+    return 0;
+  }
+
+  static int remove_connection_id(ngtcp2_conn*, const ngtcp2_cid* cid, void* user) {
+    of(user)->endpoint_.remove_cid(*cid);
+    return 0;
+  }
+
+  static int handshake_completed(ngtcp2_conn*, void* user) {
+    QuicConnection* c = of(user);
+    c->info_.tls_handshake_ms = static_cast<double>(now_ns() - c->accepted_at_ns_) / 1e6;
+    c->info_.sni = c->tls_.server_name();
+    c->info_.ssl_cipher = c->tls_.cipher();
+    c->info_.ssl_session_reused = c->tls_.resumed();
+    c->info_.ssl_resumption = c->info_.ssl_session_reused ? "ticket" : "none";
+    if (c->state_ == QuicConnection::State::Handshake) transition(c->state_, QuicConnection::State::Open);
+    // A session ticket for the next connection (RFC 8446 §4.6.1).
+    gnutls_session_ticket_send(c->tls_.native(), 1, 0);
+    return 0;
+  }
+
+  static int recv_stream_data(ngtcp2_conn*, uint32_t flags, int64_t stream_id, uint64_t, const uint8_t* data,
+                              size_t len, void* user, void*) {
+    QuicConnection* c = of(user);
+    c->setup_h3();
+    if (!c->h3_) return NGTCP2_ERR_CALLBACK_FAILURE;
+    const nghttp3_ssize n =
+        nghttp3_conn_read_stream(c->h3_, stream_id, data, len, (flags & NGTCP2_STREAM_DATA_FLAG_FIN) != 0);
+    if (n < 0) {
+      log::info("conn={} client={}:{} h3: {}", c->info_.id, c->info_.remote_addr, c->info_.remote_port,
+                nghttp3_strerror(static_cast<int>(n)));
+      ngtcp2_connection_close_error ccerr;
+      ngtcp2_connection_close_error_set_application_error(&ccerr, nghttp3_err_infer_quic_app_error_code(
+                                                                      static_cast<int>(n)),
+                                                          nullptr, 0);
+      return NGTCP2_ERR_CALLBACK_FAILURE;
+    }
+    // What nghttp3 took for framing and QPACK is acknowledged now; DATA
+    // payload only as the exchange takes it (QuicConnection::consume).
+    c->consume(stream_id, static_cast<size_t>(n));
+    return 0;
+  }
+
+  static int acked_stream_data_offset(ngtcp2_conn*, int64_t stream_id, uint64_t, uint64_t datalen, void* user,
+                                      void*) {
+    QuicConnection* c = of(user);
+    if (c->h3_ && nghttp3_conn_add_ack_offset(c->h3_, stream_id, datalen) != 0) return NGTCP2_ERR_CALLBACK_FAILURE;
+    return 0;
+  }
+
+  static int stream_close(ngtcp2_conn* conn, uint32_t flags, int64_t stream_id, uint64_t app_error_code, void* user,
+                          void*) {
+    QuicConnection* c = of(user);
+    if (!(flags & NGTCP2_STREAM_CLOSE_FLAG_APP_ERROR_CODE_SET)) app_error_code = kH3NoError;
+    if (c->h3_) {
+      const int rv = nghttp3_conn_close_stream(c->h3_, stream_id, app_error_code);
+      if (rv != 0 && rv != NGHTTP3_ERR_STREAM_NOT_FOUND) return NGTCP2_ERR_CALLBACK_FAILURE;
+    }
+    // A request stream's slot goes back to the client (RFC 9000 §4.6).
+    if (ngtcp2_is_bidi_stream(stream_id) && !ngtcp2_conn_is_local_stream(conn, stream_id)) {
+      ngtcp2_conn_extend_max_streams_bidi(conn, 1);
+    }
+    return 0;
+  }
+
+  static int stream_reset(ngtcp2_conn*, int64_t stream_id, uint64_t, uint64_t, void* user, void*) {
+    QuicConnection* c = of(user);
+    if (c->h3_ && nghttp3_conn_shutdown_stream_read(c->h3_, stream_id) != 0) return NGTCP2_ERR_CALLBACK_FAILURE;
+    return 0;
+  }
+
+  static int stream_stop_sending(ngtcp2_conn*, int64_t stream_id, uint64_t, void* user, void*) {
+    return stream_reset(nullptr, stream_id, 0, 0, user, nullptr);
+  }
+
+  static int extend_max_remote_streams_bidi(ngtcp2_conn*, uint64_t max_streams, void* user) {
+    QuicConnection* c = of(user);
+    if (c->h3_) nghttp3_conn_set_max_client_streams_bidi(c->h3_, max_streams);
+    return 0;
+  }
+
+  static int extend_max_stream_data(ngtcp2_conn*, int64_t stream_id, uint64_t, void* user, void*) {
+    QuicConnection* c = of(user);
+    if (c->h3_ && nghttp3_conn_unblock_stream(c->h3_, stream_id) != 0) return NGTCP2_ERR_CALLBACK_FAILURE;
+    return 0;
+  }
+
+  // nghttp3.
+  static int h3_acked_stream_data(nghttp3_conn*, int64_t stream_id, uint64_t datalen, void* user, void*) {
+    if (Http3Stream* s = of(user)->stream(stream_id)) s->on_acked(datalen);
+    return 0;
+  }
+  static int h3_stream_close(nghttp3_conn*, int64_t stream_id, uint64_t app_error_code, void* user, void*) {
+    of(user)->on_stream_closed(stream_id);
+    return 0;
+  }
+  static int h3_recv_data(nghttp3_conn*, int64_t stream_id, const uint8_t* data, size_t len, void* user, void*) {
+    if (Http3Stream* s = of(user)->stream(stream_id)) {
+      s->on_request_data(std::string_view(reinterpret_cast<const char*>(data), len));
+    } else {
+      of(user)->consume(stream_id, len);
+    }
+    return 0;
+  }
+  static int h3_deferred_consume(nghttp3_conn*, int64_t stream_id, size_t consumed, void* user, void*) {
+    of(user)->consume(stream_id, consumed);
+    return 0;
+  }
+  static int h3_begin_headers(nghttp3_conn* h3, int64_t stream_id, void* user, void*) {
+    QuicConnection* c = of(user);
+    if (c->state_ != QuicConnection::State::Open) return 0;  // after GOAWAY: nghttp3 refuses it
+    auto s = std::make_unique<Http3Stream>(c, stream_id);
+    nghttp3_conn_set_stream_user_data(h3, stream_id, s.get());
+    c->streams_[stream_id] = std::move(s);
+    return 0;
+  }
+  static int h3_recv_header(nghttp3_conn*, int64_t stream_id, int32_t, nghttp3_rcbuf* name, nghttp3_rcbuf* value,
+                            uint8_t, void* user, void*) {
+    if (Http3Stream* s = of(user)->stream(stream_id)) {
+      const nghttp3_vec n = nghttp3_rcbuf_get_buf(name);
+      const nghttp3_vec v = nghttp3_rcbuf_get_buf(value);
+      s->on_header(std::string_view(reinterpret_cast<const char*>(n.base), n.len),
+                   std::string_view(reinterpret_cast<const char*>(v.base), v.len));
+    }
+    return 0;
+  }
+  static int h3_end_headers(nghttp3_conn*, int64_t stream_id, int fin, void* user, void*) {
+    if (Http3Stream* s = of(user)->stream(stream_id)) s->on_request_head(fin != 0);
+    return 0;
+  }
+  static int h3_end_stream(nghttp3_conn*, int64_t stream_id, void* user, void*) {
+    if (Http3Stream* s = of(user)->stream(stream_id)) s->on_request_end();
+    return 0;
+  }
+  static int h3_stop_sending(nghttp3_conn*, int64_t stream_id, uint64_t app_error_code, void* user, void*) {
+    ngtcp2_conn_shutdown_stream_read(of(user)->conn_, stream_id, app_error_code);
+    return 0;
+  }
+  static int h3_reset_stream(nghttp3_conn*, int64_t stream_id, uint64_t app_error_code, void* user, void*) {
+    ngtcp2_conn_shutdown_stream_write(of(user)->conn_, stream_id, app_error_code);
+    return 0;
+  }
+};
+
+QuicConnection::QuicConnection(QuicEndpoint& endpoint, QuicEndpoint::Lease lease)
+    : endpoint_(endpoint), lease_(std::move(lease)) {
+  timer_.init(endpoint_.loop(), [](void* self) { static_cast<QuicConnection*>(self)->on_timer(); }, this);
+}
+
+QuicConnection::~QuicConnection() {
+  LoopContext::of(endpoint_.loop()).cancel_flush(this);
+  timer_.close();
+  streams_.clear();
+  if (h3_) nghttp3_conn_del(h3_);
+  if (conn_) ngtcp2_conn_del(conn_);
+}
+
+Http3Stream* QuicConnection::stream(int64_t id) {
+  auto it = streams_.find(id);
+  return it == streams_.end() ? nullptr : it->second.get();
+}
+
+void QuicConnection::set_path(const sockaddr* from, socklen_t fromlen) {
+  std::memcpy(&remote_, from, fromlen);
+  remote_len_ = fromlen;
+  path_.local.addr = const_cast<sockaddr*>(endpoint_.local_addr());
+  path_.local.addrlen = endpoint_.local_addrlen();
+  path_.remote.addr = reinterpret_cast<sockaddr*>(&remote_);
+  path_.remote.addrlen = remote_len_;
+}
+
+Status QuicConnection::accept(const ngtcp2_pkt_hd& hd, const sockaddr* from, socklen_t fromlen) {
+  accepted_at_ns_ = now_ns();
+  set_path(from, fromlen);
+  info_.id = lease_.connection_id;
+  info_.listener = lease_.listener;
+  char name[INET6_ADDRSTRLEN] = {0};
+  if (from->sa_family == AF_INET6) {
+    const auto* a = reinterpret_cast<const sockaddr_in6*>(from);
+    uv_ip6_name(a, name, sizeof name);
+    info_.remote_port = ntohs(a->sin6_port);
+  } else {
+    const auto* a = reinterpret_cast<const sockaddr_in*>(from);
+    uv_ip4_name(a, name, sizeof name);
+    info_.remote_port = ntohs(a->sin_port);
+  }
+  info_.remote_addr = name;
+  info_.alpn = "h3";
+  info_.ssl_protocol = "TLSv1.3";
+  info_.trust_request_id = lease_.listener && lease_.listener->trust_request_id;
+  info_.set_server_port(lease_.listener ? lease_.listener->address.port : 0);
+
+  ngtcp2_callbacks cb{};
+  cb.recv_client_initial = ngtcp2_crypto_recv_client_initial_cb;
+  cb.recv_crypto_data = ngtcp2_crypto_recv_crypto_data_cb;
+  cb.encrypt = ngtcp2_crypto_encrypt_cb;
+  cb.decrypt = ngtcp2_crypto_decrypt_cb;
+  cb.hp_mask = ngtcp2_crypto_hp_mask_cb;
+  cb.update_key = ngtcp2_crypto_update_key_cb;
+  cb.delete_crypto_aead_ctx = ngtcp2_crypto_delete_crypto_aead_ctx_cb;
+  cb.delete_crypto_cipher_ctx = ngtcp2_crypto_delete_crypto_cipher_ctx_cb;
+  cb.get_path_challenge_data = ngtcp2_crypto_get_path_challenge_data_cb;
+  cb.version_negotiation = ngtcp2_crypto_version_negotiation_cb;
+  cb.rand = Callbacks::rand;
+  cb.get_new_connection_id = Callbacks::get_new_connection_id;
+  cb.remove_connection_id = Callbacks::remove_connection_id;
+  cb.handshake_completed = Callbacks::handshake_completed;
+  cb.recv_stream_data = Callbacks::recv_stream_data;
+  cb.acked_stream_data_offset = Callbacks::acked_stream_data_offset;
+  cb.stream_close = Callbacks::stream_close;
+  cb.stream_reset = Callbacks::stream_reset;
+  cb.stream_stop_sending = Callbacks::stream_stop_sending;
+  cb.extend_max_remote_streams_bidi = Callbacks::extend_max_remote_streams_bidi;
+  cb.extend_max_stream_data = Callbacks::extend_max_stream_data;
+
+  ngtcp2_settings settings;
+  ngtcp2_settings_default(&settings);
+  settings.initial_ts = accepted_at_ns_;
+  settings.max_window = 4 * kConnectionWindow;
+  settings.max_stream_window = 4 * kStreamWindow;
+
+  ngtcp2_transport_params params;
+  ngtcp2_transport_params_default(&params);
+  params.initial_max_stream_data_bidi_remote = kStreamWindow;
+  params.initial_max_stream_data_uni = kStreamWindow;
+  params.initial_max_data = kConnectionWindow;
+  params.initial_max_streams_bidi = kMaxStreams;
+  params.initial_max_streams_uni = 3;  // the client's control and QPACK streams (RFC 9114 §6.2)
+  const auto idle = env().config->timeouts.keepalive;
+  params.max_idle_timeout = static_cast<ngtcp2_duration>(idle.count()) * NGTCP2_MILLISECONDS;
+  params.original_dcid = hd.dcid;
+  params.stateless_reset_token_present = 1;
+
+  ngtcp2_cid scid;
+  endpoint_.new_cid(&scid, params.stateless_reset_token, kCidLen);
+  const int rv = ngtcp2_conn_server_new(&conn_, &hd.scid, &scid, &path_, hd.version, &cb, &settings, &params,
+                                        nullptr, this);
+  if (rv != 0) return make_error(Errc::Io, fmt::format("ngtcp2_conn_server_new: {}", ngtcp2_strerror(rv)));
+  conn_ref_.get_conn = [](ngtcp2_crypto_conn_ref* ref) {
+    return static_cast<QuicConnection*>(ref->user_data)->conn_;
+  };
+  conn_ref_.user_data = this;
+  if (auto st = tls_.init(*lease_.credentials, &conn_ref_); !st) return st;
+  ngtcp2_conn_set_tls_native_handle(conn_, tls_.native());
+  endpoint_.add_cid(scid, this);
+  endpoint_.add_cid(hd.dcid, this);  // the client's retransmitted Initials still name its own DCID
+  return {};
+}
+
+void QuicConnection::setup_h3() {
+  if (h3_ || state_ == State::Closed) return;
+  if (ngtcp2_conn_get_streams_uni_left(conn_) < 3) return;
+  nghttp3_callbacks cb{};
+  cb.acked_stream_data = Callbacks::h3_acked_stream_data;
+  cb.stream_close = Callbacks::h3_stream_close;
+  cb.recv_data = Callbacks::h3_recv_data;
+  cb.deferred_consume = Callbacks::h3_deferred_consume;
+  cb.begin_headers = Callbacks::h3_begin_headers;
+  cb.recv_header = Callbacks::h3_recv_header;
+  cb.end_headers = Callbacks::h3_end_headers;
+  cb.end_stream = Callbacks::h3_end_stream;
+  cb.stop_sending = Callbacks::h3_stop_sending;
+  cb.reset_stream = Callbacks::h3_reset_stream;
+  nghttp3_settings settings;
+  nghttp3_settings_default(&settings);
+  settings.max_field_section_size = env().config->limits.max_header_bytes;
+  settings.qpack_max_dtable_capacity = 4096;
+  settings.qpack_blocked_streams = 100;
+  if (nghttp3_conn_server_new(&h3_, &cb, &settings, nghttp3_mem_default(), this) != 0) {
+    h3_ = nullptr;
+    return;
+  }
+  nghttp3_conn_set_max_client_streams_bidi(h3_, kMaxStreams);
+  int64_t control = -1, enc = -1, dec = -1;
+  if (ngtcp2_conn_open_uni_stream(conn_, &control, nullptr) != 0 ||
+      nghttp3_conn_bind_control_stream(h3_, control) != 0 || ngtcp2_conn_open_uni_stream(conn_, &enc, nullptr) != 0 ||
+      ngtcp2_conn_open_uni_stream(conn_, &dec, nullptr) != 0 || nghttp3_conn_bind_qpack_streams(h3_, enc, dec) != 0) {
+    nghttp3_conn_del(h3_);
+    h3_ = nullptr;
+  }
+}
+
+void QuicConnection::on_datagram(const sockaddr* from, socklen_t fromlen, const uint8_t* data, size_t len) {
+  if (state_ == State::Closed) return;
+  sockaddr_storage from_copy{};
+  std::memcpy(&from_copy, from, fromlen);
+  ngtcp2_path path{};
+  path.local.addr = const_cast<sockaddr*>(endpoint_.local_addr());
+  path.local.addrlen = endpoint_.local_addrlen();
+  path.remote.addr = reinterpret_cast<sockaddr*>(&from_copy);
+  path.remote.addrlen = fromlen;
+  ngtcp2_pkt_info pi{};
+  const int rv = ngtcp2_conn_read_pkt(conn_, &path, &pi, data, len, now_ns());
+  if (rv != 0) {
+    if (rv == NGTCP2_ERR_DRAINING || rv == NGTCP2_ERR_CLOSING || rv == NGTCP2_ERR_DROP_CONN) {
+      finish();
+      return;
+    }
+    if (rv == NGTCP2_ERR_CRYPTO) {
+      log::info("conn={} client={}:{} quic handshake failed: TLS alert {}", info_.id, info_.remote_addr,
+                info_.remote_port, ngtcp2_conn_get_tls_alert(conn_));
+    }
+    fail(rv);
+    return;
+  }
+  // The client's address may have changed (migration): answers go where
+  // ngtcp2's current path says.
+  const ngtcp2_path* current = ngtcp2_conn_get_path(conn_);
+  if (current->remote.addrlen != remote_len_ || std::memcmp(current->remote.addr, &remote_, remote_len_) != 0) {
+    set_path(current->remote.addr, static_cast<socklen_t>(current->remote.addrlen));
+  }
+  write();
+}
+
+void QuicConnection::schedule_write() {
+  if (state_ != State::Closed) LoopContext::of(endpoint_.loop()).schedule_flush(this);
+}
+
+void QuicConnection::consume(int64_t stream_id, size_t n) {
+  if (n == 0 || state_ == State::Closed) return;
+  ngtcp2_conn_extend_max_stream_offset(conn_, stream_id, n);
+  ngtcp2_conn_extend_max_offset(conn_, n);
+}
+
+void QuicConnection::write() {
+  if (state_ == State::Closed || !conn_) return;
+  uint8_t buf[NGTCP2_MAX_PMTUD_UDP_PAYLOAD_SIZE];
+  const uint64_t ts = now_ns();
+  for (size_t packets = 0; packets < kMaxPacketsPerWrite;) {
+    int64_t stream_id = -1;
+    int fin = 0;
+    nghttp3_vec vec[16];
+    nghttp3_ssize veccnt = 0;
+    if (h3_ && ngtcp2_conn_get_max_data_left(conn_) > 0) {
+      veccnt = nghttp3_conn_writev_stream(h3_, &stream_id, &fin, vec, 16);
+      if (veccnt < 0) {
+        fail(0, nghttp3_err_infer_quic_app_error_code(static_cast<int>(veccnt)), true);
+        return;
+      }
+    }
+    ngtcp2_ssize datalen = -1;
+    uint32_t flags = NGTCP2_WRITE_STREAM_FLAG_MORE;
+    if (fin) flags |= NGTCP2_WRITE_STREAM_FLAG_FIN;
+    ngtcp2_path_storage ps;
+    ngtcp2_path_storage_zero(&ps);
+    ngtcp2_pkt_info pi{};
+    const ngtcp2_ssize n = ngtcp2_conn_writev_stream(conn_, &ps.path, &pi, buf, sizeof buf, &datalen, flags,
+                                                     stream_id, reinterpret_cast<const ngtcp2_vec*>(vec),
+                                                     static_cast<size_t>(veccnt), ts);
+    if (n < 0) {
+      if (n == NGTCP2_ERR_STREAM_DATA_BLOCKED) {
+        nghttp3_conn_block_stream(h3_, stream_id);
+        continue;
+      }
+      if (n == NGTCP2_ERR_STREAM_SHUT_WR) {
+        nghttp3_conn_shutdown_stream_write(h3_, stream_id);
+        continue;
+      }
+      if (n == NGTCP2_ERR_WRITE_MORE) {
+        if (nghttp3_conn_add_write_offset(h3_, stream_id, static_cast<size_t>(datalen)) != 0) {
+          fail(NGTCP2_ERR_CALLBACK_FAILURE);
+          return;
+        }
+        continue;
+      }
+      fail(static_cast<int>(n));
+      return;
+    }
+    if (datalen >= 0 && stream_id >= 0 &&
+        nghttp3_conn_add_write_offset(h3_, stream_id, static_cast<size_t>(datalen)) != 0) {
+      fail(NGTCP2_ERR_CALLBACK_FAILURE);
+      return;
+    }
+    if (n == 0) break;
+    endpoint_.send(ps.path.remote.addr, buf, static_cast<size_t>(n));
+    ++packets;
+  }
+  if (state_ == State::Draining && streams_.empty()) {
+    close_now();
+    return;
+  }
+  arm_timer();
+}
+
+void QuicConnection::arm_timer() {
+  const uint64_t expiry = ngtcp2_conn_get_expiry(conn_);
+  if (expiry == UINT64_MAX) {
+    timer_.stop();
+    return;
+  }
+  const uint64_t now = now_ns();
+  const uint64_t ms = expiry > now ? (expiry - now + 999'999) / 1'000'000 : 0;
+  timer_.arm(std::chrono::milliseconds(ms));
+}
+
+void QuicConnection::on_timer() {
+  if (state_ == State::Closed) return;
+  const int rv = ngtcp2_conn_handle_expiry(conn_, now_ns());
+  if (rv != 0) {
+    // NGTCP2_ERR_IDLE_CLOSE: the idle timeout, silently (RFC 9000 §10.1).
+    if (rv == NGTCP2_ERR_IDLE_CLOSE) {
+      finish();
+    } else {
+      fail(rv);
+    }
+    return;
+  }
+  write();
+}
+
+void QuicConnection::on_stream_closed(int64_t stream_id) {
+  auto it = streams_.find(stream_id);
+  if (it == streams_.end()) return;
+  it->second->on_closed(0);
+  LoopContext::of(endpoint_.loop()).defer_delete(std::move(it->second));
+  streams_.erase(it);
+}
+
+void QuicConnection::shutdown() {
+  if (state_ == State::Closed) return;
+  if (state_ != State::Open || !h3_) {
+    close_now();
+    return;
+  }
+  transition(state_, State::Draining);
+  nghttp3_conn_submit_shutdown_notice(h3_);
+  nghttp3_conn_shutdown(h3_);
+  schedule_write();
+}
+
+void QuicConnection::close_now() { fail(0, kH3NoError, true); }
+
+void QuicConnection::fail(int liberr, uint64_t app_error, bool app) {
+  if (state_ == State::Closed) return;
+  if (conn_ && !ngtcp2_conn_is_in_closing_period(conn_) && !ngtcp2_conn_is_in_draining_period(conn_)) {
+    ngtcp2_connection_close_error ccerr;
+    ngtcp2_connection_close_error_default(&ccerr);
+    if (app) {
+      ngtcp2_connection_close_error_set_application_error(&ccerr, app_error, nullptr, 0);
+    } else if (liberr == NGTCP2_ERR_CRYPTO) {
+      ngtcp2_connection_close_error_set_transport_error_tls_alert(&ccerr, ngtcp2_conn_get_tls_alert(conn_), nullptr,
+                                                                   0);
+    } else {
+      ngtcp2_connection_close_error_set_transport_error_liberr(&ccerr, liberr, nullptr, 0);
+    }
+    uint8_t buf[NGTCP2_MAX_UDP_PAYLOAD_SIZE];
+    ngtcp2_path_storage ps;
+    ngtcp2_path_storage_zero(&ps);
+    ngtcp2_pkt_info pi{};
+    const ngtcp2_ssize n = ngtcp2_conn_write_connection_close(conn_, &ps.path, &pi, buf, sizeof buf, &ccerr, now_ns());
+    if (n > 0) endpoint_.send(ps.path.remote.addr, buf, static_cast<size_t>(n));
+  }
+  finish();
+}
+
+void QuicConnection::finish() {
+  if (state_ == State::Closed) return;
+  transition(state_, State::Closed);
+  timer_.stop();
+  for (auto& [id, s] : streams_) {
+    s->on_closed(0);
+    LoopContext::of(endpoint_.loop()).defer_delete(std::move(s));
+  }
+  streams_.clear();
+  endpoint_.retire(this);
+}
+
+}  // namespace tlsfront::quic

@@ -1,0 +1,132 @@
+// QuicConnection: one client's QUIC connection (RFC 9000) and the HTTP/3
+// session on it (RFC 9114): ngtcp2's connection, its TLS session
+// (quic_tls.h), nghttp3's connection, and one Http3Stream per request
+// stream. ngtcp2 and nghttp3 call back into this object; each request
+// stream's codec is an Http3Stream, whose RequestStream runs the request as
+// over TCP (admission, routes, limits, header rules, exchanges, the log).
+//
+// Life:
+//   Handshake -> Open       the TLS handshake completed: HTTP/3's control
+//                           and QPACK streams are opened (RFC 9114 §6.2)
+//   Open -> Draining        GOAWAY sent (shutdown()): no new request; the
+//                           connection closes once its streams are done
+//   Handshake | Open | Draining -> Closed
+//                           CONNECTION_CLOSE sent or received, the idle
+//                           timeout (the transport's max_idle_timeout), a
+//                           fatal error; every stream still open is logged
+//                           (499 when the client had no status), the
+//                           endpoint deletes the connection.
+// Closed is final.
+//
+// Bounds: at most kMaxStreams concurrent request streams (the transport's
+// initial_max_streams_bidi, extended by one as each closes); a request's
+// body is acknowledged to the client (MAX_STREAM_DATA, MAX_DATA) only as
+// the exchange takes it; response bytes are buffered up to
+// kResponseHighWatermark per stream before the upstream is paused, and
+// are kept until the client acknowledges them (nghttp3 may resend them).
+// QPACK's dynamic table and blocked streams are bounded by the settings
+// below; header sections by limits.max_header_bytes (the field section
+// size limit RFC 9114 §4.2.2 advertises).
+// Thread affinity: the worker's loop.
+#pragma once
+
+#include <nghttp3/nghttp3.h>
+#include <ngtcp2/ngtcp2.h>
+#include <ngtcp2/ngtcp2_crypto.h>
+
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "data/http/exchange_sink.h"
+#include "data/quic/quic_endpoint.h"
+#include "data/quic/quic_tls.h"
+#include "util/lazy_timer.h"
+#include "util/loop_context.h"
+#include "util/state.h"
+
+namespace tlsfront::quic {
+
+class Http3Stream;
+
+class QuicConnection final : public Deletable, public Flushable {
+ public:
+  static constexpr uint64_t kMaxStreams = 100;
+  static constexpr uint64_t kStreamWindow = 256 * 1024;      // per request stream
+  static constexpr uint64_t kConnectionWindow = 1024 * 1024;
+  static constexpr size_t kResponseHighWatermark = 64 * 1024;
+
+  enum class State { Handshake, Open, Draining, Closed };
+
+  QuicConnection(QuicEndpoint& endpoint, QuicEndpoint::Lease lease);
+  ~QuicConnection() override;
+  QuicConnection(const QuicConnection&) = delete;
+  QuicConnection& operator=(const QuicConnection&) = delete;
+
+  // Creates the server side for the client Initial `hd` from `from`; the
+  // connection's first ID is registered with the endpoint. Errors: Errc::Io.
+  [[nodiscard]] Status accept(const ngtcp2_pkt_hd& hd, const sockaddr* from, socklen_t fromlen);
+  // A datagram for this connection (its handshake included), then what it
+  // made us send.
+  void on_datagram(const sockaddr* from, socklen_t fromlen, const uint8_t* data, size_t len);
+  // GOAWAY: the streams open now are answered, none after.
+  void shutdown();
+  // CONNECTION_CLOSE now (H3_NO_ERROR), logging what is still open.
+  void close_now();
+  bool closed() const { return state_ == State::Closed; }
+
+  // For Http3Stream.
+  const http::SessionEnv& env() const { return *lease_.env; }
+  const http::ConnectionInfo& info() const { return info_; }
+  nghttp3_conn* h3() const { return h3_; }
+  ngtcp2_conn* conn() const { return conn_; }
+  uv_loop_t* loop() const { return endpoint_.loop(); }
+  // Sends what is pending, at the end of this loop iteration (flush()).
+  void schedule_write();
+  void flush() override { write(); }
+  // Request body bytes the exchange took: the client may send as many more.
+  void consume(int64_t stream_id, size_t n);
+  // The stream is done (nghttp3 closed it).
+  void on_stream_closed(int64_t stream_id);
+  bool first_access_log() { return info_.requests++ == 0; }
+
+ private:
+  friend struct Callbacks;
+  void write();
+  void arm_timer();
+  void on_timer();
+  void setup_h3();
+  // A fatal ngtcp2 or nghttp3 error (`liberr`, or an HTTP/3 application
+  // error when `app` is set): CONNECTION_CLOSE, then the endpoint lets go.
+  void fail(int liberr, uint64_t app_error = 0, bool app = false);
+  void finish();  // -> Closed: streams logged, the endpoint retires us
+  void set_path(const sockaddr* from, socklen_t fromlen);
+  Http3Stream* stream(int64_t id);
+
+  QuicEndpoint& endpoint_;
+  QuicEndpoint::Lease lease_;
+  State state_ = State::Handshake;
+  ngtcp2_conn* conn_ = nullptr;
+  nghttp3_conn* h3_ = nullptr;
+  ngtcp2_crypto_conn_ref conn_ref_{};
+  QuicTlsSession tls_;
+  http::ConnectionInfo info_;
+  sockaddr_storage remote_{};
+  socklen_t remote_len_ = 0;
+  ngtcp2_path path_{};
+  LazyTimer timer_;
+  uint64_t accepted_at_ns_ = 0;
+  std::unordered_map<int64_t, std::unique_ptr<Http3Stream>> streams_;
+};
+
+constexpr bool legal(QuicConnection::State from, QuicConnection::State to) {
+  using S = QuicConnection::State;
+  if (to == S::Closed) return from != S::Closed;
+  return (from == S::Handshake && to == S::Open) || (from == S::Open && to == S::Draining);
+}
+constexpr const char* name(QuicConnection::State s) {
+  constexpr const char* names[] = {"Handshake", "Open", "Draining", "Closed"};
+  return names[static_cast<int>(s)];
+}
+
+}  // namespace tlsfront::quic

@@ -1,0 +1,158 @@
+#include "data/quic/quic_endpoint.h"
+
+#include <gnutls/crypto.h>
+#include <ngtcp2/ngtcp2_crypto.h>
+#include <sys/socket.h>
+
+#include <cstring>
+
+#include "data/quic/quic_connection.h"
+#include "log/log.h"
+#include "util/loop_context.h"
+
+namespace tlsfront::quic {
+namespace {
+
+constexpr size_t kDatagramBuffer = 64 * 1024;
+constexpr size_t kShortDcidLen = 18;  // the IDs we issue (QuicConnection's kCidLen)
+
+std::string cid_key(const uint8_t* data, size_t len) { return std::string(reinterpret_cast<const char*>(data), len); }
+
+}  // namespace
+
+QuicEndpoint::QuicEndpoint(uv_loop_t* loop, int worker_index, int workers, config::Endpoint address, LeaseFn lease)
+    : loop_(loop),
+      worker_index_(static_cast<uint8_t>(worker_index)),
+      workers_(static_cast<uint8_t>(workers < 1 ? 1 : workers)),
+      address_(std::move(address)),
+      lease_(std::move(lease)),
+      buffer_(new uint8_t[kDatagramBuffer]) {
+  gnutls_rnd(GNUTLS_RND_KEY, reset_secret_, sizeof reset_secret_);
+}
+
+QuicEndpoint::~QuicEndpoint() { close(); }
+
+Status QuicEndpoint::open(UniqueFd fd) {
+  int rc = udp_.init([&](uv_udp_t* h) { return uv_udp_init(loop_, h); }, this);
+  if (rc == 0) rc = uv_udp_open(udp_.get(), fd.get());
+  if (rc != 0) return make_error(Errc::Io, fmt::format("QUIC on {}: {}", address_.to_string(), uv_strerror(rc)));
+  fd.release();  // the handle owns it now
+  int len = sizeof local_;
+  uv_udp_getsockname(udp_.get(), reinterpret_cast<sockaddr*>(&local_), &len);
+  local_len_ = static_cast<socklen_t>(len);
+  rc = uv_udp_recv_start(
+      udp_.get(),
+      [](uv_handle_t* h, size_t, uv_buf_t* buf) {
+        auto* self = static_cast<QuicEndpoint*>(h->data);
+        buf->base = reinterpret_cast<char*>(self->buffer_.get());
+        buf->len = kDatagramBuffer;
+      },
+      on_recv);
+  if (rc != 0) return make_error(Errc::Io, fmt::format("QUIC on {}: {}", address_.to_string(), uv_strerror(rc)));
+  return {};
+}
+
+void QuicEndpoint::on_recv(uv_udp_t* h, ssize_t n, const uv_buf_t* buf, const sockaddr* from, unsigned flags) {
+  auto* self = static_cast<QuicEndpoint*>(h->data);
+  if (self == nullptr || n <= 0 || from == nullptr || (flags & UV_UDP_PARTIAL)) return;
+  self->on_datagram(from, reinterpret_cast<const uint8_t*>(buf->base), static_cast<size_t>(n));
+}
+
+void QuicEndpoint::on_datagram(const sockaddr* from, const uint8_t* data, size_t len) {
+  ngtcp2_version_cid vc;
+  const int rv = ngtcp2_pkt_decode_version_cid(&vc, data, len, kShortDcidLen);
+  if (rv == NGTCP2_ERR_VERSION_NEGOTIATION) {
+    send_version_negotiation(from, vc);
+    return;
+  }
+  if (rv != 0) return;  // not QUIC: dropped
+  const socklen_t fromlen = from->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+  auto it = by_cid_.find(cid_key(vc.dcid, vc.dcidlen));
+  if (it != by_cid_.end()) {
+    it->second->on_datagram(from, fromlen, data, len);
+    return;
+  }
+  accept(from, data, len);
+}
+
+void QuicEndpoint::accept(const sockaddr* from, const uint8_t* data, size_t len) {
+  if (closed_ || shutting_down_) return;
+  ngtcp2_pkt_hd hd;
+  if (ngtcp2_accept(&hd, data, len) != 0) return;  // not a client's first Initial (or wants a Retry: not yet)
+  std::optional<Lease> lease = lease_();
+  if (!lease) return;
+  auto conn = std::make_unique<QuicConnection>(*this, std::move(*lease));
+  const socklen_t fromlen = from->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+  if (auto st = conn->accept(hd, from, fromlen); !st) {
+    log::warn("QUIC on {}: {}", address_.to_string(), st.error().message());
+    for (auto i = by_cid_.begin(); i != by_cid_.end();) i = i->second == conn.get() ? by_cid_.erase(i) : std::next(i);
+    return;
+  }
+  QuicConnection* raw = conn.get();
+  connections_.emplace(raw, std::move(conn));
+  raw->on_datagram(from, fromlen, data, len);
+}
+
+void QuicEndpoint::send_version_negotiation(const sockaddr* to, const ngtcp2_version_cid& vc) {
+  uint8_t buf[NGTCP2_MAX_UDP_PAYLOAD_SIZE];
+  uint8_t unused = 0;
+  gnutls_rnd(GNUTLS_RND_NONCE, &unused, 1);
+  const uint32_t versions[] = {NGTCP2_PROTO_VER_V1};
+  const ngtcp2_ssize n = ngtcp2_pkt_write_version_negotiation(buf, sizeof buf, unused, vc.scid, vc.scidlen, vc.dcid,
+                                                             vc.dcidlen, versions, 1);
+  if (n > 0) send(to, buf, static_cast<size_t>(n));
+}
+
+void QuicEndpoint::new_cid(ngtcp2_cid* cid, uint8_t* token, size_t len) {
+  gnutls_rnd(GNUTLS_RND_NONCE, cid->data, len);
+  cid->datalen = len;
+  // The first octet names this worker modulo the worker count (the
+  // reuseport program steers by it).
+  const uint8_t slots = static_cast<uint8_t>(256 / workers_);
+  cid->data[0] = static_cast<uint8_t>(worker_index_ + workers_ * (cid->data[0] % slots));
+  ngtcp2_crypto_generate_stateless_reset_token(token, reset_secret_, sizeof reset_secret_, cid);
+}
+
+void QuicEndpoint::add_cid(const ngtcp2_cid& cid, QuicConnection* conn) {
+  by_cid_[cid_key(cid.data, cid.datalen)] = conn;
+}
+
+void QuicEndpoint::remove_cid(const ngtcp2_cid& cid) { by_cid_.erase(cid_key(cid.data, cid.datalen)); }
+
+void QuicEndpoint::send(const sockaddr* to, const uint8_t* data, size_t len) {
+  if (!udp_.active()) return;
+  uv_buf_t b = uv_buf_init(reinterpret_cast<char*>(const_cast<uint8_t*>(data)), static_cast<unsigned>(len));
+  uv_udp_try_send(udp_.get(), &b, 1, to);  // EAGAIN: dropped, QUIC resends (see the header)
+}
+
+void QuicEndpoint::retire(QuicConnection* conn) {
+  for (auto i = by_cid_.begin(); i != by_cid_.end();) i = i->second == conn ? by_cid_.erase(i) : std::next(i);
+  auto it = connections_.find(conn);
+  if (it == connections_.end()) return;
+  LoopContext::of(loop_).defer_delete(std::move(it->second));
+  connections_.erase(it);
+  if (shutting_down_ && connections_.empty() && drained_) drained_();
+}
+
+void QuicEndpoint::shutdown(std::function<void()> drained) {
+  shutting_down_ = true;
+  drained_ = std::move(drained);
+  if (connections_.empty() && drained_) {
+    drained_();
+    return;
+  }
+  std::vector<QuicConnection*> all;
+  for (auto& [c, owned] : connections_) all.push_back(c);
+  for (QuicConnection* c : all) c->shutdown();
+}
+
+void QuicEndpoint::close() {
+  if (closed_) return;
+  closed_ = true;
+  std::vector<QuicConnection*> all;
+  for (auto& [c, owned] : connections_) all.push_back(c);
+  for (QuicConnection* c : all) c->close_now();
+  udp_.close();
+}
+
+}  // namespace tlsfront::quic

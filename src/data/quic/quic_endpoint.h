@@ -1,0 +1,114 @@
+// QuicEndpoint: one worker's UDP socket of a [[listen]] entry with quic =
+// true, and the QUIC connections (QuicConnection) that arrived on it. Each
+// worker has its own socket on the same address and port (SO_REUSEPORT);
+// the group's classic BPF program (control/quic_socket.h) sends a datagram
+// to the worker its Destination Connection ID names: the connection IDs a
+// worker issues carry its index in their first octet (modulo the worker
+// count), so the packets of a connection reach its owner also after the
+// client's address changed (RFC 9000 §9, migration); a new client's
+// Initial, whose DCID the client chose at random, lands on the worker its
+// first octet names, and so do its retransmissions.
+//
+// Datagrams: read into one 64 KiB buffer per endpoint; a DCID no connection
+// owns is a new connection when it is an acceptable Initial (ngtcp2_accept),
+// answered with Version Negotiation (RFC 9000 §6) when its version is not
+// QUIC v1, and otherwise dropped (no stateless reset yet). Writes are
+// uv_udp_try_send, one datagram each; one the kernel cannot take now
+// (EAGAIN) is dropped: QUIC's loss recovery sends its frames again.
+// Thread affinity: the worker's loop.
+#pragma once
+
+#include <netinet/in.h>
+#include <ngtcp2/ngtcp2.h>
+#include <uv.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "config/config.h"
+#include "data/http/session_env.h"
+#include "data/quic/quic_tls.h"
+#include "util/result.h"
+#include "util/unique_fd.h"
+#include "util/uv_handle.h"
+
+namespace tlsfront::quic {
+
+class QuicConnection;
+
+class QuicEndpoint {
+ public:
+  // What a new connection borrows from its worker: the generation's
+  // SessionEnv and credentials, held alive by `hold` for the connection's life.
+  struct Lease {
+    const http::SessionEnv* env = nullptr;
+    std::shared_ptr<const void> hold;
+    const ServerCredentials* credentials = nullptr;
+    const config::Listener* listener = nullptr;  // this endpoint's [[listen]] in that generation
+    uint64_t connection_id = 0;                  // the access log's connection ID
+  };
+  // Asked at each new connection; nullopt refuses it (the worker is stopping,
+  // or the generation has no QUIC credentials).
+  using LeaseFn = std::function<std::optional<Lease>()>;
+
+  // `worker_index` of `workers`: the first octet of every connection ID this
+  // endpoint issues is congruent to it modulo `workers`.
+  QuicEndpoint(uv_loop_t* loop, int worker_index, int workers, config::Endpoint address, LeaseFn lease);
+  ~QuicEndpoint();
+  QuicEndpoint(const QuicEndpoint&) = delete;
+  QuicEndpoint& operator=(const QuicEndpoint&) = delete;
+
+  // Adopts the bound UDP socket and starts reading. Errors: Errc::Io.
+  [[nodiscard]] Status open(UniqueFd fd);
+  const config::Endpoint& address() const { return address_; }
+  // Stops reading and closes every connection now (CONNECTION_CLOSE
+  // H3_NO_ERROR where the handshake is done). Idempotent.
+  void close();
+  // Every connection stops taking new requests (GOAWAY) and closes once its
+  // requests are answered; new connections are refused. `drained` runs
+  // when the last connection is gone (at once when there is none).
+  void shutdown(std::function<void()> drained);
+  size_t connections() const { return connections_.size(); }
+
+  // For connections.
+  uv_loop_t* loop() const { return loop_; }
+  // A fresh connection ID of `len` octets naming this worker, and its
+  // stateless reset token (NGTCP2_STATELESS_RESET_TOKENLEN octets).
+  void new_cid(ngtcp2_cid* cid, uint8_t* token, size_t len);
+  void add_cid(const ngtcp2_cid& cid, QuicConnection* conn);
+  void remove_cid(const ngtcp2_cid& cid);
+  void send(const sockaddr* to, const uint8_t* data, size_t len);
+  // The connection is gone: its IDs leave the table, it is deleted at the
+  // end of the loop iteration.
+  void retire(QuicConnection* conn);
+  const sockaddr* local_addr() const { return reinterpret_cast<const sockaddr*>(&local_); }
+  socklen_t local_addrlen() const { return local_len_; }
+
+ private:
+  static void on_recv(uv_udp_t* h, ssize_t n, const uv_buf_t* buf, const sockaddr* from, unsigned flags);
+  void on_datagram(const sockaddr* from, const uint8_t* data, size_t len);
+  void accept(const sockaddr* from, const uint8_t* data, size_t len);
+  void send_version_negotiation(const sockaddr* to, const ngtcp2_version_cid& vc);
+
+  uv_loop_t* loop_;
+  uint8_t worker_index_;
+  uint8_t workers_;
+  config::Endpoint address_;
+  LeaseFn lease_;
+  UvHandle<uv_udp_t> udp_;
+  sockaddr_storage local_{};
+  socklen_t local_len_ = 0;
+  bool closed_ = false;
+  bool shutting_down_ = false;
+  std::function<void()> drained_;
+  uint8_t reset_secret_[32];  // stateless reset tokens (per process for now)
+  std::unordered_map<std::string, QuicConnection*> by_cid_;
+  std::unordered_map<QuicConnection*, std::unique_ptr<QuicConnection>> connections_;
+  std::unique_ptr<uint8_t[]> buffer_;
+};
+
+}  // namespace tlsfront::quic
