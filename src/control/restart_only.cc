@@ -14,6 +14,9 @@ std::vector<std::string> keep_restart_only_settings(const config::Config& now, c
   for (auto& l : next.listeners) {
     for (const auto& o : now.listeners) {
       if (o.address == l.address) keep("backlog of " + l.address.to_string(), l.backlog, o.backlog);
+      // Its UDP sockets are bound with the address: QUIC on or off takes a
+      // new address or a restart (Alt-Svc must never name a socket that is not there).
+      if (o.address == l.address) keep("quic of " + l.address.to_string(), l.quic, o.quic);
     }
   }
   keep("log.access_log", next.log.access_log, now.log.access_log);

@@ -1,5 +1,7 @@
 #include "data/worker.h"
 
+#include "data/client_admission.h"
+
 #include <sys/resource.h>
 
 #include <cassert>
@@ -97,18 +99,7 @@ void Worker::listen_on(ListenSocket socket) {
   if (socket.quic_fd.valid()) {
     endpoint = std::make_unique<quic::QuicEndpoint>(
         &loop_, index_, static_cast<int>(socket.workers), address,
-        [this, address]() -> std::optional<quic::QuicEndpoint::Lease> {
-          if (shutting_down_) return std::nullopt;
-          std::shared_ptr<const WorkerGeneration> wgen = current_generation();
-          if (!wgen->gen->quic) return std::nullopt;
-          for (const auto& l : wgen->gen->config.listeners) {
-            if (l.address == address && l.quic) {
-              return quic::QuicEndpoint::Lease{&wgen->env, wgen, wgen->gen->quic.get(), &l,
-                                               next_connection_id_->fetch_add(1, std::memory_order_relaxed)};
-            }
-          }
-          return std::nullopt;
-        });
+        [this, address](const std::string& client, uint16_t port) { return quic_lease(address, client, port); });
     if (auto st = endpoint->open(std::move(socket.quic_fd)); !st) {
       log::error("worker {}: {}", index_, st.error().message());
       endpoint.reset();
@@ -350,6 +341,55 @@ void Worker::on_drain_timer(uv_timer_t* t) {
   for (Connection* c : left) c->abort();
   for (auto& endpoint : self->quic_draining_) endpoint->close();  // CONNECTION_CLOSE; in-flight streams logged
   if (self->connections_.empty()) self->finish_stop();
+}
+
+// The checks a TCP connection passes at accept (Connection::admit_client),
+// for a QUIC one at its first Initial: the listener's access rules,
+// [limits] max_connections_per_client (the same node-wide table: TCP and
+// QUIC connections of one client count together) and max_connections.
+std::optional<quic::QuicEndpoint::Lease> Worker::quic_lease(const config::Endpoint& address, const std::string& client,
+                                                             uint16_t port) {
+  if (shutting_down_) return std::nullopt;
+  std::shared_ptr<const WorkerGeneration> wgen = current_generation();
+  if (!wgen->gen->quic) return std::nullopt;
+  const config::Listener* listener = nullptr;
+  for (const auto& l : wgen->gen->config.listeners) {
+    if (l.address == address && l.quic) listener = &l;
+  }
+  if (listener == nullptr) return std::nullopt;
+  const config::Limits& limits = wgen->gen->config.limits;
+  if (limits.max_connections != 0 && connections_.size() + quic_connections() >= limits.max_connections) {
+    return std::nullopt;
+  }
+  const auto ip = IpAddress::parse(client);
+  if (!listener->access.empty() && (!ip || !config::access_allows(listener->access, *ip))) {
+    report_connection_refusal(metrics::ConnectionRefusal::Access, client, port);
+    return std::nullopt;
+  }
+  std::shared_ptr<void> slot;
+  if (limits.max_connections_per_client != 0 && ip) {
+    std::string key(reinterpret_cast<const char*>(ip->octets.data()), ip->size());
+    if (client_connections()->acquire(key, limits.max_connections_per_client) != ConcurrencyTable::Acquire::Ok) {
+      report_connection_refusal(metrics::ConnectionRefusal::PerClient, client, port);
+      return std::nullopt;
+    }
+    slot = std::make_shared<ConcurrencySlot>(client_connections(), std::move(key));
+  }
+  quic::QuicEndpoint::Lease lease;
+  lease.env = &wgen->env;
+  lease.hold = wgen;
+  lease.credentials = wgen->gen->quic.get();
+  lease.listener = listener;
+  lease.connection_id = next_connection_id_->fetch_add(1, std::memory_order_relaxed);
+  lease.admission = std::move(slot);
+  return lease;
+}
+
+size_t Worker::quic_connections() const {
+  size_t n = 0;
+  for (const auto& l : listeners_) n += l.quic ? l.quic->connections() : 0;
+  for (const auto& endpoint : quic_draining_) n += endpoint->connections();
+  return n;
 }
 
 bool Worker::quic_busy() const {

@@ -179,6 +179,9 @@ class Worker {
   // requests after GOAWAY (QuicEndpoint::shutdown).
   std::vector<std::unique_ptr<quic::QuicEndpoint>> quic_draining_;
   bool quic_busy() const;
+  size_t quic_connections() const;
+  std::optional<quic::QuicEndpoint::Lease> quic_lease(const config::Endpoint& address, const std::string& client,
+                                                      uint16_t port);
   // The stop is over once no connection, TCP or QUIC, is left.
   void on_connections_gone();
   std::unordered_map<Connection*, std::unique_ptr<Connection>> connections_;

@@ -206,17 +206,8 @@ Status QuicConnection::accept(const ngtcp2_pkt_hd& hd, const sockaddr* from, soc
   set_path(from, fromlen);
   info_.id = lease_.connection_id;
   info_.listener = lease_.listener;
-  char name[INET6_ADDRSTRLEN] = {0};
-  if (from->sa_family == AF_INET6) {
-    const auto* a = reinterpret_cast<const sockaddr_in6*>(from);
-    uv_ip6_name(a, name, sizeof name);
-    info_.remote_port = ntohs(a->sin6_port);
-  } else {
-    const auto* a = reinterpret_cast<const sockaddr_in*>(from);
-    uv_ip4_name(a, name, sizeof name);
-    info_.remote_port = ntohs(a->sin_port);
-  }
-  info_.remote_addr = name;
+  info_.remote_addr = lease_.client_addr;
+  info_.remote_port = lease_.client_port;
   info_.alpn = "h3";
   info_.ssl_protocol = "TLSv1.3";
   info_.trust_request_id = lease_.listener && lease_.listener->trust_request_id;

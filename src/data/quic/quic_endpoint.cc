@@ -79,8 +79,21 @@ void QuicEndpoint::accept(const sockaddr* from, const uint8_t* data, size_t len)
   if (closed_ || shutting_down_) return;
   ngtcp2_pkt_hd hd;
   if (ngtcp2_accept(&hd, data, len) != 0) return;  // not a client's first Initial (or wants a Retry: not yet)
-  std::optional<Lease> lease = lease_();
+  char name[INET6_ADDRSTRLEN] = {0};
+  uint16_t port = 0;
+  if (from->sa_family == AF_INET6) {
+    const auto* a = reinterpret_cast<const sockaddr_in6*>(from);
+    uv_ip6_name(a, name, sizeof name);
+    port = ntohs(a->sin6_port);
+  } else {
+    const auto* a = reinterpret_cast<const sockaddr_in*>(from);
+    uv_ip4_name(a, name, sizeof name);
+    port = ntohs(a->sin_port);
+  }
+  std::optional<Lease> lease = lease_(name, port);
   if (!lease) return;
+  lease->client_addr = name;
+  lease->client_port = port;
   auto conn = std::make_unique<QuicConnection>(*this, std::move(*lease));
   const socklen_t fromlen = from->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
   if (auto st = conn->accept(hd, from, fromlen); !st) {

@@ -50,10 +50,17 @@ class QuicEndpoint {
     const ServerCredentials* credentials = nullptr;
     const config::Listener* listener = nullptr;  // this endpoint's [[listen]] in that generation
     uint64_t connection_id = 0;                  // the access log's connection ID
+    // What the worker's admission holds for the connection's life (its
+    // max_connections_per_client slot); may be null.
+    std::shared_ptr<void> admission;
+    std::string client_addr;  // the client's address as text, and its port
+    uint16_t client_port = 0;
   };
-  // Asked at each new connection; nullopt refuses it (the worker is stopping,
-  // or the generation has no QUIC credentials).
-  using LeaseFn = std::function<std::optional<Lease>()>;
+  // Asked at each new connection from `client` (its address as text and
+  // port); nullopt refuses it (the worker is stopping, the listener's access
+  // rules or the worker's limits say no, or the generation has no QUIC
+  // credentials): its Initial is dropped.
+  using LeaseFn = std::function<std::optional<Lease>(const std::string& client, uint16_t port)>;
 
   // `worker_index` of `workers`: the first octet of every connection ID this
   // endpoint issues is congruent to it modulo `workers`.

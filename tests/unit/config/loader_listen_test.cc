@@ -145,5 +145,16 @@ servers = ["127.0.0.1:0"]
             R"(t.toml:8:12: upstream[0].servers[0]: invalid address "127.0.0.1:0" (port must be an integer 1..65535))");
 }
 
+TEST(Loader, Quic) {
+  EXPECT_EQ(load_error("[[listen]]\naddress = \"127.0.0.1:1\"\ntls = false\nquic = true\n"),
+            "t.toml:4:1: listen[0].quic: QUIC is TLS 1.3 only: not on a cleartext listener (tls = false)");
+  EXPECT_EQ(load_error("[[listen]]\naddress = \"127.0.0.1:1\"\nproxy_protocol = true\nquic = true\n"),
+            "t.toml:4:1: listen[0].quic: no PROXY protocol over UDP: QUIC cannot be on a proxy_protocol listener");
+  EXPECT_EQ(load_error("[[listen]]\naddress = \"127.0.0.1:1\"\nalt_svc_max_age = 60\n"),
+            "t.toml:3:1: listen[0].alt_svc_max_age: only with quic = true");
+  EXPECT_EQ(load_error("[[listen]]\naddress = \"127.0.0.1:1\"\nquic = true\nalt_svc_max_age = -1\n"),
+            "t.toml:4:1: listen[0].alt_svc_max_age: must be between 0 and 31536000, got -1");
+}
+
 }  // namespace
 }  // namespace tlsfront::config
