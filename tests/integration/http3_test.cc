@@ -3,6 +3,13 @@
 // tlsfront, which proxies them to the recording backend like any other
 // request; the access log says HTTP/3.0. The TCP side advertises it with
 // Alt-Svc.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <random>
 #include <string>
 #include <vector>
 
@@ -80,6 +87,17 @@ TEST_F(Http3, ANoRouteAnswerIsLocal) {
   EXPECT_EQ(backend_.count("req"), 0u);
 }
 
+TEST_F(Http3, TheListenersAccessRulesApply) {
+  ASSERT_TRUE(start_quic());
+  ProxyOptions o;
+  o.listen_extra = "quic = true\naccess = [\"deny 127.0.0.1/32\", \"allow all\"]";
+  ASSERT_NO_FATAL_FAILURE(reload_proxy(o, 2));
+  RunResult r = fetch({"/json/10"}, {"--handshake-timeout=2s"});
+  EXPECT_EQ(r.err.find(":status:"), std::string::npos) << r.err;
+  EXPECT_EQ(backend_.count("req"), 0u);
+  EXPECT_NE(proxy_.process().err().find("refused"), std::string::npos) << proxy_.process().err();
+}
+
 TEST_F(Http3, TcpResponsesAdvertiseIt) {
   ASSERT_TRUE(start_quic());
   HttpResponse h1 = http_get(port(), "/json/5");
@@ -98,6 +116,71 @@ TEST_F(Http3, NoAdvertisementWithoutQuicOrWithMaxAgeZero) {
   EXPECT_FALSE(http_get(port(), "/json/5").header("alt-svc").has_value());
   RunResult r = fetch({"/json/5"});  // HTTP/3 itself still answers
   EXPECT_NE(r.err.find(":status: 200"), std::string::npos) << r.err;
+}
+
+// A UDP socket connected to the proxy's QUIC port.
+class UdpClient {
+ public:
+  explicit UdpClient(int port) : fd_(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) {
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(static_cast<uint16_t>(port));
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::connect(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
+  }
+  ~UdpClient() { ::close(fd_); }
+  void send(const std::string& d) { (void)::send(fd_, d.data(), d.size(), 0); }
+  // One datagram within `ms`, or "".
+  std::string receive(int ms) {
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, ms) != 1) return {};
+    char buf[2048];
+    const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+    return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+  }
+
+ private:
+  int fd_;
+};
+
+TEST_F(Http3, AnUnknownVersionGetsVersionNegotiation) {
+  ASSERT_TRUE(start_quic());
+  UdpClient udp(port());
+  // A long header (0xc0), version 0x1a2a3a4a (reserved for negotiation,
+  // RFC 9000 §15), DCID of 8, SCID of 8, padded to 1200 octets.
+  std::string d("\xc0\x1a\x2a\x3a\x4a\x08", 6);
+  d += std::string("\x11\x22\x33\x44\x55\x66\x77\x88", 8);
+  d += '\x08';
+  d += std::string("\x99\xaa\xbb\xcc\xdd\xee\xff\x00", 8);
+  d.resize(1200, '\0');
+  udp.send(d);
+  const std::string vn = udp.receive(5'000);
+  ASSERT_GE(vn.size(), 7u);
+  EXPECT_TRUE((static_cast<unsigned char>(vn[0]) & 0x80) != 0);
+  EXPECT_EQ(vn.substr(1, 4), std::string(4, '\0'));  // version 0: Version Negotiation (RFC 9000 §17.2.1)
+  EXPECT_NE(vn.find(std::string("\x00\x00\x00\x01", 4), 5), std::string::npos) << "QUIC v1 is offered";
+}
+
+TEST_F(Http3, JunkDatagramsHarmNothing) {
+  ASSERT_TRUE(start_quic());
+  {
+    UdpClient udp(port());
+    std::mt19937 rng(7);
+    for (int i = 0; i < 3000; ++i) {
+      std::string d(1 + rng() % 1400, '\0');
+      for (char& c : d) c = static_cast<char>(rng());
+      if (i % 3 == 0) {  // a QUIC v1 long header with random lengths and contents after it
+        d.resize(std::max<size_t>(d.size(), 8));
+        d[0] = static_cast<char>(0xc0 | (rng() & 0x3f));
+        d.replace(1, 4, std::string("\x00\x00\x00\x01", 4));
+      }
+      udp.send(d);
+    }
+  }
+  RunResult r = fetch({"/json/100"});
+  EXPECT_TRUE(r.status.exited && r.status.code == 0) << r.err;
+  EXPECT_NE(r.err.find(":status: 200"), std::string::npos) << r.err;
+  EXPECT_TRUE(proxy_.process().running());
 }
 
 }  // namespace

@@ -46,6 +46,8 @@ struct Callbacks {
     c->info_.ssl_session_reused = c->tls_.resumed();
     c->info_.ssl_resumption = c->info_.ssl_session_reused ? "ticket" : "none";
     if (c->state_ == QuicConnection::State::Handshake) transition(c->state_, QuicConnection::State::Open);
+    c->handshake_done_ = true;
+    c->endpoint_.on_handshake_done();
     // A session ticket for the next connection (RFC 8446 §4.6.1).
     gnutls_session_ticket_send(c->tls_.native(), 1, 0);
     return 0;
@@ -241,6 +243,9 @@ Status QuicConnection::accept(const ngtcp2_pkt_hd& hd, const sockaddr* from, soc
   settings.initial_ts = accepted_at_ns_;
   settings.max_window = 4 * kConnectionWindow;
   settings.max_stream_window = 4 * kStreamWindow;
+  // timeouts.handshake bounds a QUIC handshake as it bounds a TCP one.
+  settings.handshake_timeout =
+      static_cast<ngtcp2_duration>(env().config->timeouts.handshake.count()) * NGTCP2_MILLISECONDS;
 
   ngtcp2_transport_params params;
   ngtcp2_transport_params_default(&params);

@@ -74,6 +74,7 @@ class QuicConnection final : public Deletable, public Flushable {
   // CONNECTION_CLOSE now (H3_NO_ERROR), logging what is still open.
   void close_now();
   bool closed() const { return state_ == State::Closed; }
+  bool handshake_done() const { return handshake_done_; }
 
   // For Http3Stream.
   const http::SessionEnv& env() const { return *lease_.env; }
@@ -116,6 +117,7 @@ class QuicConnection final : public Deletable, public Flushable {
   ngtcp2_path path_{};
   LazyTimer timer_;
   uint64_t accepted_at_ns_ = 0;
+  bool handshake_done_ = false;
   std::unordered_map<int64_t, std::unique_ptr<Http3Stream>> streams_;
 };
 

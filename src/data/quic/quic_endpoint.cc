@@ -76,7 +76,7 @@ void QuicEndpoint::on_datagram(const sockaddr* from, const uint8_t* data, size_t
 }
 
 void QuicEndpoint::accept(const sockaddr* from, const uint8_t* data, size_t len) {
-  if (closed_ || shutting_down_) return;
+  if (closed_ || shutting_down_ || handshaking_ >= kMaxHandshakes) return;
   ngtcp2_pkt_hd hd;
   if (ngtcp2_accept(&hd, data, len) != 0) return;  // not a client's first Initial (or wants a Retry: not yet)
   char name[INET6_ADDRSTRLEN] = {0};
@@ -103,6 +103,7 @@ void QuicEndpoint::accept(const sockaddr* from, const uint8_t* data, size_t len)
   }
   QuicConnection* raw = conn.get();
   connections_.emplace(raw, std::move(conn));
+  ++handshaking_;
   raw->on_datagram(from, fromlen, data, len);
 }
 
@@ -142,6 +143,7 @@ void QuicEndpoint::retire(QuicConnection* conn) {
   for (auto i = by_cid_.begin(); i != by_cid_.end();) i = i->second == conn ? by_cid_.erase(i) : std::next(i);
   auto it = connections_.find(conn);
   if (it == connections_.end()) return;
+  if (!conn->handshake_done()) on_handshake_done();
   LoopContext::of(loop_).defer_delete(std::move(it->second));
   connections_.erase(it);
   if (shutting_down_ && connections_.empty() && drained_) drained_();

@@ -9,6 +9,11 @@
 // Initial, whose DCID the client chose at random, lands on the worker its
 // first octet names, and so do its retransmissions.
 //
+// At most kMaxHandshakes connections of an endpoint are in their handshake
+// at a time: a flood of Initials (spoofed sources cost the sender nothing)
+// is dropped beyond it instead of holding a TLS session each for
+// timeouts.handshake (Retry, which makes a client prove its address, is
+// not built yet).
 // Datagrams: read into one 64 KiB buffer per endpoint; a DCID no connection
 // owns is a new connection when it is an acceptable Initial (ngtcp2_accept),
 // answered with Version Negotiation (RFC 9000 §6) when its version is not
@@ -64,6 +69,8 @@ class QuicEndpoint {
 
   // `worker_index` of `workers`: the first octet of every connection ID this
   // endpoint issues is congruent to it modulo `workers`.
+  static constexpr size_t kMaxHandshakes = 1024;
+
   QuicEndpoint(uv_loop_t* loop, int worker_index, int workers, config::Endpoint address, LeaseFn lease);
   ~QuicEndpoint();
   QuicEndpoint(const QuicEndpoint&) = delete;
@@ -92,6 +99,10 @@ class QuicEndpoint {
   // The connection is gone: its IDs leave the table, it is deleted at the
   // end of the loop iteration.
   void retire(QuicConnection* conn);
+  // A connection's handshake completed (it no longer counts against kMaxHandshakes).
+  void on_handshake_done() {
+    if (handshaking_ > 0) --handshaking_;
+  }
   const sockaddr* local_addr() const { return reinterpret_cast<const sockaddr*>(&local_); }
   socklen_t local_addrlen() const { return local_len_; }
 
@@ -111,6 +122,7 @@ class QuicEndpoint {
   socklen_t local_len_ = 0;
   bool closed_ = false;
   bool shutting_down_ = false;
+  size_t handshaking_ = 0;
   std::function<void()> drained_;
   uint8_t reset_secret_[32];  // stateless reset tokens (per process for now)
   std::unordered_map<std::string, QuicConnection*> by_cid_;
