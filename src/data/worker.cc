@@ -99,7 +99,8 @@ void Worker::listen_on(ListenSocket socket) {
   if (socket.quic_fd.valid()) {
     endpoint = std::make_unique<quic::QuicEndpoint>(
         &loop_, index_, static_cast<int>(socket.workers), address,
-        [this, address](const std::string& client, uint16_t port) { return quic_lease(address, client, port); });
+        [this, address](const std::string& client, uint16_t port) { return quic_lease(address, client, port); },
+        counters_);
     if (auto st = endpoint->open(std::move(socket.quic_fd)); !st) {
       log::error("worker {}: {}", index_, st.error().message());
       endpoint.reset();

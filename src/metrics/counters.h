@@ -166,6 +166,10 @@ struct WorkerCounters {
   Counter connections_accepted;
   Counter connections_closed;                    // active = accepted - closed
   Counter connections_http1, connections_h2;     // by protocol after the handshake (ALPN)
+  Counter connections_h3;                        // QUIC handshakes completed (data/quic)
+  // QUIC connections: opened at a client's first Initial, closed when gone;
+  // Initials dropped because kMaxHandshakes were in progress.
+  Counter quic_opened, quic_closed, quic_initials_dropped;
   std::array<Counter, 3> handshakes;             // by HandshakeKind
   std::array<Counter, 3> handshake_failures;     // by HandshakeFailure
   std::array<Histogram, 3> handshake_duration;   // accept -> handshake done, by HandshakeKind

@@ -80,6 +80,14 @@ std::string render_prometheus(const ProcessMetrics& m) {
                  sum(m, [](const WorkerCounters& w) { return w.connections_http1.get(); }));
   fmt::format_to(std::back_inserter(out), "tlsfront_connections_total{{protocol=\"h2\"}} {}\n",
                  sum(m, [](const WorkerCounters& w) { return w.connections_h2.get(); }));
+  fmt::format_to(std::back_inserter(out), "tlsfront_connections_total{{protocol=\"h3\"}} {}\n",
+                 sum(m, [](const WorkerCounters& w) { return w.connections_h3.get(); }));
+  single(out, "tlsfront_quic_connections_active", "gauge", "QUIC connections open now (in their handshake or after).",
+         sum(m, [](const WorkerCounters& w) { return w.quic_opened.get(); }) -
+             sum(m, [](const WorkerCounters& w) { return w.quic_closed.get(); }));
+  single(out, "tlsfront_quic_initials_dropped_total", "counter",
+         "Client Initials dropped because a worker had its maximum of QUIC handshakes in progress.",
+         sum(m, [](const WorkerCounters& w) { return w.quic_initials_dropped.get(); }));
 
   const uint64_t tunnels = sum(m, [](const WorkerCounters& w) { return w.tunnels_opened.get(); });
   single(out, "tlsfront_tunnels_total", "counter", "Upgrade tunnels (WebSocket) opened by an upstream's 101.", tunnels);

@@ -72,6 +72,8 @@ TEST_F(Http3, SeveralStreamsOnOneConnection) {
   // One connection: the same connection ID on every line.
   EXPECT_EQ(json_raw(lines[0], "connection_id"), json_raw(lines[1], "connection_id"));
   EXPECT_EQ(json_raw(lines[0], "connection_id"), json_raw(lines[2], "connection_id"));
+  auto metrics = scrape_metrics(proxy_.admin_port());
+  EXPECT_EQ(metrics["tlsfront_connections_total{protocol=\"h3\"}"], 1);
 }
 
 TEST_F(Http3, ANoRouteAnswerIsLocal) {
@@ -85,6 +87,20 @@ TEST_F(Http3, ANoRouteAnswerIsLocal) {
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(json_raw(lines[0], "status"), "404");
   EXPECT_EQ(backend_.count("req"), 0u);
+}
+
+TEST_F(Http3, ItKeepsServingAcrossAReload) {
+  ASSERT_TRUE(start_quic());
+  EXPECT_NE(fetch({"/json/1"}).err.find(":status: 200"), std::string::npos);
+  ProxyOptions o;
+  o.listen_extra = "quic = true";
+  o.routes = "[[route]]\npath_prefix = \"/json/\"\nupstream = \"backend\"\n";
+  ASSERT_NO_FATAL_FAILURE(reload_proxy(o, 2));
+  RunResult r = fetch({"/json/2", "/other"});
+  EXPECT_NE(r.err.find(":status: 200"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(":status: 404"), std::string::npos) << r.err;  // the new generation's routes
+  auto lines = proxy_.wait_log_lines(3);
+  ASSERT_EQ(lines.size(), 3u);
 }
 
 TEST_F(Http3, TheListenersAccessRulesApply) {

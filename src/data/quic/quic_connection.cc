@@ -48,6 +48,7 @@ struct Callbacks {
     if (c->state_ == QuicConnection::State::Handshake) transition(c->state_, QuicConnection::State::Open);
     c->handshake_done_ = true;
     c->endpoint_.on_handshake_done();
+    if (c->env().counters) c->env().counters->connections_h3.add();
     // A session ticket for the next connection (RFC 8446 §4.6.1).
     gnutls_session_ticket_send(c->tls_.native(), 1, 0);
     return 0;

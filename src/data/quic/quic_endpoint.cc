@@ -20,12 +20,14 @@ std::string cid_key(const uint8_t* data, size_t len) { return std::string(reinte
 
 }  // namespace
 
-QuicEndpoint::QuicEndpoint(uv_loop_t* loop, int worker_index, int workers, config::Endpoint address, LeaseFn lease)
+QuicEndpoint::QuicEndpoint(uv_loop_t* loop, int worker_index, int workers, config::Endpoint address, LeaseFn lease,
+                           metrics::WorkerCounters* counters)
     : loop_(loop),
       worker_index_(static_cast<uint8_t>(worker_index)),
       workers_(static_cast<uint8_t>(workers < 1 ? 1 : workers)),
       address_(std::move(address)),
       lease_(std::move(lease)),
+      counters_(counters),
       buffer_(new uint8_t[kDatagramBuffer]) {
   gnutls_rnd(GNUTLS_RND_KEY, reset_secret_, sizeof reset_secret_);
 }
@@ -76,9 +78,13 @@ void QuicEndpoint::on_datagram(const sockaddr* from, const uint8_t* data, size_t
 }
 
 void QuicEndpoint::accept(const sockaddr* from, const uint8_t* data, size_t len) {
-  if (closed_ || shutting_down_ || handshaking_ >= kMaxHandshakes) return;
+  if (closed_ || shutting_down_) return;
   ngtcp2_pkt_hd hd;
   if (ngtcp2_accept(&hd, data, len) != 0) return;  // not a client's first Initial (or wants a Retry: not yet)
+  if (handshaking_ >= kMaxHandshakes) {
+    if (counters_) counters_->quic_initials_dropped.add();
+    return;
+  }
   char name[INET6_ADDRSTRLEN] = {0};
   uint16_t port = 0;
   if (from->sa_family == AF_INET6) {
@@ -104,6 +110,7 @@ void QuicEndpoint::accept(const sockaddr* from, const uint8_t* data, size_t len)
   QuicConnection* raw = conn.get();
   connections_.emplace(raw, std::move(conn));
   ++handshaking_;
+  if (counters_) counters_->quic_opened.add();
   raw->on_datagram(from, fromlen, data, len);
 }
 
@@ -144,6 +151,7 @@ void QuicEndpoint::retire(QuicConnection* conn) {
   auto it = connections_.find(conn);
   if (it == connections_.end()) return;
   if (!conn->handshake_done()) on_handshake_done();
+  if (counters_) counters_->quic_closed.add();
   LoopContext::of(loop_).defer_delete(std::move(it->second));
   connections_.erase(it);
   if (shutting_down_ && connections_.empty() && drained_) drained_();

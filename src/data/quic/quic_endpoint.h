@@ -37,6 +37,7 @@
 #include "config/config.h"
 #include "data/http/session_env.h"
 #include "data/quic/quic_tls.h"
+#include "metrics/counters.h"
 #include "util/result.h"
 #include "util/unique_fd.h"
 #include "util/uv_handle.h"
@@ -71,7 +72,9 @@ class QuicEndpoint {
   // endpoint issues is congruent to it modulo `workers`.
   static constexpr size_t kMaxHandshakes = 1024;
 
-  QuicEndpoint(uv_loop_t* loop, int worker_index, int workers, config::Endpoint address, LeaseFn lease);
+  // `counters` (may be null) are the worker's.
+  QuicEndpoint(uv_loop_t* loop, int worker_index, int workers, config::Endpoint address, LeaseFn lease,
+               metrics::WorkerCounters* counters);
   ~QuicEndpoint();
   QuicEndpoint(const QuicEndpoint&) = delete;
   QuicEndpoint& operator=(const QuicEndpoint&) = delete;
@@ -117,6 +120,7 @@ class QuicEndpoint {
   uint8_t workers_;
   config::Endpoint address_;
   LeaseFn lease_;
+  metrics::WorkerCounters* counters_;
   UvHandle<uv_udp_t> udp_;
   sockaddr_storage local_{};
   socklen_t local_len_ = 0;
