@@ -103,6 +103,19 @@ TEST_F(Http3, ItKeepsServingAcrossAReload) {
   ASSERT_EQ(lines.size(), 3u);
 }
 
+// The client moves to another local port (a new path, RFC 9000 §9) before
+// it sends its requests: its packets still reach the worker that owns the
+// connection (steered by connection ID, not by address), several times.
+TEST_F(Http3, ConnectionMigrationKeepsTheConnection) {
+  ASSERT_TRUE(start_quic());
+  for (int i = 0; i < 4; ++i) {
+    RunResult r = fetch({"/json/3000"}, {"--change-local-addr=50ms", "--delay-stream=200ms"});
+    EXPECT_TRUE(r.status.exited && r.status.code == 0) << r.err;
+    EXPECT_NE(r.err.find(":status: 200"), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(proxy_.wait_log_lines(4).size(), 4u);
+}
+
 TEST_F(Http3, TheListenersAccessRulesApply) {
   ASSERT_TRUE(start_quic());
   ProxyOptions o;
