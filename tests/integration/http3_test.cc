@@ -105,15 +105,17 @@ TEST_F(Http3, ItKeepsServingAcrossAReload) {
 
 // The client moves to another local port (a new path, RFC 9000 §9) before
 // it sends its requests: its packets still reach the worker that owns the
-// connection (steered by connection ID, not by address), several times.
+// connection (steered by connection ID, not by address), ten times: with
+// the kernel's per-address hash over 2 workers about half of them lose
+// their connection (5 of 12 passed in a run without the steering program).
 TEST_F(Http3, ConnectionMigrationKeepsTheConnection) {
   ASSERT_TRUE(start_quic());
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < 10; ++i) {
     RunResult r = fetch({"/json/3000"}, {"--change-local-addr=50ms", "--delay-stream=200ms"});
     EXPECT_TRUE(r.status.exited && r.status.code == 0) << r.err;
     EXPECT_NE(r.err.find(":status: 200"), std::string::npos) << r.err;
   }
-  EXPECT_EQ(proxy_.wait_log_lines(4).size(), 4u);
+  EXPECT_EQ(proxy_.wait_log_lines(10).size(), 10u);
 }
 
 TEST_F(Http3, TheListenersAccessRulesApply) {
