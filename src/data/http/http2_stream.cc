@@ -39,30 +39,7 @@ void Http2Stream::on_header(std::string_view name, std::string_view value) {
   header_bytes_ += name.size() + value.size() + 32;
   record().bytes_received += name.size() + value.size() + 4;
   if (head_too_large()) return;
-  RequestHead& req = record().head;
-  if (!name.empty() && name.front() == ':') {
-    if (name == ":method") req.method = value;
-    else if (name == ":path") req.target = value;
-    else if (name == ":authority") authority_ = value;
-    else if (name == ":protocol") protocol_ = value;  // nghttp2: CONNECT only, once we sent the setting
-    return;  // :scheme is "https" or "http" (nghttp2 checked it); we always forward https
-  }
-  if (name == "cookie") {
-    // RFC 9113 §8.2.3: crumbs are joined with "; " into one field.
-    if (!cookie_.empty()) cookie_ += "; ";
-    cookie_.append(value);
-    return;
-  }
-  Header h{std::string(name), std::string(value), classify_header(name)};
-  if (h.token == HeaderToken::ContentLength) {
-    uint64_t n = 0;  // nghttp2 checked it is one non-negative integer
-    std::from_chars(value.data(), value.data() + value.size(), n);
-    req.content_length = n;
-  } else if (h.token == HeaderToken::UserAgent) {
-    record().user_agent = value;
-  }
-  if (req.headers.empty()) req.headers.reserve(kFieldsReserved);
-  req.headers.push_back(std::move(h));
+  head_.add(record(), name, value);
 }
 
 bool Http2Stream::on_request_head(bool end_stream) {
@@ -73,33 +50,16 @@ bool Http2Stream::on_request_head(bool end_stream) {
   }
   RequestHead& req = record().head;
   // RFC 8441 §4 (nghttp2 checked :scheme, :path and :authority are there).
-  if (req.method == "CONNECT" && !protocol_.empty()) stream_.map_extended_connect(protocol_);
+  if (req.method == "CONNECT" && !head_.protocol().empty()) stream_.map_extended_connect(head_.protocol());
   LocalAnswer answer = stream_.admit([&]() -> int {
-    const Header* host = req.find(HeaderToken::Host);
-    std::string_view host_value = authority_;
-    if (!authority_.empty()) {
-      // RFC 9113 §8.3.1: a Host naming another authority makes the request malformed.
-      if (host && !iequals(host->value, authority_)) {
-        reset(NGHTTP2_PROTOCOL_ERROR);
-        return -1;
-      }
-      if (!host) req.headers.insert(req.headers.begin(), Header{"host", authority_, HeaderToken::Host});
-    } else if (host) {
-      host_value = host->value;
+    const int status = head_.finish(record(), end_stream);
+    if (status == FieldSectionHead::kMalformed) {
+      reset(NGHTTP2_PROTOCOL_ERROR);
+      return -1;
     }
-    if (!host_value.empty() && !valid_host(host_value)) return 400;
-    set_routing_host(req);  // the Host field forwarded (:authority's copy) loses a trailing dot too
+    if (status != 0) return status;
     // RFC 9110 §15.5.20: coalesced onto the wrong connection.
-    if (!session_->certificate_covers(req.host)) return 421;
-    if (!cookie_.empty()) req.headers.push_back(Header{"cookie", cookie_, HeaderToken::Other});
-    if (!req.content_length && !req.extended_connect) {
-      if (!end_stream) {
-        req.chunked = true;  // length unknown: chunked upstream (RFC 9113 §8.2.2)
-      } else if (req.method == "POST" || req.method == "PUT" || req.method == "PATCH") {
-        req.content_length = 0;
-      }
-    }
-    return 0;
+    return session_->certificate_covers(req.host) ? 0 : 421;
   });
   if (answer.status != 0) {
     if (answer.status > 0) stream_.respond_local(std::move(answer));
@@ -214,8 +174,7 @@ void Http2Stream::encode_tunnel_open(const ResponseHead& head, std::string_view)
   if (request_ == RequestPhase::Body) transition(request_, RequestPhase::Tunnel);
   submit_head(head, true, false);
   // What only the request's routing needed goes: a tunnel may stay open for hours.
-  std::string().swap(authority_);
-  std::string().swap(cookie_);
+  head_.release();
   tunnel_timer_.init(
       session_->env().loop, [](void* self) { static_cast<Http2Stream*>(self)->on_tunnel_idle(); }, this);
   tunnel_timer_.arm(session_->env().config->timeouts.tunnel);

@@ -40,6 +40,7 @@
 #include <string_view>
 #include <vector>
 
+#include "data/http/field_section_head.h"
 #include "data/http/local_answer.h"
 #include "data/http/request_stream.h"
 #include "message/request.h"
@@ -215,9 +216,7 @@ class Http2Stream final : public Deletable, private StreamCodec {
   int final_head_ = 0;       // the final head's ordinal among them (0: none yet)
   int heads_sent_ = 0;       // HEADERS frames nghttp2 has written
   uint64_t final_head_bytes_ = 0;
-  std::string authority_;
-  std::string cookie_;
-  std::string protocol_;          // :protocol (RFC 8441 §4), as received
+  FieldSectionHead head_;         // the request head from its fields (:authority, cookie crumbs, :protocol)
   LazyTimer tunnel_timer_;        // timeouts.tunnel, from open_tunnel on
   size_t header_bytes_ = 0;  // RFC 9113 §6.5.2 sizes, against max_header_list_size
   std::string early_body_;  // DATA received while Pending

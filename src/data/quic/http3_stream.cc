@@ -1,6 +1,8 @@
 #include "data/quic/http3_stream.h"
 
 #include <charconv>
+
+#include <ngtcp2/ngtcp2.h>
 #include <cstring>
 
 #include "data/quic/quic_connection.h"
@@ -11,6 +13,7 @@ namespace {
 
 // RFC 9114 §8.1.
 constexpr uint64_t kH3InternalError = 0x0102;
+constexpr uint64_t kH3MessageError = 0x010e;
 
 nghttp3_nv nv(std::string_view name, std::string_view value) {
   return nghttp3_nv{reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
@@ -33,28 +36,7 @@ void Http3Stream::on_header(std::string_view name, std::string_view value) {
   header_bytes_ += name.size() + value.size() + 32;  // RFC 9114 §4.2.2
   record().bytes_received += name.size() + value.size() + 4;
   if (header_bytes_ > conn_->env().config->limits.max_header_bytes) return;
-  RequestHead& req = record().head;
-  if (!name.empty() && name.front() == ':') {
-    if (name == ":method") req.method = value;
-    else if (name == ":path") req.target = value;
-    else if (name == ":authority") authority_ = value;
-    return;  // :scheme is "https" (nghttp3 checked it is there)
-  }
-  if (name == "cookie") {
-    if (!cookie_.empty()) cookie_ += "; ";
-    cookie_.append(value);
-    return;
-  }
-  Header h{std::string(name), std::string(value), http::classify_header(name)};
-  if (h.token == HeaderToken::ContentLength) {
-    uint64_t n = 0;  // nghttp3 checked it is one non-negative integer
-    std::from_chars(value.data(), value.data() + value.size(), n);
-    req.content_length = n;
-  } else if (h.token == HeaderToken::UserAgent) {
-    record().user_agent = value;
-  }
-  if (req.headers.empty()) req.headers.reserve(http::kFieldsReserved);
-  req.headers.push_back(std::move(h));
+  head_.add(record(), name, value);
 }
 
 void Http3Stream::on_request_head(bool fin) {
@@ -63,30 +45,15 @@ void Http3Stream::on_request_head(bool fin) {
     stream_.respond_local(431);
     return;
   }
-  RequestHead& req = record().head;
-  req.version_major = 3;
-  req.version_minor = 0;
   http::LocalAnswer answer = stream_.admit([&]() -> int {
-    const Header* host = req.find(HeaderToken::Host);
-    std::string_view host_value = authority_;
-    if (!authority_.empty()) {
-      // RFC 9114 §4.3.1: a Host naming another authority is malformed.
-      if (host && !http::iequals(host->value, authority_)) return 400;
-      if (!host) req.headers.insert(req.headers.begin(), Header{"host", authority_, HeaderToken::Host});
-    } else if (host) {
-      host_value = host->value;
+    const int status = head_.finish(record(), fin);
+    if (status == http::FieldSectionHead::kMalformed) {
+      // RFC 9114 §4.1.2: a malformed request is a stream error H3_MESSAGE_ERROR.
+      ngtcp2_conn_shutdown_stream(conn_->conn(), id_, kH3MessageError);
+      conn_->schedule_write();
+      return -1;
     }
-    if (host_value.empty() || !http::valid_host(host_value)) return 400;
-    http::set_routing_host(req);
-    if (!cookie_.empty()) req.headers.push_back(Header{"cookie", cookie_, HeaderToken::Other});
-    if (!req.content_length) {
-      if (!fin) {
-        req.chunked = true;  // length unknown: chunked to an HTTP/1.1 upstream
-      } else if (req.method == "POST" || req.method == "PUT" || req.method == "PATCH") {
-        req.content_length = 0;
-      }
-    }
-    return 0;
+    return status;
   });
   if (answer.status != 0) {
     if (answer.status > 0) stream_.respond_local(std::move(answer));

@@ -3,9 +3,9 @@
 // RequestStream (data/http/request_stream.h), as Http2Stream is for HTTP/2.
 // The request head comes from nghttp3's decoded fields (pseudo-header rules
 // of §4.3.1 already checked by nghttp3: :method, :scheme, :path present,
-// no connection-specific fields); :authority becomes Host (§4.3.1), cookie
-// crumbs are joined (§4.2.1), Content-Length is nghttp3-checked against
-// the DATA received. The response goes out as a HEADERS frame and DATA
+// no connection-specific fields), assembled as HTTP/2's are
+// (data/http/field_section_head.h); a malformed one is a stream error
+// H3_MESSAGE_ERROR (§4.1.2). The response goes out as a HEADERS frame and DATA
 // frames read from chunks kept until the client acknowledged them.
 //
 // Trust: every field comes from the client.
@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "data/http/field_section_head.h"
 #include "data/http/request_stream.h"
 #include "util/loop_context.h"
 
@@ -81,8 +82,7 @@ class Http3Stream final : public Deletable, private http::StreamCodec {
   ResponsePhase response_ = ResponsePhase::None;
   bool closed_ = false;
   http::RequestStream stream_;
-  std::string authority_;
-  std::string cookie_;
+  http::FieldSectionHead head_;  // the request head from its fields
   size_t header_bytes_ = 0;
   size_t unconsumed_ = 0;       // request body octets not yet acknowledged (flow control)
   // Response body: chunks handed to nghttp3 stay until acknowledged.
