@@ -33,8 +33,12 @@ class FieldBlock {
   void add(std::string_view name, std::string_view value, bool no_index = false);
 
   // Appends one field without copying its value: `value` too must stay
-  // valid until the array has been submitted.
-  void add_view(std::string_view name, std::string_view value, bool no_index = false);
+  // valid until the array has been submitted. `static_name` /
+  // `static_value`: a string literal (static storage; a name lowercase),
+  // which nghttp2 then points at instead of copying it
+  // (NGHTTP2_NV_FLAG_NO_COPY_NAME / _VALUE), for as long as it likes.
+  void add_view(std::string_view name, std::string_view value, bool no_index = false, bool static_name = false,
+                bool static_value = false);
 
   // The array, valid until the next start() on this thread.
   nghttp2_nv* nva();

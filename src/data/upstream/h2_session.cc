@@ -149,7 +149,10 @@ bool H2Session::has_room() const {
 
 Status H2Session::submit(H2Stream* stream, const std::vector<http::FieldView>& fields, bool has_body) {
   FieldBlock& block = FieldBlock::start();
-  for (const auto& h : fields) block.add_view(h.name, h.value, h.no_index);  // lowercase already
+  for (const auto& h : fields) {  // lowercase already; nghttp2 copies all but literals
+    block.add_view(h.name, h.value, h.no_index, h.owned & http::FieldView::kStaticName,
+                   h.owned & http::FieldView::kStaticValue);
+  }
   nghttp2_data_provider provider{};
   provider.source.ptr = this;
   provider.read_callback = body_read_cb;

@@ -263,5 +263,28 @@ TEST(HeaderRewrite, Http2FieldsAreViewsIntoTheHeadOrTheirOwnText) {
   EXPECT_EQ(f[49].value, "1234567");
 }
 
+// Names (and values) that are string literals say so, for an encoder that
+// may keep pointing at them (nghttp2's NO_COPY flags); nothing else does:
+// a view into the head or into text() dies with them.
+TEST(HeaderRewrite, Http2FieldsSayWhichAreLiterals) {
+  RequestHead r = get({h("host", "api"), h("accept", "*/*"), h("X-Request-ID", "theirs"), h("te", "trailers")});
+  r.content_length = 5;
+  UpstreamRequestOptions opts;
+  opts.client_addr = "192.0.2.7";
+  opts.request_id_header = "X-Request-ID";
+  opts.request_id = "abc";
+  const H2RequestFields fields(r, opts);
+  std::vector<std::string> names, values;
+  for (const auto& f : fields.fields()) {
+    if (f.owned & FieldView::kStaticName) names.emplace_back(f.name);
+    if (f.owned & FieldView::kStaticValue) values.emplace_back(f.value);
+    EXPECT_FALSE((f.owned & FieldView::kStaticName) && (f.owned & FieldView::kOwnedName)) << f.name;
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{":method", ":scheme", ":authority", ":path", "x-forwarded-for",
+                                             "x-real-ip", "x-forwarded-proto", "x-request-id", "te",
+                                             "content-length"}));
+  EXPECT_EQ(values, (std::vector<std::string>{"http", "trailers"}));
+}
+
 }  // namespace
 }  // namespace tlsfront::http
