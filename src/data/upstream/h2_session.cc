@@ -118,8 +118,17 @@ H2Session::~H2Session() {
 }
 
 H2Stream* H2Session::stream(int32_t id) const {
+  if (id == last_id_) return last_;
   auto it = streams_.find(id);
-  return it == streams_.end() ? nullptr : it->second;
+  if (it == streams_.end()) return nullptr;
+  last_id_ = id;
+  last_ = it->second;
+  return last_;
+}
+
+void H2Session::forget(std::unordered_map<int32_t, H2Stream*>::iterator it) {
+  if (it->first == last_id_) last_id_ = 0;
+  streams_.erase(it);
 }
 
 Status H2Session::connect(const sockaddr_storage& addr) {
@@ -182,7 +191,7 @@ void H2Session::release(H2Stream* stream, bool reset) {
   const int32_t id = stream->id();
   auto it = streams_.find(id);
   if (it == streams_.end() || it->second != stream) return;
-  streams_.erase(it);
+  forget(it);
   if (state_ != State::Closed && nghttp2_session_find_stream(ng_.get(), id) != nullptr) {
     if (in_recv_ && !reset) {
       // Let go during a read, most often the one that carried its
@@ -420,6 +429,7 @@ void H2Session::close(UpstreamFailure failure, const Error& error) {
   stream_timer_.close();
   std::unordered_map<int32_t, H2Stream*> streams = std::move(streams_);
   streams_.clear();
+  last_id_ = 0;
   for (auto& [id, s] : streams) s->on_session_failed(failure, error);
   if (pool_) pool_->remove(this);
 }
