@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
+
 namespace tlsfront::http {
 namespace {
 
@@ -146,6 +148,24 @@ std::vector<std::pair<std::string, std::string>> h2_fields(const RequestHead& r,
   const H2RequestFields fields(r, opts);
   for (const auto& f : fields.fields()) out.emplace_back(f.name, f.value);
   return out;
+}
+
+// Every octet against RFC 9110's grammar: a name is 1*tchar (§5.6.2), a
+// value VCHAR / obs-text / SP / HTAB (§5.5).
+TEST(HeaderToken, FieldNameAndValueOctets) {
+  const std::string_view tchar_marks = "!#$%&'*+-.^_`|~";
+  for (int i = 0; i < 256; ++i) {
+    const auto c = static_cast<unsigned char>(i);
+    const bool tchar = (c < 0x80 && std::isalnum(c) != 0) || tchar_marks.find(static_cast<char>(c)) != std::string_view::npos;
+    const bool value_octet = c == '\t' || (c >= 0x20 && c != 0x7f);
+    const std::string one(1, static_cast<char>(c));
+    EXPECT_EQ(valid_field_name(one), tchar) << i;
+    EXPECT_EQ(valid_field_name("x-" + one + "-y"), tchar) << i;
+    EXPECT_EQ(valid_field_value(one), value_octet) << i;
+    EXPECT_EQ(valid_field_value("a " + one + " b"), value_octet) << i;
+  }
+  EXPECT_FALSE(valid_field_name(""));
+  EXPECT_TRUE(valid_field_value(""));
 }
 
 TEST(HeaderRewrite, Http2FieldsCarryTheAuthorityAndNoConnectionSpecificField) {
