@@ -180,8 +180,8 @@ void H2RequestFields::add(std::string_view name, std::string_view value, bool no
     const size_t name_at = text_.size();
     if (lower_name) {
       text_.append(name);
-      for (char *p = text_.data() + name_at, *end = p + name.size(); p != end; ++p) {  // (text_[i] reloads per octet)
-        if (*p >= 'A' && *p <= 'Z') *p = static_cast<char>(*p + 32);
+      for (size_t i = name_at; i < text_.size(); ++i) {
+        if (text_[i] >= 'A' && text_[i] <= 'Z') text_[i] = static_cast<char>(text_[i] + 32);
       }
     }
     const size_t value_at = text_.size();
