@@ -49,7 +49,7 @@ class FieldBlock {
 
  private:
   struct Copied {
-    size_t index;    // in nv_
+    size_t index;     // in nv_
     size_t value_at;  // where its value starts in text_
   };
   std::string text_;            // the copied values, back to back

@@ -105,8 +105,7 @@ H2Session::H2Session(uv_loop_t* loop, H2Pool* pool, const config::Upstream& cfg,
   // send no RFC 7540 priority signals (RFC 9218 §2.1): nghttp2 then keeps
   // no dependency tree for the streams (inserting and removing each one
   // cost instructions on every request; streams' DATA go round-robin).
-  nghttp2_settings_entry settings[] = {{NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
-                                       {NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES, 1}};
+  nghttp2_settings_entry settings[] = {{NGHTTP2_SETTINGS_ENABLE_PUSH, 0}, {NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES, 1}};
   nghttp2_submit_settings(s, NGHTTP2_FLAG_NONE, settings, std::size(settings));
   nghttp2_session_set_local_window_size(s, NGHTTP2_FLAG_NONE, 0, kConnectionWindow);
 }

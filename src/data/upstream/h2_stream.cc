@@ -164,7 +164,8 @@ bool H2Stream::on_header(std::string_view name, std::string_view value) {
   h.name.assign(name);
   h.value.assign(value);
   h.token = http::classify_header(name);
-  if (!final_head_ && h.token == http::HeaderToken::ContentLength) {  // (a trailer's is only passed on)
+  // A trailer section's content-length is only passed on.
+  if (!final_head_ && h.token == http::HeaderToken::ContentLength) {
     uint64_t n = 0;  // nghttp2 checked it is one non-negative integer
     std::from_chars(value.data(), value.data() + value.size(), n);
     head_.content_length = n;

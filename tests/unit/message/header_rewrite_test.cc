@@ -156,7 +156,8 @@ TEST(HeaderToken, FieldNameAndValueOctets) {
   const std::string_view tchar_marks = "!#$%&'*+-.^_`|~";
   for (int i = 0; i < 256; ++i) {
     const auto c = static_cast<unsigned char>(i);
-    const bool tchar = (c < 0x80 && std::isalnum(c) != 0) || tchar_marks.find(static_cast<char>(c)) != std::string_view::npos;
+    const bool tchar =
+        (c < 0x80 && std::isalnum(c) != 0) || tchar_marks.find(static_cast<char>(c)) != std::string_view::npos;
     const bool value_octet = c == '\t' || (c >= 0x20 && c != 0x7f);
     const std::string one(1, static_cast<char>(c));
     EXPECT_EQ(valid_field_name(one), tchar) << i;
@@ -300,9 +301,9 @@ TEST(HeaderRewrite, Http2FieldsSayWhichAreLiterals) {
     if (f.owned & FieldView::kStaticValue) values.emplace_back(f.value);
     EXPECT_FALSE((f.owned & FieldView::kStaticName) && (f.owned & FieldView::kOwnedName)) << f.name;
   }
-  EXPECT_EQ(names, (std::vector<std::string>{":method", ":scheme", ":authority", ":path", "x-forwarded-for",
-                                             "x-real-ip", "x-forwarded-proto", "x-request-id", "te",
-                                             "content-length"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{":method", ":scheme", ":authority", ":path", "x-forwarded-for", "x-real-ip",
+                                      "x-forwarded-proto", "x-request-id", "te", "content-length"}));
   EXPECT_EQ(values, (std::vector<std::string>{"http", "trailers"}));
 }
 
