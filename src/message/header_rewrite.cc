@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
+#include <cstring>
 
 namespace tlsfront::http {
 namespace {
@@ -35,10 +36,19 @@ bool named_by(const std::vector<std::string_view>& options, std::string_view nam
 }
 
 void append_header(std::string& out, std::string_view name, std::string_view value) {
-  out.append(name);
-  out.append(": ");
-  out.append(value);
-  out.append("\r\n");
+  // One growth and two copies per line (out is reserved for the whole
+  // head): four appends each checked the capacity and called memcpy.
+  const size_t at = out.size();
+  out.resize(at + name.size() + value.size() + 4);
+  char* p = out.data() + at;
+  std::memcpy(p, name.data(), name.size());
+  p += name.size();
+  *p++ = ':';
+  *p++ = ' ';
+  std::memcpy(p, value.data(), value.size());
+  p += value.size();
+  *p++ = '\r';
+  *p = '\n';
 }
 
 }  // namespace
@@ -127,13 +137,14 @@ bool has_upper(std::string_view s) {
   return std::any_of(s.begin(), s.end(), [](char c) { return c >= 'A' && c <= 'Z'; });
 }
 
-// tlsfront's own fields, as HTTP/2 names them (no copy to lowercase).
-std::string_view h2_name(HeaderToken token, std::string_view name) {
+// tlsfront's own fields, as HTTP/2 names them (a literal: no copy to
+// lowercase); "" for any other.
+std::string_view h2_name(HeaderToken token) {
   switch (token) {
     case HeaderToken::XForwardedFor: return "x-forwarded-for";
     case HeaderToken::XRealIp: return "x-real-ip";
     case HeaderToken::XForwardedProto: return "x-forwarded-proto";
-    default: return name;
+    default: return {};
   }
 }
 
@@ -169,8 +180,8 @@ void append_upstream_request_head(std::string& out, const RequestHead& head, con
 }
 
 void H2RequestFields::add(std::string_view name, std::string_view value, bool no_index, bool lower_name,
-                          bool copy_value) {
-  FieldView f{name, value, no_index, 0};
+                          bool copy_value, uint8_t statics) {
+  FieldView f{name, value, no_index, statics};
   if (lower_name || copy_value) {
     // Views already taken into text_ follow it when it grows (compared as
     // integers: the old buffer is never read).
@@ -197,7 +208,8 @@ void H2RequestFields::add(std::string_view name, std::string_view value, bool no
     }
     if (lower_name) f.name = std::string_view(text_.data() + name_at, name.size());
     if (copy_value) f.value = std::string_view(text_.data() + value_at, value.size());
-    f.owned = static_cast<uint8_t>((lower_name ? FieldView::kOwnedName : 0) | (copy_value ? FieldView::kOwnedValue : 0));
+    f.owned = static_cast<uint8_t>((lower_name ? FieldView::kOwnedName : (statics & FieldView::kStaticName)) |
+                                   (copy_value ? FieldView::kOwnedValue : (statics & FieldView::kStaticValue)));
   }
   fields_.push_back(f);
 }
@@ -208,10 +220,11 @@ void H2RequestFields::build(const RequestHead& head, const UpstreamRequestOption
   fields_.reserve(head.headers.size() + 10);
   text_hint_ = 64;
   for (const auto& h : head.headers) text_hint_ += h.name.size();
-  add(":method", head.method, false, false, false);
-  add(":scheme", opts.upstream_tls ? "https" : "http", false, false, false);
-  add(":authority", {}, false, false, false);
-  add(":path", head.upstream_target.empty() ? head.target : head.upstream_target, false, false, false);
+  constexpr uint8_t kName = FieldView::kStaticName;
+  add(":method", head.method, false, false, false, kName);
+  add(":scheme", opts.upstream_tls ? "https" : "http", false, false, false, kName | FieldView::kStaticValue);
+  add(":authority", {}, false, false, false, kName);
+  add(":path", head.upstream_target.empty() ? head.target : head.upstream_target, false, false, false, kName);
   bool te_trailers = false;
   for_each_upstream_field(
       head, opts, te_trailers,
@@ -219,23 +232,26 @@ void H2RequestFields::build(const RequestHead& head, const UpstreamRequestOption
         if (token == HeaderToken::Host) {
           // RFC 9113 §8.3.1: the authority goes in :authority, not Host (the
           // last one wins when a rule adds one).
-          add(":authority", value, false, false, transient);
+          add(":authority", value, false, false, transient, kName);
           std::swap(fields_[2], fields_.back());
           fields_.pop_back();
           return;
         }
-        name = h2_name(token, name);
+        const std::string_view own = h2_name(token);
+        if (!own.empty()) return add(own, value, per_message, false, transient, kName);
         const bool upper = has_upper(name);
         // The default request_id_header, without a copy per request.
-        if (upper && iequals(name, "x-request-id")) return add("x-request-id", value, per_message, false, transient);
+        if (upper && iequals(name, "x-request-id")) {
+          return add("x-request-id", value, per_message, false, transient, kName);
+        }
         add(name, value, per_message, upper, transient);
       });
   if (fields_[2].value.empty()) fields_.erase(fields_.begin() + 2);
-  if (te_trailers) add("te", "trailers", false, false, false);
+  if (te_trailers) add("te", "trailers", false, false, false, kName | FieldView::kStaticValue);
   if (head.content_length) {
     char digits[24];
     const auto end = std::to_chars(digits, digits + sizeof digits, *head.content_length).ptr;
-    add("content-length", std::string_view(digits, static_cast<size_t>(end - digits)), false, false, true);
+    add("content-length", std::string_view(digits, static_cast<size_t>(end - digits)), false, false, true, kName);
   }
 }
 

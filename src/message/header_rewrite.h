@@ -46,8 +46,11 @@ struct FieldView {
   std::string_view name;
   std::string_view value;
   bool no_index = false;  // as Header::no_index
-  uint8_t owned = 0;      // kOwnedName | kOwnedValue: the view is into H2RequestFields::text()
-  static constexpr uint8_t kOwnedName = 1, kOwnedValue = 2;
+  // kOwnedName | kOwnedValue: the view is into H2RequestFields::text();
+  // kStaticName | kStaticValue: into a string literal (static storage),
+  // which an HTTP/2 encoder may keep pointing at (NGHTTP2_NV_FLAG_NO_COPY_*).
+  uint8_t owned = 0;
+  static constexpr uint8_t kOwnedName = 1, kOwnedValue = 2, kStaticName = 4, kStaticValue = 8;
 };
 
 // The same request as HTTP/2 fields for an h2c or h2 upstream (RFC 9113
@@ -85,7 +88,9 @@ class H2RequestFields {
   const std::string& text() const { return text_; }
 
  private:
-  void add(std::string_view name, std::string_view value, bool no_index, bool lower_name, bool copy_value);
+  // `statics`: FieldView::kStaticName / kStaticValue for a literal's view.
+  void add(std::string_view name, std::string_view value, bool no_index, bool lower_name, bool copy_value,
+           uint8_t statics = 0);
   std::vector<FieldView> fields_;
   std::string text_;
   size_t text_hint_ = 0;  // what text_ reserves at its first piece: the client's names + 64

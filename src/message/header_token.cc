@@ -1,9 +1,34 @@
 #include "message/header_token.h"
 
+#include <array>
+#include <cstdint>
+
 namespace tlsfront::http {
 namespace {
 
 char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
+
+// Per octet: may it appear in a field name (RFC 9110 §5.6.2 tchar), in a
+// field value (§5.5: VCHAR, obs-text, SP, HTAB)? One load per octet checks
+// every field of every head that passes through.
+constexpr uint8_t kNameOctet = 1, kValueOctet = 2;
+constexpr std::array<uint8_t, 256> kOctetClass = [] {
+  std::array<uint8_t, 256> t{};
+  for (int c = 0; c < 256; ++c) {
+    if (c >= 0x20 && c != 0x7f) t[c] |= kValueOctet;
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) t[c] |= kNameOctet;
+  }
+  t['\t'] |= kValueOctet;
+  for (unsigned char c : std::string_view("!#$%&'*+-.^_`|~")) t[c] |= kNameOctet;
+  return t;
+}();
+
+bool all_of_class(std::string_view s, uint8_t cls) {
+  for (unsigned char c : s) {
+    if ((kOctetClass[c] & cls) == 0) return false;
+  }
+  return true;
+}
 
 }  // namespace
 
@@ -47,30 +72,9 @@ HeaderToken classify_header(std::string_view name) {
   }
 }
 
-bool valid_field_name(std::string_view name) {
-  if (name.empty()) return false;
-  for (unsigned char c : name) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-    if (!ok) {
-      switch (c) {
-        case '!': case '#': case '$': case '%': case '&': case '\'': case '*': case '+': case '-':
-        case '.': case '^': case '_': case '`': case '|': case '~':
-          ok = true;
-          break;
-        default:
-          return false;
-      }
-    }
-  }
-  return true;
-}
+bool valid_field_name(std::string_view name) { return !name.empty() && all_of_class(name, kNameOctet); }
 
-bool valid_field_value(std::string_view value) {
-  for (unsigned char c : value) {
-    if ((c < 0x20 && c != '\t') || c == 0x7f) return false;
-  }
-  return true;
-}
+bool valid_field_value(std::string_view value) { return all_of_class(value, kValueOctet); }
 
 bool is_hop_by_hop(HeaderToken token) {
   switch (token) {

@@ -15,25 +15,22 @@ FieldBlock& FieldBlock::start() {
   thread_local FieldBlock block;
   block.text_.clear();
   block.nv_.clear();
-  block.text_at_.clear();
+  block.copied_.clear();
   return block;
 }
 
 void FieldBlock::add(std::string_view name, std::string_view value, bool no_index) {
-  const size_t at = text_.size();
-  text_.append(name);
-  for (size_t i = at; i < text_.size(); ++i) {
-    const char c = text_[i];
-    if (c >= 'A' && c <= 'Z') text_[i] = static_cast<char>(c + 32);
-  }
+  // The name as it is: nghttp2 lowercases the copy it makes (nghttp2_nv_array_copy).
+  copied_.push_back(Copied{nv_.size(), text_.size()});
   text_.append(value);
-  nv_.push_back(nghttp2_nv{nullptr, nullptr, name.size(), value.size(), flags(no_index)});
-  text_at_.push_back(at);
+  nv_.push_back(nghttp2_nv{bytes(name), nullptr, name.size(), value.size(), flags(no_index)});
 }
 
-void FieldBlock::add_view(std::string_view name, std::string_view value, bool no_index) {
-  nv_.push_back(nghttp2_nv{bytes(name), bytes(value), name.size(), value.size(), flags(no_index)});
-  text_at_.push_back(kView);
+void FieldBlock::add_view(std::string_view name, std::string_view value, bool no_index, bool static_name,
+                          bool static_value) {
+  const auto f = static_cast<uint8_t>(flags(no_index) | (static_name ? NGHTTP2_NV_FLAG_NO_COPY_NAME : 0) |
+                                      (static_value ? NGHTTP2_NV_FLAG_NO_COPY_VALUE : 0));
+  nv_.push_back(nghttp2_nv{bytes(name), bytes(value), name.size(), value.size(), f});
 }
 
 uint64_t FieldBlock::octets() const {
@@ -43,14 +40,10 @@ uint64_t FieldBlock::octets() const {
 }
 
 nghttp2_nv* FieldBlock::nva() {
-  // The text may have moved while it grew: the copied fields' pointers are
+  // The text may have moved while it grew: the copied values' pointers are
   // set only now.
   auto* base = reinterpret_cast<uint8_t*>(text_.data());
-  for (size_t i = 0; i < nv_.size(); ++i) {
-    if (text_at_[i] == kView) continue;
-    nv_[i].name = base + text_at_[i];
-    nv_[i].value = nv_[i].name + nv_[i].namelen;
-  }
+  for (const Copied& c : copied_) nv_[c.index].value = base + c.value_at;
   return nv_.data();
 }
 

@@ -4,8 +4,11 @@
 // rule for nva), so the layout lives in per-thread scratch storage reused
 // from one block to the next: after a thread's largest block, building one
 // allocates nothing (it was 2 allocations per field, ~6 per response).
-// Names are lowercased as they are added (RFC 9113 §8.2.1: uppercase is
-// malformed in HTTP/2); values are copied as they are.
+// Names are not copied: nghttp2 lowercases the copy it makes of each
+// (nghttp2_nv_array_copy; RFC 9113 §8.2.1: uppercase is malformed in
+// HTTP/2), so a name must stay valid until the array has been submitted.
+// add() copies the value (it may be a caller's temporary: a status code's
+// digits), add_view() does not.
 // Thread affinity: the calling thread; one block at a time per thread —
 // FieldBlock::start() empties it, so use the array before starting another.
 #pragma once
@@ -25,13 +28,17 @@ class FieldBlock {
   // This thread's block, emptied.
   static FieldBlock& start();
 
-  // Appends one field; `no_index` sets NGHTTP2_NV_FLAG_NO_INDEX (RFC 7541
-  // §6.2.3: never put in a dynamic table).
+  // Appends one field, its value copied; `no_index` sets
+  // NGHTTP2_NV_FLAG_NO_INDEX (RFC 7541 §6.2.3: never put in a dynamic table).
   void add(std::string_view name, std::string_view value, bool no_index = false);
 
-  // Appends one field whose name is lowercase already, without copying:
-  // `name` and `value` must stay valid until the array has been submitted.
-  void add_view(std::string_view name, std::string_view value, bool no_index = false);
+  // Appends one field without copying its value: `value` too must stay
+  // valid until the array has been submitted. `static_name` /
+  // `static_value`: a string literal (static storage; a name lowercase),
+  // which nghttp2 then points at instead of copying it
+  // (NGHTTP2_NV_FLAG_NO_COPY_NAME / _VALUE), for as long as it likes.
+  void add_view(std::string_view name, std::string_view value, bool no_index = false, bool static_name = false,
+                bool static_value = false);
 
   // The array, valid until the next start() on this thread.
   nghttp2_nv* nva();
@@ -41,10 +48,13 @@ class FieldBlock {
   uint64_t octets() const;
 
  private:
-  static constexpr size_t kView = SIZE_MAX;
-  std::string text_;            // the copied fields' name, value, name, value, ... back to back
-  std::vector<nghttp2_nv> nv_;  // a copied field's pointers are set by nva(), a view's by add_view()
-  std::vector<size_t> text_at_;  // per field: where its name starts in text_, or kView
+  struct Copied {
+    size_t index;     // in nv_
+    size_t value_at;  // where its value starts in text_
+  };
+  std::string text_;            // the copied values, back to back
+  std::vector<nghttp2_nv> nv_;  // a copied value's pointer is set by nva()
+  std::vector<Copied> copied_;  // the fields whose value add() copied
 };
 
 }  // namespace tlsfront

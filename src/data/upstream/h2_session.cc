@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <iterator>
 
 #include <sys/socket.h>
 
@@ -100,9 +101,12 @@ H2Session::H2Session(uv_loop_t* loop, H2Pool* pool, const config::Upstream& cfg,
   // The frame buffer in pages of its own, as for client sessions (Nghttp2Memory).
   if (nghttp2_session_client_new3(&s, callbacks(), this, options(), memory_.mem()) != 0) std::abort();  // OOM
   ng_.reset(s);
-  // RFC 9113 §3.4: the preface, then SETTINGS. We push nothing back.
-  nghttp2_settings_entry settings[] = {{NGHTTP2_SETTINGS_ENABLE_PUSH, 0}};
-  nghttp2_submit_settings(s, NGHTTP2_FLAG_NONE, settings, 1);
+  // RFC 9113 §3.4: the preface, then SETTINGS. We push nothing back, and
+  // send no RFC 7540 priority signals (RFC 9218 §2.1): nghttp2 then keeps
+  // no dependency tree for the streams (inserting and removing each one
+  // cost instructions on every request; streams' DATA go round-robin).
+  nghttp2_settings_entry settings[] = {{NGHTTP2_SETTINGS_ENABLE_PUSH, 0}, {NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES, 1}};
+  nghttp2_submit_settings(s, NGHTTP2_FLAG_NONE, settings, std::size(settings));
   nghttp2_session_set_local_window_size(s, NGHTTP2_FLAG_NONE, 0, kConnectionWindow);
 }
 
@@ -113,8 +117,17 @@ H2Session::~H2Session() {
 }
 
 H2Stream* H2Session::stream(int32_t id) const {
+  if (id == last_id_) return last_;
   auto it = streams_.find(id);
-  return it == streams_.end() ? nullptr : it->second;
+  if (it == streams_.end()) return nullptr;
+  last_id_ = id;
+  last_ = it->second;
+  return last_;
+}
+
+void H2Session::forget(std::unordered_map<int32_t, H2Stream*>::iterator it) {
+  if (it->first == last_id_) last_id_ = 0;
+  streams_.erase(it);
 }
 
 Status H2Session::connect(const sockaddr_storage& addr) {
@@ -144,7 +157,10 @@ bool H2Session::has_room() const {
 
 Status H2Session::submit(H2Stream* stream, const std::vector<http::FieldView>& fields, bool has_body) {
   FieldBlock& block = FieldBlock::start();
-  for (const auto& h : fields) block.add_view(h.name, h.value, h.no_index);  // lowercase already
+  for (const auto& h : fields) {  // lowercase already; nghttp2 copies all but literals
+    block.add_view(h.name, h.value, h.no_index, h.owned & http::FieldView::kStaticName,
+                   h.owned & http::FieldView::kStaticValue);
+  }
   nghttp2_data_provider provider{};
   provider.source.ptr = this;
   provider.read_callback = body_read_cb;
@@ -174,7 +190,7 @@ void H2Session::release(H2Stream* stream, bool reset) {
   const int32_t id = stream->id();
   auto it = streams_.find(id);
   if (it == streams_.end() || it->second != stream) return;
-  streams_.erase(it);
+  forget(it);
   if (state_ != State::Closed && nghttp2_session_find_stream(ng_.get(), id) != nullptr) {
     if (in_recv_ && !reset) {
       // Let go during a read, most often the one that carried its
@@ -412,6 +428,7 @@ void H2Session::close(UpstreamFailure failure, const Error& error) {
   stream_timer_.close();
   std::unordered_map<int32_t, H2Stream*> streams = std::move(streams_);
   streams_.clear();
+  last_id_ = 0;
   for (auto& [id, s] : streams) s->on_session_failed(failure, error);
   if (pool_) pool_->remove(this);
 }

@@ -178,6 +178,8 @@ class H2Session : public Deletable, public Flushable, private UpstreamSocket::Ow
   void on_timer();
   void on_ping_timer();
   void on_stream_timer();
+  // Erases a stream from streams_ (and from stream()'s memory).
+  void forget(std::unordered_map<int32_t, H2Stream*>::iterator it);
   // Drains the pool's interest: idle timer when nothing is open, close when
   // draining and nothing is open.
   void check_idle();
@@ -198,6 +200,10 @@ class H2Session : public Deletable, public Flushable, private UpstreamSocket::Ow
   Nghttp2Memory memory_;  // before ng_: nghttp2 frees into it when the session is deleted
   Nghttp2SessionPtr ng_;
   std::unordered_map<int32_t, H2Stream*> streams_;
+  // The stream stream() found last (0: none): a response's callbacks come
+  // for one stream after another (begin, each field, end, DATA, close).
+  mutable int32_t last_id_ = 0;
+  mutable H2Stream* last_ = nullptr;
   std::vector<int32_t> read_touched_;      // streams given bytes by the current read
   std::vector<int32_t> released_in_recv_;  // let go during the current read, not reset (release())
   // Streams whose senders wait for room (wait_writable): a flush visits

@@ -95,7 +95,7 @@ int H2Session::on_stream_close(int32_t id, uint32_t error_code) {
   auto it = streams_.find(id);
   if (it == streams_.end()) return 0;
   H2Stream* s = it->second;
-  streams_.erase(it);
+  forget(it);
   s->on_closed(error_code);
   check_idle();
   return 0;
@@ -108,7 +108,7 @@ int H2Session::on_frame_not_send(const nghttp2_frame* frame) {
   auto it = streams_.find(frame->hd.stream_id);
   if (it == streams_.end()) return 0;
   H2Stream* s = it->second;
-  streams_.erase(it);
+  forget(it);
   s->on_not_sent();
   check_idle();
   return 0;

@@ -158,18 +158,18 @@ bool H2Stream::on_header(std::string_view name, std::string_view value) {
     head_.status = status;
     return status >= 100 && status <= 599;  // else malformed (RFC 9110 §15): reset, as nghttp2 does for fields
   }
-  http::Header h{std::string(name), std::string(value), http::classify_header(name)};
-  if (final_head_) {
-    head_.headers.push_back(std::move(h));  // a trailer field
-    return true;
-  }
-  if (h.token == http::HeaderToken::ContentLength) {
+  if (head_.headers.empty()) head_.headers.reserve(http::kFieldsReserved);
+  // Built in place: no temporary Header moved in and destroyed per field.
+  http::Header& h = head_.headers.emplace_back();
+  h.name.assign(name);
+  h.value.assign(value);
+  h.token = http::classify_header(name);
+  // A trailer section's content-length is only passed on.
+  if (!final_head_ && h.token == http::HeaderToken::ContentLength) {
     uint64_t n = 0;  // nghttp2 checked it is one non-negative integer
     std::from_chars(value.data(), value.data() + value.size(), n);
     head_.content_length = n;
   }
-  if (head_.headers.empty()) head_.headers.reserve(http::kFieldsReserved);
-  head_.headers.push_back(std::move(h));
   return true;
 }
 

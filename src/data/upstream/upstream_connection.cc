@@ -362,7 +362,9 @@ int UpstreamConnection::on_header_value(const char* at, size_t len) {
   if (!in_value_) {
     in_value_ = true;
     if (head_.headers.size() >= 256) return -1;
-    head_.headers.push_back(http::Header{field_, {}, http::classify_header(field_)});
+    http::Header& h = head_.headers.emplace_back();  // in place: no temporary moved in
+    h.name.assign(field_);
+    h.token = http::classify_header(field_);
   }
   head_.headers.back().value.append(at, len);
   return (head_bytes_ += len) > kMaxResponseHeadBytes ? -1 : 0;

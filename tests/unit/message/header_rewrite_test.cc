@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
+
 namespace tlsfront::http {
 namespace {
 
@@ -148,6 +150,25 @@ std::vector<std::pair<std::string, std::string>> h2_fields(const RequestHead& r,
   return out;
 }
 
+// Every octet against RFC 9110's grammar: a name is 1*tchar (§5.6.2), a
+// value VCHAR / obs-text / SP / HTAB (§5.5).
+TEST(HeaderToken, FieldNameAndValueOctets) {
+  const std::string_view tchar_marks = "!#$%&'*+-.^_`|~";
+  for (int i = 0; i < 256; ++i) {
+    const auto c = static_cast<unsigned char>(i);
+    const bool tchar =
+        (c < 0x80 && std::isalnum(c) != 0) || tchar_marks.find(static_cast<char>(c)) != std::string_view::npos;
+    const bool value_octet = c == '\t' || (c >= 0x20 && c != 0x7f);
+    const std::string one(1, static_cast<char>(c));
+    EXPECT_EQ(valid_field_name(one), tchar) << i;
+    EXPECT_EQ(valid_field_name("x-" + one + "-y"), tchar) << i;
+    EXPECT_EQ(valid_field_value(one), value_octet) << i;
+    EXPECT_EQ(valid_field_value("a " + one + " b"), value_octet) << i;
+  }
+  EXPECT_FALSE(valid_field_name(""));
+  EXPECT_TRUE(valid_field_value(""));
+}
+
 TEST(HeaderRewrite, Http2FieldsCarryTheAuthorityAndNoConnectionSpecificField) {
   RequestHead r = get({h("Host", "Example.com:8443"), h("Connection", "keep-alive, X-Hop"), h("X-Hop", "1"),
                        h("Keep-Alive", "timeout=5"), h("TE", "trailers, deflate"), h("Upgrade", "h2c"),
@@ -261,6 +282,29 @@ TEST(HeaderRewrite, Http2FieldsAreViewsIntoTheHeadOrTheirOwnText) {
   EXPECT_TRUE(within(f[48].value, fields.text()));
   EXPECT_EQ(f[49].name, "content-length");
   EXPECT_EQ(f[49].value, "1234567");
+}
+
+// Names (and values) that are string literals say so, for an encoder that
+// may keep pointing at them (nghttp2's NO_COPY flags); nothing else does:
+// a view into the head or into text() dies with them.
+TEST(HeaderRewrite, Http2FieldsSayWhichAreLiterals) {
+  RequestHead r = get({h("host", "api"), h("accept", "*/*"), h("X-Request-ID", "theirs"), h("te", "trailers")});
+  r.content_length = 5;
+  UpstreamRequestOptions opts;
+  opts.client_addr = "192.0.2.7";
+  opts.request_id_header = "X-Request-ID";
+  opts.request_id = "abc";
+  const H2RequestFields fields(r, opts);
+  std::vector<std::string> names, values;
+  for (const auto& f : fields.fields()) {
+    if (f.owned & FieldView::kStaticName) names.emplace_back(f.name);
+    if (f.owned & FieldView::kStaticValue) values.emplace_back(f.value);
+    EXPECT_FALSE((f.owned & FieldView::kStaticName) && (f.owned & FieldView::kOwnedName)) << f.name;
+  }
+  EXPECT_EQ(names,
+            (std::vector<std::string>{":method", ":scheme", ":authority", ":path", "x-forwarded-for", "x-real-ip",
+                                      "x-forwarded-proto", "x-request-id", "te", "content-length"}));
+  EXPECT_EQ(values, (std::vector<std::string>{"http", "trailers"}));
 }
 
 }  // namespace
