@@ -40,7 +40,8 @@ void build_limits(const config::Config& cfg, http::RequestLimits& out) {
 Result<std::shared_ptr<const data::Generation>> build_generation(config::Config cfg, tls::SessionCache* session_cache,
                                                                tls::TicketKeyStore* tickets, OcspManager* ocsp,
                                                                size_t workers, const data::Generation* previous,
-                                                               tls::StoreSnapshot store) {
+                                                               tls::StoreSnapshot store,
+                                                               std::shared_ptr<const tls::AcmeChallenges> acme) {
   // The index borrows the config's certificate entries: build it from the
   // copy the Generation keeps.
   auto gen = std::make_shared<data::Generation>(std::move(cfg));
@@ -48,6 +49,8 @@ Result<std::shared_ptr<const data::Generation>> build_generation(config::Config 
                                       std::move(store));
   if (!index) return index.take_error();
   gen->tls = std::move(index).value();
+  gen->acme = std::move(acme);
+  gen->tls->answer_acme(gen->acme.get());
   build_limits(gen->config, gen->limits);
   for (const config::Upstream& u : gen->config.upstreams) {
     if (!u.tls.enabled) {

@@ -16,6 +16,7 @@
 #include "data/http/request_limits.h"
 #include "data/http/router.h"
 #include "metrics/request_counters.h"
+#include "tls/acme_challenges.h"
 #include "tls/cert_index.h"
 #include "tls/ocsp_stapler.h"
 #include "tls/upstream_tls_context.h"
@@ -41,6 +42,9 @@ struct Generation {
   // The state of config.limit_req / limit_conn zones, shared by every
   // worker (and kept across reloads: control/generation_builder.cc).
   http::RequestLimits limits;
+  // With [acme]: the challenges this node answers (tls/acme_challenges.h;
+  // the Server's, refreshed by its ACME manager); null otherwise.
+  std::shared_ptr<const tls::AcmeChallenges> acme;
 
   // `tls` is set by the builder right after construction (the index
   // borrows this copy of the config's certificate entries).

@@ -14,6 +14,7 @@
 #include "data/http/router.h"
 #include "data/upstream/upstream_pool.h"
 #include "metrics/request_counters.h"
+#include "tls/acme_challenges.h"
 #include "tls/cert_index.h"
 
 namespace tlsfront::metrics {
@@ -54,6 +55,9 @@ struct SessionEnv {
   // certificate policy (tls::CertIndex::mixed_client_auth), so admission
   // checks each request's host against its connection's; null otherwise.
   const tls::CertIndex* client_auth_names = nullptr;
+  // With [acme]: the HTTP-01 tokens a cleartext listener answers
+  // (tls/acme_challenges.h); null otherwise.
+  const tls::AcmeChallenges* acme = nullptr;
 };
 
 }  // namespace tlsfront::http

@@ -1,0 +1,148 @@
+// [acme] end to end: two tlsfront nodes of one region sharing a real
+// redis-server ([tls.store]), Debian's pebble as the CA. Pebble validates
+// against node B's listeners only (its httpPort and tlsPort), so whichever
+// node holds the region's lock and orders, node B answers the challenge
+// from the board in Redis. Checked: exactly one order per issuance (the
+// order counter in Redis), both nodes serve the issued certificate (a
+// handshake verified against pebble's own root), and a renewal (pebble's
+// certificates last kValidity seconds; renewal at 2/3 of that) replaces it
+// on both nodes without a restart. Skipped without pebble or redis-server.
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <sys/stat.h>
+
+#include <iostream>
+#include <string>
+
+#include "harness.h"
+#include "redis_nodes.h"
+#include "shared/pebble.h"
+
+namespace tlsfront::itest {
+namespace {
+
+constexpr int kValidity = 24;  // seconds: renewal due 16 s after issuance
+
+class AcmeFleetTest : public RedisNodesTest {
+ protected:
+  void SetUp() override {
+    if (!Pebble::installed()) GTEST_SKIP() << "pebble / pebble-challtestsrv not installed";
+    RedisNodesTest::SetUp();
+    if (IsSkipped()) return;
+    ASSERT_TRUE(redis_.start());
+    seal_key_ = dir_.file("seal.key");
+    write_file(seal_key_, std::string(32, 's'));
+    ::chmod(seal_key_.c_str(), 0600);
+    pebble_.set_validity(kValidity);
+    ASSERT_TRUE(pebble_.start());
+    // Pebble makes its root at start: the nodes check issued chains up to it.
+    RunResult root = run_command(dir_, {find_tool("curl"), "-sS", "--cacert", pki("root.pem"),
+                                        "https://127.0.0.1:" + std::to_string(pebble_.management_port()) + "/roots/0"});
+    ASSERT_NE(root.out.find("BEGIN CERTIFICATE"), std::string::npos) << root.err;
+    pebble_root_ = dir_.file("pebble-root.pem");
+    write_file(pebble_root_, root.out);
+    trust_ = dir_.file("trust.pem");
+    write_file(trust_, root.out + read_file(pki("root.pem")));
+  }
+
+  void TearDown() override {
+    if (HasFailure()) std::cerr << "---- pebble:\n" << pebble_.log().substr(0, 20000);
+    RedisNodesTest::TearDown();
+  }
+
+  // A node's config: TLS on `tls_listen`, cleartext on `http_listen`.
+  std::string config(const std::string& tls_listen, const std::string& http_listen,
+                     const std::string& challenges) const {
+    return "[[listen]]\naddress = \"" + tls_listen + "\"\n[[listen]]\naddress = \"" + http_listen +
+           "\"\ntls = false\n[tls]\ncertificate = \"" + pki("localhost.chain.pem") + "\"\nkey = \"" +
+           pki("localhost.key") + "\"\ntrusted_ca = \"" + trust_ + "\"\n[tls.store]\nregion = \"eu\"\n" +
+           "seal_key_files = [\"" + seal_key_ + "\"]\nredis = \"127.0.0.1:" + std::to_string(redis_.port()) +
+           "\"\npoll_interval = \"100ms\"\nreconcile_interval = \"2s\"\n[acme]\ndirectory = \"" +
+           pebble_.directory_url() + "\"\nca_bundle = \"" + pki("root.pem") +
+           "\"\ncontact = [\"mailto:ops@example.com\"]\nnames = [\"one.example\", \"two.example\"]\nchallenges = [" +
+           challenges + "]\ncheck_interval = \"1s\"\n[[upstream]]\nname = \"demo\"\nservers = [\"" +
+           backend_.address() + "\"]\n[[route]]\nupstream = \"demo\"\n";
+  }
+
+  void start_nodes(const std::string& challenges) {
+    ProxyOptions a, b;
+    a.admin_port = b.admin_port = -1;
+    a.config_text = config("127.0.0.1:0", "127.0.0.2:0", challenges);
+    b.config_text = config("127.0.0.1:" + std::to_string(pebble_.tls_port()),
+                           "127.0.0.1:" + std::to_string(pebble_.http_port()), challenges);
+    ASSERT_TRUE(proxy_.start(a));
+    ASSERT_TRUE(proxy_b_.start(b));
+  }
+
+  std::string redis_get(const std::string& key) const {
+    std::string out = redis_.cli({"GET", key}).out;
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+    return out;
+  }
+
+  // The SHA-256 fingerprint of the leaf `port` serves for `name`, when the
+  // handshake verifies against pebble's root (name included); "" otherwise.
+  std::string served(int port, const std::string& name) const {
+    RunResult r = run_command(
+        dir_, {find_tool("sh"), "-c",
+               "openssl s_client -connect 127.0.0.1:" + std::to_string(port) + " -servername " + name +
+                   " -verify_hostname " + name + " -CAfile " + pebble_root_ +
+                   " -verify_return_error </dev/null 2>/dev/null | openssl x509 -noout -fingerprint -sha256"},
+        milliseconds(5'000));
+    return r.out.find("Fingerprint=") == std::string::npos ? std::string() : r.out;
+  }
+
+  Pebble pebble_{dir_, pki("localhost.chain.pem"), pki("localhost.key")};
+  std::string seal_key_, pebble_root_, trust_;
+};
+
+TEST_F(AcmeFleetTest, IssuedOnceServedByBothRenewedWithoutRestart) {
+  start_nodes("\"http-01\"");
+  if (HasFatalFailure()) return;
+  std::string first;
+  ASSERT_TRUE(wait_until([&] { return !(first = served(proxy_b_.port(), "one.example")).empty(); },
+                         milliseconds(30'000)))
+      << "node B never served an issued certificate\nA:\n" << proxy_.process().err() << "\nB:\n"
+      << proxy_b_.process().err();
+  EXPECT_TRUE(wait_until([&] { return served(proxy_.port(), "one.example") == first; }, milliseconds(10'000)));
+  EXPECT_TRUE(wait_until([&] { return !served(proxy_.port(), "two.example").empty(); }, milliseconds(10'000)));
+  // One node ordered each name once: the lock let one node through.
+  EXPECT_EQ(redis_get("tlsfront:acme:orders:eu"), "2");
+  const std::string a_log = proxy_.process().err(), b_log = proxy_b_.process().err();
+  const bool a_ordered = a_log.find("acme: ordering one.example") != std::string::npos;
+  const bool b_ordered = b_log.find("acme: ordering one.example") != std::string::npos;
+  EXPECT_NE(a_ordered, b_ordered) << "A:\n" << a_log << "\nB:\n" << b_log;
+  std::cerr << "first issuance ordered by node " << (a_ordered ? "A (answered by B from the board)" : "B") << "\n";
+
+  // Renewal at 2/3 of kValidity: a new certificate on both nodes, same processes.
+  const int a_pid = proxy_.process().pid(), b_pid = proxy_b_.process().pid();
+  std::string renewed;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        renewed = served(proxy_b_.port(), "one.example");
+        return !renewed.empty() && renewed != first;
+      },
+      milliseconds(40'000)))
+      << "no renewal\nA:\n" << proxy_.process().err() << "\nB:\n" << proxy_b_.process().err();
+  EXPECT_TRUE(wait_until([&] { return served(proxy_.port(), "one.example") == renewed; }, milliseconds(10'000)));
+  EXPECT_EQ(proxy_.process().pid(), a_pid);
+  EXPECT_EQ(proxy_b_.process().pid(), b_pid);
+  EXPECT_GE(std::stoi(redis_get("tlsfront:acme:orders:eu")), 3);
+}
+
+TEST_F(AcmeFleetTest, TlsAlpn01) {
+  start_nodes("\"tls-alpn-01\"");
+  if (HasFatalFailure()) return;
+  std::string cert;
+  ASSERT_TRUE(wait_until([&] { return !(cert = served(proxy_.port(), "two.example")).empty(); }, milliseconds(30'000)))
+      << "A:\n" << proxy_.process().err() << "\nB:\n" << proxy_b_.process().err();
+  EXPECT_TRUE(wait_until([&] { return served(proxy_b_.port(), "two.example") == cert; }, milliseconds(10'000)));
+  EXPECT_NE(pebble_.log().find("tls-alpn-01"), std::string::npos);
+  // A client that is not the CA (ALPN h2, http/1.1) still gets the node's
+  // own certificates for names without a challenge.
+  TlsClient c;
+  EXPECT_TRUE(c.connect(proxy_.port(), TlsOptions{}, milliseconds(3'000)));
+}
+
+}  // namespace
+}  // namespace tlsfront::itest
