@@ -97,6 +97,7 @@ class AcmeManager::Board : public acme::ChallengeResponder {
                  const std::string& key_authorization) override {
     Status st = change({"HSET", m_.key("challenges"), field(type, name, token), key_authorization});
     if (!st) return st;
+    log::info("acme: {}: {} challenge published for every node", name, acme::challenge_name(type));
     m_.refresh_board(true);
     // Every node polls the board every kBoardPoll: by now each has it.
     std::this_thread::sleep_for(kPropagation);
@@ -333,6 +334,7 @@ bool AcmeManager::renew(acme::AcmeClient& client, AcmeLock& lock, const std::str
               cfg_.directory);
     auto cert = client.issue({name}, type, board);
     if (!cert) {
+      if (cancel_) return false;  // shutting down: not a failure
       failed(name, cert.error().message());
       return false;
     }
@@ -427,6 +429,7 @@ void AcmeManager::check() {
   }
   acme::AcmeClient client(std::move(o), std::move(account).value());
   for (const auto& name : *due) {
+    if (cancel_) break;
     auto still = lock.renew(cfg_.lock_lease);
     if (!still || !*still) {
       log::warn("acme: the lock of region {} was lost; the other names wait for the next check", store_.region);

@@ -61,7 +61,7 @@ class AcmeFleetTest : public RedisNodesTest {
            pebble_.directory_url() + "\"\nca_bundle = \"" + pki("root.pem") +
            "\"\ncontact = [\"mailto:ops@example.com\"]\nnames = [\"one.example\", \"two.example\"]\nchallenges = [" +
            challenges + "]\ncheck_interval = \"1s\"\n[[upstream]]\nname = \"demo\"\nservers = [\"" +
-           backend_.address() + "\"]\n[[route]]\nupstream = \"demo\"\n";
+           backend_.address() + "\"]\n[[route]]\nupstream = \"demo\"\n[admin]\nenabled = false\n";
   }
 
   void start_nodes(const std::string& challenges) {
@@ -137,7 +137,9 @@ TEST_F(AcmeFleetTest, TlsAlpn01) {
   ASSERT_TRUE(wait_until([&] { return !(cert = served(proxy_.port(), "two.example")).empty(); }, milliseconds(30'000)))
       << "A:\n" << proxy_.process().err() << "\nB:\n" << proxy_b_.process().err();
   EXPECT_TRUE(wait_until([&] { return served(proxy_b_.port(), "two.example") == cert; }, milliseconds(10'000)));
-  EXPECT_NE(pebble_.log().find("tls-alpn-01"), std::string::npos);
+  const std::string logs = proxy_.process().err() + proxy_b_.process().err();
+  EXPECT_NE(logs.find("two.example: tls-alpn-01 challenge published"), std::string::npos) << logs;
+  EXPECT_EQ(logs.find("http-01 challenge"), std::string::npos);
   // A client that is not the CA (ALPN h2, http/1.1) still gets the node's
   // own certificates for names without a challenge.
   TlsClient c;
