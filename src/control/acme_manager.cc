@@ -315,8 +315,8 @@ void AcmeManager::failed(const std::string& name, const std::string& why) {
   const auto jittered = std::chrono::milliseconds(
       std::uniform_int_distribution<int64_t>(delay.count() / 2, delay.count())(rng));
   s.retry_at = std::chrono::steady_clock::now() + jittered;
-  log::warn("acme: {}: {}; the current certificate (if any) keeps serving; retrying in {} s", name, why,
-            jittered.count() / 1000);
+  log::warn("acme: {}: {}; the current certificate (if any) keeps serving; retrying in {} ms", name, why,
+            jittered.count());
   std::lock_guard lock(mu_);
   ++failed_;
 }

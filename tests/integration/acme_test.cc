@@ -6,7 +6,9 @@
 // order counter in Redis), both nodes serve the issued certificate (a
 // handshake verified against pebble's own root), and a renewal (pebble's
 // certificates last kValidity seconds; renewal at 2/3 of that) replaces it
-// on both nodes without a restart. Skipped without pebble or redis-server.
+// on both nodes without a restart; TLS-ALPN-01 likewise; with the CA gone,
+// failed renewals back off and the certificate keeps serving. Skipped
+// without pebble or redis-server.
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <sys/stat.h>
@@ -21,7 +23,7 @@
 namespace tlsfront::itest {
 namespace {
 
-constexpr int kValidity = 24;  // seconds: renewal due 16 s after issuance
+constexpr int kValidity = 30;  // seconds: renewal due 20 s after issuance
 
 class AcmeFleetTest : public RedisNodesTest {
  protected:
@@ -51,8 +53,8 @@ class AcmeFleetTest : public RedisNodesTest {
   }
 
   // A node's config: TLS on `tls_listen`, cleartext on `http_listen`.
-  std::string config(const std::string& tls_listen, const std::string& http_listen,
-                     const std::string& challenges) const {
+  std::string config(const std::string& tls_listen, const std::string& http_listen, const std::string& challenges,
+                     bool admin = false) const {
     return "[[listen]]\naddress = \"" + tls_listen + "\"\n[[listen]]\naddress = \"" + http_listen +
            "\"\ntls = false\n[tls]\ncertificate = \"" + pki("localhost.chain.pem") + "\"\nkey = \"" +
            pki("localhost.key") + "\"\ntrusted_ca = \"" + trust_ + "\"\n[tls.store]\nregion = \"eu\"\n" +
@@ -61,13 +63,14 @@ class AcmeFleetTest : public RedisNodesTest {
            pebble_.directory_url() + "\"\nca_bundle = \"" + pki("root.pem") +
            "\"\ncontact = [\"mailto:ops@example.com\"]\nnames = [\"one.example\", \"two.example\"]\nchallenges = [" +
            challenges + "]\ncheck_interval = \"1s\"\n[[upstream]]\nname = \"demo\"\nservers = [\"" +
-           backend_.address() + "\"]\n[[route]]\nupstream = \"demo\"\n[admin]\nenabled = false\n";
+           backend_.address() + "\"]\n[[route]]\nupstream = \"demo\"\n[admin]\n" +
+           (admin ? "address = \"127.0.0.1:0\"\n" : "enabled = false\n");
   }
 
   void start_nodes(const std::string& challenges) {
     ProxyOptions a, b;
-    a.admin_port = b.admin_port = -1;
-    a.config_text = config("127.0.0.1:0", "127.0.0.2:0", challenges);
+    b.admin_port = -1;  // node A has [admin] on a free port
+    a.config_text = config("127.0.0.1:0", "127.0.0.2:0", challenges, /*admin=*/true);
     b.config_text = config("127.0.0.1:" + std::to_string(pebble_.tls_port()),
                            "127.0.0.1:" + std::to_string(pebble_.http_port()), challenges);
     ASSERT_TRUE(proxy_.start(a));
@@ -90,6 +93,12 @@ class AcmeFleetTest : public RedisNodesTest {
                    " -verify_return_error </dev/null 2>/dev/null | openssl x509 -noout -fingerprint -sha256"},
         milliseconds(5'000));
     return r.out.find("Fingerprint=") == std::string::npos ? std::string() : r.out;
+  }
+
+  static size_t count_of(const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
   }
 
   Pebble pebble_{dir_, pki("localhost.chain.pem"), pki("localhost.key")};
@@ -122,7 +131,7 @@ TEST_F(AcmeFleetTest, IssuedOnceServedByBothRenewedWithoutRestart) {
         renewed = served(proxy_b_.port(), "one.example");
         return !renewed.empty() && renewed != first;
       },
-      milliseconds(40'000)))
+      milliseconds(45'000)))
       << "no renewal\nA:\n" << proxy_.process().err() << "\nB:\n" << proxy_b_.process().err();
   EXPECT_TRUE(wait_until([&] { return served(proxy_.port(), "one.example") == renewed; }, milliseconds(10'000)));
   EXPECT_EQ(proxy_.process().pid(), a_pid);
@@ -144,6 +153,36 @@ TEST_F(AcmeFleetTest, TlsAlpn01) {
   // own certificates for names without a challenge.
   TlsClient c;
   EXPECT_TRUE(c.connect(proxy_.port(), TlsOptions{}, milliseconds(3'000)));
+}
+
+TEST_F(AcmeFleetTest, ARenewalFailureKeepsTheCertificateServing) {
+  start_nodes("\"http-01\"");
+  if (HasFatalFailure()) return;
+  std::string cert;
+  ASSERT_TRUE(wait_until([&] { return !(cert = served(proxy_.port(), "one.example")).empty(); }, milliseconds(30'000)))
+      << "A:\n" << proxy_.process().err() << "\nB:\n" << proxy_b_.process().err();
+  ASSERT_TRUE(wait_until([&] { return !served(proxy_.port(), "two.example").empty(); }, milliseconds(30'000)));
+  // The CA goes away: every renewal fails from its renewal point on.
+  pebble_.stop();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        const std::string logs = proxy_.process().err() + proxy_b_.process().err();
+        return logs.find("keeps serving; retrying in") != std::string::npos;
+      },
+      milliseconds(30'000)))
+      << proxy_.process().err() << proxy_b_.process().err();
+  // Still serving the certificate it has, on both nodes, and saying so.
+  EXPECT_EQ(served(proxy_.port(), "one.example"), cert);
+  EXPECT_EQ(served(proxy_b_.port(), "one.example"), cert);
+  // Node A's metrics: the names stay due; its failed orders, if it was the one trying.
+  const bool a_failed = proxy_.process().err().find("keeps serving; retrying in") != std::string::npos;
+  const auto m = scrape_metrics(proxy_.admin_port());
+  EXPECT_GE(m.count("tlsfront_acme_due_names") ? m.at("tlsfront_acme_due_names") : -1, 1);
+  const std::string order_failures = R"(tlsfront_acme_orders_total{result="failed"})";
+  if (a_failed) EXPECT_GE(m.count(order_failures) ? m.at(order_failures) : 0, 1) << order_failures;
+  // Backoff: failures are retried after a doubling delay, never in a loop.
+  const size_t failures = count_of(proxy_.process().err() + proxy_b_.process().err(), "keeps serving; retrying in");
+  EXPECT_LE(failures, 20u);
 }
 
 }  // namespace

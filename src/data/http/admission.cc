@@ -10,6 +10,7 @@
 #include "log/log.h"
 #include "message/real_ip.h"
 #include "message/request_path.h"
+#include "tls/acme_challenges.h"
 
 namespace tlsfront::http {
 namespace {

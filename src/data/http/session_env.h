@@ -14,11 +14,14 @@
 #include "data/http/router.h"
 #include "data/upstream/upstream_pool.h"
 #include "metrics/request_counters.h"
-#include "tls/acme_challenges.h"
 #include "tls/cert_index.h"
 
 namespace tlsfront::metrics {
 struct WorkerCounters;
+}
+
+namespace tlsfront::tls {
+class AcmeChallenges;
 }
 
 namespace tlsfront::log {
