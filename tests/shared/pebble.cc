@@ -30,7 +30,10 @@ bool Pebble::start() {
                          "\", \"certificate\": \"" + chain_ + "\", \"privateKey\": \"" +
                          key_ + "\", \"httpPort\": " + std::to_string(http_port_) +
                          ", \"tlsPort\": " + std::to_string(tls_port_) +
-                         ", \"ocspResponderURL\": \"\", \"externalAccountBindingRequired\": false" +
+                         ", \"ocspResponderURL\": \"\", \"externalAccountBindingRequired\": " +
+                         (eab_kid_.empty() ? std::string("false")
+                                           : "true, \"externalAccountMACKeys\": {\"" + eab_kid_ + "\": \"" + eab_key_ +
+                                                 "\"}") +
                          (validity_ > 0 ? ", \"certificateValidityPeriod\": " + std::to_string(validity_) : "") +
                          "}}\n");
   // No random sleeps before validations; nonces still rejected at random

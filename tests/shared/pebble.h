@@ -27,6 +27,12 @@ class Pebble {
   // Before start(): the lifetime of the certificates pebble issues (its
   // certificateValidityPeriod; 0 = pebble's default, years).
   void set_validity(int seconds) { validity_ = seconds; }
+  // Before start(): accounts need External Account Binding with this key
+  // id and base64url MAC key (RFC 8555 §7.3.4).
+  void require_eab(std::string kid, std::string mac_key) {
+    eab_kid_ = std::move(kid);
+    eab_key_ = std::move(mac_key);
+  }
   // True once the directory answers; false (with a gtest failure naming
   // stderr) otherwise.
   bool start();
@@ -42,7 +48,7 @@ class Pebble {
 
  private:
   const TempDir& dir_;
-  std::string chain_, key_;
+  std::string chain_, key_, eab_kid_, eab_key_;
   Process pebble_, dns_;
   int port_ = 0, http_port_ = 0, tls_port_ = 0, validity_ = 0, management_port_ = 0;
 };
