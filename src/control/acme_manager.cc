@@ -204,7 +204,6 @@ void AcmeManager::refresh_board(bool force) {
   std::string version;
   std::map<std::string, std::string> http01;
   std::map<std::string, std::string> alpn_auth;
-  bool fetch = force;
   std::vector<std::vector<std::string>> cmds = {{"GET", key("challenges:version")}};
   Status st = client_.call_blocking(cmds, [&](size_t, redis::Reply r) -> Status {
     if (r.is_error()) return make_error(Errc::Upstream, std::string(r.str().substr(0, 200)));
@@ -212,7 +211,7 @@ void AcmeManager::refresh_board(bool force) {
     return {};
   });
   if (!st) return;  // the next poll tries again; the check logs Redis trouble
-  if (!fetch && version == board_version_) return;
+  if (!force && version == board_version_) return;
   cmds = {{"HGETALL", key("challenges")}};
   st = client_.call_blocking(cmds, [&](size_t, redis::Reply r) -> Status {
     if (r.is_error()) return make_error(Errc::Upstream, std::string(r.str().substr(0, 200)));

@@ -59,7 +59,8 @@ class AcmeLock;
 
 class AcmeManager {
  public:
-  static constexpr std::chrono::milliseconds kBoardPoll{250};
+  // One GET per poll (a new connection each, as the store's sync makes).
+  static constexpr std::chrono::milliseconds kBoardPoll{500};
   static constexpr std::chrono::milliseconds kPropagation{3 * kBoardPoll};
   static constexpr std::chrono::hours kMaxBackoff{6};
 
