@@ -268,6 +268,12 @@ Status Server::test(config::Config cfg) {
     std::fprintf(stderr, "tlsfront: certificate store: %zu entr%s for region \"%s\" and \"global\"\n", store.size(),
                  store.size() == 1 ? "y" : "ies", cfg.tls.store.region.c_str());
   }
+  if (cfg.acme.enabled) {
+    std::string names;
+    for (const auto& n : cfg.acme.names) names += (names.empty() ? "" : ", ") + n;
+    std::fprintf(stderr, "tlsfront: acme: %s ordered from %s into region \"%s\" of the certificate store\n",
+                 names.c_str(), cfg.acme.directory.c_str(), cfg.tls.store.region.c_str());
+  }
   auto gen = build_generation(std::move(cfg), nullptr, nullptr, &ocsp, 0, nullptr, std::move(store));
   if (!gen) return gen.take_error();
   for (const auto& line : (*gen)->tls->report_lines()) std::fprintf(stderr, "tlsfront: %s\n", line.c_str());
