@@ -116,7 +116,10 @@ class AcmeManager::Board : public acme::ChallengeResponder {
     return std::string(acme::challenge_name(type)) + ":" + (type == acme::ChallengeType::Http01 ? token : name);
   }
   Status change(std::vector<std::string> cmd) {
-    const std::vector<std::vector<std::string>> cmds = {std::move(cmd), {"INCR", m_.key("challenges:version")}};
+    // The board expires an hour after its last change: what a node that
+    // died while ordering left there does not stay for ever.
+    const std::vector<std::vector<std::string>> cmds = {
+        std::move(cmd), {"PEXPIRE", m_.key("challenges"), "3600000"}, {"INCR", m_.key("challenges:version")}};
     return m_.client_.call_blocking(cmds, [](size_t, redis::Reply r) -> Status {
       if (r.is_error()) return make_error(Errc::Upstream, std::string(r.str().substr(0, 200)));
       return {};

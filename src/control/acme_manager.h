@@ -18,7 +18,8 @@
 //   P:acme:account:<16 hex of SHA-256(directory)> (hash key_id, sealed;
 //   additional data "tlsfront acme account v1\0<directory>").
 // - Challenges (the "board"): P:acme:challenges, a hash "http-01:<token>"
-//   and "tls-alpn-01:<name>" -> key authorization, with a version counter
+//   and "tls-alpn-01:<name>" -> key authorization (expiring an hour after
+//   its last change), with a version counter
 //   P:acme:challenges:version INCR'd on every change. Every node polls the
 //   counter every kBoardPoll and copies the board into its
 //   tls::AcmeChallenges (TLS-ALPN-01 certificates made locally from the key
