@@ -547,6 +547,32 @@ struct Resolver {
   bool operator==(const Resolver&) const = default;
 };
 
+// [acme]: certificates ordered from an ACME CA (RFC 8555) and renewed by the
+// fleet, one node of a region at a time (control/acme_manager.h); the account
+// key and the certificates live in [tls.store] (required). Present = enabled;
+// restart-only.
+enum class AcmeKeyType : uint8_t { Ecdsa, Rsa, Both };
+enum class AcmeChallenge : uint8_t { Http01, TlsAlpn01 };
+struct Acme {
+  bool enabled = false;
+  std::string directory;               // https:// URL of the CA's directory (required)
+  std::vector<std::string> contact;    // "mailto:ops@example.com", ...
+  std::string eab_kid;                 // External Account Binding (RFC 8555 §7.3.4): key id ...
+  std::string eab_hmac_key_file;       // ... and the file holding its base64url MAC key; both or neither
+  // Names ordered, one certificate (store entry) each: lowercase DNS names,
+  // no wildcard. names = "from_routes": every [[route]] host that is such a name.
+  std::vector<std::string> names;
+  bool names_from_routes = false;
+  AcmeKeyType key_type = AcmeKeyType::Ecdsa;  // "ecdsa" (P-256) | "rsa" (2048) | "both" (a pair)
+  std::vector<AcmeChallenge> challenges{AcmeChallenge::Http01, AcmeChallenge::TlsAlpn01};  // preference
+  Millis renew_before{0};              // 0 = at 2/3 of the certificate's lifetime
+  std::string ca_bundle;               // trust for the directory's HTTPS ("" = the system's)
+  Millis check_interval{600'000};      // how often a node looks for names to order
+  Millis lock_lease{600'000};          // the region's order lock expires after this without renewal
+  std::string origin;                  // "file:line:col" of the [acme] table
+  bool operator==(const Acme&) const = default;
+};
+
 // [admin]: plain-HTTP admin listener (/metrics, /healthz; metrics/admin_server.h).
 struct Admin {
   bool enabled = true;
@@ -592,6 +618,7 @@ struct Config {
   Timeouts timeouts;
   Admin admin;
   Http2 http2;
+  Acme acme;
 };
 
 }  // namespace tlsfront::config

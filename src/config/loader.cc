@@ -70,7 +70,7 @@ Result<Config> parse_document(std::string_view toml, const ParseContext& ctx) {
   if (Status s = root.check_keys({"workers", "shutdown_timeout", "pid_file", "listen", "tls", "certificate", "upstream",
                                   "route", "log", "limits", "timeouts", "admin", "http2", "response_headers",
                                   "request_headers", "request_id_header", "compression", "resolver", "limit_req",
-                                  "limit_conn"});
+                                  "limit_conn", "acme"});
       !s.ok()) {
     return s.take_error();
   }
@@ -95,6 +95,7 @@ Result<Config> parse_document(std::string_view toml, const ParseContext& ctx) {
     return s.take_error();
   }
   if (Status s = check_client_cert_routes(config); !s.ok()) return s.take_error();
+  if (Status s = detail::parse_acme(root, config, config.acme); !s.ok()) return s.take_error();
   if (Status s = detail::parse_compression(root, config.compression, config.routes); !s.ok()) return s.take_error();
   if (Status s = detail::parse_header_rules(root, "response_headers", HeaderDirection::Response, false,
                                             config.response_headers);

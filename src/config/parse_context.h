@@ -170,6 +170,9 @@ Error missing_table(const ParseContext& ctx, std::string_view key, bool array_of
 // parse_cert_store.cc: [tls.store] of `tls`; `out` untouched when absent.
 [[nodiscard]] Status parse_cert_store(const TableReader& tls, CertStore& out);
 [[nodiscard]] Status parse_ocsp_cache_dir(const TableReader& tls, std::string& out);
+// parse_acme.cc: [acme], once [tls] and [[route]] are parsed (it needs
+// [tls.store]; names = "from_routes" reads the routes' hosts).
+[[nodiscard]] Status parse_acme(const TableReader& root, const Config& config, Acme& out);
 [[nodiscard]] Status parse_upstream(const TableReader& root, std::vector<Upstream>& out);
 // parse_upstream_tls.cc: the `tls` key of one [[upstream]] table `t` (a
 // table, or true/false) into `u.tls`, once u.protocol is known ("h2"

@@ -42,7 +42,8 @@ void build_limits(const config::Config& cfg, http::RequestLimits& out) {
 Result<std::shared_ptr<const data::Generation>> build_generation(config::Config cfg, tls::SessionCache* session_cache,
                                                                tls::TicketKeyStore* tickets, OcspManager* ocsp,
                                                                size_t workers, const data::Generation* previous,
-                                                               tls::StoreSnapshot store) {
+                                                               tls::StoreSnapshot store,
+                                                               std::shared_ptr<const tls::AcmeChallenges> acme) {
   // The index borrows the config's certificate entries: build it from the
   // copy the Generation keeps.
   auto gen = std::make_shared<data::Generation>(std::move(cfg));
@@ -50,6 +51,8 @@ Result<std::shared_ptr<const data::Generation>> build_generation(config::Config 
                                       std::move(store));
   if (!index) return index.take_error();
   gen->tls = std::move(index).value();
+  gen->acme = std::move(acme);
+  gen->tls->answer_acme(gen->acme.get());
   build_limits(gen->config, gen->limits);
   if (std::any_of(gen->config.listeners.begin(), gen->config.listeners.end(),
                   [](const config::Listener& l) { return l.quic; })) {

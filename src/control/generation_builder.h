@@ -5,7 +5,8 @@
 // staplers from `ocsp` (borrowed, outlives every generation; null: no
 // stapling). Its request counter table has a block for each of `workers`
 // (0 in --test) and continues `previous`'s (null: the first generation).
-// `store`: the certificate store's entries it serves (control/cert_store.h).
+// `store`: the certificate store's entries it serves (control/cert_store.h);
+// `acme`: the ACME challenges this node answers (null: no [acme]).
 // Errors: Errc::Config, Errc::Tls (with the file named).
 // Thread affinity: control thread (file I/O, blocking).
 #pragma once
@@ -27,6 +28,7 @@ class OcspManager;
                                                                              tls::TicketKeyStore* tickets,
                                                                              OcspManager* ocsp, size_t workers,
                                                                              const data::Generation* previous,
-                                                                             tls::StoreSnapshot store = {});
+                                                                             tls::StoreSnapshot store = {},
+                                                                             std::shared_ptr<const tls::AcmeChallenges> acme = {});
 
 }  // namespace tlsfront::control

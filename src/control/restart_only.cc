@@ -28,6 +28,8 @@ std::vector<std::string> keep_restart_only_settings(const config::Config& now, c
   next.tls.ticket_keys.redis_origin = now.tls.ticket_keys.redis_origin;
   keep("[tls.ticket_keys]", next.tls.ticket_keys, now.tls.ticket_keys);
   keep("[tls.store]", next.tls.store, now.tls.store);
+  next.acme.origin = now.acme.origin;
+  keep("[acme]", next.acme, now.acme);
   return changed;
 }
 

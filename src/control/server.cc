@@ -103,7 +103,7 @@ void Server::reload() {
     }
   }
   auto gen = build_generation(std::move(cfg).value(), session_cache_.get(), tickets_.get(), &ocsp_, workers_.size(),
-                              old.get(), store_snapshot());
+                              old.get(), store_snapshot(), acme_board_);
   if (!gen) return fail(gen.error().message());
   for (const auto& line : (*gen)->tls->report_lines()) log::info("{}", line);
   for (const auto* s : (*gen)->ocsp.staplers()) log::info("{}", s->describe());
@@ -141,7 +141,7 @@ void Server::swap_store_certificates() {
   const tls::StoreSnapshot snapshot = cert_store_->snapshot();
   const size_t entries = snapshot.size();
   auto gen = build_generation(old->config, session_cache_.get(), tickets_.get(), &ocsp_, workers_.size(), old.get(),
-                              snapshot);
+                              snapshot, acme_board_);
   if (!gen) {
     cert_store_->note_swap(false);
     log::error("certificate store: changed entries not swapped in, still serving generation {}: {}",
@@ -225,6 +225,7 @@ std::string Server::scrape() const {
   m.open_fds = open_fd_count();
   m.extra = ocsp_.metrics();
   if (cert_store_) m.extra += cert_store_->metrics();
+  if (acme_) m.extra += acme_->metrics();
   if (health_checker_) m.extra += health_checker_->metrics();
   if (resolver_) m.extra += resolver_->metrics();
   if (auto gen = current_.load()) m.extra += upstream_state_metrics(gen->config, directory_, health_);
@@ -274,6 +275,12 @@ Status Server::test(config::Config cfg) {
     store = (*cert_store)->snapshot();
     std::fprintf(stderr, "tlsfront: certificate store: %zu entr%s for region \"%s\" and \"global\"\n", store.size(),
                  store.size() == 1 ? "y" : "ies", cfg.tls.store.region.c_str());
+  }
+  if (cfg.acme.enabled) {
+    std::string names;
+    for (const auto& n : cfg.acme.names) names += (names.empty() ? "" : ", ") + n;
+    std::fprintf(stderr, "tlsfront: acme: %s ordered from %s into region \"%s\" of the certificate store\n",
+                 names.c_str(), cfg.acme.directory.c_str(), cfg.tls.store.region.c_str());
   }
   auto gen = build_generation(std::move(cfg), nullptr, nullptr, &ocsp, 0, nullptr, std::move(store));
   if (!gen) return gen.take_error();
@@ -396,9 +403,15 @@ Result<std::shared_ptr<const data::Generation>> Server::build_first_generation(c
     cert_store_ = std::move(store).value();
     cert_store_->load_initial();
   }
+  if (cfg.acme.enabled) {
+    acme_board_ = std::make_shared<tls::AcmeChallenges>();
+    auto manager = AcmeManager::create(cfg, acme_board_);
+    if (!manager) return manager.take_error();
+    acme_ = std::move(manager).value();
+  }
   const auto workers = static_cast<size_t>(resolve_workers(cfg.workers));
   auto gen = build_generation(std::move(cfg), session_cache_.get(), tickets_.get(), &ocsp_, workers, nullptr,
-                              store_snapshot());
+                              store_snapshot(), acme_board_);
   if (!gen) return gen.take_error();
   for (const auto& line : (*gen)->tls->report_lines()) log::info("{}", line);
   for (const auto* s : (*gen)->ocsp.staplers()) log::info("{}", s->describe());
@@ -477,6 +490,7 @@ void Server::start_control_loop(ControlLoop& ctl) {
   }
   ticket_keys_->start(&ctl.loop);
   if (cert_store_) cert_store_->start(&ctl.loop, [this] { swap_store_certificates(); });
+  if (acme_) acme_->start();
   auto add_signal = [&ctl](UvHandle<uv_signal_t>& h, int signum) {
     h.init([&ctl](uv_signal_t* s) { return uv_signal_init(&ctl.loop, s); }, &ctl);
     uv_signal_start(h.get(), on_signal, signum);
@@ -553,6 +567,7 @@ void Server::shut_down(ControlLoop& ctl) {
   ctl.all_stopped.close();
   ctl.admin.reset();
   ticket_keys_->stop();
+  if (acme_) acme_->stop();
   if (cert_store_) cert_store_->stop();
   ocsp_.stop();
   resolver_.reset();

@@ -17,6 +17,7 @@
 
 #include "config/config.h"
 #include "metrics/counters.h"
+#include "control/acme_manager.h"
 #include "control/cert_store.h"
 #include "control/generation_builder.h"
 #include "control/ocsp_manager.h"
@@ -111,6 +112,10 @@ class Server {
   std::unique_ptr<HealthChecker> health_checker_ = std::make_unique<HealthChecker>(&directory_, &health_);
   OcspManager ocsp_{&clock_};
   std::unique_ptr<CertStore> cert_store_;  // [tls.store]; null without
+  // [acme]: the challenges this node answers (every generation shares it)
+  // and the manager that orders, renews and fills it; null without.
+  std::shared_ptr<tls::AcmeChallenges> acme_board_;
+  std::unique_ptr<AcmeManager> acme_;
   uv_loop_t* control_loop_ = nullptr;  // while run() runs the control loop
   data::GenerationSlot current_;
   std::atomic<uint64_t> next_connection_id_{1};

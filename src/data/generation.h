@@ -17,6 +17,7 @@
 #include "data/http/router.h"
 #include "data/quic/quic_tls.h"
 #include "metrics/request_counters.h"
+#include "tls/acme_challenges.h"
 #include "tls/cert_index.h"
 #include "tls/ocsp_stapler.h"
 #include "tls/upstream_tls_context.h"
@@ -45,6 +46,9 @@ struct Generation {
   // The QUIC listeners' TLS credentials (GnuTLS: data/quic/quic_tls.h), the
   // certificates of `tls` again; null when no listener has quic = true.
   std::shared_ptr<const quic::ServerCredentials> quic;
+  // With [acme]: the challenges this node answers (tls/acme_challenges.h;
+  // the Server's, refreshed by its ACME manager); null otherwise.
+  std::shared_ptr<const tls::AcmeChallenges> acme;
 
   // `tls` is set by the builder right after construction (the index
   // borrows this copy of the config's certificate entries).

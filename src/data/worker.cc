@@ -159,6 +159,7 @@ std::shared_ptr<const WorkerGeneration> Worker::current_generation() {
   next->env.client_auth_names = gen->tls && gen->tls->mixed_client_auth() ? gen->tls.get() : nullptr;
   next->env.upstreams = &next->upstreams;
   next->env.limits = &gen->limits;
+  next->env.acme = gen->acme.get();
   next->env.counters = counters_;
   if (gen->requests) next->env.requests = gen->requests->worker(static_cast<size_t>(index_));
   generation_ = std::move(next);

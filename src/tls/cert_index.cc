@@ -7,6 +7,7 @@
 
 #include <fmt/core.h>
 
+#include "tls/acme_challenges.h"
 #include "tls/cipher_list.h"
 #include "tls/client_auth.h"
 #include "tls/early_data_gate.h"
@@ -61,6 +62,15 @@ int client_hello_cb(SSL* ssl, int* alert, void* /*arg*/) noexcept {
     return SSL_CLIENT_HELLO_ERROR;
   }
   const auto* index = static_cast<const CertIndex*>(SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), index_slot()));
+  // RFC 8737 TLS-ALPN-01: the CA's validation handshake gets the challenge
+  // certificate and nothing else (no session, no early data).
+  if (const AcmeChallenges* acme = index ? index->acme() : nullptr;
+      acme != nullptr && acme->active_alpn() && offers_only_acme_tls(ssl)) {
+    if (auto challenge = acme->alpn01(client_server_name(ssl))) {
+      SSL_set_SSL_CTX(ssl, challenge.get());  // takes its own reference
+      return SSL_CLIENT_HELLO_SUCCESS;
+    }
+  }
   if (index != nullptr) {
     const TlsContext* ctx = index->find(client_server_name(ssl));
     record_client_hello(ssl, ctx == nullptr);

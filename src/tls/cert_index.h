@@ -42,6 +42,7 @@
 
 namespace tlsfront::tls {
 
+class AcmeChallenges;
 class SessionCache;
 class TicketKeyStore;
 
@@ -85,6 +86,13 @@ class CertIndex {
   // (RFC 9110 §15.5.20). Any worker thread.
   bool same_client_auth(const SSL_CTX* ctx, std::string_view host) const;
 
+  // With [acme]: a ClientHello offering only ALPN acme-tls/1 for a name
+  // `board` has a TLS-ALPN-01 challenge for is answered with that challenge's
+  // certificate instead (tls/acme_challenges.h). Set before the index is
+  // shared; `board` outlives it.
+  void answer_acme(const AcmeChallenges* board) { acme_ = board; }
+  const AcmeChallenges* acme() const { return acme_; }
+
   // Store entries first, then the file entries in file order; the start-up
   // log and `--test` print their reports.
   const std::vector<const ServerCertificate*>& certificates() const { return all_; }
@@ -109,6 +117,7 @@ class CertIndex {
   std::unordered_map<std::string, const TlsContext*> wildcard_;  // key: the name after "*."
   const TlsContext* default_ = nullptr;
   bool strict_sni_ = false;
+  const AcmeChallenges* acme_ = nullptr;
   bool mixed_client_auth_ = false;
   std::vector<std::string> shadowed_;  // warnings: names an earlier entry serves
   // check_cipher_lists: exclusions of nothing; early data without a cluster-wide replay check.

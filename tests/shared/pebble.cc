@@ -26,11 +26,16 @@ bool Pebble::start() {
   }
   const std::string config = dir_.file("pebble.json");
   write_file(config, "{\"pebble\": {\"listenAddress\": \"127.0.0.1:" + std::to_string(port_) +
-                         "\", \"managementListenAddress\": \"127.0.0.1:" + std::to_string(free_port()) +
+                         "\", \"managementListenAddress\": \"127.0.0.1:" + std::to_string(management_port_ = free_port()) +
                          "\", \"certificate\": \"" + chain_ + "\", \"privateKey\": \"" +
                          key_ + "\", \"httpPort\": " + std::to_string(http_port_) +
                          ", \"tlsPort\": " + std::to_string(tls_port_) +
-                         ", \"ocspResponderURL\": \"\", \"externalAccountBindingRequired\": false}}\n");
+                         ", \"ocspResponderURL\": \"\", \"externalAccountBindingRequired\": " +
+                         (eab_kid_.empty() ? std::string("false")
+                                           : "true, \"externalAccountMACKeys\": {\"" + eab_kid_ + "\": \"" + eab_key_ +
+                                                 "\"}") +
+                         (validity_ > 0 ? ", \"certificateValidityPeriod\": " + std::to_string(validity_) : "") +
+                         "}}\n");
   // No random sleeps before validations; nonces still rejected at random
   // (PEBBLE_WFE_NONCEREJECT's default 5 %), which the client must retry.
   ::setenv("PEBBLE_VA_NOSLEEP", "1", 1);

@@ -24,6 +24,15 @@ class Pebble {
   Pebble& operator=(const Pebble&) = delete;
 
   static bool installed();
+  // Before start(): the lifetime of the certificates pebble issues (its
+  // certificateValidityPeriod; 0 = pebble's default, years).
+  void set_validity(int seconds) { validity_ = seconds; }
+  // Before start(): accounts need External Account Binding with this key
+  // id and base64url MAC key (RFC 8555 §7.3.4).
+  void require_eab(std::string kid, std::string mac_key) {
+    eab_kid_ = std::move(kid);
+    eab_key_ = std::move(mac_key);
+  }
   // True once the directory answers; false (with a gtest failure naming
   // stderr) otherwise.
   bool start();
@@ -31,14 +40,17 @@ class Pebble {
   std::string directory_url() const { return "https://127.0.0.1:" + std::to_string(port_) + "/dir"; }
   int http_port() const { return http_port_; }
   int tls_port() const { return tls_port_; }
+  // The management interface (https; GET /roots/0 is the PEM root pebble
+  // made at start, which its chains lead to).
+  int management_port() const { return management_port_; }
   // pebble's own log (orders, validations).
   std::string log() const { return pebble_.err() + pebble_.out(); }
 
  private:
   const TempDir& dir_;
-  std::string chain_, key_;
+  std::string chain_, key_, eab_kid_, eab_key_;
   Process pebble_, dns_;
-  int port_ = 0, http_port_ = 0, tls_port_ = 0;
+  int port_ = 0, http_port_ = 0, tls_port_ = 0, validity_ = 0, management_port_ = 0;
 };
 
 }  // namespace tlsfront::itest

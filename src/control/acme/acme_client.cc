@@ -123,6 +123,7 @@ Status AcmeClient::load_directory() {
 
 Result<HttpResponse> AcmeClient::post(const std::string& url, const std::string& payload, bool with_jwk) {
   for (int attempt = 0;; ++attempt) {
+    if (options_.cancelled != nullptr && options_.cancelled->load()) return make_error(Errc::Closed, "cancelled");
     if (nonce_.empty()) {
       auto n = http_.head(dir_.new_nonce);
       if (!n) return n.take_error();
@@ -154,6 +155,23 @@ Result<std::string> AcmeClient::account() {
     payload += ",\"contact\":[";
     for (size_t i = 0; i < options_.contact.size(); ++i) payload += (i ? "," : "") + json_string(options_.contact[i]);
     payload += "]";
+  }
+  if (!options_.eab_kid.empty()) {
+    // A JWS over the account's JWK, MACed with the CA's key (§7.3.4).
+    const std::string protected_b64 = base64url(R"({"alg":"HS256","kid":)" + json_string(options_.eab_kid) +
+                                                R"(,"url":)" + json_string(dir_.new_account) + "}");
+    const std::string payload_b64 = base64url(key_.jwk());
+    const std::string input = protected_b64 + "." + payload_b64;
+    unsigned char mac[EVP_MAX_MD_SIZE];
+    size_t mac_len = 0;
+    if (EVP_Q_mac(nullptr, "HMAC", nullptr, "SHA256", nullptr, options_.eab_hmac_key.data(),
+                  options_.eab_hmac_key.size(), reinterpret_cast<const unsigned char*>(input.data()), input.size(),
+                  mac, sizeof mac, &mac_len) == nullptr) {
+      return tls::openssl_error(Errc::Tls, "the External Account Binding MAC");
+    }
+    payload += R"(,"externalAccountBinding":{"protected":")" + protected_b64 + R"(","payload":")" + payload_b64 +
+               R"(","signature":")" + base64url(std::string_view(reinterpret_cast<const char*>(mac), mac_len)) +
+               "\"}";
   }
   payload += "}";
   auto r = post(dir_.new_account, payload, /*with_jwk=*/true);

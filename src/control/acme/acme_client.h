@@ -25,6 +25,7 @@
 // Thread affinity: one thread at a time; the responder is called on it.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <string>
 #include <vector>
@@ -67,11 +68,17 @@ class AcmeClient {
     std::string directory_url;               // https://acme-v02.api.letsencrypt.org/directory
     std::string ca_file;                     // trust for the CA's HTTPS; "" = the system's
     std::vector<std::string> contact;        // "mailto:ops@example.com"
+    // External Account Binding (RFC 8555 §7.3.4): the CA's key id and MAC
+    // key (raw bytes); "" = none. Sent with the newAccount request, HS256.
+    std::string eab_kid, eab_hmac_key;
     std::vector<ChallengeType> challenges{ChallengeType::Http01, ChallengeType::TlsAlpn01};  // preference
     std::chrono::milliseconds timeout{30'000};          // per HTTPS exchange
     std::chrono::milliseconds poll_interval{1'000};
     std::chrono::milliseconds max_retry_after{60'000};  // a larger Retry-After is cut to this
     int max_polls = 60;
+    // Set by another thread to stop an order early (shutdown): the next
+    // request or poll fails with Errc::Closed. Borrowed; null = never.
+    const std::atomic<bool>* cancelled = nullptr;
   };
 
   AcmeClient(Options options, AccountKey account);

@@ -10,6 +10,7 @@
 #include "log/log.h"
 #include "message/real_ip.h"
 #include "message/request_path.h"
+#include "tls/acme_challenges.h"
 
 namespace tlsfront::http {
 namespace {
@@ -228,6 +229,15 @@ Admission admit(const SessionEnv& env, ExchangeSink* sink, RequestRecord& record
     return {nullptr, {421}};
   }
   if (const config::Listener* cleartext = cleartext_listener(info)) {
+    // [acme]'s own HTTP-01 tokens (RFC 8555 §8.3), published by the fleet.
+    if (env.acme != nullptr && normalized.path.starts_with(kAcmeChallenge)) {
+      if (auto key_authorization = env.acme->http01(normalized.path.substr(kAcmeChallenge.size()))) {
+        head.upgrade.clear();
+        LocalAnswer answer{200};
+        answer.body = std::move(*key_authorization);
+        return {nullptr, std::move(answer)};
+      }
+    }
     if (!cleartext->acme_upstream.empty() && normalized.path.starts_with(kAcmeChallenge)) {
       if (auto upstream = upstream_index(*env.config, cleartext->acme_upstream)) {
         head.upgrade.clear();

@@ -47,7 +47,9 @@ int refused_method(const RequestHead& head);
 // The exchange borrows `record` (its host and request ID) for its life.
 //
 // On a cleartext listener (ConnectionInfo::listener, tls = false): a
-// normalized path under /.well-known/acme-challenge/ goes to its
+// normalized path /.well-known/acme-challenge/<token> whose token [acme]
+// published (SessionEnv::acme) is answered 200 with its key authorization;
+// another path under /.well-known/acme-challenge/ goes to its
 // acme_upstream when it has one (with the rules of no route); otherwise,
 // with redirect_https, every request is answered 301 (GET, HEAD) or 308
 // (any other method: RFC 9110 §15.4.9, the method and body are kept) to

@@ -27,7 +27,7 @@ void build_local_answer(const SessionEnv& env, const ConnectionInfo& info, const
     edit = local_answer_edit(env, info, record);
   }
   if (edit != nullptr && !edit->empty()) apply_edit(head.headers, *edit, header_vars(info, record));
-  body = returned ? answer.fixed->body : make_error_body(answer.status);
+  body = returned ? answer.fixed->body : !answer.body.empty() ? answer.body : make_error_body(answer.status);
   head.content_length = body.size();
 }
 

@@ -31,6 +31,9 @@ struct LocalAnswer {
   std::string location;  // the Location field of a redirect, expanded; "" = none
   uint32_t retry_after = 0;  // a 429's Retry-After in seconds (RFC 9110 §10.2.3); 0 = none
   const char* allow = nullptr;  // a 405's Allow field (RFC 9110 §15.5.6); null = none
+  // tlsfront's own text/plain body (an ACME HTTP-01 key authorization,
+  // RFC 8555 §8.3); "" = the one-line status text.
+  std::string body{};
   // The head itself was refused (its method, or its codec's rules) before
   // admission: an HTTP/1.1 connection closes after the answer.
   bool head_refused = false;
@@ -38,7 +41,7 @@ struct LocalAnswer {
 
 // The head (status, Server, Content-Type, Location, the rules' fields,
 // Content-Length) and body of `answer` to `record`. The body is the route's
-// `return` body, or a one-line text ("301 Moved Permanently\n").
+// `return` body, answer.body, or a one-line text ("301 Moved Permanently\n").
 void build_local_answer(const SessionEnv& env, const ConnectionInfo& info, const RequestRecord& record,
                         const LocalAnswer& answer, ResponseHead& head, std::string& body);
 

@@ -20,6 +20,10 @@ namespace tlsfront::metrics {
 struct WorkerCounters;
 }
 
+namespace tlsfront::tls {
+class AcmeChallenges;
+}
+
 namespace tlsfront::log {
 class AccessLog;
 }
@@ -54,6 +58,9 @@ struct SessionEnv {
   // certificate policy (tls::CertIndex::mixed_client_auth), so admission
   // checks each request's host against its connection's; null otherwise.
   const tls::CertIndex* client_auth_names = nullptr;
+  // With [acme]: the HTTP-01 tokens a cleartext listener answers
+  // (tls/acme_challenges.h); null otherwise.
+  const tls::AcmeChallenges* acme = nullptr;
 };
 
 }  // namespace tlsfront::http

@@ -5,6 +5,7 @@
 // told to use, names resolved to 127.0.0.1 by pebble-challtestsrv's DNS.
 // Issued chains are checked with OpenSSL: the names, the key, the issuer.
 #include <netinet/in.h>
+#include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
@@ -274,6 +275,45 @@ TEST_F(AcmePebble, AnUntrustedCaIsRefused) {
   auto kid = c.account();
   ASSERT_FALSE(kid);
   EXPECT_EQ(kid.error().code, Errc::Io);
+}
+
+// A CA that requires External Account Binding (RFC 8555 §7.3.4): an account
+// made with the CA's key id and MAC key is accepted; without, or with
+// another MAC key, the CA's problem document is the error.
+TEST(AcmePebbleEab, AccountNeedsTheCasBinding) {
+  if (!Pebble::installed()) GTEST_SKIP() << "pebble / pebble-challtestsrv not installed";
+  TempDir dir;
+  Pebble pebble{dir, pki("localhost.chain.pem"), pki("localhost.key")};
+  const std::string mac_b64 = "zWNDZM6eQGHWpSRTPal5eIUYFTu7EajVIoguysqZ9wG44nMEtx3MUAsUDkMTQ12W";
+  pebble.require_eab("kid-1", mac_b64);
+  ASSERT_TRUE(pebble.start());
+  auto account = [&](std::string kid, std::string mac) {
+    acme::AcmeClient::Options o;
+    o.directory_url = pebble.directory_url();
+    o.ca_file = pki("root.pem");
+    o.eab_kid = std::move(kid);
+    o.eab_hmac_key = std::move(mac);
+    auto key = acme::AccountKey::generate();
+    EXPECT_TRUE(key);
+    acme::AcmeClient c(std::move(o), std::move(*key));
+    return c.account();
+  };
+  // The MAC key as raw bytes: base64url-decoded, as the manager reads the file.
+  std::string raw(mac_b64.size() * 3 / 4, '\0');
+  std::string std_b64 = mac_b64;
+  for (char& ch : std_b64) ch = ch == '-' ? '+' : ch == '_' ? '/' : ch;
+  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(raw.data()),
+                                reinterpret_cast<const unsigned char*>(std_b64.data()), static_cast<int>(std_b64.size()));
+  ASSERT_EQ(n, 48);
+  raw.resize(48);
+  auto ok = account("kid-1", raw);
+  EXPECT_TRUE(ok) << (ok ? "" : ok.error().message()) << "\n" << pebble.log();
+  auto none = account("", "");
+  ASSERT_FALSE(none);
+  EXPECT_NE(none.error().message().find("externalAccountRequired"), std::string::npos) << none.error().message();
+  auto wrong = account("kid-1", std::string(48, 'x'));
+  ASSERT_FALSE(wrong);
+  EXPECT_NE(wrong.error().message().find("urn:ietf:params:acme:error:"), std::string::npos) << wrong.error().message();
 }
 
 }  // namespace
