@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "data/files/file_resolver.h"
+#include "data/files/open_file_cache.h"
 #include "data/http/file_exchange.h"
 #include "data/http/header_plan.h"
 #include "data/http/request_limits.h"
@@ -156,9 +157,12 @@ Admission serve_files(const SessionEnv& env, ExchangeSink* sink, RequestRecord& 
     return {nullptr, std::move(answer)};
   }
   const std::string accept = route.files->precompressed.empty() ? std::string() : accept_encoding_of(head);
-  files::Resolution found = files::resolve(route, normalized.path, normalized.query, accept);
+  const files::CacheUse cache{&files::OpenFileCache::local(), &env.config->open_file_cache,
+                              env.loop != nullptr ? uv_now(env.loop) : 0};
+  files::Resolution found = files::resolve(route, normalized.path, normalized.query, accept, &cache);
   switch (found.kind) {
     case files::Resolution::Kind::File:
+      record.cache = found.cache_hit ? "hit" : "miss";
       return {std::make_unique<FileExchange>(env.loop, sink, *route.files, std::move(found), record,
                                              rules ? &rules->response : nullptr),
               {}};

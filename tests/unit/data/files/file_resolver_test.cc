@@ -42,7 +42,7 @@ class FileResolverTest : public ::testing::Test {
   Resolution get(std::string_view path, std::string_view accept = {}) { return resolve(route_, path, "", accept); }
   static std::string body(const Resolution& r) {
     char buf[64];
-    const ssize_t n = pread(r.file.get(), buf, sizeof buf, 0);
+    const ssize_t n = r.file ? pread(r.file->fd.get(), buf, sizeof buf, 0) : -1;
     return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
   }
 
