@@ -18,9 +18,8 @@ constexpr int kOpenFlags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
 
 std::atomic<bool> no_openat2{false};  // set once openat2 said ENOSYS
 
-// openat2's RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS by hand: every segment
-// opened O_PATH | O_NOFOLLOW beneath the last, a symbolic link refused
-// (ELOOP). `rel` has no ".." (the resolver's paths are normalized).
+}  // namespace
+
 int open_walking(int dir, const std::string& rel) {
   Fd here;
   int at = dir;
@@ -58,6 +57,8 @@ int open_walking(int dir, const std::string& rel) {
     start = slash + 1;
   }
 }
+
+namespace {
 
 long open_at(int dir, const std::string& rel, bool follow) {
   const char* name = rel.empty() ? "." : rel.c_str();

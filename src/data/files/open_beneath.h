@@ -76,4 +76,11 @@ class LazyDir {
 // itself. `follow`: follow_symlinks.
 Opened open_beneath(LazyDir& dir, const std::string& rel, bool follow);
 
+// openat2's RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS by hand, where openat2 is
+// missing: every segment of `rel` (no ".." in it) opened O_PATH |
+// O_NOFOLLOW beneath the last, a symbolic link refused (-1, errno ELOOP),
+// the last reopened O_RDONLY | O_NONBLOCK. A descriptor, or -1 with errno.
+// Exposed for tests.
+int open_walking(int dir, const std::string& rel);
+
 }  // namespace tlsfront::files
