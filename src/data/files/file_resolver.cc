@@ -1,5 +1,6 @@
 #include "data/files/file_resolver.h"
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 
@@ -119,8 +120,26 @@ bool percent_decode(std::string_view path, std::string& out) {
   return true;
 }
 
+std::string percent_encode_path(std::string_view path) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(path.size());
+  for (const char ch : path) {
+    const auto c = static_cast<unsigned char>(ch);
+    // RFC 3986 pchar and "/", but "%": unreserved / sub-delims / ":" / "@".
+    if (std::isalnum(c) != 0 || std::strchr("-._~!$&'()*+,;=:@/", ch) != nullptr) {
+      out += ch;
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
 Resolution resolve(const config::Route& route, std::string_view path, std::string_view query,
-                   std::string_view accept_encoding, const CacheUse* cache) {
+                   std::string_view accept_encoding, const CacheUse* cache, bool rematched) {
   const config::FileRoute& f = *route.files;
   LazyDir dir(f.dir);
   Resolver r{f, accept_encoding, dir, cache, {}};
@@ -168,8 +187,13 @@ Resolution resolve(const config::Route& route, std::string_view path, std::strin
     return std::move(r.out);
   }
   if (!f.fallback_path.empty()) {
-    if (r.attempt(substitute(f.fallback_path, uri), false)) return std::move(r.out);
+    // nginx's internal redirect: the URI is routed again (once).
     r.out.status = 404;
+    if (!rematched) {
+      r.out.kind = Resolution::Kind::Rematch;
+      r.out.status = 0;
+      r.out.location = percent_encode_path(substitute(f.fallback_path, uri));
+    }
     return std::move(r.out);
   }
   r.out.status = f.fallback_status;

@@ -34,8 +34,10 @@ class OpenFileCache;
 struct Resolution {
   // File: `file` is open; Status: answer `status`; Redirect: 301 to
   // `location` (a directory asked for without its "/"); Route: forward to
-  // Config::routes[route] (try_files "@name").
-  enum class Kind { File, Status, Redirect, Route };
+  // Config::routes[route] (try_files "@name"); Rematch: try_files' last
+  // entry is a path, `location` (percent-encoded): route it again, as
+  // nginx's internal redirect does (data/http/admission.h).
+  enum class Kind { File, Status, Redirect, Route, Rematch };
   Kind kind = Kind::Status;
   int status = 404;
   std::string location;
@@ -62,8 +64,14 @@ struct CacheUse {
   const config::OpenFileCache* limits;
   uint64_t now_ms;
 };
+// `rematched`: `path` is try_files' fallback routed again: a fallback
+// path is then 404, never a second Rematch (one internal redirect).
 Resolution resolve(const config::Route& route, std::string_view path, std::string_view query,
-                   std::string_view accept_encoding, const CacheUse* cache = nullptr);
+                   std::string_view accept_encoding, const CacheUse* cache = nullptr, bool rematched = false);
+
+// `path` (decoded) with every octet but RFC 3986's pchar and "/" (and
+// with "%") percent-encoded: a request-target path again.
+std::string percent_encode_path(std::string_view path);
 
 // `path` percent-decoded; false when it holds "%00" or a bad escape (the
 // normalizer has refused those already).

@@ -81,7 +81,14 @@ TEST_F(FileResolverTest, TryFilesFallbacks) {
   route_.files->fallback_path = "/index.html";
   EXPECT_EQ(body(get("/app.js")), "js");
   EXPECT_EQ(body(get("/docs")), "docs");
-  EXPECT_EQ(body(get("/some/client/route")), "home");
+  // The fallback path is routed again (nginx's internal redirect), once.
+  Resolution again = get("/some/client/route");
+  EXPECT_EQ(again.kind, Resolution::Kind::Rematch);
+  EXPECT_EQ(again.location, "/index.html");
+  EXPECT_EQ(resolve(route_, "/nope", "", "", nullptr, true).status, 404);
+  route_.files->fallback_path = "$uri/x";
+  EXPECT_EQ(get("/a%20b%25").location, "/a%20b%25/x");
+  route_.files->fallback_path = "/index.html";
   EXPECT_EQ(get("/out.txt").status, 403);  // refused, not a fallback
   route_.files->fallback_path.clear();
   route_.files->fallback_status = 410;
