@@ -29,8 +29,8 @@ struct FileRoute {
   // "/" names a directory, answered with its index file. Empty: "$uri" and,
   // for a directory, its index ("/dir" without the slash: 301 to "/dir/").
   std::vector<std::string> try_files;
-  // The last try_files entry, one of: a path served from this route's
-  // directory (fallback_path, "/index.html"), a status (fallback_status,
+  // The last try_files entry, one of: a path routed again, as nginx's
+  // internal redirect (fallback_path, "/index.html"), a status (fallback_status,
   // "=404"), or a named route with an upstream (fallback_route, "@api",
   // an index into Config::routes).
   std::string fallback_path;

@@ -3,6 +3,7 @@
 // parse_files() reads them when the route has root or alias;
 // resolve_try_files_routes() then turns each "@name" fallback into the
 // index of a route with an upstream, once every route is named.
+// parse_open_file_cache() reads the top-level [open_file_cache].
 #include <algorithm>
 #include <charconv>
 #include <string>
