@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# callgrind.sh [--mode full|resumed|h1|h2|h2c] [--counts "A B"] [--keep DIR] BIN [BIN_B]
+# callgrind.sh [--mode full|resumed|h1|h2|h2c|static_h1|static_h2] [--counts "A B"] [--keep DIR] BIN [BIN_B]
 #
 # Instructions per TLS handshake (issue #18) or per proxied request of a
 # tlsfront binary, counted by callgrind: the proxy runs under
@@ -12,6 +12,9 @@
 #                    flight on each (HTTP/1.1 pipelined, or HTTP/2 streams),
 #                    to an HTTP/1.1 upstream, or (h2c) HTTP/2 from the client
 #                    and to the upstream (counts "4000 24000")
+#   static_h1 | static_h2  the same h2load runs for a 2,048-octet file the
+#                    proxy serves itself (a route with alias, the bench's
+#                    static_small), over HTTP/1.1 or HTTP/2: no upstream
 # The figure is (Ir(last count) - Ir(first count)) / (last - first):
 # start-up, shutdown, the connections' handshakes and each generator slot's
 # first (full) handshake of a resumed run cancel out. With BIN_B, both
@@ -33,16 +36,16 @@ while [[ $# -gt 0 ]]; do
     --mode) mode=$2; shift 2 ;;
     --counts) counts=$2; shift 2 ;;
     --keep) keep=$2; shift 2 ;;
-    -h|--help) sed -n 2,23p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,26p "$0"; exit 0 ;;
     *) break ;;
   esac
 done
-[[ $# -ge 1 ]] || { echo "usage: $0 [--mode full|resumed|h1|h2|h2c] [--counts \"A B\"] [--keep DIR] BIN [BIN_B]" >&2; exit 2; }
+[[ $# -ge 1 ]] || { echo "usage: $0 [--mode full|resumed|h1|h2|h2c|static_h1|static_h2] [--counts \"A B\"] [--keep DIR] BIN [BIN_B]" >&2; exit 2; }
 case $mode in
   full|resumed) unit=handshake; counts=${counts:-"200 1200"} ;;
-  h1|h2|h2c) unit=request; counts=${counts:-"4000 24000"}
+  h1|h2|h2c|static_h1|static_h2) unit=request; counts=${counts:-"4000 24000"}
     command -v h2load >/dev/null || { echo "h2load not found (scripts/install-deps.sh installs nghttp2-client)" >&2; exit 2; } ;;
-  *) echo "--mode: full, resumed, h1, h2 or h2c, not '$mode'" >&2; exit 2 ;;
+  *) echo "--mode: full, resumed, h1, h2, h2c, static_h1 or static_h2, not '$mode'" >&2; exit 2 ;;
 esac
 bins=("$@")
 hsload=$repo/build/tests/tlsfront_hsload
@@ -91,6 +94,11 @@ EOF
 nginx -p "$tmp/backend" -c "$tmp/backend/nginx.conf" >"$tmp/backend/stderr" 2>&1 &
 pids+=($!)
 
+mkdir -p "$tmp/www"
+head -c 2048 /dev/urandom >"$tmp/www/small.js"
+static_route=
+[[ $mode == static_* ]] && static_route=$(printf '[[route]]\npath_prefix = "/static/"\nalias = "%s"' "$tmp/www")
+
 port=$(free_port)
 cat >"$tmp/tlsfront.toml" <<EOF
 workers = 1
@@ -122,6 +130,7 @@ name = "backend_h2c"
 protocol = "h2c"
 servers = ["127.0.0.1:$backend_h2c_port"]
 keepalive_requests = 1000000000
+$static_route
 [[route]]
 path_prefix = "/h2up/"
 upstream = "backend_h2c"
@@ -154,8 +163,9 @@ run() {
     grep -q ' errors=0 ' "$tmp/hs.out" || { cat "$tmp/hs.out" >&2; exit 1; }
   else
     local args=(-c20 -m10 -t1 -n "$count") path=/
-    [[ $mode == h1 ]] && args+=(--h1)
+    [[ $mode == h1 || $mode == static_h1 ]] && args+=(--h1)
     [[ $mode == h2c ]] && path=/h2up/
+    [[ $mode == static_* ]] && path=/static/small.js
     timeout 600 h2load "${args[@]}" "https://127.0.0.1:$port$path" >"$tmp/h2load.out" 2>&1 \
       || { cat "$tmp/h2load.out" >&2; exit 1; }
     grep '^requests:' "$tmp/h2load.out" >&2

@@ -611,6 +611,7 @@ struct Config {
   std::string request_id_header = "X-Request-ID";
   // Top-level [compression]: the default of every route (Route::compression).
   Compression compression;
+  OpenFileCache open_file_cache;  // [open_file_cache] (config/files_config.h)
   Log log;
   Limits limits;
   std::vector<LimitReqZone> limit_req;    // [[limit_req]]

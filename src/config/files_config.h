@@ -5,6 +5,7 @@
 // Thread affinity: any thread (immutable after load).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -28,8 +29,8 @@ struct FileRoute {
   // "/" names a directory, answered with its index file. Empty: "$uri" and,
   // for a directory, its index ("/dir" without the slash: 301 to "/dir/").
   std::vector<std::string> try_files;
-  // The last try_files entry, one of: a path served from this route's
-  // directory (fallback_path, "/index.html"), a status (fallback_status,
+  // The last try_files entry, one of: a path routed again, as nginx's
+  // internal redirect (fallback_path, "/index.html"), a status (fallback_status,
   // "=404"), or a named route with an upstream (fallback_route, "@api",
   // an index into Config::routes).
   std::string fallback_path;
@@ -51,6 +52,26 @@ struct FileRoute {
   // dotfiles = true: a path with a segment starting with "." is served;
   // false (default): 404.
   bool dotfiles = false;
+};
+
+// [open_file_cache]: what each worker keeps of the files its routes serve
+// (data/files/open_file_cache.h), nginx's open_file_cache /
+// open_file_cache_valid / open_file_cache_errors with h2o's per-thread
+// file cache's response head. Read at each lookup, so a reload applies at
+// once (entries beyond a lowered max go at the next insertion).
+struct OpenFileCache {
+  // Entries per worker (a file's holds its open descriptor); 0: no cache,
+  // every request opens its file (nginx open_file_cache off).
+  uint32_t max = 1000;
+  // An entry's path is opened again after this (nginx open_file_cache_valid);
+  // its file is fstat'ed at every hit, so a file deleted, replaced by
+  // rename or changed in size or mtime is never answered from the entry.
+  std::chrono::milliseconds valid{1000};
+  // Files of at most content_max octets are kept in memory, read once
+  // (only from the page cache: the loop never waits for the disk), up to
+  // `memory` octets per worker; 0: none.
+  uint64_t content_max = 64 * 1024;
+  uint64_t memory = 16 * 1024 * 1024;
 };
 
 // The loader's rules for these keys' values (config/parse_files.cc), shared

@@ -70,7 +70,7 @@ Result<Config> parse_document(std::string_view toml, const ParseContext& ctx) {
   if (Status s = root.check_keys({"workers", "shutdown_timeout", "pid_file", "listen", "tls", "certificate", "upstream",
                                   "route", "log", "limits", "timeouts", "admin", "http2", "response_headers",
                                   "request_headers", "request_id_header", "compression", "resolver", "limit_req",
-                                  "limit_conn", "acme"});
+                                   "limit_conn", "acme", "open_file_cache"});
       !s.ok()) {
     return s.take_error();
   }
@@ -109,6 +109,7 @@ Result<Config> parse_document(std::string_view toml, const ParseContext& ctx) {
   }
   if (Status s = detail::parse_request_id_header(root, config.request_id_header); !s.ok()) return s.take_error();
   if (Status s = detail::parse_log(root, config.log); !s.ok()) return s.take_error();
+  if (Status s = detail::parse_open_file_cache(root, config.open_file_cache); !s.ok()) return s.take_error();
   if (Status s = detail::parse_limits(root, config.limits); !s.ok()) return s.take_error();
   if (Status s = detail::parse_timeouts(root, config.timeouts); !s.ok()) return s.take_error();
   if (Status s = detail::parse_admin(root, config.listeners, config.admin); !s.ok()) return s.take_error();

@@ -189,6 +189,8 @@ Error missing_table(const ParseContext& ctx, std::string_view key, bool array_of
 // (`routes` as parse_route filled them, one per [[route]] table).
 // parse_files.cc: the file keys of a [[route]] `t` with root or alias.
 [[nodiscard]] Status parse_files(const TableReader& t, const Route& route, FileRoute& out);
+// parse_files.cc: the top-level [open_file_cache] table.
+[[nodiscard]] Status parse_open_file_cache(const TableReader& root, OpenFileCache& out);
 // parse_files.cc: try_files = [..., "@name"]: the named route (with an
 // upstream) into FileRoute::fallback_route, once routes are named.
 [[nodiscard]] Status resolve_try_files_routes(const std::vector<const toml::table*>& tables, const TableReader& root,

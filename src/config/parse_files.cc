@@ -3,6 +3,7 @@
 // parse_files() reads them when the route has root or alias;
 // resolve_try_files_routes() then turns each "@name" fallback into the
 // index of a route with an upstream, once every route is named.
+// parse_open_file_cache() reads the top-level [open_file_cache].
 #include <algorithm>
 #include <charconv>
 #include <string>
@@ -159,6 +160,18 @@ Status parse_files(const TableReader& t, const Route& route, FileRoute& f) {
   if (Status s = parse_types(t, f); !s.ok()) return s;
   if (Status s = t.get_bool("follow_symlinks", f.follow_symlinks); !s.ok()) return s;
   return t.get_bool("dotfiles", f.dotfiles);
+}
+
+Status parse_open_file_cache(const TableReader& root, OpenFileCache& out) {
+  auto table = table_of(root, "open_file_cache");
+  if (!table.ok()) return table.take_error();
+  if (*table == nullptr) return {};
+  TableReader t(root.context(), **table, "open_file_cache");
+  if (Status s = t.check_keys({"max", "valid", "content_max", "memory"}); !s.ok()) return s;
+  if (Status s = t.get_integer("max", 0, 1'000'000, out.max); !s.ok()) return s;
+  if (Status s = t.get_duration("valid", Millis{1}, out.valid); !s.ok()) return s;
+  if (Status s = t.get_size("content_max", 0, 16 * 1024 * 1024, out.content_max); !s.ok()) return s;
+  return t.get_size("memory", 0, uint64_t{1} << 40, out.memory);
 }
 
 Status resolve_try_files_routes(const std::vector<const toml::table*>& tables, const TableReader& root,

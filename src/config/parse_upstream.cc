@@ -237,7 +237,9 @@ Status parse_one(const TableReader& t, Upstream& u) {
 Status parse_upstream(const TableReader& root, std::vector<Upstream>& out) {
   auto tables = tables_of(root, "upstream");
   if (!tables.ok()) return tables.take_error();
-  if (tables->empty()) return missing_table(root.context(), "upstream", true);
+  // None is fine when every route answers itself (files, return,
+  // redirect); a route with an upstream names one that must exist.
+  if (tables->empty()) return {};
 
   std::vector<std::string> name_positions;
   for (size_t i = 0; i < tables->size(); ++i) {

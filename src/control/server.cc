@@ -15,6 +15,7 @@
 
 #include "config/units.h"
 #include "control/certificate_metrics.h"
+#include "control/file_roots.h"
 #include "control/upstreams_report.h"
 #include <thread>
 
@@ -109,6 +110,7 @@ void Server::reload() {
   for (const auto* s : (*gen)->ocsp.staplers()) log::info("{}", s->describe());
   for (const auto& w : (*gen)->tls->warnings()) log::warn("{}", w);
   for (const auto& w : (*gen)->router.warnings()) log::warn("{}", w);
+  for (const auto& w : file_root_warnings((*gen)->config)) log::warn("{}", w);
   for (const auto& w : (*gen)->ocsp.warnings()) log::warn("{}", w);
   for (const auto& name : kept) log::warn("reload: {} changed; it takes effect only after a restart", name);
   if (auto lvl = log::parse_level((*gen)->config.log.level); lvl) log::set_level(*lvl);
@@ -289,6 +291,7 @@ Status Server::test(config::Config cfg) {
   for (const auto& line : (*gen)->router.table()) std::fprintf(stderr, "tlsfront: %s\n", line.c_str());
   std::vector<std::string> warnings = (*gen)->tls->warnings();
   for (const auto& w : (*gen)->router.warnings()) warnings.push_back(w);
+  for (const auto& w : file_root_warnings((*gen)->config)) warnings.push_back(w);
   for (const auto& w : (*gen)->ocsp.warnings()) warnings.push_back(w);
   for (const auto* s : (*gen)->ocsp.staplers()) {
     if (auto st = s->check_response_file(warnings); !st) return st;
@@ -417,6 +420,7 @@ Result<std::shared_ptr<const data::Generation>> Server::build_first_generation(c
   for (const auto* s : (*gen)->ocsp.staplers()) log::info("{}", s->describe());
   for (const auto& w : (*gen)->tls->warnings()) log::warn("{}", w);
   for (const auto& w : (*gen)->router.warnings()) log::warn("{}", w);
+  for (const auto& w : file_root_warnings((*gen)->config)) log::warn("{}", w);
   for (const auto& w : (*gen)->ocsp.warnings()) log::warn("{}", w);
   return gen;
 }

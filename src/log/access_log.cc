@@ -363,6 +363,10 @@ void append_json_line(std::string& out, const AccessLogEntry& e) {
     c.lit(",\"limit\":");
     c.json_string(e.limit);
   }
+  if (!e.cache.empty()) {
+    c.lit(",\"cache\":");
+    c.json_string(e.cache);
+  }
   c.lit("}\n");
   out.resize(static_cast<size_t>(c.pos() - out.data()));
 }

@@ -66,6 +66,9 @@ struct AccessLogEntry {
   // [[limit_req]] / [[limit_conn]] zone's name (429, 503, or a delay);
   // "" -> no field.
   std::string_view limit;
+  // A response from a file: "hit" (its file from the open-file cache) or
+  // "miss"; "" for any other (the field is then left out).
+  std::string_view cache;
 };
 
 // Appends one JSON object for `entry` plus '\n' to `out`. Keys appear in the

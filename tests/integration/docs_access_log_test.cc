@@ -2,6 +2,7 @@
 // every key tlsfront writes is documented there, and every field documented
 // there is written. The table is the one under the heading "### Access-log
 // fields": the backquoted names in the first cell of each row.
+#include <filesystem>
 #include <set>
 #include <string>
 #include <string_view>
@@ -51,7 +52,11 @@ TEST_F(DocsAccessLog, EveryFieldOfARealLineIsInTheReferenceAndEveryDocumentedFie
   ProxyOptions o;
   o.workers = 1;
   o.listen_extra = "trusted_proxies = [\"127.0.0.1\"]\n";
-  o.routes = "[[route]]\npath_prefix = \"/\"\nupstream = \"backend\"\nlimit_req = [\"docs\"]\n";
+  // A file route's line has `cache`.
+  std::filesystem::create_directories(dir_.file("www"));
+  write_file(dir_.file("www/f.txt"), "file\n");
+  o.routes = "[[route]]\npath_prefix = \"/files/\"\nalias = \"" + dir_.file("www") + "\"\n"
+             "[[route]]\npath_prefix = \"/\"\nupstream = \"backend\"\nlimit_req = [\"docs\"]\n";
   o.extra = "[[limit_req]]\nname = \"docs\"\nrate = \"1r/s\"\nburst = 1\n";
   // A client certificate asked for: the ssl_client_* fields are written
   // (ssl_client_verify "NONE", the others null).
@@ -64,9 +69,14 @@ TEST_F(DocsAccessLog, EveryFieldOfARealLineIsInTheReferenceAndEveryDocumentedFie
     HttpResponse r = http(port(), req);
     ASSERT_EQ(r.status, 200) << r.error;
   }
-  std::vector<std::string> lines = proxy_.wait_log_lines(2);
-  ASSERT_EQ(lines.size(), 2u);
+  req.path = "/files/f.txt";
+  ASSERT_EQ(http(port(), req).status, 200);
+  std::vector<std::string> lines = proxy_.wait_log_lines(3);
+  ASSERT_EQ(lines.size(), 3u);
   const std::string& limited = lines[1];
+  simdjson::dom::parser file_parser;
+  simdjson::dom::object file_line;
+  ASSERT_EQ(file_parser.parse(lines[2]).get(file_line), simdjson::SUCCESS) << lines[2];
 
   simdjson::dom::parser parser;
   simdjson::dom::object line;
@@ -78,6 +88,7 @@ TEST_F(DocsAccessLog, EveryFieldOfARealLineIsInTheReferenceAndEveryDocumentedFie
     EXPECT_TRUE(documented.count(key)) << "the access log writes \"" << key << "\", which " << doc_path
                                        << " does not document (add it to the table under \"### Access-log fields\")";
   }
+  for (auto field : file_line) logged.insert(std::string(field.key));
   for (const std::string& key : documented) {
     EXPECT_TRUE(logged.count(key)) << doc_path << " documents the access-log field \"" << key
                                    << "\", which a log line does not have: " << limited;

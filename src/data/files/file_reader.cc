@@ -12,14 +12,14 @@ namespace tlsfront::files {
 struct FileReader::Read {
   uv_fs_t req{};
   FileReader* owner = nullptr;  // null: the reader went; free on completion
-  Fd file;
+  std::shared_ptr<const OpenFile> file;
   uint64_t offset = 0;
   uint64_t remaining = 0;
   bool in_flight = false;
   std::unique_ptr<char[]> buf;
 };
 
-FileReader::FileReader(uv_loop_t* loop, Fd file, uint64_t offset, uint64_t length, Consumer* consumer)
+FileReader::FileReader(uv_loop_t* loop, std::shared_ptr<const OpenFile> file, uint64_t offset, uint64_t length, Consumer* consumer)
     : loop_(loop), read_(new Read), consumer_(consumer) {
   read_->owner = this;
   read_->file = std::move(file);
@@ -54,7 +54,7 @@ void FileReader::read_more() {
     if (!r->buf) r->buf = std::make_unique_for_overwrite<char[]>(r->remaining < kChunk ? r->remaining : kChunk);
     const size_t n = r->remaining < kChunk ? static_cast<size_t>(r->remaining) : kChunk;
     iovec iov{r->buf.get(), n};
-    const ssize_t got = preadv2(r->file.get(), &iov, 1, static_cast<off_t>(r->offset), RWF_NOWAIT);
+    const ssize_t got = preadv2(r->file->fd.get(), &iov, 1, static_cast<off_t>(r->offset), RWF_NOWAIT);
     if (got > 0) {
       if (!deliver(static_cast<size_t>(got))) break;
       continue;  // again_ says whether the consumer asked for more
@@ -69,7 +69,7 @@ void FileReader::read_more() {
     }
     // Not in the page cache (or no RWF_NOWAIT here): the thread pool waits for it.
     uv_buf_t b = uv_buf_init(r->buf.get(), static_cast<unsigned>(n));
-    const int rc = uv_fs_read(loop_, &r->req, r->file.get(), &b, 1, static_cast<int64_t>(r->offset), on_read);
+    const int rc = uv_fs_read(loop_, &r->req, r->file->fd.get(), &b, 1, static_cast<int64_t>(r->offset), on_read);
     if (rc != 0) {
       consumer_->on_file_error(uv_strerror(rc));
       break;

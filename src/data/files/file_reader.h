@@ -23,9 +23,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string_view>
 
-#include "data/files/file_resolver.h"
+#include "data/files/open_beneath.h"
 
 namespace tlsfront::files {
 
@@ -44,7 +45,10 @@ class FileReader {
     virtual void on_file_error(std::string_view why) = 0;
   };
 
-  FileReader(uv_loop_t* loop, Fd file, uint64_t offset, uint64_t length, Consumer* consumer);
+  // `file`: a regular file, shared with the open-file cache (its
+  // descriptor stays open while a read is in flight).
+  FileReader(uv_loop_t* loop, std::shared_ptr<const OpenFile> file, uint64_t offset, uint64_t length,
+             Consumer* consumer);
   ~FileReader();
   FileReader(const FileReader&) = delete;
   FileReader& operator=(const FileReader&) = delete;

@@ -1,87 +1,16 @@
 #include "data/files/file_resolver.h"
 
-#include <fcntl.h>
-#include <linux/openat2.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 
+#include "data/files/open_file_cache.h"
 #include "message/accept_encoding.h"
 #include "message/request_path.h"
 
 namespace tlsfront::files {
 
 namespace {
-
-enum class Outcome { Found, Missing, Refused };
-
-struct Opened {
-  Outcome outcome = Outcome::Missing;
-  int status = 404;
-  std::string error;
-  Fd fd;
-  struct stat st {};
-};
-
-// Opens `rel` (relative, no leading "/") beneath `dir`.
-Opened open_beneath(int dir, const std::string& rel, bool follow) {
-  Opened o;
-  struct open_how how {};
-  how.flags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
-  how.resolve = follow ? 0 : (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
-  const char* name = rel.empty() ? "." : rel.c_str();
-  const long fd = syscall(SYS_openat2, dir, name, &how, sizeof how);
-  if (fd < 0) {
-    const int e = errno;
-    switch (e) {
-      case ENOENT:
-      case ENOTDIR:
-      case ENAMETOOLONG:
-        o.outcome = Outcome::Missing;
-        o.status = 404;
-        break;
-      case ELOOP:
-      case EXDEV:
-        o.outcome = Outcome::Refused;
-        o.status = 403;
-        o.error = "symbolic link refused (follow_symlinks = false)";
-        return o;
-      case EACCES:
-      case EPERM:
-        o.outcome = Outcome::Refused;
-        o.status = 403;
-        break;
-      case EMFILE:
-      case ENFILE:
-        o.outcome = Outcome::Refused;
-        o.status = 503;
-        break;
-      default:
-        o.outcome = Outcome::Refused;
-        o.status = 500;
-    }
-    o.error = std::strerror(e);
-    return o;
-  }
-  o.fd = Fd(static_cast<int>(fd));
-  if (fstat(o.fd.get(), &o.st) != 0) {
-    o.outcome = Outcome::Refused;
-    o.status = 500;
-    o.error = std::strerror(errno);
-    return o;
-  }
-  if (!S_ISREG(o.st.st_mode) && !S_ISDIR(o.st.st_mode)) {
-    o.outcome = Outcome::Refused;
-    o.status = 403;
-    o.error = "not a regular file";
-    o.fd = Fd();
-    return o;
-  }
-  o.outcome = Outcome::Found;
-  return o;
-}
 
 bool has_dot_segment(std::string_view rel) {
   for (size_t i = 0; i < rel.size(); ++i) {
@@ -93,8 +22,14 @@ bool has_dot_segment(std::string_view rel) {
 struct Resolver {
   const config::FileRoute& f;
   std::string_view accept_encoding;
-  int dir = -1;
+  LazyDir& dir;
+  const CacheUse* cache;
   Resolution out;
+
+  Opened open(const std::string& rel) {
+    if (cache == nullptr) return open_beneath(dir, rel, f.follow_symlinks);
+    return cache->cache->open(*cache->limits, cache->now_ms, dir, rel, f.follow_symlinks);
+  }
 
   // Tries `rel`: a regular file, or a directory's index when `rel` ends in
   // "/" or `index_only`. True when it decided (found, or refused); false:
@@ -103,18 +38,18 @@ struct Resolver {
     while (!rel.empty() && rel.front() == '/') rel.erase(0, 1);
     if (!f.dotfiles && has_dot_segment(rel)) return false;
     const bool slash = rel.empty() || rel.back() == '/';
-    Opened o = open_beneath(dir, rel, f.follow_symlinks);
+    Opened o = open(rel);
     if (o.outcome == Outcome::Missing) return false;
     if (o.outcome == Outcome::Refused) return refuse(o.status, std::move(o.error));
-    if (S_ISDIR(o.st.st_mode)) {
+    if (o.file->is_dir()) {
       if (!slash && !index_only) return false;  // handled by the caller
       for (const std::string& name : f.index) {
         std::string index = rel;
         if (!index.empty() && index.back() != '/') index += '/';
         index += name;
         if (!f.dotfiles && has_dot_segment(index)) continue;
-        Opened i = open_beneath(dir, index, f.follow_symlinks);
-        if (i.outcome == Outcome::Missing || (i.outcome == Outcome::Found && S_ISDIR(i.st.st_mode))) continue;
+        Opened i = open(index);
+        if (i.outcome == Outcome::Missing || (i.outcome == Outcome::Found && i.file->is_dir())) continue;
         if (i.outcome == Outcome::Refused) return refuse(i.status, std::move(i.error));
         return found(std::move(index), std::move(i));
       }
@@ -133,17 +68,17 @@ struct Resolver {
 
   bool found(std::string rel, Opened o) {
     out.kind = Resolution::Kind::File;
-    out.file = std::move(o.fd);
-    out.st = o.st;
+    out.file = std::move(o.file);
+    out.cache_hit = o.cache_hit;
     // Precompressed variant: the first listed the client accepts, if it is
     // a regular file not older than the original.
     for (const std::string& coding : f.precompressed) {
       if (http::accept_weight(accept_encoding, coding) <= 0) continue;
-      Opened v = open_beneath(dir, rel + (coding == "br" ? ".br" : ".gz"), f.follow_symlinks);
-      if (v.outcome != Outcome::Found || !S_ISREG(v.st.st_mode)) continue;
-      if (v.st.st_mtim.tv_sec < o.st.st_mtim.tv_sec) continue;
-      out.file = std::move(v.fd);
-      out.st = v.st;
+      Opened v = open(rel + (coding == "br" ? ".br" : ".gz"));
+      if (v.outcome != Outcome::Found || v.file->is_dir()) continue;
+      if (v.file->st.st_mtim.tv_sec < out.file->st.st_mtim.tv_sec) continue;
+      out.file = std::move(v.file);
+      out.cache_hit = v.cache_hit;
       out.coding = coding == "br" ? "br" : "gzip";
       break;
     }
@@ -185,10 +120,29 @@ bool percent_decode(std::string_view path, std::string& out) {
   return true;
 }
 
+std::string percent_encode_path(std::string_view path) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(path.size());
+  for (const char ch : path) {
+    const auto c = static_cast<unsigned char>(ch);
+    // RFC 3986 pchar and "/", but "%": unreserved / sub-delims / ":" / "@".
+    if (std::isalnum(c) != 0 || std::strchr("-._~!$&'()*+,;=:@/", ch) != nullptr) {
+      out += ch;
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
 Resolution resolve(const config::Route& route, std::string_view path, std::string_view query,
-                   std::string_view accept_encoding) {
+                   std::string_view accept_encoding, const CacheUse* cache, bool rematched) {
   const config::FileRoute& f = *route.files;
-  Resolver r{f, accept_encoding, -1, {}};
+  LazyDir dir(f.dir);
+  Resolver r{f, accept_encoding, dir, cache, {}};
   std::string decoded;
   if (!percent_decode(path, decoded) || decoded.find('/') != 0) {
     r.out.status = 400;
@@ -200,19 +154,12 @@ Resolution resolve(const config::Route& route, std::string_view path, std::strin
     uri = decoded.substr(std::min(route.path.size(), decoded.size()));
     if (uri.empty() || uri.front() != '/') uri = "/" + uri;
   }
-  Fd dir(::open(f.dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!dir.valid()) {
-    r.out.status = errno == ENOENT ? 404 : 403;
-    r.out.error = std::string("root: ") + std::strerror(errno);
-    return std::move(r.out);
-  }
-  r.dir = dir.get();
   if (f.try_files.empty()) {
     if (r.attempt(uri, false)) return std::move(r.out);
     // A directory without its "/": nginx's 301 to the path with it.
     if (uri.back() != '/' && (f.dotfiles || !has_dot_segment(uri))) {
-      Opened o = open_beneath(r.dir, uri.substr(1), f.follow_symlinks);
-      if (o.outcome == Outcome::Found && S_ISDIR(o.st.st_mode)) {
+      Opened o = r.open(uri.substr(1));
+      if (o.outcome == Outcome::Found && o.file->is_dir()) {
         r.out.kind = Resolution::Kind::Redirect;
         r.out.status = 301;
         r.out.location.assign(path).append("/").append(query);
@@ -220,8 +167,8 @@ Resolution resolve(const config::Route& route, std::string_view path, std::strin
       }
     }
     if (uri.back() == '/') {
-      Opened o = open_beneath(r.dir, uri.substr(1), f.follow_symlinks);
-      if (o.outcome == Outcome::Found && S_ISDIR(o.st.st_mode)) {
+      Opened o = r.open(uri.substr(1));
+      if (o.outcome == Outcome::Found && o.file->is_dir()) {
         r.out.status = 403;  // no index file; listing is never made
         r.out.error = "directory without an index file";
         return std::move(r.out);
@@ -240,8 +187,13 @@ Resolution resolve(const config::Route& route, std::string_view path, std::strin
     return std::move(r.out);
   }
   if (!f.fallback_path.empty()) {
-    if (r.attempt(substitute(f.fallback_path, uri), false)) return std::move(r.out);
+    // nginx's internal redirect: the URI is routed again (once).
     r.out.status = 404;
+    if (!rematched) {
+      r.out.kind = Resolution::Kind::Rematch;
+      r.out.status = 0;
+      r.out.location = percent_encode_path(substitute(f.fallback_path, uri));
+    }
     return std::move(r.out);
   }
   r.out.status = f.fallback_status;

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "data/files/file_resolver.h"
+#include "data/files/open_file_cache.h"
 #include "data/http/file_exchange.h"
 #include "data/http/header_plan.h"
 #include "data/http/request_limits.h"
@@ -146,9 +147,13 @@ Admission proxy_to(const SessionEnv& env, ExchangeSink* sink, RequestRecord& rec
   return {std::move(exchange), {}};
 }
 
-// A RouteAction::Files route's answer (admit()'s comment).
+Admission dispatch(const SessionEnv& env, ExchangeSink* sink, RequestRecord& record, const Router::Match& route,
+                   const NormalizedTarget& normalized, bool rematched);
+
+// A RouteAction::Files route's answer (admit()'s comment); `rematched`:
+// the path is try_files' fallback routed again.
 Admission serve_files(const SessionEnv& env, ExchangeSink* sink, RequestRecord& record, const config::Route& route,
-                      const NormalizedTarget& normalized, const RouteHeaders* rules) {
+                      const NormalizedTarget& normalized, const RouteHeaders* rules, bool rematched) {
   const RequestHead& head = record.head;
   record.route_headers = rules;
   if (head.method != "GET" && head.method != "HEAD") {
@@ -157,9 +162,12 @@ Admission serve_files(const SessionEnv& env, ExchangeSink* sink, RequestRecord& 
     return {nullptr, std::move(answer)};
   }
   const std::string accept = route.files->precompressed.empty() ? std::string() : accept_encoding_of(head);
-  files::Resolution found = files::resolve(route, normalized.path, normalized.query, accept);
+  const files::CacheUse cache{&files::OpenFileCache::local(), &env.config->open_file_cache,
+                              env.loop != nullptr ? uv_now(env.loop) : 0};
+  files::Resolution found = files::resolve(route, normalized.path, normalized.query, accept, &cache, rematched);
   switch (found.kind) {
     case files::Resolution::Kind::File:
+      record.cache = found.cache_hit ? "hit" : "miss";
       return {std::make_unique<FileExchange>(env.loop, sink, *route.files, std::move(found), record,
                                              rules ? &rules->response : nullptr),
               {}};
@@ -179,6 +187,15 @@ Admission serve_files(const SessionEnv& env, ExchangeSink* sink, RequestRecord& 
         }
       }
       return {nullptr, {502}};  // the loader makes sure it exists
+    }
+    case files::Resolution::Kind::Rematch: {
+      // nginx's internal redirect: the fallback URI goes through the routes
+      // again, without the query; a proxy route sends it as the target.
+      RequestHead& h = record.head;
+      h.upstream_target = std::move(found.location);
+      auto again = env.router->match(h.host, h.method, h.upstream_target);
+      if (!again) return {nullptr, {404}};
+      return dispatch(env, sink, record, *again, NormalizedTarget{h.upstream_target, {}, false}, true);
     }
     case files::Resolution::Kind::Status:
       break;
@@ -250,25 +267,37 @@ Admission admit(const SessionEnv& env, ExchangeSink* sink, RequestRecord& record
   }
   auto route = env.router->match(head.host, head.method, normalized.path);
   if (!route) return {nullptr, {404}};
-  record.route = static_cast<uint32_t>(route->route);
-  const config::Route& route_config = env.config->routes[route->route];
+  return dispatch(env, sink, record, *route, normalized, false);
+}
+
+namespace {
+
+// What the matched `route` makes of the request: its checks, header rules
+// and action.
+Admission dispatch(const SessionEnv& env, ExchangeSink* sink, RequestRecord& record, const Router::Match& route,
+                   const NormalizedTarget& normalized, bool rematched) {
+  const ConnectionInfo& info = sink->connection_info();
+  record.route = static_cast<uint32_t>(route.route);
+  const config::Route& route_config = env.config->routes[route.route];
   LimitDecision limited;
   if (auto refused = check_route(env, info, record, route_config, limited)) return {nullptr, std::move(*refused)};
-  const RouteHeaders* rules = env.headers ? &env.headers->route(route->route, info.scheme) : nullptr;
-  if (route->action == config::RouteAction::Files) {
-    head.upgrade.clear();
-    return serve_files(env, sink, record, route_config, normalized, rules);
+  const RouteHeaders* rules = env.headers ? &env.headers->route(route.route, info.scheme) : nullptr;
+  if (route.action == config::RouteAction::Files) {
+    record.head.upgrade.clear();
+    return serve_files(env, sink, record, route_config, normalized, rules, rematched);
   }
-  if (route->action != config::RouteAction::Proxy) {
+  if (route.action != config::RouteAction::Proxy) {
     record.route_headers = rules;
-    LocalAnswer answer{route->answer->status, route->answer};
-    if (route->action == config::RouteAction::Redirect) {
-      answer.location = expand_location(route->answer->location, header_vars(info, record));
+    LocalAnswer answer{route.answer->status, route.answer};
+    if (route.action == config::RouteAction::Redirect) {
+      answer.location = expand_location(route.answer->location, header_vars(info, record));
     }
     return {nullptr, std::move(answer)};
   }
-  return proxy_to(env, sink, record, route_config, route->upstream, normalized, rules, limited);
+  return proxy_to(env, sink, record, route_config, route.upstream, normalized, rules, limited);
 }
+
+}  // namespace
 
 const HeaderEdit* local_answer_edit(const SessionEnv& env, const ConnectionInfo& info, const RequestRecord& record) {
   if (env.headers == nullptr) return nullptr;

@@ -60,7 +60,10 @@ int refused_method(const RequestHead& head);
 // (anything else: 405 with Allow) from the file files::resolve() opens: a
 // FileExchange (data/http/file_exchange.h), or its 301 to a directory's
 // "/", its 403/404/5xx (the cause logged), or try_files' "@name": the
-// request is forwarded as that route would forward it.
+// request is forwarded as that route would forward it; or try_files' last
+// path: routed again (nginx's internal redirect, once), the route matching
+// it taking the request as if it had come with that path (a route with an
+// upstream gets it as head.upstream_target, without the query).
 struct Admission {
   std::unique_ptr<Exchange> exchange;
   LocalAnswer answer;  // when exchange is null

@@ -14,6 +14,17 @@ void add(ResponseHead& head, std::string name, std::string value) {
   head.headers.push_back(Header{std::move(name), std::move(value), HeaderToken::Other});
 }
 
+// http_date(now), made once a second per thread.
+const std::string& date_now(time_t now) {
+  thread_local time_t at = -1;
+  thread_local std::string text;
+  if (now != at) {
+    at = now;
+    text = files::http_date(now);
+  }
+  return text;
+}
+
 }  // namespace
 
 FileExchange::FileExchange(uv_loop_t* loop, ExchangeSink* sink, const config::FileRoute& route,
@@ -38,24 +49,30 @@ void FileExchange::flush() {
 }
 
 void FileExchange::respond() {
-  const struct stat& st = file_.st;
+  const files::OpenFile& file = *file_.file;
+  const struct stat& st = file.st;
   const uint64_t size = static_cast<uint64_t>(st.st_size);
   const time_t mtime = st.st_mtim.tv_sec;
+  // A precompressed variant's tag names its coding (never the file's own).
   const std::string etag =
-      files::strong_etag(static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec, size, file_.coding);
+      file_.coding.empty()
+          ? file.etag
+          : files::strong_etag(static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec, size,
+                               file_.coding);
   const files::FileAnswer answer = files::evaluate(files::preconditions_of(record_.head), etag, mtime, size);
 
   ResponseHead head;
   head.status = answer.status;
+  head.headers.reserve(12);
   add(head, "Server", "tlsfront");
   const time_t now = std::time(nullptr);
-  add(head, "Date", files::http_date(now));  // an origin server's (RFC 9110 §6.6.1)
+  add(head, "Date", date_now(now));  // an origin server's (RFC 9110 §6.6.1)
   const bool representation = answer.status == 200 || answer.status == 206 || answer.status == 304;
   if (answer.status != 304 && answer.status != 412) {
     add(head, "Content-Type", std::string(files::content_type_for(file_.type_path, route_.types)));
   }
   if (representation) {
-    add(head, "Last-Modified", files::http_date(mtime));
+    add(head, "Last-Modified", file.last_modified);
     add(head, "ETag", etag);
     if (!route_.precompressed.empty()) add(head, "Vary", "Accept-Encoding");
     if (!file_.coding.empty() && answer.status != 304) add(head, "Content-Encoding", std::string(file_.coding));
@@ -83,18 +100,37 @@ void FileExchange::respond() {
   ExchangeSink* sink = sink_;
   sink->send_response_head(head, body);
   if (!body) {
-    file_.file = files::Fd();
+    file_.file.reset();
     sink->end_response();
     return;
   }
   if (phase_ != Phase::Streaming) return;  // cancelled by the head's write
-  reader_ = std::make_unique<files::FileReader>(loop_, std::move(file_.file), answer.offset, answer.length,
-                                                 static_cast<files::FileReader::Consumer*>(this));
+  offset_ = answer.offset;
+  remaining_ = answer.length;
+  if (!file.in_memory) {
+    reader_ = std::make_unique<files::FileReader>(loop_, file_.file, answer.offset, answer.length,
+                                                   static_cast<files::FileReader::Consumer*>(this));
+  }
   pump();
 }
 
 void FileExchange::pump() {
-  if (phase_ == Phase::Streaming && reader_ && !sink_->output_congested()) reader_->read_more();
+  if (phase_ != Phase::Streaming) return;
+  if (reader_) {
+    if (!sink_->output_congested()) reader_->read_more();
+    return;
+  }
+  // Held in memory: a chunk at a time while the client side takes it, as
+  // the reader would give it.
+  const std::string& content = file_.file->content;
+  while (phase_ == Phase::Streaming && remaining_ > 0 && !sink_->output_congested()) {
+    const size_t n = remaining_ < files::FileReader::kChunk ? static_cast<size_t>(remaining_) : files::FileReader::kChunk;
+    const uint64_t at = offset_;
+    offset_ += n;
+    remaining_ -= n;
+    on_file_data(std::string_view(content).substr(static_cast<size_t>(at), n));
+  }
+  if (phase_ == Phase::Streaming && remaining_ == 0) on_file_end();
 }
 
 void FileExchange::on_file_data(std::string_view data) {

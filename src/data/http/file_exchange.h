@@ -6,8 +6,10 @@
 // HEAD — with the route's expires, Vary: Accept-Encoding when it has
 // precompressed variants, and its response_headers rules (as an upstream
 // response gets them). The body is read by files::FileReader (from the
-// page cache at once, else on libuv's thread pool) and passed to the sink
-// one chunk at a time, only while the sink is not congested: the same
+// page cache at once, else on libuv's thread pool), or taken from the
+// open-file cache's copy of a small file (files::OpenFile::content), and
+// passed to the sink one chunk at a time, only while the sink is not
+// congested: the same
 // backpressure as an upstream body, so a response holds one chunk (at most
 // 64 KiB) beyond the client side's own buffer. The access log records it
 // with no upstream.
@@ -70,7 +72,9 @@ class FileExchange final : public Exchange, public Flushable, private files::Fil
   files::Resolution file_;
   const RequestRecord& record_;
   const HeaderEdit* response_edit_;
-  std::unique_ptr<files::FileReader> reader_;
+  std::unique_ptr<files::FileReader> reader_;  // null: the file is in memory (OpenFile::content)
+  uint64_t offset_ = 0;     // in memory: the next octet to send
+  uint64_t remaining_ = 0;  // in memory: octets left
   Phase phase_ = Phase::Created;
 };
 

@@ -89,6 +89,7 @@ void RequestRecord::begin() {
   tunnel = false;
   early_data = false;
   limit = {};
+  cache = {};
   bytes_sent = 0;
   bytes_received = 0;
   body_bytes = 0;
@@ -124,6 +125,7 @@ void RequestRecord::log_completed(const SessionEnv& env, const ConnectionInfo& i
   e.tunnel = tunnel;
   e.ssl_early_data = early_data;
   e.limit = !limit.empty() || !upstream ? limit : upstream->limit;
+  e.cache = cache;
   e.bytes_sent = bytes_sent;
   e.bytes_received = bytes_received;
   e.stream_id = stream_id;

@@ -108,6 +108,10 @@ struct RequestRecord {
   // or the name of the zone that refused or delayed it; "" when none did.
   // Borrowed from the generation's config, which outlives the record.
   std::string_view limit;
+  // A response from a file (FileExchange): "hit" when its file came from
+  // the worker's open-file cache (data/files/open_file_cache.h), else
+  // "miss"; "" for every other response. A static string.
+  std::string_view cache;
 
   // The request's client address ($remote_addr, X-Real-IP, the log's
   // remote_addr): client_addr, or the connection's.

@@ -373,8 +373,9 @@ TEST(Loader, MissingRequiredTablesAndKeys) {
   EXPECT_EQ(load_error(""), "t.toml:1:1: listen: missing required table [[listen]]");
   EXPECT_EQ(load_error("[[listen]]\naddress = \"127.0.0.1:1\"\n"),
             "t.toml:1:1: tls: missing required table [tls]");
+  // No [[upstream]] is fine (a site of file routes); [[route]] is required.
   EXPECT_EQ(load_error("[[listen]]\naddress = \"127.0.0.1:1\"\n[tls]\ncertificate = \"c\"\nkey = \"k\"\n"),
-            "t.toml:1:1: upstream: missing required table [[upstream]]");
+            "t.toml:1:1: route: missing required table [[route]]");
   EXPECT_EQ(load_error(R"([[listen]]
 address = "127.0.0.1:1"
 [tls]

@@ -42,7 +42,7 @@ class FileResolverTest : public ::testing::Test {
   Resolution get(std::string_view path, std::string_view accept = {}) { return resolve(route_, path, "", accept); }
   static std::string body(const Resolution& r) {
     char buf[64];
-    const ssize_t n = pread(r.file.get(), buf, sizeof buf, 0);
+    const ssize_t n = r.file ? pread(r.file->fd.get(), buf, sizeof buf, 0) : -1;
     return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
   }
 
@@ -81,7 +81,14 @@ TEST_F(FileResolverTest, TryFilesFallbacks) {
   route_.files->fallback_path = "/index.html";
   EXPECT_EQ(body(get("/app.js")), "js");
   EXPECT_EQ(body(get("/docs")), "docs");
-  EXPECT_EQ(body(get("/some/client/route")), "home");
+  // The fallback path is routed again (nginx's internal redirect), once.
+  Resolution again = get("/some/client/route");
+  EXPECT_EQ(again.kind, Resolution::Kind::Rematch);
+  EXPECT_EQ(again.location, "/index.html");
+  EXPECT_EQ(resolve(route_, "/nope", "", "", nullptr, true).status, 404);
+  route_.files->fallback_path = "$uri/x";
+  EXPECT_EQ(get("/a%20b%25").location, "/a%20b%25/x");
+  route_.files->fallback_path = "/index.html";
   EXPECT_EQ(get("/out.txt").status, 403);  // refused, not a fallback
   route_.files->fallback_path.clear();
   route_.files->fallback_status = 410;
