@@ -70,7 +70,7 @@ Result<Config> parse_document(std::string_view toml, const ParseContext& ctx) {
   if (Status s = root.check_keys({"workers", "shutdown_timeout", "pid_file", "listen", "tls", "certificate", "upstream",
                                   "route", "log", "limits", "timeouts", "admin", "http2", "response_headers",
                                   "request_headers", "request_id_header", "compression", "resolver", "limit_req",
-                                   "limit_conn", "acme", "open_file_cache"});
+                                  "limit_conn", "acme", "open_file_cache"});
       !s.ok()) {
     return s.take_error();
   }

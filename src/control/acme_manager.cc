@@ -448,6 +448,11 @@ void AcmeManager::check() {
 
 std::string AcmeManager::metrics() const {
   std::lock_guard lock(mu_);
+  return render_metrics(issued_, failed_, fenced_, last_success_, due_, acquisitions_);
+}
+
+std::string AcmeManager::render_metrics(uint64_t issued, uint64_t failed, uint64_t fenced, int64_t last_success,
+                                        uint64_t due, uint64_t acquisitions) {
   return fmt::format(
       "# HELP tlsfront_acme_orders_total ACME orders by result (issued and stored; failed; fenced: issued but "
       "discarded because the region's lock was lost).\n# TYPE tlsfront_acme_orders_total counter\n"
@@ -460,7 +465,7 @@ std::string AcmeManager::metrics() const {
       "point).\n# TYPE tlsfront_acme_due_names gauge\ntlsfront_acme_due_names {}\n"
       "# HELP tlsfront_acme_lock_acquisitions_total Times this node took its region's ACME lock.\n"
       "# TYPE tlsfront_acme_lock_acquisitions_total counter\ntlsfront_acme_lock_acquisitions_total {}\n",
-      issued_, failed_, fenced_, last_success_, due_, acquisitions_);
+      issued, failed, fenced, last_success, due, acquisitions);
 }
 
 }  // namespace tlsfront::control

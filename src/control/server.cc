@@ -227,7 +227,7 @@ std::string Server::scrape() const {
   m.open_fds = open_fd_count();
   m.extra = ocsp_.metrics();
   if (cert_store_) m.extra += cert_store_->metrics();
-  if (acme_) m.extra += acme_->metrics();
+  m.extra += acme_ ? acme_->metrics() : AcmeManager::render_metrics(0, 0, 0, 0, 0, 0);
   if (health_checker_) m.extra += health_checker_->metrics();
   if (resolver_) m.extra += resolver_->metrics();
   if (auto gen = current_.load()) m.extra += upstream_state_metrics(gen->config, directory_, health_);

@@ -368,7 +368,7 @@ TEST_F(Dashboard, EveryQueryAndRuleAnswersOverRealMetrics) {
       if (type == "recording") EXPECT_GT(query(std::string(name)).series, 0u) << name;
     }
   }
-  EXPECT_EQ(n_rules, 5u) << rules;  // conf/prometheus/tlsfront.rules.yml's
+  EXPECT_EQ(n_rules, 6u) << rules;  // conf/prometheus/tlsfront.rules.yml's
 }
 
 }  // namespace

@@ -64,10 +64,9 @@ struct Callbacks {
     if (n < 0) {
       log::info("conn={} client={}:{} h3: {}", c->info_.id, c->info_.remote_addr, c->info_.remote_port,
                 nghttp3_strerror(static_cast<int>(n)));
-      ngtcp2_connection_close_error ccerr;
-      ngtcp2_connection_close_error_set_application_error(&ccerr, nghttp3_err_infer_quic_app_error_code(
-                                                                      static_cast<int>(n)),
-                                                          nullptr, 0);
+      // The connection closes with HTTP/3's error code (RFC 9114 §8), not
+      // the transport's INTERNAL_ERROR (on_datagram).
+      c->h3_error_ = nghttp3_err_infer_quic_app_error_code(static_cast<int>(n));
       return NGTCP2_ERR_CALLBACK_FAILURE;
     }
     // What nghttp3 took for framing and QPACK is acknowledged now; DATA
@@ -329,7 +328,11 @@ void QuicConnection::on_datagram(const sockaddr* from, socklen_t fromlen, const 
       log::info("conn={} client={}:{} quic handshake failed: TLS alert {}", info_.id, info_.remote_addr,
                 info_.remote_port, ngtcp2_conn_get_tls_alert(conn_));
     }
-    fail(rv);
+    if (h3_error_ != 0) {
+      fail(0, h3_error_, true);
+    } else {
+      fail(rv);
+    }
     return;
   }
   // The client's address may have changed (migration): answers go where

@@ -118,6 +118,7 @@ class QuicConnection final : public Deletable, public Flushable {
   LazyTimer timer_;
   uint64_t accepted_at_ns_ = 0;
   bool handshake_done_ = false;
+  uint64_t h3_error_ = 0;  // nghttp3 refused the peer's HTTP/3: its application error code
   std::unordered_map<int64_t, std::unique_ptr<Http3Stream>> streams_;
 };
 
