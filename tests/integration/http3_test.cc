@@ -59,6 +59,22 @@ TEST_F(Http3, AGetIsProxiedAndLoggedAsHttp3) {
   EXPECT_NE(requests[0].find("ost: localhost"), std::string::npos) << requests[0];
 }
 
+// A request body (gtlsclient -d: POST with the file's bytes), larger than
+// one stream window, goes up and comes back whole through /echo.
+TEST_F(Http3, ARequestBodyGoesUpWhole) {
+  ASSERT_TRUE(start_quic());
+  std::string body(600 * 1024 + 13, '\0');
+  for (size_t i = 0; i < body.size(); ++i) body[i] = static_cast<char>('a' + i % 23);
+  write_file(dir_.file("upload.bin"), body);
+  RunResult r = fetch({"/echo"}, {"-m", "POST", "-d", dir_.file("upload.bin")});
+  EXPECT_TRUE(r.status.exited && r.status.code == 0) << r.err;
+  EXPECT_NE(r.err.find(":status: 200"), std::string::npos) << r.err;
+  EXPECT_TRUE(read_file(dir_.file("echo")) == body) << "echoed body differs";
+  auto lines = proxy_.wait_log_lines(1);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(json_string(lines[0], "method"), "POST");
+}
+
 TEST_F(Http3, SeveralStreamsOnOneConnection) {
   ASSERT_TRUE(start_quic());
   RunResult r = fetch({"/json/10", "/json/2000", "/json/70000"});
