@@ -8,6 +8,7 @@
 
 #include "log/log.h"
 #include "data/connection.h"
+#include "tls/handshake_budget.h"
 
 namespace tlsfront::data {
 namespace {
@@ -366,6 +367,13 @@ std::optional<quic::QuicEndpoint::Lease> Worker::quic_lease(const config::Endpoi
   const auto ip = IpAddress::parse(client);
   if (!listener->access.empty() && (!ip || !config::access_allows(listener->access, *ip))) {
     report_connection_refusal(metrics::ConnectionRefusal::Access, client, port);
+    return std::nullopt;
+  }
+  if (limits.max_full_handshakes_per_client != 0 && ip &&
+      !tls::HandshakeBudget::charge_quic_connection(
+          std::string_view(reinterpret_cast<const char*>(ip->octets.data()), ip->size()),
+          limits.max_full_handshakes_per_client)) {
+    report_connection_refusal(metrics::ConnectionRefusal::HandshakeRate, client, port);
     return std::nullopt;
   }
   std::shared_ptr<void> slot;

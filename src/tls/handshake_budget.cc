@@ -23,6 +23,11 @@ bool offers_resumption(SSL* ssl) {
 HandshakeBudget::HandshakeBudget(std::string key, uint64_t per_second)
     : key_(std::move(key)), params_{1'000'000'000 / per_second, per_second - 1, GcraParams::kNoDelay} {}
 
+bool HandshakeBudget::charge_quic_connection(std::string_view key, uint64_t per_second) {
+  const HandshakeBudget budget(std::string(key), per_second);
+  return table().check(key, gcra_now_ns(), budget.params_).pass;
+}
+
 GcraTable& HandshakeBudget::table() {
   static GcraTable node(kTableBytes);
   return node;

@@ -55,6 +55,11 @@ class HandshakeBudget {
   // budget is spent): the connection can be closed before it is read.
   bool exhausted() const { return table().would_reject(key_, gcra_now_ns(), params_); }
 
+  // A new QUIC connection from the address `key` (its first Initial),
+  // before any TLS work: charged as a full handshake whatever it offers
+  // (GnuTLS decides a resumption inside ngtcp2's packet read, after this);
+  // false when the budget is spent.
+  static bool charge_quic_connection(std::string_view key, uint64_t per_second);
   // The node's table (every worker's).
   static GcraTable& table();
   static constexpr uint64_t kTableBytes = 16 << 20;  // ~100 000 addresses, LRU past it

@@ -145,6 +145,20 @@ TEST_F(Http3, TheListenersAccessRulesApply) {
   EXPECT_NE(proxy_.process().err().find("refused"), std::string::npos) << proxy_.process().err();
 }
 
+// [limits] max_full_handshakes_per_client counts QUIC connections too: at
+// one per second, the start-up probe's TLS handshake and three QUIC
+// connections right after it cannot all pass; a refused one is dropped
+// before any TLS work and counted.
+TEST_F(Http3, TheHandshakeBudgetCountsQuicConnections) {
+  ProxyOptions o;
+  o.listen_extra = "quic = true";
+  o.extra = "[limits]\nmax_full_handshakes_per_client = 1\n";
+  ASSERT_TRUE(start_proxy(o));
+  for (int i = 0; i < 3; ++i) fetch({"/json/1"}, {"--handshake-timeout=1s"});
+  auto metrics = scrape_metrics(proxy_.admin_port());
+  EXPECT_GE(metrics["tlsfront_connections_refused_total{reason=\"handshake_rate\"}"], 1);
+}
+
 TEST_F(Http3, TcpResponsesAdvertiseIt) {
   ASSERT_TRUE(start_quic());
   HttpResponse h1 = http_get(port(), "/json/5");
