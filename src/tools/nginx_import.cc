@@ -100,7 +100,7 @@ void Importer::main_context(const std::vector<Directive>& tree) {
 
 void Importer::listen(Server& s, const Directive& d, bool ssl_on, bool http2_on) {
   if (d.args.empty()) return l_.note(d, "not carried over: no address");
-  bool ssl = ssl_on, h2 = http2_on, is_default = false, skip = false, proxy_protocol = false;
+  bool ssl = ssl_on, h2 = http2_on, is_default = false, skip = false, proxy_protocol = false, quic = false;
   int backlog = 0, tcp_fastopen = -1;
   std::vector<std::string> why;
   for (size_t i = 1; i < d.args.size(); ++i) {
@@ -145,8 +145,11 @@ void Importer::listen(Server& s, const Directive& d, bool ssl_on, bool http2_on)
                     "everywhere ($remote_addr, X-Forwarded-For, X-Real-IP, the log), as nginx's with real_ip_header "
                     "proxy_protocol (without it nginx keeps the load balancer's address in $remote_addr)");
     } else if (p == "quic" || p == "http3") {
-      why.push_back("not carried over: no QUIC / HTTP/3");
-      skip = true;
+      // nginx's HTTP/3 listen beside the TLS one of the same address.
+      quic = true;
+      ssl = true;
+      why.push_back("parameter " + p + " carried over as quic = true on the TLS listener of this address (which "
+                    "serves TLS over TCP too, and adds Alt-Svc itself: an add_header Alt-Svc is not needed)");
     } else {
       why.push_back("parameter " + p + " not carried over: no equivalent");
     }
@@ -189,6 +192,7 @@ void Importer::listen(Server& s, const Directive& d, bool ssl_on, bool http2_on)
       if (backlog) l.backlog = backlog;
       if (tcp_fastopen >= 0) l.tcp_fastopen = tcp_fastopen;
       l.proxy_protocol = l.proxy_protocol || proxy_protocol;
+      l.quic = l.quic || quic;
       return;
     }
   }
@@ -197,6 +201,7 @@ void Importer::listen(Server& s, const Directive& d, bool ssl_on, bool http2_on)
                         .backlog = backlog,
                         .tcp_fastopen = tcp_fastopen,
                         .proxy_protocol = proxy_protocol,
+                        .quic = quic,
                         .origin = origin(d)});
 }
 

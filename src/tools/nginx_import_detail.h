@@ -35,6 +35,7 @@ struct Model {
     int backlog = 0;        // 0: not set
     int tcp_fastopen = -1;  // listen ... fastopen=N; -1: not set (tlsfront's "auto")
     bool proxy_protocol = false;  // listen ... proxy_protocol
+    bool quic = false;            // listen ... quic (HTTP/3 on the same address)
     std::string origin;
   };
   std::vector<Listen> listens;

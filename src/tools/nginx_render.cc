@@ -65,6 +65,7 @@ std::string render(const Model& m, const std::string& source, size_t not_carried
       ks.push_back({"proxy_protocol", "true", "listen ... proxy_protocol"});
       if (!m.proxy_protocol_from.value.empty()) ks.push_back(m.proxy_protocol_from);
     }
+    if (l.quic) ks.push_back({"quic", "true", "listen ... quic"});
     ks.insert(ks.end(), m.real_ip.begin(), m.real_ip.end());
     if (!l.tls) {
       ks.push_back({"tls", "false", "no ssl"});

@@ -154,6 +154,27 @@ TEST(NginxImport, ListenFastOpen) {
   EXPECT_EQ(r.report.find("fastopen=256"), std::string::npos) << r.report;  // carried over, not listed
 }
 
+// nginx's HTTP/3 listen (`listen 443 quic reuseport;` beside `listen 443
+// ssl;`) is quic = true on the TLS listener of that address.
+TEST(NginxImport, ListenQuic) {
+  Outcome r = run(
+      "http { server {\n"
+      "listen 443 quic reuseport;\n"
+      "listen 443 ssl;\n"
+      "listen 8443 ssl;\n"
+      "http2 on;\n"
+      "ssl_certificate c.pem; ssl_certificate_key c.key;\n"
+      "location / { proxy_pass http://127.0.0.1:9000; }\n"
+      "} }\n");
+  ASSERT_TRUE(r.ok) << r.error;
+  ASSERT_EQ(r.cfg.listeners.size(), 2u);
+  EXPECT_EQ(r.cfg.listeners[0].address.to_string(), "0.0.0.0:443");
+  EXPECT_TRUE(r.cfg.listeners[0].quic);
+  EXPECT_TRUE(r.cfg.listeners[0].tls);
+  EXPECT_FALSE(r.cfg.listeners[1].quic);
+  EXPECT_REPORTS(r, "n.conf:2: listen: parameter quic carried over as quic = true");
+}
+
 TEST(NginxImport, StaplingFileResponderAndDefaults) {
   Outcome r = run(server("ssl_stapling on;\nssl_stapling_file ocsp.der;\nssl_stapling_responder http://ocsp.example/;"));
   ASSERT_TRUE(r.ok) << r.error;
