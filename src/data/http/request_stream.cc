@@ -8,7 +8,7 @@
 namespace tlsfront::http {
 
 RequestStream::~RequestStream() {
-  if (env_.loop) LoopContext::of(env_.loop).cancel_flush(this);
+  if (loop_) LoopContext::of(loop_).cancel_flush(this);
   upstream::UpstreamTunnel::retire(tunnel_);
   Exchange::retire(exchange_);
 }

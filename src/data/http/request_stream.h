@@ -81,7 +81,7 @@ class StreamCodec {
 class RequestStream final : public ExchangeSink, public Flushable, private upstream::UpstreamHandler {
  public:
   // `env` and `codec` are borrowed and outlive the stream (the codec owns it).
-  RequestStream(const SessionEnv& env, StreamCodec* codec) : env_(env), codec_(codec) {}
+  RequestStream(const SessionEnv& env, StreamCodec* codec) : env_(env), loop_(env.loop), codec_(codec) {}
   ~RequestStream() override;
   RequestStream(const RequestStream&) = delete;
   RequestStream& operator=(const RequestStream&) = delete;
@@ -182,6 +182,9 @@ class RequestStream final : public ExchangeSink, public Flushable, private upstr
   void on_upstream_tunnel(std::unique_ptr<upstream::UpstreamTunnel>) override {}
 
   const SessionEnv& env_;
+  // The loop, for the destructor: an HTTP/2 stream may be freed after its
+  // connection and the generation whose SessionEnv `env_` is.
+  uv_loop_t* const loop_;
   StreamCodec* codec_;
   RequestRecord record_;
   std::unique_ptr<Exchange> exchange_;
