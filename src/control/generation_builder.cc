@@ -57,7 +57,7 @@ Result<std::shared_ptr<const data::Generation>> build_generation(config::Config 
   if (std::any_of(gen->config.listeners.begin(), gen->config.listeners.end(),
                   [](const config::Listener& l) { return l.quic; })) {
     // The QUIC listeners' GnuTLS credentials: the same certificate files.
-    auto quic = quic::ServerCredentials::load(gen->config.tls.certificates);
+    auto quic = quic::ServerCredentials::load(gen->config.tls, tickets);
     if (!quic) return quic.take_error();
     gen->quic = std::move(quic).value();
   }

@@ -392,6 +392,7 @@ std::optional<quic::QuicEndpoint::Lease> Worker::quic_lease(const config::Endpoi
   lease.listener = listener;
   lease.connection_id = next_connection_id_->fetch_add(1, std::memory_order_relaxed);
   lease.admission = std::move(slot);
+  lease.session_store = session_store_.get();
   return lease;
 }
 

@@ -194,7 +194,8 @@ std::string render_prometheus(const ProcessMetrics& m) {
   if (m.open_fds) single(out, "process_open_fds", "gauge", "Number of open file descriptors.", *m.open_fds);
 
   header(out, "tlsfront_tls_handshakes_total", "counter",
-         "Completed TLS handshakes: full, resumed from the session cache (session ID, stateful PSK) or from a ticket.");
+         "Completed TLS handshakes, TCP and QUIC: full, resumed from the session cache (session ID, stateful PSK) or from a "
+         "ticket.");
   static constexpr const char* kKinds[] = {"full", "resumed_cache", "resumed_ticket"};
   for (size_t k = 0; k < 3; ++k) {
     fmt::format_to(std::back_inserter(out), "tlsfront_tls_handshakes_total{{kind=\"{}\"}} {}\n", kKinds[k],
@@ -209,7 +210,7 @@ std::string render_prometheus(const ProcessMetrics& m) {
                    sum(m, [r](const WorkerCounters& w) { return w.handshake_failures[r].get(); }));
   }
   header(out, "tlsfront_tls_handshake_duration_seconds", "histogram",
-         "TCP accept to TLS handshake done, by kind (as tlsfront_tls_handshakes_total).");
+         "TCP accept (QUIC: first Initial) to TLS handshake done, by kind (as tlsfront_tls_handshakes_total).");
   for (size_t k = 0; k < 3; ++k) {
     histogram_series(out, m, "tlsfront_tls_handshake_duration_seconds", fmt::format("kind=\"{}\"", kKinds[k]),
                      [k](const WorkerCounters& w) -> const Histogram& { return w.handshake_duration[k]; });

@@ -9,11 +9,16 @@ ReplayRecorder& ReplayRecorder::node() {
   return recorder;
 }
 
+ReplayRecorder& ReplayRecorder::quic_node() {
+  static ReplayRecorder recorder(Clock::now(), kQuicWindow);
+  return recorder;
+}
+
 ReplayRecorder::Claim ReplayRecorder::claim(std::string_view binder, Clock::time_point now, bool after_start_window) {
-  if (after_start_window && now < started_ + kWindow) return Claim::Starting;
+  if (after_start_window && now < started_ + window_) return Claim::Starting;
   Shard& shard = shards_[std::hash<std::string_view>{}(binder) % kShards];
   std::lock_guard lock(shard.mu);
-  while (!shard.by_age.empty() && shard.by_age.front().first + kWindow <= now) {
+  while (!shard.by_age.empty() && shard.by_age.front().first + window_ <= now) {
     shard.keys.erase(shard.by_age.front().second);
     shard.by_age.pop_front();
   }

@@ -1,9 +1,10 @@
 #include "data/quic/http3_stream.h"
 
-#include <charconv>
-
 #include <ngtcp2/ngtcp2.h>
+
+#include <charconv>
 #include <cstring>
+#include <utility>
 
 #include "data/quic/quic_connection.h"
 #include "log/log.h"
@@ -41,12 +42,31 @@ void Http3Stream::on_header(std::string_view name, std::string_view value) {
 
 void Http3Stream::on_request_head(bool fin) {
   request_ = fin ? RequestPhase::Complete : RequestPhase::Body;
-  if (header_bytes_ > conn_->env().config->limits.max_header_bytes) {
-    stream_.respond_local(431);
+  head_fin_ = fin;
+  if (!conn_->may_admit()) {
+    waiting_ = true;
     return;
   }
+  admit();
+}
+
+void Http3Stream::admit() {
+  waiting_ = false;
+  const std::string body = std::exchange(waiting_body_, {});
+  const bool started = admit_head();
+  // The body read while waiting: to the exchange, or acknowledged and
+  // dropped when the request was answered locally.
+  if (!body.empty()) on_request_data(body);
+  if (started && request_ == RequestPhase::Complete) stream_.on_request_complete();
+}
+
+bool Http3Stream::admit_head() {
+  if (header_bytes_ > conn_->env().config->limits.max_header_bytes) {
+    stream_.respond_local(431);
+    return false;
+  }
   http::LocalAnswer answer = stream_.admit([&]() -> int {
-    const int status = head_.finish(record(), fin);
+    const int status = head_.finish(record(), head_fin_);
     if (status == http::FieldSectionHead::kMalformed) {
       // RFC 9114 §4.1.2: a malformed request is a stream error H3_MESSAGE_ERROR.
       ngtcp2_conn_shutdown_stream(conn_->conn(), id_, kH3MessageError);
@@ -57,13 +77,17 @@ void Http3Stream::on_request_head(bool fin) {
   });
   if (answer.status != 0) {
     if (answer.status > 0) stream_.respond_local(std::move(answer));
-    return;
+    return false;
   }
   stream_.start();
-  if (request_ == RequestPhase::Complete) stream_.on_request_complete();
+  return true;
 }
 
 void Http3Stream::on_request_data(std::string_view data) {
+  if (waiting_) {
+    waiting_body_.append(data);  // acknowledged once admitted
+    return;
+  }
   record().bytes_received += data.size();
   if (!record().add_body(data.size(), conn_->env().config->limits.max_body_bytes) && answerable()) {
     stream_.respond_local(413);
@@ -83,7 +107,7 @@ void Http3Stream::on_request_data(std::string_view data) {
 void Http3Stream::on_request_end() {
   if (request_ == RequestPhase::Complete) return;
   request_ = RequestPhase::Complete;
-  stream_.on_request_complete();
+  if (!waiting_) stream_.on_request_complete();
 }
 
 void Http3Stream::on_request_body_writable() {
@@ -215,6 +239,9 @@ void Http3Stream::on_closed(uint64_t app_error_code) {
   if (closed_) return;
   closed_ = true;
   stream_.retire();
+  // A head that waited for the handshake and never got it (a replayed
+  // early flight, or the client left): never admitted, no request to log.
+  if (waiting_) return;
   http::RequestRecord& rec = record();
   rec.bytes_sent += bytes_out_;
   rec.response_complete = response_ == ResponsePhase::Ended && handed_chunks_ == chunks_.size();

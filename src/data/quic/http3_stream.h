@@ -48,8 +48,14 @@ class Http3Stream final : public Deletable, private http::StreamCodec {
   // One field of the request head; views valid during the call.
   void on_header(std::string_view name, std::string_view value);
   // The head ended (`fin`: no body follows): admission; an admitted request's
-  // exchange starts at once.
+  // exchange starts at once. A head read in early data whose admission the
+  // connection defers (QuicConnection::may_admit) waits, its body kept
+  // unacknowledged (bounded by the stream window), until admit().
   void on_request_head(bool fin);
+  bool waiting() const { return waiting_; }
+  void admit();
+  // The handshake completed after the request was read in early data.
+  void on_handshake_done() { stream_.on_handshake_done(); }
   void on_request_data(std::string_view data);
   void on_request_end();
   // nghttp3 closed the stream: the line is written.
@@ -73,6 +79,8 @@ class Http3Stream final : public Deletable, private http::StreamCodec {
   const http::ConnectionInfo& connection_info() const override;
 
   http::RequestRecord& record() { return stream_.record(); }
+  // Admission of the complete head; true when its exchange started.
+  bool admit_head();
   void submit(const ResponseHead& head, bool has_body, bool informational);
   void resume();
 
@@ -84,7 +92,7 @@ class Http3Stream final : public Deletable, private http::StreamCodec {
   http::RequestStream stream_;
   http::FieldSectionHead head_;  // the request head from its fields
   size_t header_bytes_ = 0;
-  size_t unconsumed_ = 0;       // request body octets not yet acknowledged (flow control)
+  size_t unconsumed_ = 0;  // request body octets not yet acknowledged (flow control)
   // Response body: chunks handed to nghttp3 stay until acknowledged.
   std::deque<std::string> chunks_;
   size_t handed_chunks_ = 0;    // chunks_[0..handed_chunks_) were given to nghttp3
@@ -92,6 +100,9 @@ class Http3Stream final : public Deletable, private http::StreamCodec {
   uint64_t buffered_ = 0;       // octets in chunks_ not yet acknowledged
   uint64_t bytes_out_ = 0;      // body octets handed to nghttp3
   bool deferred_ = false;       // read_data said WOULDBLOCK
+  bool waiting_ = false;        // a head waiting for admission (early data)
+  bool head_fin_ = false;       // the head came with FIN (no body)
+  std::string waiting_body_;    // request body read while waiting
   std::vector<Header> trailers_;
 };
 

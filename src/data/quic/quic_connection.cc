@@ -5,9 +5,10 @@
 
 #include <cstring>
 
+#include <fmt/format.h>
 #include "data/quic/http3_stream.h"
 #include "log/log.h"
-#include <fmt/format.h>
+#include "tls/replay_recorder.h"
 
 namespace tlsfront::quic {
 namespace {
@@ -48,9 +49,23 @@ struct Callbacks {
     if (c->state_ == QuicConnection::State::Handshake) transition(c->state_, QuicConnection::State::Open);
     c->handshake_done_ = true;
     c->endpoint_.on_handshake_done();
-    if (c->env().counters) c->env().counters->connections_h3.add();
+    if (metrics::WorkerCounters* counters = c->env().counters) {
+      counters->connections_h3.add();
+      const auto kind =
+          c->info_.ssl_session_reused ? metrics::HandshakeKind::ResumedTicket : metrics::HandshakeKind::Full;
+      counters->handshakes[static_cast<size_t>(kind)].add();
+      counters->handshake_duration[static_cast<size_t>(kind)].observe(
+          std::chrono::nanoseconds(now_ns() - c->accepted_at_ns_));
+    }
     // A session ticket for the next connection (RFC 8446 §4.6.1).
-    gnutls_session_ticket_send(c->tls_.native(), 1, 0);
+    if (c->lease_.credentials->session_tickets()) gnutls_session_ticket_send(c->tls_.native(), 1, 0);
+    // What was read in early data is no longer a possible replay; what
+    // waited for the handshake is admitted now.
+    if (c->info_.early_data) {
+      c->info_.early_data = false;
+      for (auto& [id, s] : c->streams_) s->on_handshake_done();
+    }
+    c->admit_waiting();
     return 0;
   }
 
@@ -75,8 +90,7 @@ struct Callbacks {
     return 0;
   }
 
-  static int acked_stream_data_offset(ngtcp2_conn*, int64_t stream_id, uint64_t, uint64_t datalen, void* user,
-                                      void*) {
+  static int acked_stream_data_offset(ngtcp2_conn*, int64_t stream_id, uint64_t, uint64_t datalen, void* user, void*) {
     QuicConnection* c = of(user);
     if (c->h3_ && nghttp3_conn_add_ack_offset(c->h3_, stream_id, datalen) != 0) return NGTCP2_ERR_CALLBACK_FAILURE;
     return 0;
@@ -142,7 +156,8 @@ struct Callbacks {
   }
   static int h3_begin_headers(nghttp3_conn* h3, int64_t stream_id, void* user, void*) {
     QuicConnection* c = of(user);
-    if (c->state_ != QuicConnection::State::Open) return 0;  // after GOAWAY: nghttp3 refuses it
+    // Open, or Handshake with early data (0-RTT); after GOAWAY nghttp3 refuses it.
+    if (c->state_ != QuicConnection::State::Open && c->state_ != QuicConnection::State::Handshake) return 0;
     auto s = std::make_unique<Http3Stream>(c, stream_id);
     nghttp3_conn_set_stream_user_data(h3, stream_id, s.get());
     c->streams_[stream_id] = std::move(s);
@@ -178,10 +193,12 @@ struct Callbacks {
 
 QuicConnection::QuicConnection(QuicEndpoint& endpoint, QuicEndpoint::Lease lease)
     : endpoint_(endpoint), lease_(std::move(lease)) {
-  timer_.init(endpoint_.loop(), [](void* self) { static_cast<QuicConnection*>(self)->on_timer(); }, this);
+  timer_.init(
+      endpoint_.loop(), [](void* self) { static_cast<QuicConnection*>(self)->on_timer(); }, this);
 }
 
 QuicConnection::~QuicConnection() {
+  alive_.reset();
   LoopContext::of(endpoint_.loop()).cancel_flush(this);
   timer_.close();
   streams_.clear();
@@ -261,18 +278,81 @@ Status QuicConnection::accept(const ngtcp2_pkt_hd& hd, const sockaddr* from, soc
 
   ngtcp2_cid scid;
   endpoint_.new_cid(&scid, params.stateless_reset_token, kCidLen);
-  const int rv = ngtcp2_conn_server_new(&conn_, &hd.scid, &scid, &path_, hd.version, &cb, &settings, &params,
-                                        nullptr, this);
+  const int rv =
+      ngtcp2_conn_server_new(&conn_, &hd.scid, &scid, &path_, hd.version, &cb, &settings, &params, nullptr, this);
   if (rv != 0) return make_error(Errc::Io, fmt::format("ngtcp2_conn_server_new: {}", ngtcp2_strerror(rv)));
-  conn_ref_.get_conn = [](ngtcp2_crypto_conn_ref* ref) {
-    return static_cast<QuicConnection*>(ref->user_data)->conn_;
-  };
+  conn_ref_.get_conn = [](ngtcp2_crypto_conn_ref* ref) { return static_cast<QuicConnection*>(ref->user_data)->conn_; };
   conn_ref_.user_data = this;
-  if (auto st = tls_.init(*lease_.credentials, &conn_ref_); !st) return st;
+  const bool early_data = env().config->tls.early_data;
+  if (auto st = tls_.init(*lease_.credentials, &conn_ref_, early_data ? endpoint_.anti_replay() : nullptr); !st) {
+    return st;
+  }
   ngtcp2_conn_set_tls_native_handle(conn_, tls_.native());
   endpoint_.add_cid(scid, this);
   endpoint_.add_cid(hd.dcid, this);  // the client's retransmitted Initials still name its own DCID
   return {};
+}
+
+bool QuicConnection::claim_early_data(std::string_view binder) {
+  if (handshake_done_ || early_ != Early::None) return false;  // one ClientHello per connection
+  metrics::WorkerCounters* counters = env().counters;
+  if (counters) counters->early_data_offered.add();
+  if (tls::ReplayRecorder::quic_node().claim(binder, tls::ReplayRecorder::Clock::now(), false) !=
+      tls::ReplayRecorder::Claim::First) {
+    count_early_rejected(metrics::EarlyRejection::Replay);
+    return false;
+  }
+  if (lease_.session_store == nullptr) {
+    transition(early_, Early::Accepted);
+    info_.early_data = true;
+    if (counters) counters->early_data_accepted.add();
+    return true;
+  }
+  std::weak_ptr<bool> alive = alive_;
+  const auto window = std::chrono::duration_cast<std::chrono::milliseconds>(tls::ReplayRecorder::quic_node().window());
+  const bool asked =
+      lease_.session_store->claim(std::string(binder), window, [this, alive](tls::RemoteSessionStore::Claim c) {
+        if (!alive.expired()) on_early_claimed(c);
+      });
+  if (!asked) {
+    count_early_rejected(metrics::EarlyRejection::RedisUnavailable);
+    return false;
+  }
+  transition(early_, Early::Claiming);
+  return true;
+}
+
+void QuicConnection::on_early_claimed(tls::RemoteSessionStore::Claim claim) {
+  if (early_ != Early::Claiming || state_ == State::Closed) return;
+  if (claim == tls::RemoteSessionStore::Claim::First) {
+    transition(early_, Early::Accepted);
+    if (env().counters) env().counters->early_data_accepted.add();
+    if (!handshake_done_) {
+      info_.early_data = true;
+      admit_waiting();
+    }
+  } else {
+    transition(early_, Early::Held);
+    count_early_rejected(claim == tls::RemoteSessionStore::Claim::Seen ? metrics::EarlyRejection::Replay
+                                                                       : metrics::EarlyRejection::RedisUnavailable);
+  }
+  schedule_write();
+}
+
+void QuicConnection::count_early_rejected(metrics::EarlyRejection reason) {
+  if (env().counters) env().counters->early_data_rejected[static_cast<size_t>(reason)].add();
+}
+
+void QuicConnection::admit_waiting() {
+  if (!may_admit()) return;
+  std::vector<Http3Stream*> waiting;
+  for (auto& [id, s] : streams_) {
+    if (s->waiting()) waiting.push_back(s.get());
+  }
+  for (Http3Stream* s : waiting) {
+    if (state_ == State::Closed) return;
+    s->admit();
+  }
 }
 
 void QuicConnection::setup_h3() {
@@ -376,9 +456,9 @@ void QuicConnection::write() {
     ngtcp2_path_storage ps;
     ngtcp2_path_storage_zero(&ps);
     ngtcp2_pkt_info pi{};
-    const ngtcp2_ssize n = ngtcp2_conn_writev_stream(conn_, &ps.path, &pi, buf, sizeof buf, &datalen, flags,
-                                                     stream_id, reinterpret_cast<const ngtcp2_vec*>(vec),
-                                                     static_cast<size_t>(veccnt), ts);
+    const ngtcp2_ssize n =
+        ngtcp2_conn_writev_stream(conn_, &ps.path, &pi, buf, sizeof buf, &datalen, flags, stream_id,
+                                  reinterpret_cast<const ngtcp2_vec*>(vec), static_cast<size_t>(veccnt), ts);
     if (n < 0) {
       if (n == NGTCP2_ERR_STREAM_DATA_BLOCKED) {
         nghttp3_conn_block_stream(h3_, stream_id);
@@ -470,8 +550,7 @@ void QuicConnection::fail(int liberr, uint64_t app_error, bool app) {
     if (app) {
       ngtcp2_connection_close_error_set_application_error(&ccerr, app_error, nullptr, 0);
     } else if (liberr == NGTCP2_ERR_CRYPTO) {
-      ngtcp2_connection_close_error_set_transport_error_tls_alert(&ccerr, ngtcp2_conn_get_tls_alert(conn_), nullptr,
-                                                                   0);
+      ngtcp2_connection_close_error_set_transport_error_tls_alert(&ccerr, ngtcp2_conn_get_tls_alert(conn_), nullptr, 0);
     } else {
       ngtcp2_connection_close_error_set_transport_error_liberr(&ccerr, liberr, nullptr, 0);
     }

@@ -18,6 +18,22 @@
 //                           endpoint deletes the connection.
 // Closed is final.
 //
+// Early data (0-RTT, RFC 9001 §4.6; tls/EARLY_DATA_REPLAY.md), decided
+// while the ClientHello is read:
+//   None     -> Accepted (GnuTLS would accept it and this node had not
+//               seen the ClientHello; no shared store)
+//   None     -> Claiming (the same, and the shared store is asked)
+//   Claiming -> Accepted (the store's first record) | Held (seen there, or
+//               no answer in redis_timeout)
+// Accepted: request heads read in early data are admitted as early-data
+// requests (ConnectionInfo::early_data: an early_data_methods request goes
+// up at once with Early-Data: 1, any other waits in its exchange for the
+// handshake). Claiming and Held: heads wait unadmitted until the claim is
+// answered (Claiming) or the handshake completes; a replay never
+// completes it, so nothing it sent goes up. A refusal by this node (seen,
+// recording full, store unreachable now) refuses the early data in TLS:
+// the client sends it again after the handshake.
+//
 // Bounds: at most kMaxStreams concurrent request streams (the transport's
 // initial_max_streams_bidi, extended by one as each closes); a request's
 // body is acknowledged to the client (MAX_STREAM_DATA, MAX_DATA) only as
@@ -52,11 +68,12 @@ class Http3Stream;
 class QuicConnection final : public Deletable, public Flushable {
  public:
   static constexpr uint64_t kMaxStreams = 100;
-  static constexpr uint64_t kStreamWindow = 256 * 1024;      // per request stream
+  static constexpr uint64_t kStreamWindow = 256 * 1024;  // per request stream
   static constexpr uint64_t kConnectionWindow = 1024 * 1024;
   static constexpr size_t kResponseHighWatermark = 64 * 1024;
 
   enum class State { Handshake, Open, Draining, Closed };
+  enum class Early { None, Claiming, Accepted, Held };
 
   QuicConnection(QuicEndpoint& endpoint, QuicEndpoint::Lease lease);
   ~QuicConnection() override;
@@ -75,6 +92,9 @@ class QuicConnection final : public Deletable, public Flushable {
   void close_now();
   bool closed() const { return state_ == State::Closed; }
   bool handshake_done() const { return handshake_done_; }
+  // GnuTLS's anti-replay hook for this connection's ClientHello (`binder`:
+  // its first PSK binder): true accepts the early data (see above).
+  bool claim_early_data(std::string_view binder);
 
   // For Http3Stream.
   const http::SessionEnv& env() const { return *lease_.env; }
@@ -90,6 +110,10 @@ class QuicConnection final : public Deletable, public Flushable {
   // The stream is done (nghttp3 closed it).
   void on_stream_closed(int64_t stream_id);
   bool first_access_log() { return info_.requests++ == 0; }
+  // Whether a request head complete now may be admitted (the handshake is
+  // done, or its early data was accepted); otherwise the stream waits for
+  // admit_waiting().
+  bool may_admit() const { return handshake_done_ || early_ == Early::Accepted; }
 
  private:
   friend struct Callbacks;
@@ -103,10 +127,15 @@ class QuicConnection final : public Deletable, public Flushable {
   void finish();  // -> Closed: streams logged, the endpoint retires us
   void set_path(const sockaddr* from, socklen_t fromlen);
   Http3Stream* stream(int64_t id);
+  void on_early_claimed(tls::RemoteSessionStore::Claim claim);
+  void admit_waiting();
+  void count_early_rejected(metrics::EarlyRejection reason);
 
   QuicEndpoint& endpoint_;
   QuicEndpoint::Lease lease_;
   State state_ = State::Handshake;
+  Early early_ = Early::None;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // for the store's claim callback
   ngtcp2_conn* conn_ = nullptr;
   nghttp3_conn* h3_ = nullptr;
   ngtcp2_crypto_conn_ref conn_ref_{};
@@ -130,6 +159,15 @@ constexpr bool legal(QuicConnection::State from, QuicConnection::State to) {
 constexpr const char* name(QuicConnection::State s) {
   constexpr const char* names[] = {"Handshake", "Open", "Draining", "Closed"};
   return names[static_cast<int>(s)];
+}
+constexpr bool legal(QuicConnection::Early from, QuicConnection::Early to) {
+  using E = QuicConnection::Early;
+  return (from == E::None && (to == E::Accepted || to == E::Claiming)) ||
+         (from == E::Claiming && (to == E::Accepted || to == E::Held));
+}
+constexpr const char* name(QuicConnection::Early e) {
+  constexpr const char* names[] = {"None", "Claiming", "Accepted", "Held"};
+  return names[static_cast<int>(e)];
 }
 
 }  // namespace tlsfront::quic

@@ -28,6 +28,7 @@ QuicEndpoint::QuicEndpoint(uv_loop_t* loop, int worker_index, int workers, confi
       address_(std::move(address)),
       lease_(std::move(lease)),
       counters_(counters),
+      anti_replay_([this](std::string_view binder) { return reading_ && reading_->claim_early_data(binder); }),
       buffer_(new uint8_t[kDatagramBuffer]) {
   gnutls_rnd(GNUTLS_RND_KEY, reset_secret_, sizeof reset_secret_);
 }
@@ -51,7 +52,21 @@ Status QuicEndpoint::open(UniqueFd fd) {
       },
       on_recv);
   if (rc != 0) return make_error(Errc::Io, fmt::format("QUIC on {}: {}", address_.to_string(), uv_strerror(rc)));
+  const uint64_t step_ms = std::chrono::milliseconds(AntiReplayWindows::kStep).count();
+  if (anti_replay_timer_.init([&](uv_timer_t* t) { return uv_timer_init(loop_, t); }, this) == 0) {
+    uv_timer_start(
+        anti_replay_timer_.get(), [](uv_timer_t* t) { static_cast<QuicEndpoint*>(t->data)->anti_replay_.rotate(); },
+        step_ms, step_ms);
+    uv_unref(reinterpret_cast<uv_handle_t*>(anti_replay_timer_.get()));
+  }
   return {};
+}
+
+void QuicEndpoint::read(QuicConnection* conn, const sockaddr* from, socklen_t fromlen, const uint8_t* data,
+                        size_t len) {
+  reading_ = conn;
+  conn->on_datagram(from, fromlen, data, len);
+  reading_ = nullptr;
 }
 
 void QuicEndpoint::on_recv(uv_udp_t* h, ssize_t n, const uv_buf_t* buf, const sockaddr* from, unsigned flags) {
@@ -71,7 +86,7 @@ void QuicEndpoint::on_datagram(const sockaddr* from, const uint8_t* data, size_t
   const socklen_t fromlen = from->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
   auto it = by_cid_.find(cid_key(vc.dcid, vc.dcidlen));
   if (it != by_cid_.end()) {
-    it->second->on_datagram(from, fromlen, data, len);
+    read(it->second, from, fromlen, data, len);
     return;
   }
   accept(from, data, len);
@@ -111,7 +126,7 @@ void QuicEndpoint::accept(const sockaddr* from, const uint8_t* data, size_t len)
   connections_.emplace(raw, std::move(conn));
   ++handshaking_;
   if (counters_) counters_->quic_opened.add();
-  raw->on_datagram(from, fromlen, data, len);
+  read(raw, from, fromlen, data, len);
 }
 
 void QuicEndpoint::send_version_negotiation(const sockaddr* to, const ngtcp2_version_cid& vc) {
@@ -120,7 +135,7 @@ void QuicEndpoint::send_version_negotiation(const sockaddr* to, const ngtcp2_ver
   gnutls_rnd(GNUTLS_RND_NONCE, &unused, 1);
   const uint32_t versions[] = {NGTCP2_PROTO_VER_V1};
   const ngtcp2_ssize n = ngtcp2_pkt_write_version_negotiation(buf, sizeof buf, unused, vc.scid, vc.scidlen, vc.dcid,
-                                                             vc.dcidlen, versions, 1);
+                                                              vc.dcidlen, versions, 1);
   if (n > 0) send(to, buf, static_cast<size_t>(n));
 }
 
@@ -176,6 +191,7 @@ void QuicEndpoint::close() {
   for (auto& [c, owned] : connections_) all.push_back(c);
   for (QuicConnection* c : all) c->close_now();
   udp_.close();
+  anti_replay_timer_.close();
 }
 
 }  // namespace tlsfront::quic

@@ -17,7 +17,10 @@
 // Datagrams: read into one 64 KiB buffer per endpoint; a DCID no connection
 // owns is a new connection when it is an acceptable Initial (ngtcp2_accept),
 // answered with Version Negotiation (RFC 9000 §6) when its version is not
-// QUIC v1, and otherwise dropped (no stateless reset yet). Writes are
+// QUIC v1, and otherwise dropped (no stateless reset yet). 0-RTT: GnuTLS
+// asks its anti-replay hook while ngtcp2 reads a ClientHello; the endpoint
+// hands the claim to the connection being read
+// (QuicConnection::claim_early_data). Writes are
 // uv_udp_try_send, one datagram each; one the kernel cannot take now
 // (EAGAIN) is dropped: QUIC's loss recovery sends its frames again.
 // Thread affinity: the worker's loop.
@@ -38,6 +41,7 @@
 #include "data/http/session_env.h"
 #include "data/quic/quic_tls.h"
 #include "metrics/counters.h"
+#include "tls/remote_session_store.h"
 #include "util/result.h"
 #include "util/unique_fd.h"
 #include "util/uv_handle.h"
@@ -61,6 +65,9 @@ class QuicEndpoint {
     std::shared_ptr<void> admission;
     std::string client_addr;  // the client's address as text, and its port
     uint16_t client_port = 0;
+    // The worker's shared session store ([tls.session_cache] store =
+    // "redis"): 0-RTT ClientHellos are claimed there too; null when none.
+    tls::RemoteSessionStore* session_store = nullptr;
   };
   // Asked at each new connection from `client` (its address as text and
   // port); nullopt refuses it (the worker is stopping, the listener's access
@@ -107,6 +114,9 @@ class QuicEndpoint {
     if (handshaking_ > 0) --handshaking_;
   }
   const sockaddr* local_addr() const { return reinterpret_cast<const sockaddr*>(&local_); }
+  // GnuTLS's anti-replay window for a session starting now (quic_tls.h);
+  // its claims go to the connection whose datagram is being read.
+  std::shared_ptr<gnutls_anti_replay_st> anti_replay() const { return anti_replay_.for_session(); }
   socklen_t local_addrlen() const { return local_len_; }
 
  private:
@@ -114,6 +124,7 @@ class QuicEndpoint {
   void on_datagram(const sockaddr* from, const uint8_t* data, size_t len);
   void accept(const sockaddr* from, const uint8_t* data, size_t len);
   void send_version_negotiation(const sockaddr* to, const ngtcp2_version_cid& vc);
+  void read(QuicConnection* conn, const sockaddr* from, socklen_t fromlen, const uint8_t* data, size_t len);
 
   uv_loop_t* loop_;
   uint8_t worker_index_;
@@ -129,6 +140,9 @@ class QuicEndpoint {
   size_t handshaking_ = 0;
   std::function<void()> drained_;
   uint8_t reset_secret_[32];  // stateless reset tokens (per process for now)
+  AntiReplayWindows anti_replay_;
+  UvHandle<uv_timer_t> anti_replay_timer_;  // AntiReplayWindows::rotate every kStep
+  QuicConnection* reading_ = nullptr;       // whose datagram ngtcp2 is reading now
   std::unordered_map<std::string, QuicConnection*> by_cid_;
   std::unordered_map<QuicConnection*, std::unique_ptr<QuicConnection>> connections_;
   std::unique_ptr<uint8_t[]> buffer_;

@@ -1,8 +1,14 @@
 #include "data/quic/quic_tls.h"
 
+#include <gnutls/crypto.h>
 #include <ngtcp2/ngtcp2_crypto_gnutls.h>
 
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "tls/ticket_key_ring.h"
 
 namespace tlsfront::quic {
 namespace {
@@ -15,12 +21,21 @@ constexpr const char* kPriorities =
     "-GROUP-ALL:+GROUP-X25519:+GROUP-SECP256R1:+GROUP-SECP384R1:%DISABLE_TLS13_COMPAT_MODE";
 
 constexpr unsigned char kAlpnH3[] = "h3";
+constexpr size_t kTicketMasterBytes = 64;                // GnuTLS's TICKET_MASTER_KEY_SIZE
+constexpr unsigned kMaxTicketLifetimeS = 7 * 24 * 3600;  // RFC 8446 §4.6.1
+// GnuTLS's anti-replay key: 12 octets of its window's start, then the binder.
+constexpr size_t kAntiReplayKeyPrefix = 12;
 
 }  // namespace
 
-Result<std::shared_ptr<const ServerCredentials>> ServerCredentials::load(
-    const std::vector<config::Certificate>& certificates) {
+Result<std::shared_ptr<const ServerCredentials>> ServerCredentials::load(const config::Tls& tls,
+                                                                         const tls::TicketKeyStore* tickets) {
+  const std::vector<config::Certificate>& certificates = tls.certificates;
   std::shared_ptr<ServerCredentials> creds(new ServerCredentials());
+  creds->tickets_ = tickets;
+  creds->session_tickets_ = tls.session_tickets;
+  const auto lifetime_s = std::chrono::duration_cast<std::chrono::seconds>(tls.session_cache.timeout).count();
+  creds->ticket_lifetime_s_ = static_cast<unsigned>(std::clamp<int64_t>(lifetime_s, 1, kMaxTicketLifetimeS));
   if (int rc = gnutls_certificate_allocate_credentials(&creds->cred_); rc != 0) {
     return make_error(Errc::Internal, fmt::format("QUIC credentials: {}", gnutls_strerror(rc)));
   }
@@ -28,15 +43,14 @@ Result<std::shared_ptr<const ServerCredentials>> ServerCredentials::load(
   gnutls_certificate_set_flags(creds->cred_, GNUTLS_CERTIFICATE_API_V2);
   for (const config::Certificate& c : certificates) {
     const int rc = gnutls_certificate_set_x509_key_file2(creds->cred_, c.cert.c_str(), c.key.c_str(),
-                                                          GNUTLS_X509_FMT_PEM, nullptr, 0);
+                                                         GNUTLS_X509_FMT_PEM, nullptr, 0);
     if (rc < 0) {
-      return make_error(Errc::Config,
-                        fmt::format("{}: {} / {}: GnuTLS (QUIC listener): {}", c.cert_origin.empty() ? c.cert_setting
-                                                                                                     : c.cert_origin,
-                                    c.cert, c.key, gnutls_strerror(rc)));
+      return make_error(Errc::Config, fmt::format("{}: {} / {}: GnuTLS (QUIC listener): {}",
+                                                  c.cert_origin.empty() ? c.cert_setting : c.cert_origin, c.cert, c.key,
+                                                  gnutls_strerror(rc)));
     }
   }
-  if (int rc = gnutls_session_ticket_key_generate(&creds->ticket_key_); rc != 0) {
+  if (int rc = gnutls_rnd(GNUTLS_RND_KEY, creds->fallback_master_, sizeof creds->fallback_master_); rc != 0) {
     return make_error(Errc::Internal, fmt::format("QUIC ticket key: {}", gnutls_strerror(rc)));
   }
   return std::shared_ptr<const ServerCredentials>(std::move(creds));
@@ -44,15 +58,69 @@ Result<std::shared_ptr<const ServerCredentials>> ServerCredentials::load(
 
 ServerCredentials::~ServerCredentials() {
   if (cred_) gnutls_certificate_free_credentials(cred_);
-  if (ticket_key_.data) {
-    gnutls_memset(ticket_key_.data, 0, ticket_key_.size);
-    gnutls_free(ticket_key_.data);
-  }
+  gnutls_memset(fallback_master_, 0, sizeof fallback_master_);
 }
 
-Status QuicTlsSession::init(const ServerCredentials& credentials, ngtcp2_crypto_conn_ref* conn_ref) {
-  if (int rc = gnutls_init(&session_, GNUTLS_SERVER | GNUTLS_NO_AUTO_SEND_TICKET | GNUTLS_NO_END_OF_EARLY_DATA);
-      rc != 0) {
+bool ServerCredentials::ticket_master(uint8_t out[64]) const {
+  std::shared_ptr<const tls::TicketKeyRing> ring = tickets_ ? tickets_->ring() : nullptr;
+  const tls::TicketKey* key = ring ? ring->encryption_key(tickets_->now()) : nullptr;
+  if (key == nullptr) {
+    if (tickets_ != nullptr && ring != nullptr) return false;  // the ring has no key to encrypt with now
+    std::memcpy(out, fallback_master_, kTicketMasterBytes);
+    return true;
+  }
+  // HKDF-SHA256 (RFC 5869): IKM = the key's HMAC secret and AES key, the
+  // name as salt (public, as in every ticket), a label as info.
+  uint8_t ikm[2 * tls::TicketKey::kMaxSecretBytes];
+  const size_t n = key->secret_bytes();
+  std::memcpy(ikm, key->hmac_secret.data(), n);
+  std::memcpy(ikm + n, key->aes_key.data(), n);
+  const gnutls_datum_t ikm_d{ikm, static_cast<unsigned>(2 * n)};
+  const gnutls_datum_t salt{const_cast<uint8_t*>(key->name.data()), static_cast<unsigned>(key->name.size())};
+  uint8_t prk[32];
+  static constexpr char kInfo[] = "tlsfront quic ticket master";
+  const gnutls_datum_t prk_d{prk, sizeof prk};
+  const gnutls_datum_t info{reinterpret_cast<unsigned char*>(const_cast<char*>(kInfo)), sizeof kInfo - 1};
+  const bool ok = gnutls_hkdf_extract(GNUTLS_MAC_SHA256, &ikm_d, &salt, prk) == 0 &&
+                  gnutls_hkdf_expand(GNUTLS_MAC_SHA256, &prk_d, &info, out, kTicketMasterBytes) == 0;
+  gnutls_memset(ikm, 0, sizeof ikm);
+  gnutls_memset(prk, 0, sizeof prk);
+  return ok;
+}
+
+AntiReplayWindows::AntiReplayWindows(Claim claim) : claim_(std::make_shared<Claim>(std::move(claim))) { rotate(); }
+
+void AntiReplayWindows::rotate() {
+  const auto now = std::chrono::steady_clock::now();
+  while (!windows_.empty() && now - windows_.front().started >= kWindow - kStep) windows_.pop_front();
+  gnutls_anti_replay_t raw = nullptr;
+  if (gnutls_anti_replay_init(&raw) != 0) return;
+  std::shared_ptr<Claim> claim = claim_;
+  std::shared_ptr<gnutls_anti_replay_st> context(raw,
+                                                 [claim](gnutls_anti_replay_t c) { gnutls_anti_replay_deinit(c); });
+  gnutls_anti_replay_set_window(raw, static_cast<unsigned>(std::chrono::milliseconds(kWindow).count()));
+  gnutls_anti_replay_set_add_function(raw, add);
+  gnutls_anti_replay_set_ptr(raw, claim.get());
+  windows_.push_back(Window{now, std::move(context)});
+}
+
+std::shared_ptr<gnutls_anti_replay_st> AntiReplayWindows::for_session() const {
+  return windows_.empty() ? nullptr : windows_.front().context;
+}
+
+int AntiReplayWindows::add(void* claim, time_t, const gnutls_datum_t* key, const gnutls_datum_t*) {
+  if (key == nullptr || key->size <= kAntiReplayKeyPrefix) return GNUTLS_E_DB_ENTRY_EXISTS;
+  const std::string_view binder(reinterpret_cast<const char*>(key->data) + kAntiReplayKeyPrefix,
+                                key->size - kAntiReplayKeyPrefix);
+  return (*static_cast<Claim*>(claim))(binder) ? 0 : GNUTLS_E_DB_ENTRY_EXISTS;
+}
+
+Status QuicTlsSession::init(const ServerCredentials& credentials, ngtcp2_crypto_conn_ref* conn_ref,
+                            std::shared_ptr<gnutls_anti_replay_st> anti_replay) {
+  anti_replay_ = std::move(anti_replay);
+  unsigned flags = GNUTLS_SERVER | GNUTLS_NO_AUTO_SEND_TICKET | GNUTLS_NO_END_OF_EARLY_DATA;
+  if (anti_replay_) flags |= GNUTLS_ENABLE_EARLY_DATA;
+  if (int rc = gnutls_init(&session_, flags); rc != 0) {
     session_ = nullptr;
     return make_error(Errc::Io, fmt::format("gnutls_init: {}", gnutls_strerror(rc)));
   }
@@ -63,8 +131,21 @@ Status QuicTlsSession::init(const ServerCredentials& credentials, ngtcp2_crypto_
   if (ngtcp2_crypto_gnutls_configure_server_session(session_) != 0) {
     return make_error(Errc::Io, "ngtcp2_crypto_gnutls_configure_server_session failed");
   }
-  if (int rc = gnutls_session_ticket_enable_server(session_, credentials.ticket_key()); rc != 0) {
-    return make_error(Errc::Io, fmt::format("gnutls tickets: {}", gnutls_strerror(rc)));
+  uint8_t master[kTicketMasterBytes];
+  if (credentials.session_tickets() && credentials.ticket_master(master)) {
+    const gnutls_datum_t key{master, sizeof master};
+    const int rc = gnutls_session_ticket_enable_server(session_, &key);  // GnuTLS keeps a copy
+    gnutls_memset(master, 0, sizeof master);
+    if (rc != 0) return make_error(Errc::Io, fmt::format("gnutls tickets: {}", gnutls_strerror(rc)));
+    gnutls_db_set_cache_expiration(session_, static_cast<int>(credentials.ticket_lifetime_s()));
+    if (anti_replay_) {
+      gnutls_anti_replay_enable(session_, anti_replay_.get());
+      // QUIC's early data is not limited by the TLS max_early_data_size
+      // (RFC 9001 §4.6.1: it must be 0xffffffff; flow control bounds it).
+      gnutls_record_set_max_early_data_size(session_, 0xffffffffu);
+    }
+  } else {
+    anti_replay_.reset();  // no tickets, no resumption, no early data
   }
   gnutls_session_set_ptr(session_, conn_ref);
   if (int rc = gnutls_credentials_set(session_, GNUTLS_CRD_CERTIFICATE, credentials.certificates()); rc != 0) {
@@ -95,5 +176,9 @@ std::string_view QuicTlsSession::cipher() const {
 }
 
 bool QuicTlsSession::resumed() const { return gnutls_session_is_resumed(session_) != 0; }
+
+bool QuicTlsSession::early_data_accepted() const {
+  return (gnutls_session_get_flags(session_) & GNUTLS_SFLAGS_EARLY_DATA) != 0;
+}
 
 }  // namespace tlsfront::quic
