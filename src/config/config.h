@@ -70,6 +70,12 @@ struct Listener {
   // TLS listeners only, not with proxy_protocol. With port 0 the UDP
   // sockets take the port the TCP ones got.
   bool quic = false;
+  // quic_retry = true: every new QUIC client proves its address first with
+  // a Retry (RFC 9000 §8.1.2) unless its Initial carries a token tlsfront
+  // issued (NEW_TOKEN, §8.1.3); without it, Retry only under load (more
+  // than QuicEndpoint::kRetryAbove handshakes in progress on a worker).
+  // nginx: quic_retry on. Only with quic = true.
+  bool quic_retry = false;
   // alt_svc_max_age = N: the TCP responses of a listener with quic = true
   // carry Alt-Svc: h3=":PORT"; ma=N (RFC 7838 §3, PORT the connection's
   // local port) so clients move to HTTP/3; 0: no Alt-Svc.

@@ -60,12 +60,14 @@ Status parse_quic(const TableReader& t, Listener& listener) {
   if (Status s = t.get_bool("quic", listener.quic); !s.ok()) return s;
   if (!listener.quic) {
     if (t.find("alt_svc_max_age") != nullptr) return t.error_at("alt_svc_max_age", "only with quic = true");
+    if (t.find("quic_retry") != nullptr) return t.error_at("quic_retry", "only with quic = true");
     return {};
   }
   if (!listener.tls) return t.error_at("quic", "QUIC is TLS 1.3 only: not on a cleartext listener (tls = false)");
   if (listener.proxy_protocol) {
     return t.error_at("quic", "no PROXY protocol over UDP: QUIC cannot be on a proxy_protocol listener");
   }
+  if (Status s = t.get_bool("quic_retry", listener.quic_retry); !s.ok()) return s;
   return t.get_integer("alt_svc_max_age", 0, 31536000, listener.alt_svc_max_age);
 }
 
@@ -93,7 +95,7 @@ Status parse_listen(const TableReader& root, std::vector<Listener>& out) {
     if (Status s = t.check_keys({"address", "name", "backlog", "tcp_fastopen", "alpn", "trust_request_id", "tls",
                                  "redirect_https", "https_port", "acme_upstream", "proxy_protocol",
                                  "proxy_protocol_from", "trusted_proxies", "real_ip_header", "real_ip_recursive",
-                                 "access", "quic", "alt_svc_max_age"});
+                                 "access", "quic", "quic_retry", "alt_svc_max_age"});
         !s.ok()) {
       return s;
     }

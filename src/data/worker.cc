@@ -99,7 +99,7 @@ void Worker::listen_on(ListenSocket socket) {
   std::unique_ptr<quic::QuicEndpoint> endpoint;
   if (socket.quic_fd.valid()) {
     endpoint = std::make_unique<quic::QuicEndpoint>(
-        &loop_, index_, static_cast<int>(socket.workers), address,
+        &loop_, index_, static_cast<int>(socket.workers), address, [this, address] { return quic_policy(address); },
         [this, address](const std::string& client, uint16_t port) { return quic_lease(address, client, port); },
         counters_);
     if (auto st = endpoint->open(std::move(socket.quic_fd)); !st) {
@@ -344,6 +344,17 @@ void Worker::on_drain_timer(uv_timer_t* t) {
   for (Connection* c : left) c->abort();
   for (auto& endpoint : self->quic_draining_) endpoint->close();  // CONNECTION_CLOSE; in-flight streams logged
   if (self->connections_.empty()) self->finish_stop();
+}
+
+std::optional<quic::QuicEndpoint::Policy> Worker::quic_policy(const config::Endpoint& address) {
+  std::shared_ptr<const WorkerGeneration> wgen = current_generation();
+  if (!wgen->gen->quic) return std::nullopt;
+  quic::QuicEndpoint::Policy policy;
+  policy.credentials = wgen->gen->quic;
+  for (const auto& l : wgen->gen->config.listeners) {
+    if (l.address == address && l.quic) policy.retry = l.quic_retry;
+  }
+  return policy;
 }
 
 // The checks a TCP connection passes at accept (Connection::admit_client),

@@ -68,7 +68,7 @@ class Connection;
 struct ListenSocket {
   config::Listener listener;
   UniqueFd fd;
-  UniqueFd quic_fd;  // its UDP twin (quic = true: control/quic_socket.h); invalid when none
+  UniqueFd quic_fd;    // its UDP twin (quic = true: control/quic_socket.h); invalid when none
   size_t workers = 1;  // how many workers share the address (QUIC's steering modulus)
 };
 
@@ -180,6 +180,8 @@ class Worker {
   std::vector<std::unique_ptr<quic::QuicEndpoint>> quic_draining_;
   bool quic_busy() const;
   size_t quic_connections() const;
+  // The current generation's QUIC credentials and the listener's quic_retry.
+  std::optional<quic::QuicEndpoint::Policy> quic_policy(const config::Endpoint& address);
   std::optional<quic::QuicEndpoint::Lease> quic_lease(const config::Endpoint& address, const std::string& client,
                                                       uint16_t port);
   // The stop is over once no connection, TCP or QUIC, is left.

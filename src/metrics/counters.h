@@ -170,6 +170,9 @@ struct WorkerCounters {
   // QUIC connections: opened at a client's first Initial, closed when gone;
   // Initials dropped because kMaxHandshakes were in progress.
   Counter quic_opened, quic_closed, quic_initials_dropped;
+  // Address validation (data/quic/address_tokens.h): Retry packets sent,
+  // Initials dropped for an invalid Retry token; stateless resets sent.
+  Counter quic_retries, quic_invalid_tokens, quic_stateless_resets;
   std::array<Counter, 3> handshakes;             // by HandshakeKind
   std::array<Counter, 3> handshake_failures;     // by HandshakeFailure
   std::array<Histogram, 3> handshake_duration;   // accept -> handshake done, by HandshakeKind

@@ -88,6 +88,15 @@ std::string render_prometheus(const ProcessMetrics& m) {
   single(out, "tlsfront_quic_initials_dropped_total", "counter",
          "Client Initials dropped because a worker had its maximum of QUIC handshakes in progress.",
          sum(m, [](const WorkerCounters& w) { return w.quic_initials_dropped.get(); }));
+  single(out, "tlsfront_quic_retries_total", "counter",
+         "Retry packets sent: new QUIC clients asked to prove their address (quic_retry, or under load).",
+         sum(m, [](const WorkerCounters& w) { return w.quic_retries.get(); }));
+  single(out, "tlsfront_quic_invalid_tokens_total", "counter",
+         "Client Initials dropped for a Retry token that was expired, forged or for another address.",
+         sum(m, [](const WorkerCounters& w) { return w.quic_invalid_tokens.get(); }));
+  single(out, "tlsfront_quic_stateless_resets_total", "counter",
+         "Stateless resets sent for packets of QUIC connections this node does not have.",
+         sum(m, [](const WorkerCounters& w) { return w.quic_stateless_resets.get(); }));
 
   const uint64_t tunnels = sum(m, [](const WorkerCounters& w) { return w.tunnels_opened.get(); });
   single(out, "tlsfront_tunnels_total", "counter", "Upgrade tunnels (WebSocket) opened by an upstream's 101.", tunnels);

@@ -56,7 +56,7 @@ class Importer {
   void globals();
 
  private:
-  void listen(Server& s, const Directive& d, bool ssl_on, bool http2_on);
+  void listen(Server& s, const Directive& d, bool ssl_on, bool http2_on, bool quic_retry_on);
   void names(Server& s);
   // The setting `name` of the default server, applied by `apply`; other
   // servers' different values are listed.
@@ -98,7 +98,7 @@ void Importer::main_context(const std::vector<Directive>& tree) {
   }
 }
 
-void Importer::listen(Server& s, const Directive& d, bool ssl_on, bool http2_on) {
+void Importer::listen(Server& s, const Directive& d, bool ssl_on, bool http2_on, bool quic_retry_on) {
   if (d.args.empty()) return l_.note(d, "not carried over: no address");
   bool ssl = ssl_on, h2 = http2_on, is_default = false, skip = false, proxy_protocol = false, quic = false;
   int backlog = 0, tcp_fastopen = -1;
@@ -193,6 +193,7 @@ void Importer::listen(Server& s, const Directive& d, bool ssl_on, bool http2_on)
       if (tcp_fastopen >= 0) l.tcp_fastopen = tcp_fastopen;
       l.proxy_protocol = l.proxy_protocol || proxy_protocol;
       l.quic = l.quic || quic;
+      l.quic_retry = l.quic_retry || (quic && quic_retry_on);
       return;
     }
   }
@@ -202,6 +203,7 @@ void Importer::listen(Server& s, const Directive& d, bool ssl_on, bool http2_on)
                         .tcp_fastopen = tcp_fastopen,
                         .proxy_protocol = proxy_protocol,
                         .quic = quic,
+                        .quic_retry = quic && quic_retry_on,
                         .origin = origin(d)});
 }
 
@@ -257,11 +259,16 @@ void Importer::servers_of(const Directive& http) {
       http2_on = c->args[0] == "on";
       l_.carry(*c);
     }
+    bool quic_retry_on = false;  // quic_retry on: Retry on this server's quic listens
+    if (const Directive* c = effective_one(s.chain, "quic_retry"); c && c->args.size() == 1) {
+      quic_retry_on = c->args[0] == "on";
+      l_.carry(*c);
+    }
     bool any_listen = false;
     for (const Directive& c : d.children) {
       if (c.name == "listen") {
         any_listen = true;
-        listen(s, c, ssl_on, http2_on);
+        listen(s, c, ssl_on, http2_on, quic_retry_on);
       }
     }
     if (!s.tls) {

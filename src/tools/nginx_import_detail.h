@@ -36,6 +36,7 @@ struct Model {
     int tcp_fastopen = -1;  // listen ... fastopen=N; -1: not set (tlsfront's "auto")
     bool proxy_protocol = false;  // listen ... proxy_protocol
     bool quic = false;            // listen ... quic (HTTP/3 on the same address)
+    bool quic_retry = false;      // quic_retry on (with quic)
     std::string origin;
   };
   std::vector<Listen> listens;

@@ -66,6 +66,7 @@ std::string render(const Model& m, const std::string& source, size_t not_carried
       if (!m.proxy_protocol_from.value.empty()) ks.push_back(m.proxy_protocol_from);
     }
     if (l.quic) ks.push_back({"quic", "true", "listen ... quic"});
+    if (l.quic_retry) ks.push_back({"quic_retry", "true", "quic_retry on"});
     ks.insert(ks.end(), m.real_ip.begin(), m.real_ip.end());
     if (!l.tls) {
       ks.push_back({"tls", "false", "no ssl"});

@@ -244,5 +244,48 @@ TEST_F(Http3, JunkDatagramsHarmNothing) {
   EXPECT_TRUE(proxy_.process().running());
 }
 
+// quic_retry = true: a new client first gets a Retry (RFC 9000 §8.1.2)
+// and comes back with its token; once connected it receives a NEW_TOKEN
+// token (gtlsclient writes it to --token-file) for its next connection.
+// (Debian 12's gtlsclient cannot send a saved token back: it hands GnuTLS
+// an empty buffer; AddressTokensTest checks a returning client's token.)
+TEST_F(Http3, RetryWhenConfiguredAndANewTokenAfterTheHandshake) {
+  ASSERT_TRUE(start_quic("quic = true\nquic_retry = true"));
+  RunResult r = fetch({"/json/10"}, {"--token-file=" + dir_.file("token")});
+  EXPECT_TRUE(r.status.exited && r.status.code == 0) << r.err;
+  EXPECT_NE(r.err.find(":status: 200"), std::string::npos) << r.err;
+  auto m = scrape_metrics(proxy_.admin_port());
+  EXPECT_EQ(m["tlsfront_quic_retries_total"], 1);
+  EXPECT_EQ(m["tlsfront_quic_invalid_tokens_total"], 0);
+  EXPECT_NE(read_file(dir_.file("token")).find("BEGIN QUIC TOKEN"), std::string::npos) << "no NEW_TOKEN received";
+  // Without quic_retry, no Retry.
+  ProxyOptions o;
+  o.listen_extra = "quic = true";
+  ASSERT_NO_FATAL_FAILURE(reload_proxy(o, 2));
+  EXPECT_EQ(fetch({"/json/11"}).status.code, 0);
+  EXPECT_EQ(scrape_metrics(proxy_.admin_port())["tlsfront_quic_retries_total"], 1);
+}
+
+// A short-header packet for a connection ID no connection owns (as after a
+// restart) is answered with a stateless reset (RFC 9000 §10.3): a
+// short-header-looking datagram, smaller than the one it answers; one too
+// small to allow that gets nothing.
+TEST_F(Http3, AShortPacketForAnUnknownConnectionGetsAStatelessReset) {
+  ASSERT_TRUE(start_quic());
+  UdpClient udp(port());
+  std::mt19937 rng(11);
+  std::string d(80, '\0');
+  for (char& c : d) c = static_cast<char>(rng());
+  d[0] = static_cast<char>(0x40 | (d[0] & 0x3f));  // fixed bit set, short header
+  udp.send(d);
+  const std::string reset = udp.receive(5'000);
+  ASSERT_GE(reset.size(), 21u);
+  EXPECT_LT(reset.size(), d.size());
+  EXPECT_EQ(static_cast<unsigned char>(reset[0]) & 0xc0, 0x40) << "not shaped as a short header";
+  udp.send(d.substr(0, 21));  // too small to be answered by a smaller reset
+  EXPECT_EQ(udp.receive(500), "");
+  EXPECT_EQ(scrape_metrics(proxy_.admin_port())["tlsfront_quic_stateless_resets_total"], 1);
+}
+
 }  // namespace
 }  // namespace tlsfront::itest

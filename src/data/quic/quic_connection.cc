@@ -29,7 +29,7 @@ struct Callbacks {
 
   static int get_new_connection_id(ngtcp2_conn*, ngtcp2_cid* cid, uint8_t* token, size_t cidlen, void* user) {
     QuicConnection* c = of(user);
-    c->endpoint_.new_cid(cid, token, cidlen);
+    c->endpoint_.new_cid(cid, token, cidlen, c->lease_.credentials->ticket_keys());
     c->endpoint_.add_cid(*cid, c);
     return 0;
   }
@@ -57,8 +57,13 @@ struct Callbacks {
       counters->handshake_duration[static_cast<size_t>(kind)].observe(
           std::chrono::nanoseconds(now_ns() - c->accepted_at_ns_));
     }
-    // A session ticket for the next connection (RFC 8446 §4.6.1).
+    // A session ticket for the next connection (RFC 8446 §4.6.1), and a
+    // token that lets it skip a Retry (RFC 9000 §8.1.3).
     if (c->lease_.credentials->session_tickets()) gnutls_session_ticket_send(c->tls_.native(), 1, 0);
+    uint8_t token[NGTCP2_CRYPTO_MAX_REGULAR_TOKENLEN];
+    const ngtcp2_ssize tokenlen = c->endpoint_.new_token(c->lease_.credentials->ticket_keys(), token,
+                                                         reinterpret_cast<sockaddr*>(&c->remote_), c->remote_len_);
+    if (tokenlen > 0) ngtcp2_conn_submit_new_token(c->conn_, token, static_cast<size_t>(tokenlen));
     // What was read in early data is no longer a possible replay; what
     // waited for the handshake is admitted now.
     if (c->info_.early_data) {
@@ -220,7 +225,8 @@ void QuicConnection::set_path(const sockaddr* from, socklen_t fromlen) {
   path_.remote.addrlen = remote_len_;
 }
 
-Status QuicConnection::accept(const ngtcp2_pkt_hd& hd, const sockaddr* from, socklen_t fromlen) {
+Status QuicConnection::accept(const ngtcp2_pkt_hd& hd, const sockaddr* from, socklen_t fromlen, bool validated,
+                              const ngtcp2_cid* retry_odcid) {
   accepted_at_ns_ = now_ns();
   set_path(from, fromlen);
   info_.id = lease_.connection_id;
@@ -273,11 +279,18 @@ Status QuicConnection::accept(const ngtcp2_pkt_hd& hd, const sockaddr* from, soc
   params.initial_max_streams_uni = 3;  // the client's control and QPACK streams (RFC 9114 §6.2)
   const auto idle = env().config->timeouts.keepalive;
   params.max_idle_timeout = static_cast<ngtcp2_duration>(idle.count()) * NGTCP2_MILLISECONDS;
-  params.original_dcid = hd.dcid;
+  // RFC 9000 §7.3: after a Retry, the original DCID is the one the token
+  // carried, and the Retry's SCID (this Initial's DCID) is named too.
+  params.original_dcid = retry_odcid ? *retry_odcid : hd.dcid;
+  if (retry_odcid) {
+    params.retry_scid = hd.dcid;
+    params.retry_scid_present = 1;
+  }
   params.stateless_reset_token_present = 1;
+  if (validated) settings.token = hd.token;  // the address is proven: no anti-amplification limit
 
   ngtcp2_cid scid;
-  endpoint_.new_cid(&scid, params.stateless_reset_token, kCidLen);
+  endpoint_.new_cid(&scid, params.stateless_reset_token, kCidLen, lease_.credentials->ticket_keys());
   const int rv =
       ngtcp2_conn_server_new(&conn_, &hd.scid, &scid, &path_, hd.version, &cb, &settings, &params, nullptr, this);
   if (rv != 0) return make_error(Errc::Io, fmt::format("ngtcp2_conn_server_new: {}", ngtcp2_strerror(rv)));

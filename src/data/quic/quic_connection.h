@@ -81,8 +81,12 @@ class QuicConnection final : public Deletable, public Flushable {
   QuicConnection& operator=(const QuicConnection&) = delete;
 
   // Creates the server side for the client Initial `hd` from `from`; the
-  // connection's first ID is registered with the endpoint. Errors: Errc::Io.
-  [[nodiscard]] Status accept(const ngtcp2_pkt_hd& hd, const sockaddr* from, socklen_t fromlen);
+  // connection's first ID is registered with the endpoint. `validated`: its
+  // token proved the address (no anti-amplification limit); `retry_odcid`:
+  // the Original Destination Connection ID its Retry token carried (null
+  // when no Retry came first). Errors: Errc::Io.
+  [[nodiscard]] Status accept(const ngtcp2_pkt_hd& hd, const sockaddr* from, socklen_t fromlen, bool validated,
+                              const ngtcp2_cid* retry_odcid);
   // A datagram for this connection (its handshake included), then what it
   // made us send.
   void on_datagram(const sockaddr* from, socklen_t fromlen, const uint8_t* data, size_t len);

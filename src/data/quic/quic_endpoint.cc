@@ -20,18 +20,17 @@ std::string cid_key(const uint8_t* data, size_t len) { return std::string(reinte
 
 }  // namespace
 
-QuicEndpoint::QuicEndpoint(uv_loop_t* loop, int worker_index, int workers, config::Endpoint address, LeaseFn lease,
-                           metrics::WorkerCounters* counters)
+QuicEndpoint::QuicEndpoint(uv_loop_t* loop, int worker_index, int workers, config::Endpoint address, PolicyFn policy,
+                           LeaseFn lease, metrics::WorkerCounters* counters)
     : loop_(loop),
       worker_index_(static_cast<uint8_t>(worker_index)),
       workers_(static_cast<uint8_t>(workers < 1 ? 1 : workers)),
       address_(std::move(address)),
+      policy_(std::move(policy)),
       lease_(std::move(lease)),
       counters_(counters),
       anti_replay_([this](std::string_view binder) { return reading_ && reading_->claim_early_data(binder); }),
-      buffer_(new uint8_t[kDatagramBuffer]) {
-  gnutls_rnd(GNUTLS_RND_KEY, reset_secret_, sizeof reset_secret_);
-}
+      buffer_(new uint8_t[kDatagramBuffer]) {}
 
 QuicEndpoint::~QuicEndpoint() { close(); }
 
@@ -89,13 +88,74 @@ void QuicEndpoint::on_datagram(const sockaddr* from, const uint8_t* data, size_t
     read(it->second, from, fromlen, data, len);
     return;
   }
+  if ((data[0] & 0x80) == 0) {  // a short header: a connection we do not have
+    send_stateless_reset(vc, from, len);
+    return;
+  }
   accept(from, data, len);
+}
+
+void QuicEndpoint::send_stateless_reset(const ngtcp2_version_cid& vc, const sockaddr* to, size_t received) {
+  // RFC 9000 §10.3: smaller than the packet it answers (so that two
+  // endpoints cannot loop), at least 21 octets (so that it looks like a
+  // short-header packet); never for a packet too small to allow both.
+  constexpr size_t kMinReset = 1 + NGTCP2_MIN_STATELESS_RESET_RANDLEN + NGTCP2_STATELESS_RESET_TOKENLEN;
+  if (closed_ || received <= kMinReset + 1 || vc.dcidlen != kShortDcidLen) return;
+  const uint64_t second = uv_now(loop_) / 1000;
+  if (second != resets_second_) {
+    resets_second_ = second;
+    resets_sent_ = 0;
+  }
+  if (resets_sent_ >= kMaxResetsPerSecond) return;
+  std::optional<Policy> policy = policy_();
+  if (!policy || !policy->credentials) return;
+  ngtcp2_cid cid;
+  ngtcp2_cid_init(&cid, vc.dcid, vc.dcidlen);
+  uint8_t token[NGTCP2_STATELESS_RESET_TOKENLEN];
+  if (!tokens_.reset_token(policy->credentials->ticket_keys(), cid, token)) return;
+  // As long as a short-header packet could be, up to one octet less than
+  // what arrived (and no more than 43 random octets, as ngtcp2's examples).
+  const size_t randlen = std::min<size_t>(received - 1 - NGTCP2_STATELESS_RESET_TOKENLEN - 1, 43);
+  uint8_t rand[43];
+  gnutls_rnd(GNUTLS_RND_NONCE, rand, randlen);
+  uint8_t buf[64];
+  const ngtcp2_ssize n = ngtcp2_pkt_write_stateless_reset(buf, sizeof buf, token, rand, randlen);
+  if (n <= 0) return;
+  ++resets_sent_;
+  if (counters_) counters_->quic_stateless_resets.add();
+  send(to, buf, static_cast<size_t>(n));
+}
+
+void QuicEndpoint::send_retry(const Policy& policy, const ngtcp2_pkt_hd& hd, const sockaddr* from, socklen_t fromlen) {
+  ngtcp2_cid scid;  // the ID the client's next Initial names: steered to this worker
+  new_cid(&scid, nullptr, kShortDcidLen, nullptr);
+  uint8_t buf[NGTCP2_MAX_UDP_PAYLOAD_SIZE];
+  const ngtcp2_ssize n =
+      tokens_.write_retry(policy.credentials->ticket_keys(), buf, sizeof buf, hd, scid, from, fromlen);
+  if (n <= 0) return;
+  if (counters_) counters_->quic_retries.add();
+  send(from, buf, static_cast<size_t>(n));
 }
 
 void QuicEndpoint::accept(const sockaddr* from, const uint8_t* data, size_t len) {
   if (closed_ || shutting_down_) return;
   ngtcp2_pkt_hd hd;
-  if (ngtcp2_accept(&hd, data, len) != 0) return;  // not a client's first Initial (or wants a Retry: not yet)
+  if (ngtcp2_accept(&hd, data, len) != 0) return;  // not a client's first Initial
+  std::optional<Policy> policy = policy_();
+  if (!policy || !policy->credentials) return;
+  const socklen_t fromlen = from->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+  const AddressTokens::Check token = tokens_.check(policy->credentials->ticket_keys(), hd, from, fromlen);
+  if (token.token == AddressTokens::Token::Invalid) {
+    // RFC 9000 §8.1.2: a Retry token that does not verify ends the attempt
+    // (dropped: the sender may not own the address it claims).
+    if (counters_) counters_->quic_invalid_tokens.add();
+    return;
+  }
+  const bool validated = token.token != AddressTokens::Token::None;
+  if (!validated && hd.type == NGTCP2_PKT_INITIAL && (policy->retry || handshaking_ >= kRetryAbove)) {
+    send_retry(*policy, hd, from, fromlen);
+    return;
+  }
   if (handshaking_ >= kMaxHandshakes) {
     if (counters_) counters_->quic_initials_dropped.add();
     return;
@@ -116,8 +176,9 @@ void QuicEndpoint::accept(const sockaddr* from, const uint8_t* data, size_t len)
   lease->client_addr = name;
   lease->client_port = port;
   auto conn = std::make_unique<QuicConnection>(*this, std::move(*lease));
-  const socklen_t fromlen = from->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
-  if (auto st = conn->accept(hd, from, fromlen); !st) {
+  if (auto st = conn->accept(hd, from, fromlen, validated,
+                             token.token == AddressTokens::Token::Retry ? &token.odcid : nullptr);
+      !st) {
     log::warn("QUIC on {}: {}", address_.to_string(), st.error().message());
     for (auto i = by_cid_.begin(); i != by_cid_.end();) i = i->second == conn.get() ? by_cid_.erase(i) : std::next(i);
     return;
@@ -139,14 +200,14 @@ void QuicEndpoint::send_version_negotiation(const sockaddr* to, const ngtcp2_ver
   if (n > 0) send(to, buf, static_cast<size_t>(n));
 }
 
-void QuicEndpoint::new_cid(ngtcp2_cid* cid, uint8_t* token, size_t len) {
+void QuicEndpoint::new_cid(ngtcp2_cid* cid, uint8_t* token, size_t len, const tls::TicketKeyStore* keys) {
   gnutls_rnd(GNUTLS_RND_NONCE, cid->data, len);
   cid->datalen = len;
   // The first octet names this worker modulo the worker count (the
   // reuseport program steers by it).
   const uint8_t slots = static_cast<uint8_t>(256 / workers_);
   cid->data[0] = static_cast<uint8_t>(worker_index_ + workers_ * (cid->data[0] % slots));
-  ngtcp2_crypto_generate_stateless_reset_token(token, reset_secret_, sizeof reset_secret_, cid);
+  if (token) tokens_.reset_token(keys, *cid, token);
 }
 
 void QuicEndpoint::add_cid(const ngtcp2_cid& cid, QuicConnection* conn) {

@@ -12,12 +12,17 @@
 // At most kMaxHandshakes connections of an endpoint are in their handshake
 // at a time: a flood of Initials (spoofed sources cost the sender nothing)
 // is dropped beyond it instead of holding a TLS session each for
-// timeouts.handshake (Retry, which makes a client prove its address, is
-// not built yet).
+// timeouts.handshake (under load, Retry makes new clients prove their
+// address first: below).
 // Datagrams: read into one 64 KiB buffer per endpoint; a DCID no connection
 // owns is a new connection when it is an acceptable Initial (ngtcp2_accept),
 // answered with Version Negotiation (RFC 9000 §6) when its version is not
-// QUIC v1, and otherwise dropped (no stateless reset yet). 0-RTT: GnuTLS
+// QUIC v1; a short-header packet is answered with a stateless reset (RFC
+// 9000 §10.3, at most kMaxResetsPerSecond), anything else dropped.
+// Address validation (RFC 9000 §8.1, AddressTokens): a client whose Initial
+// carries no valid token gets a Retry when the listener says quic_retry or
+// more than kRetryAbove handshakes are in progress; every completed
+// handshake gets a NEW_TOKEN token for the client's next connection. 0-RTT: GnuTLS
 // asks its anti-replay hook while ngtcp2 reads a ClientHello; the endpoint
 // hands the claim to the connection being read
 // (QuicConnection::claim_early_data). Writes are
@@ -39,6 +44,7 @@
 
 #include "config/config.h"
 #include "data/http/session_env.h"
+#include "data/quic/address_tokens.h"
 #include "data/quic/quic_tls.h"
 #include "metrics/counters.h"
 #include "tls/remote_session_store.h"
@@ -74,13 +80,28 @@ class QuicEndpoint {
   // rules or the worker's limits say no, or the generation has no QUIC
   // credentials): its Initial is dropped.
   using LeaseFn = std::function<std::optional<Lease>(const std::string& client, uint16_t port)>;
+  // Asked before a new client's Initial costs any state: the credentials
+  // of the current generation (their ticket keys seal the address tokens)
+  // and whether this listener demands a Retry (quic_retry); nullopt when
+  // the generation has no QUIC credentials.
+  struct Policy {
+    std::shared_ptr<const ServerCredentials> credentials;
+    bool retry = false;
+  };
+  using PolicyFn = std::function<std::optional<Policy>()>;
 
   // `worker_index` of `workers`: the first octet of every connection ID this
   // endpoint issues is congruent to it modulo `workers`.
   static constexpr size_t kMaxHandshakes = 1024;
+  // Beyond this many handshakes in progress, a new client without a valid
+  // token gets a Retry (its address proven before it costs a TLS session).
+  static constexpr size_t kRetryAbove = 256;
+  // Stateless resets sent per second at most (each answers a datagram for
+  // a connection ID no connection owns; smaller than it, RFC 9000 §10.3.3).
+  static constexpr uint32_t kMaxResetsPerSecond = 1000;
 
   // `counters` (may be null) are the worker's.
-  QuicEndpoint(uv_loop_t* loop, int worker_index, int workers, config::Endpoint address, LeaseFn lease,
+  QuicEndpoint(uv_loop_t* loop, int worker_index, int workers, config::Endpoint address, PolicyFn policy, LeaseFn lease,
                metrics::WorkerCounters* counters);
   ~QuicEndpoint();
   QuicEndpoint(const QuicEndpoint&) = delete;
@@ -101,8 +122,13 @@ class QuicEndpoint {
   // For connections.
   uv_loop_t* loop() const { return loop_; }
   // A fresh connection ID of `len` octets naming this worker, and its
-  // stateless reset token (NGTCP2_STATELESS_RESET_TOKENLEN octets).
-  void new_cid(ngtcp2_cid* cid, uint8_t* token, size_t len);
+  // stateless reset token (NGTCP2_STATELESS_RESET_TOKENLEN octets, unless
+  // `token` is null) from `keys` (AddressTokens).
+  void new_cid(ngtcp2_cid* cid, uint8_t* token, size_t len, const tls::TicketKeyStore* keys);
+  // A NEW_TOKEN token for `remote` (AddressTokens::new_token).
+  ngtcp2_ssize new_token(const tls::TicketKeyStore* keys, uint8_t* out, const sockaddr* remote, socklen_t len) {
+    return tokens_.new_token(keys, out, remote, len);
+  }
   void add_cid(const ngtcp2_cid& cid, QuicConnection* conn);
   void remove_cid(const ngtcp2_cid& cid);
   void send(const sockaddr* to, const uint8_t* data, size_t len);
@@ -124,12 +150,15 @@ class QuicEndpoint {
   void on_datagram(const sockaddr* from, const uint8_t* data, size_t len);
   void accept(const sockaddr* from, const uint8_t* data, size_t len);
   void send_version_negotiation(const sockaddr* to, const ngtcp2_version_cid& vc);
+  void send_retry(const Policy& policy, const ngtcp2_pkt_hd& hd, const sockaddr* from, socklen_t fromlen);
+  void send_stateless_reset(const ngtcp2_version_cid& vc, const sockaddr* to, size_t received);
   void read(QuicConnection* conn, const sockaddr* from, socklen_t fromlen, const uint8_t* data, size_t len);
 
   uv_loop_t* loop_;
   uint8_t worker_index_;
   uint8_t workers_;
   config::Endpoint address_;
+  PolicyFn policy_;
   LeaseFn lease_;
   metrics::WorkerCounters* counters_;
   UvHandle<uv_udp_t> udp_;
@@ -139,7 +168,9 @@ class QuicEndpoint {
   bool shutting_down_ = false;
   size_t handshaking_ = 0;
   std::function<void()> drained_;
-  uint8_t reset_secret_[32];  // stateless reset tokens (per process for now)
+  AddressTokens tokens_;
+  uint64_t resets_second_ = 0;  // the second (uv_now / 1000) resets_sent_ counts in
+  uint32_t resets_sent_ = 0;
   AntiReplayWindows anti_replay_;
   UvHandle<uv_timer_t> anti_replay_timer_;  // AntiReplayWindows::rotate every kStep
   QuicConnection* reading_ = nullptr;       // whose datagram ngtcp2 is reading now

@@ -61,6 +61,24 @@ ServerCredentials::~ServerCredentials() {
   gnutls_memset(fallback_master_, 0, sizeof fallback_master_);
 }
 
+bool derive_from_ticket_key(const tls::TicketKey& key, std::string_view label, uint8_t* out, size_t len) {
+  uint8_t ikm[2 * tls::TicketKey::kMaxSecretBytes];
+  const size_t n = key.secret_bytes();
+  std::memcpy(ikm, key.hmac_secret.data(), n);
+  std::memcpy(ikm + n, key.aes_key.data(), n);
+  const gnutls_datum_t ikm_d{ikm, static_cast<unsigned>(2 * n)};
+  const gnutls_datum_t salt{const_cast<uint8_t*>(key.name.data()), static_cast<unsigned>(key.name.size())};
+  uint8_t prk[32];
+  const gnutls_datum_t prk_d{prk, sizeof prk};
+  const gnutls_datum_t info{reinterpret_cast<unsigned char*>(const_cast<char*>(label.data())),
+                            static_cast<unsigned>(label.size())};
+  const bool ok = gnutls_hkdf_extract(GNUTLS_MAC_SHA256, &ikm_d, &salt, prk) == 0 &&
+                  gnutls_hkdf_expand(GNUTLS_MAC_SHA256, &prk_d, &info, out, len) == 0;
+  gnutls_memset(ikm, 0, sizeof ikm);
+  gnutls_memset(prk, 0, sizeof prk);
+  return ok;
+}
+
 bool ServerCredentials::ticket_master(uint8_t out[64]) const {
   std::shared_ptr<const tls::TicketKeyRing> ring = tickets_ ? tickets_->ring() : nullptr;
   const tls::TicketKey* key = ring ? ring->encryption_key(tickets_->now()) : nullptr;
@@ -69,23 +87,7 @@ bool ServerCredentials::ticket_master(uint8_t out[64]) const {
     std::memcpy(out, fallback_master_, kTicketMasterBytes);
     return true;
   }
-  // HKDF-SHA256 (RFC 5869): IKM = the key's HMAC secret and AES key, the
-  // name as salt (public, as in every ticket), a label as info.
-  uint8_t ikm[2 * tls::TicketKey::kMaxSecretBytes];
-  const size_t n = key->secret_bytes();
-  std::memcpy(ikm, key->hmac_secret.data(), n);
-  std::memcpy(ikm + n, key->aes_key.data(), n);
-  const gnutls_datum_t ikm_d{ikm, static_cast<unsigned>(2 * n)};
-  const gnutls_datum_t salt{const_cast<uint8_t*>(key->name.data()), static_cast<unsigned>(key->name.size())};
-  uint8_t prk[32];
-  static constexpr char kInfo[] = "tlsfront quic ticket master";
-  const gnutls_datum_t prk_d{prk, sizeof prk};
-  const gnutls_datum_t info{reinterpret_cast<unsigned char*>(const_cast<char*>(kInfo)), sizeof kInfo - 1};
-  const bool ok = gnutls_hkdf_extract(GNUTLS_MAC_SHA256, &ikm_d, &salt, prk) == 0 &&
-                  gnutls_hkdf_expand(GNUTLS_MAC_SHA256, &prk_d, &info, out, kTicketMasterBytes) == 0;
-  gnutls_memset(ikm, 0, sizeof ikm);
-  gnutls_memset(prk, 0, sizeof prk);
-  return ok;
+  return derive_from_ticket_key(*key, "tlsfront quic ticket master", out, kTicketMasterBytes);
 }
 
 AntiReplayWindows::AntiReplayWindows(Claim claim) : claim_(std::make_shared<Claim>(std::move(claim))) { rotate(); }

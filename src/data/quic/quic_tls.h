@@ -53,9 +53,16 @@
 
 namespace tlsfront::tls {
 class TicketKeyStore;
-}
+struct TicketKey;
+}  // namespace tlsfront::tls
 
 namespace tlsfront::quic {
+
+// `len` octets (at most 255 × 32) derived from one ticket key for one
+// purpose: HKDF-SHA256 (RFC 5869) with the key's HMAC secret and AES key as
+// input, its name (public, in every ticket) as salt and `label` as info.
+// Errors: false when GnuTLS fails.
+bool derive_from_ticket_key(const tls::TicketKey& key, std::string_view label, uint8_t* out, size_t len);
 
 class ServerCredentials {
  public:
@@ -76,6 +83,8 @@ class ServerCredentials {
   // The 64-byte ticket master for a session starting now (see the header).
   // Errors: false when no key can be had (tickets are then not issued).
   bool ticket_master(uint8_t out[64]) const;
+  // The ticket keys tickets and address tokens are derived from; null when none.
+  const tls::TicketKeyStore* ticket_keys() const { return tickets_; }
 
  private:
   ServerCredentials() = default;

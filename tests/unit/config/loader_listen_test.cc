@@ -152,6 +152,8 @@ TEST(Loader, Quic) {
             "t.toml:4:1: listen[0].quic: no PROXY protocol over UDP: QUIC cannot be on a proxy_protocol listener");
   EXPECT_EQ(load_error("[[listen]]\naddress = \"127.0.0.1:1\"\nalt_svc_max_age = 60\n"),
             "t.toml:3:1: listen[0].alt_svc_max_age: only with quic = true");
+  EXPECT_EQ(load_error("[[listen]]\naddress = \"127.0.0.1:1\"\nquic_retry = true\n"),
+            "t.toml:3:1: listen[0].quic_retry: only with quic = true");
   EXPECT_EQ(load_error("[[listen]]\naddress = \"127.0.0.1:1\"\nquic = true\nalt_svc_max_age = -1\n"),
             "t.toml:4:1: listen[0].alt_svc_max_age: must be between 0 and 31536000, got -1");
 }

@@ -155,7 +155,8 @@ TEST(NginxImport, ListenFastOpen) {
 }
 
 // nginx's HTTP/3 listen (`listen 443 quic reuseport;` beside `listen 443
-// ssl;`) is quic = true on the TLS listener of that address.
+// ssl;`) is quic = true on the TLS listener of that address; quic_retry on
+// is quic_retry = true there.
 TEST(NginxImport, ListenQuic) {
   Outcome r = run(
       "http { server {\n"
@@ -163,6 +164,7 @@ TEST(NginxImport, ListenQuic) {
       "listen 443 ssl;\n"
       "listen 8443 ssl;\n"
       "http2 on;\n"
+      "quic_retry on;\n"
       "ssl_certificate c.pem; ssl_certificate_key c.key;\n"
       "location / { proxy_pass http://127.0.0.1:9000; }\n"
       "} }\n");
@@ -170,8 +172,10 @@ TEST(NginxImport, ListenQuic) {
   ASSERT_EQ(r.cfg.listeners.size(), 2u);
   EXPECT_EQ(r.cfg.listeners[0].address.to_string(), "0.0.0.0:443");
   EXPECT_TRUE(r.cfg.listeners[0].quic);
+  EXPECT_TRUE(r.cfg.listeners[0].quic_retry);  // quic_retry on: on the quic listen only
   EXPECT_TRUE(r.cfg.listeners[0].tls);
   EXPECT_FALSE(r.cfg.listeners[1].quic);
+  EXPECT_FALSE(r.cfg.listeners[1].quic_retry);
   EXPECT_REPORTS(r, "n.conf:2: listen: parameter quic carried over as quic = true");
 }
 
