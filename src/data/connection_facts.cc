@@ -3,6 +3,7 @@
 // (ProxyHeader state), and the ConnectionInfo its sessions get (address,
 // listener, TLS facts).
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <openssl/ssl.h>
 
 #include <array>
@@ -20,6 +21,17 @@ namespace {
 
 // The local port the client connected to ($server_port); 0 once the handle
 // is closed (a TunnelSession's line written as its connection goes).
+// The kernel's smoothed RTT of the connection (TCP_INFO tcpi_rtt, in µs)
+// in ms; -1 when it cannot be read.
+double kernel_rtt_ms(uv_tcp_t* tcp) {
+  uv_os_fd_t fd = -1;
+  if (uv_fileno(reinterpret_cast<uv_handle_t*>(tcp), &fd) != 0) return -1;
+  tcp_info ti{};
+  socklen_t len = sizeof ti;
+  if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) return -1;
+  return ti.tcpi_rtt / 1000.0;
+}
+
 uint16_t local_port(uv_tcp_t* tcp) {
   if (tcp == nullptr) return 0;
   sockaddr_storage ss{};
@@ -126,6 +138,7 @@ http::ConnectionInfo Connection::base_info() const {
   info.proxy_tlvs = proxy_tlvs_;
   info.remote_port = remote_port_;
   info.set_server_port(local_port(tcp_.get()));
+  info.rtt_ms = kernel_rtt_ms(tcp_.get());
   info.trust_request_id = listener_ != nullptr && listener_->trust_request_id;
   return info;
 }

@@ -260,7 +260,7 @@ size_t json_line_room(const AccessLogEntry& e) {
                          e.ssl_client_i_dn.size() + e.ssl_client_serial.size() + e.ssl_client_fingerprint.size();
   // (The room is zero-filled by resize(): no more of it than needed.)
   return 1024 + (e.ssl_client_verify.empty() ? 0 : 256) + 6 * strings + Cursor::ms_room(e.request_time_ms) +
-         Cursor::ms_room(e.tls_handshake_ms) + Cursor::ms_room(e.upstream_connect_ms) +
+         Cursor::ms_room(e.tls_handshake_ms) + Cursor::ms_room(e.rtt_ms) + Cursor::ms_room(e.upstream_connect_ms) +
          Cursor::ms_room(e.upstream_response_ms);
 }
 
@@ -313,6 +313,10 @@ void append_json_line(std::string& out, const AccessLogEntry& e) {
   c.string_or_null(e.ssl_resumption);
   c.lit(",\"tls_handshake_ms\":");
   c.optional_ms(e.tls_handshake_ms);
+  c.lit(",\"rtt_ms\":");
+  c.optional_ms(e.rtt_ms);
+  c.lit(",\"migrated\":");
+  c.boolean(e.migrated);
   if (!e.ssl_client_verify.empty()) {
     c.lit(",\"ssl_client_verify\":");
     c.json_string(e.ssl_client_verify);

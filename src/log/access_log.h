@@ -45,6 +45,10 @@ struct AccessLogEntry {
   bool ssl_early_data = false;  // the request arrived in TLS early data (0-RTT), nginx's $ssl_early_data
   std::string_view ssl_resumption = "none";  // "none" | "cache" (session ID / stateful) | "ticket"; "" -> null
   std::optional<double> tls_handshake_ms;  // first request of a connection only, else null
+  // The client connection's smoothed round-trip time when its session began
+  // (TCP: the kernel's; QUIC: ngtcp2's); with tls_handshake_ms, else null.
+  std::optional<double> rtt_ms;
+  bool migrated = false;  // a QUIC connection whose client address changed before this line
   // The client certificate (mTLS), when the connection's certificate name
   // asked for one: ssl_client_verify "SUCCESS" | "FAILED:<reason>" | "NONE";
   // "" -> none of these fields. The others: "" -> null.

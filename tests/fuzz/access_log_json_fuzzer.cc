@@ -127,6 +127,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   e.ssl_early_data = in.ConsumeBool();
   e.ssl_resumption = ssl_resumption;
   e.tls_handshake_ms = opt_ms();
+  e.rtt_ms = opt_ms();
+  e.migrated = in.ConsumeBool();
   e.connection_id = in.ConsumeIntegral<uint64_t>();
   e.connection_requests = in.ConsumeIntegral<uint64_t>();
   e.stream_id = in.ConsumeIntegral<uint32_t>();
@@ -172,6 +174,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   c.boolean("ssl_early_data", e.ssl_early_data);
   c.string_or_null("ssl_resumption", e.ssl_resumption);
   c.ms("tls_handshake_ms", e.tls_handshake_ms);
+  c.ms("rtt_ms", e.rtt_ms);
+  c.boolean("migrated", e.migrated);
   c.uint("connection_id", e.connection_id);
   c.uint("connection_requests", e.connection_requests);
   if (e.stream_id == 0) c.null("stream_id");

@@ -81,6 +81,8 @@ TEST_F(H2H1, GetProxied) {
   EXPECT_EQ(json_raw(lines[0], "stream_id"), std::string("1"));
   EXPECT_EQ(json_raw(lines[0], "status"), std::string("200"));
   EXPECT_NE(json_raw(lines[0], "tls_handshake_ms"), std::string("null"));
+  EXPECT_NE(json_raw(lines[0], "rtt_ms"), std::string("null"));  // the kernel's estimate (TCP_INFO)
+  EXPECT_EQ(json_raw(lines[0], "migrated"), std::string("false"));
   EXPECT_EQ(json_string(lines[0], "path"), std::string("/headers?q=1"));
   EXPECT_EQ(json_string(lines[0], "upstream_addr"), backend_.address());
 }
@@ -194,8 +196,13 @@ TEST_F(H2H1, ManyConcurrentStreamsOnOneConnection) {
   }
   EXPECT_EQ(conns.size(), 1u) << "streams were not multiplexed on one connection";
   size_t with_handshake = 0;
-  for (const auto& l : lines) with_handshake += json_raw(l, "tls_handshake_ms") != std::string("null");
+  size_t with_rtt = 0;
+  for (const auto& l : lines) {
+    with_handshake += json_raw(l, "tls_handshake_ms") != std::string("null");
+    with_rtt += json_raw(l, "rtt_ms") != std::string("null");
+  }
   EXPECT_EQ(with_handshake, 1u);
+  EXPECT_EQ(with_rtt, 1u);
   EXPECT_EQ(streams.size(), 60u);
 }
 

@@ -53,6 +53,8 @@ TEST_F(Http3, AGetIsProxiedAndLoggedAsHttp3) {
   EXPECT_EQ(json_string(lines[0], "path"), "/json/100");
   EXPECT_EQ(json_string(lines[0], "alpn"), "h3") << lines[0];
   EXPECT_EQ(json_raw(lines[0], "status"), "200");
+  EXPECT_NE(json_raw(lines[0], "rtt_ms"), "null") << lines[0];  // ngtcp2's estimate
+  EXPECT_EQ(json_raw(lines[0], "migrated"), "false") << lines[0];
   auto requests = backend_.wait_requests(1);
   ASSERT_EQ(requests.size(), 1u);
   EXPECT_NE(requests[0].find("GET /json/100 HTTP/1.1"), std::string::npos) << requests[0];
@@ -131,7 +133,9 @@ TEST_F(Http3, ConnectionMigrationKeepsTheConnection) {
     EXPECT_TRUE(r.status.exited && r.status.code == 0) << r.err;
     EXPECT_NE(r.err.find(":status: 200"), std::string::npos) << r.err;
   }
-  EXPECT_EQ(proxy_.wait_log_lines(10).size(), 10u);
+  auto lines = proxy_.wait_log_lines(10);
+  ASSERT_EQ(lines.size(), 10u);
+  for (const auto& l : lines) EXPECT_EQ(json_raw(l, "migrated"), "true") << l;
 }
 
 TEST_F(Http3, TheListenersAccessRulesApply) {

@@ -58,6 +58,10 @@ struct ConnectionInfo {
   // The SSL_CTX the handshake was made under (the SNI's); null on cleartext.
   const SSL_CTX* tls_context = nullptr;
   double tls_handshake_ms = 0;
+  // Smoothed RTT of the client connection when its session began (TCP:
+  // TCP_INFO; QUIC: ngtcp2's estimate), ms; < 0: unknown.
+  double rtt_ms = -1;
+  bool migrated = false;  // QUIC: the client's address changed (RFC 9000 §9)
   uint64_t requests = 0;  // requests started on this connection so far
   uint16_t remote_port = 0;
   // The local port in decimal, NUL-terminated ($server_port): set_server_port().

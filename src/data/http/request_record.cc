@@ -34,6 +34,7 @@ void fill_access_log_entry(log::AccessLogEntry& e, const ConnectionInfo& info, s
   }
   e.connection_id = info.id;
   e.connection_requests = info.requests;
+  e.migrated = info.migrated;
   if (upstream) {
     const UpstreamStats& s = *upstream;
     e.upstream_addr = s.addr;
@@ -74,6 +75,7 @@ void finish_line(const SessionEnv& env, const ConnectionInfo& info, std::string_
   e.request_time_ms = std::chrono::duration<double, std::milli>(elapsed).count();
   // In early data the handshake has not ended yet: no time to report.
   if (with_handshake_time && info.scheme == Scheme::Https && !info.early_data) e.tls_handshake_ms = info.tls_handshake_ms;
+  if (with_handshake_time && info.rtt_ms >= 0) e.rtt_ms = info.rtt_ms;
   env.access_log->log(e);
 }
 

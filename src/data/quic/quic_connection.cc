@@ -46,6 +46,9 @@ struct Callbacks {
     c->info_.ssl_cipher = c->tls_.cipher();
     c->info_.ssl_session_reused = c->tls_.resumed();
     c->info_.ssl_resumption = c->info_.ssl_session_reused ? "ticket" : "none";
+    ngtcp2_conn_stat stat;
+    ngtcp2_conn_get_conn_stat(c->conn_, &stat);
+    c->info_.rtt_ms = static_cast<double>(stat.smoothed_rtt) / 1e6;
     if (c->state_ == QuicConnection::State::Handshake) transition(c->state_, QuicConnection::State::Open);
     c->handshake_done_ = true;
     c->endpoint_.on_handshake_done();
@@ -433,6 +436,7 @@ void QuicConnection::on_datagram(const sockaddr* from, socklen_t fromlen, const 
   const ngtcp2_path* current = ngtcp2_conn_get_path(conn_);
   if (current->remote.addrlen != remote_len_ || std::memcmp(current->remote.addr, &remote_, remote_len_) != 0) {
     set_path(current->remote.addr, static_cast<socklen_t>(current->remote.addrlen));
+    info_.migrated = true;
   }
   write();
 }

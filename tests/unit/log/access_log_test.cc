@@ -50,6 +50,8 @@ const std::vector<std::string> kKeyOrder = {"time",
                                             "ssl_early_data",
                                             "ssl_resumption",
                                             "tls_handshake_ms",
+                                            "rtt_ms",
+                                            "migrated",
                                             "connection_id",
                                             "connection_requests",
                                             "stream_id",
@@ -102,6 +104,8 @@ AccessLogEntry full_entry() {
   e.ssl_session_reused = true;
   e.ssl_resumption = "ticket";
   e.tls_handshake_ms = 3.5;
+  e.rtt_ms = 48.25;
+  e.migrated = true;
   e.connection_id = 42;
   e.connection_requests = 1;
   e.stream_id = 3;
@@ -141,7 +145,8 @@ TEST(AccessLogJsonLine, AllFieldsSet) {
             R"("sni":"api.example.com","alpn":"h2","scheme":"https","protocol":"HTTP/2.0","method":"GET",)"
             R"("path":"/v1/items?id=7","status":200,"response_complete":true,"bytes_sent":1234,"bytes_received":321,)"
             R"("request_time_ms":12.346,"ssl_protocol":"TLSv1.3","ssl_cipher":"TLS_AES_128_GCM_SHA256",)"
-            R"("ssl_session_reused":true,"ssl_early_data":false,"ssl_resumption":"ticket","tls_handshake_ms":3.500,"connection_id":42,)"
+            R"("ssl_session_reused":true,"ssl_early_data":false,"ssl_resumption":"ticket","tls_handshake_ms":3.500,"rtt_ms":48.250,)"
+      R"("migrated":true,"connection_id":42,)"
             R"("connection_requests":1,"stream_id":3,"upstream_addr":"10.0.0.5:8080, 10.0.0.6:8080",)"
             R"("upstream_error":"refused","upstream_status":502,)"
             R"("upstream_connect_ms":0.250,"upstream_response_ms":11.000,)"
@@ -159,7 +164,7 @@ TEST(AccessLogJsonLine, DefaultsGiveNulls) {
       R"("sni":null,"alpn":null,"scheme":"https","protocol":"","method":"","path":"","status":0,)"
       R"("response_complete":false,"bytes_sent":0,"bytes_received":0,"request_time_ms":0.000,"ssl_protocol":null,)"
       R"("ssl_cipher":null,"ssl_session_reused":false,"ssl_early_data":false,"ssl_resumption":"none","tls_handshake_ms":null,)"
-      R"("connection_id":0,"connection_requests":0,"stream_id":null,"upstream_addr":null,"upstream_error":null,)"
+      R"("rtt_ms":null,"migrated":false,"connection_id":0,"connection_requests":0,"stream_id":null,"upstream_addr":null,"upstream_error":null,)"
       R"("upstream_status":null,"upstream_connect_ms":null,"upstream_response_ms":null,)"
       R"("upstream_connection_reused":null,"upstream_protocol":null,"grpc_status":null,"user_agent":null,"request_id":null,"content_encoding":null,"tunnel":false})"
       "\n");
