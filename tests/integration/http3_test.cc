@@ -121,6 +121,34 @@ TEST_F(Http3, ItKeepsServingAcrossAReload) {
   ASSERT_EQ(lines.size(), 3u);
 }
 
+// Requests in flight on a QUIC connection when the configuration is
+// reloaded: the connection keeps its generation and every request is
+// answered; a connection made after the reload gets the new one.
+TEST_F(Http3, ARequestInFlightAcrossAReloadIsAnswered) {
+  ASSERT_TRUE(start_quic());
+  Process client;
+  std::vector<std::string> argv{kGtlsclient, "--exit-on-all-streams-close", "--no-quic-dump", "--timeout=5s",
+                                "--delay-stream=700ms", "127.0.0.1", std::to_string(port())};
+  for (int i = 1; i <= 5; ++i) argv.push_back("https://localhost:" + std::to_string(port()) + "/json/" + std::to_string(i));
+  ASSERT_TRUE(client.start(argv, dir_.file("client.out"), dir_.file("client.err")));
+  // The handshake is done (the connection counted) before the reload; the
+  // requests go out 700 ms after it.
+  ASSERT_TRUE(wait_until(
+      [&] { return scrape_metrics(proxy_.admin_port())["tlsfront_connections_total{protocol=\"h3\"}"] == 1; }));
+  ProxyOptions o;
+  o.listen_extra = "quic = true";
+  o.routes = "[[route]]\npath_prefix = \"/json/\"\nupstream = \"backend\"\n";
+  ASSERT_NO_FATAL_FAILURE(reload_proxy(o, 2));
+  auto exited = client.wait_exit(milliseconds(15'000));
+  ASSERT_TRUE(exited && exited->exited && exited->code == 0) << client.err();
+  const std::string err = client.err();
+  size_t ok = 0;
+  for (size_t at = err.find(":status: 200"); at != std::string::npos; at = err.find(":status: 200", at + 1)) ++ok;
+  EXPECT_EQ(ok, 5u) << err;
+  EXPECT_EQ(proxy_.wait_log_lines(5).size(), 5u);
+  EXPECT_NE(fetch({"/other"}).err.find(":status: 404"), std::string::npos) << "a new connection has the new routes";
+}
+
 // The client moves to another local port (a new path, RFC 9000 §9) before
 // it sends its requests: its packets still reach the worker that owns the
 // connection (steered by connection ID, not by address), ten times: with
