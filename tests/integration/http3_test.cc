@@ -276,6 +276,25 @@ TEST_F(Http3, JunkDatagramsHarmNothing) {
   EXPECT_TRUE(proxy_.process().running());
 }
 
+// A request whose authority the connection's certificate does not cover
+// (a client coalescing onto it, RFC 9114 §3.3) gets 421 Misdirected Request;
+// the certificate's own name is served.
+TEST_F(Http3, AnAuthorityTheCertificateDoesNotCoverIsMisdirected) {
+  ASSERT_TRUE(start_quic());
+  RunResult r = run_command(dir_, {kGtlsclient, "--exit-on-all-streams-close", "--no-quic-dump", "--timeout=5s",
+                                   "--sni=localhost", "127.0.0.1", std::to_string(port()),
+                                   "https://elsewhere.example:" + std::to_string(port()) + "/json/1",
+                                   "https://localhost:" + std::to_string(port()) + "/json/2"},
+                            milliseconds(20'000));
+  EXPECT_TRUE(r.status.exited && r.status.code == 0) << r.err;
+  auto lines = proxy_.wait_log_lines(2);
+  ASSERT_EQ(lines.size(), 2u);
+  for (const auto& l : lines) {
+    EXPECT_EQ(json_raw(l, "status"), json_string(l, "path") == "/json/1" ? "421" : "200") << l;
+  }
+  EXPECT_EQ(backend_.count("req"), 1u);
+}
+
 // quic_retry = true: a new client first gets a Retry (RFC 9000 §8.1.2)
 // and comes back with its token; once connected it receives a NEW_TOKEN
 // token (gtlsclient writes it to --token-file) for its next connection.

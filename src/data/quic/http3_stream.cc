@@ -73,7 +73,10 @@ bool Http3Stream::admit_head() {
       conn_->schedule_write();
       return -1;
     }
-    return status;
+    if (status != 0) return status;
+    // RFC 9110 §15.5.20: coalesced onto a connection whose certificate
+    // does not cover the authority.
+    return conn_->certificate_covers(record().head.host) ? 0 : 421;
   });
   if (answer.status != 0) {
     if (answer.status > 0) stream_.respond_local(std::move(answer));

@@ -1,7 +1,10 @@
 #include "data/quic/quic_tls.h"
 
+#include <arpa/inet.h>
 #include <gnutls/crypto.h>
+#include <gnutls/x509.h>
 #include <ngtcp2/ngtcp2_crypto_gnutls.h>
+#include <strings.h>
 
 #include <fmt/format.h>
 
@@ -178,6 +181,33 @@ std::string_view QuicTlsSession::cipher() const {
 }
 
 bool QuicTlsSession::resumed() const { return gnutls_session_is_resumed(session_) != 0; }
+
+bool QuicTlsSession::certificate_covers(std::string_view host) {
+  if (host.empty() || host == covered_host_) return true;
+  const gnutls_datum_t* der = gnutls_certificate_get_ours(session_);
+  if (der == nullptr) {
+    // A resumed session sent no certificate: the name it was made for.
+    const std::string sni = server_name();
+    return sni.empty() || strncasecmp(sni.c_str(), std::string(host).c_str(), sni.size() + 1) == 0;
+  }
+  gnutls_x509_crt_t crt = nullptr;
+  if (gnutls_x509_crt_init(&crt) != 0) return false;
+  bool covers = false;
+  if (gnutls_x509_crt_import(crt, der, GNUTLS_X509_FMT_DER) == 0) {
+    std::string h(host);
+    if (h.size() > 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+    unsigned char ip[16];
+    const int family = h.find(':') != std::string::npos ? AF_INET6 : AF_INET;
+    if (inet_pton(family, h.c_str(), ip) == 1) {
+      covers = gnutls_x509_crt_check_ip(crt, ip, family == AF_INET6 ? 16 : 4, 0) != 0;
+    } else {
+      covers = gnutls_x509_crt_check_hostname2(crt, h.c_str(), 0) != 0;
+    }
+  }
+  gnutls_x509_crt_deinit(crt);
+  if (covers) covered_host_.assign(host);
+  return covers;
+}
 
 bool QuicTlsSession::early_data_accepted() const {
   return (gnutls_session_get_flags(session_) & GNUTLS_SFLAGS_EARLY_DATA) != 0;

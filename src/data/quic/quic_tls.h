@@ -146,10 +146,18 @@ class QuicTlsSession {
   bool resumed() const;
   // The client's early data was accepted (after its ClientHello).
   bool early_data_accepted() const;
+  // Whether the certificate this session was made with covers `host` (a
+  // DNS name, or an IP literal, bracketed or not): RFC 9114 §3.3 lets a
+  // client send any authority the certificate is valid for on this
+  // connection. The last host that passed is remembered (one parse per
+  // connection); a resumed session, which sent no certificate, covers the
+  // name it was made for (its SNI). After the ClientHello only.
+  bool certificate_covers(std::string_view host);
 
  private:
   gnutls_session_t session_ = nullptr;
   std::shared_ptr<gnutls_anti_replay_st> anti_replay_;
+  std::string covered_host_;
 };
 
 }  // namespace tlsfront::quic
