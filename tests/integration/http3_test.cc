@@ -61,6 +61,18 @@ TEST_F(Http3, AGetIsProxiedAndLoggedAsHttp3) {
   EXPECT_NE(requests[0].find("ost: localhost"), std::string::npos) << requests[0];
 }
 
+// One worker (the connection IDs' worker octet then has 256 slots).
+TEST_F(Http3, OneWorkerServesIt) {
+  ProxyOptions o;
+  o.workers = 1;
+  o.listen_extra = "quic = true";
+  ASSERT_TRUE(start_proxy(o));
+  RunResult r = fetch({"/json/100", "/json/200"});
+  EXPECT_TRUE(r.status.exited && r.status.code == 0) << r.err;
+  EXPECT_EQ(read_file(dir_.file("200")), testdata::json_body(200));
+  EXPECT_TRUE(proxy_.process().running());
+}
+
 // A request body (gtlsclient -d: POST with the file's bytes), larger than
 // one stream window, goes up and comes back whole through /echo.
 TEST_F(Http3, ARequestBodyGoesUpWhole) {

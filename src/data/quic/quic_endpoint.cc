@@ -205,7 +205,9 @@ void QuicEndpoint::new_cid(ngtcp2_cid* cid, uint8_t* token, size_t len, const tl
   cid->datalen = len;
   // The first octet names this worker modulo the worker count (the
   // reuseport program steers by it).
-  const uint8_t slots = static_cast<uint8_t>(256 / workers_);
+  // (256 / workers as an int: with one worker it is 256, which an octet
+  // cannot hold.)
+  const unsigned slots = 256u / workers_;
   cid->data[0] = static_cast<uint8_t>(worker_index_ + workers_ * (cid->data[0] % slots));
   if (token) tokens_.reset_token(keys, *cid, token);
 }
