@@ -453,9 +453,20 @@ void QuicConnection::consume(int64_t stream_id, size_t n) {
 
 void QuicConnection::write() {
   if (state_ == State::Closed || !conn_) return;
-  uint8_t buf[NGTCP2_MAX_PMTUD_UDP_PAYLOAD_SIZE];
+  // Packets are written end to end into the endpoint's batch buffer and
+  // leave together (UDP GSO): one segment size, one destination, a shorter
+  // packet ends a batch.
+  uint8_t* batch = endpoint_.batch_buffer();
+  size_t used = 0, segment = 0;
+  sockaddr_storage to{};
+  socklen_t tolen = 0;
+  auto flush = [&] {
+    if (used > 0) endpoint_.send_segments(reinterpret_cast<const sockaddr*>(&to), batch, used, segment);
+    used = 0;
+  };
   const uint64_t ts = now_ns();
   for (size_t packets = 0; packets < kMaxPacketsPerWrite;) {
+    if (used + NGTCP2_MAX_PMTUD_UDP_PAYLOAD_SIZE > QuicEndpoint::kBatchBytes) flush();
     int64_t stream_id = -1;
     int fin = 0;
     nghttp3_vec vec[16];
@@ -463,6 +474,7 @@ void QuicConnection::write() {
     if (h3_ && ngtcp2_conn_get_max_data_left(conn_) > 0) {
       veccnt = nghttp3_conn_writev_stream(h3_, &stream_id, &fin, vec, 16);
       if (veccnt < 0) {
+        flush();
         fail(0, nghttp3_err_infer_quic_app_error_code(static_cast<int>(veccnt)), true);
         return;
       }
@@ -473,9 +485,10 @@ void QuicConnection::write() {
     ngtcp2_path_storage ps;
     ngtcp2_path_storage_zero(&ps);
     ngtcp2_pkt_info pi{};
+    uint8_t* out = batch + used;
     const ngtcp2_ssize n =
-        ngtcp2_conn_writev_stream(conn_, &ps.path, &pi, buf, sizeof buf, &datalen, flags, stream_id,
-                                  reinterpret_cast<const ngtcp2_vec*>(vec), static_cast<size_t>(veccnt), ts);
+        ngtcp2_conn_writev_stream(conn_, &ps.path, &pi, out, NGTCP2_MAX_PMTUD_UDP_PAYLOAD_SIZE, &datalen, flags,
+                                  stream_id, reinterpret_cast<const ngtcp2_vec*>(vec), static_cast<size_t>(veccnt), ts);
     if (n < 0) {
       if (n == NGTCP2_ERR_STREAM_DATA_BLOCKED) {
         nghttp3_conn_block_stream(h3_, stream_id);
@@ -487,23 +500,42 @@ void QuicConnection::write() {
       }
       if (n == NGTCP2_ERR_WRITE_MORE) {
         if (nghttp3_conn_add_write_offset(h3_, stream_id, static_cast<size_t>(datalen)) != 0) {
+          flush();
           fail(NGTCP2_ERR_CALLBACK_FAILURE);
           return;
         }
         continue;
       }
+      flush();
       fail(static_cast<int>(n));
       return;
     }
     if (datalen >= 0 && stream_id >= 0 &&
         nghttp3_conn_add_write_offset(h3_, stream_id, static_cast<size_t>(datalen)) != 0) {
+      flush();
       fail(NGTCP2_ERR_CALLBACK_FAILURE);
       return;
     }
     if (n == 0) break;
-    endpoint_.send(ps.path.remote.addr, buf, static_cast<size_t>(n));
+    const size_t len = static_cast<size_t>(n);
+    const sockaddr* remote = ps.path.remote.addr;
+    const auto remotelen = static_cast<socklen_t>(ps.path.remote.addrlen);
+    if (used > 0 && (len > segment || remotelen != tolen || std::memcmp(remote, &to, tolen) != 0)) {
+      // It cannot join the batch: the batch leaves, the packet starts the next.
+      endpoint_.send_segments(reinterpret_cast<const sockaddr*>(&to), batch, used, segment);
+      std::memmove(batch, out, len);
+      used = 0;
+    }
+    if (used == 0) {
+      segment = len;
+      std::memcpy(&to, remote, remotelen);
+      tolen = remotelen;
+    }
+    used += len;
+    if (len < segment) flush();  // a shorter packet is a batch's last
     ++packets;
   }
+  flush();
   if (state_ == State::Draining && streams_.empty()) {
     close_now();
     return;

@@ -1,9 +1,12 @@
 #include "data/quic/quic_endpoint.h"
 
 #include <gnutls/crypto.h>
+#include <netinet/udp.h>
 #include <ngtcp2/ngtcp2_crypto.h>
 #include <sys/socket.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 #include "data/quic/quic_connection.h"
@@ -30,7 +33,8 @@ QuicEndpoint::QuicEndpoint(uv_loop_t* loop, int worker_index, int workers, confi
       lease_(std::move(lease)),
       counters_(counters),
       anti_replay_([this](std::string_view binder) { return reading_ && reading_->claim_early_data(binder); }),
-      buffer_(new uint8_t[kDatagramBuffer]) {}
+      buffer_(new uint8_t[kDatagramBuffer]),
+      batch_(new uint8_t[kBatchBytes]) {}
 
 QuicEndpoint::~QuicEndpoint() { close(); }
 
@@ -222,6 +226,39 @@ void QuicEndpoint::send(const sockaddr* to, const uint8_t* data, size_t len) {
   if (!udp_.active()) return;
   uv_buf_t b = uv_buf_init(reinterpret_cast<char*>(const_cast<uint8_t*>(data)), static_cast<unsigned>(len));
   uv_udp_try_send(udp_.get(), &b, 1, to);  // EAGAIN: dropped, QUIC resends (see the header)
+}
+
+void QuicEndpoint::send_segments(const sockaddr* to, const uint8_t* data, size_t len, size_t segment) {
+  if (!udp_.active() || len == 0) return;
+  if (gso_ && len > segment) {
+    uv_os_fd_t fd = -1;
+    uv_fileno(reinterpret_cast<const uv_handle_t*>(udp_.get()), &fd);
+    iovec iov{const_cast<uint8_t*>(data), len};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(uint16_t))] = {};
+    msghdr msg{};
+    msg.msg_name = const_cast<sockaddr*>(to);
+    msg.msg_namelen = to->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    cmsghdr* cm = CMSG_FIRSTHDR(&msg);
+    cm->cmsg_level = SOL_UDP;
+    cm->cmsg_type = UDP_SEGMENT;
+    cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+    const uint16_t size = static_cast<uint16_t>(segment);
+    std::memcpy(CMSG_DATA(cm), &size, sizeof size);
+    ssize_t rv;
+    do {
+      rv = ::sendmsg(fd, &msg, MSG_DONTWAIT);
+    } while (rv < 0 && errno == EINTR);
+    if (rv >= 0 || errno == EAGAIN || errno == EWOULDBLOCK) return;  // EAGAIN: dropped, as send()
+    if (errno != EIO && errno != EINVAL && errno != EOPNOTSUPP) return;
+    gso_ = false;  // no GSO here (a kernel or device without it): one send per datagram from now on
+    log::info("QUIC on {}: UDP GSO refused ({}), sending datagrams one by one", address_.to_string(),
+              std::strerror(errno));
+  }
+  for (size_t at = 0; at < len; at += segment) send(to, data + at, std::min(segment, len - at));
 }
 
 void QuicEndpoint::retire(QuicConnection* conn) {

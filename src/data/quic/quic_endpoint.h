@@ -25,9 +25,10 @@
 // handshake gets a NEW_TOKEN token for the client's next connection. 0-RTT: GnuTLS
 // asks its anti-replay hook while ngtcp2 reads a ClientHello; the endpoint
 // hands the claim to the connection being read
-// (QuicConnection::claim_early_data). Writes are
-// uv_udp_try_send, one datagram each; one the kernel cannot take now
-// (EAGAIN) is dropped: QUIC's loss recovery sends its frames again.
+// (QuicConnection::claim_early_data). Writes are batched per connection
+// and sent with UDP GSO (send_segments), or with uv_udp_try_send one
+// datagram each; one the kernel cannot take now (EAGAIN) is dropped:
+// QUIC's loss recovery sends its frames again.
 // Thread affinity: the worker's loop.
 #pragma once
 
@@ -132,6 +133,16 @@ class QuicEndpoint {
   void add_cid(const ngtcp2_cid& cid, QuicConnection* conn);
   void remove_cid(const ngtcp2_cid& cid);
   void send(const sockaddr* to, const uint8_t* data, size_t len);
+  // Datagrams of `segment` octets each (the last may be shorter), laid end
+  // to end in `data` (`len` octets, at most kBatchBytes), to `to`: one
+  // sendmsg with UDP_SEGMENT (UDP GSO, Linux 4.18+) when there are several,
+  // else one send each; a kernel that refuses GSO turns it off for the
+  // endpoint (logged once).
+  void send_segments(const sockaddr* to, const uint8_t* data, size_t len, size_t segment);
+  static constexpr size_t kBatchBytes = 60 * 1024;  // GSO: under 64 KiB of UDP payload, < 64 segments
+  // The endpoint's buffer for one connection's batch of packets (kBatchBytes
+  // octets), used within one QuicConnection::write.
+  uint8_t* batch_buffer() { return batch_.get(); }
   // The connection is gone: its IDs leave the table, it is deleted at the
   // end of the loop iteration.
   void retire(QuicConnection* conn);
@@ -177,6 +188,8 @@ class QuicEndpoint {
   std::unordered_map<std::string, QuicConnection*> by_cid_;
   std::unordered_map<QuicConnection*, std::unique_ptr<QuicConnection>> connections_;
   std::unique_ptr<uint8_t[]> buffer_;
+  std::unique_ptr<uint8_t[]> batch_;
+  bool gso_ = true;  // until the kernel refuses it
 };
 
 }  // namespace tlsfront::quic
