@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench-wan.sh [--profile lan|4g|3g] [--rtt MS] [--rate KBIT] [--loss PCT] [--queue PACKETS]
-#              [--samples N] [--servers "tlsfront ..."] [--cases "new ..."] [--seed N] [--out FILE]
+#              [--samples N] [--servers "tlsfront ..."] [--cases "new ..."] [--burst N] [--seed N] [--out FILE]
 #
 # The weak-network benchmark (issue #14 §3): what each round-trip saver of a
 # TLS edge buys a client on an emulated mobile link, in milliseconds and in
@@ -34,6 +34,10 @@
 #                   sysctl does not allow server TFO)
 #   tlsfront-0rtt   the same with [tls] early_data = true; when
 #                   `tlsfront --test` refuses that key its rows say "not built yet"
+#   tlsfront-h3     tlsfront-0rtt's configuration with [[listen]] quic = true:
+#                   HTTP/3 on UDP at the same address and port (TLS 1.3
+#                   through GnuTLS, session tickets, early data), the TCP
+#                   side as tlsfront-0rtt (it also serves the TCP cases)
 #   nginx-after     the write-up's "after": TLS 1.2 + 1.3, ECDSA, shared cache,
 #                   shared ticket key, stapling (ssl_stapling_file), h2,
 #                   ssl_early_data on, listen ... fastopen=256, upstream keepalive
@@ -53,6 +57,37 @@
 # (SSL_session_reused), early data accepted (SSL_get_early_data_status), the
 # server acknowledged data in the SYN (TCPI_OPT_SYN_DATA).
 #
+# HTTP/3 cases (servers with QUIC only, i.e. tlsfront-h3; client: Debian's
+# ngtcp2 client gtlsclient, package ngtcp2-client, through
+# tests/tools/wan/gtlsclient_sample.py; one new QUIC connection per sample,
+# one GET of the same body; a returning client resumes with the ticket
+# (--session-file) and transport parameters (--tp-file) its previous
+# connection got, after one unmeasured warm-up):
+#   h3-new       a new client: full QUIC + TLS 1.3 handshake
+#   h3-resumed   a returning client, early data off (--disable-early-data)
+#   h3-0rtt      a returning client sending its GET in a 0-RTT packet
+# Times come from the client's qlog (--qlog-dir; whole milliseconds) and
+# count from its first packet, the counterpart of socket(): "connect" is
+# the server's first packet (its Initial), "TLS done" the client's first
+# Handshake packet with CRYPTO data (its Finished), TTFB the first packet
+# with a STREAM frame of the request stream. Outcomes are read per sample
+# from tlsfront's access log, the line(s) whose remote_port is the client's
+# UDP port: status 200, ssl_session_reused, ssl_early_data; "0-RTT
+# accepted" counts lines with ssl_early_data true. The floor: 1 RTT for
+# the QUIC handshake (transport and TLS at once), +1 for the request unless
+# it went as accepted early data (new 2, resumed 2, 0-RTT 1).
+#
+# Burst cases (10 GETs on one new connection, all sent at once; figures
+# are the first response byte and the completion time, the last response
+# read; --burst N changes the 10; meant for the 3g profile, where loss
+# stalls TCP's one byte stream and only the lost stream of QUIC):
+#   burst-h3     HTTP/3 (servers with QUIC): gtlsclient with N URLs
+#   burst-h2     HTTP/2 over TCP (servers with h2: all but nginx-before):
+#                curl --http2 --parallel with N URLs, checked to use one
+#                connection (num_connects) and HTTP/2 (http_version); curl's
+#                times count from its transfers' start, not socket()
+# Both are new clients (full handshake) with TFO and 0-RTT unused.
+#
 # Figures per row: medians and p90 of TCP connect, TLS done and TTFB (ms from
 # the client's socket()), TTFB in round trips (median TTFB / RTT), the floor
 # for what actually happened (median of the per-sample floors: 1 RTT for
@@ -63,12 +98,16 @@
 # each server's first flight (TLS record bytes the client read before it
 # sent its Finished, on a new connection: ServerHello .. Finished with the
 # stapled OCSP response) against the initial congestion window, 10 segments
-# of the connection's MSS.
+# of the connection's MSS; for QUIC (h3-new) the QUIC packet bytes before
+# the client's Finished against 3 times what the client had sent, the
+# anti-amplification limit of RFC 9000 §8.1. A third table: the burst
+# cases (first byte, completion, completion in RTT, lost packets).
 #
 # Output: the tables on stdout, one JSON object per sample and per row in the
 # results file (build/bench/bench-wan-<UTC time>.jsonl unless --out).
-# The default run (4g, 5 servers x 5 cases x 20 samples) takes about 2.5
-# minutes; 3g about 7.5 (trim with --servers or --cases).
+# The default run (4g, 6 servers x 5 TCP cases, tlsfront-h3 x 3 HTTP/3
+# cases and 2 burst cases, 20 samples each) takes about 4 minutes; 3g
+# about 12 (trim with --servers or --cases).
 #
 # Environment: TLSFRONT_BIN (default build/tlsfront; build/ is built first
 # unless it is set), BENCH_KEEP_TMP=1 keeps the temporary directory (every
@@ -82,8 +121,9 @@ profile=4g
 rtt="" rate="" loss="" queue=100
 samples=20
 seed=14
-servers=(tlsfront tlsfront-notfo tlsfront-0rtt nginx-after nginx-before)
-cases=(new resumed resumed-tfo 0rtt 0rtt-tfo)
+servers=(tlsfront tlsfront-notfo tlsfront-0rtt tlsfront-h3 nginx-after nginx-before)
+cases=(new resumed resumed-tfo 0rtt 0rtt-tfo h3-new h3-resumed h3-0rtt burst-h3 burst-h2)
+burst=10
 out=""
 body_path=/json/256
 lifetime=1800         # the delay line's own limit, seconds: it never outlives a stuck run by much
@@ -104,6 +144,7 @@ while (($#)); do
     --seed) seed=${2:?}; shift 2 ;;
     --servers) read -r -a servers <<<"${2:?}"; shift 2 ;;
     --cases) read -r -a cases <<<"${2:?}"; shift 2 ;;
+    --burst) burst=${2:?}; shift 2 ;;
     --out) out=${2:?}; shift 2 ;;
     -h|--help) usage ;;
     *) echo "bench-wan.sh: unknown argument $1" >&2; usage ;;
@@ -119,12 +160,14 @@ number='^[0-9]+([.][0-9]+)?$'
 [[ $rtt =~ $number && $loss =~ $number && $rate =~ ^[0-9]+$ && $queue =~ ^[0-9]+$ && $seed =~ ^[0-9]+$ ]] \
   || { echo "bench-wan.sh: --rtt/--loss are numbers, --rate/--queue/--seed integers" >&2; exit 2; }
 [[ $samples =~ ^[1-9][0-9]*$ ]] || { echo "bench-wan.sh: --samples is a positive integer" >&2; exit 2; }
+[[ $burst =~ ^[1-9][0-9]*$ ]] || { echo "bench-wan.sh: --burst is a positive integer" >&2; exit 2; }
 for s in "${servers[@]}"; do
-  [[ " tlsfront tlsfront-notfo tlsfront-0rtt nginx-after nginx-before " == *" $s "* ]] \
+  [[ " tlsfront tlsfront-notfo tlsfront-0rtt tlsfront-h3 nginx-after nginx-before " == *" $s "* ]] \
     || { echo "bench-wan.sh: unknown server $s" >&2; exit 2; }
 done
 for c in "${cases[@]}"; do
-  [[ " new resumed resumed-tfo 0rtt 0rtt-tfo " == *" $c "* ]] || { echo "bench-wan.sh: unknown case $c" >&2; exit 2; }
+  [[ " new resumed resumed-tfo 0rtt 0rtt-tfo h3-new h3-resumed h3-0rtt burst-h3 burst-h2 " == *" $c "* ]] \
+    || { echo "bench-wan.sh: unknown case $c" >&2; exit 2; }
 done
 
 say() { printf '%s\n' "$*" >&2; }
@@ -132,7 +175,7 @@ die() { say "bench-wan: $*"; exit 1; }
 
 ((EUID == 0)) || die "needs root (network namespaces, TUN devices)"
 [[ -c /dev/net/tun ]] || die "no /dev/net/tun"
-for t in ip nginx openssl python3 sysctl timeout chrt; do
+for t in ip nginx openssl python3 sysctl timeout chrt gtlsclient curl; do
   command -v "$t" >/dev/null 2>&1 || die "missing $t (run scripts/install-deps.sh)"
 done
 
@@ -243,7 +286,8 @@ ip netns exec "$far" sysctl -qw net.ipv4.tcp_fastopen=3
 
 # --- servers ------------------------------------------------------------------
 backend_port=8080
-declare -A port=([tlsfront]=8443 [tlsfront-notfo]=8444 [tlsfront-0rtt]=8445 [nginx-after]=8446 [nginx-before]=8447)
+declare -A port=([tlsfront]=8443 [tlsfront-notfo]=8444 [tlsfront-0rtt]=8445 [nginx-after]=8446 [nginx-before]=8447
+                 [tlsfront-h3]=8448)
 declare -A not_built=()
 start backend "$far" "$tools/tlsfront_test_backend" --listen "127.0.0.1:$backend_port"
 
@@ -349,14 +393,16 @@ start_server() {
     tlsfront) tlsfront_conf "$name" "" "" ;;
     tlsfront-notfo) tlsfront_conf "$name" "tcp_fastopen = 0" "" ;;
     tlsfront-0rtt) tlsfront_conf "$name" "" "early_data = true" ;;
+    tlsfront-h3) tlsfront_conf "$name" "quic = true" "early_data = true" ;;
     nginx-after) nginx_after_conf ;;
     nginx-before) nginx_before_conf ;;
   esac
   case "$name" in
     tlsfront*)
       if ! "$tlsfront_bin" --test --config "$tmp/$name.toml" >"$tmp/$name.test" 2>&1; then
-        [[ $name == tlsfront-0rtt ]] || die "tlsfront --test refused $tmp/$name.toml: $(cat "$tmp/$name.test")"
-        say "bench-wan: $tlsfront_bin does not accept [tls] early_data = true: its rows say \"not built yet\""
+        [[ $name == tlsfront-0rtt || $name == tlsfront-h3 ]] \
+          || die "tlsfront --test refused $tmp/$name.toml: $(cat "$tmp/$name.test")"
+        say "bench-wan: $tlsfront_bin refuses $name's configuration: its rows say \"not built yet\" ($(tail -1 "$tmp/$name.test"))"
         not_built[$name]=1
         return 0
       fi
@@ -376,29 +422,109 @@ for s in "${servers[@]}"; do
 done
 
 # --- samples -------------------------------------------------------------------
+# serves SERVER CASE: whether SERVER speaks what CASE asks for (QUIC for h3-*
+# and burst-h3, h2 over TCP for burst-h2; every server speaks the TCP cases).
+serves() {
+  case "$2" in
+    h3-*|burst-h3) [[ $1 == tlsfront-h3 ]] ;;
+    burst-h2) [[ $1 != nginx-before ]] ;;
+    *) true ;;
+  esac
+}
+
+# h3_client SERVER CASE: one HTTP/3 connection from near (gtlsclient); its
+# JSON line on stdout; the client's qlog and output in $tmp/h3/SERVER.CASE.N.
+h3_client() {
+  local server=$1 case=$2 args=() n=1 work
+  mkdir -p "$tmp/h3"
+  work=$tmp/h3/$server.$case.$(find "$tmp/h3" -mindepth 1 -maxdepth 1 | wc -l)  # runs in a subshell: no counter
+  mkdir -p "$work"
+  args=(--host 198.18.0.2 --port "${port[$server]}" --sni localhost --access-log "$tmp/$server.access.log"
+        --work "$work" --path "$body_path" --timeout 30)
+  case "$case" in
+    h3-resumed) args+=(--session "$tmp/$server.$case.session" --tp "$tmp/$server.$case.tp" --no-early-data) ;;
+    h3-0rtt) args+=(--session "$tmp/$server.$case.session" --tp "$tmp/$server.$case.tp") ;;
+    burst-h3) n=$burst ;;
+  esac
+  ip netns exec "$near" timeout 60 python3 "$repo/tests/tools/wan/gtlsclient_sample.py" "${args[@]}" --requests "$n" \
+    2>>"$tmp/client.err"
+}
+
+# h2_burst SERVER: one HTTP/2 connection from near (curl) with $burst GETs in
+# parallel; its JSON line on stdout.
+h2_burst() {
+  local server=$1 args=() i
+  args=(--silent --http2 --parallel --parallel-max 100 --max-time 30 --cacert "$pki/root.pem"
+        --resolve "localhost:${port[$server]}:198.18.0.2" --write-out '%{json}\n')
+  for ((i = 0; i < burst; i++)); do args+=(-o /dev/null "https://localhost:${port[$server]}$body_path?n=$i"); done
+  ip netns exec "$near" timeout 40 curl "${args[@]}" 2>>"$tmp/client.err" | python3 -c '
+import json, sys
+n = int(sys.argv[1])
+ts = []
+for line in sys.stdin:
+    try:
+        ts.append(json.loads(line))
+    except ValueError:
+        pass
+ms = lambda k: [1000 * t[k] for t in ts]
+r = {"ok": False, "client": "curl", "transport": "tcp", "protocol": "h2", "requests": n, "responses": len(ts),
+     "tfo_syn_data_acked": False, "tcp_retrans": None}
+if ts:
+    first = [t for t in ts if t.get("num_connects")]
+    r.update({"connections": sum(t.get("num_connects", 0) for t in ts),
+              "http_versions": sorted({str(t.get("http_version")) for t in ts}),
+              "statuses": sorted({t.get("response_code") for t in ts}),
+              "local_ports": len({t.get("local_port") for t in ts}),
+              "connect_ms": 1000 * first[0]["time_connect"] if first else None,
+              "tls_ms": 1000 * first[0]["time_appconnect"] if first else None,
+              "ttfb_ms": min(ms("time_starttransfer")), "complete_ms": max(ms("time_total")),
+              "resumed": False, "early_data": "not_sent"})
+    r["ok"] = (len(ts) == n and r["connections"] == 1 and r["http_versions"] == ["2"] and r["statuses"] == [200]
+               and r["local_ports"] == 1)
+print(json.dumps(r))
+' "$burst"
+}
+
 # client SERVER CASE KIND: one connection from near; its JSON line, tagged, to
 # the results file (KIND "sample") or nowhere ("warmup").
 client() {
   local server=$1 case=$2 kind=$3 args=() line rc=0
-  args=(--connect "198.18.0.2:${port[$server]}" --host localhost --ca "$pki/root.pem" --path "$body_path" --status
-        --timeout-ms 30000)
-  [[ $case == new ]] || args+=(--sess-in "$tmp/$server.$case.session" --sess-out "$tmp/$server.$case.session")
-  [[ $case == *tfo ]] && args+=(--tfo)
-  [[ $case == 0rtt* ]] && args+=(--early-data)
-  line=$(ip netns exec "$near" timeout 40 "$tools/tlsfront_wan_client" "${args[@]}" 2>>"$tmp/client.err") || rc=$?
+  case "$case" in
+    h3-*|burst-h3) line=$(h3_client "$server" "$case") || rc=$? ;;
+    burst-h2) line=$(h2_burst "$server") || rc=$? ;;
+    *) tcp_client ;;
+  esac
   [[ $line == \{* ]] || line="{\"ok\":false,\"error\":\"no output, exit status $rc (see client.err)\"}"
   [[ $kind == sample ]] || return 0
   printf '{"kind":"sample","profile":"%s","rtt_ms":%s,"server":"%s","case":"%s",%s\n' \
     "$profile" "$rtt" "$server" "$case" "${line#\{}" >>"$out"
 }
 
+# tcp_client: client()'s TCP cases (tlsfront_wan_client); sets line and rc.
+tcp_client() {
+  args=(--connect "198.18.0.2:${port[$server]}" --host localhost --ca "$pki/root.pem" --path "$body_path" --status
+        --timeout-ms 30000)
+  [[ $case == new ]] || args+=(--sess-in "$tmp/$server.$case.session" --sess-out "$tmp/$server.$case.session")
+  [[ $case == *tfo ]] && args+=(--tfo)
+  [[ $case == 0rtt* ]] && args+=(--early-data)
+  line=$(ip netns exec "$near" timeout 40 "$tools/tlsfront_wan_client" "${args[@]}" 2>>"$tmp/client.err") || rc=$?
+}
+
+# The delay line carries IP packets: check that QUIC's UDP gets through it
+# (one HTTP/3 request) before measuring.
+if [[ " ${servers[*]} " == *" tlsfront-h3 "* && -z ${not_built[tlsfront-h3]:-} ]]; then
+  probe=$(h3_client tlsfront-h3 h3-new) || true
+  [[ $probe == *'"ok": true'* ]] || die "no HTTP/3 answer from tlsfront-h3 over the delay line (UDP): $probe"
+fi
+
 t0=$SECONDS
 say "bench-wan: profile $profile (RTT ${rtt} ms, ${rate} kbit/s, ${loss} % loss, queue $queue), ${#servers[@]} servers x ${#cases[@]} cases x $samples samples; results in $out"
 for c in "${cases[@]}"; do
   for s in "${servers[@]}"; do
     [[ -n ${not_built[$s]:-} ]] && continue
-    rm -f "$tmp/$s.$c.session"
-    [[ $c == new ]] || client "$s" "$c" warmup
+    serves "$s" "$c" || continue
+    rm -f "$tmp/$s.$c.session" "$tmp/$s.$c.tp"
+    [[ $c == new || $c == h3-new || $c == burst-* ]] || client "$s" "$c" warmup
     for ((i = 0; i < samples; i++)); do client "$s" "$c" sample; done
   done
   say "bench-wan: case $c done ($((SECONDS - t0)) s)"
@@ -424,8 +550,16 @@ def pct(xs, p):
     k = max(0, min(len(xs) - 1, int(round(p / 100 * len(xs) + 0.5)) - 1))
     return xs[k]
 
+def serves(sv, c):
+    """The shell's serves(): QUIC only on tlsfront-h3, h2 everywhere but nginx-before."""
+    if c.startswith("h3-") or c == "burst-h3":
+        return sv == "tlsfront-h3"
+    return sv != "nginx-before" if c == "burst-h2" else True
+
 def floor_rtts(s):
     """Round trips a perfect network stack needs for what this sample did."""
+    if s.get("transport") == "quic":  # one round trip for QUIC and TLS together
+        return 1 + (0 if s["early_data"] == "accepted" else 1)
     tls = 2 if (s["protocol"] == "TLSv1.2" and not s["resumed"]) else 1
     tcp = 0 if s["tfo_syn_data_acked"] else 1  # the ClientHello rode in the SYN: TCP's round trip is TLS's first
     return tcp + tls + (0 if s["early_data"] == "accepted" else 1)
@@ -438,7 +572,11 @@ print(f"\n### bench-wan: profile {profile}, RTT {rtt:g} ms, {rate} kbit/s, {loss
 print("| case | server | ok | connect ms p50 / p90 | TLS done ms p50 / p90 | TTFB ms p50 / p90 | TTFB in RTT | floor RTT | resumed | 0-RTT accepted | TFO SYN data |")
 print("|---|---|---|---|---|---|---|---|---|---|---|")
 for c in cases:
+    if c.startswith("burst-"):
+        continue
     for sv in servers:
+        if not serves(sv, c):
+            continue
         if sv in not_built:
             print(f"| {c} | {sv} | not built yet | | | | | | | | |")
             rows.append({"kind": "row", "case": c, "server": sv, "not_built": True})
@@ -459,11 +597,13 @@ for c in cases:
         r["tfo_syn_data"] = sum(s["tfo_syn_data_acked"] for s in ok)
         r["protocol"] = pct(col("protocol"), 50)
         r["retrans"] = sum(s["tcp_retrans"] for s in ok)
+        quic = c.startswith("h3-")
         rows.append(r)
         n = len(ok)
+        tfo = "—" if quic else f"{r['tfo_syn_data']}/{n}"
         print(f"| {c} | {sv} | {n}/{len(mine)} | {fmt(r['connect_ms_p50'])} / {fmt(r['connect_ms_p90'])} "
               f"| {fmt(r['tls_ms_p50'])} / {fmt(r['tls_ms_p90'])} | {fmt(r['ttfb_ms_p50'])} / {fmt(r['ttfb_ms_p90'])} "
-              f"| {r['ttfb_rtt']:.2f} | {r['floor_rtt']} | {r['resumed']}/{n} | {r['early_accepted']}/{n} | {r['tfo_syn_data']}/{n} |")
+              f"| {r['ttfb_rtt']:.2f} | {r['floor_rtt']} | {r['resumed']}/{n} | {r['early_accepted']}/{n} | {tfo} |")
 
 print("\nFirst flight of a new connection (TLS record bytes read before the client's Finished):\n")
 print("| server | protocol | bytes p50 | stapled OCSP bytes | MSS | segments | fits 10-segment initial cwnd |")
@@ -480,6 +620,49 @@ for sv in servers:
     rows.append({"kind": "first_flight", "server": sv, "protocol": ok[0]["protocol"], "bytes": b, "ocsp_bytes": ocsp,
                  "mss": mss, "segments": segs, "fits_initcwnd": fits})
     print(f"| {sv} | {ok[0]['protocol']} | {b} | {ocsp} | {mss} | {segs} | {'yes' if fits else 'no'} |")
+
+h3new = [s for s in samples if s["case"] == "h3-new" and s.get("ok")]
+if h3new:
+    print("\nFirst flight of a new QUIC connection (QUIC packet bytes received before the client's Finished) against "
+          "the anti-amplification limit (3 x the bytes the client had sent, RFC 9000 §8.1):\n")
+    print("| server | bytes p50 / max | client bytes before | limit | within the limit |")
+    print("|---|---|---|---|---|")
+    for sv in servers:
+        ok = [s for s in h3new if s["server"] == sv]
+        if not ok:
+            continue
+        b, bmax = pct([s["server_flight_bytes"] for s in ok], 50), max(s["server_flight_bytes"] for s in ok)
+        cb = pct([s["client_bytes_before"] for s in ok], 50)
+        within = sum(s["server_flight_bytes"] <= 3 * s["client_bytes_before"] for s in ok)
+        rows.append({"kind": "first_flight_quic", "server": sv, "bytes": b, "bytes_max": bmax, "client_bytes": cb,
+                     "limit": 3 * cb, "within_limit": within, "n": len(ok)})
+        print(f"| {sv} | {b} / {bmax} | {cb} | {3 * cb} | {within}/{len(ok)} |")
+
+bursts = [c for c in cases if c.startswith("burst-")]
+if bursts:
+    print(f"\nBursts: requests at once on one new connection (burst-h3: HTTP/3, gtlsclient; burst-h2: HTTP/2 over "
+          f"TCP, curl); ms, first response byte and the last response read:\n")
+    print("| case | server | ok | requests | TTFB ms p50 / p90 | complete ms p50 / p90 | complete in RTT p50 / p90 "
+          "| lost QUIC packets |")
+    print("|---|---|---|---|---|---|---|---|")
+    for c in bursts:
+        for sv in servers:
+            if not serves(sv, c) or sv in not_built:
+                continue
+            mine = [s for s in samples if s["server"] == sv and s["case"] == c]
+            ok = [s for s in mine if s.get("ok")]
+            if not ok:
+                print(f"| {c} | {sv} | 0/{len(mine)} | | | | | |")
+                continue
+            r = {"kind": "burst", "profile": profile, "rtt_ms": rtt, "case": c, "server": sv, "ok": len(ok),
+                 "n": len(mine), "requests": ok[0]["requests"]}
+            for k in ("ttfb_ms", "complete_ms"):
+                r[k + "_p50"], r[k + "_p90"] = pct([s[k] for s in ok], 50), pct([s[k] for s in ok], 90)
+            lost = "—" if c == "burst-h2" else str(sum(s.get("lost_packets", 0) for s in ok))
+            rows.append(r)
+            print(f"| {c} | {sv} | {len(ok)}/{len(mine)} | {r['requests']} | {fmt(r['ttfb_ms_p50'])} / "
+                  f"{fmt(r['ttfb_ms_p90'])} | {fmt(r['complete_ms_p50'])} / {fmt(r['complete_ms_p90'])} "
+                  f"| {r['complete_ms_p50'] / rtt:.2f} / {r['complete_ms_p90'] / rtt:.2f} | {lost} |")
 
 # Beside the write-up's nginx before -> after figures (its mini-program API on
 # mobile networks): TLS handshake 0.68 s -> 0.28 s, TTFB 1.2 s -> 0.44 s,
