@@ -84,6 +84,14 @@
 #                  (tlsfront_wsload --hold, 750 opened/s); a fresh proxy
 #                  process, as for rss_idle; the figure includes the
 #                  proxy's upstream connection of each tunnel
+# HTTP/3 (h3_rps, h3_hs) is not measured here: Debian 12's h2load
+# (nghttp2-client 1.52) is built without ngtcp2/nghttp3 (ldd shows no
+# libngtcp2). `h2load --npn-list=h3 https://...` against a tlsfront with
+# quic = true opens a TCP socket (never UDP), offers ALPN "h3" over TLS on
+# TCP, gets tlsfront's no_application_protocol alert and counts every
+# request as errored (checked 2026-12-07). No other HTTP/3 load generator
+# is packaged for Debian 12, and no peer here serves HTTP/3 either; the
+# HTTP/3 latency rows are in scripts/bench-wan.sh (tlsfront-h3, gtlsclient).
 # For the four rates the figure that compares is the rate per proxy core:
 # handled count / proxy CPU seconds (utime+stime of its processes from
 # /proc, i.e. rate / the proxy's CPU share). The "cpu" column shows that
