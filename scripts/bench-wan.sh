@@ -84,8 +84,9 @@
 #   burst-h3     HTTP/3 (servers with QUIC): gtlsclient with N URLs
 #   burst-h2     HTTP/2 over TCP (servers with h2: all but nginx-before):
 #                curl --http2 --parallel with N URLs, checked to use one
-#                connection (num_connects) and HTTP/2 (http_version); curl's
-#                times count from its transfers' start, not socket()
+#                connection (num_connects) and HTTP/2 (http_version); times
+#                from its --trace-time trace, from "Trying" (before connect()):
+#                TTFB the first response header, completion the last body data
 # Both are new clients (full handshake) with TFO and 0-RTT unused.
 #
 # Figures per row: medians and p90 of TCP connect, TLS done and TTFB (ms from
@@ -451,38 +452,48 @@ h3_client() {
 }
 
 # h2_burst SERVER: one HTTP/2 connection from near (curl) with $burst GETs in
-# parallel; its JSON line on stdout.
+# parallel; its JSON line on stdout. Times come from curl's --trace-time
+# trace (curl's own per-transfer times start when a transfer that waited
+# for the connection is attached to it, not at curl's start).
 h2_burst() {
-  local server=$1 args=() i
+  local server=$1 args=() i trace
+  trace=$(mktemp "$tmp/h2-burst.XXXXXX")
   args=(--silent --http2 --parallel --parallel-max 100 --max-time 30 --cacert "$pki/root.pem"
-        --resolve "localhost:${port[$server]}:198.18.0.2" --write-out '%{json}\n')
+        --resolve "localhost:${port[$server]}:198.18.0.2" --write-out '%{json}\n' --trace-ascii "$trace" --trace-time)
   for ((i = 0; i < burst; i++)); do args+=(-o /dev/null "https://localhost:${port[$server]}$body_path?n=$i"); done
   ip netns exec "$near" timeout 40 curl "${args[@]}" 2>>"$tmp/client.err" | python3 -c '
-import json, sys
-n = int(sys.argv[1])
+import json, re, sys
+n, trace = int(sys.argv[1]), sys.argv[2]
 ts = []
 for line in sys.stdin:
     try:
         ts.append(json.loads(line))
     except ValueError:
         pass
-ms = lambda k: [1000 * t[k] for t in ts]
 r = {"ok": False, "client": "curl", "transport": "tcp", "protocol": "h2", "requests": n, "responses": len(ts),
-     "tfo_syn_data_acked": False, "tcp_retrans": None}
-if ts:
-    first = [t for t in ts if t.get("num_connects")]
+     "tfo_syn_data_acked": False, "tcp_retrans": None, "resumed": False, "early_data": "not_sent"}
+ev = []  # (seconds of the day, text) of each trace event
+for line in open(trace, errors="replace"):
+    m = re.match(r"(\d\d):(\d\d):(\d\d\.\d+) (== Info: |<= |=> )(.*)", line)
+    if m:
+        ev.append((3600 * int(m[1]) + 60 * int(m[2]) + float(m[3]), m[4] + m[5]))
+def at(pattern, last=False):
+    hits = [t for t, text in ev if re.match(pattern, text)]
+    return (hits[-1] if last else hits[0]) if hits else None
+t0 = at(r"== Info:\s+Trying ")
+if ts and t0 is not None:
+    ms = lambda t: None if t is None else round(1000 * ((t - t0) % 86400), 3)
     r.update({"connections": sum(t.get("num_connects", 0) for t in ts),
               "http_versions": sorted({str(t.get("http_version")) for t in ts}),
               "statuses": sorted({t.get("response_code") for t in ts}),
               "local_ports": len({t.get("local_port") for t in ts}),
-              "connect_ms": 1000 * first[0]["time_connect"] if first else None,
-              "tls_ms": 1000 * first[0]["time_appconnect"] if first else None,
-              "ttfb_ms": min(ms("time_starttransfer")), "complete_ms": max(ms("time_total")),
-              "resumed": False, "early_data": "not_sent"})
+              "connect_ms": ms(at(r"== Info: Connected to ")), "tls_ms": ms(at(r"== Info: ALPN: server accepted")),
+              "ttfb_ms": ms(at(r"<= Recv header")), "complete_ms": ms(at(r"<= Recv data", last=True))})
     r["ok"] = (len(ts) == n and r["connections"] == 1 and r["http_versions"] == ["2"] and r["statuses"] == [200]
-               and r["local_ports"] == 1)
+               and r["local_ports"] == 1 and r["complete_ms"] is not None)
 print(json.dumps(r))
-' "$burst"
+' "$burst" "$trace"
+  rm -f "$trace"
 }
 
 # client SERVER CASE KIND: one connection from near; its JSON line, tagged, to
@@ -643,7 +654,7 @@ if bursts:
     print(f"\nBursts: requests at once on one new connection (burst-h3: HTTP/3, gtlsclient; burst-h2: HTTP/2 over "
           f"TCP, curl); ms, first response byte and the last response read:\n")
     print("| case | server | ok | requests | TTFB ms p50 / p90 | complete ms p50 / p90 | complete in RTT p50 / p90 "
-          "| lost QUIC packets |")
+          "| QUIC packets the client declared lost |")
     print("|---|---|---|---|---|---|---|---|")
     for c in bursts:
         for sv in servers:
