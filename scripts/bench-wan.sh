@@ -83,10 +83,13 @@
 # stalls TCP's one byte stream and only the lost stream of QUIC):
 #   burst-h3     HTTP/3 (servers with QUIC): gtlsclient with N URLs
 #   burst-h2     HTTP/2 over TCP (servers with h2: all but nginx-before):
-#                curl --http2 --parallel with N URLs, checked to use one
-#                connection (num_connects) and HTTP/2 (http_version); times
-#                from its --trace-time trace, from "Trying" (before connect()):
-#                TTFB the first response header, completion the last body data
+#                h2load -n N -c 1 -m N (nghttp2 writes the N requests in
+#                one go; curl --parallel writes each in its own TLS record
+#                and TCP segment, and its tenth reached the server a round
+#                trip late, behind the client's congestion window), checked: N
+#                succeeded, N 2xx, ALPN h2. Times from h2load: TTFB "time to
+#                1st byte" from connect(), completion "finished in" (from its
+#                start); "TLS done" is its "time for connect"
 # Both are new clients (full handshake) with TFO and 0-RTT unused.
 #
 # Figures per row: medians and p90 of TCP connect, TLS done and TTFB (ms from
@@ -176,7 +179,7 @@ die() { say "bench-wan: $*"; exit 1; }
 
 ((EUID == 0)) || die "needs root (network namespaces, TUN devices)"
 [[ -c /dev/net/tun ]] || die "no /dev/net/tun"
-for t in ip nginx openssl python3 sysctl timeout chrt gtlsclient curl; do
+for t in ip nginx openssl python3 sysctl timeout chrt gtlsclient h2load; do
   command -v "$t" >/dev/null 2>&1 || die "missing $t (run scripts/install-deps.sh)"
 done
 
@@ -447,53 +450,38 @@ h3_client() {
     h3-0rtt) args+=(--session "$tmp/$server.$case.session" --tp "$tmp/$server.$case.tp") ;;
     burst-h3) n=$burst ;;
   esac
-  ip netns exec "$near" timeout 60 python3 "$repo/tests/tools/wan/gtlsclient_sample.py" "${args[@]}" --requests "$n" \
+  ip netns exec "$near" timeout 80 python3 "$repo/tests/tools/wan/gtlsclient_sample.py" "${args[@]}" --requests "$n" \
     2>>"$tmp/client.err"
 }
 
-# h2_burst SERVER: one HTTP/2 connection from near (curl) with $burst GETs in
-# parallel; its JSON line on stdout. Times come from curl's --trace-time
-# trace (curl's own per-transfer times start when a transfer that waited
-# for the connection is attached to it, not at curl's start).
+# h2_burst SERVER: one HTTP/2 connection from near (h2load -c 1 -m N: all N
+# GETs at once, written together); its JSON line on stdout.
 h2_burst() {
-  local server=$1 args=() i trace
-  trace=$(mktemp "$tmp/h2-burst.XXXXXX")
-  args=(--silent --http2 --parallel --parallel-max 100 --max-time 30 --cacert "$pki/root.pem"
-        --resolve "localhost:${port[$server]}:198.18.0.2" --write-out '%{json}\n' --trace-ascii "$trace" --trace-time)
-  for ((i = 0; i < burst; i++)); do args+=(-o /dev/null "https://localhost:${port[$server]}$body_path?n=$i"); done
-  ip netns exec "$near" timeout 40 curl "${args[@]}" 2>>"$tmp/client.err" | python3 -c '
+  local server=$1
+  ip netns exec "$near" timeout 40 h2load -n "$burst" -c 1 -m "$burst" -T 30 -N 30 \
+    --connect-to "198.18.0.2:${port[$server]}" "https://localhost:${port[$server]}$body_path" \
+    2>>"$tmp/client.err" | tee -a "$tmp/h2load.out" | python3 -c '
 import json, re, sys
-n, trace = int(sys.argv[1]), sys.argv[2]
-ts = []
-for line in sys.stdin:
-    try:
-        ts.append(json.loads(line))
-    except ValueError:
-        pass
-r = {"ok": False, "client": "curl", "transport": "tcp", "protocol": "h2", "requests": n, "responses": len(ts),
-     "tfo_syn_data_acked": False, "tcp_retrans": None, "resumed": False, "early_data": "not_sent"}
-ev = []  # (seconds of the day, text) of each trace event
-for line in open(trace, errors="replace"):
-    m = re.match(r"(\d\d):(\d\d):(\d\d\.\d+) (== Info: |<= |=> )(.*)", line)
-    if m:
-        ev.append((3600 * int(m[1]) + 60 * int(m[2]) + float(m[3]), m[4] + m[5]))
-def at(pattern, last=False):
-    hits = [t for t, text in ev if re.match(pattern, text)]
-    return (hits[-1] if last else hits[0]) if hits else None
-t0 = at(r"== Info:\s+Trying ")
-if ts and t0 is not None:
-    ms = lambda t: None if t is None else round(1000 * ((t - t0) % 86400), 3)
-    r.update({"connections": sum(t.get("num_connects", 0) for t in ts),
-              "http_versions": sorted({str(t.get("http_version")) for t in ts}),
-              "statuses": sorted({t.get("response_code") for t in ts}),
-              "local_ports": len({t.get("local_port") for t in ts}),
-              "connect_ms": ms(at(r"== Info: Connected to ")), "tls_ms": ms(at(r"== Info: ALPN: server accepted")),
-              "ttfb_ms": ms(at(r"<= Recv header")), "complete_ms": ms(at(r"<= Recv data", last=True))})
-    r["ok"] = (len(ts) == n and r["connections"] == 1 and r["http_versions"] == ["2"] and r["statuses"] == [200]
-               and r["local_ports"] == 1 and r["complete_ms"] is not None)
+n = int(sys.argv[1])
+text = sys.stdin.read()
+unit = {"us": 0.001, "ms": 1.0, "s": 1000.0}
+def num(pattern):
+    m = re.search(pattern, text, re.M)
+    return None if not m else float(m[1]) * unit[m[2]]
+def count(pattern):
+    m = re.search(pattern, text, re.M)
+    return int(m[1]) if m else 0
+r = {"client": "h2load", "transport": "tcp", "protocol": "h2", "requests": n, "tfo_syn_data_acked": False,
+     "tcp_retrans": None, "resumed": False, "early_data": "not_sent", "connect_ms": None,
+     "tls_ms": num(r"^time for connect:\s+([0-9.]+)(us|ms|s)\b"),
+     "ttfb_ms": num(r"^time to 1st byte:\s+([0-9.]+)(us|ms|s)\b"),
+     "complete_ms": num(r"^finished in ([0-9.]+)(us|ms|s),"),
+     "succeeded": count(r"(\d+) succeeded"), "status_2xx": count(r"^status codes: (\d+) 2xx"),
+     "alpn": (re.search(r"^Application protocol: (\S+)", text, re.M) or [None, None])[1]}
+r["ok"] = (r["succeeded"] == n and r["status_2xx"] == n and r["alpn"] == "h2"
+           and None not in (r["tls_ms"], r["ttfb_ms"], r["complete_ms"]))
 print(json.dumps(r))
-' "$burst" "$trace"
-  rm -f "$trace"
+' "$burst"
 }
 
 # client SERVER CASE KIND: one connection from near; its JSON line, tagged, to
@@ -652,7 +640,7 @@ if h3new:
 bursts = [c for c in cases if c.startswith("burst-")]
 if bursts:
     print(f"\nBursts: requests at once on one new connection (burst-h3: HTTP/3, gtlsclient; burst-h2: HTTP/2 over "
-          f"TCP, curl); ms, first response byte and the last response read:\n")
+          f"TCP, h2load); ms, first response byte and the last response read:\n")
     print("| case | server | ok | requests | TTFB ms p50 / p90 | complete ms p50 / p90 | complete in RTT p50 / p90 "
           "| QUIC packets the client declared lost |")
     print("|---|---|---|---|---|---|---|---|")

@@ -17,8 +17,17 @@ milliseconds). Outcomes, checked on every sample: the access-log lines whose
 remote_port is the client's UDP port (printed by gtlsclient as
 "Sent packet: local=[ADDR]:PORT") give status, ssl_session_reused and
 ssl_early_data; early_data is "accepted" (the line says ssl_early_data),
-"rejected" (the client sent the request in a 0-RTT packet and the line does
-not say so) or "not_sent". lost_packets counts qlog recovery:packet_lost.
+"not_accepted" (the client sent the request in a 0-RTT packet and the line
+does not say so: the server refused it, or the packet was lost and the
+client sent the request again after the handshake) or "not_sent".
+initial_resent: the client sent more than one Initial datagram before the
+server's first packet came (its first flight was lost).
+
+The client's idle timeout is 8 s: tlsfront writes an HTTP/3 request's
+access-log line once the client has acknowledged the whole response, and
+when the client's last packets (its ACK, its CONNECTION_CLOSE) are lost,
+only when the connection times out, at the smaller of both idle timeouts;
+the line is waited for 12 s. lost_packets counts qlog recovery:packet_lost.
 server_flight_bytes: QUIC packet bytes received before the client's
 Finished; client_bytes_before: bytes the client sent before the server's
 first packet (the server may send 3 times that before it has validated the
@@ -74,7 +83,7 @@ def main():
     os.makedirs(qdir)
     urls = [f"https://{a.sni}:{a.port}{a.path}{'&' if '?' in a.path else '?'}n={i}" for i in range(a.requests)]
     cmd = ["gtlsclient", "--exit-on-all-streams-close", "--no-http-dump", f"--qlog-dir={qdir}",
-           f"--sni={a.sni}", f"--timeout={int(a.timeout)}s"]
+           f"--sni={a.sni}", "--timeout=8s"]
     if a.session:
         cmd.append(f"--session-file={a.session}")
     if a.tp:
@@ -150,7 +159,7 @@ def main():
 
     # The access log is written by tlsfront's log thread: wait for the lines.
     lines = []
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 12
     while True:
         lines = []
         try:
@@ -172,7 +181,8 @@ def main():
     res["status"] = statuses[0] if len(set(statuses)) == 1 else statuses
     res["resumed"] = bool(lines) and all(e.get("ssl_session_reused") for e in lines)
     early = any(e.get("ssl_early_data") for e in lines)
-    res["early_data"] = "accepted" if early else ("rejected" if sent_0rtt else "not_sent")
+    res["early_data"] = "accepted" if early else ("not_accepted" if sent_0rtt else "not_sent")
+    res["initial_resent"] = tx_before_rx > 1200 + 100  # one coalesced Initial (+ 0-RTT) datagram is 1200 bytes
     res["early_requests"] = sum(bool(e.get("ssl_early_data")) for e in lines)
     ok = (rc == 0 and len(lines) == a.requests and all(s == 200 for s in statuses)
           and ttfb is not None and len(fins) == a.requests and first_rx is not None)
