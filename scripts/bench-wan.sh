@@ -109,9 +109,9 @@
 #
 # Output: the tables on stdout, one JSON object per sample and per row in the
 # results file (build/bench/bench-wan-<UTC time>.jsonl unless --out).
-# The default run (4g, 6 servers x 5 TCP cases, tlsfront-h3 x 3 HTTP/3
-# cases and 2 burst cases, 20 samples each) takes about 4 minutes; 3g
-# about 12 (trim with --servers or --cases).
+# The default run (4g: 6 servers x 5 TCP cases, tlsfront-h3 x 3 HTTP/3
+# cases and burst-h3, 5 servers x burst-h2; 20 samples each) takes about 7
+# minutes; 3g about 20 (trim with --servers or --cases).
 #
 # Environment: TLSFRONT_BIN (default build/tlsfront; build/ is built first
 # unless it is set), BENCH_KEEP_TMP=1 keeps the temporary directory (every
