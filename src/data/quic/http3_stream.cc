@@ -29,7 +29,7 @@ Http3Stream::Http3Stream(QuicConnection* conn, int64_t id)
   record().begin();
 }
 
-Http3Stream::~Http3Stream() = default;
+Http3Stream::~Http3Stream() { LoopContext::of(conn_->loop()).cancel_flush(this); }
 
 const http::ConnectionInfo& Http3Stream::connection_info() const { return conn_->info(); }
 
@@ -52,6 +52,7 @@ void Http3Stream::on_request_head(bool fin) {
 
 void Http3Stream::admit() {
   waiting_ = false;
+  if (!conn_->handshake_done()) conn_->take_tls_facts();  // admitted in early data
   const std::string body = std::exchange(waiting_body_, {});
   const bool started = admit_head();
   // The body read while waiting: to the exchange, or acknowledged and
@@ -111,6 +112,7 @@ void Http3Stream::on_request_end() {
   if (request_ == RequestPhase::Complete) return;
   request_ = RequestPhase::Complete;
   if (!waiting_) stream_.on_request_complete();
+  schedule_log();
 }
 
 void Http3Stream::on_request_body_writable() {
@@ -145,6 +147,10 @@ void Http3Stream::submit(const ResponseHead& head, bool has_body, bool informati
       return static_cast<Http3Stream*>(stream)->read_data(vec, veccnt, pflags);
     }};
     nghttp3_conn_submit_response(conn_->h3(), id_, nva.data(), nva.size(), has_body ? &reader : nullptr);
+    if (!has_body) {
+      end_handed_ = true;
+      schedule_log();
+    }
   }
   conn_->schedule_write();
 }
@@ -196,6 +202,8 @@ nghttp3_ssize Http3Stream::read_data(nghttp3_vec* vec, size_t veccnt, uint32_t* 
   }
   if (handed_chunks_ == chunks_.size() && response_ == ResponsePhase::Ended) {
     *pflags |= NGHTTP3_DATA_FLAG_EOF;
+    end_handed_ = true;
+    schedule_log();
     if (!trailers_.empty()) {
       std::vector<nghttp3_nv> nva;
       for (const auto& h : trailers_) nva.push_back(nv(h.name, h.value));
@@ -238,18 +246,31 @@ void Http3Stream::abort_response() {
   conn_->schedule_write();
 }
 
+void Http3Stream::schedule_log() {
+  if (!logged_ && !closed_) LoopContext::of(conn_->loop()).schedule_flush(this);
+}
+
+void Http3Stream::flush() {
+  if (!logged_ && !closed_ && !waiting_ && end_handed_ && request_ == RequestPhase::Complete) log_line();
+}
+
+void Http3Stream::log_line() {
+  logged_ = true;
+  http::RequestRecord& rec = record();
+  rec.bytes_sent += bytes_out_;
+  rec.response_complete = response_ == ResponsePhase::Ended && end_handed_;
+  if (!rec.response_complete && rec.status == 0) rec.status = 499;
+  stream_.log("HTTP/3.0", static_cast<uint32_t>(id_), conn_->first_access_log());
+}
+
 void Http3Stream::on_closed(uint64_t app_error_code) {
   if (closed_) return;
   closed_ = true;
   stream_.retire();
   // A head that waited for the handshake and never got it (a replayed
   // early flight, or the client left): never admitted, no request to log.
-  if (waiting_) return;
-  http::RequestRecord& rec = record();
-  rec.bytes_sent += bytes_out_;
-  rec.response_complete = response_ == ResponsePhase::Ended && handed_chunks_ == chunks_.size();
-  if (!rec.response_complete && rec.status == 0) rec.status = 499;
-  stream_.log("HTTP/3.0", static_cast<uint32_t>(id_), conn_->first_access_log());
+  if (waiting_ || logged_) return;
+  log_line();
 }
 
 }  // namespace tlsfront::quic

@@ -33,7 +33,7 @@ using http::ResponseHead;
 
 class QuicConnection;
 
-class Http3Stream final : public Deletable, private http::StreamCodec {
+class Http3Stream final : public Deletable, public Flushable, private http::StreamCodec {
  public:
   // The request:  Head -> Body -> Complete (FIN), or Head -> Complete.
   enum class RequestPhase { Head, Body, Complete };
@@ -58,8 +58,15 @@ class Http3Stream final : public Deletable, private http::StreamCodec {
   void on_handshake_done() { stream_.on_handshake_done(); }
   void on_request_data(std::string_view data);
   void on_request_end();
-  // nghttp3 closed the stream: the line is written.
+  // nghttp3 closed the stream (all acknowledged, or reset): the line is
+  // written unless it was already.
   void on_closed(uint64_t app_error_code);
+  // The access-log line, at the end of the loop iteration in which the
+  // response's end went to nghttp3 with the request complete, as over TCP
+  // when the last byte reaches the client transport (not when the client
+  // acknowledges it: a lost last ACK would hold the line until the idle
+  // timeout).
+  void flush() override;
   // The client acknowledged `n` more response octets.
   void on_acked(uint64_t n);
   nghttp3_ssize read_data(nghttp3_vec* vec, size_t veccnt, uint32_t* pflags);
@@ -83,6 +90,8 @@ class Http3Stream final : public Deletable, private http::StreamCodec {
   bool admit_head();
   void submit(const ResponseHead& head, bool has_body, bool informational);
   void resume();
+  void schedule_log();
+  void log_line();
 
   QuicConnection* conn_;
   int64_t id_;
@@ -100,6 +109,8 @@ class Http3Stream final : public Deletable, private http::StreamCodec {
   uint64_t buffered_ = 0;       // octets in chunks_ not yet acknowledged
   uint64_t bytes_out_ = 0;      // body octets handed to nghttp3
   bool deferred_ = false;       // read_data said WOULDBLOCK
+  bool end_handed_ = false;     // the response's end (FIN, or trailers) went to nghttp3
+  bool logged_ = false;
   bool waiting_ = false;        // a head waiting for admission (early data)
   bool head_fin_ = false;       // the head came with FIN (no body)
   std::string waiting_body_;    // request body read while waiting

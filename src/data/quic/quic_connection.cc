@@ -42,10 +42,7 @@ struct Callbacks {
   static int handshake_completed(ngtcp2_conn*, void* user) {
     QuicConnection* c = of(user);
     c->info_.tls_handshake_ms = static_cast<double>(now_ns() - c->accepted_at_ns_) / 1e6;
-    c->info_.sni = c->tls_.server_name();
-    c->info_.ssl_cipher = c->tls_.cipher();
-    c->info_.ssl_session_reused = c->tls_.resumed();
-    c->info_.ssl_resumption = c->info_.ssl_session_reused ? "ticket" : "none";
+    c->take_tls_facts();
     ngtcp2_conn_stat stat;
     ngtcp2_conn_get_conn_stat(c->conn_, &stat);
     c->info_.rtt_ms = static_cast<double>(stat.smoothed_rtt) / 1e6;
@@ -307,6 +304,13 @@ Status QuicConnection::accept(const ngtcp2_pkt_hd& hd, const sockaddr* from, soc
   endpoint_.add_cid(scid, this);
   endpoint_.add_cid(hd.dcid, this);  // the client's retransmitted Initials still name its own DCID
   return {};
+}
+
+void QuicConnection::take_tls_facts() {
+  info_.sni = tls_.server_name();
+  info_.ssl_cipher = tls_.cipher();
+  info_.ssl_session_reused = tls_.resumed();
+  info_.ssl_resumption = info_.ssl_session_reused ? "ticket" : "none";
 }
 
 bool QuicConnection::claim_early_data(std::string_view binder) {

@@ -114,6 +114,10 @@ class QuicConnection final : public Deletable, public Flushable {
   // The stream is done (nghttp3 closed it).
   void on_stream_closed(int64_t stream_id);
   bool first_access_log() { return info_.requests++ == 0; }
+  // The session's SNI, cipher suite and resumption into info(): at the
+  // handshake's end, and for a request admitted in early data (the
+  // ClientHello was read: they are known).
+  void take_tls_facts();
   // RFC 9114 §3.3: the connection's certificate is valid for `host`.
   bool certificate_covers(std::string_view host) { return tls_.certificate_covers(host); }
   // Whether a request head complete now may be admitted (the handshake is
