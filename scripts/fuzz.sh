@@ -21,7 +21,7 @@ while (($#)); do
     *) targets+=("$1"); shift ;;
   esac
 done
-all=(h1_request h2_session upstream_response config_toml ocsp_response ticket_decrypt access_log_json nginx_import request_path accept_encoding proxy_protocol)
+all=(h1_request h2_session upstream_response config_toml ocsp_response ticket_decrypt access_log_json nginx_import request_path accept_encoding proxy_protocol quic_datagram)
 ((${#targets[@]})) || targets=("${all[@]}")
 for t in "${targets[@]}"; do
   [[ " ${all[*]} " == *" $t "* ]] || { echo "fuzz: unknown target $t (known: ${all[*]})" >&2; exit 2; }
