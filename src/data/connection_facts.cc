@@ -19,19 +19,19 @@
 namespace tlsfront::data {
 namespace {
 
-// The local port the client connected to ($server_port); 0 once the handle
-// is closed (a TunnelSession's line written as its connection goes).
 // The kernel's smoothed RTT of the connection (TCP_INFO tcpi_rtt, in µs)
-// in ms; -1 when it cannot be read.
+// in ms; -1 when it cannot be read (the handle closed, as for local_port).
 double kernel_rtt_ms(uv_tcp_t* tcp) {
   uv_os_fd_t fd = -1;
-  if (uv_fileno(reinterpret_cast<uv_handle_t*>(tcp), &fd) != 0) return -1;
+  if (tcp == nullptr || uv_fileno(reinterpret_cast<uv_handle_t*>(tcp), &fd) != 0) return -1;
   tcp_info ti{};
   socklen_t len = sizeof ti;
   if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0) return -1;
   return ti.tcpi_rtt / 1000.0;
 }
 
+// The local port the client connected to ($server_port); 0 once the handle
+// is closed (a TunnelSession's line written as its connection goes).
 uint16_t local_port(uv_tcp_t* tcp) {
   if (tcp == nullptr) return 0;
   sockaddr_storage ss{};

@@ -14,21 +14,21 @@
 // is dropped beyond it instead of holding a TLS session each for
 // timeouts.handshake (under load, Retry makes new clients prove their
 // address first: below).
-// Datagrams: read into one 64 KiB buffer per endpoint; a DCID no connection
-// owns is a new connection when it is an acceptable Initial (ngtcp2_accept),
-// answered with Version Negotiation (RFC 9000 §6) when its version is not
-// QUIC v1; a short-header packet is answered with a stateless reset (RFC
-// 9000 §10.3, at most kMaxResetsPerSecond), anything else dropped.
+// Datagrams: read into one 64 KiB buffer per endpoint. A DCID no connection owns is a new connection when it is an
+// acceptable Initial (ngtcp2_accept); a Version Negotiation (RFC 9000 §6)
+// answers a version other than QUIC v1; a short-header packet gets a
+// stateless reset (RFC 9000 §10.3, at most kMaxResetsPerSecond); anything
+// else is dropped.
 // Address validation (RFC 9000 §8.1, AddressTokens): a client whose Initial
 // carries no valid token gets a Retry when the listener says quic_retry or
 // more than kRetryAbove handshakes are in progress; every completed
-// handshake gets a NEW_TOKEN token for the client's next connection. 0-RTT: GnuTLS
-// asks its anti-replay hook while ngtcp2 reads a ClientHello; the endpoint
-// hands the claim to the connection being read
-// (QuicConnection::claim_early_data). Writes are batched per connection
-// and sent with UDP GSO (send_segments), or with uv_udp_try_send one
-// datagram each; one the kernel cannot take now (EAGAIN) is dropped:
-// QUIC's loss recovery sends its frames again.
+// handshake gets a NEW_TOKEN token for the client's next connection.
+// 0-RTT: GnuTLS asks its anti-replay hook while ngtcp2 reads a ClientHello;
+// the endpoint hands the claim to the connection being read
+// (QuicConnection::claim_early_data).
+// Writes are batched per connection and sent with UDP GSO (send_segments),
+// or with uv_udp_try_send one datagram each; one the kernel cannot take
+// now (EAGAIN) is dropped: QUIC's loss recovery sends its frames again.
 // Thread affinity: the worker's loop.
 #pragma once
 
