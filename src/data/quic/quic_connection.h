@@ -32,7 +32,7 @@
 // answered (Claiming) or the handshake completes; a replay never
 // completes it, so nothing it sent goes up. A refusal by this node (seen,
 // recording full, store unreachable now) refuses the early data in TLS:
-// the client sends it again after the handshake.
+// the client sends it again after the handshake. (quic_early_data.cc)
 //
 // Bounds: at most kMaxStreams concurrent request streams (the transport's
 // initial_max_streams_bidi, extended by one as each closes); a request's
