@@ -186,6 +186,47 @@ TEST_F(H2Abuse, ControlFrameFloodsGetEnhanceYourCalm) {
   EXPECT_EQ(goaways, floods.size()) << err;
 }
 
+// RFC 9113 §6.9: a receiver returns window as its application reads, as
+// finely as it likes (a gRPC peer returns each message's octets, so one
+// DATA frame of many small messages gets a WINDOW_UPDATE per message).
+// WINDOW_UPDATEs that return octets the proxy sent are flow control, not a
+// flood, however many: here 2 per 8 octets, 50,000 in all, 25 times the
+// control frame budget.
+TEST_F(H2Abuse, WindowReturnedInSmallIncrementsIsNotAFlood) {
+  ASSERT_TRUE(start_proxy());
+  h2::Client c;
+  ASSERT_TRUE(c.connect(port()));
+  constexpr size_t kSize = 200'000;
+  ASSERT_TRUE(c.send_headers(1, h2::get_request("/bytes/" + std::to_string(kSize)), true));
+  size_t received = 0;
+  size_t updates = 0;
+  bool ended = false;
+  while (!ended) {
+    auto f = c.next(milliseconds(10'000));
+    ASSERT_TRUE(f.has_value()) << "stalled after " << received << " bytes";
+    ASSERT_NE(f->type, h2::kGoaway) << "error code " << f->error_code();
+    ASSERT_NE(f->type, h2::kRstStream) << "error code " << f->error_code();
+    if (f->type != h2::kData || f->stream != 1) continue;
+    received += f->payload.size();
+    ended = (f->flags & h2::kEndStream) != 0;
+    std::string returns;
+    for (size_t left = f->payload.size(); left > 0;) {
+      const auto inc = static_cast<uint32_t>(std::min<size_t>(left, 8));
+      returns += h2::frame(h2::kWindowUpdate, 0, 1, be32(inc)) + h2::frame(h2::kWindowUpdate, 0, 0, be32(inc));
+      left -= inc;
+      updates += 2;
+    }
+    if (!returns.empty()) ASSERT_TRUE(c.send(returns));
+  }
+  EXPECT_EQ(received, kSize);
+  EXPECT_GE(updates, kSize / 4);
+  // The same connection serves the next request.
+  ASSERT_TRUE(c.send_headers(3, h2::get_request("/after"), true));
+  EXPECT_EQ(c.wait_status(3), 200);
+  auto m = scrape_metrics(proxy_.admin_port());
+  EXPECT_EQ(m["tlsfront_client_floods_total{kind=\"h2_control_frames\"}"], 0);
+}
+
 // A flooder told GOAWAY that keeps sending is not drained for the whole
 // lingering close (2 s, at loopback speed gigabytes received and dropped,
 // a third of a core): past 4 MiB discarded it gets RST. Bytes, not time:

@@ -384,6 +384,7 @@ int Http2Session::on_header(const nghttp2_frame* frame, std::string_view name, s
 }
 
 int Http2Session::on_frame_recv(const nghttp2_frame* frame) {
+  control_frames_.received(*frame);
   const bool end_stream = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
   Http2Stream* s = frame->hd.stream_id != 0 ? find(frame->hd.stream_id) : nullptr;
   switch (frame->hd.type) {

@@ -126,8 +126,8 @@ class Http2Session final : public ClientSession, public Flushable {
   // response did; over the budget the connection ends with ENHANCE_YOUR_CALM.
   void count_reset();
   // A response DATA frame with octets went out: the client's WINDOW_UPDATEs
-  // for it are not charged as a flood (H2ControlBudget::earn).
-  void note_data_sent() { control_frames_.earn(); }
+  // returning its octets are not charged as a flood (H2ControlBudget).
+  void note_data_sent(size_t octets) { control_frames_.sent_data(octets); }
   // A stream's response went out whole (its END_STREAM frame was sent).
   void note_response_finished() { ++finished_streams_; }
   // A stream's response output became pending (true) or was all taken by

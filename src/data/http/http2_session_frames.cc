@@ -37,7 +37,7 @@ int Http2Session::on_begin_frame(const nghttp2_frame_hd* hd) {
     terminate_code_ = NGHTTP2_PROTOCOL_ERROR;
     return NGHTTP2_ERR_CALLBACK_FAILURE;
   }
-  if (H2ControlBudget::unproductive(session_.get(), *hd) && !control_frames_.charge())
+  if (!control_frames_.admit(session_.get(), *hd))
     return flood("control frame flood", metrics::Flood::H2ControlFrames);
   // (DATA for a closed stream never gets here: nghttp2 drops it unseen, and
   // find_closed_data judges it.)

@@ -326,7 +326,7 @@ ssize_t Http2Stream::read_response(uint8_t* buf, size_t length, uint32_t* data_f
   if (n > 0) {
     std::memcpy(buf, out_.data() + out_off_, n);
     output_moved_at_ = uv_now(loop_);
-    session_->note_data_sent();
+    session_->note_data_sent(n);
   }
   out_off_ += n;
   bytes_out_ += n;

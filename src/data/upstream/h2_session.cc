@@ -55,7 +55,7 @@ ssize_t body_read_cb(nghttp2_session*, int32_t stream_id, uint8_t* buf, size_t l
   H2Stream* stream = session->stream(stream_id);
   if (stream == nullptr) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // resets the stream
   const ssize_t n = stream->read_body(buf, length, data_flags);
-  if (n > 0) session->note_data_sent();
+  if (n > 0) session->note_data_sent(static_cast<size_t>(n));
   return n;
 }
 

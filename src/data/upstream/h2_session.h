@@ -118,7 +118,7 @@ class H2Session : public Deletable, public Flushable, private UpstreamSocket::Ow
   H2Stream* stream(int32_t id) const;
   // A DATA frame with octets went to the server: the WINDOW_UPDATE (or
   // PING) frames it answers with are not charged as a flood.
-  void note_data_sent() { control_budget_.earn(); }
+  void note_data_sent(size_t octets) { control_budget_.sent_data(octets); }
 
   // --- called by H2Stream ---
   nghttp2_session* ng() const { return ng_.get(); }

@@ -28,7 +28,7 @@ void H2Session::end_flood() {
 int H2Session::on_begin_frame(const nghttp2_frame_hd* hd) {
   // (DATA with octets costs what it carries, whichever stream it names: it
   // is not charged.)
-  if (!H2ControlBudget::unproductive(ng_.get(), *hd) || control_budget_.charge()) return 0;
+  if (control_budget_.admit(ng_.get(), *hd)) return 0;
   flooded_ = true;
   return NGHTTP2_ERR_CALLBACK_FAILURE;
 }
@@ -47,6 +47,7 @@ int H2Session::on_header(const nghttp2_frame* frame, std::string_view name, std:
 }
 
 int H2Session::on_frame_recv(const nghttp2_frame* frame) {
+  control_budget_.received(*frame);
   const bool end_stream = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
   switch (frame->hd.type) {
     case NGHTTP2_HEADERS:

@@ -58,6 +58,44 @@ TEST(H2ControlBudget, TheBurstRunsOutAndRealWorkEarnsCredit) {
   EXPECT_LT(free_frames, 2 * static_cast<int>(H2ControlBudget::kBurst) + 200);
 }
 
+// Flow control feedback is free by the octet: WINDOW_UPDATEs are free while
+// they return octets sent (also on a stream already closed), each takes its
+// increment off (at least one octet, even unseen by on_frame_recv), and
+// once all are returned the next one is charged again.
+TEST(H2ControlBudget, WindowUpdatesThatReturnSentOctetsAreFree) {
+  H2ControlBudget budget;
+  const auto not_needed = [](int32_t) { return false; };
+  nghttp2_frame f{};
+  f.hd = hd(NGHTTP2_WINDOW_UPDATE, 0, 4, 1);
+  // One instant throughout: the bucket, once spent, does not refill.
+  const auto now = TokenBucket::Clock::now();
+  auto update = [&](int32_t stream, uint32_t increment, bool seen = true) {
+    f.hd.stream_id = stream;
+    f.window_update.window_size_increment = static_cast<int32_t>(increment);
+    const bool admitted = budget.admit(f.hd, not_needed, now);
+    if (seen) budget.received(f);
+    return admitted;
+  };
+  // Spend the bucket, so that any charged frame shows.
+  while (budget.charge(now)) {
+  }
+  EXPECT_FALSE(update(1, 1));
+  EXPECT_FALSE(update(0, 1));
+  budget.sent_data(100);
+  budget.sent_data(20);  // 120 octets; 6 credits from the two DATA frames
+  EXPECT_TRUE(update(1, 60));
+  EXPECT_TRUE(update(3, 59, /*seen=*/false));  // a closed stream: one octet taken
+  EXPECT_TRUE(update(5, 58));                  // 1 octet left
+  EXPECT_TRUE(update(7, 1000));                // takes it: none left, no debt
+  for (uint32_t i = 0; i < 2 * H2ControlBudget::kCreditPerEarn; ++i) EXPECT_TRUE(update(1, 1)) << i;  // credit
+  EXPECT_FALSE(update(1, 1));
+  EXPECT_TRUE(update(0, 120));  // the connection's count is its own
+  EXPECT_FALSE(update(0, 1));
+  // Other frames are charged as before: a PING after all that is not free.
+  EXPECT_FALSE(budget.admit(hd(NGHTTP2_PING, 0, 8, 0), not_needed, now));
+  EXPECT_TRUE(budget.admit(hd(NGHTTP2_HEADERS), not_needed, now));
+}
+
 TEST(TokenBucket, RefillsAtItsRateUpToItsBurst) {
   using C = TokenBucket::Clock;
   const C::time_point t0{};
