@@ -28,6 +28,7 @@ packages=(
   debhelper fakeroot lintian dpkg-dev  # scripts/package.sh: the .deb and its check
   libngtcp2-dev libngtcp2-crypto-gnutls-dev libnghttp3-dev libgnutls28-dev  # QUIC and HTTP/3 (src/data/quic)
   ngtcp2-client  # gtlsclient: a real HTTP/3 client for the QUIC tests
+  chromium  # a real browser over HTTP/3 (headless) for the QUIC interop test
   pebble  # a real ACME CA (RFC 8555) on loopback for the ACME client tests, with pebble-challtestsrv as its DNS
   adduser openssl  # the package's postinst (its user, its placeholder certificate), installed by tests/package
 )

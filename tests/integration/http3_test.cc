@@ -166,6 +166,26 @@ TEST_F(Http3, ARequestInFlightAcrossAReloadIsAnswered) {
 // connection (steered by connection ID, not by address), ten times: with
 // the kernel's per-address hash over 2 workers about half of them lose
 // their connection (5 of 12 passed in a run without the steering program).
+// [limits] keepalive_requests applies to HTTP/3 as to HTTP/2: the last
+// request served is followed by GOAWAY (RFC 9114 §5.2); requests the client
+// sent after it are rejected, for the client to retry on a new connection.
+TEST_F(Http3, KeepaliveRequestsEndsTheConnectionWithGoaway) {
+  ProxyOptions o;
+  o.listen_extra = "quic = true";
+  o.extra = "[limits]\nkeepalive_requests = 2\n";
+  ASSERT_TRUE(start_proxy(o));
+  RunResult r = fetch({"/json/10", "/json/20", "/json/30", "/json/40"});
+  auto lines = proxy_.wait_log_lines(2);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(read_file(dir_.file("10")), testdata::json_body(10));
+  EXPECT_EQ(read_file(dir_.file("20")), testdata::json_body(20));
+  // Rejected (H3_REQUEST_REJECTED: gtlsclient does not retry them).
+  EXPECT_EQ(read_file(dir_.file("30")), "");
+  EXPECT_EQ(read_file(dir_.file("40")), "");
+  EXPECT_NE(r.err.find("RESET_STREAM(0x04) id=0x8 app_error_code=(unknown)(0x10b)"), std::string::npos) << r.err;
+  EXPECT_EQ(backend_.count("req"), 2u);
+}
+
 TEST_F(Http3, ConnectionMigrationKeepsTheConnection) {
   ASSERT_TRUE(start_quic());
   for (int i = 0; i < 10; ++i) {

@@ -3,6 +3,7 @@
 #include <gnutls/crypto.h>
 #include <ngtcp2/ngtcp2_crypto_gnutls.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -70,6 +71,7 @@ struct Callbacks {
       for (auto& [id, s] : c->streams_) s->on_handshake_done();
     }
     c->admit_waiting();
+    if (c->goaway_due_) c->shutdown();  // the last request came in early data
     return 0;
   }
 
@@ -91,6 +93,7 @@ struct Callbacks {
     // What nghttp3 took for framing and QPACK is acknowledged now; DATA
     // payload only as the exchange takes it (QuicConnection::consume).
     c->consume(stream_id, static_cast<size_t>(n));
+    if (c->goaway_due_ && c->state_ == QuicConnection::State::Open) c->shutdown();
     return 0;
   }
 
@@ -160,11 +163,19 @@ struct Callbacks {
   }
   static int h3_begin_headers(nghttp3_conn* h3, int64_t stream_id, void* user, void*) {
     QuicConnection* c = of(user);
-    // Open, or Handshake with early data (0-RTT); after GOAWAY nghttp3 refuses it.
-    if (c->state_ != QuicConnection::State::Open && c->state_ != QuicConnection::State::Handshake) return 0;
+    // Handshake (early data, 0-RTT), Open, or Draining: nghttp3 rejects a
+    // stream at or above our GOAWAY's ID (H3_REQUEST_REJECTED) and calls
+    // no one; one below it was promised an answer (RFC 9114 §5.2).
+    if (c->state_ == QuicConnection::State::Closed) return 0;
     auto s = std::make_unique<Http3Stream>(c, stream_id);
     nghttp3_conn_set_stream_user_data(h3, stream_id, s.get());
     c->streams_[stream_id] = std::move(s);
+    // [limits] keepalive_requests: this is the last request served; GOAWAY
+    // (RFC 9114 §5.2) once nghttp3 has read it, or once the handshake is
+    // done if it came in early data. The client's next request opens a new
+    // connection (resuming the session); one it sent before the GOAWAY
+    // reached it is rejected (H3_REQUEST_REJECTED) and retried.
+    if (++c->requests_begun_ == c->env().config->limits.keepalive_requests) c->goaway_due_ = true;
     return 0;
   }
   static int h3_recv_header(nghttp3_conn*, int64_t stream_id, int32_t, nghttp3_rcbuf* name, nghttp3_rcbuf* value,
@@ -478,14 +489,24 @@ void QuicConnection::write() {
   }
   flush();
   if (state_ == State::Draining && streams_.empty()) {
-    close_now();
-    return;
+    // RFC 9114 §5.2: every accepted request is answered; the connection
+    // may now go idle or be closed. Closed at once, a client can lose
+    // answers it has acknowledged but not yet handed to its application
+    // (Chromium then retried the last request on a new connection, so the
+    // backend got it twice): it gets kCloseAfterDrained to close it first.
+    const uint64_t now = now_ns();
+    if (close_at_ns_ == 0) close_at_ns_ = now + static_cast<uint64_t>(kCloseAfterDrained.count()) * 1'000'000;
+    if (now >= close_at_ns_) {
+      close_now();
+      return;
+    }
   }
   arm_timer();
 }
 
 void QuicConnection::arm_timer() {
-  const uint64_t expiry = ngtcp2_conn_get_expiry(conn_);
+  uint64_t expiry = ngtcp2_conn_get_expiry(conn_);
+  if (close_at_ns_ != 0) expiry = std::min(expiry, close_at_ns_);
   if (expiry == UINT64_MAX) {
     timer_.stop();
     return;
@@ -519,7 +540,7 @@ void QuicConnection::on_stream_closed(int64_t stream_id) {
 }
 
 void QuicConnection::shutdown() {
-  if (state_ == State::Closed) return;
+  if (state_ == State::Closed || state_ == State::Draining) return;  // (GOAWAY sent)
   if (state_ != State::Open || !h3_) {
     close_now();
     return;

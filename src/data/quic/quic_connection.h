@@ -8,8 +8,11 @@
 // Life:
 //   Handshake -> Open       the TLS handshake completed: HTTP/3's control
 //                           and QPACK streams are opened (RFC 9114 §6.2)
-//   Open -> Draining        GOAWAY sent (shutdown()): no new request; the
-//                           connection closes once its streams are done
+//   Open -> Draining        GOAWAY sent (shutdown(): the worker stops, or
+//                           [limits] keepalive_requests requests began): no
+//                           new request; the connection closes
+//                           kCloseAfterDrained after its last stream is done
+//                           (sooner if the client closes it)
 //   Handshake | Open | Draining -> Closed
 //                           CONNECTION_CLOSE sent or received, the idle
 //                           timeout (the transport's max_idle_timeout), a
@@ -50,6 +53,7 @@
 #include <ngtcp2/ngtcp2.h>
 #include <ngtcp2/ngtcp2_crypto.h>
 
+#include <chrono>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -71,6 +75,7 @@ class QuicConnection final : public Deletable, public Flushable {
   static constexpr uint64_t kStreamWindow = 256 * 1024;  // per request stream
   static constexpr uint64_t kConnectionWindow = 1024 * 1024;
   static constexpr size_t kResponseHighWatermark = 64 * 1024;
+  static constexpr std::chrono::milliseconds kCloseAfterDrained{1000};
 
   enum class State { Handshake, Open, Draining, Closed };
   enum class Early { None, Claiming, Accepted, Held };
@@ -157,6 +162,9 @@ class QuicConnection final : public Deletable, public Flushable {
   LazyTimer timer_;
   uint64_t accepted_at_ns_ = 0;
   bool handshake_done_ = false;
+  uint64_t requests_begun_ = 0;  // request streams whose headers began
+  bool goaway_due_ = false;      // the keepalive_requests-th began: shutdown() when Open
+  uint64_t close_at_ns_ = 0;     // Draining, no stream left: CONNECTION_CLOSE then (now_ns())
   uint64_t h3_error_ = 0;  // nghttp3 refused the peer's HTTP/3: its application error code
   std::unordered_map<int64_t, std::unique_ptr<Http3Stream>> streams_;
 };
