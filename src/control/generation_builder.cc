@@ -54,13 +54,6 @@ Result<std::shared_ptr<const data::Generation>> build_generation(config::Config 
   gen->acme = std::move(acme);
   gen->tls->answer_acme(gen->acme.get());
   build_limits(gen->config, gen->limits);
-  if (std::any_of(gen->config.listeners.begin(), gen->config.listeners.end(),
-                  [](const config::Listener& l) { return l.quic; })) {
-    // The QUIC listeners' GnuTLS credentials: the same certificate files.
-    auto quic = quic::ServerCredentials::load(gen->config.tls, tickets);
-    if (!quic) return quic.take_error();
-    gen->quic = std::move(quic).value();
-  }
   for (const config::Upstream& u : gen->config.upstreams) {
     if (!u.tls.enabled) {
       gen->upstream_tls.emplace_back();
@@ -72,6 +65,14 @@ Result<std::shared_ptr<const data::Generation>> build_generation(config::Config 
   }
   if (ocsp) {
     if (auto st = ocsp->prepare(*gen->tls, gen->config.tls.ocsp_cache_dir, gen->ocsp); !st) return st.take_error();
+  }
+  if (std::any_of(gen->config.listeners.begin(), gen->config.listeners.end(),
+                  [](const config::Listener& l) { return l.quic; })) {
+    // The QUIC listeners' GnuTLS credentials: the same certificate files,
+    // stapled by the same staplers.
+    auto quic = quic::ServerCredentials::load(gen->config.tls, tickets, &gen->ocsp);
+    if (!quic) return quic.take_error();
+    gen->quic = std::move(quic).value();
   }
   std::vector<std::string> listeners, routes;
   for (const config::Listener& l : gen->config.listeners) listeners.push_back(l.label());

@@ -136,6 +136,9 @@ std::string OcspManager::metrics() const {
         [](const tls::OcspStatus& s) { return s.counters.fetch_failed; });
   block("tlsfront_ocsp_revoked_total", "counter", "OCSP responses saying the certificate is revoked.",
         [](const tls::OcspStatus& s) { return s.counters.revoked; });
+  block("tlsfront_ocsp_stapled_handshakes_total", "counter",
+        "Handshakes (TCP and QUIC) that asked for a staple and got one.",
+        [](const tls::OcspStatus& s) { return s.counters.stapled; });
   block("tlsfront_ocsp_unstapled_handshakes_total", "counter",
         "Handshakes that asked for a staple and got none (lenient) or were refused (strict, must_staple).",
         [](const tls::OcspStatus& s) { return s.counters.unstapled + s.counters.refused; });

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <map>
 #include <regex>
 #include <string>
 
@@ -529,6 +530,60 @@ TEST_F(Ocsp, H1_EachCertificateGetsItsOwnStapleAndReloadKeepsThem) {
   StatusResult after = s_client(dir_, port());
   EXPECT_TRUE(after.good) << after.out;
   EXPECT_EQ(count(log(), "stapling response fetched"), 2u) << "a reload refetched: " << log();
+}
+
+// The sum of a counter's series over every stapler (label sets differ by
+// certificate).
+double stapler_total(const std::map<std::string, double>& metrics, const std::string& name) {
+  double n = 0;
+  for (const auto& [series, value] : metrics) {
+    if (series.rfind(name + "{", 0) == 0) n += value;
+  }
+  return n;
+}
+
+// gtlsclient (GnuTLS: its ClientHello asks for a staple by default) over
+// QUIC: a handshake that asks for a staple, exit status and output.
+RunResult quic_handshake(const TempDir& dir, int port) {
+  return run_command(dir, {"/usr/bin/gtlsclient", "--exit-on-all-streams-close", "--no-quic-dump", "--timeout=5s",
+                           "--download=" + dir.path(), "127.0.0.1", std::to_string(port),
+                           "https://localhost:" + std::to_string(port) + "/json/10"},
+                     milliseconds(20'000));
+}
+
+// The QUIC listener staples the same response the TCP listeners do.
+TEST_F(Ocsp, H3_StapledOverQuicFromTheSameStapler) {
+  ASSERT_TRUE(responder_.start({}));
+  ProxyOptions o = options(responder_key());
+  o.listen_extra = "quic = true";
+  ASSERT_TRUE(start_proxy(o));
+  ASSERT_TRUE(wait_stapled().good) << log();
+  const double before = stapler_total(scrape_metrics(proxy_.admin_port()), "tlsfront_ocsp_stapled_handshakes_total");
+  EXPECT_GE(before, 1);
+  RunResult r = quic_handshake(dir_, port());
+  ASSERT_TRUE(r.status.exited && r.status.code == 0) << r.err;
+  auto m = scrape_metrics(proxy_.admin_port());
+  EXPECT_EQ(stapler_total(m, "tlsfront_ocsp_stapled_handshakes_total"), before + 1);
+  EXPECT_EQ(stapler_total(m, "tlsfront_ocsp_unstapled_handshakes_total"), 0);
+  EXPECT_EQ(count(log(), "stapling response fetched"), 1u) << log();
+}
+
+// strict: no staple, no QUIC handshake for a client that asks, as over TCP.
+TEST_F(Ocsp, H3_StrictRefusesQuicClientsThatAskWhileThereIsNoStaple) {
+  ProxyOptions o = options("responder = \"http://127.0.0.1:" + std::to_string(free_port()) +
+                               "/\"\nstaple_policy = \"strict\"\n",
+                           false);
+  o.listen_extra = "quic = true";
+  ASSERT_TRUE(start_proxy(o));
+  ASSERT_TRUE(wait_log("NO STAPLE: refusing handshakes")) << log();
+  RunResult r = quic_handshake(dir_, port());
+  // internal_error (alert 80) in CONNECTION_CLOSE: QUIC's CRYPTO_ERROR
+  // 0x100 + 80 (RFC 9001 §4.8). (gtlsclient exits 0 all the same.)
+  EXPECT_NE(r.err.find("CONNECTION_CLOSE(0x1c) error_code=CRYPTO_ERROR(0x150)"), std::string::npos) << r.err;
+  EXPECT_EQ(read_file(dir_.file("10")), "");
+  auto m = scrape_metrics(proxy_.admin_port());
+  EXPECT_EQ(stapler_total(m, "tlsfront_ocsp_unstapled_handshakes_total"), 1);
+  EXPECT_EQ(backend_.count("req"), 0u);
 }
 
 }  // namespace

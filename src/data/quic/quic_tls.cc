@@ -8,10 +8,14 @@
 
 #include <fmt/format.h>
 
+#include <openssl/x509.h>
+
 #include <algorithm>
 #include <cstring>
 
+#include "tls/ocsp_stapler.h"
 #include "tls/ticket_key_ring.h"
+#include "util/openssl_ptr.h"
 
 namespace tlsfront::quic {
 namespace {
@@ -29,10 +33,47 @@ constexpr unsigned kMaxTicketLifetimeS = 7 * 24 * 3600;  // RFC 8446 §4.6.1
 // GnuTLS's anti-replay key: 12 octets of its window's start, then the binder.
 constexpr size_t kAntiReplayKeyPrefix = 12;
 
+// GnuTLS's status_request callback for one certificate (`ptr`: its
+// stapler), as tls::attach_ocsp's status callback over TCP: a copy of the
+// current response, else the stapler's policy. GnuTLS asks only when the
+// client sent status_request and a certificate is sent (not on resumption).
+int staple_ocsp(gnutls_session_t, void* ptr, gnutls_datum_t* response) noexcept {
+  auto* stapler = static_cast<tls::OcspStapler*>(ptr);
+  std::shared_ptr<const tls::OcspStaple> staple = stapler->staple();
+  if (!staple) {
+    if (stapler->policy() != config::StaplePolicy::Lenient) {
+      stapler->count_refused();
+      return GNUTLS_E_INTERNAL_ERROR;  // the handshake fails (internal_error alert)
+    }
+    stapler->count_unstapled();
+    return GNUTLS_E_NO_CERTIFICATE_STATUS;
+  }
+  // GnuTLS frees it (gnutls_free).
+  response->data = static_cast<unsigned char*>(gnutls_malloc(staple->der.size()));
+  if (response->data == nullptr) {
+    stapler->count_unstapled();
+    return GNUTLS_E_NO_CERTIFICATE_STATUS;
+  }
+  std::memcpy(response->data, staple->der.data(), staple->der.size());
+  response->size = static_cast<unsigned>(staple->der.size());
+  stapler->count_stapled();
+  return 0;
+}
+
+// The stapler of the leaf GnuTLS loaded at `index`, or null.
+tls::OcspStapler* stapler_of(gnutls_certificate_credentials_t cred, unsigned index, const tls::OcspRegistry& ocsp) {
+  gnutls_datum_t der{};
+  if (gnutls_certificate_get_crt_raw(cred, index, 0, &der) != 0) return nullptr;
+  const unsigned char* p = der.data;
+  X509Ptr leaf(d2i_X509(nullptr, &p, der.size));
+  return leaf ? ocsp.find(leaf.get()) : nullptr;
+}
+
 }  // namespace
 
 Result<std::shared_ptr<const ServerCredentials>> ServerCredentials::load(const config::Tls& tls,
-                                                                         const tls::TicketKeyStore* tickets) {
+                                                                         const tls::TicketKeyStore* tickets,
+                                                                         const tls::OcspRegistry* ocsp) {
   const std::vector<config::Certificate>& certificates = tls.certificates;
   std::shared_ptr<ServerCredentials> creds(new ServerCredentials());
   creds->tickets_ = tickets;
@@ -51,6 +92,11 @@ Result<std::shared_ptr<const ServerCredentials>> ServerCredentials::load(const c
       return make_error(Errc::Config, fmt::format("{}: {} / {}: GnuTLS (QUIC listener): {}",
                                                   c.cert_origin.empty() ? c.cert_setting : c.cert_origin, c.cert, c.key,
                                                   gnutls_strerror(rc)));
+    }
+    tls::OcspStapler* stapler = ocsp ? stapler_of(creds->cred_, static_cast<unsigned>(rc), *ocsp) : nullptr;
+    if (stapler != nullptr) {
+      gnutls_certificate_set_ocsp_status_request_function2(creds->cred_, static_cast<unsigned>(rc), staple_ocsp,
+                                                           stapler);
     }
   }
   if (int rc = gnutls_rnd(GNUTLS_RND_KEY, creds->fallback_master_, sizeof creds->fallback_master_); rc != 0) {

@@ -52,6 +52,7 @@
 #include "util/result.h"
 
 namespace tlsfront::tls {
+class OcspRegistry;
 class TicketKeyStore;
 struct TicketKey;
 }  // namespace tlsfront::tls
@@ -69,10 +70,16 @@ class ServerCredentials {
   // The certificates of tls.certificates (chain + key files); tickets from
   // `tickets` (borrowed, outlives the credentials; null: a random master
   // per credentials) unless tls.session_tickets is off, for
-  // tls.session_cache.timeout (at most 7 days, RFC 8446 §4.6.1). Errors:
-  // Errc::Config naming the file GnuTLS refused and its reason.
+  // tls.session_cache.timeout (at most 7 days, RFC 8446 §4.6.1). OCSP
+  // staples from the stapler `ocsp` (borrowed, outlives the credentials;
+  // may be null) holds for each leaf, as over TCP: the current response
+  // to a client that asks (status_request, RFC 8446 §4.4.2.1), the policy
+  // when there is none (lenient: none sent; strict, must_staple: the
+  // handshake fails). Errors: Errc::Config naming the file GnuTLS refused
+  // and its reason.
   [[nodiscard]] static Result<std::shared_ptr<const ServerCredentials>> load(const config::Tls& tls,
-                                                                             const tls::TicketKeyStore* tickets);
+                                                                             const tls::TicketKeyStore* tickets,
+                                                                             const tls::OcspRegistry* ocsp);
   ~ServerCredentials();
   ServerCredentials(const ServerCredentials&) = delete;
   ServerCredentials& operator=(const ServerCredentials&) = delete;
