@@ -401,8 +401,8 @@ void Client::write() {
     if (fin) flags |= NGTCP2_WRITE_STREAM_FLAG_FIN;
     ngtcp2_pkt_info pi{};
     const ngtcp2_ssize n = ngtcp2_conn_writev_stream(
-        conn_, nullptr, &pi, buf, ngtcp2_conn_get_max_tx_udp_payload_size(conn_), &datalen, flags, stream_id,
-        reinterpret_cast<const ngtcp2_vec*>(vec), static_cast<size_t>(veccnt), ts);
+        conn_, nullptr, &pi, buf, std::min(sizeof buf, ngtcp2_conn_get_max_tx_udp_payload_size(conn_)), &datalen, flags,
+        stream_id, reinterpret_cast<const ngtcp2_vec*>(vec), static_cast<size_t>(veccnt), ts);
     if (n < 0) {
       if (n == NGTCP2_ERR_STREAM_DATA_BLOCKED) {
         nghttp3_conn_block_stream(h3_, stream_id);
