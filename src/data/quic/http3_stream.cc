@@ -14,6 +14,7 @@ namespace {
 
 // RFC 9114 §8.1.
 constexpr uint64_t kH3InternalError = 0x0102;
+constexpr uint64_t kH3RequestCancelled = 0x010c;
 constexpr uint64_t kH3MessageError = 0x010e;
 
 nghttp3_nv nv(std::string_view name, std::string_view value) {
@@ -66,6 +67,10 @@ bool Http3Stream::admit_head() {
     stream_.respond_local(431);
     return false;
   }
+  // RFC 9220 §3 / RFC 8441 §4 (nghttp3 checked :protocol came with CONNECT
+  // and that we enabled it).
+  const RequestHead& req = record().head;
+  if (req.method == "CONNECT" && !head_.protocol().empty()) stream_.map_extended_connect(head_.protocol());
   http::LocalAnswer answer = stream_.admit([&]() -> int {
     const int status = head_.finish(record(), head_fin_);
     if (status == http::FieldSectionHead::kMalformed) {
@@ -93,6 +98,10 @@ void Http3Stream::on_request_data(std::string_view data) {
     return;
   }
   record().bytes_received += data.size();
+  if (record().head.extended_connect) {
+    on_tunnel_data(data);
+    return;
+  }
   if (!record().add_body(data.size(), conn_->env().config->limits.max_body_bytes) && answerable()) {
     stream_.respond_local(413);
   }
@@ -111,12 +120,75 @@ void Http3Stream::on_request_data(std::string_view data) {
 void Http3Stream::on_request_end() {
   if (request_ == RequestPhase::Complete) return;
   request_ = RequestPhase::Complete;
-  if (!waiting_) stream_.on_request_complete();
+  if (record().head.extended_connect) {
+    // The client's half of the tunnel is over (before the 200: once it is open).
+    if (response_ == ResponsePhase::Tunnel) stream_.end_tunnel();
+  } else if (!waiting_) {
+    stream_.on_request_complete();
+  }
   schedule_log();
+}
+
+void Http3Stream::on_tunnel_data(std::string_view data) {
+  if (response_ == ResponsePhase::Tunnel && (stream_.has_exchange() || stream_.has_tunnel())) {
+    forward_tunnel(data);
+    if (stream_.upstream_congested()) {
+      unconsumed_ += data.size();  // acknowledged by on_request_body_writable()
+    } else {
+      conn_->consume(id_, data.size());
+    }
+    return;
+  }
+  if (stream_.has_exchange() && response_ == ResponsePhase::None) {
+    // Sent before the tunnel opened: held, unacknowledged (so bounded by the
+    // stream window), until the 200 or another answer.
+    early_tunnel_.append(data);
+    unconsumed_ += data.size();
+    return;
+  }
+  conn_->consume(id_, data.size());  // no tunnel (an ordinary answer, or it closed): dropped
+}
+
+void Http3Stream::forward_tunnel(std::string_view data) {
+  tunnel_timer_.arm(conn_->env().config->timeouts.tunnel);
+  stream_.send_tunnel(data);
+}
+
+void Http3Stream::encode_tunnel_open(const ResponseHead& head, std::string_view) {
+  if (!record().head.extended_connect || !answerable()) {
+    abort_response();  // no tunnel without RFC 9220's CONNECT (never asked for)
+    return;
+  }
+  response_ = ResponsePhase::Tunnel;
+  submit(head, true, false);
+  // What only the request's routing needed goes: a tunnel may stay open for hours.
+  head_.release();
+  tunnel_timer_.init(
+      conn_->loop(), [](void* self) { static_cast<Http3Stream*>(self)->on_tunnel_idle(); }, this);
+  tunnel_timer_.arm(conn_->env().config->timeouts.tunnel);
+  if (!early_tunnel_.empty()) {
+    const std::string early = std::exchange(early_tunnel_, {});
+    unconsumed_ -= std::min(unconsumed_, early.size());
+    on_tunnel_data(early);
+  }
+  // The FIN came with or right after the CONNECT: the client's half is over.
+  if (request_ == RequestPhase::Complete) stream_.end_tunnel();
+}
+
+void Http3Stream::on_tunnel_idle() {
+  if (closed_ || response_ != ResponsePhase::Tunnel) return;
+  const http::ConnectionInfo& info = conn_->info();
+  log::info("conn={} client={}:{} h3 stream {}: tunnel idle for {} ms; RESET_STREAM", info.id, info.remote_addr,
+            info.remote_port, id_, conn_->env().config->timeouts.tunnel.count());
+  stream_.retire();  // the upstream side closes; logged when the reset closes the stream
+  response_ = ResponsePhase::Reset;
+  ngtcp2_conn_shutdown_stream(conn_->conn(), id_, kH3RequestCancelled);
+  conn_->schedule_write();
 }
 
 void Http3Stream::on_request_body_writable() {
   if (closed_ || unconsumed_ == 0) return;
+  if (record().head.extended_connect && response_ != ResponsePhase::Tunnel) return;  // held for the 200
   conn_->consume(id_, unconsumed_);
   unconsumed_ = 0;
   conn_->schedule_write();
@@ -167,7 +239,12 @@ void Http3Stream::encode_head(const ResponseHead& head, bool has_body) {
 }
 
 void Http3Stream::encode_body(std::string_view data) {
-  if (closed_ || data.empty() || response_ != ResponsePhase::Head) return;
+  if (closed_ || data.empty()) return;
+  if (response_ == ResponsePhase::Tunnel) {
+    tunnel_timer_.arm(conn_->env().config->timeouts.tunnel);
+  } else if (response_ != ResponsePhase::Head) {
+    return;
+  }
   chunks_.emplace_back(data);
   buffered_ += data.size();
   resume();
@@ -179,7 +256,7 @@ void Http3Stream::encode_trailers(const std::vector<Header>& trailers) {
 
 void Http3Stream::encode_end() {
   if (closed_) return;
-  if (response_ == ResponsePhase::Head) response_ = ResponsePhase::Ended;
+  if (response_ == ResponsePhase::Head || response_ == ResponsePhase::Tunnel) response_ = ResponsePhase::Ended;
   resume();
 }
 
@@ -258,7 +335,9 @@ void Http3Stream::log_line() {
   logged_ = true;
   http::RequestRecord& rec = record();
   rec.bytes_sent += bytes_out_;
-  rec.response_complete = response_ == ResponsePhase::Ended && end_handed_;
+  // A tunnel ends when either side ends it (the client's FIN or reset too).
+  rec.response_complete =
+      (response_ == ResponsePhase::Ended && end_handed_) || (rec.tunnel && response_ == ResponsePhase::Tunnel);
   if (!rec.response_complete && rec.status == 0) rec.status = 499;
   stream_.log("HTTP/3.0", static_cast<uint32_t>(id_), conn_->first_access_log());
 }
@@ -266,6 +345,7 @@ void Http3Stream::log_line() {
 void Http3Stream::on_closed(uint64_t app_error_code) {
   if (closed_) return;
   closed_ = true;
+  tunnel_timer_.close();
   stream_.retire();
   // A head that waited for the handshake and never got it (a replayed
   // early flight, or the client left): never admitted, no request to log.

@@ -8,6 +8,15 @@
 // H3_MESSAGE_ERROR (§4.1.2). The response goes out as a HEADERS frame and DATA
 // frames read from chunks kept until the client acknowledged them.
 //
+// WebSocket over HTTP/3 (RFC 9220): the connection sends
+// SETTINGS_ENABLE_CONNECT_PROTOCOL; an extended CONNECT (`:protocol`) goes
+// up as the HTTP/1.1 Upgrade request it maps to, as over HTTP/2
+// (RequestStream::map_extended_connect), and the upstream's 101 comes back
+// as a 200 whose DATA carries the tunnel. The stream's request DATA is the
+// tunnel's client side (held, unacknowledged, until the 200), its FIN the
+// client's end; the upstream's close ends the response (FIN). A tunnel
+// idle for timeouts.tunnel is reset (H3_REQUEST_CANCELLED).
+//
 // Trust: every field comes from the client.
 // Thread affinity: the worker's loop.
 #pragma once
@@ -22,6 +31,7 @@
 
 #include "data/http/field_section_head.h"
 #include "data/http/request_stream.h"
+#include "util/lazy_timer.h"
 #include "util/loop_context.h"
 
 namespace tlsfront::quic {
@@ -36,10 +46,12 @@ class QuicConnection;
 class Http3Stream final : public Deletable, public Flushable, private http::StreamCodec {
  public:
   // The request:  Head -> Body -> Complete (FIN), or Head -> Complete.
+  // (An extended CONNECT's Body is its tunnel's client side.)
   enum class RequestPhase { Head, Body, Complete };
-  // The response: None -> Head -> Ended, None -> Ended (no body);
+  // The response: None -> Head -> Ended, None -> Ended (no body),
+  // None -> Tunnel -> Ended (the upstream closed the tunnel);
   // any -> Reset (cut short: RESET_STREAM H3_INTERNAL_ERROR).
-  enum class ResponsePhase { None, Head, Ended, Reset };
+  enum class ResponsePhase { None, Head, Tunnel, Ended, Reset };
 
   Http3Stream(QuicConnection* conn, int64_t id);
   ~Http3Stream() override;
@@ -75,7 +87,7 @@ class Http3Stream final : public Deletable, public Flushable, private http::Stre
   // StreamCodec
   void encode_informational(const ResponseHead& head) override;
   void encode_head(const ResponseHead& head, bool has_body) override;
-  void encode_tunnel_open(const ResponseHead& head, std::string_view protocol) override { abort_response(); }
+  void encode_tunnel_open(const ResponseHead& head, std::string_view protocol) override;
   void encode_body(std::string_view data) override;
   void encode_trailers(const std::vector<Header>& trailers) override;
   void encode_end() override;
@@ -92,6 +104,11 @@ class Http3Stream final : public Deletable, public Flushable, private http::Stre
   void resume();
   void schedule_log();
   void log_line();
+  // An extended CONNECT's request DATA: to the tunnel once open, held
+  // before, dropped after.
+  void on_tunnel_data(std::string_view data);
+  void forward_tunnel(std::string_view data);
+  void on_tunnel_idle();
 
   QuicConnection* conn_;
   int64_t id_;
@@ -114,6 +131,8 @@ class Http3Stream final : public Deletable, public Flushable, private http::Stre
   bool waiting_ = false;        // a head waiting for admission (early data)
   bool head_fin_ = false;       // the head came with FIN (no body)
   std::string waiting_body_;    // request body read while waiting
+  std::string early_tunnel_;    // an extended CONNECT's DATA before its 200: unacknowledged
+  LazyTimer tunnel_timer_;      // timeouts.tunnel, from encode_tunnel_open on
   std::vector<Header> trailers_;
 };
 

@@ -342,6 +342,10 @@ void QuicConnection::setup_h3() {
   settings.max_field_section_size = env().config->limits.max_header_bytes;
   settings.qpack_max_dtable_capacity = 4096;
   settings.qpack_blocked_streams = 100;
+  // RFC 9220: WebSocket over HTTP/3 (extended CONNECT), while a route allows an upgrade.
+  const auto& routes = env().config->routes;
+  settings.enable_connect_protocol =
+      std::any_of(routes.begin(), routes.end(), [](const config::Route& r) { return !r.upgrade.empty(); }) ? 1 : 0;
   if (nghttp3_conn_server_new(&h3_, &cb, &settings, nghttp3_mem_default(), this) != 0) {
     h3_ = nullptr;
     return;

@@ -339,8 +339,17 @@ nghttp3_ssize Client::read_body(nghttp3_conn*, int64_t, nghttp3_vec* vec, size_t
     vec[0].len = n;
     c->body_offset_ += n;
   }
-  if (c->body_cancelled_ || c->body_offset_ == c->body_.size()) *pflags |= NGHTTP3_DATA_FLAG_EOF;
+  if (n == 0 && !c->body_cancelled_ && !c->then_.empty()) return NGHTTP3_ERR_WOULDBLOCK;  // --then not yet due
+  if (c->body_cancelled_ || (c->body_offset_ == c->body_.size() && c->then_.empty())) *pflags |= NGHTTP3_DATA_FLAG_EOF;
   return n > 0 && veccnt > 0 ? 1 : 0;
+}
+
+void Client::on_body_received(size_t n) {
+  received_ += n;
+  if (then_.empty() || received_ < o_.then_after || request_ < 0) return;
+  body_.append(then_);
+  then_.clear();
+  nghttp3_conn_resume_stream(h3_, request_);
 }
 
 void Client::maybe_submit() {

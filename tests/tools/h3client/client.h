@@ -23,6 +23,10 @@ namespace tlsfront::h3client {
 
 struct Options {
   std::string ca, sni = "localhost", method, protocol, data_file;
+  // --then FILE --after N: FILE's bytes go after --data's once N response
+  // body octets arrived (a WebSocket close frame after the echoes, say).
+  std::string then_file;
+  size_t then_after = 0;
   std::vector<std::pair<std::string, std::string>> headers;
   long timeout_ms = 10'000;
   std::string host, port, path;
@@ -31,7 +35,8 @@ struct Options {
 // One request on one connection; run() returns the exit status.
 class Client {
  public:
-  Client(Options o, std::string body) : o_(std::move(o)), body_(std::move(body)) {}
+  Client(Options o, std::string body, std::string then)
+      : o_(std::move(o)), body_(std::move(body)), then_(std::move(then)) {}
   ~Client();
   int run();
 
@@ -83,6 +88,7 @@ class Client {
   static int h3_recv_data(nghttp3_conn*, int64_t stream_id, const uint8_t* data, size_t len, void* user, void*) {
     if (len > 0 && std::fwrite(data, 1, len, stdout) != len) return NGHTTP3_ERR_CALLBACK_FAILURE;
     of(user)->consume(stream_id, len);
+    of(user)->on_body_received(len);
     return 0;
   }
   static int h3_deferred_consume(nghttp3_conn*, int64_t stream_id, size_t consumed, void* user, void*) {
@@ -107,8 +113,13 @@ class Client {
   static nghttp3_ssize read_body(nghttp3_conn*, int64_t, nghttp3_vec* vec, size_t veccnt, uint32_t* pflags, void* user,
                                  void*);
 
+  // --then: its bytes join the body once --after octets were received.
+  void on_body_received(size_t n);
+
   Options o_;
   std::string body_;
+  std::string then_;     // --then's bytes, until due
+  size_t received_ = 0;  // response body octets
   size_t body_offset_ = 0;
   bool tunnel_ = false;          // CONNECT with --protocol and --data: the body waits for a 2xx
   bool body_released_ = false;   // the body may go

@@ -3,7 +3,8 @@
 // an extended CONNECT (RFC 9220, WebSocket over HTTP/3: :protocol).
 //
 //   tlsfront_h3client [--ca FILE] [--sni NAME] [--header "name: value"]...
-//       [--method M] [--protocol P] [--data FILE] [--timeout-ms N] HOST PORT PATH
+//       [--method M] [--protocol P] [--data FILE [--then FILE --after N]] [--timeout-ms N]
+//       HOST PORT PATH
 //
 // The response's fields go to stderr (":status: 200", "name: value"; names
 // as received, trailers too), its body raw to stdout. Exit status: 0 the
@@ -15,7 +16,9 @@
 // --protocol makes the method CONNECT (unless --method says otherwise) and
 // waits for the server's SETTINGS before the request leaves. Its --data
 // bytes are sent only after a 2xx response (a tunnel), then FIN; without
-// --data the request ends with its headers. Field names of --header are
+// --data the request ends with its headers. --then's bytes follow --data's
+// once --after N response body octets arrived (a WebSocket close frame
+// after the echoes it closes), then FIN. Field names of --header are
 // lowercased (HTTP/3 requires it).
 #include <algorithm>
 #include <cctype>
@@ -40,7 +43,7 @@ using tlsfront::h3client::Options;
   if (why) std::fprintf(stderr, "tlsfront_h3client: %s\n", why);
   std::fprintf(stderr,
                "usage: tlsfront_h3client [--ca FILE] [--sni NAME] [--header \"name: value\"]... [--method M]\n"
-               "         [--protocol P] [--data FILE] [--timeout-ms N] HOST PORT PATH\n");
+               "         [--protocol P] [--data FILE [--then FILE --after N]] [--timeout-ms N] HOST PORT PATH\n");
   std::exit(64);
 }
 
@@ -65,6 +68,10 @@ int main(int argc, char** argv) {
       o.protocol = value();
     } else if (a == "--data") {
       o.data_file = value();
+    } else if (a == "--then") {
+      o.then_file = value();
+    } else if (a == "--after") {
+      o.then_after = std::strtoul(value().c_str(), nullptr, 10);
     } else if (a == "--timeout-ms") {
       o.timeout_ms = std::strtol(value().c_str(), nullptr, 10);
       if (o.timeout_ms <= 0) usage("--timeout-ms must be positive");
@@ -88,15 +95,17 @@ int main(int argc, char** argv) {
   o.host = positional[0];
   o.port = positional[1];
   o.path = positional[2];
-  std::string body;
-  if (!o.data_file.empty()) {
-    std::ifstream f(o.data_file, std::ios::binary);
+  std::string body, then;
+  for (auto [file, bytes] : {std::pair{&o.data_file, &body}, std::pair{&o.then_file, &then}}) {
+    if (file->empty()) continue;
+    std::ifstream f(*file, std::ios::binary);
     if (!f) {
-      std::fprintf(stderr, "%s: %s\n", o.data_file.c_str(), std::strerror(errno));
+      std::fprintf(stderr, "%s: %s\n", file->c_str(), std::strerror(errno));
       return 1;
     }
-    body.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+    bytes->assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
   }
-  Client client(std::move(o), std::move(body));
+  if (!then.empty() && o.data_file.empty()) usage("--then needs --data");
+  Client client(std::move(o), std::move(body), std::move(then));
   return client.run();
 }
