@@ -30,15 +30,120 @@ constexpr std::array<uint8_t, 256> kByteClass = [] {
   return t;
 }();
 
-// True when none of the 8 bytes in `w` needs attention (control byte, '"',
-// '\\' or non-ASCII). May report false for a safe word (the caller then
-// looks at the bytes one by one); never reports true for an unsafe one.
-bool word_is_plain_ascii(uint64_t w) {
-  constexpr uint64_t kOnes = 0x0101010101010101ull;
-  constexpr uint64_t kHigh = 0x8080808080808080ull;
-  const auto has_zero = [](uint64_t v) { return (v - kOnes) & ~v & kHigh; };
-  const uint64_t below_space = (w - kOnes * 0x20) & ~w & kHigh;
-  return ((w & kHigh) | below_space | has_zero(w ^ (kOnes * '"')) | has_zero(w ^ (kOnes * '\\'))) == 0;
+constexpr uint64_t kOnes = 0x0101010101010101ull;
+constexpr uint64_t kHigh = 0x8080808080808080ull;
+
+// Nonzero when some byte of the 8 in `w` needs attention (a control byte,
+// '"', '\\' or non-ASCII): a byte below 0x20 borrows in w - 0x20..., one
+// equal to '"' or '\\' is zero after the XOR and borrows in the - 0x01...;
+// a borrow only ever flags bytes above a byte that needs attention, so the
+// word is zero exactly when all 8 bytes are plain. The caller ORs these
+// words and keeps the high bits (kHigh) once.
+inline uint64_t attention_bits(uint64_t w) {
+  return (w - kOnes * 0x20) | ((w ^ (kOnes * '"')) - kOnes) | ((w ^ (kOnes * '\\')) - kOnes) | w;
+}
+
+bool word_is_plain_ascii(uint64_t w) { return (attention_bits(w) & kHigh) == 0; }
+
+inline uint64_t load64(const void* p) {
+  uint64_t w;
+  std::memcpy(&w, p, sizeof w);
+  return w;
+}
+inline void store64(void* p, uint64_t w) { std::memcpy(p, &w, sizeof w); }
+inline uint32_t load32(const void* p) {
+  uint32_t w;
+  std::memcpy(&w, p, sizeof w);
+  return w;
+}
+inline void store32(void* p, uint32_t w) { std::memcpy(p, &w, sizeof w); }
+
+// Copies the n bytes at `s` to `out` and returns true when none of them
+// needs an escape or a UTF-8 check (the common case: every field tlsfront
+// makes itself and most a client sends); false otherwise, with `out`'s n
+// bytes unspecified. Reads and writes whole words (overlapping at the end),
+// never outside the n bytes.
+inline bool copy_if_plain(char* out, const char* s, size_t n) {
+  uint64_t acc;
+  if (n >= 8) {
+    acc = 0;
+    for (size_t i = 0; i + 8 < n; i += 8) {
+      const uint64_t w = load64(s + i);
+      acc |= attention_bits(w);
+      store64(out + i, w);
+    }
+    const uint64_t last = load64(s + n - 8);
+    acc |= attention_bits(last);
+    store64(out + n - 8, last);
+  } else if (n >= 4) {
+    const uint32_t lo = load32(s), hi = load32(s + n - 4);
+    store32(out, lo);
+    store32(out + n - 4, hi);
+    acc = attention_bits(lo | uint64_t{hi} << 32);
+  } else if (n != 0) {
+    // 1-3 bytes: the first, middle and last (some the same), spaces above.
+    const auto a = static_cast<unsigned char>(s[0]), m = static_cast<unsigned char>(s[n / 2]),
+               z = static_cast<unsigned char>(s[n - 1]);
+    out[0] = static_cast<char>(a);
+    out[n / 2] = static_cast<char>(m);
+    out[n - 1] = static_cast<char>(z);
+    acc = attention_bits(a | m << 8 | z << 16 | 0x2020202020000000ull);
+  } else {
+    return true;
+  }
+  return (acc & kHigh) == 0;
+}
+
+// "00" ... "99": two digits at a time.
+constexpr std::array<char, 200> kDigitPairs = [] {
+  std::array<char, 200> t{};
+  for (int i = 0; i < 100; ++i) {
+    t[2 * i] = static_cast<char>('0' + i / 10);
+    t[2 * i + 1] = static_cast<char>('0' + i % 10);
+  }
+  return t;
+}();
+
+inline void write_pair(char* p, unsigned v) { std::memcpy(p, &kDigitPairs[2 * v], 2); }
+
+// `v` in decimal at `p`; returns the end. Values below 100,000 (status,
+// ports, most counters) inline, larger ones by std::to_chars (at most 20
+// digits).
+inline char* write_uint(char* p, uint64_t v) {
+  if (v >= 100000) return std::to_chars(p, p + 20, v).ptr;
+  auto u = static_cast<unsigned>(v);
+  const size_t len = u < 10 ? 1 : u < 100 ? 2 : u < 1000 ? 3 : u < 10000 ? 4 : 5;
+  char* const end = p + len;
+  char* q = end;
+  while (u >= 100) {
+    q -= 2;
+    write_pair(q, u % 100);
+    u /= 100;
+  }
+  if (u >= 10) write_pair(q - 2, u);
+  else q[-1] = static_cast<char>('0' + u);
+  return end;
+}
+
+template <typename Int>
+inline char* write_int(char* p, Int v) {
+  if constexpr (std::is_signed_v<Int>) {
+    if (v < 0) {
+      *p++ = '-';
+      return write_uint(p, uint64_t{0} - static_cast<uint64_t>(static_cast<int64_t>(v)));
+    }
+  }
+  return write_uint(p, static_cast<uint64_t>(v));
+}
+
+// llround(x) for |x| < 2^52, without the libm call: truncation and the
+// fractional part are exact there, and a half rounds away from zero.
+inline int64_t round_half_away(double x) {
+  auto i = static_cast<int64_t>(x);
+  const double frac = x - static_cast<double>(i);
+  if (frac >= 0.5) ++i;
+  else if (frac <= -0.5) --i;
+  return i;
 }
 
 // Length (2-4) of the well-formed UTF-8 sequence at `p` (p < end, *p >= 0x80),
@@ -97,7 +202,7 @@ class Cursor {
   }
   template <typename Int>
   void integer(Int value) {  // at most 20 digits and a sign
-    p_ = std::to_chars(p_, p_ + 24, value).ptr;
+    p_ = write_int(p_, value);
   }
   void boolean(bool b) {
     if (b) lit("true");
@@ -120,17 +225,16 @@ class Cursor {
       p_ = std::to_chars(p_, p_ + kHugeMsRoom, ms, std::chars_format::fixed, 3).ptr;
       return;
     }
-    auto us = static_cast<int64_t>(std::llround(ms * 1000.0));
+    int64_t us = round_half_away(ms * 1000.0);
     if (us < 0) {
       *p_++ = '-';
       us = -us;
     }
-    integer(us / 1000);
-    const auto frac = static_cast<unsigned>(us % 1000);
+    p_ = write_uint(p_, static_cast<uint64_t>(us) / 1000);
+    const auto frac = static_cast<unsigned>(static_cast<uint64_t>(us) % 1000);
     p_[0] = '.';
     p_[1] = static_cast<char>('0' + frac / 100);
-    p_[2] = static_cast<char>('0' + frac / 10 % 10);
-    p_[3] = static_cast<char>('0' + frac % 10);
+    write_pair(p_ + 2, frac % 100);
     p_ += 4;
   }
   void optional_ms(const std::optional<double>& v) {
@@ -193,7 +297,19 @@ class Cursor {
   // Writes `s` quoted and escaped (append_json_string's rules) at `p`, which
   // has room for 6 * s.size() + 2 bytes; returns the end.
   static char* write_json_string(char* out, std::string_view s) {
-    *out++ = '"';
+    *out = '"';
+    if (copy_if_plain(out + 1, s.data(), s.size())) {
+      out[s.size() + 1] = '"';
+      return out + s.size() + 2;
+    }
+    return write_escaped_json_string(out + 1, s);
+  }
+
+ private:
+  // write_json_string() for a string that needs escaping or a UTF-8 check,
+  // from just after the opening quote. Out of line: it takes registers the
+  // fast path above does not need.
+  [[gnu::noinline]] static char* write_escaped_json_string(char* out, std::string_view s) {
     const auto* const begin = reinterpret_cast<const unsigned char*>(s.data());
     const auto* const end = begin + s.size();
     const auto* run = begin;  // start of the bytes not yet copied
@@ -256,7 +372,7 @@ size_t json_line_room(const AccessLogEntry& e) {
                          e.method.size() + e.path.size() + e.ssl_protocol.size() + e.ssl_cipher.size() +
                          e.ssl_resumption.size() + e.upstream_addr.size() + e.upstream_error.size() +
                          e.upstream_protocol.size() + e.user_agent.size() + e.request_id.size() +
-                         e.content_encoding.size() + e.limit.size() + e.ssl_client_verify.size() + e.ssl_client_s_dn.size() +
+                         e.content_encoding.size() + e.limit.size() + e.cache.size() + e.ssl_client_verify.size() + e.ssl_client_s_dn.size() +
                          e.ssl_client_i_dn.size() + e.ssl_client_serial.size() + e.ssl_client_fingerprint.size();
   // (The room is zero-filled by resize(): no more of it than needed.)
   return 1024 + (e.ssl_client_verify.empty() ? 0 : 256) + 6 * strings + Cursor::ms_room(e.request_time_ms) +
