@@ -1,5 +1,6 @@
 #include "data/http/request_id.h"
 
+#include <array>
 #include <cstring>
 #include <random>
 
@@ -18,11 +19,17 @@ void RequestId::generate() {
     std::memcpy(raw, &a, 8);
     std::memcpy(raw + 8, &b, 8);
   }
-  static constexpr char kHex[] = "0123456789abcdef";
-  for (size_t i = 0; i < sizeof raw; ++i) {
-    bytes_[2 * i] = kHex[raw[i] >> 4];
-    bytes_[2 * i + 1] = kHex[raw[i] & 0x0f];
-  }
+  // Two hex digits an octet, from a table of all 256 pairs.
+  static constexpr auto kHexPairs = [] {
+    std::array<char, 512> t{};
+    constexpr char kHex[] = "0123456789abcdef";
+    for (int i = 0; i < 256; ++i) {
+      t[2 * i] = kHex[i >> 4];
+      t[2 * i + 1] = kHex[i & 0x0f];
+    }
+    return t;
+  }();
+  for (size_t i = 0; i < sizeof raw; ++i) std::memcpy(&bytes_[2 * i], &kHexPairs[2 * raw[i]], 2);
   length_ = 32;
 }
 
