@@ -3,7 +3,23 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <array>
+
 namespace tlsfront::http {
+namespace {
+
+// The characters of a reg-name or IPv4 address in a Host value: unreserved
+// (RFC 3986 §2.3) and "%" of pct-encoded. One table look-up a character.
+constexpr std::array<bool, 256> kRegNameChar = [] {
+  std::array<bool, 256> t{};
+  for (int c = 'a'; c <= 'z'; ++c) t[c] = true;
+  for (int c = 'A'; c <= 'Z'; ++c) t[c] = true;
+  for (int c = '0'; c <= '9'; ++c) t[c] = true;
+  for (const char c : {'-', '.', '_', '~', '%'}) t[static_cast<unsigned char>(c)] = true;
+  return t;
+}();
+
+}  // namespace
 
 bool valid_host(std::string_view h) {
   if (h.empty() || h.size() > 255) return false;
@@ -32,18 +48,19 @@ bool valid_host(std::string_view h) {
     // reg-name / IPv4address characters (unreserved, "%" of pct-encoded),
     // in labels that are not empty; one trailing dot is allowed.
     if (name.ends_with('.')) name.remove_suffix(1);
-    if (name.empty() || name.front() == '.' || name.back() == '.' || name.find("..") != std::string_view::npos) {
-      return false;
-    }
-    for (char c : name) {
-      bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
-                c == '_' || c == '~' || c == '%';
-      if (!ok) return false;
+    if (name.empty() || name.front() == '.' || name.back() == '.') return false;
+    char previous = 0;
+    for (const char c : name) {
+      if (!kRegNameChar[static_cast<unsigned char>(c)] || (c == '.' && previous == '.')) return false;
+      previous = c;
     }
   }
   // Optional ":port": 1-5 digits.
-  if (has_port && (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string_view::npos)) {
-    return false;
+  if (has_port) {
+    if (port.empty() || port.size() > 5) return false;
+    for (const char c : port) {
+      if (c < '0' || c > '9') return false;
+    }
   }
   return true;
 }
