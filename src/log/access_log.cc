@@ -1,6 +1,7 @@
 // The JSON access-log encoder and the per-worker batch.
 #include "log/access_log.h"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <climits>
@@ -380,11 +381,12 @@ size_t json_line_room(const AccessLogEntry& e) {
          Cursor::ms_room(e.upstream_response_ms);
 }
 
-void append_json_line(std::string& out, const AccessLogEntry& e) {
-  const size_t room = json_line_room(e);
-  const size_t start = out.size();
-  out.resize(start + room);
-  Cursor c(out.data() + start);
+namespace {
+
+// The line for `e` at `out`, which has json_line_room(e) bytes of room;
+// returns its end.
+char* write_json_line(char* out, const AccessLogEntry& e) {
+  Cursor c(out);
   c.lit("{\"time\":\"");
   c.timestamp(e.time);
   c.lit("\",\"remote_addr\":");
@@ -488,7 +490,16 @@ void append_json_line(std::string& out, const AccessLogEntry& e) {
     c.json_string(e.cache);
   }
   c.lit("}\n");
-  out.resize(static_cast<size_t>(c.pos() - out.data()));
+  return c.pos();
+}
+
+}  // namespace
+
+void append_json_line(std::string& out, const AccessLogEntry& e) {
+  const size_t start = out.size();
+  out.resize(start + json_line_room(e));
+  char* const end = write_json_line(out.data() + start, e);
+  out.resize(static_cast<size_t>(end - out.data()));
 }
 
 AccessLog::AccessLog(LogWriter* writer, uv_loop_t* loop) : writer_(writer) {
@@ -503,8 +514,11 @@ AccessLog::~AccessLog() { flush(); }
 void AccessLog::log(const AccessLogEntry& entry) {
   if (writer_ == nullptr) return;
   const bool first = buffer_.empty();
-  if (buffer_.capacity() < kFlushBytes) buffer_.reserve(kFlushBytes + 4096);  // one allocation per batch
-  append_json_line(buffer_, entry);
+  // One allocation per batch (a line with more room than the 4 KiB over
+  // kFlushBytes makes it larger); the room is not cleared first.
+  const size_t need = buffer_.size() + json_line_room(entry);
+  if (need > buffer_.capacity()) buffer_.reserve(std::max(need, kFlushBytes + 4096));
+  buffer_.set_size(static_cast<size_t>(write_json_line(buffer_.data() + buffer_.size(), entry) - buffer_.data()));
   if (buffer_.size() >= kFlushBytes) {
     flush();
   } else if (first && timer_.active()) {
@@ -520,7 +534,7 @@ void AccessLog::log(const AccessLogEntry& entry) {
 void AccessLog::flush() {
   if (timer_.active()) uv_timer_stop(timer_.get());
   if (writer_ == nullptr || buffer_.empty()) return;
-  writer_->write(std::exchange(buffer_, std::string()));
+  writer_->write(std::exchange(buffer_, LogBatch()));
 }
 
 void AccessLog::close() {

@@ -16,6 +16,7 @@
 
 #include <uv.h>
 
+#include "log/log_batch.h"
 #include "util/uv_handle.h"
 
 namespace tlsfront::log {
@@ -130,7 +131,7 @@ class AccessLog {
 
  private:
   LogWriter* writer_;
-  std::string buffer_;
+  LogBatch buffer_;
   UvHandle<uv_timer_t> timer_;  // one-shot, unreferenced: never keeps the loop alive
 };
 

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <string_view>
 #include <system_error>
 #include <utility>
@@ -84,7 +85,7 @@ LogWriter::LogWriter(std::string path, UniqueFd fd, size_t max_queued_bytes)
 
 LogWriter::~LogWriter() { flush_and_stop(); }
 
-void LogWriter::write(std::string batch) {
+void LogWriter::write(LogBatch batch) {
   if (batch.empty()) return;
   {
     std::lock_guard lock(mu_);
@@ -92,12 +93,11 @@ void LogWriter::write(std::string batch) {
     // is not dropped forever; after that the limit applies.
     if (!stopping_ && (queued_bytes_ == 0 || queued_bytes_ + batch.size() <= max_queued_bytes_)) {
       queued_bytes_ += batch.size();
-      queue_.push_back(std::move(batch));
-      batch.clear();
+      queue_.push_back(std::move(batch));  // leaves `batch` empty
     }
   }
   if (!batch.empty()) {  // dropped
-    const uint64_t lines = count_lines(batch);
+    const uint64_t lines = count_lines(batch.view());
     dropped_batches_.fetch_add(1, std::memory_order_relaxed);
     dropped_lines_.fetch_add(lines, std::memory_order_relaxed);
     queue_dropped_lines_.fetch_add(lines, std::memory_order_relaxed);
@@ -128,7 +128,7 @@ void LogWriter::run() {
   for (;;) {
     cv_.wait(lock, [this] { return !queue_.empty() || reopen_requested_ || stopping_; });
     const bool reopen = std::exchange(reopen_requested_, false);
-    std::deque<std::string> batches;
+    std::deque<LogBatch> batches;
     batches.swap(queue_);
     lock.unlock();
 
@@ -157,7 +157,7 @@ void LogWriter::reopen_file() {
   log::info("access log \"{}\" reopened", path_);
 }
 
-void LogWriter::write_batches(std::deque<std::string>& batches) {
+void LogWriter::write_batches(std::deque<LogBatch>& batches) {
   if (!write_owed_newline()) {
     on_write_error(errno, batches, 0, 0);
     return;
@@ -201,10 +201,10 @@ void LogWriter::write_batches(std::deque<std::string>& batches) {
   }
 }
 
-void LogWriter::on_write_error(int err, const std::deque<std::string>& batches, size_t next, size_t offset) {
+void LogWriter::on_write_error(int err, const std::deque<LogBatch>& batches, size_t next, size_t offset) {
   uint64_t lines = 0;
   for (size_t i = next; i < batches.size(); ++i) {
-    lines += count_lines(std::string_view(batches[i]).substr(i == next ? offset : 0));
+    lines += count_lines(batches[i].view().substr(i == next ? offset : 0));
   }
   dropped_batches_.fetch_add(batches.size() - next, std::memory_order_relaxed);
   dropped_lines_.fetch_add(lines, std::memory_order_relaxed);
@@ -215,9 +215,9 @@ void LogWriter::on_write_error(int err, const std::deque<std::string>& batches, 
   // Batches hold whole lines, so the file's partial line is the part of
   // batches[next] after its last newline written.
   if (offset > 0) {
-    const std::string& batch = batches[next];
+    const std::string_view batch = batches[next].view();
     const size_t newline = batch.rfind('\n', offset - 1);
-    const size_t partial = newline == std::string::npos ? offset : offset - newline - 1;
+    const size_t partial = newline == std::string_view::npos ? offset : offset - newline - 1;
     struct stat st;
     if (partial > 0 && (::fstat(fd_.get(), &st) != 0 || st.st_size < static_cast<off_t>(partial) ||
                         ::ftruncate(fd_.get(), st.st_size - static_cast<off_t>(partial)) != 0)) {

@@ -26,8 +26,10 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 
+#include "log/log_batch.h"
 #include "util/result.h"
 #include "util/unique_fd.h"
 
@@ -66,7 +68,9 @@ class LogWriter {
   // ownership. Never blocks on I/O: if adding it would take the queue over the
   // limit (an empty queue accepts any batch), or the writer has been stopped,
   // the batch is discarded and counted. Empty batches are ignored. Any thread.
-  void write(std::string batch);
+  void write(LogBatch batch);
+  // write() of a copy of `batch`.
+  void write(std::string_view batch) { write(LogBatch(batch)); }
 
   // Asks the writer thread to reopen the path before its next write (after
   // logrotate renamed the file). If reopening fails, the old fd is kept and
@@ -98,10 +102,10 @@ class LogWriter {
   void report_drops(bool now_anyway);
   // Appends `batches` to fd_ with writev, handling EINTR and partial writes;
   // on a write error drops the rest (see on_write_error()).
-  void write_batches(std::deque<std::string>& batches);
+  void write_batches(std::deque<LogBatch>& batches);
   // The write of batches[next] failed with `err` after `offset` of its bytes
   // reached the file: cuts that partial line off the file and counts the rest.
-  void on_write_error(int err, const std::deque<std::string>& batches, size_t next, size_t offset);
+  void on_write_error(int err, const std::deque<LogBatch>& batches, size_t next, size_t offset);
   // Writes the newline owed after a partial line that could not be truncated.
   // False (and the error handled) when that write fails too.
   bool write_owed_newline();
@@ -112,7 +116,7 @@ class LogWriter {
 
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::string> queue_;  // guarded by mu_
+  std::deque<LogBatch> queue_;     // guarded by mu_
   size_t queued_bytes_ = 0;        // guarded by mu_; includes batches being written
   bool reopen_requested_ = false;  // guarded by mu_
   bool stopping_ = false;          // guarded by mu_
