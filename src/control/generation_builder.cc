@@ -68,9 +68,9 @@ Result<std::shared_ptr<const data::Generation>> build_generation(config::Config 
   }
   if (std::any_of(gen->config.listeners.begin(), gen->config.listeners.end(),
                   [](const config::Listener& l) { return l.quic; })) {
-    // The QUIC listeners' GnuTLS credentials: the same certificate files,
-    // stapled by the same staplers.
-    auto quic = quic::ServerCredentials::load(gen->config.tls, tickets, &gen->ocsp);
+    // The QUIC listeners' GnuTLS credentials: the same certificates (files
+    // and store), stapled by the same staplers.
+    auto quic = quic::ServerCredentials::load(gen->config.tls, gen->tls->certificates(), tickets, &gen->ocsp);
     if (!quic) return quic.take_error();
     gen->quic = std::move(quic).value();
   }

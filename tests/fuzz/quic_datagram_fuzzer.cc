@@ -55,7 +55,7 @@ struct Rig {
     context = std::make_unique<tlsfront::LoopContext>(&loop);
     // No certificate: no handshake is ever made here (the lease refuses);
     // the credentials carry the token and reset secrets.
-    auto creds = tlsfront::quic::ServerCredentials::load(tlsfront::config::Tls{}, nullptr, nullptr);
+    auto creds = tlsfront::quic::ServerCredentials::load(tlsfront::config::Tls{}, {}, nullptr, nullptr);
     if (!creds) fail("credentials");
     credentials = std::move(creds).value();
     int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);

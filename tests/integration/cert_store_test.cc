@@ -247,6 +247,30 @@ TEST_F(CertStoreTest, PutReachesTheNodesOfItsRegionAndNoOther) {
   EXPECT_GE(m["tlsfront_cert_store_swaps_total{result=\"ok\"}"], 3);
 }
 
+// The QUIC listener serves the store's certificates too: an HTTP/3 client
+// that checks the name and chain gets the entry's certificate once it is
+// put, and the default's (a name mismatch) once it is removed.
+TEST_F(CertStoreTest, APutIsServedOverHttp3Too) {
+  ProxyOptions o = node("r1");
+  o.listen_extra = "quic = true";
+  ASSERT_TRUE(start_proxy(o));
+  auto h3 = [&] {
+    return run_command(dir_,
+                       {TLSFRONT_H3CLIENT_BINARY, "--ca", pki("root.pem"), "--sni", kOther, "--timeout-ms", "5000",
+                        "127.0.0.1", std::to_string(port()), "/json/10"},
+                       milliseconds(20'000));
+  };
+  RunResult before = h3();
+  EXPECT_EQ(before.status.code, 1) << "the default certificate does not name " << kOther << ": " << before.err;
+  ASSERT_EQ(put(kOther, pki("other-name.chain.pem"), pki("other-name.key")).status.code, 0);
+  ASSERT_TRUE(serves(port(), kOther, file_fingerprint(pki("other-name.pem"))));
+  RunResult r;
+  EXPECT_TRUE(wait_until([&] { return (r = h3()).status.code == 0; }, milliseconds(10'000))) << r.err;
+  EXPECT_NE(r.err.find(":status: 200"), std::string::npos) << r.err;
+  ASSERT_EQ(cert({"rm", "--name", kOther}).status.code, 0);
+  EXPECT_TRUE(wait_until([&] { return (r = h3()).status.code == 1; }, milliseconds(10'000))) << r.err;
+}
+
 TEST_F(CertStoreTest, SwapUnderAHandshakeLoopFailsNoneAndSessionsResume) {
   ASSERT_TRUE(start_proxy(node("r1")));
   const std::string first = issue("first", kOther), second = issue("second", kOther);

@@ -8,14 +8,18 @@
 
 #include <fmt/format.h>
 
+#include <openssl/bio.h>
+#include <openssl/pem.h>
 #include <openssl/x509.h>
 
 #include <algorithm>
 #include <cstring>
 
 #include "tls/ocsp_stapler.h"
+#include "tls/server_certificate.h"
 #include "tls/ticket_key_ring.h"
 #include "util/openssl_ptr.h"
+#include "util/secret.h"
 
 namespace tlsfront::quic {
 namespace {
@@ -60,21 +64,32 @@ int staple_ocsp(gnutls_session_t, void* ptr, gnutls_datum_t* response) noexcept 
   return 0;
 }
 
-// The stapler of the leaf GnuTLS loaded at `index`, or null.
-tls::OcspStapler* stapler_of(gnutls_certificate_credentials_t cred, unsigned index, const tls::OcspRegistry& ocsp) {
-  gnutls_datum_t der{};
-  if (gnutls_certificate_get_crt_raw(cred, index, 0, &der) != 0) return nullptr;
-  const unsigned char* p = der.data;
-  X509Ptr leaf(d2i_X509(nullptr, &p, der.size));
-  return leaf ? ocsp.find(leaf.get()) : nullptr;
+// `cert`'s chain (leaf, then the intermediates sent) and key as PEM, for
+// GnuTLS. The key's text is wiped by Secret.
+bool to_pem(const tls::ServerCertificate& cert, std::string& chain, Secret& key) {
+  BioPtr out(BIO_new(BIO_s_mem()));
+  if (!out || PEM_write_bio_X509(out.get(), cert.chain.leaf()) != 1) return false;
+  STACK_OF(X509)* intermediates = cert.chain.intermediates();
+  for (int i = 0; intermediates != nullptr && i < sk_X509_num(intermediates); ++i) {
+    if (PEM_write_bio_X509(out.get(), sk_X509_value(intermediates, i)) != 1) return false;
+  }
+  char* data = nullptr;
+  const long len = BIO_get_mem_data(out.get(), &data);
+  chain.assign(data, static_cast<size_t>(len));
+  BioPtr key_out(BIO_new(BIO_s_secmem()));
+  if (!key_out || PEM_write_bio_PrivateKey(key_out.get(), cert.key.get(), nullptr, nullptr, 0, nullptr, nullptr) != 1) {
+    return false;
+  }
+  const long n = BIO_get_mem_data(key_out.get(), &data);
+  key = Secret(std::string(data, static_cast<size_t>(n)));
+  return true;
 }
 
 }  // namespace
 
-Result<std::shared_ptr<const ServerCredentials>> ServerCredentials::load(const config::Tls& tls,
-                                                                         const tls::TicketKeyStore* tickets,
-                                                                         const tls::OcspRegistry* ocsp) {
-  const std::vector<config::Certificate>& certificates = tls.certificates;
+Result<std::shared_ptr<const ServerCredentials>> ServerCredentials::load(
+    const config::Tls& tls, const std::vector<const tls::ServerCertificate*>& certificates,
+    const tls::TicketKeyStore* tickets, const tls::OcspRegistry* ocsp) {
   std::shared_ptr<ServerCredentials> creds(new ServerCredentials());
   creds->tickets_ = tickets;
   creds->session_tickets_ = tls.session_tickets;
@@ -85,15 +100,29 @@ Result<std::shared_ptr<const ServerCredentials>> ServerCredentials::load(const c
   }
   // Index-returning API (GnuTLS ≥ 3.5.6): errors stay negative.
   gnutls_certificate_set_flags(creds->cred_, GNUTLS_CERTIFICATE_API_V2);
-  for (const config::Certificate& c : certificates) {
-    const int rc = gnutls_certificate_set_x509_key_file2(creds->cred_, c.cert.c_str(), c.key.c_str(),
-                                                         GNUTLS_X509_FMT_PEM, nullptr, 0);
-    if (rc < 0) {
-      return make_error(Errc::Config, fmt::format("{}: {} / {}: GnuTLS (QUIC listener): {}",
-                                                  c.cert_origin.empty() ? c.cert_setting : c.cert_origin, c.cert, c.key,
-                                                  gnutls_strerror(rc)));
+  std::vector<const tls::ServerCertificate*> ordered;  // files first (see the header)
+  for (bool store : {false, true}) {
+    for (const tls::ServerCertificate* c : certificates) {
+      if (c->from_store == store) ordered.push_back(c);
     }
-    tls::OcspStapler* stapler = ocsp ? stapler_of(creds->cred_, static_cast<unsigned>(rc), *ocsp) : nullptr;
+  }
+  for (const tls::ServerCertificate* c : ordered) {
+    const config::Certificate& cfg = *c->config;
+    const std::string origin = fmt::format("{}: {}", cfg.cert_origin.empty() ? cfg.cert_setting : cfg.cert_origin,
+                                           cfg.cert);
+    std::string chain;
+    Secret key;
+    if (!to_pem(*c, chain, key)) {
+      return make_error(Errc::Internal, fmt::format("{}: QUIC listener: the chain or key cannot be written", origin));
+    }
+    const gnutls_datum_t chain_d{reinterpret_cast<unsigned char*>(chain.data()), static_cast<unsigned>(chain.size())};
+    const gnutls_datum_t key_d{reinterpret_cast<unsigned char*>(const_cast<char*>(key.str().data())),
+                               static_cast<unsigned>(key.str().size())};
+    const int rc = gnutls_certificate_set_x509_key_mem2(creds->cred_, &chain_d, &key_d, GNUTLS_X509_FMT_PEM, nullptr, 0);
+    if (rc < 0) {
+      return make_error(Errc::Config, fmt::format("{}: GnuTLS (QUIC listener): {}", origin, gnutls_strerror(rc)));
+    }
+    tls::OcspStapler* stapler = ocsp ? ocsp->find(c->chain.leaf()) : nullptr;
     if (stapler != nullptr) {
       gnutls_certificate_set_ocsp_status_request_function2(creds->cred_, static_cast<unsigned>(rc), staple_ocsp,
                                                            stapler);

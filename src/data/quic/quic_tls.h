@@ -53,6 +53,7 @@
 
 namespace tlsfront::tls {
 class OcspRegistry;
+struct ServerCertificate;
 class TicketKeyStore;
 struct TicketKey;
 }  // namespace tlsfront::tls
@@ -67,7 +68,12 @@ bool derive_from_ticket_key(const tls::TicketKey& key, std::string_view label, u
 
 class ServerCredentials {
  public:
-  // The certificates of tls.certificates (chain + key files); tickets from
+  // `certificates` (borrowed, read now: the TCP listeners' CertIndex's,
+  // files and certificate store alike, each its built chain and key), the
+  // file ones first so that the first file certificate stays the default
+  // for a client whose SNI no certificate names (GnuTLS then takes the
+  // first; over QUIC a name a file certificate and a store entry both
+  // serve is served from the file, over TCP from the store); tickets from
   // `tickets` (borrowed, outlives the credentials; null: a random master
   // per credentials) unless tls.session_tickets is off, for
   // tls.session_cache.timeout (at most 7 days, RFC 8446 §4.6.1). OCSP
@@ -75,11 +81,11 @@ class ServerCredentials {
   // may be null) holds for each leaf, as over TCP: the current response
   // to a client that asks (status_request, RFC 8446 §4.4.2.1), the policy
   // when there is none (lenient: none sent; strict, must_staple: the
-  // handshake fails). Errors: Errc::Config naming the file GnuTLS refused
-  // and its reason.
-  [[nodiscard]] static Result<std::shared_ptr<const ServerCredentials>> load(const config::Tls& tls,
-                                                                             const tls::TicketKeyStore* tickets,
-                                                                             const tls::OcspRegistry* ocsp);
+  // handshake fails). Errors: Errc::Config naming the certificate GnuTLS
+  // refused and its reason.
+  [[nodiscard]] static Result<std::shared_ptr<const ServerCredentials>> load(
+      const config::Tls& tls, const std::vector<const tls::ServerCertificate*>& certificates,
+      const tls::TicketKeyStore* tickets, const tls::OcspRegistry* ocsp);
   ~ServerCredentials();
   ServerCredentials(const ServerCredentials&) = delete;
   ServerCredentials& operator=(const ServerCredentials&) = delete;
