@@ -108,8 +108,8 @@ Result<std::shared_ptr<const ServerCredentials>> ServerCredentials::load(
   }
   for (const tls::ServerCertificate* c : ordered) {
     const config::Certificate& cfg = *c->config;
-    const std::string origin = fmt::format("{}: {}", cfg.cert_origin.empty() ? cfg.cert_setting : cfg.cert_origin,
-                                           cfg.cert);
+    const std::string origin =
+        fmt::format("{}: {}", cfg.cert_origin.empty() ? cfg.cert_setting : cfg.cert_origin, cfg.cert);
     std::string chain;
     Secret key;
     if (!to_pem(*c, chain, key)) {
@@ -118,7 +118,8 @@ Result<std::shared_ptr<const ServerCredentials>> ServerCredentials::load(
     const gnutls_datum_t chain_d{reinterpret_cast<unsigned char*>(chain.data()), static_cast<unsigned>(chain.size())};
     const gnutls_datum_t key_d{reinterpret_cast<unsigned char*>(const_cast<char*>(key.str().data())),
                                static_cast<unsigned>(key.str().size())};
-    const int rc = gnutls_certificate_set_x509_key_mem2(creds->cred_, &chain_d, &key_d, GNUTLS_X509_FMT_PEM, nullptr, 0);
+    const int rc =
+        gnutls_certificate_set_x509_key_mem2(creds->cred_, &chain_d, &key_d, GNUTLS_X509_FMT_PEM, nullptr, 0);
     if (rc < 0) {
       return make_error(Errc::Config, fmt::format("{}: GnuTLS (QUIC listener): {}", origin, gnutls_strerror(rc)));
     }
