@@ -492,7 +492,9 @@ void QuicConnection::write() {
     ++packets;
   }
   flush();
-  if (state_ == State::Draining && streams_.empty()) {
+  if (state_ == State::Draining && !streams_.empty()) {
+    close_at_ns_ = 0;  // a stream below our GOAWAY's ID began after it: answered first
+  } else if (state_ == State::Draining) {
     // RFC 9114 §5.2: every accepted request is answered; the connection
     // may now go idle or be closed. Closed at once, a client can lose
     // answers it has acknowledged but not yet handed to its application

@@ -164,7 +164,7 @@ class QuicConnection final : public Deletable, public Flushable {
   bool handshake_done_ = false;
   uint64_t requests_begun_ = 0;  // request streams whose headers began
   bool goaway_due_ = false;      // the keepalive_requests-th began: shutdown() when Open
-  uint64_t close_at_ns_ = 0;     // Draining, no stream left: CONNECTION_CLOSE then (now_ns())
+  uint64_t close_at_ns_ = 0;     // Draining, no stream left: CONNECTION_CLOSE then (now_ns()); 0: not due
   uint64_t h3_error_ = 0;  // nghttp3 refused the peer's HTTP/3: its application error code
   std::unordered_map<int64_t, std::unique_ptr<Http3Stream>> streams_;
 };
