@@ -106,6 +106,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string remote_addr = str(), sni = str(), alpn = str(), protocol = str(), method = str(), path = str(),
               ssl_protocol = str(), ssl_cipher = str(), ssl_resumption = str(), upstream_addr = str(),
               user_agent = str(), request_id = str();
+  // The optional and rarer fields too: every string the encoder writes
+  // counts toward json_line_room, whose room it fills without clearing.
+  std::string peer_addr = str(), upstream_error = str(), content_encoding = str(), limit = str(), cache = str(),
+              client_verify = str(), client_s_dn = str(), client_i_dn = str(), client_serial = str(),
+              client_fingerprint = str();
   AccessLogEntry e;
   // 1970 to 2255 (system_clock counts nanoseconds in 64 bits: up to 2262).
   e.time = std::chrono::system_clock::time_point(
@@ -141,6 +146,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (in.ConsumeBool()) e.grpc_status = in.ConsumeIntegral<int>();
   e.user_agent = user_agent;
   e.request_id = request_id;
+  e.peer_addr = peer_addr;
+  e.upstream_error = upstream_error;
+  e.content_encoding = content_encoding;
+  e.limit = limit;
+  e.cache = cache;
+  e.tunnel = in.ConsumeBool();
+  e.ssl_client_verify = client_verify;
+  e.ssl_client_s_dn = client_s_dn;
+  e.ssl_client_i_dn = client_i_dn;
+  e.ssl_client_serial = client_serial;
+  e.ssl_client_fingerprint = client_fingerprint;
   // The rest: one more string, encoded alone.
   const std::string rest = in.ConsumeRemainingBytesAsString();
 
@@ -157,6 +173,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Checker c{doc, line};
   c.get("time");
   c.string("remote_addr", e.remote_addr);
+  if (!e.peer_addr.empty()) c.string("peer_addr", e.peer_addr);
   c.uint("remote_port", e.remote_port);
   c.string_or_null("sni", e.sni);
   c.string_or_null("alpn", e.alpn);
@@ -180,7 +197,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   c.uint("connection_requests", e.connection_requests);
   if (e.stream_id == 0) c.null("stream_id");
   else c.uint("stream_id", e.stream_id);
+  if (!e.ssl_client_verify.empty()) {
+    c.string("ssl_client_verify", e.ssl_client_verify);
+    c.string_or_null("ssl_client_s_dn", e.ssl_client_s_dn);
+    c.string_or_null("ssl_client_i_dn", e.ssl_client_i_dn);
+    c.string_or_null("ssl_client_serial", e.ssl_client_serial);
+    c.string_or_null("ssl_client_fingerprint", e.ssl_client_fingerprint);
+  }
   c.string_or_null("upstream_addr", e.upstream_addr);
+  c.string_or_null("upstream_error", e.upstream_error);
   if (e.upstream_status == 0) c.null("upstream_status");
   else c.sint("upstream_status", e.upstream_status);
   c.ms("upstream_connect_ms", e.upstream_connect_ms);
@@ -194,6 +219,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   c.string_or_null("request_id", e.request_id);
   c.string_or_null("content_encoding", e.content_encoding);
   c.boolean("tunnel", e.tunnel);
+  if (!e.limit.empty()) c.string("limit", e.limit);
+  if (!e.cache.empty()) c.string("cache", e.cache);
 
   std::string alone;
   tlsfront::log::append_json_string(alone, rest);
