@@ -97,6 +97,13 @@ std::string render_prometheus(const ProcessMetrics& m) {
   single(out, "tlsfront_quic_stateless_resets_total", "counter",
          "Stateless resets sent for packets of QUIC connections this node does not have.",
          sum(m, [](const WorkerCounters& w) { return w.quic_stateless_resets.get(); }));
+  single(out, "tlsfront_quic_datagrams_received_total", "counter", "UDP datagrams the QUIC listeners received.",
+         sum(m, [](const WorkerCounters& w) { return w.quic_datagrams_received.get(); }));
+  single(out, "tlsfront_quic_datagrams_sent_total", "counter", "UDP datagrams the QUIC listeners sent.",
+         sum(m, [](const WorkerCounters& w) { return w.quic_datagrams_sent.get(); }));
+  single(out, "tlsfront_quic_send_calls_total", "counter",
+         "System calls that sent the QUIC listeners' datagrams (one carries several with UDP GSO).",
+         sum(m, [](const WorkerCounters& w) { return w.quic_send_calls.get(); }));
 
   const uint64_t tunnels = sum(m, [](const WorkerCounters& w) { return w.tunnels_opened.get(); });
   single(out, "tlsfront_tunnels_total", "counter", "Upgrade tunnels (WebSocket) opened by an upstream's 101.", tunnels);

@@ -75,6 +75,7 @@ void QuicEndpoint::read(QuicConnection* conn, const sockaddr* from, socklen_t fr
 void QuicEndpoint::on_recv(uv_udp_t* h, ssize_t n, const uv_buf_t* buf, const sockaddr* from, unsigned flags) {
   auto* self = static_cast<QuicEndpoint*>(h->data);
   if (self == nullptr || n <= 0 || from == nullptr || (flags & UV_UDP_PARTIAL)) return;
+  if (self->counters_) self->counters_->quic_datagrams_received.add();
   self->on_datagram(from, reinterpret_cast<const uint8_t*>(buf->base), static_cast<size_t>(n));
 }
 
@@ -226,6 +227,10 @@ void QuicEndpoint::send(const sockaddr* to, const uint8_t* data, size_t len) {
   if (!udp_.active()) return;
   uv_buf_t b = uv_buf_init(reinterpret_cast<char*>(const_cast<uint8_t*>(data)), static_cast<unsigned>(len));
   uv_udp_try_send(udp_.get(), &b, 1, to);  // EAGAIN: dropped, QUIC resends (see the header)
+  if (counters_) {
+    counters_->quic_send_calls.add();
+    counters_->quic_datagrams_sent.add();
+  }
 }
 
 void QuicEndpoint::send_segments(const sockaddr* to, const uint8_t* data, size_t len, size_t segment) {
@@ -252,7 +257,13 @@ void QuicEndpoint::send_segments(const sockaddr* to, const uint8_t* data, size_t
     do {
       rv = ::sendmsg(fd, &msg, MSG_DONTWAIT);
     } while (rv < 0 && errno == EINTR);
-    if (rv >= 0 || errno == EAGAIN || errno == EWOULDBLOCK) return;  // EAGAIN: dropped, as send()
+    if (rv >= 0 || errno == EAGAIN || errno == EWOULDBLOCK) {  // EAGAIN: dropped, as send()
+      if (counters_) {
+        counters_->quic_send_calls.add();
+        counters_->quic_datagrams_sent.add((len + segment - 1) / segment);
+      }
+      return;
+    }
     if (errno != EIO && errno != EINVAL && errno != EOPNOTSUPP) return;
     gso_ = false;  // no GSO here (a kernel or device without it): one send per datagram from now on
     log::info("QUIC on {}: UDP GSO refused ({}), sending datagrams one by one", address_.to_string(),
