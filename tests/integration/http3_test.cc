@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <random>
 #include <string>
 #include <vector>
@@ -368,6 +369,45 @@ TEST_F(Http3, AShortPacketForAnUnknownConnectionGetsAStatelessReset) {
   udp.send(d.substr(0, 21));  // too small to be answered by a smaller reset
   EXPECT_EQ(udp.receive(500), "");
   EXPECT_EQ(scrape_metrics(proxy_.admin_port())["tlsfront_quic_stateless_resets_total"], 1);
+}
+
+// What a connection's datagrams of one loop pass make the worker send
+// leaves in one write at the end of the pass: sixteen requests that arrived
+// in sixteen datagrams while the worker was stopped are answered by one
+// sendmsg of full packets (UDP GSO), not one (short) datagram each. (The
+// few more calls allowed: ACKs and MAX_STREAMS the handshake's and the
+// answers' acknowledgements may call for.)
+TEST_F(Http3, DatagramsReadInOnePassAreAnsweredInOneWrite) {
+  ProxyOptions o;
+  o.workers = 1;
+  o.listen_extra = "quic = true";
+  o.routes = "[[route]]\npath_prefix = \"/api/\"\nupstream = \"backend\"\n";  // anything else: a local 404
+  ASSERT_TRUE(start_proxy(o));
+  const std::string go = dir_.file("go");
+  Process client;
+  ASSERT_TRUE(client.start({TLSFRONT_H3CLIENT_BINARY, "--ca", pki("root.pem"), "--timeout-ms", "20000", "--extra",
+                            "15", "--packet-per-stream", "--go-file", go, "127.0.0.1", std::to_string(port()),
+                            "/elsewhere"},
+                           dir_.file("client.out"), dir_.file("client.err")));
+  ASSERT_TRUE(wait_until(
+      [&] { return scrape_metrics(proxy_.admin_port())["tlsfront_connections_total{protocol=\"h3\"}"] == 1; }))
+      << client.err();
+  auto before = scrape_metrics(proxy_.admin_port());
+  proxy_.process().signal(SIGSTOP);
+  write_file(go, "");
+  const bool sent = wait_until([&] { return file_exists(go + ".sent"); });
+  proxy_.process().signal(SIGCONT);
+  ASSERT_TRUE(sent) << client.err();
+  const auto status = client.wait_exit(milliseconds(20'000));
+  ASSERT_TRUE(status && status->exited && status->code == 0) << client.err();
+  EXPECT_NE(client.err().find(":status: 404"), std::string::npos) << client.err();
+  auto after = scrape_metrics(proxy_.admin_port());
+  const double received =
+      after["tlsfront_quic_datagrams_received_total"] - before["tlsfront_quic_datagrams_received_total"];
+  const double calls = after["tlsfront_quic_send_calls_total"] - before["tlsfront_quic_send_calls_total"];
+  EXPECT_GE(received, 16) << "the requests did not come in a datagram each";
+  EXPECT_LE(calls, 4) << "sent datagrams: "
+                      << after["tlsfront_quic_datagrams_sent_total"] - before["tlsfront_quic_datagrams_sent_total"];
 }
 
 }  // namespace

@@ -394,7 +394,12 @@ void QuicConnection::on_datagram(const sockaddr* from, socklen_t fromlen, const 
     set_path(current->remote.addr, static_cast<socklen_t>(current->remote.addrlen));
     info_.migrated = true;
   }
-  write();
+  // What this datagram made us send leaves with what the loop pass's other
+  // datagrams (libuv reads up to 32 per pass) and the streams' responses
+  // made us send: one write per connection per pass, its packets full and
+  // in one UDP GSO batch, and an ACK that covers them all (ngtcp2 decides
+  // whether one is due now or after the ack delay, RFC 9000 §13.2.1).
+  schedule_write();
 }
 
 void QuicConnection::schedule_write() {

@@ -92,8 +92,9 @@ class QuicConnection final : public Deletable, public Flushable {
   // when no Retry came first). Errors: Errc::Io.
   [[nodiscard]] Status accept(const ngtcp2_pkt_hd& hd, const sockaddr* from, socklen_t fromlen, bool validated,
                               const ngtcp2_cid* retry_odcid);
-  // A datagram for this connection (its handshake included), then what it
-  // made us send.
+  // A datagram for this connection (its handshake included); what it made
+  // us send leaves at the end of the loop pass (schedule_write), with what
+  // the pass's other datagrams made us send.
   void on_datagram(const sockaddr* from, socklen_t fromlen, const uint8_t* data, size_t len);
   // GOAWAY: the streams open now are answered, none after.
   void shutdown();

@@ -354,6 +354,7 @@ void Client::on_body_received(size_t n) {
 
 void Client::maybe_submit() {
   if (request_ >= 0 || !h3_ || result_ >= 0) return;
+  if (!o_.go_file.empty() && access(o_.go_file.c_str(), F_OK) != 0) return;
   if (!o_.protocol.empty()) {
     if (!settings_seen_) return;
     if (enable_connect_protocol_ != 1) {
@@ -385,6 +386,15 @@ void Client::maybe_submit() {
           nghttp3_conn_submit_request(h3_, request_, nva.data(), nva.size(), has_body ? &reader : nullptr, nullptr);
       rc != 0) {
     done(1, std::string("nghttp3_conn_submit_request: ") + nghttp3_strerror(rc));
+    return;
+  }
+  for (size_t i = 0; i < o_.extra; ++i) {
+    int64_t id = -1;
+    if (ngtcp2_conn_open_bidi_stream(conn_, &id, nullptr) != 0 ||
+        nghttp3_conn_submit_request(h3_, id, nva.data(), nva.size(), nullptr, nullptr) != 0) {
+      done(1, "an --extra request could not be opened");
+      return;
+    }
   }
 }
 
@@ -406,7 +416,7 @@ void Client::write() {
       }
     }
     ngtcp2_ssize datalen = -1;
-    uint32_t flags = NGTCP2_WRITE_STREAM_FLAG_MORE;
+    uint32_t flags = o_.packet_per_stream ? 0 : NGTCP2_WRITE_STREAM_FLAG_MORE;
     if (fin) flags |= NGTCP2_WRITE_STREAM_FLAG_FIN;
     ngtcp2_pkt_info pi{};
     const ngtcp2_ssize n = ngtcp2_conn_writev_stream(
@@ -536,7 +546,8 @@ int Client::run() {
     }
     const uint64_t wake = std::min(ngtcp2_conn_get_expiry(conn_), deadline);
     pollfd p{fd_, POLLIN, 0};
-    const int ms = wake > now ? static_cast<int>((wake - now + 999'999) / 1'000'000) : 0;
+    int ms = wake > now ? static_cast<int>((wake - now + 999'999) / 1'000'000) : 0;
+    if (!o_.go_file.empty() && request_ < 0) ms = std::min(ms, 10);  // looking for --go-file
     if (poll(&p, 1, ms) < 0 && errno != EINTR) {
       done(1, std::string("poll: ") + std::strerror(errno));
       break;
@@ -561,6 +572,10 @@ int Client::run() {
     }
     maybe_submit();
     write();
+    if (!o_.go_file.empty() && request_ >= 0 && !sent_marked_ && result_ < 0) {
+      sent_marked_ = true;
+      if (FILE* f = std::fopen((o_.go_file + ".sent").c_str(), "w")) std::fclose(f);
+    }
   }
   std::fflush(stdout);
   if (conn_ && fd_ >= 0) close_connection();

@@ -29,6 +29,14 @@ struct Options {
   size_t then_after = 0;
   std::vector<std::pair<std::string, std::string>> headers;
   long timeout_ms = 10'000;
+  // --extra N: N more GETs of the same path on their own streams, sent with
+  // the request (their responses are read, not written out).
+  // --packet-per-stream: every stream's data in a packet (a datagram) of
+  // its own. --go-file F: the requests wait until F exists; once the
+  // datagrams carrying them were sent, F.sent is created.
+  size_t extra = 0;
+  bool packet_per_stream = false;
+  std::string go_file;
   std::string host, port, path;
 };
 
@@ -86,8 +94,9 @@ class Client {
   }
   // nghttp3.
   static int h3_recv_data(nghttp3_conn*, int64_t stream_id, const uint8_t* data, size_t len, void* user, void*) {
-    if (len > 0 && std::fwrite(data, 1, len, stdout) != len) return NGHTTP3_ERR_CALLBACK_FAILURE;
     of(user)->consume(stream_id, len);
+    if (stream_id != of(user)->request_) return 0;  // an --extra request's
+    if (len > 0 && std::fwrite(data, 1, len, stdout) != len) return NGHTTP3_ERR_CALLBACK_FAILURE;
     of(user)->on_body_received(len);
     return 0;
   }
@@ -141,6 +150,7 @@ class Client {
   uint64_t enable_connect_protocol_ = 0;
 
   int64_t request_ = -1;
+  bool sent_marked_ = false;  // --go-file's F.sent exists
   int status_ = -1;
   bool fin_received_ = false;
 

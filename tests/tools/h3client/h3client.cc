@@ -4,6 +4,7 @@
 //
 //   tlsfront_h3client [--ca FILE] [--sni NAME] [--header "name: value"]...
 //       [--method M] [--protocol P] [--data FILE [--then FILE --after N]] [--timeout-ms N]
+//       [--extra N] [--packet-per-stream] [--go-file F]
 //       HOST PORT PATH
 //
 // The response's fields go to stderr (":status: 200", "name: value"; names
@@ -20,6 +21,13 @@
 // once --after N response body octets arrived (a WebSocket close frame
 // after the echoes it closes), then FIN. Field names of --header are
 // lowercased (HTTP/3 requires it).
+//
+// --extra N sends N more GETs of PATH with the request, on their own
+// streams (their responses are read, not printed); --packet-per-stream
+// puts every stream's data in a datagram of its own; --go-file F holds the
+// requests after the handshake until F exists, and creates F.sent once the
+// datagrams carrying them were sent (a test can stop the server meanwhile,
+// so that they all wait in its socket).
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -43,7 +51,8 @@ using tlsfront::h3client::Options;
   if (why) std::fprintf(stderr, "tlsfront_h3client: %s\n", why);
   std::fprintf(stderr,
                "usage: tlsfront_h3client [--ca FILE] [--sni NAME] [--header \"name: value\"]... [--method M]\n"
-               "         [--protocol P] [--data FILE [--then FILE --after N]] [--timeout-ms N] HOST PORT PATH\n");
+               "         [--protocol P] [--data FILE [--then FILE --after N]] [--timeout-ms N]\n"
+               "         [--extra N] [--packet-per-stream] [--go-file F] HOST PORT PATH\n");
   std::exit(64);
 }
 
@@ -83,6 +92,12 @@ int main(int argc, char** argv) {
       std::transform(name.begin(), name.end(), name.begin(), [](unsigned char ch) { return std::tolower(ch); });
       const size_t start = h.find_first_not_of(' ', colon + 1);
       o.headers.emplace_back(name, start == std::string::npos ? std::string() : h.substr(start));
+    } else if (a == "--extra") {
+      o.extra = std::strtoul(value().c_str(), nullptr, 10);
+    } else if (a == "--packet-per-stream") {
+      o.packet_per_stream = true;
+    } else if (a == "--go-file") {
+      o.go_file = value();
     } else if (a == "--help" || a == "-h") {
       usage(nullptr);
     } else if (a.size() > 1 && a[0] == '-') {
