@@ -26,9 +26,11 @@
 // 0-RTT: GnuTLS asks its anti-replay hook while ngtcp2 reads a ClientHello;
 // the endpoint hands the claim to the connection being read
 // (QuicConnection::claim_early_data).
-// Writes are batched per connection and sent with UDP GSO (send_segments),
-// or with uv_udp_try_send one datagram each; one the kernel cannot take
-// now (EAGAIN) is dropped: QUIC's loss recovery sends its frames again.
+// Writes are batched per connection, once per loop iteration after the
+// datagrams it read (QuicConnection::schedule_write), and sent with UDP GSO
+// (send_segments), or with uv_udp_try_send one datagram each; one the
+// kernel cannot take now (EAGAIN) is dropped: QUIC's loss recovery sends
+// its frames again.
 // Thread affinity: the worker's loop.
 #pragma once
 
