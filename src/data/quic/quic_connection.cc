@@ -426,7 +426,8 @@ void QuicConnection::write() {
     used = 0;
   };
   const uint64_t ts = now_ns();
-  for (size_t packets = 0; packets < kMaxPacketsPerWrite;) {
+  size_t packets = 0;
+  while (packets < kMaxPacketsPerWrite) {
     if (used + NGTCP2_MAX_PMTUD_UDP_PAYLOAD_SIZE > QuicEndpoint::kBatchBytes) flush();
     int64_t stream_id = -1;
     int fin = 0;
@@ -512,10 +513,17 @@ void QuicConnection::write() {
       return;
     }
   }
-  arm_timer();
+  // A full write may have left packets unwritten: the rest goes on the next
+  // loop iteration (the timer at 0 ms), after other connections' turns,
+  // not only when the next datagram comes.
+  arm_timer(packets == kMaxPacketsPerWrite);
 }
 
-void QuicConnection::arm_timer() {
+void QuicConnection::arm_timer(bool more) {
+  if (more) {
+    timer_.arm(std::chrono::milliseconds(0));
+    return;
+  }
   uint64_t expiry = ngtcp2_conn_get_expiry(conn_);
   if (close_at_ns_ != 0) expiry = std::min(expiry, close_at_ns_);
   if (expiry == UINT64_MAX) {

@@ -134,7 +134,9 @@ class QuicConnection final : public Deletable, public Flushable {
  private:
   friend struct Callbacks;
   void write();
-  void arm_timer();
+  // The timer at ngtcp2's next expiry (or the drain's close), or at once
+  // when `more` (write() stopped at its packet limit).
+  void arm_timer(bool more = false);
   void on_timer();
   void setup_h3();
   // A fatal ngtcp2 or nghttp3 error (`liberr`, or an HTTP/3 application
