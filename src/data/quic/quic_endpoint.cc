@@ -226,8 +226,8 @@ void QuicEndpoint::remove_cid(const ngtcp2_cid& cid) { by_cid_.erase(cid_key(cid
 void QuicEndpoint::send(const sockaddr* to, const uint8_t* data, size_t len) {
   if (!udp_.active()) return;
   uv_buf_t b = uv_buf_init(reinterpret_cast<char*>(const_cast<uint8_t*>(data)), static_cast<unsigned>(len));
-  uv_udp_try_send(udp_.get(), &b, 1, to);  // EAGAIN: dropped, QUIC resends (see the header)
-  if (counters_) {
+  const int rv = uv_udp_try_send(udp_.get(), &b, 1, to);  // EAGAIN: dropped, QUIC resends (see the header)
+  if (rv >= 0 && counters_) {
     counters_->quic_send_calls.add();
     counters_->quic_datagrams_sent.add();
   }
@@ -258,7 +258,7 @@ void QuicEndpoint::send_segments(const sockaddr* to, const uint8_t* data, size_t
       rv = ::sendmsg(fd, &msg, MSG_DONTWAIT);
     } while (rv < 0 && errno == EINTR);
     if (rv >= 0 || errno == EAGAIN || errno == EWOULDBLOCK) {  // EAGAIN: dropped, as send()
-      if (counters_) {
+      if (rv >= 0 && counters_) {
         counters_->quic_send_calls.add();
         counters_->quic_datagrams_sent.add((len + segment - 1) / segment);
       }
