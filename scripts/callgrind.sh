@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# callgrind.sh [--mode full|resumed|h1|h2|h2c|static_h1|static_h2] [--counts "A B"] [--keep DIR] BIN [BIN_B]
+# callgrind.sh [--mode full|resumed|h1|h2|h2c|static_h1|static_h2] [--counts "A B"] [--keep DIR] [--no-request-id] BIN [BIN_B]
 #
 # Instructions per TLS handshake (issue #18) or per proxied request of a
 # tlsfront binary, counted by callgrind: the proxy runs under
@@ -22,6 +22,13 @@
 # moves by ~0.1-0.3 % between runs on a loaded host (how the loop batches
 # depends on timing): compare paired, repeated runs for smaller changes.
 #
+# BIN may be the word `nghttpx` (h1, h2 and h2c modes): the peer, run as the
+# bench runs it (scripts/bench.sh's options: one single-threaded process,
+# X-Forwarded-For added, an access log; Debian's build, on jemalloc), with
+# the same backend, TLS settings and h2load runs. nghttpx makes no request
+# ID; --no-request-id has tlsfront make none either (request_id_header = "":
+# no ID generated, sent upstream or logged), for the same work.
+#
 # Loopback only; every process started here is stopped by its PID on exit.
 # --keep DIR keeps the callgrind.out files (callgrind_annotate --inclusive=yes).
 set -euo pipefail
@@ -30,17 +37,19 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 mode=full
 counts=
 keep=
+request_id_line=
 concurrency=${CG_CONCURRENCY:-8}
 while [[ $# -gt 0 ]]; do
   case $1 in
     --mode) mode=$2; shift 2 ;;
     --counts) counts=$2; shift 2 ;;
     --keep) keep=$2; shift 2 ;;
-    -h|--help) sed -n 2,26p "$0"; exit 0 ;;
+    --no-request-id) request_id_line='request_id_header = ""'; shift ;;
+    -h|--help) sed -n 2,33p "$0"; exit 0 ;;
     *) break ;;
   esac
 done
-[[ $# -ge 1 ]] || { echo "usage: $0 [--mode full|resumed|h1|h2|h2c|static_h1|static_h2] [--counts \"A B\"] [--keep DIR] BIN [BIN_B]" >&2; exit 2; }
+[[ $# -ge 1 ]] || { echo "usage: $0 [--mode full|resumed|h1|h2|h2c|static_h1|static_h2] [--counts \"A B\"] [--keep DIR] [--no-request-id] BIN [BIN_B]" >&2; exit 2; }
 case $mode in
   full|resumed) unit=handshake; counts=${counts:-"200 1200"} ;;
   h1|h2|h2c|static_h1|static_h2) unit=request; counts=${counts:-"4000 24000"}
@@ -48,6 +57,11 @@ case $mode in
   *) echo "--mode: full, resumed, h1, h2, h2c, static_h1 or static_h2, not '$mode'" >&2; exit 2 ;;
 esac
 bins=("$@")
+for b in "${bins[@]}"; do
+  if [[ $b == nghttpx && ! $mode =~ ^(h1|h2|h2c)$ ]]; then
+    echo "nghttpx is measured in the h1, h2 and h2c modes" >&2; exit 2
+  fi
+done
 hsload=$repo/build/tests/tlsfront_hsload
 [[ -x $hsload ]] || { echo "build $hsload first (cmake --build build --target tlsfront_hsload)" >&2; exit 2; }
 
@@ -102,6 +116,7 @@ static_route=
 port=$(free_port)
 cat >"$tmp/tlsfront.toml" <<EOF
 workers = 1
+$request_id_line
 [[listen]]
 address = "127.0.0.1:$port"
 [tls]
@@ -144,11 +159,26 @@ level = "warn"
 enabled = false
 EOF
 
+# proxy_command BIN: the command line of the proxy measured.
+proxy_command() {
+  if [[ $1 != nghttpx ]]; then
+    printf '%s\n' "$1" --config "$tmp/tlsfront.toml"
+    return
+  fi
+  printf '%s\n' nghttpx --conf=/dev/null "--frontend=127.0.0.1,$port" "--backend=127.0.0.1,$backend_port" \
+    "--backend=127.0.0.1,$backend_h2c_port;/h2up/;proto=h2" --single-process --single-thread --workers=1 \
+    --tls-min-proto-version=TLSv1.2 "--ciphers=$(sed -n 's/^ciphers = "\(.*\)"$/\1/p' "$tmp/tlsfront.toml")" \
+    "--tls13-ciphers=$(sed -n 's/^ciphersuites = "\(.*\)"$/\1/p' "$tmp/tlsfront.toml")" --ecdh-curves=X25519:P-256 \
+    --no-ocsp --no-server-push --no-via --add-x-forwarded-for --backend-connections-per-host=64 \
+    --backend-keep-alive-timeout=60s --frontend-keep-alive-timeout=75s "--accesslog-file=$tmp/nghttpx-access.log" \
+    "--errorlog-file=$tmp/nghttpx-error.log" --log-level=WARN "$tmp/pki/localhost.key" "$tmp/pki/localhost.chain.pem"
+}
+
 # run BIN COUNT OUT: Ir of one proxy process that served COUNT handshakes or requests.
 run() {
-  local bin=$1 count=$2 out=$3 vpid i
-  valgrind --tool=callgrind --callgrind-out-file="$out" "$bin" --config "$tmp/tlsfront.toml" \
-    >"$tmp/proxy.out" 2>&1 &
+  local bin=$1 count=$2 out=$3 vpid i cmd=()
+  mapfile -t cmd < <(proxy_command "$bin")
+  valgrind --tool=callgrind --callgrind-out-file="$out" "${cmd[@]}" >"$tmp/proxy.out" 2>&1 &
   vpid=$!
   pids+=("$vpid")
   for ((i = 0; i < 600; i++)); do

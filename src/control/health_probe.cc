@@ -90,16 +90,16 @@ HealthProbe::~HealthProbe() { cancel(); }
 void HealthProbe::start() {
   const bool grpc = cfg_.health_check.kind == config::HealthCheck::Kind::Grpc;
   const std::string body = grpc ? grpc_health_request(cfg_.health_check.service) : std::string();
-  const http::RequestHead head = check_head(cfg_, *pool_, body.size());
+  head_ = check_head(cfg_, *pool_, body.size());
   http::UpstreamRequestOptions opts;
   opts.scheme = cfg_.tls.enabled ? "https" : "http";
-  opts.default_host = head.host;
+  opts.default_host = head_.host;
   opts.upstream_tls = cfg_.tls.enabled;
   opts.close = !config::is_http2(cfg_.protocol);
   opts.edit = &no_forwarding();
-  const upstream::UpstreamRequestHead encoded(cfg_.protocol, head, opts);
+  encoded_.emplace(cfg_.protocol, head_, opts);
   timer_.arm(cfg_.health_check.timeout);
-  auto lease = pool_->open(this, encoded, /*allow_reuse=*/false, /*check_open=*/false);
+  auto lease = pool_->open(this, *encoded_, /*allow_reuse=*/false, /*check_open=*/false);
   if (!lease) {
     // Reported from the loop, as every other outcome.
     open_error_ = lease.error().message();

@@ -20,9 +20,11 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "config/config.h"
+#include "data/upstream/request_head.h"
 #include "data/upstream/upstream_channel.h"
 #include "data/upstream/upstream_handler.h"
 #include "data/upstream/upstream_pool.h"
@@ -68,6 +70,10 @@ class HealthProbe final : public Deletable, private upstream::UpstreamHandler {
   std::shared_ptr<upstream::UpstreamPool> pool_;
   const config::Upstream& cfg_;
   Done done_;
+  // The request, kept while its channel lives: an HTTP/2 channel's fields
+  // point into both (H2Session::submit copies none of them).
+  http::RequestHead head_;
+  std::optional<upstream::UpstreamRequestHead> encoded_;
   std::unique_ptr<upstream::UpstreamChannel> channel_;
   LazyTimer timer_;
   int status_ = 0;

@@ -180,8 +180,8 @@ void append_upstream_request_head(std::string& out, const RequestHead& head, con
 }
 
 void H2RequestFields::add(std::string_view name, std::string_view value, bool no_index, bool lower_name,
-                          bool copy_value, uint8_t statics) {
-  FieldView f{name, value, no_index, statics};
+                          bool copy_value) {
+  FieldView f{name, value, no_index};
   if (lower_name || copy_value) {
     // Views already taken into text_ follow it when it grows (compared as
     // integers: the old buffer is never read).
@@ -208,8 +208,8 @@ void H2RequestFields::add(std::string_view name, std::string_view value, bool no
     }
     if (lower_name) f.name = std::string_view(text_.data() + name_at, name.size());
     if (copy_value) f.value = std::string_view(text_.data() + value_at, value.size());
-    f.owned = static_cast<uint8_t>((lower_name ? FieldView::kOwnedName : (statics & FieldView::kStaticName)) |
-                                   (copy_value ? FieldView::kOwnedValue : (statics & FieldView::kStaticValue)));
+    f.owned =
+        static_cast<uint8_t>((lower_name ? FieldView::kOwnedName : 0) | (copy_value ? FieldView::kOwnedValue : 0));
   }
   fields_.push_back(f);
 }
@@ -220,11 +220,10 @@ void H2RequestFields::build(const RequestHead& head, const UpstreamRequestOption
   fields_.reserve(head.headers.size() + 10);
   text_hint_ = 64;
   for (const auto& h : head.headers) text_hint_ += h.name.size();
-  constexpr uint8_t kName = FieldView::kStaticName;
-  add(":method", head.method, false, false, false, kName);
-  add(":scheme", opts.upstream_tls ? "https" : "http", false, false, false, kName | FieldView::kStaticValue);
-  add(":authority", {}, false, false, false, kName);
-  add(":path", head.upstream_target.empty() ? head.target : head.upstream_target, false, false, false, kName);
+  add(":method", head.method, false, false, false);
+  add(":scheme", opts.upstream_tls ? "https" : "http", false, false, false);
+  add(":authority", {}, false, false, false);
+  add(":path", head.upstream_target.empty() ? head.target : head.upstream_target, false, false, false);
   bool te_trailers = false;
   for_each_upstream_field(
       head, opts, te_trailers,
@@ -232,26 +231,26 @@ void H2RequestFields::build(const RequestHead& head, const UpstreamRequestOption
         if (token == HeaderToken::Host) {
           // RFC 9113 §8.3.1: the authority goes in :authority, not Host (the
           // last one wins when a rule adds one).
-          add(":authority", value, false, false, transient, kName);
+          add(":authority", value, false, false, transient);
           std::swap(fields_[2], fields_.back());
           fields_.pop_back();
           return;
         }
         const std::string_view own = h2_name(token);
-        if (!own.empty()) return add(own, value, per_message, false, transient, kName);
+        if (!own.empty()) return add(own, value, per_message, false, transient);
         const bool upper = has_upper(name);
         // The default request_id_header, without a copy per request.
         if (upper && iequals(name, "x-request-id")) {
-          return add("x-request-id", value, per_message, false, transient, kName);
+          return add("x-request-id", value, per_message, false, transient);
         }
         add(name, value, per_message, upper, transient);
       });
   if (fields_[2].value.empty()) fields_.erase(fields_.begin() + 2);
-  if (te_trailers) add("te", "trailers", false, false, false, kName | FieldView::kStaticValue);
+  if (te_trailers) add("te", "trailers", false, false, false);
   if (head.content_length) {
     char digits[24];
     const auto end = std::to_chars(digits, digits + sizeof digits, *head.content_length).ptr;
-    add("content-length", std::string_view(digits, static_cast<size_t>(end - digits)), false, false, true, kName);
+    add("content-length", std::string_view(digits, static_cast<size_t>(end - digits)), false, false, true);
   }
 }
 

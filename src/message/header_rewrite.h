@@ -46,11 +46,9 @@ struct FieldView {
   std::string_view name;
   std::string_view value;
   bool no_index = false;  // as Header::no_index
-  // kOwnedName | kOwnedValue: the view is into H2RequestFields::text();
-  // kStaticName | kStaticValue: into a string literal (static storage),
-  // which an HTTP/2 encoder may keep pointing at (NGHTTP2_NV_FLAG_NO_COPY_*).
+  // kOwnedName | kOwnedValue: the view is into H2RequestFields::text().
   uint8_t owned = 0;
-  static constexpr uint8_t kOwnedName = 1, kOwnedValue = 2, kStaticName = 4, kStaticValue = 8;
+  static constexpr uint8_t kOwnedName = 1, kOwnedValue = 2;
 };
 
 // The same request as HTTP/2 fields for an h2c or h2 upstream (RFC 9113
@@ -70,6 +68,8 @@ struct FieldView {
 // field's value, the Content-Length digits). So `head` and what `opts`
 // points to must outlive the fields and stay unchanged while they are used;
 // a proxied request's head lives in its record for the exchange's life.
+// Every name is lowercase, so an HTTP/2 encoder can point at names and
+// values as they are (H2Session::submit: nghttp2 copies none of them).
 // Building one allocates the field vector, and text() when something is
 // made (nothing for an HTTP/2 client's plain request; was a string per name
 // and value longer than 15 octets).
@@ -88,9 +88,7 @@ class H2RequestFields {
   const std::string& text() const { return text_; }
 
  private:
-  // `statics`: FieldView::kStaticName / kStaticValue for a literal's view.
-  void add(std::string_view name, std::string_view value, bool no_index, bool lower_name, bool copy_value,
-           uint8_t statics = 0);
+  void add(std::string_view name, std::string_view value, bool no_index, bool lower_name, bool copy_value);
   std::vector<FieldView> fields_;
   std::string text_;
   size_t text_hint_ = 0;  // what text_ reserves at its first piece: the client's names + 64

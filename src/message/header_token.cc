@@ -82,6 +82,18 @@ bool iequals(std::string_view a, std::string_view b) {
   return true;
 }
 
+void lowercase_in_place(std::string& s) {
+  const size_t n = s.size();
+  char* const p = s.data();
+  auto store64 = [](char* at, uint64_t w) { std::memcpy(at, &w, sizeof w); };
+  if (n >= 8) {  // whole words, the last one overlapping (lowering twice changes nothing)
+    for (size_t i = 0; i + 8 < n; i += 8) store64(p + i, lower_word(load64(p + i)));
+    store64(p + n - 8, lower_word(load64(p + n - 8)));
+    return;
+  }
+  for (size_t i = 0; i < n; ++i) p[i] = lower(p[i]);
+}
+
 HeaderToken classify_header(std::string_view name) {
   // The length picks the one to three candidates (every known name is
   // 2..17 bytes long), their first letter all but one: one comparison per

@@ -4,6 +4,7 @@
 // Thread affinity: any thread (pure functions).
 #pragma once
 
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -28,6 +29,10 @@ enum class HeaderToken {
 };
 
 bool iequals(std::string_view a, std::string_view b);
+// Lowercases the ASCII letters of `s` in place (octets >= 0x80 unchanged),
+// eight at a time: what HTTP/2 and HTTP/3 require of field names (RFC 9113
+// §8.2.1, RFC 9114 §4.2).
+void lowercase_in_place(std::string& s);
 
 // `s` without leading and trailing optional whitespace (OWS: SP and HTAB,
 // RFC 9110 §5.6.3).

@@ -26,10 +26,9 @@ void FieldBlock::add(std::string_view name, std::string_view value, bool no_inde
   nv_.push_back(nghttp2_nv{bytes(name), nullptr, name.size(), value.size(), flags(no_index)});
 }
 
-void FieldBlock::add_view(std::string_view name, std::string_view value, bool no_index, bool static_name,
-                          bool static_value) {
-  const auto f = static_cast<uint8_t>(flags(no_index) | (static_name ? NGHTTP2_NV_FLAG_NO_COPY_NAME : 0) |
-                                      (static_value ? NGHTTP2_NV_FLAG_NO_COPY_VALUE : 0));
+void FieldBlock::add_view(std::string_view name, std::string_view value, bool no_index, bool held) {
+  const auto f =
+      static_cast<uint8_t>(flags(no_index) | (held ? NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE : 0));
   nv_.push_back(nghttp2_nv{bytes(name), bytes(value), name.size(), value.size(), f});
 }
 

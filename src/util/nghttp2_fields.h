@@ -33,12 +33,14 @@ class FieldBlock {
   void add(std::string_view name, std::string_view value, bool no_index = false);
 
   // Appends one field without copying its value: `value` too must stay
-  // valid until the array has been submitted. `static_name` /
-  // `static_value`: a string literal (static storage; a name lowercase),
-  // which nghttp2 then points at instead of copying it
-  // (NGHTTP2_NV_FLAG_NO_COPY_NAME / _VALUE), for as long as it likes.
-  void add_view(std::string_view name, std::string_view value, bool no_index = false, bool static_name = false,
-                bool static_value = false);
+  // valid until the array has been submitted. `held`: nghttp2 points at
+  // name and value instead of copying them (NGHTTP2_NV_FLAG_NO_COPY_NAME |
+  // _VALUE), so the name must be lowercase and both must stay valid and
+  // unchanged until nghttp2 has sent the frame, or has dropped it unsent
+  // (its stream closed, its request HEADERS cancelled by RST_STREAM, or the
+  // session deleted: nghttp2 reads a held field only while encoding the
+  // frame, nghttp2_submit_request's documented rule).
+  void add_view(std::string_view name, std::string_view value, bool no_index = false, bool held = false);
 
   // The array, valid until the next start() on this thread.
   nghttp2_nv* nva();

@@ -3,7 +3,8 @@
 // its last-stream-id retried on a new connection, none failed, none
 // processed twice); streams refused every time (retried three times, no
 // more); control-frame floods (GOAWAY ENHANCE_YOUR_CALM, invalid_response,
-// counted); an extended CONNECT refused before it is sent; PING liveness of
+// counted); an extended CONNECT refused before it is sent; a request the
+// client cancelled before its HEADERS went out never sent; PING liveness of
 // idle connections (RFC 9113 §6.7); the send timeout of one stalled stream
 // and the read timeout counted from the last write.
 #include <algorithm>
@@ -136,6 +137,35 @@ TEST_F(H2cUpstream, ExtendedConnectIsRefusedBeforeItIsSent) {
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(json_string(lines[0], "upstream_error"), std::string("upgrade_needs_http1")) << lines[0];
   EXPECT_NE(proxy_.process().err().find("tunnels need protocol = \"http/1.1\""), std::string::npos);
+}
+
+TEST_F(H2cUpstream, ARequestCancelledBeforeItWentOutIsNeverSent) {
+  // The upstream connection is still connecting (the server's accept queue
+  // is full: its SYN waits for a retransmission) when the client resets
+  // its stream. Its HEADERS, queued meanwhile, must be cancelled: the
+  // server would otherwise run a request nobody waits for (a POST too), and
+  // its fields, which nghttp2 points at uncopied, went with the exchange.
+  const std::string go = dir_.file("accept.go");
+  ProxyOptions o;
+  o.workers = 1;
+  o.upstream_extra = "connect_timeout = \"20s\"\n";
+  ASSERT_TRUE(start({"--accept-after", go}, o));
+  h2::Client c;
+  ASSERT_TRUE(c.connect(port()));
+  ASSERT_TRUE(c.send_headers(1, h2::get_request("/echo?cancelled"), true));
+  ASSERT_TRUE(c.send_frame(h2::kRstStream, 0, 1, std::string("\0\0\0\x08", 4)));  // CANCEL
+  auto lines = proxy_.wait_log_lines(1);                                          // the stream is over for the proxy
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(json_string(lines[0], "path"), std::string("/echo?cancelled")) << lines[0];
+  // The server accepts again; the next request goes on the same connection
+  // (HTTP/2 keeps its frames in order: the cancelled one would be first).
+  std::ofstream(go) << "go\n";
+  ASSERT_TRUE(c.send_headers(3, h2::get_request("/echo?next"), true));
+  EXPECT_EQ(c.wait_status(3, milliseconds(15'000)), 200);
+  const auto got = requests();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_NE(got[0].find("/echo?next"), std::string::npos) << got[0];
+  EXPECT_EQ(connections(), 1u);
 }
 
 TEST_F(H2cUpstream, UnansweredPingClosesTheIdleConnection) {

@@ -90,8 +90,9 @@ class ExchangeSink {
   // The final response head; hop-by-hop headers are already removed, framing
   // is the sink's to choose from head.content_length / `has_body` (and
   // head.trailers_may_follow: an HTTP/1.1 client asking for trailers then
-  // needs a chunked body).
-  virtual void send_response_head(const ResponseHead& head, bool has_body) = 0;
+  // needs a chunked body). The sink takes the head: it may keep its
+  // fields until they are sent.
+  virtual void send_response_head(ResponseHead&& head, bool has_body) = 0;
   // The upstream's 101 (RFC 9110 §15.2.2) to a request that asked to
   // upgrade to `protocol` (lowercase; RequestHead::upgrade), hop-by-hop
   // fields removed. From here on send_response_body() carries the

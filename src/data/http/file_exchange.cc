@@ -98,7 +98,7 @@ void FileExchange::respond() {
                     (answer.status == 200 || answer.status == 206);
   transition(phase_, body ? Phase::Streaming : Phase::Done);
   ExchangeSink* sink = sink_;
-  sink->send_response_head(head, body);
+  sink->send_response_head(std::move(head), body);
   if (!body) {
     file_.file.reset();
     sink->end_response();

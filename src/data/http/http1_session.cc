@@ -260,7 +260,7 @@ void Http1Session::on_tunnel_taken() {
   // This session is deleted at the end of the iteration.
 }
 
-void Http1Session::encode_head(const ResponseHead& head, bool has_body) {
+void Http1Session::encode_head(ResponseHead&& head, bool has_body) {
   if (in_request()) close_after_response();  // the upstream answered before the body ended
   std::string& out = head_scratch();
   append_status_and_headers(out, head);

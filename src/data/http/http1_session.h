@@ -99,7 +99,7 @@ class Http1Session final : public ClientSession, private StreamCodec {
   // StreamCodec
   void encode_informational(const ResponseHead& head) override;
   void encode_tunnel_open(const ResponseHead& head, std::string_view protocol) override;
-  void encode_head(const ResponseHead& head, bool has_body) override;
+  void encode_head(ResponseHead&& head, bool has_body) override;
   void encode_body(std::string_view data) override;
   // Kept for the last chunk when the response is chunked and the request's
   // TE asked for trailers (RFC 9110 §10.1.4); dropped otherwise.

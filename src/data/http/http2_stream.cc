@@ -218,12 +218,18 @@ void Http2Stream::on_request_body_writable() {
   session_->schedule_send();
 }
 
-void Http2Stream::submit_head(const ResponseHead& head, bool has_body, bool informational) {
+void Http2Stream::submit_head(const ResponseHead& head, bool has_body, bool informational, bool held) {
   FieldBlock& block = FieldBlock::start();
   char status[12];
   const auto status_end = std::to_chars(status, status + sizeof status, head.status).ptr;
   block.add(":status", std::string_view(status, static_cast<size_t>(status_end - status)));
-  for (const auto& h : head.headers) block.add(h.name, h.value, h.no_index);
+  for (const auto& h : head.headers) {
+    if (held) {
+      block.add_view(h.name, h.value, h.no_index, true);
+    } else {
+      block.add(h.name, h.value, h.no_index);
+    }
+  }
   AltSvcBuffer alt_svc;
   if (!informational) {
     if (std::string_view value = alt_svc_value(session_->info(), head, alt_svc); !value.empty()) {
@@ -261,10 +267,13 @@ void Http2Stream::encode_informational(const ResponseHead& head) {
   submit_head(head, false, true);
 }
 
-void Http2Stream::encode_head(const ResponseHead& head, bool has_body) {
+void Http2Stream::encode_head(ResponseHead&& head, bool has_body) {
   if (closed() || response_ != ResponsePhase::None) return;
   transition(response_, has_body ? ResponsePhase::Head : ResponsePhase::Ended);
-  submit_head(head, has_body, false);
+  held_head_ = std::move(head);
+  // RFC 9113 §8.2.1, done in place (nghttp2 lowercases only what it copies).
+  for (Header& h : held_head_.headers) lowercase_in_place(h.name);
+  submit_head(held_head_, has_body, false, true);
 }
 
 void Http2Stream::resume_provider() {

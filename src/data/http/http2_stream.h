@@ -137,7 +137,9 @@ class Http2Stream final : public Deletable, private StreamCodec {
     on_output_drained();
   }
   // A HEADERS frame of this stream went out (1xx, final head or trailers).
-  void on_headers_sent() { ++heads_sent_; }
+  void on_headers_sent() {
+    if (++heads_sent_ == final_head_) held_head_ = ResponseHead{};  // nghttp2 is done with its fields
+  }
   // nghttp2_data_source_read_callback for the response body.
   ssize_t read_response(uint8_t* buf, size_t length, uint32_t* data_flags);
 
@@ -167,7 +169,7 @@ class Http2Stream final : public Deletable, private StreamCodec {
  private:
   // StreamCodec
   void encode_informational(const ResponseHead& head) override;
-  void encode_head(const ResponseHead& head, bool has_body) override;
+  void encode_head(ResponseHead&& head, bool has_body) override;
   // The 200 an extended CONNECT's 101 became: submitted without END_STREAM.
   void encode_tunnel_open(const ResponseHead& head, std::string_view protocol) override;
   void encode_body(std::string_view data) override;
@@ -184,7 +186,8 @@ class Http2Stream final : public Deletable, private StreamCodec {
 
   RequestRecord& record() { return stream_.record(); }
   const RequestRecord& record() const { return stream_.record(); }
-  void submit_head(const ResponseHead& head, bool has_body, bool informational);
+  // `held`: `head` is held_head_, whose fields nghttp2 points at uncopied.
+  void submit_head(const ResponseHead& head, bool has_body, bool informational, bool held = false);
   void reset(uint32_t error_code);
   void consume(size_t n);
   // Request bytes held back for an upstream that no longer wants them:
@@ -225,6 +228,11 @@ class Http2Stream final : public Deletable, private StreamCodec {
   uint64_t discarded_ = 0;  // request body bytes dropped (see kMaxDiscardBytes)
 
   // Response side.
+  // The final head, names lowercased, from its submission until nghttp2 has
+  // sent its HEADERS frame (FieldBlock::add_view's held fields): nghttp2
+  // reads them only while encoding that frame, which it never does once the
+  // stream is closed, before this object goes.
+  ResponseHead held_head_;
   std::string out_;
   size_t out_off_ = 0;
   std::vector<Header> trailers_;  // submitted (nghttp2_submit_trailer) after the last DATA

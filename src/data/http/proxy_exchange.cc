@@ -196,7 +196,7 @@ void ProxyExchange::refuse_limited(uint64_t retry_after_ns) {
              HeaderToken::Other});
   head.content_length = body.size();
   const bool has_body = method_ != "HEAD";
-  sink_->send_response_head(head, has_body);
+  sink_->send_response_head(std::move(head), has_body);
   if (has_body) sink_->send_response_body(body);
   sink_->end_response();
 }
@@ -483,7 +483,7 @@ void ProxyExchange::on_upstream_head(ResponseHead&& head, bool informational) {
         break;
     }
   }
-  sink_->send_response_head(head, has_body);
+  sink_->send_response_head(std::move(head), has_body);
 }
 
 namespace {

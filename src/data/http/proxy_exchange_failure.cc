@@ -94,7 +94,7 @@ void ProxyExchange::fail_grpc(std::string_view reason) {
     head.content_length = 0;
     head.headers.push_back(Header{"content-type", "application/grpc"});
     for (auto& h : status) head.headers.push_back(std::move(h));
-    sink_->send_response_head(head, false);
+    sink_->send_response_head(std::move(head), false);
   }
   sink_->end_response();
 }

@@ -62,7 +62,7 @@ void RequestStream::respond_local(LocalAnswer answer) {
   std::string body;
   build_local_answer(env_, codec_->connection_info(), record_, answer, head, body);
   const bool has_body = record_.head.method != "HEAD" && !body.empty();
-  send_response_head(head, has_body);
+  send_response_head(std::move(head), has_body);
   if (has_body) send_response_body(body);
   end_response();
 }
@@ -83,7 +83,7 @@ void RequestStream::send_informational(const ResponseHead& head) {
   codec_->encode_informational(head);
 }
 
-void RequestStream::send_response_head(const ResponseHead& head, bool has_body) {
+void RequestStream::send_response_head(ResponseHead&& head, bool has_body) {
   if (!codec_->answerable()) return;
   if (record_.head.extended_connect && head.status >= 200 && head.status < 300) {
     // RFC 9110 §9.3.6: a 2xx to CONNECT says the tunnel is open. An upstream
@@ -95,7 +95,7 @@ void RequestStream::send_response_head(const ResponseHead& head, bool has_body) 
     return;
   }
   record_.status = head.status;
-  codec_->encode_head(head, has_body);
+  codec_->encode_head(std::move(head), has_body);
 }
 
 void RequestStream::open_tunnel(const ResponseHead& upstream_head, std::string_view protocol) {

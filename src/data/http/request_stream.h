@@ -52,7 +52,9 @@ class StreamCodec {
  public:
   virtual ~StreamCodec() = default;
   virtual void encode_informational(const ResponseHead& head) = 0;
-  virtual void encode_head(const ResponseHead& head, bool has_body) = 0;
+  // The codec takes the head: HTTP/2 keeps its fields until its HEADERS
+  // frame has gone (nghttp2 points at them uncopied).
+  virtual void encode_head(ResponseHead&& head, bool has_body) = 0;
   // A 101 (HTTP/1.1) or, after an extended CONNECT, the 200 it became.
   virtual void encode_tunnel_open(const ResponseHead& head, std::string_view protocol) = 0;
   virtual void encode_body(std::string_view data) = 0;
@@ -156,7 +158,7 @@ class RequestStream final : public ExchangeSink, public Flushable, private upstr
 
   // ExchangeSink
   void send_informational(const ResponseHead& head) override;
-  void send_response_head(const ResponseHead& head, bool has_body) override;
+  void send_response_head(ResponseHead&& head, bool has_body) override;
   void open_tunnel(const ResponseHead& head, std::string_view protocol) override;
   void send_response_body(std::string_view data) override;
   void send_trailers(const std::vector<Header>& trailers) override { codec_->encode_trailers(trailers); }

@@ -232,7 +232,7 @@ void Http3Stream::encode_informational(const ResponseHead& head) {
   submit(head, false, true);
 }
 
-void Http3Stream::encode_head(const ResponseHead& head, bool has_body) {
+void Http3Stream::encode_head(ResponseHead&& head, bool has_body) {
   if (!answerable()) return;
   response_ = has_body ? ResponsePhase::Head : ResponsePhase::Ended;
   submit(head, has_body, false);

@@ -86,7 +86,7 @@ class Http3Stream final : public Deletable, public Flushable, private http::Stre
  private:
   // StreamCodec
   void encode_informational(const ResponseHead& head) override;
-  void encode_head(const ResponseHead& head, bool has_body) override;
+  void encode_head(ResponseHead&& head, bool has_body) override;
   void encode_tunnel_open(const ResponseHead& head, std::string_view protocol) override;
   void encode_body(std::string_view data) override;
   void encode_trailers(const std::vector<Header>& trailers) override;

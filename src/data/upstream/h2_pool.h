@@ -44,7 +44,8 @@ class H2Pool {
     bool reused = false;  // joined a connection that was already open
   };
   // A new stream for `handler`, submitted with `fields`
-  // (http::H2RequestFields) on a session chosen as above.
+  // (http::H2RequestFields) on a session chosen as above; the fields' names
+  // and values must outlive the stream (H2Session::submit).
   // Errc::Upstream when no connection could be started.
   [[nodiscard]] Result<Lease> open_stream(UpstreamHandler* handler, const std::vector<http::FieldView>& fields,
                                           bool has_body);

@@ -157,10 +157,8 @@ bool H2Session::has_room() const {
 
 Status H2Session::submit(H2Stream* stream, const std::vector<http::FieldView>& fields, bool has_body) {
   FieldBlock& block = FieldBlock::start();
-  for (const auto& h : fields) {  // lowercase already; nghttp2 copies all but literals
-    block.add_view(h.name, h.value, h.no_index, h.owned & http::FieldView::kStaticName,
-                   h.owned & http::FieldView::kStaticValue);
-  }
+  const bool first = streams_opened_ == 0;
+  for (const auto& h : fields) block.add_view(h.name, h.value, h.no_index && !first, true);
   nghttp2_data_provider provider{};
   provider.source.ptr = this;
   provider.read_callback = body_read_cb;
@@ -191,20 +189,26 @@ void H2Session::release(H2Stream* stream, bool reset) {
   auto it = streams_.find(id);
   if (it == streams_.end() || it->second != stream) return;
   forget(it);
-  if (state_ != State::Closed && nghttp2_session_find_stream(ng_.get(), id) != nullptr) {
-    if (in_recv_ && !reset) {
-      // Let go during a read, most often the one that carried its
-      // END_STREAM, on which nghttp2 closes the stream once the frame is
-      // processed: only a stream still open after the read is reset
-      // (on_read). Resetting every stream had cost the upstream a
-      // 13-octet frame per request.
-      released_in_recv_.push_back(id);
-    } else {
-      // Still open on our side: the exchange is done with it (RFC 9113
-      // §8.1: NO_ERROR after a complete response to an unfinished request).
-      nghttp2_submit_rst_stream(ng_.get(), NGHTTP2_FLAG_NONE, id, reset ? NGHTTP2_CANCEL : NGHTTP2_NO_ERROR);
-      schedule_send();
-    }
+  if (state_ == State::Closed) {
+    // nghttp2 sends nothing more.
+  } else if (nghttp2_session_find_stream(ng_.get(), id) == nullptr) {
+    // Its HEADERS has not gone out (nghttp2 opens a client stream when it
+    // sends them; a stream it closed has left streams_): RST_STREAM cancels
+    // the queued frame, so the upstream never gets a request nobody waits
+    // for, and nghttp2 never reads its fields (submit(): not copied).
+    nghttp2_submit_rst_stream(ng_.get(), NGHTTP2_FLAG_NONE, id, NGHTTP2_CANCEL);
+  } else if (in_recv_ && !reset) {
+    // Let go during a read, most often the one that carried its
+    // END_STREAM, on which nghttp2 closes the stream once the frame is
+    // processed: only a stream still open after the read is reset
+    // (on_read). Resetting every stream had cost the upstream a
+    // 13-octet frame per request.
+    released_in_recv_.push_back(id);
+  } else {
+    // Still open on our side: the exchange is done with it (RFC 9113
+    // §8.1: NO_ERROR after a complete response to an unfinished request).
+    nghttp2_submit_rst_stream(ng_.get(), NGHTTP2_FLAG_NONE, id, reset ? NGHTTP2_CANCEL : NGHTTP2_NO_ERROR);
+    schedule_send();
   }
   check_idle();
 }

@@ -112,6 +112,13 @@ class H2Session : public Deletable, public Flushable, private UpstreamSocket::Ow
 
   // Submits `stream`'s request (`fields`: pseudo-headers first, lowercase
   // names; `has_body`: DATA follows). Errc::Upstream when nghttp2 refuses.
+  // nghttp2 copies no name or value: they must stay valid and unchanged
+  // until the stream is released (release() cancels a request HEADERS not
+  // yet sent, so nghttp2 never reads them after that). The fields that
+  // change with every message (Header::no_index: the request ID) go with
+  // indexing on the session's first request only: their names then have a
+  // dynamic-table index (RFC 7541 §6.2.3's never-indexed literal may name
+  // one), and later requests send only their values.
   [[nodiscard]] Status submit(H2Stream* stream, const std::vector<http::FieldView>& fields, bool has_body);
 
   // The open stream `id`, or nullptr.

@@ -26,8 +26,7 @@ UpstreamRequestHead::UpstreamRequestHead(config::UpstreamProtocol protocol, cons
   }
   if (http2_) {
     early_at_ = fields_.fields().size();
-    fields_.fields().push_back(
-        http::FieldView{"early-data", "1", false, http::FieldView::kStaticName | http::FieldView::kStaticValue});
+    fields_.fields().push_back(http::FieldView{"early-data", "1", false});
   } else {
     early_at_ = text_.size() - 2;  // before the head's last CRLF
     text_.insert(early_at_, kEarlyDataLine);

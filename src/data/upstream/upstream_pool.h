@@ -83,8 +83,9 @@ class UpstreamPool : public std::enable_shared_from_this<UpstreamPool> {
   // check_open) (never a pooled connection for an Upgrade), attached and
   // the head queued; HTTP/2: a new stream on one of the server's
   // multiplexed connections (H2Pool::open_stream). The body and the end
-  // follow through the channel. No handler call happens in here.
-  // Errors: Errc::Upstream.
+  // follow through the channel. No handler call happens in here. HTTP/2
+  // points at `head`'s fields uncopied: `head` (and the client's head its
+  // fields view) must outlive the channel. Errors: Errc::Upstream.
   [[nodiscard]] Result<ChannelLease> open(UpstreamHandler* handler, const UpstreamRequestHead& head, bool allow_reuse,
                                           bool check_open);
 

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """A plain HTTP/2 server over cleartext TCP (h2c, prior knowledge) on python3-h2.
 
-  h2c_peer.py PORT_FILE [--goaway-after N] [--window BYTES]
+  h2c_peer.py PORT_FILE [--goaway-after N] [--window BYTES] [--accept-after FILE]
 
 Listens on 127.0.0.1 (a free port, written as "PORT\\n" to PORT_FILE), and
 appends one line per accepted connection to PORT_FILE.conns and one JSON
@@ -55,6 +55,12 @@ PORT_FILE.goaways.
 (SETTINGS_INITIAL_WINDOW_SIZE) are BYTES instead of 65,535; python3-h2 then
 sends WINDOW_UPDATE only after BYTES/2 have been read, so a client's
 request bodies up to that go up with no frame coming back.
+
+--accept-after FILE: the listening socket's accept queue (backlog 0) is
+filled with one connection of the peer's own and nothing is accepted until
+FILE exists: the kernel drops a client's SYN meanwhile, so its connect
+stays pending (it gets in with a SYN sent again after FILE appeared, about
+1 s later; the peer's own connection is accepted first and then ignored).
 
 --goaway-after N: once a connection has received N requests it sends GOAWAY
 with the N-th stream as last-stream-id (RFC 9113 §6.8), answers the streams
@@ -295,10 +301,20 @@ def main():
     srv = socket.socket()
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     srv.bind(("127.0.0.1", 0))
-    srv.listen(128)
+    accept_after = opts.get("--accept-after")
+    own = None
+    if accept_after:
+        srv.listen(0)
+        own = socket.create_connection(srv.getsockname())  # fills the accept queue
+    else:
+        srv.listen(128)
     with open(port_file + ".tmp", "w") as f:
         f.write("%d\n" % srv.getsockname()[1])
     os.rename(port_file + ".tmp", port_file)
+    if accept_after:
+        while not os.path.exists(accept_after):
+            time.sleep(0.02)
+        mine, _ = srv.accept()  # the peer's own: room for the next SYN
     while True:
         sock, addr = srv.accept()
         append(port_file + ".conns", "%s:%d" % addr)

@@ -60,5 +60,26 @@ TEST(HeaderToken, NearMissesAreOther) {
   EXPECT_EQ(classify_header("content-type"), HeaderToken::Other);
 }
 
+// Every length around the word size (the whole-word path and its
+// overlapping last word, the octet path below 8), every octet value in
+// every position: only 'A'..'Z' change, by +32.
+TEST(HeaderToken, LowercaseInPlaceChangesOnlyAsciiCapitals) {
+  for (size_t n = 0; n <= 19; ++n) {
+    for (int c = 0; c < 256; ++c) {
+      for (size_t at = 0; at < n; ++at) {
+        std::string s(n, 'Q');
+        s[at] = static_cast<char>(c);
+        std::string want(n, 'q');
+        want[at] = (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : static_cast<char>(c);
+        lowercase_in_place(s);
+        ASSERT_EQ(s, want) << "n=" << n << " c=" << c << " at=" << at;
+      }
+    }
+  }
+  std::string mixed = "X-Request-ID: Content-Type";
+  lowercase_in_place(mixed);
+  EXPECT_EQ(mixed, "x-request-id: content-type");
+}
+
 }  // namespace
 }  // namespace tlsfront::http

@@ -100,14 +100,14 @@ TEST(FieldBlock, ViewsPointAtTheCallersBytesBesideCopies) {
   EXPECT_EQ(b.octets(), (7u + 3 + 4) + (6u + 4 + 4) + 100 * (6u + 64 + 4));
 }
 
-TEST(FieldBlock, LiteralsAreNotCopiedByNghttp2) {
+TEST(FieldBlock, HeldFieldsAreNotCopiedByNghttp2) {
   FieldBlock& b = FieldBlock::start();
-  b.add_view(":scheme", "http", false, true, true);
+  b.add_view(":scheme", "http", false, true);
   b.add_view(":path", "/x", true, true);
   b.add_view("accept", "*/*");
   nghttp2_nv* nva = b.nva();
   EXPECT_EQ(nva[0].flags, NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE);
-  EXPECT_EQ(nva[1].flags, NGHTTP2_NV_FLAG_NO_INDEX | NGHTTP2_NV_FLAG_NO_COPY_NAME);
+  EXPECT_EQ(nva[1].flags, NGHTTP2_NV_FLAG_NO_INDEX | NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE);
   EXPECT_EQ(nva[2].flags, NGHTTP2_NV_FLAG_NONE);
 }
 

@@ -25,7 +25,7 @@ class CongestingSink final : public ExchangeSink {
  public:
   void send_informational(const ResponseHead&) override {}
   void open_tunnel(const ResponseHead&, std::string_view) override {}
-  void send_response_head(const ResponseHead& h, bool has_body) override {
+  void send_response_head(ResponseHead&& h, bool has_body) override {
     head = h;
     body_expected = has_body;
     ++heads;

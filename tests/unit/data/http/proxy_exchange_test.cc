@@ -25,7 +25,7 @@ class RecordingSink final : public ExchangeSink {
  public:
   void send_informational(const ResponseHead&) override { ++calls; }
   void open_tunnel(const ResponseHead&, std::string_view) override { ++calls; }
-  void send_response_head(const ResponseHead& head, bool) override {
+  void send_response_head(ResponseHead&& head, bool) override {
     ++calls;
     status = head.status;
   }

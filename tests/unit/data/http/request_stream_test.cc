@@ -22,7 +22,7 @@ namespace {
 class RecordingCodec final : public StreamCodec {
  public:
   void encode_informational(const ResponseHead& head) override { events.push_back("1xx " + std::to_string(head.status)); }
-  void encode_head(const ResponseHead& head, bool has_body) override {
+  void encode_head(ResponseHead&& head, bool has_body) override {
     events.push_back("head " + std::to_string(head.status) + (has_body ? " +body" : ""));
     head_sent = true;
   }
@@ -142,7 +142,7 @@ TEST_F(RequestStreamTest, A2xxToAnExtendedConnectIs502) {
   stream_->map_extended_connect("websocket");
   ResponseHead ok;
   ok.status = 200;
-  stream_->send_response_head(ok, true);
+  stream_->send_response_head(std::move(ok), true);
   ASSERT_FALSE(codec_.events.empty());
   EXPECT_EQ(codec_.events[1], "head 502 +body");
   EXPECT_EQ(stream_->record().status, 502);
