@@ -178,6 +178,7 @@ void Http2Session::flush() {
       return;
     }
     if (n == 0) break;
+    frames_written_ = true;
     transport_->send(std::string_view(reinterpret_cast<const char*>(data), static_cast<size_t>(n)));
   }
   if (terminate_code_ && !goaway_sent_) {
@@ -204,6 +205,17 @@ void Http2Session::close_now(bool notify) {
   streams_.clear();
   finished_streams_ = pending_streams_ = 0;
   transport_->close(notify);
+}
+
+void Http2Session::release_frame_buffer() {
+  // nghttp2's outbound frame buffer holds nothing once no frame is being
+  // sent, and its large inbound buffers nothing between frames.
+  if (!frames_written_ || input_stopped_ || !frame_scanner_.between_frames() ||
+      nghttp2_session_want_write(session_.get()) != 0) {
+    return;
+  }
+  frames_written_ = false;
+  memory_.discard();
 }
 
 void Http2Session::update_timer() {
@@ -239,7 +251,10 @@ void Http2Session::update_timer() {
     case TimerPurpose::Header: transport_->arm_timer(env_.config->timeouts.header); break;
     case TimerPurpose::Idle:
       transport_->arm_timer(env_.config->timeouts.keepalive);
-      if (streams_.empty()) transport_->release_buffers();  // what was sent goes out first
+      if (streams_.empty()) {
+        transport_->release_buffers();  // what was sent goes out first
+        release_frame_buffer();
+      }
       break;
     case TimerPurpose::Send: transport_->arm_timer(env_.config->timeouts.send); break;
     case TimerPurpose::Stall: transport_->arm_timer(env_.config->timeouts.send); break;
