@@ -192,6 +192,7 @@ void Http2Session::flush() {
     return;
   }
   update_timer();
+  if (timer_ == TimerPurpose::Idle && streams_.empty()) release_frame_buffer();
 }
 
 void Http2Session::close_now(bool notify) {
@@ -251,10 +252,7 @@ void Http2Session::update_timer() {
     case TimerPurpose::Header: transport_->arm_timer(env_.config->timeouts.header); break;
     case TimerPurpose::Idle:
       transport_->arm_timer(env_.config->timeouts.keepalive);
-      if (streams_.empty()) {
-        transport_->release_buffers();  // what was sent goes out first
-        release_frame_buffer();
-      }
+      if (streams_.empty()) transport_->release_buffers();  // what was sent goes out first
       break;
     case TimerPurpose::Send: transport_->arm_timer(env_.config->timeouts.send); break;
     case TimerPurpose::Stall: transport_->arm_timer(env_.config->timeouts.send); break;

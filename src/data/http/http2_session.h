@@ -116,9 +116,10 @@ class Http2Session final : public ClientSession, public Flushable {
   // A tunnel stream passed bytes on: the connection's buffers go once
   // written (ClientTransport::release_buffers), so an idle tunnel keeps none.
   void release_buffers() { transport_->release_buffers(); }
-  // An idle session's share of the same: the pages nghttp2's outbound frame
-  // buffer touched (Nghttp2Memory::discard), once nothing is being sent or
-  // received and a frame was written since the last release.
+  // An idle session's share of the same (flush(), once no stream is left):
+  // the pages nghttp2's outbound frame buffer touched
+  // (Nghttp2Memory::discard), once nothing is being sent or received and a
+  // frame was written since the last release.
   void release_frame_buffer();
   // For tests: pages of nghttp2's large buffers resident now.
   size_t frame_buffer_pages() const { return memory_.resident_pages(); }

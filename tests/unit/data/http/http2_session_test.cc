@@ -74,6 +74,31 @@ TEST_F(Http2SessionTest, CloseIfIdleWaitsForOpenStreams) {
   EXPECT_FALSE(client_.failed());
 }
 
+// nghttp2's frame buffer (a mapping of its own, Nghttp2Memory) keeps the
+// pages a response touched while a stream is open; once the last stream is
+// gone and its frames are out, the idle session gives them back, and the
+// next response, written into zero-filled pages, arrives whole.
+TEST_F(Http2SessionTest, IdleSessionGivesBackTheFrameBufferPages) {
+  start();
+  upstream().script(Reply::hold());
+  int32_t id = client_.submit("GET", "/a");
+  ASSERT_TRUE(until_upstream_requests(1));
+  EXPECT_GT(h2().frame_buffer_pages(), 0u);  // SETTINGS and its ACK went through it
+  upstream().write(0, "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nA");
+  ASSERT_TRUE(until_stream_closed(id));
+  ASSERT_TRUE(run_until([&] { return h2().frame_buffer_pages() == 0; }));
+  EXPECT_EQ(client_.stream(id).body, "A");
+
+  int32_t next = client_.submit("GET", "/b", {{"user-agent", "h2-test"}});
+  ASSERT_TRUE(until_stream_closed(next));
+  EXPECT_EQ(client_.stream(next).status, 200);
+  EXPECT_EQ(client_.stream(next).body, "ok");
+  EXPECT_EQ(client_.stream(next).header("content-length"), "2");
+  ASSERT_TRUE(run_until([&] { return h2().frame_buffer_pages() == 0; }));
+  EXPECT_FALSE(transport().closed());
+  EXPECT_FALSE(client_.failed());
+}
+
 TEST_F(Http2SessionTest, TwoConcurrentStreamsAreAnsweredIndependently) {
   start();
   upstream().script(Reply::hold());
