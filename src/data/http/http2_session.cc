@@ -210,8 +210,9 @@ void Http2Session::close_now(bool notify) {
 
 void Http2Session::release_frame_buffer() {
   // nghttp2's outbound frame buffer holds nothing once no frame is being
-  // sent, and its large inbound buffers nothing between frames.
-  if (!frames_written_ || input_stopped_ || !frame_scanner_.between_frames() ||
+  // sent, and its large inbound buffers (a frame's payload, a header value
+  // being decoded) nothing between frames outside a header block.
+  if (!frames_written_ || input_stopped_ || header_block_open_ || !frame_scanner_.between_frames() ||
       nghttp2_session_want_write(session_.get()) != 0) {
     return;
   }
