@@ -192,7 +192,6 @@ void Http2Session::flush() {
     return;
   }
   update_timer();
-  if (timer_ == TimerPurpose::Idle && streams_.empty()) release_frame_buffer();
 }
 
 void Http2Session::close_now(bool notify) {
@@ -248,11 +247,15 @@ void Http2Session::update_timer() {
   }
   if (want == timer_) return;
   timer_ = want;
+  release_due_ = false;
   switch (want) {
     case TimerPurpose::None: transport_->stop_timer(); break;
     case TimerPurpose::Header: transport_->arm_timer(env_.config->timeouts.header); break;
     case TimerPurpose::Idle:
-      transport_->arm_timer(env_.config->timeouts.keepalive);
+      // The frame buffer's pages go once the session has been idle for
+      // kFrameBufferRelease (on_timer), then the rest of the keepalive runs.
+      release_due_ = streams_.empty() && frames_written_ && env_.config->timeouts.keepalive > kFrameBufferRelease;
+      transport_->arm_timer(release_due_ ? kFrameBufferRelease : env_.config->timeouts.keepalive);
       if (streams_.empty()) transport_->release_buffers();  // what was sent goes out first
       break;
     case TimerPurpose::Send: transport_->arm_timer(env_.config->timeouts.send); break;
@@ -274,6 +277,13 @@ void Http2Session::on_timer() {
       terminate(NGHTTP2_PROTOCOL_ERROR);
       return;
     case TimerPurpose::Idle:
+      if (release_due_) {
+        release_due_ = false;
+        release_frame_buffer();
+        timer_ = TimerPurpose::Idle;
+        transport_->arm_timer(env_.config->timeouts.keepalive - kFrameBufferRelease);
+        return;
+      }
       // RFC 9113 §6.8: GOAWAY NO_ERROR, then close once it is written.
       terminate(NGHTTP2_NO_ERROR);
       return;

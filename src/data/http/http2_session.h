@@ -116,10 +116,15 @@ class Http2Session final : public ClientSession, public Flushable {
   // A tunnel stream passed bytes on: the connection's buffers go once
   // written (ClientTransport::release_buffers), so an idle tunnel keeps none.
   void release_buffers() { transport_->release_buffers(); }
-  // An idle session's share of the same (flush(), once no stream is left):
-  // the pages nghttp2's outbound frame buffer touched
-  // (Nghttp2Memory::discard), once nothing is being sent or received and a
-  // frame was written since the last release.
+  // An idle session's share of the same, once it has been idle (no stream)
+  // for kFrameBufferRelease: the pages nghttp2's outbound frame buffer
+  // touched (Nghttp2Memory::discard), when nothing is being sent or received
+  // and a frame was written since the last release. Not at once: the
+  // madvise and the page fault of the next frame cost more than a small
+  // request (measured: about a fifth of the rate of one client sending one
+  // request at a time), so only a pause longer than a client's think time
+  // pays it.
+  static constexpr std::chrono::milliseconds kFrameBufferRelease{1000};
   void release_frame_buffer();
   // For tests: pages of nghttp2's large buffers resident now.
   size_t frame_buffer_pages() const { return memory_.resident_pages(); }
@@ -252,6 +257,7 @@ class Http2Session final : public ClientSession, public Flushable {
   bool closed_ = false;
   bool first_log_ = true;
   bool frames_written_ = false;  // nghttp2 serialized a frame since release_frame_buffer()
+  bool release_due_ = false;     // the Idle timer's first firing releases the frame buffer
 };
 
 }  // namespace tlsfront::http
