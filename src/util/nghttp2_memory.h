@@ -13,7 +13,8 @@
 // connections").
 // discard() gives a mapping's touched pages back while the session is idle
 // (nothing being sent or received): the next frame touches them again, as
-// zero-filled pages (Http2Session calls it when its last stream is gone).
+// zero-filled pages (Http2Session calls it once it has had no stream for a
+// while: kFrameBufferRelease).
 //
 // Every other block comes from the process's malloc.
 //
