@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 namespace tlsfront {
 namespace {
@@ -51,6 +52,20 @@ void* Nghttp2Memory::allocate(size_t size, bool zeroed) {
     }
   }
   return heap_allocate(size, zeroed);
+}
+
+void Nghttp2Memory::discard() {
+  for (size_t i = 0; i < count_; ++i) madvise(mappings_[i].address, mappings_[i].length, MADV_DONTNEED);
+}
+
+size_t Nghttp2Memory::resident_pages() const {
+  size_t pages = 0;
+  for (size_t i = 0; i < count_; ++i) {
+    std::vector<unsigned char> in((mappings_[i].length + page_size() - 1) / page_size());
+    if (mincore(mappings_[i].address, mappings_[i].length, in.data()) != 0) continue;
+    for (unsigned char c : in) pages += c & 1;
+  }
+  return pages;
 }
 
 Nghttp2Memory::Mapping* Nghttp2Memory::find(void* p) {

@@ -11,8 +11,10 @@
 // session holds in RSS only the pages its frames touched (measured: about
 // 11 KiB less per idle HTTP/2 connection; docs/ARCHITECTURE.md, "Idle
 // connections").
-// A session that sent 16 KiB frames keeps those pages until it ends, as it
-// would on the heap.
+// discard() gives a mapping's touched pages back while the session is idle
+// (nothing being sent or received): the next frame touches them again, as
+// zero-filled pages (Http2Session calls it once it has had no stream for a
+// while: kFrameBufferRelease).
 //
 // Every other block comes from the process's malloc.
 //
@@ -49,6 +51,13 @@ class Nghttp2Memory {
   nghttp2_mem* mem() { return &mem_; }
   // Mappings held now (for tests).
   size_t mappings() const { return count_; }
+  // Gives the pages of every mapping back to the kernel (madvise
+  // MADV_DONTNEED): they read as zeros when touched next. Only while nghttp2
+  // holds nothing in them: no frame being serialized or sent
+  // (nghttp2_session_want_write() == 0) and no frame partly received.
+  void discard();
+  // Pages of the mappings resident now (mincore; for tests).
+  size_t resident_pages() const;
 
  private:
   struct Mapping {

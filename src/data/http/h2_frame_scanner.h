@@ -29,6 +29,9 @@ class H2FrameScanner {
   // its own stream, and to `data_streams` the stream of each DATA frame
   // whose header completes in them (not repeating the last one appended).
   void scan(std::string_view data, std::vector<int32_t>& self_dependent, std::vector<int32_t>& data_streams);
+  // True when the bytes scanned so far end with a whole frame (after the
+  // client preface): no frame is partly received.
+  bool between_frames() const { return preface_left_ == 0 && head_len_ == 0 && payload_left_ == 0; }
 
  private:
   static constexpr size_t kPrefaceSize = 24;  // "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"

@@ -178,6 +178,7 @@ void Http2Session::flush() {
       return;
     }
     if (n == 0) break;
+    frames_written_ = true;
     transport_->send(std::string_view(reinterpret_cast<const char*>(data), static_cast<size_t>(n)));
   }
   if (terminate_code_ && !goaway_sent_) {
@@ -204,6 +205,18 @@ void Http2Session::close_now(bool notify) {
   streams_.clear();
   finished_streams_ = pending_streams_ = 0;
   transport_->close(notify);
+}
+
+void Http2Session::release_frame_buffer() {
+  // nghttp2's outbound frame buffer holds nothing once no frame is being
+  // sent, and its large inbound buffers (a frame's payload, a header value
+  // being decoded) nothing between frames outside a header block.
+  if (!frames_written_ || input_stopped_ || header_block_open_ || !frame_scanner_.between_frames() ||
+      nghttp2_session_want_write(session_.get()) != 0) {
+    return;
+  }
+  frames_written_ = false;
+  memory_.discard();
 }
 
 void Http2Session::update_timer() {
@@ -234,11 +247,15 @@ void Http2Session::update_timer() {
   }
   if (want == timer_) return;
   timer_ = want;
+  release_due_ = false;
   switch (want) {
     case TimerPurpose::None: transport_->stop_timer(); break;
     case TimerPurpose::Header: transport_->arm_timer(env_.config->timeouts.header); break;
     case TimerPurpose::Idle:
-      transport_->arm_timer(env_.config->timeouts.keepalive);
+      // The frame buffer's pages go once the session has been idle for
+      // kFrameBufferRelease (on_timer), then the rest of the keepalive runs.
+      release_due_ = streams_.empty() && frames_written_ && env_.config->timeouts.keepalive > kFrameBufferRelease;
+      transport_->arm_timer(release_due_ ? kFrameBufferRelease : env_.config->timeouts.keepalive);
       if (streams_.empty()) transport_->release_buffers();  // what was sent goes out first
       break;
     case TimerPurpose::Send: transport_->arm_timer(env_.config->timeouts.send); break;
@@ -260,6 +277,13 @@ void Http2Session::on_timer() {
       terminate(NGHTTP2_PROTOCOL_ERROR);
       return;
     case TimerPurpose::Idle:
+      if (release_due_) {
+        release_due_ = false;
+        release_frame_buffer();
+        timer_ = TimerPurpose::Idle;
+        transport_->arm_timer(env_.config->timeouts.keepalive - kFrameBufferRelease);
+        return;
+      }
       // RFC 9113 §6.8: GOAWAY NO_ERROR, then close once it is written.
       terminate(NGHTTP2_NO_ERROR);
       return;

@@ -59,7 +59,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <optional>
 #include <string_view>
@@ -117,6 +116,18 @@ class Http2Session final : public ClientSession, public Flushable {
   // A tunnel stream passed bytes on: the connection's buffers go once
   // written (ClientTransport::release_buffers), so an idle tunnel keeps none.
   void release_buffers() { transport_->release_buffers(); }
+  // An idle session's share of the same, once it has been idle (no stream)
+  // for kFrameBufferRelease: the pages nghttp2's outbound frame buffer
+  // touched (Nghttp2Memory::discard), when nothing is being sent or received
+  // and a frame was written since the last release. Not at once: the
+  // madvise and the page fault of the next frame cost more than a small
+  // request (measured: about a fifth of the rate of one client sending one
+  // request at a time), so only a pause longer than a client's think time
+  // pays it.
+  static constexpr std::chrono::milliseconds kFrameBufferRelease{1000};
+  void release_frame_buffer();
+  // For tests: pages of nghttp2's large buffers resident now.
+  size_t frame_buffer_pages() const { return memory_.resident_pages(); }
   // True when the certificate covers `host` (lowercase, no port; "[v6]" or
   // IPv4 literal or DNS name), or there is no certificate to check.
   bool certificate_covers(std::string_view host) const;
@@ -219,7 +230,11 @@ class Http2Session final : public ClientSession, public Flushable {
   std::unordered_map<int32_t, std::unique_ptr<Http2Stream>> streams_;
   std::vector<int32_t> to_start_;
   int32_t last_stream_id_ = 0;                // highest client stream opened
-  std::deque<ClosedStream> recently_closed_;  // at most kRecentlyClosed
+  // At most kRecentlyClosed, then a ring (the oldest overwritten at
+  // closed_next_): grows with the streams a connection closed, so a
+  // connection that had one request holds one entry.
+  std::vector<ClosedStream> recently_closed_;
+  size_t closed_next_ = 0;
   // Streams to tell when the output drains (wait_drained): with hundreds of
   // streams, visiting each one after every write was a share of the CPU.
   std::vector<int32_t> drain_waiting_;
@@ -241,6 +256,8 @@ class Http2Session final : public ClientSession, public Flushable {
   bool goaway_sent_ = false;
   bool closed_ = false;
   bool first_log_ = true;
+  bool frames_written_ = false;  // nghttp2 serialized a frame since release_frame_buffer()
+  bool release_due_ = false;     // the Idle timer's first firing releases the frame buffer
 };
 
 }  // namespace tlsfront::http

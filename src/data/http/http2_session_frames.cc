@@ -125,8 +125,12 @@ void Http2Session::answer_closed_data() {
 }
 
 void Http2Session::remember_closed(int32_t stream_id, ClosedBy by) {
-  recently_closed_.push_back({stream_id, by});
-  if (recently_closed_.size() > kRecentlyClosed) recently_closed_.pop_front();
+  if (recently_closed_.size() < kRecentlyClosed) {
+    recently_closed_.push_back({stream_id, by});
+  } else {
+    recently_closed_[closed_next_] = {stream_id, by};
+    closed_next_ = (closed_next_ + 1) % kRecentlyClosed;
+  }
 }
 
 void Http2Session::reset_self_dependent() {

@@ -67,5 +67,28 @@ TEST(Nghttp2Memory, SmallBlocksStayOnTheHeapAndLargeOnesAreBounded) {
   EXPECT_EQ(memory.mappings(), 0u);
 }
 
+// discard() gives a mapping's pages back: none resident after it, and the
+// mapping reads as zeros and takes writes again. (Counted before the reads:
+// a read maps the kernel's zero page, which mincore counts.)
+TEST(Nghttp2Memory, DiscardGivesTheTouchedPagesBack) {
+  Nghttp2Memory memory;
+  nghttp2_mem* mem = memory.mem();
+  auto* p = static_cast<unsigned char*>(mem->malloc(Nghttp2Memory::kLargeBytes, mem->mem_user_data));
+  ASSERT_NE(p, nullptr);
+  ASSERT_EQ(memory.mappings(), 1u);
+  EXPECT_EQ(memory.resident_pages(), 0u);  // nothing touched yet
+  std::memset(p, 'x', 100);
+  p[Nghttp2Memory::kLargeBytes - 1] = 'y';
+  EXPECT_EQ(memory.resident_pages(), 2u);
+  memory.discard();
+  EXPECT_EQ(memory.resident_pages(), 0u);
+  EXPECT_EQ(p[0], 0);
+  EXPECT_EQ(p[Nghttp2Memory::kLargeBytes - 1], 0);
+  p[0] = 'z';
+  EXPECT_EQ(p[0], 'z');
+  mem->free(p, mem->mem_user_data);
+  EXPECT_EQ(memory.mappings(), 0u);
+}
+
 }  // namespace
 }  // namespace tlsfront

@@ -74,6 +74,43 @@ TEST_F(Http2SessionTest, CloseIfIdleWaitsForOpenStreams) {
   EXPECT_FALSE(client_.failed());
 }
 
+// nghttp2's frame buffer (a mapping of its own, Nghttp2Memory) keeps the
+// pages a response touched while the session is busy and for the first
+// kFrameBufferRelease of an idle wait; then the idle session gives them
+// back and waits out the rest of the keepalive, and the next response,
+// written into zero-filled pages, arrives whole.
+TEST_F(Http2SessionTest, IdleSessionGivesBackTheFrameBufferPages) {
+  using std::chrono::milliseconds;
+  start();
+  upstream().script(Reply::hold());
+  int32_t id = client_.submit("GET", "/a");
+  ASSERT_TRUE(until_upstream_requests(1));
+  EXPECT_GT(h2().frame_buffer_pages(), 0u);  // SETTINGS and its ACK went through it
+  upstream().write(0, "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nA");
+  ASSERT_TRUE(until_stream_closed(id));
+  EXPECT_EQ(client_.stream(id).body, "A");
+  // Idle: not at once, but when the first timer fires.
+  ASSERT_EQ(transport().timer(), Http2Session::kFrameBufferRelease);
+  EXPECT_GT(h2().frame_buffer_pages(), 0u);
+  ASSERT_TRUE(transport().fire_timer());
+  EXPECT_EQ(h2().frame_buffer_pages(), 0u);
+  const milliseconds keepalive = h2().env().config->timeouts.keepalive;
+  EXPECT_EQ(transport().timer(), keepalive - Http2Session::kFrameBufferRelease);
+  EXPECT_FALSE(transport().closed());
+
+  int32_t next = client_.submit("GET", "/b", {{"user-agent", "h2-test"}});
+  ASSERT_TRUE(until_stream_closed(next));
+  EXPECT_EQ(client_.stream(next).status, 200);
+  EXPECT_EQ(client_.stream(next).body, "ok");
+  EXPECT_EQ(client_.stream(next).header("content-length"), "2");
+  ASSERT_TRUE(transport().fire_timer());
+  EXPECT_EQ(h2().frame_buffer_pages(), 0u);
+  // The rest of the keepalive ends the connection as before.
+  ASSERT_TRUE(transport().fire_timer());
+  ASSERT_TRUE(run_until([&] { return client_.goaway_received(); }));
+  EXPECT_FALSE(client_.failed());
+}
+
 TEST_F(Http2SessionTest, TwoConcurrentStreamsAreAnsweredIndependently) {
   start();
   upstream().script(Reply::hold());
