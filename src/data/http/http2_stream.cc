@@ -9,6 +9,7 @@
 #include "data/http/http2_session.h"
 #include "log/log.h"
 #include "message/error_response.h"
+#include "message/header_token.h"
 #include "util/nghttp2_fields.h"
 
 namespace tlsfront::http {

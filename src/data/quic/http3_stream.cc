@@ -8,6 +8,7 @@
 
 #include "data/quic/quic_connection.h"
 #include "log/log.h"
+#include "message/header_token.h"
 
 namespace tlsfront::quic {
 namespace {
@@ -17,10 +18,13 @@ constexpr uint64_t kH3InternalError = 0x0102;
 constexpr uint64_t kH3RequestCancelled = 0x010c;
 constexpr uint64_t kH3MessageError = 0x010e;
 
-nghttp3_nv nv(std::string_view name, std::string_view value) {
-  return nghttp3_nv{reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
-                    reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())), name.size(), value.size(),
-                    NGHTTP3_NV_FLAG_NONE};
+// `held`: nghttp3 keeps pointing at name (lowercase) and value instead of
+// copying them.
+nghttp3_nv nv(std::string_view name, std::string_view value, bool held = false) {
+  return nghttp3_nv{
+      reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
+      reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())), name.size(), value.size(),
+      static_cast<uint8_t>(held ? NGHTTP3_NV_FLAG_NO_COPY_NAME | NGHTTP3_NV_FLAG_NO_COPY_VALUE : NGHTTP3_NV_FLAG_NONE)};
 }
 
 }  // namespace
@@ -194,15 +198,16 @@ void Http3Stream::on_request_body_writable() {
   conn_->schedule_write();
 }
 
-void Http3Stream::submit(const ResponseHead& head, bool has_body, bool informational) {
-  std::vector<nghttp3_nv> nva;
-  nva.reserve(head.headers.size() + 2);
+void Http3Stream::submit(const ResponseHead& head, bool has_body, bool informational, bool held) {
+  // The array itself nghttp3 copies before returning: a per-thread scratch.
+  thread_local std::vector<nghttp3_nv> nva;
+  nva.clear();
   char status[12];
   const auto status_end = std::to_chars(status, status + sizeof status, head.status).ptr;
   nva.push_back(nv(":status", std::string_view(status, static_cast<size_t>(status_end - status))));
   uint64_t bytes = 0;
   for (const auto& h : head.headers) {
-    nva.push_back(nv(h.name, h.value));
+    nva.push_back(nv(h.name, h.value, held));
     bytes += h.name.size() + h.value.size() + 4;
   }
   char digits[24];
@@ -235,7 +240,9 @@ void Http3Stream::encode_informational(const ResponseHead& head) {
 void Http3Stream::encode_head(ResponseHead&& head, bool has_body) {
   if (!answerable()) return;
   response_ = has_body ? ResponsePhase::Head : ResponsePhase::Ended;
-  submit(head, has_body, false);
+  held_head_ = std::move(head);
+  for (Header& h : held_head_.headers) http::lowercase_in_place(h.name);
+  submit(held_head_, has_body, false, true);
 }
 
 void Http3Stream::encode_body(std::string_view data) {

@@ -100,7 +100,8 @@ class Http3Stream final : public Deletable, public Flushable, private http::Stre
   http::RequestRecord& record() { return stream_.record(); }
   // Admission of the complete head; true when its exchange started.
   bool admit_head();
-  void submit(const ResponseHead& head, bool has_body, bool informational);
+  // `held`: `head` is held_head_, whose fields nghttp3 points at uncopied.
+  void submit(const ResponseHead& head, bool has_body, bool informational, bool held = false);
   void resume();
   void schedule_log();
   void log_line();
@@ -134,6 +135,10 @@ class Http3Stream final : public Deletable, public Flushable, private http::Stre
   std::string early_tunnel_;    // an extended CONNECT's DATA before its 200: unacknowledged
   LazyTimer tunnel_timer_;      // timeouts.tunnel, from encode_tunnel_open on
   std::vector<Header> trailers_;
+  // The final head, names lowercased (RFC 9114 §4.2), for this stream's
+  // life: nghttp3 encodes its fields (NGHTTP3_NV_FLAG_NO_COPY_*) when it
+  // writes the HEADERS frame, which it does not once the stream is closed.
+  ResponseHead held_head_;
 };
 
 }  // namespace tlsfront::quic
