@@ -133,6 +133,8 @@ class QuicConnection final : public Deletable, public Flushable {
 
  private:
   friend struct Callbacks;
+  static uint64_t now_ns() { return uv_hrtime(); }
+  // (quic_connection_write.cc)
   void write();
   // The timer at ngtcp2's next expiry (or the drain's close), or at once
   // when `more` (write() stopped at its packet limit).
