@@ -183,7 +183,8 @@ run() {
   pids+=("$vpid")
   # run() runs in a command substitution, a subshell without the script's
   # EXIT trap: its own stops the proxy when a failed run exits here.
-  trap 'kill "$vpid" 2>/dev/null || true; wait "$vpid" 2>/dev/null || true' EXIT
+  # (The PID is expanded now: vpid is local, gone when the trap runs.)
+  trap "kill $vpid 2>/dev/null || true; wait $vpid 2>/dev/null || true" EXIT
   for ((i = 0; i < 600; i++)); do
     [[ -n $(ss -Htln "sport = :$port") ]] && break
     kill -0 "$vpid" 2>/dev/null || { cat "$tmp/proxy.out" >&2; exit 1; }

@@ -185,11 +185,11 @@ void UpstreamConnection::resume_reading() {
   if (socket_->resume_reading() && state_ == State::Active) arm_timer(io_timeout());
 }
 
-void UpstreamConnection::park_idle() {
+void UpstreamConnection::park_idle(std::chrono::milliseconds idle_timeout) {
   handler_ = nullptr;
   transition(state_, State::Idle);
   resume_reading();
-  arm_timer(cfg_.keepalive_timeout);
+  arm_timer(idle_timeout);
 }
 
 bool UpstreamConnection::still_open() const { return state_ == State::Idle && socket_->still_open(); }

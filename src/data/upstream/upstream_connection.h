@@ -120,9 +120,11 @@ class UpstreamConnection : public UpstreamChannel, public Flushable, private Ups
   void pause_reading() override;
   void resume_reading() override;
 
-  // Pool side: park as idle (reading for EOF, idle timer armed), or check an
-  // idle connection is still open before reuse (MSG_PEEK, as nginx does).
-  void park_idle();
+  // Pool side: park as idle (reading for EOF, closed after `idle_timeout`:
+  // keepalive_timeout, or the pool's shorter one for a surplus connection),
+  // or check an idle connection is still open before reuse (MSG_PEEK, as
+  // nginx does).
+  void park_idle(std::chrono::milliseconds idle_timeout);
   bool still_open() const;
 
   // True after a complete response that allows keepalive

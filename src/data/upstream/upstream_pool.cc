@@ -102,12 +102,16 @@ Result<UpstreamPool::Lease> UpstreamPool::acquire(bool allow_reuse, bool check_o
 void UpstreamPool::release(std::unique_ptr<UpstreamConnection> conn) {
   if (!conn) return;
   conn->detach();
-  if (draining_ || !conn->reusable() || !conn->tls_current() || idle_.size() >= cfg_.keepalive) {
+  if (draining_ || !conn->reusable() || !conn->tls_current() || cfg_.keepalive == 0) {
     conn->close();
     LoopContext::of(loop_).defer_delete(std::move(conn));
     return;
   }
-  conn->park_idle();
+  // Beyond `keepalive` idle ones, a connection stays only kSurplusIdle: a
+  // load above `keepalive` concurrent requests reuses it instead of opening
+  // and closing a connection every few requests (see the header).
+  conn->park_idle(idle_.size() >= cfg_.keepalive ? std::min(kSurplusIdle, cfg_.keepalive_timeout)
+                                                 : cfg_.keepalive_timeout);
   idle_.push_back(std::move(conn));
   update_idle_gauge();
 }

@@ -118,6 +118,39 @@ TEST_F(UpstreamPoolTest, KeepaliveZeroNeverPools) {
   EXPECT_FALSE(exchange());
 }
 
+// More exchanges at once than `keepalive`: the surplus connections stay
+// idle for UpstreamPool::kSurplusIdle and carry the next burst (nginx would
+// close one and open another), then close, leaving `keepalive` idle.
+TEST_F(UpstreamPoolTest, SurplusConnectionsLingerThenClose) {
+  cfg_.keepalive = 1;
+  pool_ = std::make_unique<UpstreamPool>(&loop_, cfg_, cfg_.servers[0]);
+  auto burst = [&] {
+    std::vector<UpstreamPool::Lease> leases;
+    std::vector<std::unique_ptr<Recorder>> recorders;
+    int reused = 0;
+    for (int i = 0; i < 2; ++i) {
+      auto lease = pool_->acquire(true);
+      EXPECT_TRUE(lease.ok());
+      reused += lease->reused ? 1 : 0;
+      recorders.push_back(std::make_unique<Recorder>());
+      lease->conn->attach(recorders.back().get(), false);
+      lease->conn->send("GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+      leases.push_back(std::move(*lease));
+    }
+    run_until([&] { return recorders[0]->complete && recorders[1]->complete; });
+    for (auto& l : leases) pool_->release(std::move(l.conn));
+    return reused;
+  };
+  EXPECT_EQ(burst(), 0);
+  EXPECT_EQ(pool_->idle_count(), 2u);  // one beyond keepalive, for a while
+  EXPECT_EQ(burst(), 2);
+  EXPECT_EQ(server_->accepted(), 2);
+  run_until([&] { return pool_->idle_count() < 2; });
+  EXPECT_EQ(pool_->idle_count(), 1u);  // the surplus one closed, the other stays
+  EXPECT_TRUE(exchange());
+  EXPECT_EQ(server_->accepted(), 2);
+}
+
 TEST_F(UpstreamPoolTest, KeepaliveRequestsLimitsReuse) {
   cfg_.keepalive_requests = 2;
   pool_ = std::make_unique<UpstreamPool>(&loop_, cfg_, cfg_.servers[0]);
