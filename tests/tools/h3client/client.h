@@ -36,6 +36,14 @@ struct Options {
   // datagrams carrying them were sent, F.sent is created.
   size_t extra = 0;
   bool packet_per_stream = false;
+  // --order: "order: EVENT" on stderr the first time each arrives:
+  // "answer" (the response's first bytes), "session_ticket" (1-RTT CRYPTO,
+  // a NewSessionTicket), "new_token", "large_datagram" (a datagram above
+  // 1,200 bytes: before the path's MTU is known, a PMTUD probe).
+  bool order = false;
+  // --linger-ms N: after the response, N ms more of reading what arrives
+  // (for --order's later events); the exit status stays the response's.
+  long linger_ms = 0;
   std::string go_file;
   std::string host, port, path;
 };
@@ -151,6 +159,15 @@ class Client {
 
   int64_t request_ = -1;
   bool sent_marked_ = false;  // --go-file's F.sent exists
+  std::vector<std::string> seen_;  // --order's events so far
+  void note(const char* event);
+  void linger();
+  static int recv_crypto_data(ngtcp2_conn* conn, ngtcp2_crypto_level level, uint64_t offset, const uint8_t* data,
+                              size_t len, void* user);
+  static int recv_new_token(ngtcp2_conn*, const ngtcp2_vec*, void* user) {
+    of(user)->note("new_token");
+    return 0;
+  }
   int status_ = -1;
   bool fin_received_ = false;
 
