@@ -142,7 +142,10 @@ void QuicConnection::write() {
 void QuicConnection::note_answer_written(int64_t stream_id, ngtcp2_ssize written, size_t total, bool fin) {
   if (hold_over_ || !ngtcp2_is_bidi_stream(stream_id)) return;
   answer_bytes_ += static_cast<uint64_t>(written);
-  if ((fin && static_cast<size_t>(written) == total) || answer_bytes_ >= kProbeHoldBytes) hold_ending_ = true;
+  if (fin && static_cast<size_t>(written) == total) ++answers_ended_;
+  if ((answers_ended_ > 0 && answers_ended_ >= requests_begun_) || answer_bytes_ >= kProbeHoldBytes) {
+    hold_ending_ = true;
+  }
 }
 
 void QuicConnection::arm_timer(bool more) {

@@ -37,7 +37,8 @@ struct Options {
   size_t extra = 0;
   bool packet_per_stream = false;
   // --order: "order: EVENT" on stderr the first time each arrives:
-  // "answer" (the response's first bytes), "session_ticket" (1-RTT CRYPTO,
+  // "answer" (the response's first bytes), "last_answer_end" (the end of
+  // the last response, --extra's included), "session_ticket" (1-RTT CRYPTO,
   // a NewSessionTicket), "new_token", "large_datagram" (a datagram above
   // 1,200 bytes: before the path's MTU is known, a PMTUD probe).
   bool order = false;
@@ -117,6 +118,7 @@ class Client {
   static int h3_end_headers(nghttp3_conn*, int64_t stream_id, int, void* user, void*);
   static int h3_end_stream(nghttp3_conn*, int64_t stream_id, void* user, void*) {
     if (stream_id == of(user)->request_) of(user)->fin_received_ = true;
+    if (++of(user)->answers_ended_ == 1 + of(user)->o_.extra) of(user)->note("last_answer_end");
     return 0;
   }
   static int h3_stop_sending(nghttp3_conn*, int64_t stream_id, uint64_t app_error_code, void* user, void*) {
@@ -160,6 +162,7 @@ class Client {
   int64_t request_ = -1;
   bool sent_marked_ = false;  // --go-file's F.sent exists
   std::vector<std::string> seen_;  // --order's events so far
+  size_t answers_ended_ = 0;       // responses read to their end (with --extra's)
   void note(const char* event);
   void linger();
   static int recv_crypto_data(ngtcp2_conn* conn, ngtcp2_crypto_level level, uint64_t offset, const uint8_t* data,

@@ -29,7 +29,8 @@
 // datagrams carrying them were sent (a test can stop the server meanwhile,
 // so that they all wait in its socket). --order prints "order: EVENT" on
 // stderr as each of these first arrives: answer (the response's first
-// bytes), session_ticket, new_token, large_datagram (above 1,200 bytes:
+// bytes), last_answer_end (the last response's end, --extra's included),
+// session_ticket, new_token, large_datagram (above 1,200 bytes:
 // a path-MTU probe while the path's MTU is not known yet); --linger-ms N
 // reads N ms more after the response, for the events that follow it.
 #include <algorithm>
