@@ -36,9 +36,9 @@ client's address, RFC 9000 §8.1).
 gtlsclient's standard error is fully buffered (stdbuf -e 1M, written at
 its exit): its debug log, which names its UDP port and cannot be turned
 off without that, otherwise goes out in thousands of small writes, and on
-the 4g profile they held its Finished about 10 ms after the server's
-handshake flight had arrived (1 ms buffered) — the client's time, not the
-link's or the server's.
+the 4g profile they held its Finished 6 to 10 ms longer after the
+server's handshake flight had arrived — the client's time, not the link's
+or the server's.
 
 usage: gtlsclient_sample.py --host ADDR --port N --sni NAME --access-log FILE
           --work DIR [--session FILE --tp FILE] [--no-early-data]
