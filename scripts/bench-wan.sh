@@ -59,7 +59,9 @@
 #
 # HTTP/3 cases (servers with QUIC only, i.e. tlsfront-h3; client: Debian's
 # ngtcp2 client gtlsclient, package ngtcp2-client, through
-# tests/tools/wan/gtlsclient_sample.py; one new QUIC connection per sample,
+# tests/tools/wan/gtlsclient_sample.py, its standard error buffered (its
+# debug log's many small writes otherwise cost it 6 to 10 ms of a handshake
+# on the 4g profile); one new QUIC connection per sample,
 # one GET of the same body; a returning client resumes with the ticket
 # (--session-file) and transport parameters (--tp-file) its previous
 # connection got, after one unmeasured warm-up):

@@ -410,5 +410,47 @@ TEST_F(Http3, DatagramsReadInOnePassAreAnsweredInOneWrite) {
                       << after["tlsfront_quic_datagrams_sent_total"] - before["tlsfront_quic_datagrams_sent_total"];
 }
 
+// A new client's request comes with its Finished, and its answer a moment
+// after (the upstream's): the server's first path-MTU probe (a datagram
+// above 1,200 bytes before the path's MTU is known), which ngtcp2 would
+// write at the handshake's end, goes after that answer, not ahead of it
+// on the link, nor ahead of the other answers of requests sent with it;
+// the probe still goes (PMTUD is delayed, not off).
+TEST_F(Http3, TheFirstAnswerGoesAheadOfThePathMtuProbe) {
+  ASSERT_TRUE(start_quic());
+  for (int i = 0; i < 3; ++i) {
+    Process client;
+    ASSERT_TRUE(client.start({TLSFRONT_H3CLIENT_BINARY, "--ca", pki("root.pem"), "--timeout-ms", "10000", "--order",
+                              "127.0.0.1", std::to_string(port()), "/json/256"},
+                             dir_.file("client.out"), dir_.file("client.err")));
+    const auto status = client.wait_exit(milliseconds(20'000));
+    ASSERT_TRUE(status && status->exited && status->code == 0) << client.err();
+    const std::string err = client.err();
+    const size_t answer = err.find("order: answer");
+    ASSERT_NE(answer, std::string::npos) << err;
+    EXPECT_GT(err.find("order: large_datagram"), answer) << "the probe came before the answer:\n" << err;
+  }
+  // The probe goes once the answer is out: PMTUD is delayed, not off.
+  Process client;
+  ASSERT_TRUE(client.start({TLSFRONT_H3CLIENT_BINARY, "--ca", pki("root.pem"), "--timeout-ms", "10000", "--order",
+                            "--linger-ms", "1000", "127.0.0.1", std::to_string(port()), "/json/256"},
+                           dir_.file("client2.out"), dir_.file("client2.err")));
+  const auto status = client.wait_exit(milliseconds(20'000));
+  ASSERT_TRUE(status && status->exited && status->code == 0) << client.err();
+  const std::string err = client.err();
+  EXPECT_NE(err.find("order: large_datagram"), std::string::npos) << "no probe after the answer:\n" << err;
+  EXPECT_GT(err.find("order: large_datagram"), err.find("order: answer")) << err;
+  // Ten requests at once: the probe waits for all ten answers.
+  Process burst;
+  ASSERT_TRUE(burst.start({TLSFRONT_H3CLIENT_BINARY, "--ca", pki("root.pem"), "--timeout-ms", "10000", "--order",
+                           "--extra", "9", "--linger-ms", "1000", "127.0.0.1", std::to_string(port()), "/json/256"},
+                          dir_.file("burst.out"), dir_.file("burst.err")));
+  const auto burst_status = burst.wait_exit(milliseconds(20'000));
+  ASSERT_TRUE(burst_status && burst_status->exited && burst_status->code == 0) << burst.err();
+  const std::string berr = burst.err();
+  ASSERT_NE(berr.find("order: last_answer_end"), std::string::npos) << berr;
+  EXPECT_GT(berr.find("order: large_datagram"), berr.find("order: last_answer_end")) << berr;
+}
+
 }  // namespace
 }  // namespace tlsfront::itest

@@ -46,6 +46,7 @@ struct Callbacks {
     if (c->state_ == QuicConnection::State::Handshake) transition(c->state_, QuicConnection::State::Open);
     c->handshake_done_ = true;
     c->endpoint_.on_handshake_done();
+    c->hold_until_ns_ = QuicConnection::now_ns() + QuicConnection::kProbeHoldMs * 1'000'000;
     if (metrics::WorkerCounters* counters = c->env().counters) {
       counters->connections_h3.add();
       const auto kind =

@@ -172,6 +172,28 @@ class QuicConnection final : public Deletable, public Flushable {
   uint64_t close_at_ns_ = 0;     // Draining, no stream left: CONNECTION_CLOSE then (now_ns()); 0: not due
   uint64_t h3_error_ = 0;  // nghttp3 refused the peer's HTTP/3: its application error code
   std::unordered_map<int64_t, std::unique_ptr<Http3Stream>> streams_;
+  // The first answers go ahead of the path-MTU probe. ngtcp2 starts PMTUD
+  // at the handshake's end and writes its probe (a 1,406-byte PING) first
+  // in the next write: a new client's request comes with its Finished and
+  // its answer a moment later (the upstream's), so on a slow link the
+  // probe was on the bottleneck ahead of it. While a request is open after
+  // the handshake, packets are written no larger than the path's current
+  // maximum, which no probe fits (ngtcp2 0.12 has no call that starts
+  // PMTUD later), until a write has ended the answer of every request
+  // begun so far (their FINs; ten requests at once: all ten) or has
+  // written kProbeHoldBytes of answers — the probe then follows that
+  // write's packets — or kProbeHoldMs have passed. A connection without a
+  // request at the handshake's end, or whose answers went in early data,
+  // has no hold.
+  static constexpr uint64_t kProbeHoldMs = 200;
+  static constexpr uint64_t kProbeHoldBytes = 16 * 1024;
+  bool hold_over_ = false;    // latched: the hold never comes back
+  bool hold_ending_ = false;  // this write ended it: the probe follows its packets
+  uint64_t hold_until_ns_ = 0;
+  uint64_t answer_bytes_ = 0;   // request-stream bytes written during the hold
+  uint64_t answers_ended_ = 0;  // request streams whose FIN was written during the hold
+  // Answer bytes written: `written` of the `total` offered, FIN with them.
+  void note_answer_written(int64_t stream_id, ngtcp2_ssize written, size_t total, bool fin);
 };
 
 constexpr bool legal(QuicConnection::State from, QuicConnection::State to) {

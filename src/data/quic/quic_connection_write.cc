@@ -28,6 +28,9 @@ void QuicConnection::write() {
     used = 0;
   };
   const uint64_t ts = now_ns();
+  if (handshake_done_ && !hold_over_ && !hold_ending_ && (streams_.empty() || ts >= hold_until_ns_)) {
+    hold_over_ = true;
+  }
   size_t packets = 0;
   while (packets < kMaxPacketsPerWrite) {
     if (used + NGTCP2_MAX_PMTUD_UDP_PAYLOAD_SIZE > QuicEndpoint::kBatchBytes) flush();
@@ -50,9 +53,16 @@ void QuicConnection::write() {
     ngtcp2_path_storage_zero(&ps);
     ngtcp2_pkt_info pi{};
     uint8_t* out = batch + used;
+    // While the first answers are held ahead of it, no PMTUD probe fits:
+    // every probe size is above the path's current maximum.
+    const size_t room = hold_over_ ? NGTCP2_MAX_PMTUD_UDP_PAYLOAD_SIZE
+                                   : std::min<size_t>(NGTCP2_MAX_PMTUD_UDP_PAYLOAD_SIZE,
+                                                      ngtcp2_conn_get_path_max_tx_udp_payload_size(conn_));
+    size_t total = 0;
+    for (nghttp3_ssize i = 0; i < veccnt; ++i) total += vec[i].len;
     const ngtcp2_ssize n =
-        ngtcp2_conn_writev_stream(conn_, &ps.path, &pi, out, NGTCP2_MAX_PMTUD_UDP_PAYLOAD_SIZE, &datalen, flags,
-                                  stream_id, reinterpret_cast<const ngtcp2_vec*>(vec), static_cast<size_t>(veccnt), ts);
+        ngtcp2_conn_writev_stream(conn_, &ps.path, &pi, out, room, &datalen, flags, stream_id,
+                                  reinterpret_cast<const ngtcp2_vec*>(vec), static_cast<size_t>(veccnt), ts);
     if (n < 0) {
       if (n == NGTCP2_ERR_STREAM_DATA_BLOCKED) {
         nghttp3_conn_block_stream(h3_, stream_id);
@@ -68,6 +78,7 @@ void QuicConnection::write() {
           fail(NGTCP2_ERR_CALLBACK_FAILURE);
           return;
         }
+        note_answer_written(stream_id, datalen, total, fin != 0);
         continue;
       }
       flush();
@@ -80,6 +91,7 @@ void QuicConnection::write() {
       fail(NGTCP2_ERR_CALLBACK_FAILURE);
       return;
     }
+    if (datalen >= 0 && stream_id >= 0) note_answer_written(stream_id, datalen, total, fin != 0);
     if (n == 0) break;
     const size_t len = static_cast<size_t>(n);
     const sockaddr* remote = ps.path.remote.addr;
@@ -100,6 +112,12 @@ void QuicConnection::write() {
     ++packets;
   }
   flush();
+  if (hold_ending_ && !hold_over_) {
+    // This write ended an answer: its packets are out, the probe follows.
+    hold_over_ = true;
+    write();
+    return;
+  }
   if (state_ == State::Draining && !streams_.empty()) {
     close_at_ns_ = 0;  // a stream below our GOAWAY's ID began after it: answered first
   } else if (state_ == State::Draining) {
@@ -121,6 +139,15 @@ void QuicConnection::write() {
   arm_timer(packets == kMaxPacketsPerWrite);
 }
 
+void QuicConnection::note_answer_written(int64_t stream_id, ngtcp2_ssize written, size_t total, bool fin) {
+  if (hold_over_ || !ngtcp2_is_bidi_stream(stream_id)) return;
+  answer_bytes_ += static_cast<uint64_t>(written);
+  if (fin && static_cast<size_t>(written) == total) ++answers_ended_;
+  if ((answers_ended_ > 0 && answers_ended_ >= requests_begun_) || answer_bytes_ >= kProbeHoldBytes) {
+    hold_ending_ = true;
+  }
+}
+
 void QuicConnection::arm_timer(bool more) {
   if (more) {
     timer_.arm(std::chrono::milliseconds(0));
@@ -128,6 +155,7 @@ void QuicConnection::arm_timer(bool more) {
   }
   uint64_t expiry = ngtcp2_conn_get_expiry(conn_);
   if (close_at_ns_ != 0) expiry = std::min(expiry, close_at_ns_);
+  if (handshake_done_ && !hold_over_) expiry = std::min(expiry, hold_until_ns_);
   if (expiry == UINT64_MAX) {
     timer_.stop();
     return;

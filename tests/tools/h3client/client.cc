@@ -61,6 +61,18 @@ void Client::done(int code, const std::string& why) {
   if (!why.empty()) std::fprintf(stderr, "%s\n", why.c_str());
 }
 
+void Client::note(const char* event) {
+  if (!o_.order || std::find(seen_.begin(), seen_.end(), event) != seen_.end()) return;
+  seen_.emplace_back(event);
+  std::fprintf(stderr, "order: %s\n", event);
+}
+
+int Client::recv_crypto_data(ngtcp2_conn* conn, ngtcp2_crypto_level level, uint64_t offset, const uint8_t* data,
+                             size_t len, void* user) {
+  if (level == NGTCP2_CRYPTO_LEVEL_APPLICATION) of(user)->note("session_ticket");
+  return ngtcp2_crypto_recv_crypto_data_cb(conn, level, offset, data, len, user);
+}
+
 void Client::consume(int64_t stream_id, size_t n) {
   if (n == 0) return;
   ngtcp2_conn_extend_max_stream_offset(conn_, stream_id, n);
@@ -129,7 +141,8 @@ bool Client::setup() {
 
   ngtcp2_callbacks cb{};
   cb.client_initial = ngtcp2_crypto_client_initial_cb;
-  cb.recv_crypto_data = ngtcp2_crypto_recv_crypto_data_cb;
+  cb.recv_crypto_data = recv_crypto_data;
+  cb.recv_new_token = recv_new_token;
   cb.encrypt = ngtcp2_crypto_encrypt_cb;
   cb.decrypt = ngtcp2_crypto_decrypt_cb;
   cb.hp_mask = ngtcp2_crypto_hp_mask_cb;
@@ -256,6 +269,7 @@ void Client::sniff_settings(int64_t stream_id, const uint8_t* data, size_t len) 
 int Client::recv_stream_data(ngtcp2_conn*, uint32_t flags, int64_t stream_id, uint64_t, const uint8_t* data, size_t len,
                              void* user, void*) {
   Client* c = of(user);
+  if (stream_id == c->request_) c->note("answer");
   c->sniff_settings(stream_id, data, len);
   c->setup_h3();
   if (!c->h3_) return NGTCP2_ERR_CALLBACK_FAILURE;
@@ -496,6 +510,7 @@ bool Client::read_packets() {
                   (refused ? " (nothing listens on UDP " + o_.host + " port " + o_.port + ")" : ""));
       return false;
     }
+    if (n > NGTCP2_MAX_UDP_PAYLOAD_SIZE) note("large_datagram");
     ngtcp2_pkt_info pi{};
     const int rv = ngtcp2_conn_read_pkt(conn_, &path_, &pi, buf, static_cast<size_t>(n), now_ns());
     if (rv != 0) {
@@ -505,6 +520,22 @@ bool Client::read_packets() {
     if (result_ >= 0) return true;
   }
   return true;
+}
+
+void Client::linger() {
+  const uint64_t deadline = now_ns() + static_cast<uint64_t>(o_.linger_ms) * 1'000'000u;
+  uint8_t buf[65536];
+  for (uint64_t now = now_ns(); now < deadline; now = now_ns()) {
+    pollfd p{fd_, POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>((deadline - now + 999'999) / 1'000'000)) <= 0) continue;
+    for (;;) {
+      const ssize_t n = recv(fd_, buf, sizeof buf, 0);
+      if (n < 0) break;
+      if (n > NGTCP2_MAX_UDP_PAYLOAD_SIZE) note("large_datagram");
+      ngtcp2_pkt_info pi{};
+      if (ngtcp2_conn_read_pkt(conn_, &path_, &pi, buf, static_cast<size_t>(n), now_ns()) != 0) return;
+    }
+  }
 }
 
 void Client::close_connection() {
@@ -578,6 +609,7 @@ int Client::run() {
     }
   }
   std::fflush(stdout);
+  if (result_ == 0 && o_.linger_ms > 0 && conn_ && fd_ >= 0) linger();
   if (conn_ && fd_ >= 0) close_connection();
   return result_;
 }

@@ -36,6 +36,15 @@ struct Options {
   // datagrams carrying them were sent, F.sent is created.
   size_t extra = 0;
   bool packet_per_stream = false;
+  // --order: "order: EVENT" on stderr the first time each arrives:
+  // "answer" (the response's first bytes), "last_answer_end" (the end of
+  // the last response, --extra's included), "session_ticket" (1-RTT CRYPTO,
+  // a NewSessionTicket), "new_token", "large_datagram" (a datagram above
+  // 1,200 bytes: before the path's MTU is known, a PMTUD probe).
+  bool order = false;
+  // --linger-ms N: after the response, N ms more of reading what arrives
+  // (for --order's later events); the exit status stays the response's.
+  long linger_ms = 0;
   std::string go_file;
   std::string host, port, path;
 };
@@ -109,6 +118,7 @@ class Client {
   static int h3_end_headers(nghttp3_conn*, int64_t stream_id, int, void* user, void*);
   static int h3_end_stream(nghttp3_conn*, int64_t stream_id, void* user, void*) {
     if (stream_id == of(user)->request_) of(user)->fin_received_ = true;
+    if (++of(user)->answers_ended_ == 1 + of(user)->o_.extra) of(user)->note("last_answer_end");
     return 0;
   }
   static int h3_stop_sending(nghttp3_conn*, int64_t stream_id, uint64_t app_error_code, void* user, void*) {
@@ -151,6 +161,16 @@ class Client {
 
   int64_t request_ = -1;
   bool sent_marked_ = false;  // --go-file's F.sent exists
+  std::vector<std::string> seen_;  // --order's events so far
+  size_t answers_ended_ = 0;       // responses read to their end (with --extra's)
+  void note(const char* event);
+  void linger();
+  static int recv_crypto_data(ngtcp2_conn* conn, ngtcp2_crypto_level level, uint64_t offset, const uint8_t* data,
+                              size_t len, void* user);
+  static int recv_new_token(ngtcp2_conn*, const ngtcp2_vec*, void* user) {
+    of(user)->note("new_token");
+    return 0;
+  }
   int status_ = -1;
   bool fin_received_ = false;
 

@@ -4,7 +4,7 @@
 //
 //   tlsfront_h3client [--ca FILE] [--sni NAME] [--header "name: value"]...
 //       [--method M] [--protocol P] [--data FILE [--then FILE --after N]] [--timeout-ms N]
-//       [--extra N] [--packet-per-stream] [--go-file F]
+//       [--extra N] [--packet-per-stream] [--go-file F] [--order [--linger-ms N]]
 //       HOST PORT PATH
 //
 // The response's fields go to stderr (":status: 200", "name: value"; names
@@ -27,7 +27,12 @@
 // puts every stream's data in a datagram of its own; --go-file F holds the
 // requests after the handshake until F exists, and creates F.sent once the
 // datagrams carrying them were sent (a test can stop the server meanwhile,
-// so that they all wait in its socket).
+// so that they all wait in its socket). --order prints "order: EVENT" on
+// stderr as each of these first arrives: answer (the response's first
+// bytes), last_answer_end (the last response's end, --extra's included),
+// session_ticket, new_token, large_datagram (above 1,200 bytes:
+// a path-MTU probe while the path's MTU is not known yet); --linger-ms N
+// reads N ms more after the response, for the events that follow it.
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -52,7 +57,7 @@ using tlsfront::h3client::Options;
   std::fprintf(stderr,
                "usage: tlsfront_h3client [--ca FILE] [--sni NAME] [--header \"name: value\"]... [--method M]\n"
                "         [--protocol P] [--data FILE [--then FILE --after N]] [--timeout-ms N]\n"
-               "         [--extra N] [--packet-per-stream] [--go-file F] HOST PORT PATH\n");
+               "         [--extra N] [--packet-per-stream] [--go-file F] [--order [--linger-ms N]] HOST PORT PATH\n");
   std::exit(64);
 }
 
@@ -96,6 +101,10 @@ int main(int argc, char** argv) {
       o.extra = std::strtoul(value().c_str(), nullptr, 10);
     } else if (a == "--packet-per-stream") {
       o.packet_per_stream = true;
+    } else if (a == "--order") {
+      o.order = true;
+    } else if (a == "--linger-ms") {
+      o.linger_ms = std::strtol(value().c_str(), nullptr, 10);
     } else if (a == "--go-file") {
       o.go_file = value();
     } else if (a == "--help" || a == "-h") {
