@@ -14,7 +14,15 @@
 #                    and to the upstream (counts "4000 24000")
 #   static_h1 | static_h2  the same h2load runs for a 2,048-octet file the
 #                    proxy serves itself (a route with alias, the bench's
-#                    static_small), over HTTP/1.1 or HTTP/2: no upstream
+#                    static_small), over HTTP/1.1 or HTTP/2: no upstream;
+#                    the proxy's glibc copies with vector loops, never
+#                    `rep movsb` (GLIBC_TUNABLES rep_movsb/rep_stosb
+#                    thresholds 1 GiB): callgrind counts every iteration of
+#                    a `rep movsb` as an instruction, one per octet, so a
+#                    copy of 4 KiB or more (glibc's threshold) would read as
+#                    thousands of instructions where it takes ~100 cycles,
+#                    and a proxy that copies in larger pieces would look
+#                    slower than one copying the same octets in small ones
 # The figure is (Ir(last count) - Ir(first count)) / (last - first):
 # start-up, shutdown, the connections' handshakes and each generator slot's
 # first (full) handshake of a resumed run cancel out. With BIN_B, both
@@ -28,6 +36,12 @@
 # the same backend, TLS settings and h2load runs. nghttpx makes no request
 # ID; --no-request-id has tlsfront make none either (request_id_header = "":
 # no ID generated, sent upstream or logged), for the same work.
+# BIN may be the word `h2o` (static_h1 and static_h2 modes): Debian's h2o
+# 2.2 as scripts/bench.sh configures it (num-threads 1, file.dir for
+# /static, its access log, TLS 1.3 cipher suites and groups from an
+# OPENSSL_CONF), serving the same file. h2o forks a neverbleed process for
+# its private-key operations; it runs under callgrind too (its own
+# out-file) and is not counted: the handshakes it serves cancel out.
 #
 # Loopback only; every process started here is stopped by its PID on exit.
 # --keep DIR keeps the callgrind.out files (callgrind_annotate --inclusive=yes).
@@ -45,7 +59,7 @@ while [[ $# -gt 0 ]]; do
     --counts) counts=$2; shift 2 ;;
     --keep) keep=$2; shift 2 ;;
     --no-request-id) request_id_line='request_id_header = ""'; shift ;;
-    -h|--help) sed -n 2,33p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,47p "$0"; exit 0 ;;
     *) break ;;
   esac
 done
@@ -60,6 +74,9 @@ bins=("$@")
 for b in "${bins[@]}"; do
   if [[ $b == nghttpx && ! $mode =~ ^(h1|h2|h2c)$ ]]; then
     echo "nghttpx is measured in the h1, h2 and h2c modes" >&2; exit 2
+  fi
+  if [[ $b == h2o && ! $mode =~ ^static_ ]]; then
+    echo "h2o is measured in the static_h1 and static_h2 modes" >&2; exit 2
   fi
 done
 hsload=$repo/build/tests/tlsfront_hsload
@@ -159,8 +176,57 @@ level = "warn"
 enabled = false
 EOF
 
+ciphers_of() { sed -n "s/^$1 = \"\(.*\)\"\$/\1/p" "$tmp/tlsfront.toml"; }
+
+# h2o's configuration, as scripts/bench.sh's write_h2o_conf (its /static
+# location; no proxied paths).
+cat >"$tmp/openssl-h2o.cnf" <<EOF
+openssl_conf = bench_conf
+[bench_conf]
+ssl_conf = bench_ssl
+[bench_ssl]
+system_default = bench_sys
+[bench_sys]
+Ciphersuites = $(ciphers_of ciphersuites)
+Groups = X25519:P-256
+EOF
+cat >"$tmp/h2o.conf" <<EOF
+$( ((EUID == 0)) && echo "user: root")
+num-threads: 1
+pid-file: $tmp/h2o.pid
+error-log: $tmp/h2o-error.log
+max-connections: 1000
+http1-request-timeout: 75
+http2-idle-timeout: 75
+send-server-name: OFF
+access-log:
+  path: $tmp/h2o-access.log
+  format: '%h:%{remote}p [%t] "%r" %s %b %{duration}x %H %{ssl.protocol-version}x %{ssl.cipher}x reused=%{ssl.session-reused}x'
+ssl-session-resumption:
+  mode: all
+listen:
+  host: 127.0.0.1
+  port: $port
+  ssl:
+    certificate-file: $tmp/pki/localhost.chain.pem
+    key-file: $tmp/pki/localhost.key
+    min-version: TLSv1.2
+    cipher-suite: $(ciphers_of ciphers)
+    cipher-preference: server
+    ocsp-update-interval: 0
+hosts:
+  default:
+    paths:
+      /static:
+        file.dir: $tmp/www
+EOF
+
 # proxy_command BIN: the command line of the proxy measured.
 proxy_command() {
+  if [[ $1 == h2o ]]; then
+    printf '%s\n' h2o -c "$tmp/h2o.conf"
+    return
+  fi
   if [[ $1 != nghttpx ]]; then
     printf '%s\n' "$1" --config "$tmp/tlsfront.toml"
     return
@@ -178,12 +244,20 @@ proxy_command() {
 run() {
   local bin=$1 count=$2 out=$3 vpid i cmd=()
   mapfile -t cmd < <(proxy_command "$bin")
-  valgrind --tool=callgrind --callgrind-out-file="$out" "${cmd[@]}" >"$tmp/proxy.out" 2>&1 &
+  local envs=()
+  [[ $mode == static_* ]] && envs+=(GLIBC_TUNABLES=glibc.cpu.x86_rep_movsb_threshold=1073741824:glibc.cpu.x86_rep_stosb_threshold=1073741824)
+  if [[ $bin == h2o ]]; then
+    # Each process its own out-file (neverbleed's is not counted).
+    env "${envs[@]}" OPENSSL_CONF="$tmp/openssl-h2o.cnf" valgrind --tool=callgrind --callgrind-out-file="$out.%p" \
+      "${cmd[@]}" >"$tmp/proxy.out" 2>&1 &
+  else
+    env "${envs[@]}" valgrind --tool=callgrind --callgrind-out-file="$out" "${cmd[@]}" >"$tmp/proxy.out" 2>&1 &
+  fi
   vpid=$!
   pids+=("$vpid")
   # run() runs in a command substitution, a subshell without the script's
   # EXIT trap: its own stops the proxy when a failed run exits here.
-  trap 'kill "$vpid" 2>/dev/null || true; wait "$vpid" 2>/dev/null || true' EXIT
+  trap "kill $vpid 2>/dev/null || true; wait $vpid 2>/dev/null || true" EXIT
   for ((i = 0; i < 600; i++)); do
     [[ -n $(ss -Htln "sport = :$port") ]] && break
     kill -0 "$vpid" 2>/dev/null || { cat "$tmp/proxy.out" >&2; exit 1; }
@@ -206,6 +280,10 @@ run() {
   fi
   kill -TERM "$vpid"
   wait "$vpid" || true
+  if [[ $bin == h2o ]]; then
+    mv "$out.$vpid" "$out"
+    rm -f "$out".*
+  fi
   grep -E '^(summary|totals):' "$out" | head -n 1 | awk '{print $2}'
 }
 
