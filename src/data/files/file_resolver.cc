@@ -28,7 +28,7 @@ struct Resolver {
 
   Opened open(const std::string& rel) {
     if (cache == nullptr) return open_beneath(dir, rel, f.follow_symlinks);
-    return cache->cache->open(*cache->limits, cache->now_ms, dir, rel, f.follow_symlinks);
+    return cache->cache->open(*cache->limits, cache->now_ms, dir, rel, f.follow_symlinks, cache->pass);
   }
 
   // Tries `rel`: a regular file, or a directory's index when `rel` ends in
