@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# callgrind.sh [--mode full|resumed|h1|h2|h2c|static_h1|static_h2] [--counts "A B"] [--keep DIR] [--no-request-id] BIN [BIN_B]
+# callgrind.sh [--mode full|resumed|h1|h2|h2c|static_h1|static_h2|static_large] [--counts "A B"] [--keep DIR] [--no-request-id] BIN [BIN_B]
 #
 # Instructions per TLS handshake (issue #18) or per proxied request of a
 # tlsfront binary, counted by callgrind: the proxy runs under
@@ -23,6 +23,10 @@
 #                    thousands of instructions where it takes ~100 cycles,
 #                    and a proxy that copies in larger pieces would look
 #                    slower than one copying the same octets in small ones
+#   static_large     a 5 MiB file the proxy serves (the bench's
+#                    static_large) over HTTP/1.1, 2 connections, one request
+#                    at a time on each (counts "4 24"): instructions per
+#                    5 MiB response
 # The figure is (Ir(last count) - Ir(first count)) / (last - first):
 # start-up, shutdown, the connections' handshakes and each generator slot's
 # first (full) handshake of a resumed run cancel out. With BIN_B, both
@@ -36,7 +40,7 @@
 # the same backend, TLS settings and h2load runs. nghttpx makes no request
 # ID; --no-request-id has tlsfront make none either (request_id_header = "":
 # no ID generated, sent upstream or logged), for the same work.
-# BIN may be the word `h2o` (static_h1 and static_h2 modes): Debian's h2o
+# BIN may be the word `h2o` (static_h1, static_h2 and static_large modes): Debian's h2o
 # 2.2 as scripts/bench.sh configures it (num-threads 1, file.dir for
 # /static, its access log, TLS 1.3 cipher suites and groups from an
 # OPENSSL_CONF), serving the same file. h2o forks a neverbleed process for
@@ -59,16 +63,18 @@ while [[ $# -gt 0 ]]; do
     --counts) counts=$2; shift 2 ;;
     --keep) keep=$2; shift 2 ;;
     --no-request-id) request_id_line='request_id_header = ""'; shift ;;
-    -h|--help) sed -n 2,47p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,51p "$0"; exit 0 ;;
     *) break ;;
   esac
 done
-[[ $# -ge 1 ]] || { echo "usage: $0 [--mode full|resumed|h1|h2|h2c|static_h1|static_h2] [--counts \"A B\"] [--keep DIR] [--no-request-id] BIN [BIN_B]" >&2; exit 2; }
+[[ $# -ge 1 ]] || { echo "usage: $0 [--mode full|resumed|h1|h2|h2c|static_h1|static_h2|static_large] [--counts \"A B\"] [--keep DIR] [--no-request-id] BIN [BIN_B]" >&2; exit 2; }
 case $mode in
   full|resumed) unit=handshake; counts=${counts:-"200 1200"} ;;
-  h1|h2|h2c|static_h1|static_h2) unit=request; counts=${counts:-"4000 24000"}
+  h1|h2|h2c|static_h1|static_h2|static_large) unit=request
+    [[ $mode == static_large ]] && counts=${counts:-"4 24"}
+    counts=${counts:-"4000 24000"}
     command -v h2load >/dev/null || { echo "h2load not found (scripts/install-deps.sh installs nghttp2-client)" >&2; exit 2; } ;;
-  *) echo "--mode: full, resumed, h1, h2, h2c, static_h1 or static_h2, not '$mode'" >&2; exit 2 ;;
+  *) echo "--mode: full, resumed, h1, h2, h2c, static_h1, static_h2 or static_large, not '$mode'" >&2; exit 2 ;;
 esac
 bins=("$@")
 for b in "${bins[@]}"; do
@@ -76,7 +82,7 @@ for b in "${bins[@]}"; do
     echo "nghttpx is measured in the h1, h2 and h2c modes" >&2; exit 2
   fi
   if [[ $b == h2o && ! $mode =~ ^static_ ]]; then
-    echo "h2o is measured in the static_h1 and static_h2 modes" >&2; exit 2
+    echo "h2o is measured in the static_* modes" >&2; exit 2
   fi
 done
 hsload=$repo/build/tests/tlsfront_hsload
@@ -127,6 +133,7 @@ pids+=($!)
 
 mkdir -p "$tmp/www"
 head -c 2048 /dev/urandom >"$tmp/www/small.js"
+[[ $mode == static_large ]] && head -c $((5 * 1024 * 1024)) /dev/urandom >"$tmp/www/large.bin"
 static_route=
 [[ $mode == static_* ]] && static_route=$(printf '[[route]]\npath_prefix = "/static/"\nalias = "%s"' "$tmp/www")
 
@@ -270,9 +277,11 @@ run() {
     grep -q ' errors=0 ' "$tmp/hs.out" || { cat "$tmp/hs.out" >&2; exit 1; }
   else
     local args=(-c20 -m10 -t1 -n "$count") path=/
-    [[ $mode == h1 || $mode == static_h1 ]] && args+=(--h1)
+    [[ $mode == h1 || $mode == static_h1 || $mode == static_large ]] && args+=(--h1)
+    [[ $mode == static_large ]] && args=(-c2 -m1 -t1 -n "$count" --h1)
     [[ $mode == h2c ]] && path=/h2up/
     [[ $mode == static_* ]] && path=/static/small.js
+    [[ $mode == static_large ]] && path=/static/large.bin
     timeout 600 h2load "${args[@]}" "https://127.0.0.1:$port$path" >"$tmp/h2load.out" 2>&1 \
       || { cat "$tmp/h2load.out" >&2; exit 1; }
     grep '^requests:' "$tmp/h2load.out" >&2
