@@ -19,6 +19,12 @@ namespace {
 constexpr size_t kPlaintextChunk = 16 * 1024;  // one TLS record
 constexpr size_t kOutputLowWatermark = 16 * 1024;
 constexpr size_t kPlaintextReserve = 2 * 1024;
+// A piece of output at least this large (a file's 64 KiB chunk, a large
+// body read) with nothing buffered before it is encrypted where it is,
+// not copied into plaintext_out_ first: its records are the same (16 KiB
+// each), one copy of every octet less. Above an HTTP/2 frame's default
+// 16 KiB, so frames are still gathered into full records.
+constexpr size_t kDirectEncrypt = 32 * 1024;
 constexpr size_t kMaxBufferedInput = 64 * 1024;
 constexpr std::chrono::milliseconds kLingerTimeout{2'000};
 // And at most this much input discarded: a client that keeps sending (a
@@ -338,6 +344,17 @@ void Connection::replace_session(std::unique_ptr<http::ClientSession> next) {
 
 void Connection::send(std::string_view plaintext) {
   if (state_ != State::Open && state_ != State::Early) return;
+  if (plaintext.size() >= kDirectEncrypt && plaintext_out_.empty() && !write_failed_ && stream_ &&
+      stream_->is_tls()) {
+    // A failure closes the connection from flush(), not from within the
+    // session's call.
+    if (auto st = stream_->tls_stream().write(plaintext); !st) {
+      log::debug("conn={} {}", id_, st.error().message());
+      write_failed_ = true;
+    }
+    LoopContext::of(worker_.loop()).schedule_flush(this);
+    return;
+  }
   // A head and a small body: one allocation (the buffer is freed when idle).
   if (plaintext_out_.capacity() < kPlaintextReserve) plaintext_out_.reserve(kPlaintextReserve);
   plaintext_out_.append(plaintext);
@@ -349,6 +366,10 @@ size_t Connection::buffered_output() const {
 }
 
 bool Connection::encrypt_pending() {
+  if (write_failed_) {
+    finish_close();
+    return false;
+  }
   if (plaintext_out_.empty()) return true;
   auto st = stream_->write(plaintext_out_);
   if (!st) {
