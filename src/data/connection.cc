@@ -19,11 +19,8 @@ namespace {
 constexpr size_t kPlaintextChunk = 16 * 1024;  // one TLS record
 constexpr size_t kOutputLowWatermark = 16 * 1024;
 constexpr size_t kPlaintextReserve = 2 * 1024;
-// A piece of output at least this large (a file's 64 KiB chunk, a large
-// body read) with nothing buffered before it is encrypted where it is,
-// not copied into plaintext_out_ first: its records are the same (16 KiB
-// each), one copy of every octet less. Above an HTTP/2 frame's default
-// 16 KiB, so frames are still gathered into full records.
+// Output this large with nothing buffered before it is encrypted in place
+// (one copy less); above an HTTP/2 frame's 16 KiB, which are still gathered.
 constexpr size_t kDirectEncrypt = 32 * 1024;
 constexpr size_t kMaxBufferedInput = 64 * 1024;
 constexpr std::chrono::milliseconds kLingerTimeout{2'000};
@@ -346,12 +343,8 @@ void Connection::send(std::string_view plaintext) {
   if (state_ != State::Open && state_ != State::Early) return;
   if (plaintext.size() >= kDirectEncrypt && plaintext_out_.empty() && !write_failed_ && stream_ &&
       stream_->is_tls()) {
-    // A failure closes the connection from flush(), not from within the
-    // session's call.
-    if (auto st = stream_->tls_stream().write(plaintext); !st) {
-      log::debug("conn={} {}", id_, st.error().message());
-      write_failed_ = true;
-    }
+    // A failure closes from flush(), not within the session's call.
+    if (auto st = stream_->tls_stream().write(plaintext); !st) write_failed_ = true;
     LoopContext::of(worker_.loop()).schedule_flush(this);
     return;
   }
@@ -366,7 +359,7 @@ size_t Connection::buffered_output() const {
 }
 
 bool Connection::encrypt_pending() {
-  if (write_failed_) {
+  if (write_failed_) {  // send()'s own write failed
     finish_close();
     return false;
   }
