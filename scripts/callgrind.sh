@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# callgrind.sh [--mode full|resumed|h1|h2|h2c|static_h1|static_h2] [--counts "A B"] [--keep DIR] [--no-request-id] BIN [BIN_B]
+# callgrind.sh [--mode full|resumed|h1|h2|h2c|static_h1|static_h2|static_large] [--counts "A B"] [--keep DIR] [--no-request-id] BIN [BIN_B]
 #
 # Instructions per TLS handshake (issue #18) or per proxied request of a
 # tlsfront binary, counted by callgrind: the proxy runs under
@@ -14,7 +14,19 @@
 #                    and to the upstream (counts "4000 24000")
 #   static_h1 | static_h2  the same h2load runs for a 2,048-octet file the
 #                    proxy serves itself (a route with alias, the bench's
-#                    static_small), over HTTP/1.1 or HTTP/2: no upstream
+#                    static_small), over HTTP/1.1 or HTTP/2: no upstream;
+#                    the proxy's glibc copies with vector loops, never
+#                    `rep movsb` (GLIBC_TUNABLES rep_movsb/rep_stosb
+#                    thresholds 1 GiB): callgrind counts every iteration of
+#                    a `rep movsb` as an instruction, one per octet, so a
+#                    copy of 4 KiB or more (glibc's threshold) would read as
+#                    thousands of instructions where it takes ~100 cycles,
+#                    and a proxy that copies in larger pieces would look
+#                    slower than one copying the same octets in small ones
+#   static_large     a 5 MiB file the proxy serves (the bench's
+#                    static_large) over HTTP/1.1, 2 connections, one request
+#                    at a time on each (counts "4 24"): instructions per
+#                    5 MiB response
 # The figure is (Ir(last count) - Ir(first count)) / (last - first):
 # start-up, shutdown, the connections' handshakes and each generator slot's
 # first (full) handshake of a resumed run cancel out. With BIN_B, both
@@ -28,6 +40,12 @@
 # the same backend, TLS settings and h2load runs. nghttpx makes no request
 # ID; --no-request-id has tlsfront make none either (request_id_header = "":
 # no ID generated, sent upstream or logged), for the same work.
+# BIN may be the word `h2o` (static_h1, static_h2 and static_large modes): Debian's h2o
+# 2.2 as scripts/bench.sh configures it (num-threads 1, file.dir for
+# /static, its access log, TLS 1.3 cipher suites and groups from an
+# OPENSSL_CONF), serving the same file. h2o forks a neverbleed process for
+# its private-key operations; it runs under callgrind too (its own
+# out-file) and is not counted: the handshakes it serves cancel out.
 #
 # Loopback only; every process started here is stopped by its PID on exit.
 # --keep DIR keeps the callgrind.out files (callgrind_annotate --inclusive=yes).
@@ -45,21 +63,26 @@ while [[ $# -gt 0 ]]; do
     --counts) counts=$2; shift 2 ;;
     --keep) keep=$2; shift 2 ;;
     --no-request-id) request_id_line='request_id_header = ""'; shift ;;
-    -h|--help) sed -n 2,33p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,51p "$0"; exit 0 ;;
     *) break ;;
   esac
 done
-[[ $# -ge 1 ]] || { echo "usage: $0 [--mode full|resumed|h1|h2|h2c|static_h1|static_h2] [--counts \"A B\"] [--keep DIR] [--no-request-id] BIN [BIN_B]" >&2; exit 2; }
+[[ $# -ge 1 ]] || { echo "usage: $0 [--mode full|resumed|h1|h2|h2c|static_h1|static_h2|static_large] [--counts \"A B\"] [--keep DIR] [--no-request-id] BIN [BIN_B]" >&2; exit 2; }
 case $mode in
   full|resumed) unit=handshake; counts=${counts:-"200 1200"} ;;
-  h1|h2|h2c|static_h1|static_h2) unit=request; counts=${counts:-"4000 24000"}
+  h1|h2|h2c|static_h1|static_h2|static_large) unit=request
+    [[ $mode == static_large ]] && counts=${counts:-"4 24"}
+    counts=${counts:-"4000 24000"}
     command -v h2load >/dev/null || { echo "h2load not found (scripts/install-deps.sh installs nghttp2-client)" >&2; exit 2; } ;;
-  *) echo "--mode: full, resumed, h1, h2, h2c, static_h1 or static_h2, not '$mode'" >&2; exit 2 ;;
+  *) echo "--mode: full, resumed, h1, h2, h2c, static_h1, static_h2 or static_large, not '$mode'" >&2; exit 2 ;;
 esac
 bins=("$@")
 for b in "${bins[@]}"; do
   if [[ $b == nghttpx && ! $mode =~ ^(h1|h2|h2c)$ ]]; then
     echo "nghttpx is measured in the h1, h2 and h2c modes" >&2; exit 2
+  fi
+  if [[ $b == h2o && ! $mode =~ ^static_ ]]; then
+    echo "h2o is measured in the static_* modes" >&2; exit 2
   fi
 done
 hsload=$repo/build/tests/tlsfront_hsload
@@ -110,6 +133,7 @@ pids+=($!)
 
 mkdir -p "$tmp/www"
 head -c 2048 /dev/urandom >"$tmp/www/small.js"
+[[ $mode == static_large ]] && head -c $((5 * 1024 * 1024)) /dev/urandom >"$tmp/www/large.bin"
 static_route=
 [[ $mode == static_* ]] && static_route=$(printf '[[route]]\npath_prefix = "/static/"\nalias = "%s"' "$tmp/www")
 
@@ -159,8 +183,57 @@ level = "warn"
 enabled = false
 EOF
 
+ciphers_of() { sed -n "s/^$1 = \"\(.*\)\"\$/\1/p" "$tmp/tlsfront.toml"; }
+
+# h2o's configuration, as scripts/bench.sh's write_h2o_conf (its /static
+# location; no proxied paths).
+cat >"$tmp/openssl-h2o.cnf" <<EOF
+openssl_conf = bench_conf
+[bench_conf]
+ssl_conf = bench_ssl
+[bench_ssl]
+system_default = bench_sys
+[bench_sys]
+Ciphersuites = $(ciphers_of ciphersuites)
+Groups = X25519:P-256
+EOF
+cat >"$tmp/h2o.conf" <<EOF
+$( ((EUID == 0)) && echo "user: root")
+num-threads: 1
+pid-file: $tmp/h2o.pid
+error-log: $tmp/h2o-error.log
+max-connections: 1000
+http1-request-timeout: 75
+http2-idle-timeout: 75
+send-server-name: OFF
+access-log:
+  path: $tmp/h2o-access.log
+  format: '%h:%{remote}p [%t] "%r" %s %b %{duration}x %H %{ssl.protocol-version}x %{ssl.cipher}x reused=%{ssl.session-reused}x'
+ssl-session-resumption:
+  mode: all
+listen:
+  host: 127.0.0.1
+  port: $port
+  ssl:
+    certificate-file: $tmp/pki/localhost.chain.pem
+    key-file: $tmp/pki/localhost.key
+    min-version: TLSv1.2
+    cipher-suite: $(ciphers_of ciphers)
+    cipher-preference: server
+    ocsp-update-interval: 0
+hosts:
+  default:
+    paths:
+      /static:
+        file.dir: $tmp/www
+EOF
+
 # proxy_command BIN: the command line of the proxy measured.
 proxy_command() {
+  if [[ $1 == h2o ]]; then
+    printf '%s\n' h2o -c "$tmp/h2o.conf"
+    return
+  fi
   if [[ $1 != nghttpx ]]; then
     printf '%s\n' "$1" --config "$tmp/tlsfront.toml"
     return
@@ -178,7 +251,15 @@ proxy_command() {
 run() {
   local bin=$1 count=$2 out=$3 vpid i cmd=()
   mapfile -t cmd < <(proxy_command "$bin")
-  valgrind --tool=callgrind --callgrind-out-file="$out" "${cmd[@]}" >"$tmp/proxy.out" 2>&1 &
+  local envs=()
+  [[ $mode == static_* ]] && envs+=(GLIBC_TUNABLES=glibc.cpu.x86_rep_movsb_threshold=1073741824:glibc.cpu.x86_rep_stosb_threshold=1073741824)
+  if [[ $bin == h2o ]]; then
+    # Each process its own out-file (neverbleed's is not counted).
+    env "${envs[@]}" OPENSSL_CONF="$tmp/openssl-h2o.cnf" valgrind --tool=callgrind --callgrind-out-file="$out.%p" \
+      "${cmd[@]}" >"$tmp/proxy.out" 2>&1 &
+  else
+    env "${envs[@]}" valgrind --tool=callgrind --callgrind-out-file="$out" "${cmd[@]}" >"$tmp/proxy.out" 2>&1 &
+  fi
   vpid=$!
   pids+=("$vpid")
   # run() runs in a command substitution, a subshell without the script's
@@ -197,9 +278,11 @@ run() {
     grep -q ' errors=0 ' "$tmp/hs.out" || { cat "$tmp/hs.out" >&2; exit 1; }
   else
     local args=(-c20 -m10 -t1 -n "$count") path=/
-    [[ $mode == h1 || $mode == static_h1 ]] && args+=(--h1)
+    [[ $mode == h1 || $mode == static_h1 || $mode == static_large ]] && args+=(--h1)
+    [[ $mode == static_large ]] && args=(-c2 -m1 -t1 -n "$count" --h1)
     [[ $mode == h2c ]] && path=/h2up/
     [[ $mode == static_* ]] && path=/static/small.js
+    [[ $mode == static_large ]] && path=/static/large.bin
     timeout 600 h2load "${args[@]}" "https://127.0.0.1:$port$path" >"$tmp/h2load.out" 2>&1 \
       || { cat "$tmp/h2load.out" >&2; exit 1; }
     grep '^requests:' "$tmp/h2load.out" >&2
@@ -207,6 +290,10 @@ run() {
   fi
   kill -TERM "$vpid"
   wait "$vpid" || true
+  if [[ $bin == h2o ]]; then
+    mv "$out.$vpid" "$out"
+    rm -f "$out".*
+  fi
   grep -E '^(summary|totals):' "$out" | head -n 1 | awk '{print $2}'
 }
 

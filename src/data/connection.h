@@ -179,6 +179,7 @@ class Connection final : public Deletable, public Flushable, public http::Client
   std::string plaintext_out_;
   bool reading_ = false;
   bool release_pending_ = false;  // release_buffers() once the output is written
+  bool write_failed_ = false;     // send() could not encrypt: flush() closes
   bool client_done_ = false;  // EOF, close_notify, or the session said no more input comes
   bool notify_on_close_ = false;
   bool handshake_failure_counted_ = false;  // count_handshake_failure() once per connection

@@ -8,6 +8,7 @@ LoopContext::LoopContext(uv_loop_t* loop) : loop_(loop), read_buf_(new char[kRea
   uv_check_start(check_.get(), [](uv_check_t* h) {
     if (!h->data) return;
     auto* self = static_cast<LoopContext*>(h->data);
+    ++self->pass_;
     self->run_flushes();
     self->run_deferred();
   });

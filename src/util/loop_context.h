@@ -61,6 +61,9 @@ class LoopContext {
   void close();
 
   uv_loop_t* loop() const { return loop_; }
+  // The loop iteration's number (from 1, one more at each check phase):
+  // what one iteration's callbacks do, they do for input read together.
+  uint64_t pass() const { return pass_; }
   // The loop's lazy timers (util/lazy_timer.h).
   TimerQueue& timers() { return timers_; }
 
@@ -74,6 +77,7 @@ class LoopContext {
   std::vector<std::unique_ptr<Deletable>> deferred_;
   std::unique_ptr<char[]> read_buf_;
   TimerQueue timers_;
+  uint64_t pass_ = 1;
 };
 
 }  // namespace tlsfront

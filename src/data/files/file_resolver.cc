@@ -28,7 +28,7 @@ struct Resolver {
 
   Opened open(const std::string& rel) {
     if (cache == nullptr) return open_beneath(dir, rel, f.follow_symlinks);
-    return cache->cache->open(*cache->limits, cache->now_ms, dir, rel, f.follow_symlinks);
+    return cache->cache->open(*cache->limits, cache->now_ms, dir, rel, f.follow_symlinks, cache->pass);
   }
 
   // Tries `rel`: a regular file, or a directory's index when `rel` ends in
@@ -102,9 +102,15 @@ std::string substitute(std::string_view entry, std::string_view path) {
 }  // namespace
 
 bool percent_decode(std::string_view path, std::string& out) {
+  const size_t first = path.find('%');
+  if (first == std::string_view::npos) {  // most paths: nothing to decode
+    out.assign(path);
+    return true;
+  }
   out.clear();
   out.reserve(path.size());
-  for (size_t i = 0; i < path.size(); ++i) {
+  out.append(path.substr(0, first));
+  for (size_t i = first; i < path.size(); ++i) {
     if (path[i] != '%') {
       out += path[i];
       continue;
@@ -149,10 +155,10 @@ Resolution resolve(const config::Route& route, std::string_view path, std::strin
     return std::move(r.out);
   }
   // $uri: the path beneath the directory (alias: after the route's prefix).
-  std::string uri = decoded;
+  std::string uri = std::move(decoded);
   if (f.alias) {
-    uri = decoded.substr(std::min(route.path.size(), decoded.size()));
-    if (uri.empty() || uri.front() != '/') uri = "/" + uri;
+    uri.erase(0, std::min(route.path.size(), uri.size()));
+    if (uri.empty() || uri.front() != '/') uri.insert(uri.begin(), '/');
   }
   if (f.try_files.empty()) {
     if (r.attempt(uri, false)) return std::move(r.out);

@@ -63,6 +63,7 @@ struct CacheUse {
   OpenFileCache* cache;
   const config::OpenFileCache* limits;
   uint64_t now_ms;
+  uint64_t pass = 0;  // the loop iteration (OpenFileCache::open)
 };
 // `rematched`: `path` is try_files' fallback routed again: a fallback
 // path is then 404, never a second Rematch (one internal redirect).

@@ -41,7 +41,7 @@ bool OpenFileCache::unchanged(const Entry& e) {
 }
 
 Opened OpenFileCache::open(const config::OpenFileCache& limits, uint64_t now_ms, LazyDir& dir,
-                           const std::string& rel, bool follow) {
+                           const std::string& rel, bool follow, uint64_t pass) {
   if (limits.max == 0) {
     if (!lru_.empty()) clear();  // turned off by a reload
     return open_beneath(dir, rel, follow);
@@ -52,7 +52,9 @@ Opened OpenFileCache::open(const config::OpenFileCache& limits, uint64_t now_ms,
   auto found = index_.find(key_);
   if (found != index_.end()) {
     List::iterator it = found->second;
-    if (now_ms - it->opened_ms < static_cast<uint64_t>(limits.valid.count()) && unchanged(*it)) {
+    if (now_ms - it->opened_ms < static_cast<uint64_t>(limits.valid.count()) &&
+        ((pass != 0 && it->checked_pass == pass) || unchanged(*it))) {
+      it->checked_pass = pass;
       lru_.splice(lru_.begin(), lru_, it);
       Opened hit;
       hit.outcome = it->outcome;
@@ -65,20 +67,22 @@ Opened OpenFileCache::open(const config::OpenFileCache& limits, uint64_t now_ms,
     if (again.outcome == Outcome::Found && it->outcome == Outcome::Found && !again.file->is_dir() &&
         !it->file->is_dir() && it->file->in_memory && same_file(again.file->st, it->file->st)) {
       it->opened_ms = now_ms;
+      it->checked_pass = pass;
       lru_.splice(lru_.begin(), lru_, it);
       again.file = it->file;  // the new descriptor closes here
       return again;
     }
     erase(it);
-    if (again.outcome != Outcome::Refused) insert(limits, now_ms, key_, again);
+    if (again.outcome != Outcome::Refused) insert(limits, now_ms, key_, again, pass);
     return again;
   }
   Opened o = open_beneath(dir, rel, follow);
-  if (o.outcome != Outcome::Refused) insert(limits, now_ms, key_, o);
+  if (o.outcome != Outcome::Refused) insert(limits, now_ms, key_, o, pass);
   return o;
 }
 
-void OpenFileCache::insert(const config::OpenFileCache& limits, uint64_t now_ms, std::string_view key, Opened& o) {
+void OpenFileCache::insert(const config::OpenFileCache& limits, uint64_t now_ms, std::string_view key, Opened& o,
+                           uint64_t pass) {
   if (o.outcome == Outcome::Found && !o.file->is_dir()) {
     const uint64_t size = static_cast<uint64_t>(o.file->st.st_size);
     if (size > 0 && size <= limits.content_max && size <= limits.memory) {
@@ -86,7 +90,7 @@ void OpenFileCache::insert(const config::OpenFileCache& limits, uint64_t now_ms,
       if (read_from_page_cache(*o.file)) memory_ += size;
     }
   }
-  lru_.push_front(Entry{std::string(key), o.outcome, o.file, now_ms});
+  lru_.push_front(Entry{std::string(key), o.outcome, o.file, now_ms, pass});
   index_.emplace(lru_.front().key, lru_.begin());
   trim(limits);
 }

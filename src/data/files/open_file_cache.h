@@ -7,9 +7,11 @@
 //     for a file of at most content_max octets its content, read once), a
 //     directory, or "not there" (Missing). A refusal (403, 5xx) is never
 //     kept;
-//   - a hit on a file fstats its descriptor: a file deleted (no link
-//     left), replaced by rename over it, or changed in size, mtime or
-//     inode is opened again at once; nothing else is checked until `valid`
+//   - a hit on a file fstats its descriptor, once per loop iteration
+//     (`pass`: the hits of one iteration, requests read together, share
+//     the first one's check): a file deleted (no link left), replaced by
+//     rename over it, or changed in size, mtime or inode is opened again
+//     from the next iteration on; nothing else is checked until `valid`
 //     has passed since the path was last opened: then it is opened again
 //     (a symbolic link or permission change, a new file where there was
 //     none, a directory renamed are seen within `valid`);
@@ -40,9 +42,11 @@ class OpenFileCache {
   static OpenFileCache& local();
 
   // open_beneath(dir, rel, follow) through the cache. `now_ms`: a
-  // monotonic clock in milliseconds (the loop's uv_now).
+  // monotonic clock in milliseconds (the loop's uv_now); `pass`: the loop
+  // iteration (LoopContext::pass), a file's hits within one are checked
+  // once; 0: every hit is checked.
   Opened open(const config::OpenFileCache& limits, uint64_t now_ms, LazyDir& dir, const std::string& rel,
-              bool follow);
+              bool follow, uint64_t pass = 0);
 
   size_t size() const { return lru_.size(); }
   uint64_t memory() const { return memory_; }
@@ -54,6 +58,7 @@ class OpenFileCache {
     Outcome outcome = Outcome::Missing;  // Found or Missing
     std::shared_ptr<OpenFile> file;      // Found
     uint64_t opened_ms = 0;              // when the path was last opened
+    uint64_t checked_pass = 0;           // the loop iteration of the last fstat check (0: none)
   };
   using List = std::list<Entry>;
 
@@ -61,7 +66,7 @@ class OpenFileCache {
   static bool unchanged(const Entry& e);
   // Keeps `o` (the open of `key` just made) as the newest entry, its
   // content read when it fits; evicts beyond the limits.
-  void insert(const config::OpenFileCache& limits, uint64_t now_ms, std::string_view key, Opened& o);
+  void insert(const config::OpenFileCache& limits, uint64_t now_ms, std::string_view key, Opened& o, uint64_t pass);
   void erase(List::iterator it);
   void trim(const config::OpenFileCache& limits);
 

@@ -163,7 +163,8 @@ Admission serve_files(const SessionEnv& env, ExchangeSink* sink, RequestRecord& 
   }
   const std::string accept = route.files->precompressed.empty() ? std::string() : accept_encoding_of(head);
   const files::CacheUse cache{&files::OpenFileCache::local(), &env.config->open_file_cache,
-                              env.loop != nullptr ? uv_now(env.loop) : 0};
+                              env.loop != nullptr ? uv_now(env.loop) : 0,
+                              env.loop != nullptr ? LoopContext::of(env.loop).pass() : 0};
   files::Resolution found = files::resolve(route, normalized.path, normalized.query, accept, &cache, rematched);
   switch (found.kind) {
     case files::Resolution::Kind::File:

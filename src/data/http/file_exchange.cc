@@ -10,8 +10,11 @@
 namespace tlsfront::http {
 namespace {
 
-void add(ResponseHead& head, std::string name, std::string value) {
-  head.headers.push_back(Header{std::move(name), std::move(value), HeaderToken::Other});
+// Built in place: one string construction per name and value.
+void add(ResponseHead& head, std::string_view name, std::string_view value) {
+  Header& h = head.headers.emplace_back();
+  h.name.assign(name);
+  h.value.assign(value);
 }
 
 // http_date(now), made once a second per thread.
@@ -54,11 +57,12 @@ void FileExchange::respond() {
   const uint64_t size = static_cast<uint64_t>(st.st_size);
   const time_t mtime = st.st_mtim.tv_sec;
   // A precompressed variant's tag names its coding (never the file's own).
-  const std::string etag =
-      file_.coding.empty()
-          ? file.etag
-          : files::strong_etag(static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec, size,
-                               file_.coding);
+  std::string variant_etag;
+  if (!file_.coding.empty()) {
+    variant_etag = files::strong_etag(static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec,
+                                      size, file_.coding);
+  }
+  const std::string& etag = file_.coding.empty() ? file.etag : variant_etag;
   const files::FileAnswer answer = files::evaluate(files::preconditions_of(record_.head), etag, mtime, size);
 
   ResponseHead head;
@@ -69,13 +73,13 @@ void FileExchange::respond() {
   add(head, "Date", date_now(now));  // an origin server's (RFC 9110 §6.6.1)
   const bool representation = answer.status == 200 || answer.status == 206 || answer.status == 304;
   if (answer.status != 304 && answer.status != 412) {
-    add(head, "Content-Type", std::string(files::content_type_for(file_.type_path, route_.types)));
+    add(head, "Content-Type", files::content_type_for(file_.type_path, route_.types));
   }
   if (representation) {
     add(head, "Last-Modified", file.last_modified);
     add(head, "ETag", etag);
     if (!route_.precompressed.empty()) add(head, "Vary", "Accept-Encoding");
-    if (!file_.coding.empty() && answer.status != 304) add(head, "Content-Encoding", std::string(file_.coding));
+    if (!file_.coding.empty() && answer.status != 304) add(head, "Content-Encoding", file_.coding);
     if (route_.expires_s) {
       add(head, "Expires", files::http_date(now + static_cast<time_t>(*route_.expires_s)));
       add(head, "Cache-Control", "max-age=" + std::to_string(*route_.expires_s));

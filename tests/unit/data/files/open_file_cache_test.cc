@@ -69,6 +69,28 @@ TEST_F(OpenFileCacheTest, AChangedFileIsOpenedAgainAtOnce) {
   EXPECT_EQ(cache_.memory(), 0u);
 }
 
+TEST_F(OpenFileCacheTest, AFileIsCheckedOncePerLoopIteration) {
+  LazyDir dir(dir_);
+  Opened first = cache_.open(limits_, 0, dir, "a.js", false, 7);
+  ASSERT_EQ(first.outcome, Outcome::Found);
+  write("b.tmp", "bravo!");
+  fs::rename(base_ / "b.tmp", base_ / "a.js");
+  // The same iteration: its requests were read together, the entry's
+  // check at its insertion stands.
+  Opened same_pass = cache_.open(limits_, 0, dir, "a.js", false, 7);
+  EXPECT_TRUE(same_pass.cache_hit);
+  EXPECT_EQ(same_pass.file, first.file);
+  EXPECT_EQ(same_pass.file->content, "alpha");
+  // The next iteration checks again.
+  Opened next_pass = cache_.open(limits_, 0, dir, "a.js", false, 8);
+  EXPECT_FALSE(next_pass.cache_hit);
+  EXPECT_EQ(next_pass.file->content, "bravo!");
+  write("c.tmp", "charlie");
+  fs::rename(base_ / "c.tmp", base_ / "a.js");
+  // Without an iteration (0) every hit is checked.
+  EXPECT_EQ(cache_.open(limits_, 0, dir, "a.js", false, 0).file->content, "charlie");
+}
+
 TEST_F(OpenFileCacheTest, AMissingPathIsRememberedUntilValidHasPassed) {
   EXPECT_EQ(open("new.js", 0).outcome, Outcome::Missing);
   write("new.js", "new");
