@@ -390,7 +390,7 @@ int Http2Session::on_begin_headers(const nghttp2_frame* frame) {
     nghttp2_submit_goaway(session_.get(), NGHTTP2_FLAG_NONE, frame->hd.stream_id, NGHTTP2_NO_ERROR, nullptr, 0);
     schedule_send();
   }
-  streams_.insert(frame->hd.stream_id, std::make_unique<Http2Stream>(this, frame->hd.stream_id));
+  streams_[frame->hd.stream_id] = std::make_unique<Http2Stream>(this, frame->hd.stream_id);
   update_timer();
   return 0;
 }

@@ -62,6 +62,7 @@
 #include <memory>
 #include <optional>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -76,7 +77,6 @@
 #include "util/loop_context.h"
 #include "util/nghttp2_memory.h"
 #include "util/nghttp2_ptr.h"
-#include "util/stream_map.h"
 #include "util/token_bucket.h"
 
 namespace tlsfront::http {
@@ -227,7 +227,7 @@ class Http2Session final : public ClientSession, public Flushable {
   mutable std::string covered_host_;  // the last host certificate_covers() said yes to
   Nghttp2Memory memory_;              // before session_: nghttp2 frees into it when the session is deleted
   Nghttp2SessionPtr session_;
-  StreamMap<std::unique_ptr<Http2Stream>> streams_;
+  std::unordered_map<int32_t, std::unique_ptr<Http2Stream>> streams_;
   std::vector<int32_t> to_start_;
   int32_t last_stream_id_ = 0;                // highest client stream opened
   // At most kRecentlyClosed, then a ring (the oldest overwritten at

@@ -125,7 +125,7 @@ H2Stream* H2Session::stream(int32_t id) const {
   return last_;
 }
 
-void H2Session::forget(StreamMap<H2Stream*>::iterator it) {
+void H2Session::forget(std::unordered_map<int32_t, H2Stream*>::iterator it) {
   if (it->first == last_id_) last_id_ = 0;
   streams_.erase(it);
 }
@@ -166,7 +166,7 @@ Status H2Session::submit(H2Stream* stream, const std::vector<http::FieldView>& f
       nghttp2_submit_request(ng_.get(), nullptr, block.nva(), block.size(), has_body ? &provider : nullptr, nullptr);
   if (id < 0) return make_error(Errc::Upstream, std::string("HTTP/2 request refused: ") + nghttp2_strerror(id));
   stream->bind(this, id);
-  streams_.insert(id, stream);
+  streams_[id] = stream;
   ++streams_opened_;
   control_budget_.earn();  // the server may answer a new stream with a WINDOW_UPDATE
   if (!connecting()) timer_.stop();  // no longer idle (a connecting one keeps its connect timer)
@@ -430,7 +430,7 @@ void H2Session::close(UpstreamFailure failure, const Error& error) {
   timer_.close();
   ping_timer_.close();
   stream_timer_.close();
-  StreamMap<H2Stream*> streams = std::move(streams_);
+  std::unordered_map<int32_t, H2Stream*> streams = std::move(streams_);
   streams_.clear();
   last_id_ = 0;
   for (auto& [id, s] : streams) s->on_session_failed(failure, error);

@@ -35,6 +35,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "config/config.h"
@@ -50,7 +51,6 @@
 #include "util/nghttp2_ptr.h"
 #include "util/result.h"
 #include "util/state.h"
-#include "util/stream_map.h"
 
 namespace tlsfront::upstream {
 
@@ -186,7 +186,7 @@ class H2Session : public Deletable, public Flushable, private UpstreamSocket::Ow
   void on_ping_timer();
   void on_stream_timer();
   // Erases a stream from streams_ (and from stream()'s memory).
-  void forget(StreamMap<H2Stream*>::iterator it);
+  void forget(std::unordered_map<int32_t, H2Stream*>::iterator it);
   // Drains the pool's interest: idle timer when nothing is open, close when
   // draining and nothing is open.
   void check_idle();
@@ -206,7 +206,7 @@ class H2Session : public Deletable, public Flushable, private UpstreamSocket::Ow
   State state_ = State::Connecting;
   Nghttp2Memory memory_;  // before ng_: nghttp2 frees into it when the session is deleted
   Nghttp2SessionPtr ng_;
-  StreamMap<H2Stream*> streams_;
+  std::unordered_map<int32_t, H2Stream*> streams_;
   // The stream stream() found last (0: none): a response's callbacks come
   // for one stream after another (begin, each field, end, DATA, close).
   mutable int32_t last_id_ = 0;
