@@ -136,6 +136,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 repo=$(pwd)
+source "$repo/scripts/h2o-conf.sh"
 
 # --- parameters ---------------------------------------------------------------
 rounds=${BENCH_ROUNDS:-3}
@@ -542,45 +543,8 @@ EOF
 
 write_h2o_conf() {
   local dir=$1 port=$2 path
-  cat >"$dir/openssl.cnf" <<EOF
-openssl_conf = bench_conf
-[bench_conf]
-ssl_conf = bench_ssl
-[bench_ssl]
-system_default = bench_sys
-[bench_sys]
-Ciphersuites = $ciphersuites
-Groups = X25519:P-256
-EOF
   {
-    ((EUID == 0)) && echo "user: root"   # else it runs as nobody and cannot write $dir
-    cat <<EOF
-num-threads: 1
-pid-file: $dir/h2o.pid
-error-log: $dir/error.log
-max-connections: $((idle_conns * 2 + 500))
-http1-request-timeout: 75
-http2-idle-timeout: 75
-send-server-name: OFF
-access-log:
-  path: $dir/access.log
-  format: '%h:%{remote}p [%t] "%r" %s %b %{duration}x %H %{ssl.protocol-version}x %{ssl.cipher}x reused=%{ssl.session-reused}x'
-ssl-session-resumption:
-  mode: all
-listen:
-  host: 127.0.0.1
-  port: $port
-  ssl:
-    certificate-file: $pki/localhost.chain.pem
-    key-file: $pki/localhost.key
-    min-version: TLSv1.2
-    cipher-suite: $ciphers
-    cipher-preference: server
-    ocsp-update-interval: 0
-hosts:
-  default:
-    paths:
-EOF
+    h2o_conf "$dir" "$port" "$pki" "$ciphersuites" "$ciphers" $((idle_conns * 2 + 500))
     for path in / /bench.json; do
       cat <<EOF
       $path:

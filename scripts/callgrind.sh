@@ -52,6 +52,7 @@
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
+source "$repo/scripts/h2o-conf.sh"
 mode=full
 counts=
 keep=
@@ -185,53 +186,18 @@ EOF
 
 ciphers_of() { sed -n "s/^$1 = \"\(.*\)\"\$/\1/p" "$tmp/tlsfront.toml"; }
 
-# h2o's configuration, as scripts/bench.sh's write_h2o_conf (its /static
-# location; no proxied paths).
-cat >"$tmp/openssl-h2o.cnf" <<EOF
-openssl_conf = bench_conf
-[bench_conf]
-ssl_conf = bench_ssl
-[bench_ssl]
-system_default = bench_sys
-[bench_sys]
-Ciphersuites = $(ciphers_of ciphersuites)
-Groups = X25519:P-256
-EOF
-cat >"$tmp/h2o.conf" <<EOF
-$( ((EUID == 0)) && echo "user: root")
-num-threads: 1
-pid-file: $tmp/h2o.pid
-error-log: $tmp/h2o-error.log
-max-connections: 1000
-http1-request-timeout: 75
-http2-idle-timeout: 75
-send-server-name: OFF
-access-log:
-  path: $tmp/h2o-access.log
-  format: '%h:%{remote}p [%t] "%r" %s %b %{duration}x %H %{ssl.protocol-version}x %{ssl.cipher}x reused=%{ssl.session-reused}x'
-ssl-session-resumption:
-  mode: all
-listen:
-  host: 127.0.0.1
-  port: $port
-  ssl:
-    certificate-file: $tmp/pki/localhost.chain.pem
-    key-file: $tmp/pki/localhost.key
-    min-version: TLSv1.2
-    cipher-suite: $(ciphers_of ciphers)
-    cipher-preference: server
-    ocsp-update-interval: 0
-hosts:
-  default:
-    paths:
-      /static:
-        file.dir: $tmp/www
-EOF
+# h2o's configuration, as scripts/bench.sh's (scripts/h2o-conf.sh; its
+# /static location, no proxied paths), in $tmp/h2o.
+mkdir -p "$tmp/h2o"
+{
+  h2o_conf "$tmp/h2o" "$port" "$tmp/pki" "$(ciphers_of ciphersuites)" "$(ciphers_of ciphers)" 1000
+  printf '      /static:\n        file.dir: %s\n' "$tmp/www"
+} >"$tmp/h2o/h2o.conf"
 
 # proxy_command BIN: the command line of the proxy measured.
 proxy_command() {
   if [[ $1 == h2o ]]; then
-    printf '%s\n' h2o -c "$tmp/h2o.conf"
+    printf '%s\n' h2o -c "$tmp/h2o/h2o.conf"
     return
   fi
   if [[ $1 != nghttpx ]]; then
@@ -255,7 +221,7 @@ run() {
   [[ $mode == static_* ]] && envs+=(GLIBC_TUNABLES=glibc.cpu.x86_rep_movsb_threshold=1073741824:glibc.cpu.x86_rep_stosb_threshold=1073741824)
   if [[ $bin == h2o ]]; then
     # Each process its own out-file (neverbleed's is not counted).
-    env "${envs[@]}" OPENSSL_CONF="$tmp/openssl-h2o.cnf" valgrind --tool=callgrind --callgrind-out-file="$out.%p" \
+    env "${envs[@]}" OPENSSL_CONF="$tmp/h2o/openssl.cnf" valgrind --tool=callgrind --callgrind-out-file="$out.%p" \
       "${cmd[@]}" >"$tmp/proxy.out" 2>&1 &
   else
     env "${envs[@]}" valgrind --tool=callgrind --callgrind-out-file="$out" "${cmd[@]}" >"$tmp/proxy.out" 2>&1 &
