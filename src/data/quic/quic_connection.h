@@ -79,6 +79,12 @@ class QuicConnection final : public Deletable, public Flushable {
 
   enum class State { Handshake, Open, Draining, Closed };
   enum class Early { None, Claiming, Accepted, Held };
+  // The path-MTU probe held behind a new connection's first answers (see
+  // probe_hold_): Holding (from the start; in force once the handshake is
+  // done) -> Ending (a write ended it: the probe follows that write's
+  // packets) -> Over; Holding -> Over (no request open, or kProbeHoldMs
+  // passed). Over is final: the hold never comes back.
+  enum class ProbeHold : uint8_t { Holding, Ending, Over };
 
   QuicConnection(QuicEndpoint& endpoint, QuicEndpoint::Lease lease);
   ~QuicConnection() override;
@@ -187,8 +193,7 @@ class QuicConnection final : public Deletable, public Flushable {
   // has no hold.
   static constexpr uint64_t kProbeHoldMs = 200;
   static constexpr uint64_t kProbeHoldBytes = 16 * 1024;
-  bool hold_over_ = false;    // latched: the hold never comes back
-  bool hold_ending_ = false;  // this write ended it: the probe follows its packets
+  ProbeHold probe_hold_ = ProbeHold::Holding;
   uint64_t hold_until_ns_ = 0;
   uint64_t answer_bytes_ = 0;   // request-stream bytes written during the hold
   uint64_t answers_ended_ = 0;  // request streams whose FIN was written during the hold
@@ -204,6 +209,14 @@ constexpr bool legal(QuicConnection::State from, QuicConnection::State to) {
 constexpr const char* name(QuicConnection::State s) {
   constexpr const char* names[] = {"Handshake", "Open", "Draining", "Closed"};
   return names[static_cast<int>(s)];
+}
+constexpr bool legal(QuicConnection::ProbeHold from, QuicConnection::ProbeHold to) {
+  using P = QuicConnection::ProbeHold;
+  return (from == P::Holding && (to == P::Ending || to == P::Over)) || (from == P::Ending && to == P::Over);
+}
+constexpr const char* name(QuicConnection::ProbeHold p) {
+  constexpr const char* names[] = {"Holding", "Ending", "Over"};
+  return names[static_cast<int>(p)];
 }
 constexpr bool legal(QuicConnection::Early from, QuicConnection::Early to) {
   using E = QuicConnection::Early;

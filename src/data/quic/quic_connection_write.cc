@@ -28,8 +28,8 @@ void QuicConnection::write() {
     used = 0;
   };
   const uint64_t ts = now_ns();
-  if (handshake_done_ && !hold_over_ && !hold_ending_ && (streams_.empty() || ts >= hold_until_ns_)) {
-    hold_over_ = true;
+  if (handshake_done_ && probe_hold_ == ProbeHold::Holding && (streams_.empty() || ts >= hold_until_ns_)) {
+    transition(probe_hold_, ProbeHold::Over);
   }
   size_t packets = 0;
   while (packets < kMaxPacketsPerWrite) {
@@ -55,9 +55,10 @@ void QuicConnection::write() {
     uint8_t* out = batch + used;
     // While the first answers are held ahead of it, no PMTUD probe fits:
     // every probe size is above the path's current maximum.
-    const size_t room = hold_over_ ? NGTCP2_MAX_PMTUD_UDP_PAYLOAD_SIZE
-                                   : std::min<size_t>(NGTCP2_MAX_PMTUD_UDP_PAYLOAD_SIZE,
-                                                      ngtcp2_conn_get_path_max_tx_udp_payload_size(conn_));
+    const size_t room =
+        probe_hold_ == ProbeHold::Over
+            ? NGTCP2_MAX_PMTUD_UDP_PAYLOAD_SIZE
+            : std::min<size_t>(NGTCP2_MAX_PMTUD_UDP_PAYLOAD_SIZE, ngtcp2_conn_get_path_max_tx_udp_payload_size(conn_));
     size_t total = 0;
     for (nghttp3_ssize i = 0; i < veccnt; ++i) total += vec[i].len;
     const ngtcp2_ssize n =
@@ -112,9 +113,9 @@ void QuicConnection::write() {
     ++packets;
   }
   flush();
-  if (hold_ending_ && !hold_over_) {
+  if (probe_hold_ == ProbeHold::Ending) {
     // This write ended an answer: its packets are out, the probe follows.
-    hold_over_ = true;
+    transition(probe_hold_, ProbeHold::Over);
     write();
     return;
   }
@@ -140,11 +141,11 @@ void QuicConnection::write() {
 }
 
 void QuicConnection::note_answer_written(int64_t stream_id, ngtcp2_ssize written, size_t total, bool fin) {
-  if (hold_over_ || !ngtcp2_is_bidi_stream(stream_id)) return;
+  if (probe_hold_ != ProbeHold::Holding || !ngtcp2_is_bidi_stream(stream_id)) return;
   answer_bytes_ += static_cast<uint64_t>(written);
   if (fin && static_cast<size_t>(written) == total) ++answers_ended_;
   if ((answers_ended_ > 0 && answers_ended_ >= requests_begun_) || answer_bytes_ >= kProbeHoldBytes) {
-    hold_ending_ = true;
+    transition(probe_hold_, ProbeHold::Ending);
   }
 }
 
@@ -155,7 +156,7 @@ void QuicConnection::arm_timer(bool more) {
   }
   uint64_t expiry = ngtcp2_conn_get_expiry(conn_);
   if (close_at_ns_ != 0) expiry = std::min(expiry, close_at_ns_);
-  if (handshake_done_ && !hold_over_) expiry = std::min(expiry, hold_until_ns_);
+  if (handshake_done_ && probe_hold_ != ProbeHold::Over) expiry = std::min(expiry, hold_until_ns_);
   if (expiry == UINT64_MAX) {
     timer_.stop();
     return;
