@@ -26,10 +26,23 @@ void FieldBlock::add(std::string_view name, std::string_view value, bool no_inde
   nv_.push_back(nghttp2_nv{bytes(name), nullptr, name.size(), value.size(), flags(no_index)});
 }
 
+nghttp2_nv held_field(std::string_view name, std::string_view value, bool no_index) {
+  return nghttp2_nv{
+      bytes(name), bytes(value), name.size(), value.size(),
+      static_cast<uint8_t>(flags(no_index) | NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE)};
+}
+
+nghttp2_nv* FieldBlock::reserve_nva(size_t n) {
+  nv_.resize(n);
+  return nv_.data();
+}
+
 void FieldBlock::add_view(std::string_view name, std::string_view value, bool no_index, bool held) {
-  const auto f =
-      static_cast<uint8_t>(flags(no_index) | (held ? NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE : 0));
-  nv_.push_back(nghttp2_nv{bytes(name), bytes(value), name.size(), value.size(), f});
+  if (held) {
+    nv_.push_back(held_field(name, value, no_index));
+    return;
+  }
+  nv_.push_back(nghttp2_nv{bytes(name), bytes(value), name.size(), value.size(), flags(no_index)});
 }
 
 uint64_t FieldBlock::octets() const {

@@ -23,6 +23,11 @@
 
 namespace tlsfront {
 
+// One field nghttp2 points at instead of copying (NGHTTP2_NV_FLAG_NO_COPY_NAME
+// | _VALUE; FieldBlock::add_view's `held` rule): `name` lowercase, both valid
+// and unchanged until nghttp2 has sent or dropped the frame.
+nghttp2_nv held_field(std::string_view name, std::string_view value, bool no_index);
+
 class FieldBlock {
  public:
   // This thread's block, emptied.
@@ -41,6 +46,10 @@ class FieldBlock {
   // session deleted: nghttp2 reads a held field only while encoding the
   // frame, nghttp2_submit_request's documented rule).
   void add_view(std::string_view name, std::string_view value, bool no_index = false, bool held = false);
+
+  // An array of `n` fields for the caller to fill (a block just start()ed),
+  // valid until the next start() on this thread.
+  nghttp2_nv* reserve_nva(size_t n);
 
   // The array, valid until the next start() on this thread.
   nghttp2_nv* nva();

@@ -68,6 +68,32 @@ TEST_F(H2cUpstream, Http1AndHttp2ClientsThroughOneConnection) {
   }
 }
 
+// A head with more fields than H2Session::submit keeps on its stack (32)
+// goes up whole, in order, from either client kind.
+TEST_F(H2cUpstream, ARequestWithManyFieldsGoesUpWhole) {
+  ASSERT_TRUE(start());
+  for (bool h2 : {false, true}) {
+    HttpRequest get;
+    get.path = "/many";
+    get.http2 = h2;
+    for (int i = 0; i < 60; ++i) get.headers.push_back("X-Field-" + std::to_string(i) + ": value-" + std::to_string(i));
+    HttpResponse r = http(port(), get);
+    EXPECT_EQ(r.status, 404) << r.error;
+  }
+  auto reqs = requests();
+  ASSERT_EQ(reqs.size(), 2u);
+  for (const auto& req : reqs) {
+    size_t at = 0;
+    for (int i = 0; i < 60; ++i) {
+      const std::string field = "[\"x-field-" + std::to_string(i) + "\", \"value-" + std::to_string(i) + "\"]";
+      const size_t found = req.find(field, at);
+      ASSERT_NE(found, std::string::npos) << field << " in " << req;
+      at = found;
+    }
+    EXPECT_NE(req.find(R"([":path", "/many"])"), std::string::npos) << req;
+  }
+}
+
 TEST_F(H2cUpstream, MalformedResponseFieldNeverReachesTheClient) {
   // An h2 head's fields are checked by nghttp2 as it decodes them (RFC 9113
   // §8.2.1, §8.1.1): a response with a value holding a control octet, a

@@ -156,14 +156,21 @@ bool H2Session::has_room() const {
 }
 
 Status H2Session::submit(H2Stream* stream, const std::vector<http::FieldView>& fields, bool has_body) {
-  FieldBlock& block = FieldBlock::start();
+  // Every field held (its name lowercase, both views alive until the
+  // frame is sent), in one array on the stack: a request head rarely has
+  // more than kOnStack fields; more take the thread's FieldBlock.
+  constexpr size_t kOnStack = 32;
+  nghttp2_nv on_stack[kOnStack];
+  nghttp2_nv* nva = on_stack;
+  if (fields.size() > kOnStack) nva = FieldBlock::start().reserve_nva(fields.size());
   const bool first = streams_opened_ == 0;
-  for (const auto& h : fields) block.add_view(h.name, h.value, h.no_index && !first, true);
+  for (size_t i = 0; i < fields.size(); ++i)
+    nva[i] = held_field(fields[i].name, fields[i].value, fields[i].no_index && !first);
   nghttp2_data_provider provider{};
   provider.source.ptr = this;
   provider.read_callback = body_read_cb;
   const int32_t id =
-      nghttp2_submit_request(ng_.get(), nullptr, block.nva(), block.size(), has_body ? &provider : nullptr, nullptr);
+      nghttp2_submit_request(ng_.get(), nullptr, nva, fields.size(), has_body ? &provider : nullptr, nullptr);
   if (id < 0) return make_error(Errc::Upstream, std::string("HTTP/2 request refused: ") + nghttp2_strerror(id));
   stream->bind(this, id);
   streams_[id] = stream;
