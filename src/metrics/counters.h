@@ -175,7 +175,7 @@ struct WorkerCounters {
   Counter quic_retries, quic_invalid_tokens, quic_stateless_resets;
   // UDP datagrams the QUIC endpoints received and sent, and the system
   // calls that sent them (one sendmsg carries several with UDP GSO).
-  Counter quic_datagrams_received, quic_datagrams_sent, quic_send_calls;
+  Counter quic_datagrams_received, quic_receive_calls, quic_datagrams_sent, quic_send_calls;
   std::array<Counter, 3> handshakes;             // by HandshakeKind
   std::array<Counter, 3> handshake_failures;     // by HandshakeFailure
   std::array<Histogram, 3> handshake_duration;   // accept -> handshake done, by HandshakeKind

@@ -99,6 +99,9 @@ std::string render_prometheus(const ProcessMetrics& m) {
          sum(m, [](const WorkerCounters& w) { return w.quic_stateless_resets.get(); }));
   single(out, "tlsfront_quic_datagrams_received_total", "counter", "UDP datagrams the QUIC listeners received.",
          sum(m, [](const WorkerCounters& w) { return w.quic_datagrams_received.get(); }));
+  single(out, "tlsfront_quic_receive_calls_total", "counter",
+         "System calls that read the QUIC listeners' datagrams (one reads several with UDP GRO).",
+         sum(m, [](const WorkerCounters& w) { return w.quic_receive_calls.get(); }));
   single(out, "tlsfront_quic_datagrams_sent_total", "counter", "UDP datagrams the QUIC listeners sent.",
          sum(m, [](const WorkerCounters& w) { return w.quic_datagrams_sent.get(); }));
   single(out, "tlsfront_quic_send_calls_total", "counter",

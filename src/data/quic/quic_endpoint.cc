@@ -39,21 +39,19 @@ QuicEndpoint::QuicEndpoint(uv_loop_t* loop, int worker_index, int workers, confi
 QuicEndpoint::~QuicEndpoint() { close(); }
 
 Status QuicEndpoint::open(UniqueFd fd) {
-  int rc = udp_.init([&](uv_udp_t* h) { return uv_udp_init(loop_, h); }, this);
-  if (rc == 0) rc = uv_udp_open(udp_.get(), fd.get());
-  if (rc != 0) return make_error(Errc::Io, fmt::format("QUIC on {}: {}", address_.to_string(), uv_strerror(rc)));
-  fd.release();  // the handle owns it now
-  int len = sizeof local_;
-  uv_udp_getsockname(udp_.get(), reinterpret_cast<sockaddr*>(&local_), &len);
-  local_len_ = static_cast<socklen_t>(len);
-  rc = uv_udp_recv_start(
-      udp_.get(),
-      [](uv_handle_t* h, size_t, uv_buf_t* buf) {
-        auto* self = static_cast<QuicEndpoint*>(h->data);
-        buf->base = reinterpret_cast<char*>(self->buffer_.get());
-        buf->len = kDatagramBuffer;
-      },
-      on_recv);
+  fd_ = std::move(fd);
+  socklen_t len = sizeof local_;
+  ::getsockname(fd_.get(), reinterpret_cast<sockaddr*>(&local_), &len);
+  local_len_ = len;
+  // UDP GRO (Linux 5.0+): a read may carry several datagrams of one sender.
+  const int on = 1;
+  (void)::setsockopt(fd_.get(), SOL_UDP, UDP_GRO, &on, sizeof on);  // refused (older kernels): a datagram a read
+  int rc = poll_.init([&](uv_poll_t* h) { return uv_poll_init(loop_, h, fd_.get()); }, this);
+  if (rc == 0) {
+    rc = uv_poll_start(poll_.get(), UV_READABLE, [](uv_poll_t* h, int status, int) {
+      if (auto* self = static_cast<QuicEndpoint*>(h->data); self != nullptr && status == 0) self->on_readable();
+    });
+  }
   if (rc != 0) return make_error(Errc::Io, fmt::format("QUIC on {}: {}", address_.to_string(), uv_strerror(rc)));
   const uint64_t step_ms = std::chrono::milliseconds(AntiReplayWindows::kStep).count();
   if (anti_replay_timer_.init([&](uv_timer_t* t) { return uv_timer_init(loop_, t); }, this) == 0) {
@@ -72,11 +70,37 @@ void QuicEndpoint::read(QuicConnection* conn, const sockaddr* from, socklen_t fr
   reading_ = nullptr;
 }
 
-void QuicEndpoint::on_recv(uv_udp_t* h, ssize_t n, const uv_buf_t* buf, const sockaddr* from, unsigned flags) {
-  auto* self = static_cast<QuicEndpoint*>(h->data);
-  if (self == nullptr || n <= 0 || from == nullptr || (flags & UV_UDP_PARTIAL)) return;
-  if (self->counters_) self->counters_->quic_datagrams_received.add();
-  self->on_datagram(from, reinterpret_cast<const uint8_t*>(buf->base), static_cast<size_t>(n));
+void QuicEndpoint::on_readable() {
+  sockaddr_storage from{};
+  iovec iov{buffer_.get(), kDatagramBuffer};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+  for (int reads = 0; reads < kReadsPerWake && !closed_; ++reads) {
+    msghdr msg{};
+    msg.msg_name = &from;
+    msg.msg_namelen = sizeof from;
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    const ssize_t n = ::recvmsg(fd_.get(), &msg, MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return;  // EAGAIN: all read (an ICMP error of an earlier send: nothing to do either)
+    if (counters_) counters_->quic_receive_calls.add();
+    if (n == 0 || (msg.msg_flags & MSG_TRUNC) != 0) continue;  // nothing, or cut: dropped
+    size_t segment = static_cast<size_t>(n);
+    for (cmsghdr* cm = CMSG_FIRSTHDR(&msg); cm != nullptr; cm = CMSG_NXTHDR(&msg, cm)) {
+      if (cm->cmsg_level == SOL_UDP && cm->cmsg_type == UDP_GRO) {
+        int size = 0;
+        std::memcpy(&size, CMSG_DATA(cm), sizeof size);
+        if (size > 0) segment = static_cast<size_t>(size);
+      }
+    }
+    const auto* sender = reinterpret_cast<const sockaddr*>(&from);
+    for (size_t at = 0; at < static_cast<size_t>(n) && !closed_; at += segment) {
+      if (counters_) counters_->quic_datagrams_received.add();
+      on_datagram(sender, buffer_.get() + at, std::min(segment, static_cast<size_t>(n) - at));
+    }
+  }
 }
 
 void QuicEndpoint::on_datagram(const sockaddr* from, const uint8_t* data, size_t len) {
@@ -224,9 +248,12 @@ void QuicEndpoint::add_cid(const ngtcp2_cid& cid, QuicConnection* conn) {
 void QuicEndpoint::remove_cid(const ngtcp2_cid& cid) { by_cid_.erase(cid_key(cid.data, cid.datalen)); }
 
 void QuicEndpoint::send(const sockaddr* to, const uint8_t* data, size_t len) {
-  if (!udp_.active()) return;
-  uv_buf_t b = uv_buf_init(reinterpret_cast<char*>(const_cast<uint8_t*>(data)), static_cast<unsigned>(len));
-  const int rv = uv_udp_try_send(udp_.get(), &b, 1, to);  // EAGAIN: dropped, QUIC resends (see the header)
+  if (closed_) return;
+  const socklen_t tolen = to->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+  ssize_t rv;
+  do {
+    rv = ::sendto(fd_.get(), data, len, MSG_DONTWAIT, to, tolen);  // EAGAIN: dropped, QUIC resends (see the header)
+  } while (rv < 0 && errno == EINTR);
   if (rv >= 0 && counters_) {
     counters_->quic_send_calls.add();
     counters_->quic_datagrams_sent.add();
@@ -234,10 +261,8 @@ void QuicEndpoint::send(const sockaddr* to, const uint8_t* data, size_t len) {
 }
 
 void QuicEndpoint::send_segments(const sockaddr* to, const uint8_t* data, size_t len, size_t segment) {
-  if (!udp_.active() || len == 0) return;
+  if (closed_ || len == 0) return;
   if (gso_ && len > segment) {
-    uv_os_fd_t fd = -1;
-    uv_fileno(reinterpret_cast<const uv_handle_t*>(udp_.get()), &fd);
     iovec iov{const_cast<uint8_t*>(data), len};
     alignas(cmsghdr) char control[CMSG_SPACE(sizeof(uint16_t))] = {};
     msghdr msg{};
@@ -255,7 +280,7 @@ void QuicEndpoint::send_segments(const sockaddr* to, const uint8_t* data, size_t
     std::memcpy(CMSG_DATA(cm), &size, sizeof size);
     ssize_t rv;
     do {
-      rv = ::sendmsg(fd, &msg, MSG_DONTWAIT);
+      rv = ::sendmsg(fd_.get(), &msg, MSG_DONTWAIT);
     } while (rv < 0 && errno == EINTR);
     if (rv >= 0 || errno == EAGAIN || errno == EWOULDBLOCK) {  // EAGAIN: dropped, as send()
       if (rv >= 0 && counters_) {
@@ -301,7 +326,8 @@ void QuicEndpoint::close() {
   std::vector<QuicConnection*> all;
   for (auto& [c, owned] : connections_) all.push_back(c);
   for (QuicConnection* c : all) c->close_now();
-  udp_.close();
+  poll_.close();  // stops polling at once: the descriptor may close now
+  fd_.reset();
   anti_replay_timer_.close();
 }
 

@@ -14,7 +14,12 @@
 // is dropped beyond it instead of holding a TLS session each for
 // timeouts.handshake (under load, Retry makes new clients prove their
 // address first: below).
-// Datagrams: read into one 64 KiB buffer per endpoint. A DCID no connection owns is a new connection when it is an
+// Datagrams: read with recvmsg into one 64 KiB buffer per endpoint, at most
+// kReadsPerWake reads each time the socket is readable (then the loop's
+// other work goes first); with UDP GRO (Linux 5.0+) one read may carry
+// several datagrams of one sender, split at the segment size the kernel
+// reports (UDP_GRO control message): a burst of a client's packets costs one
+// system call. A DCID no connection owns is a new connection when it is an
 // acceptable Initial (ngtcp2_accept); a Version Negotiation (RFC 9000 §6)
 // answers a version other than QUIC v1; a short-header packet gets a
 // stateless reset (RFC 9000 §10.3, at most kMaxResetsPerSecond); anything
@@ -28,7 +33,7 @@
 // (QuicConnection::claim_early_data).
 // Writes are batched per connection, once per loop iteration after the
 // datagrams it read (QuicConnection::schedule_write), and sent with UDP GSO
-// (send_segments), or with uv_udp_try_send one datagram each; one the
+// (send_segments), or with sendto one datagram each; one the
 // kernel cannot take now (EAGAIN) is dropped: QUIC's loss recovery sends
 // its frames again.
 // Thread affinity: the worker's loop.
@@ -159,7 +164,8 @@ class QuicEndpoint {
   socklen_t local_addrlen() const { return local_len_; }
 
  private:
-  static void on_recv(uv_udp_t* h, ssize_t n, const uv_buf_t* buf, const sockaddr* from, unsigned flags);
+  static constexpr int kReadsPerWake = 32;
+  void on_readable();
   void on_datagram(const sockaddr* from, const uint8_t* data, size_t len);
   void accept(const sockaddr* from, const uint8_t* data, size_t len);
   void send_version_negotiation(const sockaddr* to, const ngtcp2_version_cid& vc);
@@ -174,7 +180,8 @@ class QuicEndpoint {
   PolicyFn policy_;
   LeaseFn lease_;
   metrics::WorkerCounters* counters_;
-  UvHandle<uv_udp_t> udp_;
+  UniqueFd fd_;               // the UDP socket (open() on)
+  UvHandle<uv_poll_t> poll_;  // readable: on_readable()
   sockaddr_storage local_{};
   socklen_t local_len_ = 0;
   bool closed_ = false;
