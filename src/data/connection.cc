@@ -452,7 +452,7 @@ void Connection::start_linger() {
     int rc = uv_read_start(self->tcp_.stream(), LoopContext::alloc_cb, [](uv_stream_t* s, ssize_t n, const uv_buf_t*) {
       if (s->data == nullptr) return;
       auto* c = static_cast<Connection*>(s->data);
-      if (n < 0 || (c->lingered_bytes_ += static_cast<size_t>(n)) > kLingerMaxBytes) c->finish_close();
+      if (n < 0 || (c->lingered_bytes_ += static_cast<uint32_t>(n)) > kLingerMaxBytes) c->finish_close();
     });
     if (rc != 0) self->finish_close();
   });

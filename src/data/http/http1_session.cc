@@ -179,7 +179,7 @@ int Http1Session::on_headers_complete() {
       respond_local(std::move(answer));
       return -1;
     }
-    local_answer_ = std::move(answer);
+    local_answer_ = std::make_unique<LocalAnswer>(std::move(answer));
     // Let llhttp read to the end of the message; the body (if any) is not
     // forwarded anywhere and the connection closes after the answer.
     if (req.has_body()) {
