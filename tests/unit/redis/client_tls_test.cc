@@ -3,7 +3,7 @@
 // start-up exchange, a server certificate that does not verify (the error
 // and the log say why, once; commands are refused during the backoff; no
 // busy loop), a name that does not match, and mutual TLS (tls-auth-clients
-// yes). Plus redis::TlsContext's file errors. "No busy loop" is checked by
+// yes), TLS to the cleartext port. Plus redis::TlsContext's file errors. "No busy loop" is checked by
 // counting connection attempts, never by timing.
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -256,6 +256,25 @@ TEST_F(RedisClientTls, BlockingExchangeOverTls) {
   ASSERT_FALSE(st);
   EXPECT_NE(st.error().message().find("certificate verify failed"), std::string::npos) << st.error().message();
   EXPECT_FALSE(c.failing()) << "the blocking path changes no state";
+}
+
+// TLS to Redis' cleartext port: Redis takes the ClientHello for the start of
+// an inline command and waits for its end, so the handshake gets no answer:
+// the command times out (docs/operations.md says what that points to), the
+// connection is dropped and the backoff starts.
+TEST_F(RedisClientTls, TheCleartextPortTimesOut) {
+  ASSERT_TRUE(start_redis(false));
+  Options o = options(tls(trusting("root.pem")));
+  o.address.port = static_cast<uint16_t>(redis_.port());
+  o.timeout = milliseconds(300);
+  Client& c = make_client(std::move(o));
+  Got got;
+  ASSERT_TRUE(call({"PING"}, got));
+  ASSERT_TRUE(got.error);
+  EXPECT_EQ(got.error->code, Errc::Timeout);
+  EXPECT_EQ(got.error->detail, "no answer within 300 ms");
+  EXPECT_TRUE(c.failing());
+  EXPECT_EQ(c.connects(), 1u);
 }
 
 TEST(RedisTlsContext, FileErrorsNameTheKey) {
