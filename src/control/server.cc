@@ -266,6 +266,10 @@ Status Server::test(config::Config cfg) {
     if (auto redis_tls = redis::tls_of(tk, "tls.ticket_keys"); !redis_tls) return redis_tls.take_error();
   }
   if (auto st = check_session_store_files(cfg.tls.session_cache); !st) return st;
+  for (const auto& zone : cfg.limit_req) {  // workers read these files when they first use the zone
+    if (zone.store != config::SessionStore::Redis) continue;
+    if (auto redis_tls = redis::tls_of(zone, "limit_req[" + zone.name + "]"); !redis_tls) return redis_tls.take_error();
+  }
   if (auto w = fd_limit_warning(cfg, resolve_workers(cfg.workers), open_files_soft_limit())) {
     std::fprintf(stderr, "tlsfront: warning: %s\n", w->c_str());
   }

@@ -57,7 +57,7 @@ redis::Client* RedisRateLimiter::client_for(const config::LimitReqZone& zone) {
     }
     o.password = std::move(loaded->secret);
   }
-  auto redis_tls = redis::tls_of(zone, "limit_req");
+  auto redis_tls = redis::tls_of(zone, "limit_req[" + zone.name + "]");
   if (!redis_tls) {
     log::error("worker {}: limit_req {}: {}; its checks let every request through", worker_, zone.name,
                redis_tls.error().message());

@@ -147,12 +147,12 @@ bool Client::connect() {
   set_connected(false);
   if (opt_.password.empty()) return true;
   Argv a(auth_argv());
-  std::string bytes = format_command(a.argc(), a.ptrs.data(), a.lens.data());
+  const Secret bytes(format_command(a.argc(), a.ptrs.data(), a.lens.data()));  // wiped when done
   if (bytes.empty()) {
     trouble("cannot send AUTH (out of memory)", Errc::Closed);
     return false;
   }
-  conn_->send(bytes);
+  conn_->send(bytes.str());
   auth_pending_ = true;
   return true;
 }
