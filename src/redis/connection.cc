@@ -2,13 +2,10 @@
 
 #include <hiredis/hiredis.h>
 #include <hiredis/read.h>
-#include <openssl/err.h>
 #include <openssl/ssl.h>
 
 #include <cstring>
 #include <utility>
-
-#include "tls/openssl_error.h"
 
 namespace tlsfront::redis {
 namespace {
@@ -24,6 +21,12 @@ std::string strerror_of(int uv_status) {
   // ("Connection refused") is what operators grep for.
   return uv_status < 0 && uv_status > -4096 ? std::strerror(-uv_status) : uv_strerror(uv_status);
 }
+
+// A reply larger than this (a bulk string or array still arriving) is not
+// buffered further: a broken or hostile server cannot grow our memory without
+// bound. The largest legitimate reply is a certificate store entry (a chain
+// and a sealed key: tens of KiB).
+constexpr size_t kMaxBufferedReply = 16 << 20;
 
 }  // namespace
 
@@ -43,16 +46,9 @@ std::string Connection::open(uv_loop_t* loop, const config::Endpoint& address, c
   if (tls_) {
     auto ssl = tls_->new_ssl(address);
     if (!ssl) return ssl.error().message();
-    ssl_ = std::move(ssl).value();
-    rbio_ = BIO_new(BIO_s_mem());
-    wbio_ = BIO_new(BIO_s_mem());
-    if (rbio_ == nullptr || wbio_ == nullptr) {
-      BIO_free(rbio_);
-      BIO_free(wbio_);
-      rbio_ = wbio_ = nullptr;
-      return "out of memory";
-    }
-    SSL_set_bio(ssl_.get(), rbio_, wbio_);  // ssl_ owns both now
+    auto stream = tls::TlsStream::create_client(std::move(ssl).value());
+    if (!stream) return stream.error().message();
+    tls_stream_.emplace(std::move(stream).value());
   }
   auto* req = new uv_connect_t{};
   auto cb = [](uv_connect_t* r, int status) {
@@ -101,25 +97,20 @@ void Connection::send(std::string_view bytes) {
 
 void Connection::flush() {
   if (closed_) return;
-  if (!ssl_) {
+  if (!tls_stream_) {
     if (!out_.empty()) write_raw(std::exchange(out_, {}));
     return;
   }
   if (ready_ && !out_.empty()) {
-    size_t written = 0;
-    // Memory BIOs grow as needed: SSL_write takes everything at once.
-    if (SSL_write_ex(ssl_.get(), out_.data(), out_.size(), &written) != 1) {
-      fail(false, "TLS write failed: " + tls::drain_openssl_errors());
+    if (Status st = tls_stream_->write(out_); !st) {
+      fail(false, "TLS write failed: " + st.error().message());
       return;
     }
-    out_.erase(0, written);
+    out_.clear();
   }
-  const size_t pending = BIO_ctrl_pending(wbio_);
-  if (pending == 0) return;
-  std::string bytes(pending, '\0');
-  const int n = BIO_read(wbio_, bytes.data(), static_cast<int>(pending));
-  if (n <= 0) return;
-  bytes.resize(static_cast<size_t>(n));
+  if (tls_stream_->pending_output() == 0) return;
+  std::string bytes;
+  tls_stream_->take_output(bytes);
   write_raw(std::move(bytes));
 }
 
@@ -161,7 +152,7 @@ void Connection::on_connect(int status) {
     fail(true, strerror_of(rc));
     return;
   }
-  if (ssl_) {
+  if (tls_stream_) {
     handshake();
     return;
   }
@@ -174,8 +165,8 @@ void Connection::on_connect(int status) {
 }
 
 bool Connection::handshake() {
-  const int ret = SSL_do_handshake(ssl_.get());
-  if (ret == 1) {
+  Result<bool> done = tls_stream_->handshake();
+  if (done && *done) {
     ready_ = true;
     flush();  // the handshake's last bytes, then what waited
     if (closed_) return false;
@@ -186,11 +177,13 @@ bool Connection::handshake() {
     destroyed_ = outer;
     return !closed_;
   }
-  if (SSL_get_error(ssl_.get(), ret) == SSL_ERROR_WANT_READ) {
+  if (done) {
     flush();  // our next handshake flight
     return !closed_;
   }
-  fail(true, TlsContext::handshake_error(ssl_.get(), ret));
+  std::string why = TlsContext::handshake_error(tls_stream_->ssl(), done.error());
+  flush();  // the alert, if OpenSSL queued one
+  fail(true, std::move(why));
   return false;
 }
 
@@ -200,36 +193,32 @@ void Connection::on_read(ssize_t nread, const char* data) {
     fail(!ready_, nread == UV_EOF ? std::string("the server closed the connection") : strerror_of(static_cast<int>(nread)));
     return;
   }
-  if (!ssl_) {
+  if (!tls_stream_) {
     deliver(data, static_cast<size_t>(nread));
     return;
   }
-  if (BIO_write(rbio_, data, static_cast<int>(nread)) != nread) {
-    fail(!ready_, "out of memory");
-    return;
-  }
+  tls_stream_->feed(std::string_view(data, static_cast<size_t>(nread)));
   if (!ready_ && !handshake()) return;
   if (ready_) read_tls();
 }
 
 bool Connection::read_tls() {
   for (;;) {
-    size_t n = 0;
-    if (SSL_read_ex(ssl_.get(), buf_, sizeof buf_, &n) == 1) {
-      if (!deliver(buf_, n)) return false;
+    Result<size_t> n = tls_stream_->read(buf_, sizeof buf_);
+    if (n && *n > 0) {
+      if (!deliver(buf_, *n)) return false;
       continue;
     }
-    const int err = SSL_get_error(ssl_.get(), 0);
-    if (err == SSL_ERROR_WANT_READ) {
+    if (n) {
       flush();  // anything OpenSSL wants to say back (a key update)
       return !closed_;
     }
-    if (err == SSL_ERROR_ZERO_RETURN) {
-      fail(false, "the server closed the connection");
-    } else {
-      std::string q = tls::drain_openssl_errors();
-      fail(false, "TLS read failed" + (q.empty() ? std::string() : ": " + q));
-    }
+    // close_notify; a TLS error; or the server looping on post-handshake
+    // messages (TlsStream's bound: the alert waits in the output).
+    std::string why = n.error().code == Errc::Closed ? std::string("the server closed the connection")
+                                                     : "TLS read failed: " + n.error().message();
+    flush();
+    fail(false, std::move(why));
     return false;
   }
 }
@@ -237,6 +226,10 @@ bool Connection::read_tls() {
 bool Connection::deliver(const char* data, size_t len) {
   if (redisReaderFeed(reader_, data, len) != REDIS_OK) {
     fail(false, "protocol error: cannot buffer the reply");
+    return false;
+  }
+  if (reader_->len - reader_->pos > kMaxBufferedReply) {
+    fail(false, "protocol error: a reply larger than " + std::to_string(kMaxBufferedReply >> 20) + " MiB");
     return false;
   }
   for (;;) {

@@ -1,6 +1,7 @@
 // redis::Connection: the bytes of one Redis connection (redis::Client's
 // transport) over a libuv stream, a TCP socket or a Unix socket, through TLS
-// (OpenSSL, memory BIOs) when given a TlsContext. hiredis is used only for
+// (tls::TlsStream, the client side, as towards upstreams: its bound on
+// post-handshake messages included) when given a TlsContext. hiredis is used only for
 // what it does well: redisFormatCommandArgv writes the RESP commands (in
 // client.cc) and a redisReader parses the replies here.
 //
@@ -26,9 +27,11 @@
 #include <string>
 #include <string_view>
 
+#include <optional>
 #include "config/config.h"
+
 #include "redis/tls_context.h"
-#include "util/openssl_ptr.h"
+#include "tls/tls_stream.h"
 #include "util/uv_handle.h"
 
 struct redisReader;
@@ -83,9 +86,7 @@ class Connection {
   UvHandle<uv_tcp_t> tcp_;
   UvHandle<uv_pipe_t> pipe_;
   bool unix_ = false;
-  SslPtr ssl_;
-  BIO* rbio_ = nullptr;  // owned by ssl_: what the server sent, for OpenSSL to read
-  BIO* wbio_ = nullptr;  // owned by ssl_: what OpenSSL wrote, for the socket
+  std::optional<tls::TlsStream> tls_stream_;  // with TLS
   redisReader* reader_ = nullptr;
   std::string out_;      // plaintext not yet handed to the socket (or to TLS)
   bool connected_ = false;  // the stream is connected

@@ -82,10 +82,9 @@ Result<SslPtr> TlsContext::new_ssl(const config::Endpoint& server) const {
   return ssl;
 }
 
-std::string TlsContext::handshake_error(SSL* ssl, int ret) {
+std::string TlsContext::handshake_error(SSL* ssl, const Error& failed) {
   const long verify = SSL_get_verify_result(ssl);
   if (verify != X509_V_OK) {
-    tls::drain_openssl_errors();
     std::string message = std::string("certificate verify failed: ") + X509_verify_cert_error_string(verify);
     if (verify == X509_V_ERR_HOSTNAME_MISMATCH || verify == X509_V_ERR_IP_ADDRESS_MISMATCH) {
       const X509_VERIFY_PARAM* param = SSL_get0_param(ssl);
@@ -95,11 +94,7 @@ std::string TlsContext::handshake_error(SSL* ssl, int ret) {
     }
     return message;
   }
-  const int err = SSL_get_error(ssl, ret);
-  std::string q = tls::drain_openssl_errors();
-  if (!q.empty()) return "TLS handshake failed: " + q;
-  if (err == SSL_ERROR_SYSCALL || err == SSL_ERROR_ZERO_RETURN) return "TLS handshake failed: the server closed the connection";
-  return "TLS handshake failed";
+  return failed.message();
 }
 
 }  // namespace tlsfront::redis

@@ -33,11 +33,11 @@ class TlsContext {
   // is an IP address). Errors: Errc::Tls.
   [[nodiscard]] Result<SslPtr> new_ssl(const config::Endpoint& server) const;
 
-  // Why a handshake (SSL_connect returned `ret` <= 0 on `ssl`) failed, for
-  // the log: "certificate verify failed: <reason> (name: <name>)" when the
-  // server's certificate was refused, else OpenSSL's reasons ("TLS
-  // handshake failed: ..."). Drains the thread's OpenSSL error queue.
-  static std::string handshake_error(SSL* ssl, int ret);
+  // Why the handshake of `ssl` failed (`failed`: tls::TlsStream::handshake's
+  // error), for the log: "certificate verify failed: <reason> (expected
+  // <name>)" when the server's certificate was refused, else the stream's
+  // "TLS handshake failed: <OpenSSL's reasons>".
+  static std::string handshake_error(SSL* ssl, const Error& failed);
 
   const config::RedisTls& config() const { return cfg_; }
 
