@@ -28,6 +28,24 @@ namespace tlsfront::config {
 enum class SessionStore { Memory, Redis };
 enum class TicketKeySource { Auto, Files, Redis };
 
+// redis_tls = true | { ... } (every table with a Redis: [tls.session_cache],
+// [tls.ticket_keys], [tls.store], [[limit_req]]): TLS to that Redis
+// (redis/tls_context.h), with the keys of [upstream.tls] but session_reuse.
+// Only with a TCP `redis` (Redis speaks TLS on its tls-port).
+struct RedisTls {
+  bool enabled = false;
+  // server_name: SNI and the name the certificate must carry; "" = the
+  // address's IP (a Redis written "localhost" is 127.0.0.1), not sent.
+  std::string server_name;
+  bool verify = true;       // false: any certificate
+  std::string trusted_ca;   // PEM trust anchors; "" = OpenSSL's default store (the system's)
+  std::string certificate;  // client certificate chain (PEM) for tls-auth-clients; with `key`
+  std::string key;
+  std::vector<TlsVersion> protocols{TlsVersion::Tls12, TlsVersion::Tls13};
+  std::string origin;       // "file:line:col" of redis_tls, for errors found when loading files
+  bool operator==(const RedisTls&) const = default;
+};
+
 // [tls.session_cache]: sessions kept by tlsfront (not OpenSSL's per-SSL_CTX
 // cache), shared by all workers and kept across reloads.
 struct SessionCache {
@@ -42,6 +60,7 @@ struct SessionCache {
   std::string redis_password_file;        // path; read at start-up ("" = no AUTH)
   std::string redis_prefix = "tlsfront";  // keys are "<prefix>:sess:<hex>"
   Millis redis_timeout{50};               // a lookup slower than this is a miss (full handshake)
+  RedisTls redis_tls;
   bool operator==(const SessionCache&) const = default;
 };
 
@@ -59,6 +78,7 @@ struct TicketKeys {
   std::string redis_password_file;    // path; the password is read from it at start-up ("" = no AUTH)
   std::string redis_prefix = "tlsfront";  // keys are "<prefix>:stek:<slot>"
   Millis redis_timeout{500};          // per Redis exchange (connect, each pipelined round)
+  RedisTls redis_tls;
   std::string wrap_key_file;          // path to 32 random bytes: AES-256-GCM wraps the ring in Redis
   std::string redis_origin;           // "file:line:col" of `redis` (of the table when absent)
   bool operator==(const TicketKeys&) const = default;
@@ -82,6 +102,7 @@ struct CertStore {
   std::string redis_password_file;
   std::string redis_prefix = "tlsfront";  // keys "<prefix>:cert:<region>:<name>", ...
   Millis redis_timeout{500};           // per Redis exchange (connect, each pipelined round)
+  RedisTls redis_tls;
   bool operator==(const CertStore&) const = default;
 };
 
@@ -389,6 +410,7 @@ struct LimitReqZone {
   std::string redis_password_file;          // path; read at start-up ("" = no AUTH)
   std::string redis_prefix = "tlsfront";    // keys are "<prefix>:lreq:<zone>:<key>"
   Millis redis_timeout{50};                 // no answer within it: the request goes on
+  RedisTls redis_tls;
   bool operator==(const LimitReqZone&) const = default;
 };
 

@@ -97,7 +97,7 @@ Status parse_zone_store(const TableReader& t, LimitReqZone& zone) {
     return t.error_at("store", "unknown store " + quote(store) + " (expected \"memory\" or \"redis\")");
   }
   if (store == "memory") {
-    for (const char* key : {"redis", "redis_user", "redis_password_file", "redis_prefix", "redis_timeout"}) {
+    for (std::string_view key : kRedisKeys) {
       if (t.find(key) != nullptr) return t.error_at(key, "only used with store = \"redis\"");
     }
     return {};
@@ -165,7 +165,7 @@ Status parse_limit_zones(const TableReader& root, std::vector<LimitReqZone>& req
   for (size_t i = 0; i < req_tables->size(); ++i) {
     TableReader t(root.context(), *(*req_tables)[i], "limit_req[" + std::to_string(i) + "]");
     if (Status s = t.check_keys({"name", "key", "rate", "burst", "nodelay", "delay", "size", "store", "redis",
-                                 "redis_user", "redis_password_file", "redis_prefix", "redis_timeout"});
+                                 "redis_user", "redis_password_file", "redis_prefix", "redis_timeout", "redis_tls"});
         !s.ok()) {
       return s;
     }

@@ -11,7 +11,8 @@ Status parse_cert_store(const TableReader& tls, CertStore& out) {
   if (*table == nullptr) return {};
   TableReader t(tls.context(), **table, tls.path_of("store"));
   if (Status s = t.check_keys({"region", "seal_key_files", "cache_dir", "poll_interval", "reconcile_interval",
-                               "redis", "redis_user", "redis_password_file", "redis_prefix", "redis_timeout"});
+                               "redis", "redis_user", "redis_password_file", "redis_prefix", "redis_timeout",
+                               "redis_tls"});
       !s.ok()) {
     return s;
   }

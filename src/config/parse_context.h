@@ -201,26 +201,46 @@ Error missing_table(const ParseContext& ctx, std::string_view key, bool array_of
 [[nodiscard]] Status parse_resolver(const TableReader& root, Resolver& out);
 [[nodiscard]] Status parse_admin(const TableReader& root, const std::vector<Listener>& listeners, Admin& out);
 [[nodiscard]] Status parse_limits(const TableReader& root, Limits& out);
+// server_name, verify, trusted_ca, certificate, key and protocols: the keys
+// a TLS client table shares ([upstream.tls], redis_tls), with their rules
+// (config/parse_upstream_tls.cc).
+[[nodiscard]] Status parse_tls_client_keys(const TableReader& t, std::string& server_name, bool& verify,
+                                           std::string& trusted_ca, std::string& certificate, std::string& key,
+                                           std::vector<TlsVersion>& protocols);
+template <typename T>
+[[nodiscard]] Status parse_tls_client_keys(const TableReader& t, T& out) {
+  return parse_tls_client_keys(t, out.server_name, out.verify, out.trusted_ca, out.certificate, out.key,
+                               out.protocols);
+}
+// The keys of a table with a Redis, after `redis` (config/parse_redis.cc).
+inline constexpr std::string_view kRedisKeys[] = {"redis",         "redis_user",    "redis_password_file",
+                                                  "redis_prefix",  "redis_timeout", "redis_tls"};
 // redis_user, redis_password_file, redis_prefix of a table with a Redis
-// (config/parse_tls.cc).
+// (config/parse_redis.cc).
 [[nodiscard]] Status parse_redis_auth(const TableReader& t, std::string& user, std::string& password_file,
                                       std::string& prefix);
+// redis_tls = true | false | { enabled, server_name, verify, trusted_ca,
+// certificate, key, protocols } (an inline table or [<table>.redis_tls]):
+// TLS to the Redis; an error when set with a Unix socket (`unix_socket`
+// non-empty) (config/parse_redis.cc).
+[[nodiscard]] Status parse_redis_tls(const TableReader& t, const std::string& unix_socket, RedisTls& out);
 // Where and how a table's Redis is reached: redis ("host:port"; also
-// "unix:/path" when `unix_socket` is not null), parse_redis_auth's keys and
-// redis_timeout (min_timeout..max_timeout, a whole number of seconds at most)
-// (config/parse_tls.cc).
+// "unix:/path" when `unix_socket` is not null), parse_redis_auth's keys,
+// redis_timeout (min_timeout..max_timeout, a whole number of seconds at
+// most) and redis_tls (config/parse_redis.cc).
 [[nodiscard]] Status parse_redis_connection(const TableReader& t, Endpoint& address, std::string* unix_socket,
                                             std::string& user, std::string& password_file, std::string& prefix,
-                                            Millis& timeout, Millis min_timeout, Millis max_timeout);
+                                            Millis& timeout, Millis min_timeout, Millis max_timeout,
+                                            RedisTls& tls);
 // The same for a table struct with the usual field names (redis,
 // redis_unix_socket when it has one, redis_user, redis_password_file,
-// redis_prefix, redis_timeout).
+// redis_prefix, redis_timeout, redis_tls).
 template <typename T>
 [[nodiscard]] Status parse_redis_connection(const TableReader& t, T& out, Millis min_timeout, Millis max_timeout) {
   std::string* unix_socket = nullptr;
   if constexpr (requires { out.redis_unix_socket; }) unix_socket = &out.redis_unix_socket;
   return parse_redis_connection(t, out.redis, unix_socket, out.redis_user, out.redis_password_file, out.redis_prefix,
-                                out.redis_timeout, min_timeout, max_timeout);
+                                out.redis_timeout, min_timeout, max_timeout, out.redis_tls);
 }
 // `access` of a [[listen]] or [[route]] (config/parse_access.cc).
 [[nodiscard]] Status parse_access(const TableReader& t, std::vector<AccessRule>& out);

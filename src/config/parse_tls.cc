@@ -42,51 +42,10 @@ Status parse_tls_protocols(const TableReader& t, std::vector<TlsVersion>& out) {
   return {};
 }
 
-// The redis_* keys of [tls.session_cache]; only accepted with store = "redis".
-// redis_user, redis_password_file and redis_prefix: the same for every
-// Redis client (the session store, the ticket key ring, [[limit_req]]).
-Status parse_redis_auth(const TableReader& t, std::string& user, std::string& password_file, std::string& prefix) {
-  if (Status s = t.get_string("redis_user", user, Presence::Optional, /*allow_empty=*/false); !s.ok()) return s;
-  if (Status s = t.get_path("redis_password_file", password_file, Presence::Optional, false); !s.ok()) return s;
-  if (!user.empty() && password_file.empty()) {
-    return t.error_at("redis_user", "needs redis_password_file (AUTH takes a user and a password)");
-  }
-  if (Status s = t.get_string("redis_prefix", prefix, Presence::Optional, /*allow_empty=*/false); !s.ok()) return s;
-  for (char c : prefix) {
-    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) {
-      return t.error_at("redis_prefix", "must not contain spaces or control characters");
-    }
-  }
-  return {};
-}
-
-Status parse_redis_connection(const TableReader& t, Endpoint& address, std::string* unix_socket, std::string& user,
-                              std::string& password_file, std::string& prefix, Millis& timeout, Millis min_timeout,
-                              Millis max_timeout) {
-  std::string text;
-  if (Status s = t.get_string("redis", text, Presence::Optional, /*allow_empty=*/false); !s.ok()) return s;
-  if (unix_socket != nullptr && text.starts_with("unix:")) {
-    std::string path = text.substr(5);
-    if (path.empty()) return t.error_at("redis", "\"unix:\" needs a socket path");
-    *unix_socket = t.context().resolve_path(path);
-  } else if (!text.empty()) {
-    Result<Endpoint> endpoint = parse_endpoint(text, /*allow_localhost=*/true);
-    if (!endpoint.ok()) return t.error_at("redis", endpoint.error().message());
-    address = *endpoint;
-  }
-  if (Status s = parse_redis_auth(t, user, password_file, prefix); !s.ok()) return s;
-  if (Status s = t.get_duration("redis_timeout", min_timeout, timeout); !s.ok()) return s;
-  if (timeout > max_timeout) {
-    return t.error_at("redis_timeout", "must be at most " + std::to_string(max_timeout.count() / 1000) + "s");
-  }
-  return {};
-}
-
 namespace {
 
+// The redis_* keys of [tls.session_cache]; only accepted with store = "redis".
 Status parse_session_cache_redis(const TableReader& t, SessionCache& out) {
-  static constexpr std::string_view kRedisKeys[] = {"redis", "redis_user", "redis_password_file", "redis_prefix",
-                                                    "redis_timeout"};
   if (out.store != SessionStore::Redis) {
     for (std::string_view key : kRedisKeys) {
       if (t.find(key) != nullptr) return t.error_at(key, "only used with store = \"redis\"");
@@ -102,7 +61,7 @@ Status parse_session_cache(const TableReader& tls, SessionCache& out) {
   if (*table == nullptr) return {};
   TableReader t(tls.context(), **table, tls.path_of("session_cache"));
   if (Status s = t.check_keys({"enabled", "size", "timeout", "store", "redis", "redis_user", "redis_password_file",
-                               "redis_prefix", "redis_timeout"});
+                               "redis_prefix", "redis_timeout", "redis_tls"});
       !s.ok()) {
     return s;
   }
@@ -129,12 +88,11 @@ Status parse_session_cache(const TableReader& tls, SessionCache& out) {
 // The redis_* keys and wrap_key_file of [tls.ticket_keys]; they are only
 // accepted with source = "redis".
 Status parse_ticket_keys_redis(const TableReader& t, TicketKeys& out) {
-  static constexpr std::string_view kRedisKeys[] = {"redis", "redis_user", "redis_password_file",
-                                                    "redis_prefix", "redis_timeout", "wrap_key_file"};
   if (out.source != TicketKeySource::Redis) {
     for (std::string_view key : kRedisKeys) {
       if (t.find(key) != nullptr) return t.error_at(key, "only used with source = \"redis\"");
     }
+    if (t.find("wrap_key_file") != nullptr) return t.error_at("wrap_key_file", "only used with source = \"redis\"");
     return {};
   }
   out.redis_origin = t.find("redis") ? t.position_of("redis") : t.context().position(t.table().source());
@@ -149,7 +107,7 @@ Status parse_ticket_keys(const TableReader& tls, TicketKeys& out) {
   if (*table == nullptr) return {};
   TableReader t(tls.context(), **table, tls.path_of("ticket_keys"));
   if (Status s = t.check_keys({"source", "rotate_every", "files", "redis", "redis_user", "redis_password_file",
-                               "redis_prefix", "redis_timeout", "wrap_key_file"});
+                               "redis_prefix", "redis_timeout", "redis_tls", "wrap_key_file"});
       !s.ok()) {
     return s;
   }

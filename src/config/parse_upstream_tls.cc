@@ -1,4 +1,5 @@
-// [upstream.tls] (or `tls = true`): TLS to one [[upstream]]'s servers.
+// [upstream.tls] (or `tls = true`): TLS to one [[upstream]]'s servers, and
+// the client keys it shares with redis_tls (config/parse_redis.cc).
 #include <string>
 
 #include "config/parse_context.h"
@@ -28,24 +29,29 @@ Status parse_table(const TableReader& t, UpstreamTls& out) {
     return s;
   }
   if (Status s = t.get_bool("enabled", out.enabled); !s.ok()) return s;
-  if (Status s = parse_server_name(t, out.server_name); !s.ok()) return s;
-  if (Status s = t.get_bool("verify", out.verify); !s.ok()) return s;
-  if (Status s = t.get_path("trusted_ca", out.trusted_ca, Presence::Optional, false); !s.ok()) return s;
-  if (!out.verify && t.find("trusted_ca") != nullptr) {
-    return t.error_at("trusted_ca", "has no use with verify = false (no certificate is checked)");
-  }
-  if (Status s = t.get_path("certificate", out.certificate, Presence::Optional, false); !s.ok()) return s;
-  if (Status s = t.get_path("key", out.key, Presence::Optional, false); !s.ok()) return s;
-  if (out.certificate.empty() != out.key.empty()) {
-    const char* present = out.certificate.empty() ? "key" : "certificate";
-    return t.error_at(present, "a client certificate needs both certificate and key");
-  }
-  if (Status s = parse_tls_protocols(t, out.protocols); !s.ok()) return s;
+  if (Status s = parse_tls_client_keys(t, out); !s.ok()) return s;
   if (Status s = t.get_bool("session_reuse", out.session_reuse); !s.ok()) return s;
   return {};
 }
 
 }  // namespace
+
+Status parse_tls_client_keys(const TableReader& t, std::string& server_name, bool& verify, std::string& trusted_ca,
+                             std::string& certificate, std::string& key, std::vector<TlsVersion>& protocols) {
+  if (Status s = parse_server_name(t, server_name); !s.ok()) return s;
+  if (Status s = t.get_bool("verify", verify); !s.ok()) return s;
+  if (Status s = t.get_path("trusted_ca", trusted_ca, Presence::Optional, false); !s.ok()) return s;
+  if (!verify && t.find("trusted_ca") != nullptr) {
+    return t.error_at("trusted_ca", "has no use with verify = false (no certificate is checked)");
+  }
+  if (Status s = t.get_path("certificate", certificate, Presence::Optional, false); !s.ok()) return s;
+  if (Status s = t.get_path("key", key, Presence::Optional, false); !s.ok()) return s;
+  if (certificate.empty() != key.empty()) {
+    const char* present = certificate.empty() ? "key" : "certificate";
+    return t.error_at(present, "a client certificate needs both certificate and key");
+  }
+  return parse_tls_protocols(t, protocols);
+}
 
 Status parse_upstream_tls(const TableReader& t, Upstream& u) {
   const toml::node* node = t.find("tls");

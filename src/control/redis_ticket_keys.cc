@@ -40,14 +40,18 @@ Result<std::unique_ptr<RedisTicketKeys>> RedisTicketKeys::create(const config::T
     if (!loaded->warning.empty()) log::warn("ticket keys: {}", loaded->warning);
     wrap_key = std::move(loaded->secret);
   }
+  auto redis_tls = redis::tls_of(keys, "tls.ticket_keys");
+  if (!redis_tls) return redis_tls.take_error();
   auto codec = tls::RedisTicketKeyCodec::create(wrap_key.bytes());
   if (!codec) return make_error(Errc::Config, keys.wrap_key_file + ": " + codec.error().message());
   return std::unique_ptr<RedisTicketKeys>(
-      new RedisTicketKeys(tls, clock, std::move(publish), std::move(codec).value(), std::move(password)));
+      new RedisTicketKeys(tls, clock, std::move(publish), std::move(codec).value(), std::move(password),
+                          std::move(redis_tls).value()));
 }
 
 RedisTicketKeys::RedisTicketKeys(const config::Tls& tls, const Clock* clock, PublishFn publish,
-                                 tls::RedisTicketKeyCodec codec, Secret password)
+                                 tls::RedisTicketKeyCodec codec, Secret password,
+                                 std::shared_ptr<const redis::TlsContext> redis_tls)
     : keys_(tls.ticket_keys),
       clock_(clock),
       publish_(std::move(publish)),
@@ -59,6 +63,7 @@ RedisTicketKeys::RedisTicketKeys(const config::Tls& tls, const Clock* clock, Pub
         o.unix_socket = keys_.redis_unix_socket;
         o.user = keys_.redis_user;
         o.password = std::move(password);
+        o.tls = std::move(redis_tls);
         o.timeout = keys_.redis_timeout;
         o.connect_timeout = keys_.redis_timeout;  // a round on a new connection gets twice as long
         const milliseconds poll = state_.schedule().poll_interval();

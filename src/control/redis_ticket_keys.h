@@ -87,7 +87,7 @@ class RedisTicketKeys {
   };
 
   RedisTicketKeys(const config::Tls& tls, const Clock* clock, PublishFn publish, tls::RedisTicketKeyCodec codec,
-                  Secret password);
+                  Secret password, std::shared_ptr<const redis::TlsContext> redis_tls);
 
   // The commands of the next round at `now`. Errors: Errc::Tls (DRBG, wrap).
   [[nodiscard]] Result<Plan> plan_round(tls::TimePoint now);

@@ -31,6 +31,7 @@
 #include "control/quic_socket.h"
 #include "control/pid_file.h"
 #include "control/restart_only.h"
+#include "redis/tls_context.h"
 #include "tls/ticket_key_source_file.h"
 #include "tls/ticket_key_source_redis.h"
 #include "util/uv_handle.h"
@@ -38,10 +39,12 @@
 namespace tlsfront::control {
 namespace {
 
-// store = "redis": the password file must be readable at start-up (each
+// store = "redis": the password file (and redis_tls' files) must be readable at start-up (each
 // worker reads it again for its own connection).
 Status check_session_store_files(const config::SessionCache& sc) {
-  if (!sc.enabled || sc.store != config::SessionStore::Redis || sc.redis_password_file.empty()) return {};
+  if (!sc.enabled || sc.store != config::SessionStore::Redis) return {};
+  if (auto redis_tls = redis::tls_of(sc, "tls.session_cache"); !redis_tls) return redis_tls.take_error();
+  if (sc.redis_password_file.empty()) return {};
   auto secret = tls::load_redis_password_file(sc.redis_password_file);
   if (!secret) return secret.take_error();
   if (!secret->warning.empty()) log::warn("session cache: {}", secret->warning);
@@ -260,8 +263,13 @@ Status Server::test(config::Config cfg) {
       if (!secret) return secret.take_error();
       if (!secret->warning.empty()) log::warn("ticket keys: {}", secret->warning);
     }
+    if (auto redis_tls = redis::tls_of(tk, "tls.ticket_keys"); !redis_tls) return redis_tls.take_error();
   }
   if (auto st = check_session_store_files(cfg.tls.session_cache); !st) return st;
+  for (const auto& zone : cfg.limit_req) {  // workers read these files when they first use the zone
+    if (zone.store != config::SessionStore::Redis) continue;
+    if (auto redis_tls = redis::tls_of(zone, "limit_req[" + zone.name + "]"); !redis_tls) return redis_tls.take_error();
+  }
   if (auto w = fd_limit_warning(cfg, resolve_workers(cfg.workers), open_files_soft_limit())) {
     std::fprintf(stderr, "tlsfront: warning: %s\n", w->c_str());
   }

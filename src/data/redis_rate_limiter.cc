@@ -40,8 +40,10 @@ void RedisRateLimiter::close() {
 }
 
 redis::Client* RedisRateLimiter::client_for(const config::LimitReqZone& zone) {
-  const std::string id = fmt::format("{}|{}|{}|{}", zone.redis.to_string(), zone.redis_user, zone.redis_password_file,
-                                     zone.redis_timeout.count());
+  const config::RedisTls& t = zone.redis_tls;
+  const std::string id = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", zone.redis.to_string(), zone.redis_user,
+                                     zone.redis_password_file, zone.redis_timeout.count(), t.enabled, t.server_name,
+                                     t.verify, t.trusted_ca, t.certificate, t.key, t.protocols.size());
   if (auto it = clients_.find(id); it != clients_.end()) return it->second.get();
   redis::Options o;
   o.address = zone.redis;
@@ -55,6 +57,13 @@ redis::Client* RedisRateLimiter::client_for(const config::LimitReqZone& zone) {
     }
     o.password = std::move(loaded->secret);
   }
+  auto redis_tls = redis::tls_of(zone, "limit_req[" + zone.name + "]");
+  if (!redis_tls) {
+    log::error("worker {}: limit_req {}: {}; its checks let every request through", worker_, zone.name,
+               redis_tls.error().message());
+    return nullptr;
+  }
+  o.tls = std::move(redis_tls).value();
   o.timeout = zone.redis_timeout;
   o.connect_timeout = zone.redis_timeout;
   o.log_name = fmt::format("worker {}: limit_req", worker_);

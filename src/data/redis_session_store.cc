@@ -11,9 +11,10 @@ namespace {
 using std::chrono::milliseconds;
 
 redis::Options client_options(const config::SessionCache& cfg, int worker, Secret password,
-                              metrics::WorkerCounters* counters) {
+                              std::shared_ptr<const redis::TlsContext> redis_tls, metrics::WorkerCounters* counters) {
   redis::Options o;
   o.address = cfg.redis;
+  o.tls = std::move(redis_tls);
   o.user = cfg.redis_user;
   o.password = std::move(password);
   o.timeout = cfg.redis_timeout;
@@ -36,12 +37,18 @@ Result<std::unique_ptr<RedisSessionStore>> RedisSessionStore::create(const confi
     if (!loaded) return loaded.take_error();
     password = std::move(loaded->secret);
   }
-  return std::unique_ptr<RedisSessionStore>(new RedisSessionStore(cfg, loop, worker, std::move(password), counters));
+  auto redis_tls = redis::tls_of(cfg, "tls.session_cache");
+  if (!redis_tls) return redis_tls.take_error();
+  return std::unique_ptr<RedisSessionStore>(
+      new RedisSessionStore(cfg, loop, worker, std::move(password), std::move(redis_tls).value(), counters));
 }
 
 RedisSessionStore::RedisSessionStore(const config::SessionCache& cfg, uv_loop_t* loop, int worker, Secret password,
+                                     std::shared_ptr<const redis::TlsContext> redis_tls,
                                      metrics::WorkerCounters* counters)
-    : cfg_(cfg), worker_(worker), client_(client_options(cfg, worker, std::move(password), counters)) {
+    : cfg_(cfg),
+      worker_(worker),
+      client_(client_options(cfg, worker, std::move(password), std::move(redis_tls), counters)) {
   if (counters) counters->session_store.set(1);
   client_.start(loop);
 }

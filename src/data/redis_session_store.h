@@ -74,7 +74,7 @@ class RedisSessionStore final : public tls::RemoteSessionStore {
 
  private:
   RedisSessionStore(const config::SessionCache& cfg, uv_loop_t* loop, int worker, Secret password,
-                    metrics::WorkerCounters* counters);
+                    std::shared_ptr<const redis::TlsContext> redis_tls, metrics::WorkerCounters* counters);
 
   void on_get_reply(Result<redis::Reply> reply, LookupDone& done);
 

@@ -1,41 +1,16 @@
 #include "redis/client.h"
 
-#include <hiredis/adapters/libuv.h>
-#include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 
-#include <sys/socket.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
+#include <cstdlib>
 #include <memory>
+#include <optional>
 
 namespace tlsfront::redis {
 namespace {
 
 using std::chrono::milliseconds;
-
-struct ContextFree {
-  void operator()(redisContext* c) const noexcept { redisFree(c); }
-};
-struct ReplyFree {
-  void operator()(redisReply* r) const noexcept { freeReplyObject(r); }
-};
-
-// The error of a non-blocking connect on `fd` that failed (SO_ERROR:
-// ECONNREFUSED, EHOSTUNREACH, ...), 0 while it is in progress or done.
-int connect_error(int fd) {
-  int err = 0;
-  socklen_t len = sizeof err;
-  if (fd < 0 || ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) return 0;
-  return err;
-}
-
-// A command's id travels in hiredis' privdata (no allocation); 0 is the
-// client's own AUTH.
-void* pack(uint64_t id) { return reinterpret_cast<void*>(static_cast<uintptr_t>(id)); }
-uint64_t unpack(void* privdata) { return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(privdata)); }
 
 // The argv of one command as hiredis wants it (borrowing the strings).
 struct Argv {
@@ -53,11 +28,14 @@ struct Argv {
   int argc() const { return static_cast<int>(ptrs.size()); }
 };
 
-timeval to_timeval(milliseconds d) {
-  timeval tv{};
-  tv.tv_sec = static_cast<time_t>(d.count() / 1000);
-  tv.tv_usec = static_cast<suseconds_t>((d.count() % 1000) * 1000);
-  return tv;
+// RESP bytes of one command (redisFormatCommandArgv); "" when out of memory.
+std::string format_command(int argc, const char** argv, const size_t* lens) {
+  char* cmd = nullptr;
+  const int len = redisFormatCommandArgv(&cmd, argc, argv, lens);
+  if (len < 0 || cmd == nullptr) return {};
+  std::string out(cmd, static_cast<size_t>(len));
+  redisFreeCommand(cmd);
+  return out;
 }
 
 }  // namespace
@@ -140,12 +118,16 @@ bool Client::send(int argc, const char** argv, const size_t* lens, Callback done
   if (closed_ || loop_ == nullptr || broken_) return false;
   const auto now = std::chrono::steady_clock::now();
   if (now < retry_at_) return false;  // backing off: refused at once
-  if (ac_ == nullptr && !connect()) return false;
-  const uint64_t id = next_id_++;
-  if (redisAsyncCommandArgv(ac_, reply_cb, pack(id), argc, argv, lens) != REDIS_OK) {
-    trouble("cannot send a command (connection closing)", Errc::Closed);
+  if (conn_ != nullptr && conn_->closed()) drop_connection();  // lost while idle: forgotten
+  if (conn_ == nullptr && !connect()) return false;
+  std::string bytes = format_command(argc, argv, lens);
+  if (bytes.empty()) {
+    trouble("cannot format a command (out of memory)", Errc::Closed);
     return false;
   }
+  const uint64_t id = next_id_++;
+  conn_->send(bytes);
+  in_flight_.push_back(id);
   const SteadyTime deadline = now + opt_.timeout + (connected_ ? milliseconds(0) : opt_.connect_timeout);
   pending_.emplace(id, Pending{deadline, std::move(done)});
   arm_timer(deadline);
@@ -154,34 +136,24 @@ bool Client::send(int argc, const char** argv, const size_t* lens, Callback done
 
 bool Client::connect() {
   ++connects_;
-  redisAsyncContext* ac = opt_.unix_socket.empty() ? redisAsyncConnect(opt_.address.host.c_str(), opt_.address.port)
-                                                   : redisAsyncConnectUnix(opt_.unix_socket.c_str());
-  if (ac == nullptr) {
-    trouble(cannot_connect("out of memory"), Errc::Closed);
+  auto conn = std::make_unique<Connection>(static_cast<Connection::Listener*>(this), opt_.tls);
+  if (std::string why = conn->open(loop_, opt_.address, opt_.unix_socket); !why.empty()) {
+    trouble(cannot_connect(why), Errc::Closed);
     return false;
   }
-  if (ac->err) {
-    std::string problem = cannot_connect(ac->errstr);
-    redisAsyncFree(ac);  // not attached yet: no callback can run
-    trouble(std::move(problem), Errc::Closed);
-    return false;
-  }
-  if (redisLibuvAttach(ac, loop_) != REDIS_OK) {
-    redisAsyncFree(ac);
-    trouble("cannot attach the connection to the loop", Errc::Closed);
-    return false;
-  }
-  ac->data = this;
-  redisAsyncSetConnectCallback(ac, connect_cb);
-  redisAsyncSetDisconnectCallback(ac, disconnect_cb);
-  ac_ = ac;
+  conn_ = std::move(conn);
+  in_flight_.clear();
+  auth_pending_ = false;
   set_connected(false);
   if (opt_.password.empty()) return true;
   Argv a(auth_argv());
-  if (redisAsyncCommandArgv(ac_, reply_cb, pack(0), a.argc(), a.ptrs.data(), a.lens.data()) != REDIS_OK) {
-    trouble("cannot send AUTH", Errc::Closed);
+  const Secret bytes(format_command(a.argc(), a.ptrs.data(), a.lens.data()));  // wiped when done
+  if (bytes.empty()) {
+    trouble("cannot send AUTH (out of memory)", Errc::Closed);
     return false;
   }
+  conn_->send(bytes.str());
+  auth_pending_ = true;
   return true;
 }
 
@@ -194,10 +166,9 @@ std::vector<std::string_view> Client::auth_argv() const {
 
 void Client::drop_connection() {
   set_connected(false);
-  if (ac_ == nullptr) return;
-  redisAsyncContext* ac = std::exchange(ac_, nullptr);
-  ac->data = nullptr;  // pending callbacks (NULL replies) and disconnect_cb find no owner
-  redisAsyncFree(ac);  // never called from inside a hiredis callback
+  in_flight_.clear();
+  auth_pending_ = false;
+  conn_.reset();  // closes the socket; it calls nothing back
 }
 
 // ---- trouble and health ---------------------------------------------------------------
@@ -211,7 +182,7 @@ void Client::trouble(std::string problem, Errc code) {
   const auto now = std::chrono::steady_clock::now();
   retry_at_ = now + backoff_;
   note(std::move(problem));
-  arm_timer(now);  // the drop: from the timer, never inside a hiredis callback
+  arm_timer(now);  // the drop: from the timer, never inside a user's callback
 }
 
 void Client::fail(std::string problem) { trouble(std::move(problem), Errc::Upstream); }
@@ -223,6 +194,10 @@ void Client::answered(std::string problem) {
 
 void Client::note(std::string problem) {
   if (problem == problem_) return;
+  if (quiet_) {
+    problem_ = std::move(problem);
+    return;
+  }
   if (problem.empty()) {
     log::info("{}: redis {} is in use again", opt_.log_name, where());
   } else if (log::enabled(opt_.trouble_level)) {
@@ -254,16 +229,7 @@ void Client::on_timer() {
   if (!broken_) {
     const bool expired = std::any_of(pending_.begin(), pending_.end(),
                                      [now](const auto& p) { return p.second.deadline <= now; });
-    if (expired) {
-      // hiredis 0.14's libuv adapter ignores poll errors: a refused (or
-      // unreachable) connect is only seen here, in the socket's error.
-      const int err = !connected_ && ac_ != nullptr ? connect_error(ac_->c.fd) : 0;
-      if (err != 0) {
-        trouble(cannot_connect(std::strerror(err)), Errc::Closed);
-      } else {
-        trouble("no answer within " + std::to_string(opt_.timeout.count()) + " ms", Errc::Timeout);
-      }
-    }
+    if (expired) trouble("no answer within " + std::to_string(opt_.timeout.count()) + " ms", Errc::Timeout);
   }
   if (broken_) {
     broken_ = false;
@@ -282,45 +248,40 @@ void Client::on_timer() {
   arm_timer(std::max(next, now + milliseconds(1)));
 }
 
-// ---- hiredis callbacks ----------------------------------------------------------------
+// ---- the connection's events -------------------------------------------------------------
 
-void Client::on_reply(redisReply* reply, uint64_t id, const char* error) {
+void Client::connected() { set_connected(true); }
+
+void Client::reply(redisReply* r) {
   if (broken_) return;  // everything pending fails on the coming drop
-  if (reply == nullptr) {  // hiredis is freeing a lost connection
-    trouble(error != nullptr ? std::string("connection lost: ") + error : std::string("connection lost"), Errc::Closed);
+  if (auth_pending_) {  // our AUTH
+    auth_pending_ = false;
+    if (r->type == REDIS_REPLY_ERROR) trouble("AUTH refused: " + std::string(Reply(r).str()), Errc::Upstream);
     return;
   }
-  if (id == 0) {  // our AUTH
-    if (reply->type == REDIS_REPLY_ERROR) trouble("AUTH refused: " + std::string(Reply(reply).str()), Errc::Upstream);
+  if (in_flight_.empty()) {
+    trouble("a reply nobody asked for", Errc::Closed);
     return;
   }
+  const uint64_t id = in_flight_.front();
+  in_flight_.pop_front();
   auto it = pending_.find(id);
   if (it == pending_.end()) return;
   Callback done = std::move(it->second.done);
   pending_.erase(it);
-  done(Reply(reply));
+  done(Reply(r));
 }
 
-void Client::on_connect(int status) {
-  if (status == REDIS_OK) {
-    set_connected(true);
-    return;
+// Cannot connect (or the TLS handshake was refused) is trouble; lost while
+// commands wait is trouble; lost while idle harms nobody: the closed
+// connection is forgotten by the next command, which reconnects.
+void Client::failed(bool connecting, std::string why) {
+  set_connected(false);
+  if (connecting) {
+    trouble(cannot_connect(why), Errc::Closed);
+  } else if (!pending_.empty() || auth_pending_) {
+    trouble("connection lost: " + why, Errc::Closed);
   }
-  // hiredis frees the context when connect_cb returns, answering the queued
-  // commands with NULL replies first (no owner: they fail on the drop).
-  const std::string err = ac_ != nullptr ? ac_->errstr : "";
-  ac_ = nullptr;
-  set_connected(false);
-  trouble(cannot_connect(err), Errc::Closed);
-}
-
-// The connection closed (hiredis frees it when disconnect_cb returns). Lost
-// while commands wait is trouble; lost while idle harms nobody: the next
-// command reconnects.
-void Client::on_disconnect() {
-  ac_ = nullptr;
-  set_connected(false);
-  if (!pending_.empty()) trouble("connection lost", Errc::Closed);
 }
 
 void Client::set_connected(bool connected) {
@@ -329,64 +290,53 @@ void Client::set_connected(bool connected) {
   if (opt_.on_connected) opt_.on_connected(connected);
 }
 
-void Client::reply_cb(redisAsyncContext* ac, void* reply, void* privdata) noexcept {
-  auto* self = static_cast<Client*>(ac->data);
-  if (self == nullptr) return;
-  self->on_reply(static_cast<redisReply*>(reply), unpack(privdata), ac->err ? ac->errstr : nullptr);
-}
-
-void Client::connect_cb(const redisAsyncContext* ac, int status) noexcept {
-  auto* self = static_cast<Client*>(ac->data);
-  if (self == nullptr) return;
-  if (status != REDIS_OK) const_cast<redisAsyncContext*>(ac)->data = nullptr;  // about to be freed
-  self->on_connect(status);
-}
-
-void Client::disconnect_cb(const redisAsyncContext* ac, int /*status*/) noexcept {
-  auto* self = static_cast<Client*>(ac->data);
-  if (self == nullptr) return;
-  const_cast<redisAsyncContext*>(ac)->data = nullptr;
-  self->on_disconnect();
-}
-
 // ---- blocking, for start-up -------------------------------------------------------------
 
 Status Client::call_blocking(std::span<const std::vector<std::string>> commands,
                              const std::function<Status(size_t index, Reply reply)>& on_reply) const {
-  const timeval tv = to_timeval(opt_.timeout);
-  std::unique_ptr<redisContext, ContextFree> ctx(
-      opt_.unix_socket.empty() ? redisConnectWithTimeout(opt_.address.host.c_str(), opt_.address.port, tv)
-                               : redisConnectUnixWithTimeout(opt_.unix_socket.c_str(), tv));
-  if (!ctx || ctx->err) {
-    return make_error(Errc::Closed, cannot_connect(ctx ? ctx->errstr : "out of memory"));
-  }
-  if (redisSetTimeout(ctx.get(), tv) != REDIS_OK) {
-    return make_error(Errc::Closed, std::string("cannot set the timeout: ") + ctx->errstr);
-  }
-  const bool auth = !opt_.password.empty();
-  if (auth) {
-    Argv a(auth_argv());
-    redisAppendCommandArgv(ctx.get(), a.argc(), a.ptrs.data(), a.lens.data());
-  }
-  for (const auto& cmd : commands) {
-    Argv a(cmd);
-    redisAppendCommandArgv(ctx.get(), a.argc(), a.ptrs.data(), a.lens.data());
-  }
-  const size_t replies = commands.size() + (auth ? 1 : 0);
-  for (size_t i = 0; i < replies; ++i) {
-    void* raw = nullptr;
-    if (redisGetReply(ctx.get(), &raw) != REDIS_OK) {
-      return make_error(Errc::Closed, std::string("no reply: ") + ctx->errstr);
+  Options o;
+  o.address = opt_.address;
+  o.unix_socket = opt_.unix_socket;
+  o.tls = opt_.tls;
+  o.user = opt_.user;
+  o.password = Secret(opt_.password.str());
+  o.timeout = opt_.timeout;
+  o.connect_timeout = opt_.timeout;
+  o.consequence = nullptr;
+  uv_loop_t loop;
+  if (int rc = uv_loop_init(&loop); rc != 0) return make_error(Errc::Io, std::string("uv_loop_init: ") + uv_strerror(rc));
+  std::optional<Error> error;
+  size_t answered = 0;
+  {
+    Client c(std::move(o));
+    c.quiet_ = true;
+    c.start(&loop);
+    uv_ref(c.timer_.handle());  // here the deadlines are what keeps the loop going
+    for (size_t i = 0; i < commands.size() && !error; ++i) {
+      const bool sent = c.command(commands[i], [&, i](Result<Reply> r) {
+        if (error) return;
+        if (!r) {
+          error = r.error();
+        } else if (Status st = on_reply(i, *r); !st) {
+          error = st.error();
+        } else {
+          ++answered;
+        }
+      });
+      if (!sent) error = make_error(Errc::Closed, c.problem_.empty() ? cannot_connect("refused") : c.problem_);
     }
-    std::unique_ptr<redisReply, ReplyFree> reply(static_cast<redisReply*>(raw));
-    if (auth && i == 0) {
-      if (reply->type == REDIS_REPLY_ERROR) {
-        return make_error(Errc::Upstream, "AUTH refused: " + std::string(Reply(reply.get()).str()));
+    while (!error && answered < commands.size()) {
+      // Something (a deadline, the socket) is always alive while commands
+      // wait; a loop with nothing left would be a bug, not a wait.
+      if (uv_run(&loop, UV_RUN_ONCE) == 0 && !error && answered < commands.size() && !uv_loop_alive(&loop)) {
+        error = make_error(Errc::Closed, "no answer (nothing left to wait for)");
       }
-      continue;
     }
-    if (Status st = on_reply(auth ? i - 1 : i, Reply(reply.get())); !st) return st;
+    c.close();
   }
+  uv_run(&loop, UV_RUN_DEFAULT);  // the closes
+  uv_loop_close(&loop);
+  if (error) return *error;
   return {};
 }
 

@@ -1,22 +1,26 @@
-// redis::Client: one asynchronous Redis connection (hiredis) on one libuv
-// loop, shared by the session store (data/redis_session_store.h, on each
-// worker loop) and the ticket-key poller (control/redis_ticket_keys.h, on the
-// control loop). It owns what both need and neither cares about:
+// redis::Client: one asynchronous Redis connection on one libuv loop, shared
+// by the session store (data/redis_session_store.h, on each worker loop),
+// the ticket-key poller (control/redis_ticket_keys.h, on the control loop),
+// the certificate store (control/cert_store.h) and the rate limiter
+// (data/redis_rate_limiter.h). It owns what they need and none cares about:
 //
-// - the hiredis context: opened lazily by the first command, AUTH sent first
-//   on every new connection when a password is set, never freed inside a
-//   hiredis callback (trouble frees it from the client's own timer callback);
+// - the connection (redis/connection.h: our own libuv socket, TCP or Unix,
+//   through TLS when Options::tls is set; hiredis only formats commands and
+//   parses replies): opened lazily by the first command, AUTH sent first on
+//   every new connection when a password is set, never destroyed inside a
+//   user's callback (trouble drops it from the client's own timer callback);
 // - deadlines: a command without an answer within `timeout` (plus
 //   `connect_timeout` when it was queued before the connection was up)
 //   fails, with every other pending command, and the connection is dropped;
-//   when the connection was never made, the socket's error says why
-//   ("cannot connect to 127.0.0.1:6379: Connection refused": hiredis 0.14's
-//   libuv adapter ignores poll errors, so a refused non-blocking connect is
-//   seen only then), and "no answer within N ms" is left for real timeouts;
+//   a connection that cannot be made says why at once ("cannot connect to
+//   127.0.0.1:6379: Connection refused", "cannot connect to 127.0.0.1:6380:
+//   certificate verify failed: unable to get local issuer certificate"),
+//   and "no answer within N ms" is left for real timeouts (a server, or a
+//   TLS handshake, that does not answer);
 // - a connection lost while no command waits is only forgotten: nobody was
 //   harmed, the next command reconnects;
-// - trouble (cannot connect, connection lost, AUTH refused, a timeout, or
-//   what the user reports with fail()): pending commands fail, the
+// - trouble (cannot connect, TLS refused, connection lost, AUTH refused, a
+//   timeout, or what the user reports with fail()): pending commands fail, the
 //   connection is dropped, and new commands are refused at once for a
 //   backoff (`first_backoff`, doubling up to `max_backoff`; reset by
 //   answered()), after which the next command reconnects. Nothing retries
@@ -39,8 +43,10 @@
 // *reply* (Reply::is_error) is a reply, not an error: the user decides.
 //
 // Trust: replies are untrusted bytes (logged lines escape them). The
-// password is held in a Secret and never logged. The process must ignore
-// SIGPIPE (Server::run does): a write to a dead server fails, not kills.
+// password is held in a Secret and never logged. With TLS, the server is
+// trusted only once its certificate verified (redis/tls_context.h). The
+// process must ignore SIGPIPE (Server::run does): a write to a dead server
+// fails, not kills.
 // Thread affinity: one loop. Everything, callbacks included, runs on the
 // thread running the loop given to start(); call_blocking() on that thread
 // (or before start()).
@@ -50,9 +56,11 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <initializer_list>
 #include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -62,9 +70,10 @@
 #include "log/log.h"
 #include "util/result.h"
 #include "util/secret.h"
+#include "redis/connection.h"
+#include "redis/tls_context.h"
 #include "util/uv_handle.h"
 
-struct redisAsyncContext;
 struct redisReply;
 
 namespace tlsfront::redis {
@@ -93,6 +102,7 @@ class Reply {
 struct Options {
   config::Endpoint address;           // TCP host:port ...
   std::string unix_socket;            // ... or this Unix socket when non-empty
+  std::shared_ptr<const TlsContext> tls;  // TLS to address (null: cleartext); redis/tls_context.h
   std::string user;                   // ACL user for AUTH; "" = AUTH <password>
   Secret password;                    // empty = no AUTH
   std::chrono::milliseconds timeout{50};          // per command, from queueing to reply
@@ -108,7 +118,7 @@ struct Options {
   std::function<void(bool connected)> on_connected;
 };
 
-class Client {
+class Client final : private Connection::Listener {
  public:
   // Called exactly once per accepted command, on the loop's thread, with the
   // reply or with the error that ended the command. Never called from inside
@@ -128,7 +138,7 @@ class Client {
   // commands are refused. Idempotent. Not from inside a Callback.
   void close();
 
-  // Queues `argv` (copied by hiredis before this returns), connecting first
+  // Queues `argv` (formatted and copied before this returns), connecting first
   // if needed. False, and `done` is never called, when refused at once:
   // before start(), after close(), during the backoff after trouble, or when
   // no connection can be opened now (that is trouble too, and logged).
@@ -147,13 +157,15 @@ class Client {
   // otherwise logged if new, without dropping anything).
   void answered(std::string problem = {});
 
-  // One blocking exchange with the synchronous hiredis API, for start-up
-  // before the loop runs: connect (bounded by `timeout`), AUTH, send every
+  // One blocking exchange, for start-up before the loop runs (and for the
+  // `tlsfront cert` tool): a private loop and client with the same options
+  // (TLS and AUTH included) connect (bounded by `timeout`), send every
   // command of `commands` pipelined, then hand each reply in order to
-  // `on_reply` (I/O bounded by `timeout` each). Stops at the first error,
-  // returned: the client's ("cannot connect to HOST:PORT: ...", "no reply: ...", "AUTH
-  // refused: ...") or on_reply's. Logs nothing and changes no state: the
-  // caller reports the outcome with answered().
+  // `on_reply` (all of it bounded by twice `timeout`). Stops at the first
+  // error, returned: the client's ("cannot connect to HOST:PORT: ...",
+  // "no answer within N ms", "connection lost: ...", "AUTH refused: ...")
+  // or on_reply's. Logs nothing and changes no state: the caller reports
+  // the outcome with answered(). Not from inside a Callback of this client.
   [[nodiscard]] Status call_blocking(std::span<const std::vector<std::string>> commands,
                                      const std::function<Status(size_t index, Reply reply)>& on_reply) const;
 
@@ -177,30 +189,31 @@ class Client {
   bool connect();
   std::vector<std::string_view> auth_argv() const;  // borrows opt_
   // Marks the connection broken, logs `problem` if new, starts the backoff,
-  // and schedules the drop (from the timer: never inside a hiredis callback).
+  // and schedules the drop (from the timer: never inside a user's callback).
   void trouble(std::string problem, Errc code);
   void note(std::string problem);
   void drop_connection();
   void on_timer();
   void arm_timer(SteadyTime at);
-  void on_reply(redisReply* reply, uint64_t id, const char* error);
-  void on_connect(int status);
-  void on_disconnect();
   void set_connected(bool connected);  // connected_, reported to opt_.on_connected on a change
   // "cannot connect to <where>: <why>" (why: "Connection refused", ...).
   std::string cannot_connect(std::string_view why) const;
 
-  static void reply_cb(redisAsyncContext* ac, void* reply, void* privdata) noexcept;
-  static void connect_cb(const redisAsyncContext* ac, int status) noexcept;
-  static void disconnect_cb(const redisAsyncContext* ac, int status) noexcept;
+  // Connection::Listener
+  void connected() override;
+  void reply(redisReply* reply) override;
+  void failed(bool connecting, std::string why) override;
 
   Options opt_;
   uv_loop_t* loop_ = nullptr;
   UvHandle<uv_timer_t> timer_;       // the earliest deadline, or a scheduled drop
   SteadyTime timer_at_{};            // when timer_ fires (while armed)
   bool timer_armed_ = false;
-  redisAsyncContext* ac_ = nullptr;  // owned: freed by drop_connection() or by hiredis on disconnect
-  bool connected_ = false;           // ac_ finished connecting
+  std::unique_ptr<Connection> conn_;  // dropped from the timer, or when found closed by the next command
+  bool auth_pending_ = false;        // our AUTH's reply comes first
+  std::deque<uint64_t> in_flight_;   // ids of the commands sent on conn_, in order (replies come in order)
+  bool connected_ = false;           // conn_ is connected (and its TLS handshake done)
+  bool quiet_ = false;               // call_blocking's private client: logs nothing
   bool broken_ = false;              // trouble seen: drop and fail everything on the next timer
   bool closed_ = false;
   std::string broken_problem_;

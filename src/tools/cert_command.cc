@@ -92,6 +92,9 @@ class Store {
     o.unix_socket = s.redis_unix_socket;
     o.user = s.redis_user;
     o.timeout = s.redis_timeout;
+    auto redis_tls = redis::tls_of(s, "tls.store");
+    if (!redis_tls) return redis_tls.take_error();
+    o.tls = std::move(redis_tls).value();
     if (!s.redis_password_file.empty()) {
       auto loaded = tls::load_redis_password_file(s.redis_password_file);
       if (!loaded) return loaded.take_error();

@@ -5,7 +5,9 @@
 // resumable; an entry written around the CLI that does not check is ignored
 // (last good kept); Redis lost and restarted empty leaves nodes serving until
 // entries are put back; a node started with Redis down serves its sealed
-// disk copy. Skipped when redis-server / redis-cli are not installed.
+// disk copy; the CLI and a node reach Redis over TLS (redis_tls) with AUTH
+// and a client certificate. Skipped when redis-server / redis-cli are not
+// installed.
 #include <openssl/evp.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
@@ -245,6 +247,48 @@ TEST_F(CertStoreTest, PutReachesTheNodesOfItsRegionAndNoOther) {
   EXPECT_EQ(m["tlsfront_cert_store_up"], 1);
   EXPECT_EQ(m["tlsfront_cert_store_entries"], 1);  // the global one
   EXPECT_GE(m["tlsfront_cert_store_swaps_total{result=\"ok\"}"], 3);
+}
+
+// TLS to Redis (redis_tls): Redis' TLS port requires a client certificate
+// (tls-auth-clients yes) and a password. `tlsfront cert put` and `list`
+// reach it over TLS with AUTH, a node (same settings) serves the entry, and
+// a CLI that trusts another root says why it cannot connect.
+TEST_F(CertStoreTest, OverTlsWithAuthPutAndListReachRedisAndANodeServesTheEntry) {
+  redis_.stop();
+  ASSERT_TRUE(redis_.start_tls({pki("localhost.chain.pem"), pki("localhost.key"), pki("root.pem"), true},
+                               {"--requirepass", "pw"}, "pw"));
+  const std::string password_file = dir_.file("redis.pw");
+  write_file(password_file, "pw\n");
+  ::chmod(password_file.c_str(), 0600);
+  auto store = [&](const std::string& trusted_ca) {
+    return "[tls.store]\nregion = \"r1\"\nseal_key_files = [\"" + seal_key_ + "\"]\nredis = \"127.0.0.1:" +
+           std::to_string(redis_.tls_port()) + "\"\nredis_password_file = \"" + password_file +
+           "\"\npoll_interval = \"100ms\"\nreconcile_interval = \"2s\"\n[tls.store.redis_tls]\ntrusted_ca = \"" +
+           trusted_ca + "\"\ncertificate = \"" + pki("client.chain.pem") + "\"\nkey = \"" + pki("client.key") + "\"\n";
+  };
+  ProxyOptions o;
+  o.tls_extra = store(pki("root.pem"));
+  o.upstream_servers = {backend_.address()};
+  ASSERT_TRUE(start_proxy(o));
+  RunResult r = put(kOther, pki("other-name.chain.pem"), pki("other-name.key"));
+  ASSERT_EQ(r.status.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("stored r1/other.example"), std::string::npos) << r.out;
+  EXPECT_FALSE(redis_.keys("tlsfront:cert:r1:*").empty());
+  RunResult listed = cert({"list"});
+  EXPECT_EQ(listed.status.code, 0) << listed.err;
+  EXPECT_NE(listed.out.find("other.example"), std::string::npos) << listed.out;
+  EXPECT_TRUE(serves(port(), kOther, file_fingerprint(pki("other-name.pem")))) << proxy_.process().err();
+
+  const std::string untrusted = dir_.file("untrusted.toml");
+  std::string config = read_file(proxy_.config_path());
+  const std::string from = "trusted_ca = \"" + pki("root.pem") + "\"\ncertificate = \"" + pki("client.chain.pem");
+  ASSERT_NE(config.find(from), std::string::npos) << config;
+  config.replace(config.find(from), from.size(),
+                 "trusted_ca = \"" + pki("other-root.pem") + "\"\ncertificate = \"" + pki("client.chain.pem"));
+  write_file(untrusted, config);
+  RunResult refused = run_command(dir_, {TLSFRONT_BINARY, "cert", "--config", untrusted, "list"});
+  EXPECT_NE(refused.status.code, 0);
+  EXPECT_NE(refused.err.find("certificate verify failed"), std::string::npos) << refused.err;
 }
 
 // The QUIC listener serves the store's certificates too: an HTTP/3 client

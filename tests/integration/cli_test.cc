@@ -173,6 +173,35 @@ TEST_F(Cli, TestMissingCertificate) {
   EXPECT_NE(r.err.find("test failed"), std::string::npos) << r.err;
 }
 
+// redis_tls' files are opened by --test (it does not connect to Redis):
+// one that does not load names its file:line:column and its key.
+TEST_F(Cli, TestRedisTlsFileThatDoesNotLoadNamesTheKey) {
+  ProxyOptions o = good_options();
+  o.tls_extra = "[tls.session_cache]\nstore = \"redis\"\nredis = \"127.0.0.1:6380\"\nredis_tls = { trusted_ca = \"" +
+                dir_.file("no-such-ca.pem") + "\" }\n";
+  const std::string text = config_text(o);
+  std::string path = write_config(text);
+  RunResult r = run_test(path);
+  EXPECT_EQ(r.status.code, 1);
+  const auto at = text.find("redis_tls = {");
+  ASSERT_NE(at, std::string::npos);
+  const long line = std::count(text.begin(), text.begin() + static_cast<long>(at), '\n') + 1;
+  EXPECT_NE(r.err.find(":" + std::to_string(line) + ":1: tls.session_cache.redis_tls.trusted_ca: cannot load " +
+                       dir_.file("no-such-ca.pem")),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("test failed"), std::string::npos) << r.err;
+  // Limit zones' files too, named by zone.
+  o.tls_extra.clear();
+  std::string zone = config_text(o) + "\n[[limit_req]]\nname = \"api\"\nrate = \"5r/s\"\nstore = \"redis\"\n"
+                     "redis_tls = { certificate = \"" + dir_.file("no-such.pem") + "\", key = \"" + pki("client.key") + "\" }\n";
+  r = run_test(write_config(zone));
+  EXPECT_EQ(r.status.code, 1);
+  EXPECT_NE(r.err.find("limit_req[api].redis_tls.certificate: cannot load " + dir_.file("no-such.pem")),
+            std::string::npos)
+      << r.err;
+}
+
 TEST_F(Cli, TestUnwritableAccessLogFails) {
   std::string path =
       write_config(make_config(good_options(), kAnyPort, dir_.file("no-such-dir/access.log")));

@@ -2,8 +2,11 @@
 // tickets off) sharing TLS 1.2 session-ID sessions through a real
 // redis-server on a free port. A session made on A resumes on B; Redis down,
 // Redis too slow, or a garbage value in Redis means a full handshake on B,
-// never a failed one. Skipped when redis-server / redis-cli are not installed.
+// never a failed one. The same over TLS to Redis (redis_tls, with AUTH and a
+// client certificate), and a Redis whose certificate does not verify.
+// Skipped when redis-server / redis-cli are not installed.
 #include <openssl/ssl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -59,12 +62,12 @@ class RedisSessionCache : public RedisNodesTest {
            std::to_string(redis_.port()) + "\"\nredis_timeout = \"50ms\"\n";
   }
 
-  bool start_nodes() {
+  bool start_nodes(const std::string& extra = "") {
     ProxyOptions a;
-    a.tls_extra = tls_extra();
+    a.tls_extra = extra.empty() ? tls_extra() : extra;
     if (!start_proxy(a)) return false;
     ProxyOptions b;
-    b.tls_extra = tls_extra();
+    b.tls_extra = extra.empty() ? tls_extra() : extra;
     b.upstream_servers = {backend_.address()};
     return proxy_b_.start(b);
   }
@@ -243,6 +246,75 @@ TEST_F(RedisSessionCache, GarbageValueIsAFullHandshake) {
     EXPECT_EQ(b_resumption(logged), "none");
   }
   EXPECT_TRUE(proxy_b_.process().running());
+}
+
+// TLS to Redis (redis_tls): Redis with a TLS port that requires a client
+// certificate (tls-auth-clients yes) and a password; both nodes reach it
+// with trusted_ca, a client certificate and AUTH, and a session made on A
+// resumes on B.
+std::string tls_redis_extra(int tls_port, const std::string& password_file, const std::string& trusted_ca) {
+  return "session_tickets = false\n[tls.session_cache]\nstore = \"redis\"\nredis = \"127.0.0.1:" +
+         std::to_string(tls_port) + "\"\nredis_timeout = \"500ms\"\nredis_password_file = \"" + password_file +
+         "\"\n[tls.session_cache.redis_tls]\ntrusted_ca = \"" + trusted_ca + "\"\ncertificate = \"" +
+         pki("client.chain.pem") + "\"\nkey = \"" + pki("client.key") + "\"\n";
+}
+
+RedisServer::Tls redis_tls_files(bool auth_clients) {
+  return {pki("localhost.chain.pem"), pki("localhost.key"), pki("root.pem"), auth_clients};
+}
+
+TEST_F(RedisSessionCache, OverTlsWithAuthAndAClientCertificateNodeAResumesOnNodeB) {
+  ASSERT_TRUE(redis_.start_tls(redis_tls_files(/*auth_clients=*/true), {"--requirepass", "pw"}, "pw"));
+  const std::string password_file = dir_.file("redis.pw");
+  write_file(password_file, "pw\n");
+  ::chmod(password_file.c_str(), 0600);
+  ASSERT_TRUE(start_nodes(tls_redis_extra(redis_.tls_port(), password_file, pki("root.pem"))));
+  SessionPtr s = session_from_a(TLS1_2_VERSION);
+  ASSERT_TRUE(s) << proxy_.process().err();
+  for (int i = 0; i < 4; ++i) {  // whichever of B's workers takes it
+    const size_t logged = proxy_b_.wait_log_lines(0, milliseconds(0)).size();
+    bool reused = false;
+    request(proxy_b_.port(), s.get(), &reused, "/tls" + std::to_string(i));
+    EXPECT_TRUE(reused) << "attempt " << i << "\n" << proxy_b_.process().err();
+    EXPECT_EQ(b_resumption(logged), "cache");
+  }
+  // Every connection of the nodes went over the TLS port, authenticated.
+  const std::string clients = redis_.cli({"CLIENT", "LIST"}).out;
+  EXPECT_EQ(proxy_b_.process().err().find("redis 127.0.0.1"), std::string::npos) << proxy_b_.process().err();
+  EXPECT_NE(clients.find("laddr=127.0.0.1:" + std::to_string(redis_.tls_port())), std::string::npos) << clients;
+}
+
+// A Redis whose certificate does not verify (the nodes trust another root):
+// each worker logs why, once, and handshakes go on as full ones (the
+// documented fallback), without a crash or a busy loop of reconnects.
+TEST_F(RedisSessionCache, OverTlsAnUntrustedRedisIsLoggedAndHandshakesAreFull) {
+  ASSERT_TRUE(redis_.start_tls(redis_tls_files(/*auth_clients=*/false)));
+  const std::string password_file = dir_.file("redis.pw");
+  write_file(password_file, "pw\n");
+  ::chmod(password_file.c_str(), 0600);
+  ASSERT_TRUE(start_nodes(tls_redis_extra(redis_.tls_port(), password_file, pki("other-root.pem"))));
+  for (int i = 0; i < 6; ++i) {
+    bool reused = true;
+    SessionPtr s = request(proxy_.port(), nullptr, &reused, "/untrusted" + std::to_string(i));
+    EXPECT_FALSE(reused);
+    EXPECT_TRUE(s);
+  }
+  const std::string why = "redis 127.0.0.1:" + std::to_string(redis_.tls_port()) +
+                          ": cannot connect to 127.0.0.1:" + std::to_string(redis_.tls_port()) +
+                          ": certificate verify failed: unable to get local issuer certificate; sessions are not "
+                          "shared until it answers";
+  EXPECT_TRUE(wait_until([&] { return proxy_.process().err().find(why) != std::string::npos; }))
+      << proxy_.process().err();
+  EXPECT_TRUE(redis_.keys("tlsfront:sess:*").empty());
+  // One line per worker at most (the state is logged on a change), however many handshakes.
+  const std::string err = proxy_.process().err();
+  size_t lines = 0;
+  for (size_t at = err.find(why); at != std::string::npos; at = err.find(why, at + 1)) ++lines;
+  EXPECT_LE(lines, 2u) << err;
+  // Redis saw no client of ours get through (a refused handshake never becomes a client).
+  const std::string clients = redis_.cli({"CLIENT", "LIST"}).out;
+  EXPECT_EQ(clients.find("laddr=127.0.0.1:" + std::to_string(redis_.tls_port())), std::string::npos) << clients;
+  EXPECT_TRUE(proxy_.process().running());
 }
 
 }  // namespace

@@ -29,6 +29,15 @@ bool RedisServer::start(std::vector<std::string> extra, std::string password, bo
   return wait_until([&] { return cli({"PING"}).out.find("PONG") != std::string::npos; });
 }
 
+bool RedisServer::start_tls(const Tls& tls, std::vector<std::string> extra, std::string password) {
+  tls_port_ = free_port();
+  std::vector<std::string> args{"--tls-port",     std::to_string(tls_port_), "--tls-cert-file",    tls.certificate,
+                                "--tls-key-file", tls.key,                   "--tls-ca-cert-file", tls.ca,
+                                "--tls-auth-clients", tls.auth_clients ? "yes" : "no"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return start(std::move(args), std::move(password));
+}
+
 void RedisServer::stop() {
   resume();
   if (process_.pid() > 0) process_.stop();

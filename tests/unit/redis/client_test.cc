@@ -185,6 +185,28 @@ TEST_F(RedisClient, RepliesOfEveryShapeOnOneConnection) {
   EXPECT_EQ(c.connects(), 1u);
 }
 
+// A reply past the client's bound (16 MiB) is not buffered on: the command
+// fails with why, the connection is dropped, and a reply below it still
+// comes whole. (Redis stores strings up to 512 MiB: a key written by
+// anyone with access to the server makes a reply this large.)
+TEST_F(RedisClient, AReplyPastTheBoundFailsInsteadOfGrowingMemory) {
+  ASSERT_TRUE(redis_.start());
+  Options o = options(redis_.port());
+  o.timeout = milliseconds(5'000);
+  Client& c = make_client(std::move(o));
+  Got got;
+  ASSERT_TRUE(call({"SET", "big", std::string((16 << 20) + 1024, 'x')}, got));
+  ASSERT_FALSE(got.error) << got.error->message();
+  ASSERT_TRUE(call({"SET", "fits", std::string(1 << 20, 'y')}, got));
+  ASSERT_TRUE(call({"GET", "fits"}, got));
+  ASSERT_FALSE(got.error) << got.error->message();
+  EXPECT_EQ(got.str.size(), size_t{1} << 20);
+  ASSERT_TRUE(call({"GET", "big"}, got));
+  ASSERT_TRUE(got.error);
+  EXPECT_NE(got.error->message().find("a reply larger than 16 MiB"), std::string::npos) << got.error->message();
+  EXPECT_TRUE(c.failing());
+}
+
 TEST_F(RedisClient, UnixSocket) {
   const std::string socket = dir_.file("redis.sock");
   ASSERT_TRUE(redis_.start({"--unixsocket", socket, "--unixsocketperm", "700"}));
