@@ -178,6 +178,27 @@ TEST_F(StaticFiles, ConditionalAndRangeRequestsFollowRfc9110) {
     r = get(port(), "/app.js", h2, {"Range: bytes=0-1,5-6"});  // several ranges: the whole file
     EXPECT_EQ(r.status, 200);
     EXPECT_EQ(r.body, body);
+    std::string many = "Range: bytes=0-0";
+    for (int i = 1; i < 1500; ++i) many += "," + std::to_string(i * 2) + "-" + std::to_string(i * 2);
+    r = get(port(), "/app.js", h2, {many});
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.body, body);
+    // Positions too large for 64 bits: past the end of any file.
+    r = get(port(), "/app.js", h2, {"Range: bytes=0-99999999999999999999"});
+    EXPECT_EQ(r.status, 206);
+    EXPECT_EQ(r.header("content-range"), "bytes 0-2999/3000");
+    EXPECT_EQ(r.body, body);
+    r = get(port(), "/app.js", h2, {"Range: bytes=99999999999999999999-"});
+    EXPECT_EQ(r.status, 416);
+    EXPECT_EQ(r.header("content-range"), "bytes */3000");
+    EXPECT_EQ(get(port(), "/app.js", h2, {"Range: bytes=-99999999999999999999"}).body, body);
+    EXPECT_EQ(get(port(), "/app.js", h2, {"Range: bytes=5-4"}).status, 200);  // invalid: ignored
+    // Dates that are not HTTP-dates are ignored.
+    for (const char* bad : {"garbage", "0", "Mon, 99 Dec 2026 22:38:48 GMT", "Sun, 06 Nov 1994 08:49:37 UTC"}) {
+      EXPECT_EQ(get(port(), "/app.js", h2, {std::string("If-Modified-Since: ") + bad}).status, 200) << bad;
+      EXPECT_EQ(get(port(), "/app.js", h2, {std::string("If-Unmodified-Since: ") + bad}).status, 200) << bad;
+      EXPECT_EQ(get(port(), "/app.js", h2, {"Range: bytes=0-0", std::string("If-Range: ") + bad}).status, 200) << bad;
+    }
     EXPECT_EQ(get(port(), "/app.js", h2, {"Range: bytes=0-0", "If-Range: " + etag}).status, 206);
     EXPECT_EQ(get(port(), "/app.js", h2, {"Range: bytes=0-0", "If-Range: \"old\""}).status, 200);
     EXPECT_EQ(get(port(), "/app.js", h2, {"Range: bytes=0-0", "If-Range: " + modified}).status, 206);

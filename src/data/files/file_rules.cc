@@ -62,11 +62,16 @@ bool clock(std::string_view& s, struct tm& tm) {
          digits(s, 2, tm.tm_sec) && tm.tm_hour < 24 && tm.tm_min < 60 && tm.tm_sec <= 60;
 }
 
+// 1*DIGIT; one too large for 64 bits is UINT64_MAX (a range position past
+// any file: a last-pos clamped to the end, a first-pos unsatisfiable, a
+// suffix-length the whole file), not a syntax error.
 std::optional<uint64_t> number(std::string_view s) {
   uint64_t v = 0;
   if (s.empty()) return std::nullopt;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  if (p != s.data() + s.size()) return std::nullopt;
+  if (ec == std::errc::result_out_of_range) return UINT64_MAX;
+  if (ec != std::errc()) return std::nullopt;
   return v;
 }
 
