@@ -1,7 +1,8 @@
 // Tests for import-nginx's file locations (tools/nginx_import_files.cc):
 // root (inherited from the server) and alias, index, try_files with each
 // kind of fallback, expires, gzip_static, add_header, access_log off,
-// autoindex, disable_symlinks, and regex locations of file extensions,
+// autoindex, disable_symlinks (with nginx's inheritance from the server
+// and http blocks), and regex locations of file extensions,
 // each as the route the loader reads back, and what is not carried over
 // reported.
 #include <string>
@@ -85,6 +86,33 @@ TEST(NginxImport, FileLocationsCarryEachDirective) {
   // Nothing else in the file locations is reported as left behind.
   EXPECT_EQ(r.report.find("not carried over"), std::string::npos) << r.report;
   EXPECT_EQ(r.report.find("no equivalent"), std::string::npos) << r.report;
+}
+
+// expires, gzip_static, autoindex and disable_symlinks of the server or
+// http block apply to its file locations, as nginx inherits them; try_files
+// does not.
+TEST(NginxImport, FileDirectivesAreInheritedAsNginxInheritsThem) {
+  Outcome r = run(server(
+      "expires 1h; disable_symlinks off; root /srv/www; autoindex off;\n"
+      "location /a/ { }\n"
+      "location /b/ { expires 2h; gzip_static off; disable_symlinks on; }\n",
+      "gzip_static on;"));
+  ASSERT_TRUE(r.ok) << r.error;
+  const config::Route* a = route_at(r.cfg, "/a/");
+  ASSERT_TRUE(a && a->files) << r.toml;
+  EXPECT_EQ(a->files->expires_s, 3600u);
+  EXPECT_EQ(a->files->precompressed, std::vector<std::string>{"gzip"});
+  EXPECT_TRUE(a->files->follow_symlinks);
+  const config::Route* b = route_at(r.cfg, "/b/");
+  ASSERT_TRUE(b && b->files) << r.toml;
+  EXPECT_EQ(b->files->expires_s, 7200u);
+  EXPECT_TRUE(b->files->precompressed.empty());
+  EXPECT_FALSE(b->files->follow_symlinks);
+  // The proxied "/" gets no expires: said.
+  EXPECT_REPORTS(r, "n.conf:7: expires: carried over to the locations beneath it that serve files; nginx sets it on "
+                    "proxied responses there too");
+  EXPECT_EQ(r.report.find("gzip_static"), std::string::npos) << r.report;
+  EXPECT_EQ(r.report.find("autoindex"), std::string::npos) << r.report;
 }
 
 TEST(NginxImport, FileDirectivesWithoutAnEquivalentAreReported) {
