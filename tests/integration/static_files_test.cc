@@ -244,6 +244,66 @@ TEST_F(StaticFiles, PrecompressedVariantsAreChosenByAcceptEncoding) {
   }
 }
 
+// A file route that compresses: files of compressible types go out
+// compressed for a client that accepts the coding (Content-Length gone, a
+// weak ETag, no Accept-Ranges), as an upstream response would; a range, a
+// HEAD, a type not listed and a precompressed variant go out as they are.
+TEST_F(StaticFiles, FilesOfCompressibleTypesAreCompressedOnTheFly) {
+  put(www_ + "/large.css", pattern(1 << 20));  // read from the file, not the open-file cache's copy
+  put(www_ + "/logo.png", pattern(3000));
+  put(www_ + "/pre.js", pattern(3000));
+  put(www_ + "/pre.js.br", "brotli bytes");
+  ASSERT_TRUE(start("compress = [\"br\", \"gzip\"]\nprecompressed = [\"br\"]\n"));
+  auto fetch = [&](const std::string& path, bool h2, const std::string& coding, std::vector<std::string> headers = {},
+                   std::string method = "GET") {
+    HttpRequest req;
+    req.path = path;
+    req.http2 = h2;
+    req.method = method;
+    req.no_body = method == "HEAD";
+    req.headers = std::move(headers);
+    if (!coding.empty()) req.accept_encoding = coding;  // libcurl sends it and decodes the body
+    return http(port(), req);
+  };
+  for (bool h2 : {false, true}) {
+    SCOPED_TRACE(h2 ? "HTTP/2" : "HTTP/1.1");
+    const HttpResponse plain = fetch("/app.js", h2, "");
+    EXPECT_EQ(plain.header("content-length"), "3000");
+    EXPECT_EQ(plain.header("vary"), "Accept-Encoding");
+    const std::string etag = plain.header("etag").value_or("");
+    ASSERT_TRUE(etag.starts_with("\"")) << plain.headers;
+    for (const std::string coding : {"gzip", "br"}) {
+      SCOPED_TRACE(coding);
+      HttpResponse r = fetch("/app.js", h2, coding);
+      EXPECT_EQ(r.status, 200) << r.error;
+      EXPECT_TRUE(r.body == pattern(3000));
+      EXPECT_EQ(r.header("content-encoding"), coding);
+      EXPECT_EQ(r.header("content-length"), std::nullopt) << r.headers;
+      EXPECT_EQ(r.header("accept-ranges"), std::nullopt) << r.headers;
+      EXPECT_EQ(r.header("etag"), "W/" + etag);
+      EXPECT_EQ(r.header("vary"), "Accept-Encoding");
+      r = fetch("/large.css", h2, coding);
+      EXPECT_EQ(r.header("content-encoding"), coding);
+      EXPECT_TRUE(r.body == pattern(1 << 20)) << r.body.size();
+    }
+    // The compressed representation's own tag revalidates it.
+    EXPECT_EQ(fetch("/app.js", h2, "gzip", {"If-None-Match: W/" + etag}).status, 304);
+    HttpResponse range = fetch("/app.js", h2, "gzip", {"Range: bytes=0-9"});
+    EXPECT_EQ(range.status, 206);
+    EXPECT_EQ(range.header("content-encoding"), std::nullopt);
+    EXPECT_EQ(range.body, pattern(3000).substr(0, 10));
+    HttpResponse head = fetch("/app.js", h2, "gzip", {}, "HEAD");
+    EXPECT_EQ(head.header("content-length"), "3000");
+    EXPECT_EQ(head.header("content-encoding"), std::nullopt);
+    HttpResponse png = fetch("/logo.png", h2, "gzip");
+    EXPECT_EQ(png.header("content-encoding"), std::nullopt);
+    EXPECT_EQ(png.header("content-length"), "3000");
+    HttpResponse pre = fetch("/pre.js", h2, "", {"Accept-Encoding: br"});  // the body as sent
+    EXPECT_EQ(pre.body, "brotli bytes");
+    EXPECT_EQ(pre.header("content-encoding"), "br");
+  }
+}
+
 // try_files' last entry "@name": what no file answers goes to that route's
 // upstream, as that route would send it.
 TEST_F(StaticFiles, TryFilesFallsBackToANamedRoute) {
