@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -302,6 +303,17 @@ TEST_F(StaticFiles, FilesOfCompressibleTypesAreCompressedOnTheFly) {
     EXPECT_EQ(pre.body, "brotli bytes");
     EXPECT_EQ(pre.header("content-encoding"), "br");
   }
+  // The access log's content_encoding: the coding applied, or the variant's.
+  std::map<std::string, int> codings;  // "path coding"
+  for (const std::string& l : proxy_.wait_log_lines(20)) {
+    ++codings[json_string(l, "path").value_or("") + " " + json_string(l, "content_encoding").value_or("-")];
+  }
+  EXPECT_EQ(codings["/app.js gzip"], 2);
+  EXPECT_EQ(codings["/app.js br"], 2);
+  EXPECT_EQ(codings["/large.css br"], 2);
+  EXPECT_EQ(codings["/pre.js br"], 2);
+  EXPECT_EQ(codings["/logo.png -"], 2);
+  EXPECT_EQ(codings["/app.js -"], 8);  // plain, 304, 206, HEAD
 }
 
 // try_files' last entry "@name": what no file answers goes to that route's

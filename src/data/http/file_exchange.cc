@@ -149,6 +149,7 @@ void FileExchange::judge_compression(ResponseHead& head, bool body) {
       }
       if (encoder_) {
         mark_compressed(head, *accepted);
+        applied_coding_ = coding_name(*accepted);
       } else {
         add_vary_accept_encoding(head.headers);  // no memory for a codec: the identity body
       }
@@ -219,6 +220,10 @@ void FileExchange::on_file_error(std::string_view why) {
   log::warn("file {}: {}; response cut short", file_.type_path, why);
   transition(phase_, Phase::Done);
   sink_->fail_response(500, why);
+}
+
+void FileExchange::record_into(RequestRecord& record) {
+  record.content_encoding = !file_.coding.empty() ? file_.coding : applied_coding_;
 }
 
 void FileExchange::cancel() {

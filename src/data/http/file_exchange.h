@@ -72,6 +72,8 @@ class FileExchange final : public Exchange, public Flushable, private files::Fil
   void on_file_data(std::string_view data) override;
   void on_file_end() override;
   void on_file_error(std::string_view why) override;
+  // The body's content coding for the access log (RequestRecord::content_encoding).
+  void record_into(RequestRecord& record) override;
   // Compression of `head` (a 200 or 206 with its length) when the route's
   // rules say so: the encoder made and the head marked, or Vary only.
   void judge_compression(ResponseHead& head, bool body);
@@ -86,6 +88,7 @@ class FileExchange final : public Exchange, public Flushable, private files::Fil
   const config::Compression* compression_;
   CompressionBudget* budget_;
   std::unique_ptr<ContentEncoder> encoder_;  // set: the body goes out compressed
+  std::string_view applied_coding_;          // what encoder_ applies ("gzip", "br"), for the log
   CompressionClaim claim_;
   std::unique_ptr<files::FileReader> reader_;  // null: the file is in memory (OpenFile::content)
   uint64_t offset_ = 0;     // in memory: the next octet to send
