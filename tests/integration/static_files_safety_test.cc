@@ -148,6 +148,31 @@ TEST_F(StaticSafety, TraversalAttemptsOverHttp2) {
   }
 }
 
+// A directory is never listed (403 without an index file); one asked for
+// without its "/" is redirected on this site, whatever slashes the path
+// began with (never to "//host/", another site for a browser).
+TEST_F(StaticSafety, DirectoriesAreNeverListedAndTheirRedirectStaysOnThisSite) {
+  fs::create_directories(www_ + "/evil.com");
+  put(www_ + "/evil.com/index.html", "page\n");
+  fs::create_directories(www_ + "/empty");
+  put(www_ + "/empty/.hidden.html", "x");
+  ASSERT_TRUE(start());
+  for (bool h2 : {false, true}) {
+    SCOPED_TRACE(h2 ? "HTTP/2" : "HTTP/1.1");
+    EXPECT_EQ(get(port(), "/empty/", h2).status, 403);
+    HttpResponse r = get(port(), "/empty", h2);
+    EXPECT_EQ(r.status, 301);
+    EXPECT_EQ(r.header("location"), "/empty/");
+    for (const char* path : {"//evil.com", "///evil.com", "/./evil.com"}) {
+      SCOPED_TRACE(path);
+      r = get(port(), path, h2);
+      EXPECT_EQ(r.status, 301);
+      EXPECT_EQ(r.header("location"), "/evil.com/");
+    }
+    EXPECT_EQ(get(port(), "//evil.com/", h2).body, "page\n");
+  }
+}
+
 std::string pattern(size_t n, char base) {
   std::string s(n, '\0');
   for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>(base + (i * 7 + i / 4096) % 13);
