@@ -136,6 +136,7 @@ TEST_F(StaticFiles, KeepaliveConnectionServesPipelinedRequests) {
 }
 
 TEST_F(StaticFiles, ConditionalAndRangeRequestsFollowRfc9110) {
+  put(www_ + "/empty.txt", "");
   ASSERT_TRUE(start());
   const std::string body = pattern(3000);
   for (bool h2 : {false, true}) {
@@ -194,6 +195,10 @@ TEST_F(StaticFiles, ConditionalAndRangeRequestsFollowRfc9110) {
     EXPECT_EQ(r.header("content-range"), "bytes */3000");
     EXPECT_EQ(get(port(), "/app.js", h2, {"Range: bytes=-99999999999999999999"}).body, body);
     EXPECT_EQ(get(port(), "/app.js", h2, {"Range: bytes=5-4"}).status, 200);  // invalid: ignored
+    EXPECT_EQ(get(port(), "/empty.txt", h2, {"Range: bytes=0-0"}).status, 416);
+    r = get(port(), "/empty.txt", h2, {"Range: bytes=-5"});  // satisfiable, but no 206 can say it
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.header("content-length"), "0");
     // Dates that are not HTTP-dates are ignored.
     for (const char* bad : {"garbage", "0", "Mon, 99 Dec 2026 22:38:48 GMT", "Sun, 06 Nov 1994 08:49:37 UTC"}) {
       EXPECT_EQ(get(port(), "/app.js", h2, {std::string("If-Modified-Since: ") + bad}).status, 200) << bad;

@@ -180,7 +180,10 @@ std::optional<FileAnswer> single_range(std::string_view range, uint64_t size) {
   if (first.empty()) {  // suffix-range "-N": the last N octets
     auto n = number(last);
     if (!n) return std::nullopt;
-    if (*n == 0 || size == 0) return FileAnswer{416};
+    if (*n == 0) return FileAnswer{416};
+    // RFC 9110 §14.1.2: satisfiable even for an empty file, where no 206
+    // can say so (no Content-Range for zero octets): the whole (empty) file.
+    if (size == 0) return std::nullopt;
     a.length = std::min(*n, size);
     a.offset = size - a.length;
     return a;
