@@ -292,8 +292,15 @@ TEST_F(StaticFiles, FilesOfCompressibleTypesAreCompressedOnTheFly) {
       EXPECT_EQ(r.header("content-encoding"), coding);
       EXPECT_TRUE(r.body == pattern(1 << 20)) << r.body.size();
     }
-    // The compressed representation's own tag revalidates it.
-    EXPECT_EQ(fetch("/app.js", h2, "gzip", {"If-None-Match: W/" + etag}).status, 304);
+    // The compressed representation's own tag revalidates it; the 304 has
+    // the tag and Vary its 200 had.
+    HttpResponse not_modified = fetch("/app.js", h2, "gzip", {"If-None-Match: W/" + etag});
+    EXPECT_EQ(not_modified.status, 304);
+    EXPECT_EQ(not_modified.header("etag"), "W/" + etag);
+    EXPECT_EQ(not_modified.header("vary"), "Accept-Encoding");
+    not_modified = fetch("/app.js", h2, "", {"If-None-Match: " + etag});  // identity: the strong tag
+    EXPECT_EQ(not_modified.status, 304);
+    EXPECT_EQ(not_modified.header("etag"), etag);
     HttpResponse range = fetch("/app.js", h2, "gzip", {"Range: bytes=0-9"});
     EXPECT_EQ(range.status, 206);
     EXPECT_EQ(range.header("content-encoding"), std::nullopt);
@@ -310,7 +317,7 @@ TEST_F(StaticFiles, FilesOfCompressibleTypesAreCompressedOnTheFly) {
   }
   // The access log's content_encoding: the coding applied, or the variant's.
   std::map<std::string, int> codings;  // "path coding"
-  for (const std::string& l : proxy_.wait_log_lines(20)) {
+  for (const std::string& l : proxy_.wait_log_lines(22)) {
     ++codings[json_string(l, "path").value_or("") + " " + json_string(l, "content_encoding").value_or("-")];
   }
   EXPECT_EQ(codings["/app.js gzip"], 2);
@@ -318,7 +325,7 @@ TEST_F(StaticFiles, FilesOfCompressibleTypesAreCompressedOnTheFly) {
   EXPECT_EQ(codings["/large.css br"], 2);
   EXPECT_EQ(codings["/pre.js br"], 2);
   EXPECT_EQ(codings["/logo.png -"], 2);
-  EXPECT_EQ(codings["/app.js -"], 8);  // plain, 304, 206, HEAD
+  EXPECT_EQ(codings["/app.js -"], 10);  // plain, two 304s, 206, HEAD
 }
 
 // try_files' last entry "@name": what no file answers goes to that route's

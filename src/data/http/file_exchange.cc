@@ -114,6 +114,7 @@ void FileExchange::respond() {
                     (answer.status == 200 || answer.status == 206);
   // A precompressed variant is sent as it is (its Content-Encoding is set).
   if (compression_ != nullptr && (answer.status == 200 || answer.status == 206)) judge_compression(head, body);
+  if (compression_ != nullptr && answer.status == 304 && file_.coding.empty()) judge_not_modified(head, size);
   transition(phase_, body ? Phase::Streaming : Phase::Done);
   ExchangeSink* sink = sink_;
   sink->send_response_head(std::move(head), body);
@@ -153,6 +154,29 @@ void FileExchange::judge_compression(ResponseHead& head, bool body) {
       } else {
         add_vary_accept_encoding(head.headers);  // no memory for a codec: the identity body
       }
+      return;
+  }
+}
+
+void FileExchange::judge_not_modified(ResponseHead& head, uint64_t size) {
+  // The 200 this 304 stands for, as judge_compression would see it.
+  ResponseHead probe;
+  probe.status = 200;
+  probe.content_length = size;
+  probe.headers = head.headers;
+  add(probe, "Content-Type", files::content_type_for(file_.type_path, route_.types));
+  const bool accepted = accepted_coding(*compression_, record_.head).has_value();
+  switch (judge_response(*compression_, record_.head.method, probe, accepted)) {
+    case CompressionVerdict::Untouched:
+      return;
+    case CompressionVerdict::Compress:
+      // The compressed representation's tag (mark_compressed's), as its 200 had.
+      for (Header& h : head.headers) {
+        if (iequals(h.name, "etag") && !h.value.starts_with("W/")) h.value.insert(0, "W/");
+      }
+      [[fallthrough]];
+    case CompressionVerdict::VaryOnly:
+      add_vary_accept_encoding(head.headers);
       return;
   }
 }

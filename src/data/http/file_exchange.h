@@ -77,6 +77,8 @@ class FileExchange final : public Exchange, public Flushable, private files::Fil
   // Compression of `head` (a 200 or 206 with its length) when the route's
   // rules say so: the encoder made and the head marked, or Vary only.
   void judge_compression(ResponseHead& head, bool body);
+  // A 304's ETag and Vary as the 200 it stands for would have them.
+  void judge_not_modified(ResponseHead& head, uint64_t size);
   // The encoder's output, sent; false (the response failed) when it failed.
   bool send_encoded(bool ok, const std::string& out);
 
