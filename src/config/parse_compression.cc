@@ -139,14 +139,6 @@ Status parse_compression(const TableReader& root, Compression& defaults, std::ve
   if (!tables.ok()) return tables.take_error();
   for (size_t i = 0; i < tables->size() && i < routes.size(); ++i) {
     TableReader t(root.context(), *(*tables)[i], "route[" + std::to_string(i) + "]");
-    if (routes[i].action == RouteAction::Files) {
-      for (const char* key : {"compress", "compress_types", "compress_min_bytes", "compress_level"}) {
-        if (t.find(key) != nullptr) {
-          return t.error_at(key, "does nothing in a route with root or alias (files are not compressed on the fly: "
-                                 "ship .br and .gz variants and set precompressed)");
-        }
-      }
-    }
     routes[i].compression = defaults;
     if (Status s = parse_keys(t, kRouteKeys, routes[i].compression); !s.ok()) return s;
   }

@@ -97,7 +97,19 @@ Keys file_route_keys(const Directive& location, const Chain& chain, Model::Match
       l.note(*index, "not carried over: index names files (no \"/\", no variables)");
     }
   }
+  // try_files is the location's own (nginx does not inherit it); the
+  // others apply as nginx inherits them from the server or http block.
+  std::vector<const Directive*> directives;
   for (const Directive& c : location.children) {
+    if (c.name == "try_files") directives.push_back(&c);
+  }
+  for (const char* name : {"expires", "gzip_static", "autoindex", "disable_symlinks"}) {
+    if (const Directive* d = effective_one(chain, name)) directives.push_back(d);
+  }
+  for (const Directive* d : directives) {
+    const Directive& c = *d;
+    const bool inherited = std::none_of(location.children.begin(), location.children.end(),
+                                        [&](const Directive& own) { return &own == d; });
     if (c.name == "try_files") {
       auto entries = try_files_entries(c, l);
       if (!entries.empty()) {
@@ -112,6 +124,10 @@ Keys file_route_keys(const Directive& location, const Chain& chain, Model::Match
       }
       keys.push_back({"expires", toml_string(config::format_duration(*t)), origin(c)});
       l.carry(c);
+      if (inherited) {
+        l.note(c, "carried over to the locations beneath it that serve files; nginx sets it on proxied responses "
+                  "there too, tlsfront does not (write Cache-Control as those routes' response_headers)");
+      }
     } else if (c.name == "gzip_static") {
       if (c.args == std::vector<std::string>{"on"} || c.args == std::vector<std::string>{"always"}) {
         keys.push_back({"precompressed", "[\"gzip\"]", origin(c)});

@@ -3,12 +3,15 @@
 // (nginx's internal redirect) to a file route or a proxy route; a site of
 // file routes only, with no [[upstream]]; an HTTP/2 download cut short by
 // a truncated file (RST_STREAM); the open-file cache's hit and miss in the
-// access log and a replaced file seen at once; `tlsfront --test` warning
-// about a root that is not a directory.
+// access log and a replaced file seen at once; expires, types, metrics and
+// the access log of a file route; `tlsfront --test` warning about a root
+// that is not a directory.
 #include <unistd.h>
 
+#include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -137,6 +140,76 @@ TEST_F(StaticRouting, OpenFileCacheHitsAreLoggedAndAReplacedFileIsSeenAtOnce) {
   EXPECT_EQ(json_string(lines[0], "cache"), "miss") << lines[0];
   EXPECT_EQ(json_string(lines[1], "cache"), "hit") << lines[1];
   EXPECT_EQ(json_string(lines[2], "cache"), "miss") << lines[2];
+}
+
+time_t parse_date(const std::string& s) {
+  struct tm tm {};
+  if (strptime(s.c_str(), "%a, %d %b %Y %H:%M:%S GMT", &tm) == nullptr) return -1;
+  return timegm(&tm);
+}
+
+// expires: Expires (Date + the duration) and Cache-Control: max-age on
+// 200, 206 and 304, not on 404; types before the built-in table; the
+// metrics count a file route's requests by its name and status class, the
+// access log has them with no upstream and the bytes sent.
+TEST_F(StaticRouting, ExpiresTypesMetricsAndLogOfAFileRoute) {
+  put(www_ + "/site.webmanifest", "{}");
+  put(www_ + "/style.CSS", "p{}");
+  put(www_ + "/blob.unknownext", "?");
+  ProxyOptions o;
+  o.routes = "[[route]]\nname = \"assets\"\npath_prefix = \"/\"\nroot = \"" + www_ +
+             "\"\nexpires = \"30d\"\ntypes = { js = \"application/x-test\", webmanifest = "
+             "\"application/manifest+json\" }\n";
+  ASSERT_TRUE(start_proxy(o));
+  auto before = scrape_metrics(proxy_.admin_port());
+  for (bool h2 : {false, true}) {
+    SCOPED_TRACE(h2 ? "HTTP/2" : "HTTP/1.1");
+    HttpResponse r = get(port(), "/app.js", h2);
+    ASSERT_EQ(r.status, 200) << r.error;
+    EXPECT_EQ(r.header("content-type"), "application/x-test");
+    EXPECT_EQ(r.header("cache-control"), "max-age=2592000");
+    EXPECT_EQ(parse_date(r.header("expires").value_or("")) - parse_date(r.header("date").value_or("")), 2592000);
+    HttpRequest conditional{.path = "/app.js", .headers = {"If-None-Match: " + r.header("etag").value_or("")},
+                            .http2 = h2};
+    HttpResponse not_modified = http(port(), conditional);
+    EXPECT_EQ(not_modified.status, 304);
+    EXPECT_EQ(not_modified.header("cache-control"), "max-age=2592000");
+    EXPECT_TRUE(not_modified.header("expires").has_value()) << not_modified.headers;
+    HttpResponse missing = get(port(), "/none.js", h2);
+    EXPECT_EQ(missing.status, 404);
+    EXPECT_EQ(missing.header("expires"), std::nullopt) << missing.headers;
+    EXPECT_EQ(missing.header("cache-control"), std::nullopt) << missing.headers;
+    EXPECT_EQ(get(port(), "/site.webmanifest", h2).header("content-type"), "application/manifest+json");
+    EXPECT_EQ(get(port(), "/style.CSS", h2).header("content-type"), "text/css; charset=utf-8");
+    EXPECT_EQ(get(port(), "/blob.unknownext", h2).header("content-type"), "application/octet-stream");
+  }
+  auto lines = proxy_.wait_log_lines(12);
+  ASSERT_EQ(lines.size(), 12u);
+  for (const std::string& l : lines) {
+    EXPECT_EQ(json_raw(l, "upstream_addr"), "null") << l;
+    EXPECT_EQ(json_raw(l, "upstream_status"), "null") << l;
+  }
+  std::map<std::string, int> by_status;  // "/app.js 200": lines (the workers' lines interleave)
+  for (const std::string& l : lines) {
+    const std::string key = json_string(l, "path").value_or("") + " " + json_raw(l, "status").value_or("");
+    ++by_status[key];
+    if (key == "/app.js 200") EXPECT_GT(std::stol(json_raw(l, "bytes_sent").value_or("0")), 4) << l;
+  }
+  EXPECT_EQ(by_status["/app.js 200"], 2);
+  EXPECT_EQ(by_status["/app.js 304"], 2);
+  EXPECT_EQ(by_status["/none.js 404"], 2);
+  auto after = scrape_metrics(proxy_.admin_port());
+  auto delta = [&](const std::string& protocol, const std::string& code) {
+    const std::string name = "tlsfront_requests_total{listener=\"127.0.0.1:0\",route=\"assets\",protocol=\"" +
+                             protocol + "\",code=\"" + code + "\"}";
+    return after[name] - before[name];
+  };
+  for (const std::string protocol : {"HTTP/1.1", "HTTP/2.0"}) {
+    SCOPED_TRACE(protocol);
+    EXPECT_EQ(delta(protocol, "2xx"), 4);
+    EXPECT_EQ(delta(protocol, "3xx"), 1);
+    EXPECT_EQ(delta(protocol, "4xx"), 1);
+  }
 }
 
 // --test warns (exit 0) about a root that is missing or not a directory.

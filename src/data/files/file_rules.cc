@@ -62,11 +62,16 @@ bool clock(std::string_view& s, struct tm& tm) {
          digits(s, 2, tm.tm_sec) && tm.tm_hour < 24 && tm.tm_min < 60 && tm.tm_sec <= 60;
 }
 
+// 1*DIGIT; one too large for 64 bits is UINT64_MAX (a range position past
+// any file: a last-pos clamped to the end, a first-pos unsatisfiable, a
+// suffix-length the whole file), not a syntax error.
 std::optional<uint64_t> number(std::string_view s) {
   uint64_t v = 0;
   if (s.empty()) return std::nullopt;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  if (p != s.data() + s.size()) return std::nullopt;
+  if (ec == std::errc::result_out_of_range) return UINT64_MAX;
+  if (ec != std::errc()) return std::nullopt;
   return v;
 }
 
@@ -175,7 +180,10 @@ std::optional<FileAnswer> single_range(std::string_view range, uint64_t size) {
   if (first.empty()) {  // suffix-range "-N": the last N octets
     auto n = number(last);
     if (!n) return std::nullopt;
-    if (*n == 0 || size == 0) return FileAnswer{416};
+    if (*n == 0) return FileAnswer{416};
+    // RFC 9110 §14.1.2: satisfiable even for an empty file, where no 206
+    // can say so (no Content-Range for zero octets): the whole (empty) file.
+    if (size == 0) return std::nullopt;
     a.length = std::min(*n, size);
     a.offset = size - a.length;
     return a;

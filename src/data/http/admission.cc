@@ -170,7 +170,8 @@ Admission serve_files(const SessionEnv& env, ExchangeSink* sink, RequestRecord& 
     case files::Resolution::Kind::File:
       record.cache = found.cache_hit ? "hit" : "miss";
       return {std::make_unique<FileExchange>(env.loop, sink, *route.files, std::move(found), record,
-                                             rules ? &rules->response : nullptr),
+                                             rules ? &rules->response : nullptr, &route.compression,
+                                             env.compression_budget),
               {}};
     case files::Resolution::Kind::Redirect:
       return {nullptr, {301, nullptr, std::move(found.location)}};

@@ -5,6 +5,7 @@
 #include "data/files/file_rules.h"
 #include "data/files/mime_types.h"
 #include "data/http/header_plan.h"
+#include "data/http/response_compression.h"
 #include "log/log.h"
 
 namespace tlsfront::http {
@@ -28,12 +29,23 @@ const std::string& date_now(time_t now) {
   return text;
 }
 
+// The compressor's output, handed to the sink (which copies it) at once:
+// one buffer per worker thread.
+std::string& encoded_scratch() {
+  thread_local std::string scratch;
+  scratch.clear();
+  return scratch;
+}
+
 }  // namespace
 
 FileExchange::FileExchange(uv_loop_t* loop, ExchangeSink* sink, const config::FileRoute& route,
-                           files::Resolution&& file, const RequestRecord& record, const HeaderEdit* response_edit)
+                           files::Resolution&& file, const RequestRecord& record, const HeaderEdit* response_edit,
+                           const config::Compression* compression, CompressionBudget* budget)
     : Exchange(loop), sink_(sink), route_(route), file_(std::move(file)), record_(record),
-      response_edit_(response_edit) {}
+      response_edit_(response_edit),
+      compression_(compression != nullptr && !compression->encodings.empty() ? compression : nullptr),
+      budget_(budget) {}
 
 FileExchange::~FileExchange() { LoopContext::of(loop_).cancel_flush(this); }
 
@@ -100,6 +112,9 @@ void FileExchange::respond() {
   if (answer.status != 304) head.content_length = answer.length;
   const bool body = record_.head.method != "HEAD" && answer.length > 0 &&
                     (answer.status == 200 || answer.status == 206);
+  // A precompressed variant is sent as it is (its Content-Encoding is set).
+  if (compression_ != nullptr && (answer.status == 200 || answer.status == 206)) judge_compression(head, body);
+  if (compression_ != nullptr && answer.status == 304 && file_.coding.empty()) judge_not_modified(head, size);
   transition(phase_, body ? Phase::Streaming : Phase::Done);
   ExchangeSink* sink = sink_;
   sink->send_response_head(std::move(head), body);
@@ -116,6 +131,67 @@ void FileExchange::respond() {
                                                    static_cast<files::FileReader::Consumer*>(this));
   }
   pump();
+}
+
+void FileExchange::judge_compression(ResponseHead& head, bool body) {
+  const std::optional<ContentCoding> accepted = accepted_coding(*compression_, record_.head);
+  switch (judge_response(*compression_, record_.head.method, head, body && accepted.has_value())) {
+    case CompressionVerdict::Untouched:
+      return;
+    case CompressionVerdict::VaryOnly:
+      add_vary_accept_encoding(head.headers);
+      return;
+    case CompressionVerdict::Compress:
+      encoder_ = make_content_encoder(*accepted, compression_level(*compression_, *accepted), head.content_length);
+      if (encoder_) {
+        bool admitted = false;
+        claim_ = CompressionClaim::admit(budget_, *encoder_, compression_->max_memory, admitted);
+        if (!admitted) encoder_.reset();  // the worker's codecs hold max_memory already
+      }
+      if (encoder_) {
+        mark_compressed(head, *accepted);
+        applied_coding_ = coding_name(*accepted);
+      } else {
+        add_vary_accept_encoding(head.headers);  // no memory for a codec: the identity body
+      }
+      return;
+  }
+}
+
+void FileExchange::judge_not_modified(ResponseHead& head, uint64_t size) {
+  // The 200 this 304 stands for, as judge_compression would see it.
+  ResponseHead probe;
+  probe.status = 200;
+  probe.content_length = size;
+  probe.headers = head.headers;
+  add(probe, "Content-Type", files::content_type_for(file_.type_path, route_.types));
+  const bool accepted = accepted_coding(*compression_, record_.head).has_value();
+  switch (judge_response(*compression_, record_.head.method, probe, accepted)) {
+    case CompressionVerdict::Untouched:
+      return;
+    case CompressionVerdict::Compress:
+      // The compressed representation's tag (mark_compressed's), as its 200 had.
+      for (Header& h : head.headers) {
+        if (iequals(h.name, "etag") && !h.value.starts_with("W/")) h.value.insert(0, "W/");
+      }
+      [[fallthrough]];
+    case CompressionVerdict::VaryOnly:
+      add_vary_accept_encoding(head.headers);
+      return;
+  }
+}
+
+bool FileExchange::send_encoded(bool ok, const std::string& out) {
+  if (!ok) {
+    encoder_.reset();
+    claim_ = CompressionClaim();
+    log::warn("file {}: response compression failed (out of memory); response cut short", file_.type_path);
+    transition(phase_, Phase::Done);
+    sink_->fail_response(500, "response compression failed");
+    return false;
+  }
+  if (!out.empty()) sink_->send_response_body(out);
+  return true;
 }
 
 void FileExchange::pump() {
@@ -139,12 +215,26 @@ void FileExchange::pump() {
 
 void FileExchange::on_file_data(std::string_view data) {
   if (phase_ != Phase::Streaming) return;
-  sink_->send_response_body(data);
+  if (encoder_) {
+    std::string& out = encoded_scratch();
+    if (!send_encoded(encoder_->write(data, out), out)) return;
+    if (encoder_) claim_.follow(*encoder_);
+  } else {
+    sink_->send_response_body(data);
+  }
   if (reader_ && reader_->remaining() > 0) pump();
 }
 
 void FileExchange::on_file_end() {
   if (phase_ != Phase::Streaming) return;
+  if (encoder_) {
+    std::string& out = encoded_scratch();
+    if (!send_encoded(encoder_->finish(out), out)) return;
+    if (encoder_) claim_.complete(*encoder_);
+    encoder_.reset();
+    claim_ = CompressionClaim();
+  }
+  if (phase_ != Phase::Streaming) return;  // cancelled by the last write
   transition(phase_, Phase::Done);
   sink_->end_response();
 }
@@ -154,6 +244,10 @@ void FileExchange::on_file_error(std::string_view why) {
   log::warn("file {}: {}; response cut short", file_.type_path, why);
   transition(phase_, Phase::Done);
   sink_->fail_response(500, why);
+}
+
+void FileExchange::record_into(RequestRecord& record) {
+  record.content_encoding = !file_.coding.empty() ? file_.coding : applied_coding_;
 }
 
 void FileExchange::cancel() {

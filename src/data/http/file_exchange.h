@@ -8,8 +8,11 @@
 // response gets them). The body is read by files::FileReader (from the
 // page cache at once, else on libuv's thread pool), or taken from the
 // open-file cache's copy of a small file (files::OpenFile::content), and
-// passed to the sink one chunk at a time, only while the sink is not
-// congested: the same
+// passed to the sink one chunk at a time — compressed on the way when the
+// route compresses, the file is of a compressible type and no precompressed
+// variant was chosen (data/http/response_compression.h's rules, as for an
+// upstream response: a 200 only, never a range) — only while the sink is
+// not congested: the same
 // backpressure as an upstream body, so a response holds one chunk (at most
 // 64 KiB) beyond the client side's own buffer. The access log records it
 // with no upstream.
@@ -28,6 +31,7 @@
 #include "config/config.h"
 #include "data/files/file_reader.h"
 #include "data/files/file_resolver.h"
+#include "data/http/compression_budget.h"
 #include "data/http/exchange.h"
 #include "data/http/exchange_sink.h"
 #include "message/header_edit.h"
@@ -41,9 +45,11 @@ class FileExchange final : public Exchange, public Flushable, private files::Fil
 
   // `sink`, `route` (its files) and `record` are borrowed and outlive the
   // exchange; `response_edit`: the route's response_headers rules (null:
-  // none); `file`: a Resolution of Kind::File.
+  // none); `file`: a Resolution of Kind::File; `compression`: the route's
+  // (null: none), `budget` the worker's codec memory (null: unbounded).
   FileExchange(uv_loop_t* loop, ExchangeSink* sink, const config::FileRoute& route, files::Resolution&& file,
-               const RequestRecord& record, const HeaderEdit* response_edit);
+               const RequestRecord& record, const HeaderEdit* response_edit,
+               const config::Compression* compression = nullptr, CompressionBudget* budget = nullptr);
   ~FileExchange() override;
 
   // Nothing: the answer waits for the whole request (on_request_complete),
@@ -66,12 +72,26 @@ class FileExchange final : public Exchange, public Flushable, private files::Fil
   void on_file_data(std::string_view data) override;
   void on_file_end() override;
   void on_file_error(std::string_view why) override;
+  // The body's content coding for the access log (RequestRecord::content_encoding).
+  void record_into(RequestRecord& record) override;
+  // Compression of `head` (a 200 or 206 with its length) when the route's
+  // rules say so: the encoder made and the head marked, or Vary only.
+  void judge_compression(ResponseHead& head, bool body);
+  // A 304's ETag and Vary as the 200 it stands for would have them.
+  void judge_not_modified(ResponseHead& head, uint64_t size);
+  // The encoder's output, sent; false (the response failed) when it failed.
+  bool send_encoded(bool ok, const std::string& out);
 
   ExchangeSink* sink_;
   const config::FileRoute& route_;
   files::Resolution file_;
   const RequestRecord& record_;
   const HeaderEdit* response_edit_;
+  const config::Compression* compression_;
+  CompressionBudget* budget_;
+  std::unique_ptr<ContentEncoder> encoder_;  // set: the body goes out compressed
+  std::string_view applied_coding_;          // what encoder_ applies ("gzip", "br"), for the log
+  CompressionClaim claim_;
   std::unique_ptr<files::FileReader> reader_;  // null: the file is in memory (OpenFile::content)
   uint64_t offset_ = 0;     // in memory: the next octet to send
   uint64_t remaining_ = 0;  // in memory: octets left

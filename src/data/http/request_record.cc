@@ -92,6 +92,7 @@ void RequestRecord::begin() {
   early_data = false;
   limit = {};
   cache = {};
+  content_encoding = {};
   bytes_sent = 0;
   bytes_received = 0;
   body_bytes = 0;
@@ -128,6 +129,7 @@ void RequestRecord::log_completed(const SessionEnv& env, const ConnectionInfo& i
   e.ssl_early_data = early_data;
   e.limit = !limit.empty() || !upstream ? limit : upstream->limit;
   e.cache = cache;
+  e.content_encoding = content_encoding;  // a proxied response's: its UpstreamStats' (finish_line)
   e.bytes_sent = bytes_sent;
   e.bytes_received = bytes_received;
   e.stream_id = stream_id;

@@ -112,6 +112,10 @@ struct RequestRecord {
   // the worker's open-file cache (data/files/open_file_cache.h), else
   // "miss"; "" for every other response. A static string.
   std::string_view cache;
+  // A response from a file: the content coding of its body, applied on the
+  // fly or a precompressed variant's ("gzip", "br"; a static string), ""
+  // for the file as it is. A proxied response's is its UpstreamStats'.
+  std::string_view content_encoding;
 
   // The request's client address ($remote_addr, X-Real-IP, the log's
   // remote_addr): client_addr, or the connection's.

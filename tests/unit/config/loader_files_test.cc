@@ -47,6 +47,11 @@ access_log = false
   EXPECT_TRUE(f.follow_symlinks && f.dotfiles);
   EXPECT_FALSE(c.routes[1].access_log);
 
+  // A file route compresses as a proxying one (files of compressible types).
+  c = load_ok(files("root = \"/srv\"\ncompress = [\"gzip\"]\ncompress_min_bytes = \"100\"\n"));
+  EXPECT_EQ(c.routes[1].compression.encodings.size(), 1u);
+  EXPECT_EQ(c.routes[1].compression.min_bytes, 100u);
+
   c = load_ok(files("root = \"/srv\"\ntry_files = [\"$uri\", \"=410\"]\n"));
   EXPECT_EQ(c.routes[1].files->fallback_status, 410);
   c = load_ok(files("root = \"/srv\"\ntry_files = [\"$uri\", \"/index.html\"]\n"));
@@ -78,9 +83,6 @@ TEST(LoaderFiles, Errors) {
             "t.toml:18:18: route[1].precompressed[0]: \"zstd\": \"br\" or \"gzip\"");
   EXPECT_EQ(load_error(files("root = \"/a\"\ntypes = { js = \"javascript\" }\n")),
             "t.toml:18:16: route[1].types.js: \"javascript\" is not a media type (\"type/subtype\")");
-  EXPECT_EQ(load_error(files("root = \"/a\"\ncompress = [\"gzip\"]\n")),
-            "t.toml:18:1: route[1].compress: does nothing in a route with root or alias (files are not compressed on "
-            "the fly: ship .br and .gz variants and set precompressed)");
   EXPECT_EQ(load_error(files("root = \"/a\"\nlimit_req = [\"x\"]\n")).find("route[1].limit_req"), 14u);
 }
 

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -74,6 +75,28 @@ TEST_F(FileResolverTest, RefusesDotfilesSymlinksOutAndSpecialFiles) {
   route_.files->follow_symlinks = true;
   EXPECT_EQ(body(get("/out.txt")), "outside");
   EXPECT_EQ(body(get("/in.js")), "js");
+}
+
+// A file the process may not read is 403 with the cause, never 404 or a
+// crash. Root reads anything: the check runs in a child that, when root,
+// becomes nobody first.
+TEST_F(FileResolverTest, UnreadableFileIs403WithItsCause) {
+  write(root_ / "secret.txt", "secret");
+  ASSERT_EQ(chmod((root_ / "secret.txt").c_str(), 0), 0);
+  ASSERT_EQ(chmod(base_.c_str(), 0755), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) _exit(2);
+    const Resolution r = get("/secret.txt");
+    const bool ok = r.kind == Resolution::Kind::Status && r.status == 403 &&
+                    r.error.find("Permission denied") != std::string::npos && body(get("/app.js")) == "js";
+    _exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: not 403 with its cause; 2: could not become nobody";
 }
 
 TEST_F(FileResolverTest, TryFilesFallbacks) {

@@ -88,6 +88,26 @@ TEST(FileRules, SingleRanges) {
   EXPECT_FALSE(single_range("items=0-1", kSize));     // another unit: ignored
   EXPECT_FALSE(single_range("bytes=0-1,5-6", kSize));  // several: the whole file
   EXPECT_FALSE(single_range("bytes=a-b", kSize));
+  // An empty file: an int-range is unsatisfiable, a suffix-range is not
+  // (RFC 9110 §14.1.2) but has no 206 form: ignored, the file is sent.
+  EXPECT_EQ(single_range("bytes=0-0", 0)->status, 416);
+  EXPECT_EQ(single_range("bytes=0-", 0)->status, 416);
+  EXPECT_EQ(single_range("bytes=-0", 0)->status, 416);
+  EXPECT_FALSE(single_range("bytes=-5", 0));
+  // Positions beyond 64 bits are past any file, not a syntax error.
+  auto huge_last = single_range("bytes=10-99999999999999999999", kSize);
+  ASSERT_TRUE(huge_last);
+  EXPECT_EQ(huge_last->status, 206);
+  EXPECT_EQ(huge_last->offset, 10u);
+  EXPECT_EQ(huge_last->length, kSize - 10);
+  EXPECT_EQ(single_range("bytes=99999999999999999999-", kSize)->status, 416);
+  EXPECT_EQ(single_range("bytes=18446744073709551616-18446744073709551617", kSize)->status, 416);
+  EXPECT_EQ(single_range("bytes=-99999999999999999999", kSize)->length, kSize);
+  EXPECT_FALSE(single_range("bytes=99999999999999999999-5", kSize));  // last < first: ignored
+  EXPECT_FALSE(single_range("bytes=+1-2", kSize));
+  EXPECT_FALSE(single_range("bytes=1-+2", kSize));
+  EXPECT_FALSE(single_range("bytes=--1", kSize));
+  EXPECT_FALSE(single_range("bytes=0x1-2", kSize));
 }
 
 TEST(FileRules, RangeAndIfRange) {
