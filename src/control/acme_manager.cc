@@ -1,10 +1,7 @@
 #include "control/acme_manager.h"
 
 #include <openssl/evp.h>
-#include <openssl/pem.h>
 #include <openssl/sha.h>
-#include <openssl/x509.h>
-#include <openssl/x509v3.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,7 +16,6 @@
 #include "log/log.h"
 #include "tls/store_entry.h"
 #include "tls/ticket_key_source_redis.h"
-#include "util/openssl_ptr.h"
 
 namespace tlsfront::control {
 namespace {
