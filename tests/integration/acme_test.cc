@@ -226,7 +226,7 @@ class AcmeAriTest : public AcmeFleetTest {
     ari_log_ = dir_.file("ari.log");
     ASSERT_TRUE(ari_.start({python, std::string(TLSFRONT_SOURCE_DIR) + "/tests/integration/peers/ari_ca.py", port_file,
                             ari_log_, pki("localhost.chain.pem"), pki("localhost.key"), pki("root.pem"),
-                            pebble_.directory_url(), "2"},
+                            pebble_.directory_url(), "2", mode_},
                            dir_.file("ari.out"), dir_.file("ari.err")));
     ASSERT_TRUE(wait_until([&] { return read_file(port_file).ends_with("\n"); }, milliseconds(10'000))) << ari_.err();
     directory_ = "https://127.0.0.1:" + std::to_string(std::atoi(read_file(port_file).c_str())) + "/dir";
@@ -238,6 +238,7 @@ class AcmeAriTest : public AcmeFleetTest {
   }
   Process ari_;
   std::string ari_log_;
+  std::string mode_ = "window";  // ari_ca.py's MODE
 };
 
 TEST_F(AcmeAriTest, AWindowInThePastRenewsAFreshCertificateAtOnce) {
@@ -275,6 +276,74 @@ TEST_F(AcmeAriTest, AWindowInThePastRenewsAFreshCertificateAtOnce) {
   const auto m = scrape_metrics(proxy_.admin_port());
   const std::string windows = R"(tlsfront_acme_renewal_info_total{result="window"})";
   EXPECT_GE(m.count(windows) ? m.at(windows) : 0, 2) << windows;
+}
+
+// A CA whose renewal information is malformed (a window ending before it
+// starts) changes nothing: the renewal comes at 2/3 of the lifetime, as
+// without ARI, and the failure is logged and counted.
+class AcmeAriMalformedTest : public AcmeAriTest {
+ protected:
+  AcmeAriMalformedTest() {
+    validity_ = kValidity;
+    mode_ = "malformed";
+  }
+};
+
+TEST_F(AcmeAriMalformedTest, TheConfiguredRuleRenews) {
+  start_nodes("\"http-01\"");
+  if (HasFatalFailure()) return;
+  std::string first;
+  ASSERT_TRUE(wait_until([&] { return !(first = served(proxy_b_.port(), "one.example")).empty(); },
+                         milliseconds(30'000)))
+      << "A:\n" << proxy_.process().err() << "\nB:\n" << proxy_b_.process().err();
+  // Renewed at 2/3 of kValidity (20 s), not before the CA's (invalid) window asked.
+  std::string renewed;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        renewed = served(proxy_b_.port(), "one.example");
+        return !renewed.empty() && renewed != first;
+      },
+      milliseconds(45'000)))
+      << "no renewal\nA:\n" << proxy_.process().err() << "\nB:\n" << proxy_b_.process().err();
+  const std::string logs = proxy_.process().err() + proxy_b_.process().err();
+  EXPECT_NE(read_file(ari_log_).find(" malformed"), std::string::npos);
+  EXPECT_NE(logs.find("renewal information (RFC 9773): "), std::string::npos) << logs;
+  EXPECT_NE(logs.find("end is not after its start; the configured rule applies"), std::string::npos) << logs;
+  EXPECT_EQ(logs.find("the CA's renewal window"), std::string::npos) << logs;
+  const auto m = scrape_metrics(proxy_.admin_port());
+  const std::string failed = R"(tlsfront_acme_renewal_info_total{result="failed"})";
+  const std::string windows = R"(tlsfront_acme_renewal_info_total{result="window"})";
+  EXPECT_GE(m.count(failed) ? m.at(failed) : 0, 1) << failed;
+  EXPECT_EQ(m.count(windows) ? m.at(windows) : -1, 0) << windows;
+}
+
+// A CA that offers renewal information but refuses the order's "replaces"
+// (409 alreadyReplaced, RFC 9773 §5): the order is made again without it and
+// the renewal the window asked for happens.
+class AcmeAriRefusedTest : public AcmeAriTest {
+ protected:
+  AcmeAriRefusedTest() { mode_ = "refuse-replaces"; }
+};
+
+TEST_F(AcmeAriRefusedTest, TheOrderIsMadeAgainWithoutReplaces) {
+  start_nodes("\"http-01\"");
+  if (HasFatalFailure()) return;
+  std::string first;
+  ASSERT_TRUE(wait_until([&] { return !(first = served(proxy_b_.port(), "one.example")).empty(); },
+                         milliseconds(30'000)))
+      << "A:\n" << proxy_.process().err() << "\nB:\n" << proxy_b_.process().err();
+  std::string renewed;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        renewed = served(proxy_b_.port(), "one.example");
+        return !renewed.empty() && renewed != first;
+      },
+      milliseconds(45'000)))
+      << "no renewal\nA:\n" << proxy_.process().err() << "\nB:\n" << proxy_b_.process().err();
+  const std::string logs = proxy_.process().err() + proxy_b_.process().err();
+  EXPECT_NE(read_file(ari_log_).find("refused replaces "), std::string::npos) << read_file(ari_log_);
+  EXPECT_NE(logs.find("one.example: the CA refused the order's \"replaces\""), std::string::npos) << logs;
+  EXPECT_NE(logs.find("alreadyReplaced"), std::string::npos) << logs;
 }
 
 }  // namespace
