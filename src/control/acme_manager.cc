@@ -1,10 +1,7 @@
 #include "control/acme_manager.h"
 
 #include <openssl/evp.h>
-#include <openssl/pem.h>
 #include <openssl/sha.h>
-#include <openssl/x509.h>
-#include <openssl/x509v3.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,10 +12,10 @@
 #include <fmt/format.h>
 
 #include "control/acme_lock.h"
+#include "control/acme/renewal_info.h"
 #include "log/log.h"
 #include "tls/store_entry.h"
 #include "tls/ticket_key_source_redis.h"
-#include "util/openssl_ptr.h"
 
 namespace tlsfront::control {
 namespace {
@@ -64,26 +61,20 @@ std::string holder_name() {
   return std::string(host) + ":" + std::to_string(::getpid());
 }
 
-// When the entry whose first pair's chain is `chain_pem` falls due: the
-// leaf's (the first certificate that is not a CA) notAfter - renew_before,
-// or 2/3 of its lifetime. nullopt: no leaf could be read (due now).
-std::optional<SystemTime> renewal_point(std::string_view chain_pem, std::chrono::milliseconds renew_before) {
-  BioPtr bio(BIO_new_mem_buf(chain_pem.data(), static_cast<int>(chain_pem.size())));
-  for (int i = 0; i < 16; ++i) {
-    X509Ptr cert(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
-    if (!cert) break;
-    if (X509_check_ca(cert.get()) != 0) continue;
-    struct tm nb{}, na{};
-    if (ASN1_TIME_to_tm(X509_get0_notBefore(cert.get()), &nb) != 1 ||
-        ASN1_TIME_to_tm(X509_get0_notAfter(cert.get()), &na) != 1) {
-      return std::nullopt;
-    }
-    const auto not_before = std::chrono::system_clock::from_time_t(timegm(&nb));
-    const auto not_after = std::chrono::system_clock::from_time_t(timegm(&na));
-    if (renew_before.count() > 0) return not_after - renew_before;
-    return not_before + (not_after - not_before) * 2 / 3;
-  }
-  return std::nullopt;
+// The configured rule (the fallback): the leaf's notAfter - renew_before, or
+// 2/3 of its lifetime.
+SystemTime fallback_point(const acme::Leaf& leaf, std::chrono::milliseconds renew_before) {
+  if (renew_before.count() > 0) return leaf.not_after - renew_before;
+  return leaf.not_before + (leaf.not_after - leaf.not_before) * 2 / 3;
+}
+
+std::string utc(SystemTime t) {
+  const std::time_t tt = std::chrono::system_clock::to_time_t(t);
+  struct tm tm{};
+  gmtime_r(&tt, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
 }
 
 }  // namespace
@@ -256,22 +247,80 @@ Result<std::vector<std::string>> AcmeManager::due_names(const std::vector<std::s
   for (const auto& name : names) {
     cmds.push_back({"HMGET", tls::store_entry_key(store_.redis_prefix, store_.region, name), "pairs", "chain1"});
   }
-  const size_t wanted_pairs = cfg_.key_type == config::AcmeKeyType::Both ? 2 : 1;
-  const SystemTime now = std::chrono::system_clock::now();
-  std::vector<std::string> due;
+  const std::string wanted_pairs = cfg_.key_type == config::AcmeKeyType::Both ? "2" : "1";
+  std::vector<std::pair<std::string, std::string>> read(names.size());  // pairs, chain1
   Status st = client_.call_blocking(cmds, [&](size_t i, redis::Reply r) -> Status {
     if (r.is_error() || r.size() != 2) return make_error(Errc::Upstream, std::string(r.str().substr(0, 200)));
-    const std::string_view pairs = r[0].str(), chain = r[1].str();
-    const auto point = chain.empty() ? std::nullopt : renewal_point(chain, cfg_.renew_before);
-    if (!point || pairs != std::to_string(wanted_pairs) || *point <= now) {
-      due.push_back(names[i]);
-    } else {
-      next = std::min(next, *point);
-    }
+    read[i] = {std::string(r[0].str()), std::string(r[1].str())};
     return {};
   });
   if (!st) return st.take_error();
+  const SystemTime now = std::chrono::system_clock::now();
+  std::vector<std::string> due;
+  for (size_t i = 0; i < names.size(); ++i) {
+    auto leaf = read[i].second.empty() ? Result<acme::Leaf>(make_error(Errc::NotFound, "no entry"))
+                                       : acme::read_leaf(read[i].second);
+    if (!leaf || read[i].first != wanted_pairs) {
+      due.push_back(names[i]);  // no entry, a leaf that cannot be read, pairs missing: due now
+      continue;
+    }
+    const SystemTime point = renewal_due(names[i], *leaf, now, next);
+    if (point <= now) {
+      due.push_back(names[i]);
+    } else {
+      next = std::min(next, point);
+    }
+  }
   return due;
+}
+
+SystemTime AcmeManager::renewal_due(const std::string& name, const acme::Leaf& leaf, SystemTime now, SystemTime& next) {
+  const SystemTime fallback = fallback_point(leaf, cfg_.renew_before);
+  // Due by the configured rule, expired, or no identifier: nothing to ask.
+  if (fallback <= now || leaf.cert_id.empty()) return fallback;
+  auto it = ari_.find(name);
+  if (it == ari_.end() || it->second.id() != leaf.cert_id) {
+    it = ari_.insert_or_assign(name, acme::AriState(leaf.cert_id)).first;  // a new certificate: ask at once
+  }
+  acme::AriState& s = it->second;
+  if (s.fetch_due(now)) fetch_renewal_info(name, s, now);
+  next = std::min(next, s.next_fetch());
+  const auto chosen = s.chosen();
+  if (!chosen || *chosen >= fallback) return fallback;
+  if (!s.explained) {
+    s.explained = true;
+    const acme::RenewalWindow& w = *s.window();
+    log::info("acme: {}: the CA's renewal window {} .. {} comes before the configured renewal point {}: renewing at {}"
+              "{}{}",
+              name, utc(w.start), utc(w.end), utc(fallback), utc(std::max(*chosen, now)),
+              w.explanation_url.empty() ? "" : "; the CA explains: ", w.explanation_url);
+  }
+  return *chosen;
+}
+
+void AcmeManager::fetch_renewal_info(const std::string& name, acme::AriState& s, SystemTime now) {
+  if (!ari_client_) ari_client_ = std::make_unique<acme::RenewalInfoClient>(cfg_.directory, cfg_.ca_bundle, kAriTimeout);
+  auto answer = ari_client_->fetch(s.id(), now);
+  if (answer) {
+    s.answered(answer->window, answer->retry, now, rng_);
+    ari_absent_logged_ = false;
+    std::lock_guard lock(mu_);
+    ++ari_windows_;
+    return;
+  }
+  s.failed(ari_client_->temporary(), now);
+  if (answer.error().code == Errc::NotFound) {
+    if (!ari_absent_logged_) {
+      ari_absent_logged_ = true;
+      log::info("acme: {} offers no renewal information (RFC 9773 renewalInfo): renewals follow the configured rule",
+                cfg_.directory);
+    }
+    return;
+  }
+  log::warn("acme: {}: renewal information (RFC 9773): {}; the configured rule applies; asking again at {}", name,
+            answer.error().message(), utc(s.next_fetch()));
+  std::lock_guard lock(mu_);
+  ++ari_failures_;
 }
 
 Result<acme::AccountKey> AcmeManager::account_key() {
@@ -326,6 +375,20 @@ void AcmeManager::failed(const std::string& name, const std::string& why) {
   ++failed_;
 }
 
+std::vector<acme::Leaf> AcmeManager::current_leaves(const std::string& name) {
+  std::vector<acme::Leaf> out;
+  const std::vector<std::vector<std::string>> cmds = {
+      {"HMGET", tls::store_entry_key(store_.redis_prefix, store_.region, name), "chain1", "chain2"}};
+  (void)client_.call_blocking(cmds, [&](size_t, redis::Reply r) -> Status {
+    for (size_t i = 0; !r.is_error() && i < r.size(); ++i) {
+      if (r[i].str().empty()) continue;
+      if (auto leaf = acme::read_leaf(r[i].str()); leaf && !leaf->cert_id.empty()) out.push_back(std::move(leaf).value());
+    }
+    return {};
+  });
+  return out;
+}
+
 bool AcmeManager::renew(acme::AcmeClient& client, AcmeLock& lock, const std::string& name) {
   const std::vector<std::vector<std::string>> count = {{"INCR", key("orders:" + store_.region)}};
   (void)client_.call_blocking(count, [](size_t, redis::Reply) -> Status { return {}; });
@@ -334,14 +397,24 @@ bool AcmeManager::renew(acme::AcmeClient& client, AcmeLock& lock, const std::str
   if (cfg_.key_type != config::AcmeKeyType::Ecdsa) types.push_back(acme::KeyType::Rsa2048);
   std::vector<acme::IssuedCertificate> issued;
   Board board(*this);
+  const std::vector<acme::Leaf> current = current_leaves(name);
   for (acme::KeyType type : types) {
     log::info("acme: ordering {} ({}) from {}", name, type == acme::KeyType::EcdsaP256 ? "ECDSA" : "RSA",
               cfg_.directory);
-    auto cert = client.issue({name}, type, board);
+    // RFC 9773 §5: the order names the certificate of its key type it replaces.
+    std::string replaces;
+    for (const auto& leaf : current) {
+      if (leaf.ecdsa == (type == acme::KeyType::EcdsaP256) && replaces.empty()) replaces = leaf.cert_id;
+    }
+    auto cert = client.issue({name}, type, board, replaces);
     if (!cert) {
       if (cancel_) return false;  // shutting down: not a failure
       failed(name, cert.error().message());
       return false;
+    }
+    if (!cert->replaces_refused.empty()) {
+      log::warn("acme: {}: the CA refused the order's \"replaces\" ({}); ordered again without it", name,
+                cert->replaces_refused);
     }
     issued.push_back(std::move(cert).value());
   }
@@ -451,11 +524,12 @@ void AcmeManager::check() {
 
 std::string AcmeManager::metrics() const {
   std::lock_guard lock(mu_);
-  return render_metrics(issued_, failed_, fenced_, last_success_, due_, acquisitions_);
+  return render_metrics(issued_, failed_, fenced_, last_success_, due_, acquisitions_, ari_windows_, ari_failures_);
 }
 
 std::string AcmeManager::render_metrics(uint64_t issued, uint64_t failed, uint64_t fenced, int64_t last_success,
-                                        uint64_t due, uint64_t acquisitions) {
+                                        uint64_t due, uint64_t acquisitions, uint64_t ari_windows,
+                                        uint64_t ari_failures) {
   return fmt::format(
       "# HELP tlsfront_acme_orders_total ACME orders by result (issued and stored; failed; fenced: issued but "
       "discarded because the region's lock was lost).\n# TYPE tlsfront_acme_orders_total counter\n"
@@ -467,8 +541,12 @@ std::string AcmeManager::render_metrics(uint64_t issued, uint64_t failed, uint64
       "# HELP tlsfront_acme_due_names Names due for an order at the last check (missing or past their renewal "
       "point).\n# TYPE tlsfront_acme_due_names gauge\ntlsfront_acme_due_names {}\n"
       "# HELP tlsfront_acme_lock_acquisitions_total Times this node took its region's ACME lock.\n"
-      "# TYPE tlsfront_acme_lock_acquisitions_total counter\ntlsfront_acme_lock_acquisitions_total {}\n",
-      issued, failed, fenced, last_success, due, acquisitions);
+      "# TYPE tlsfront_acme_lock_acquisitions_total counter\ntlsfront_acme_lock_acquisitions_total {}\n"
+      "# HELP tlsfront_acme_renewal_info_total Requests for the CA's renewal information (RFC 9773) by result "
+      "(window: a suggested window; failed: an error or a malformed answer, the configured rule applies).\n"
+      "# TYPE tlsfront_acme_renewal_info_total counter\n"
+      "tlsfront_acme_renewal_info_total{{result=\"window\"}} {}\ntlsfront_acme_renewal_info_total{{result=\"failed\"}} {}\n",
+      issued, failed, fenced, last_success, due, acquisitions, ari_windows, ari_failures);
 }
 
 }  // namespace tlsfront::control

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include <iostream>
+#include <thread>
 #include <string>
 
 #include "harness.h"
@@ -35,7 +36,7 @@ class AcmeFleetTest : public RedisNodesTest {
     seal_key_ = dir_.file("seal.key");
     write_file(seal_key_, std::string(32, 's'));
     ::chmod(seal_key_.c_str(), 0600);
-    pebble_.set_validity(kValidity);
+    pebble_.set_validity(validity_);
     ASSERT_TRUE(pebble_.start());
     // Pebble makes its root at start: the nodes check issued chains up to it.
     RunResult root = run_command(dir_, {find_tool("curl"), "-sS", "--cacert", pki("root.pem"),
@@ -60,7 +61,7 @@ class AcmeFleetTest : public RedisNodesTest {
            pki("localhost.key") + "\"\ntrusted_ca = \"" + trust_ + "\"\n[tls.store]\nregion = \"eu\"\n" +
            "seal_key_files = [\"" + seal_key_ + "\"]\nredis = \"127.0.0.1:" + std::to_string(redis_.port()) +
            "\"\npoll_interval = \"100ms\"\nreconcile_interval = \"2s\"\n[acme]\ndirectory = \"" +
-           pebble_.directory_url() + "\"\nca_bundle = \"" + pki("root.pem") +
+           (directory_.empty() ? pebble_.directory_url() : directory_) + "\"\nca_bundle = \"" + pki("root.pem") +
            "\"\ncontact = [\"mailto:ops@example.com\"]\nnames = [\"one.example\", \"two.example\"]\nchallenges = [" +
            challenges + "]\ncheck_interval = \"1s\"\n[[upstream]]\nname = \"demo\"\nservers = [\"" +
            backend_.address() + "\"]\n[[route]]\nupstream = \"demo\"\n[admin]\n" +
@@ -103,6 +104,8 @@ class AcmeFleetTest : public RedisNodesTest {
 
   Pebble pebble_{dir_, pki("localhost.chain.pem"), pki("localhost.key")};
   std::string seal_key_, pebble_root_, trust_;
+  int validity_ = kValidity;  // of pebble's certificates (0: pebble's default, years)
+  std::string directory_;     // the nodes' [acme] directory ("": pebble's)
 };
 
 TEST_F(AcmeFleetTest, IssuedOnceServedByBothRenewedWithoutRestart) {
@@ -140,6 +143,15 @@ TEST_F(AcmeFleetTest, IssuedOnceServedByBothRenewedWithoutRestart) {
   // point is 20 s away, so no third order yet).
   EXPECT_EQ(count_of(proxy_.process().err() + proxy_b_.process().err(), "acme: ordering one.example ("), 2u);
   EXPECT_GE(std::stoi(redis_get("tlsfront:acme:orders:eu")), 3);
+  // Pebble has no renewalInfo: the configured rule alone, said once per
+  // node, and no renewal information asked for.
+  EXPECT_EQ(count_of(proxy_.process().err(), "offers no renewal information"), 1u) << proxy_.process().err();
+  EXPECT_EQ(count_of(proxy_b_.process().err(), "offers no renewal information"), 1u);
+  const auto m = scrape_metrics(proxy_.admin_port());
+  for (const char* result : {"window", "failed"}) {
+    const std::string series = std::string("tlsfront_acme_renewal_info_total{result=\"") + result + "\"}";
+    EXPECT_EQ(m.count(series) ? m.at(series) : -1, 0) << series;
+  }
 }
 
 TEST_F(AcmeFleetTest, TlsAlpn01) {
@@ -195,6 +207,143 @@ TEST_F(AcmeFleetTest, ARenewalFailureKeepsTheCertificateServing) {
   // Backoff: failures are retried after a doubling delay, never in a loop.
   const size_t failures = count_of(proxy_.process().err() + proxy_b_.process().err(), "keeps serving; retrying in");
   EXPECT_LE(failures, 20u);
+}
+
+// The CA's renewal information drives the renewal: pebble's certificates
+// last years (the configured rule is 2/3 of that away), but ari_ca.py
+// answers a window in the past for each name's first certificate (as a CA
+// about to revoke it would): both are renewed at once, the explanation is
+// logged, and the renewed certificates (a window a year ahead) are left alone.
+class AcmeAriTest : public AcmeFleetTest {
+ protected:
+  AcmeAriTest() { validity_ = 0; }
+  void SetUp() override {
+    AcmeFleetTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    const std::string python = find_tool("python3");
+    if (python.empty()) GTEST_SKIP() << "python3 not installed";
+    const std::string port_file = dir_.file("ari.port");
+    ari_log_ = dir_.file("ari.log");
+    ASSERT_TRUE(ari_.start({python, std::string(TLSFRONT_SOURCE_DIR) + "/tests/integration/peers/ari_ca.py", port_file,
+                            ari_log_, pki("localhost.chain.pem"), pki("localhost.key"), pki("root.pem"),
+                            pebble_.directory_url(), "2", mode_},
+                           dir_.file("ari.out"), dir_.file("ari.err")));
+    ASSERT_TRUE(wait_until([&] { return read_file(port_file).ends_with("\n"); }, milliseconds(10'000))) << ari_.err();
+    directory_ = "https://127.0.0.1:" + std::to_string(std::atoi(read_file(port_file).c_str())) + "/dir";
+  }
+  void TearDown() override {
+    if (HasFailure()) std::cerr << "---- ari_ca.py:\n" << ari_.err().substr(0, 20000);
+    ari_.stop();
+    AcmeFleetTest::TearDown();
+  }
+  Process ari_;
+  std::string ari_log_;
+  std::string mode_ = "window";  // ari_ca.py's MODE
+};
+
+TEST_F(AcmeAriTest, AWindowInThePastRenewsAFreshCertificateAtOnce) {
+  start_nodes("\"http-01\"");
+  if (HasFatalFailure()) return;
+  std::string first;
+  ASSERT_TRUE(wait_until([&] { return !(first = served(proxy_b_.port(), "one.example")).empty(); },
+                         milliseconds(30'000)))
+      << "A:\n" << proxy_.process().err() << "\nB:\n" << proxy_b_.process().err();
+  std::string renewed;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        renewed = served(proxy_b_.port(), "one.example");
+        return !renewed.empty() && renewed != first;
+      },
+      milliseconds(45'000)))
+      << "no renewal\nA:\n" << proxy_.process().err() << "\nB:\n" << proxy_b_.process().err();
+  EXPECT_TRUE(wait_until([&] { return served(proxy_.port(), "one.example") == renewed; }, milliseconds(10'000)));
+  // Both names' renewed certificates asked about (a window a year ahead).
+  ASSERT_TRUE(wait_until([&] { return count_of(read_file(ari_log_), " future") >= 2; }, milliseconds(30'000)))
+      << read_file(ari_log_);
+  std::this_thread::sleep_for(milliseconds(3'000));  // three more checks of each node
+  const std::string logs = proxy_.process().err() + proxy_b_.process().err();
+  EXPECT_NE(logs.find("one.example: the CA's renewal window"), std::string::npos) << logs;
+  EXPECT_NE(logs.find("the CA explains: https://ca.example/incident-42"), std::string::npos) << logs;
+  EXPECT_EQ(logs.find("offers no renewal information"), std::string::npos);
+  // Each name: its first order and one renewal, no more.
+  EXPECT_EQ(count_of(logs, "acme: ordering one.example ("), 2u) << logs;
+  EXPECT_EQ(count_of(logs, "acme: ordering two.example ("), 2u) << logs;
+  EXPECT_EQ(redis_get("tlsfront:acme:orders:eu"), "4");
+  std::cerr << "the order's \"replaces\" " << (logs.find("refused the order's") == std::string::npos
+                                                   ? "was accepted (pebble 2.4 ignores it)"
+                                                   : "was refused; ordered again without it")
+            << "\n";
+  const auto m = scrape_metrics(proxy_.admin_port());
+  const std::string windows = R"(tlsfront_acme_renewal_info_total{result="window"})";
+  EXPECT_GE(m.count(windows) ? m.at(windows) : 0, 2) << windows;
+}
+
+// A CA whose renewal information is malformed (a window ending before it
+// starts) changes nothing: the renewal comes at 2/3 of the lifetime, as
+// without ARI, and the failure is logged and counted.
+class AcmeAriMalformedTest : public AcmeAriTest {
+ protected:
+  AcmeAriMalformedTest() {
+    validity_ = kValidity;
+    mode_ = "malformed";
+  }
+};
+
+TEST_F(AcmeAriMalformedTest, TheConfiguredRuleRenews) {
+  start_nodes("\"http-01\"");
+  if (HasFatalFailure()) return;
+  std::string first;
+  ASSERT_TRUE(wait_until([&] { return !(first = served(proxy_b_.port(), "one.example")).empty(); },
+                         milliseconds(30'000)))
+      << "A:\n" << proxy_.process().err() << "\nB:\n" << proxy_b_.process().err();
+  // Renewed at 2/3 of kValidity (20 s), not before the CA's (invalid) window asked.
+  std::string renewed;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        renewed = served(proxy_b_.port(), "one.example");
+        return !renewed.empty() && renewed != first;
+      },
+      milliseconds(45'000)))
+      << "no renewal\nA:\n" << proxy_.process().err() << "\nB:\n" << proxy_b_.process().err();
+  const std::string logs = proxy_.process().err() + proxy_b_.process().err();
+  EXPECT_NE(read_file(ari_log_).find(" malformed"), std::string::npos);
+  EXPECT_NE(logs.find("renewal information (RFC 9773): "), std::string::npos) << logs;
+  EXPECT_NE(logs.find("end is not after its start; the configured rule applies"), std::string::npos) << logs;
+  EXPECT_EQ(logs.find("the CA's renewal window"), std::string::npos) << logs;
+  const auto m = scrape_metrics(proxy_.admin_port());
+  const std::string failed = R"(tlsfront_acme_renewal_info_total{result="failed"})";
+  const std::string windows = R"(tlsfront_acme_renewal_info_total{result="window"})";
+  EXPECT_GE(m.count(failed) ? m.at(failed) : 0, 1) << failed;
+  EXPECT_EQ(m.count(windows) ? m.at(windows) : -1, 0) << windows;
+}
+
+// A CA that offers renewal information but refuses the order's "replaces"
+// (409 alreadyReplaced, RFC 9773 §5): the order is made again without it and
+// the renewal the window asked for happens.
+class AcmeAriRefusedTest : public AcmeAriTest {
+ protected:
+  AcmeAriRefusedTest() { mode_ = "refuse-replaces"; }
+};
+
+TEST_F(AcmeAriRefusedTest, TheOrderIsMadeAgainWithoutReplaces) {
+  start_nodes("\"http-01\"");
+  if (HasFatalFailure()) return;
+  std::string first;
+  ASSERT_TRUE(wait_until([&] { return !(first = served(proxy_b_.port(), "one.example")).empty(); },
+                         milliseconds(30'000)))
+      << "A:\n" << proxy_.process().err() << "\nB:\n" << proxy_b_.process().err();
+  std::string renewed;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        renewed = served(proxy_b_.port(), "one.example");
+        return !renewed.empty() && renewed != first;
+      },
+      milliseconds(45'000)))
+      << "no renewal\nA:\n" << proxy_.process().err() << "\nB:\n" << proxy_b_.process().err();
+  const std::string logs = proxy_.process().err() + proxy_b_.process().err();
+  EXPECT_NE(read_file(ari_log_).find("refused replaces "), std::string::npos) << read_file(ari_log_);
+  EXPECT_NE(logs.find("one.example: the CA refused the order's \"replaces\""), std::string::npos) << logs;
+  EXPECT_NE(logs.find("alreadyReplaced"), std::string::npos) << logs;
 }
 
 }  // namespace

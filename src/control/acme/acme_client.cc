@@ -112,7 +112,7 @@ Status AcmeClient::load_directory() {
   auto doc = parse(parser, *r, options_.directory_url);
   if (!doc) return doc.take_error();
   dir_ = {std::string(member(*doc, "newNonce")), std::string(member(*doc, "newAccount")),
-          std::string(member(*doc, "newOrder"))};
+          std::string(member(*doc, "newOrder")), std::string(member(*doc, "renewalInfo"))};
   if (r->status != 200 || dir_.new_nonce.empty() || dir_.new_account.empty() || dir_.new_order.empty()) {
     dir_ = {};
     return make_error(Errc::Protocol, options_.directory_url + ": not an ACME directory (HTTP " +
@@ -239,13 +239,28 @@ Status AcmeClient::authorize(const std::string& authz_url, ChallengeResponder& r
   return make_error(Errc::Upstream, name + ": the CA offers none of the configured challenge types");
 }
 
+Result<bool> AcmeClient::offers_renewal_info() {
+  if (Status s = load_directory(); !s) return s.take_error();
+  return !dir_.renewal_info.empty();
+}
+
 Result<IssuedCertificate> AcmeClient::issue(const std::vector<std::string>& names, KeyType key_type,
-                                            ChallengeResponder& responder) {
+                                            ChallengeResponder& responder, const std::string& replaces) {
   if (names.empty()) return make_error(Errc::InvalidArgument, "an order without names");
   if (auto kid = account(); !kid) return kid.take_error();
   std::string identifiers;
   for (const auto& n : names) identifiers += (identifiers.empty() ? "" : ",") + std::string(R"({"type":"dns","value":)") + json_string(n) + "}";
-  auto order = post(dir_.new_order, R"({"identifiers":[)" + identifiers + "]}");
+  const std::string plain = R"({"identifiers":[)" + identifiers + "]";
+  std::string replaces_refused;
+  auto order = !replaces.empty() && !dir_.renewal_info.empty()
+                   ? post(dir_.new_order, plain + R"(,"replaces":)" + json_string(replaces) + "}")
+                   : Result<HttpResponse>(make_error(Errc::NotFound, ""));
+  if (!order && order.error().code != Errc::NotFound) {
+    // RFC 9773 §5: e.g. 409 alreadyReplaced. The renewal goes on without it.
+    if (order.error().code != Errc::Upstream) return order.take_error();
+    replaces_refused = order.error().message();
+  }
+  if (!order) order = post(dir_.new_order, plain + "}");
   if (!order) return order.take_error();
   const std::string order_url = order->location;
   dom::parser parser;
@@ -286,7 +301,7 @@ Result<IssuedCertificate> AcmeClient::issue(const std::vector<std::string>& name
   if (chain->body.find("-----BEGIN CERTIFICATE-----") == std::string::npos) {
     return make_error(Errc::Protocol, certificate + ": not a PEM certificate chain");
   }
-  return IssuedCertificate{std::move(chain->body), key_pem(key->get()), order_url};
+  return IssuedCertificate{std::move(chain->body), key_pem(key->get()), order_url, std::move(replaces_refused)};
 }
 
 Result<std::pair<std::string, std::string>> tls_alpn01_certificate(const std::string& name,

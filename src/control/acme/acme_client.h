@@ -58,6 +58,9 @@ struct IssuedCertificate {
   std::string chain_pem;  // leaf first, as the CA sent it
   std::string key_pem;    // the certificate's new private key (PKCS#8)
   std::string order_url;
+  // The CA's refusal of the order's "replaces" (RFC 9773 §5) when the order
+  // was made again without it; "" otherwise.
+  std::string replaces_refused;
 };
 
 class AcmeClient {
@@ -86,12 +89,20 @@ class AcmeClient {
   // The account URL (its "kid"), created on first use.
   [[nodiscard]] Result<std::string> account();
   // A certificate for `names` (the first is the subject's CN; all are SANs).
+  // `replaces`: the ARI identifier (control/acme/renewal_info.h) of the
+  // certificate this one renews, sent as the newOrder's "replaces" only when
+  // the CA's directory has "renewalInfo" (RFC 9773 §5); a CA refusing the
+  // order with it gets the same order again without it (never a failure of
+  // its own).
   [[nodiscard]] Result<IssuedCertificate> issue(const std::vector<std::string>& names, KeyType key_type,
-                                                ChallengeResponder& responder);
+                                                ChallengeResponder& responder, const std::string& replaces = "");
+  // Whether the CA's directory advertises renewalInfo (RFC 9773 §3); reads
+  // the directory when not yet read.
+  [[nodiscard]] Result<bool> offers_renewal_info();
 
  private:
   struct Directory {
-    std::string new_nonce, new_account, new_order;
+    std::string new_nonce, new_account, new_order, renewal_info;
   };
   Status load_directory();
   // A signed POST (payload "" = POST-as-GET) with the account's kid, or its

@@ -25,10 +25,12 @@ size_t on_body(char* data, size_t size, size_t n, void* user) {
   return len;
 }
 
+// Whether `line` is the field `name` (lowercase): HTTP/2 sends field names
+// in lowercase, HTTP/1.1 in any case ("Replay-Nonce").
 bool iequals_prefix(std::string_view line, std::string_view name) {
   return line.size() > name.size() && line[name.size()] == ':' &&
          std::equal(name.begin(), name.end(), line.begin(),
-                    [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == b; });
+                    [](char lower, char c) { return std::tolower(static_cast<unsigned char>(c)) == lower; });
 }
 
 std::string_view trimmed_value(std::string_view line, size_t name_len) {
