@@ -96,6 +96,33 @@ class AcmeFleetTest : public RedisNodesTest {
     return r.out.find("Fingerprint=") == std::string::npos ? std::string() : r.out;
   }
 
+  // Both nodes' logs, for a failure message.
+  std::string node_logs() { return "A:\n" + proxy_.process().err() + "\nB:\n" + proxy_b_.process().err(); }
+  // Waits (30 s) until node B serves a certificate for `name`: its
+  // fingerprint, or "" (a failure naming it, with the nodes' logs).
+  std::string first_served(const std::string& name) {
+    std::string cert;
+    if (!wait_until([&] { return !(cert = served(proxy_b_.port(), name)).empty(); }, milliseconds(30'000))) {
+      ADD_FAILURE() << "node B never served an issued certificate for " << name << "\n" << node_logs();
+    }
+    return cert;
+  }
+  // Waits (45 s) until node B serves a certificate for `name` other than
+  // `first`: the renewal's fingerprint, or "" (a failure, with the logs).
+  std::string renewed_after(const std::string& name, const std::string& first) {
+    std::string renewed;
+    if (!wait_until(
+            [&] {
+              renewed = served(proxy_b_.port(), name);
+              return !renewed.empty() && renewed != first;
+            },
+            milliseconds(45'000))) {
+      ADD_FAILURE() << "no renewal of " << name << "\n" << node_logs();
+      return {};
+    }
+    return renewed;
+  }
+
   static size_t count_of(const std::string& text, const std::string& what) {
     size_t n = 0;
     for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
@@ -111,11 +138,8 @@ class AcmeFleetTest : public RedisNodesTest {
 TEST_F(AcmeFleetTest, IssuedOnceServedByBothRenewedWithoutRestart) {
   start_nodes("\"http-01\"");
   if (HasFatalFailure()) return;
-  std::string first;
-  ASSERT_TRUE(wait_until([&] { return !(first = served(proxy_b_.port(), "one.example")).empty(); },
-                         milliseconds(30'000)))
-      << "node B never served an issued certificate\nA:\n" << proxy_.process().err() << "\nB:\n"
-      << proxy_b_.process().err();
+  const std::string first = first_served("one.example");
+  ASSERT_FALSE(first.empty());
   EXPECT_TRUE(wait_until([&] { return served(proxy_.port(), "one.example") == first; }, milliseconds(10'000)));
   EXPECT_TRUE(wait_until([&] { return !served(proxy_.port(), "two.example").empty(); }, milliseconds(10'000)));
   // One node ordered each name once: the lock let one node through.
@@ -128,14 +152,8 @@ TEST_F(AcmeFleetTest, IssuedOnceServedByBothRenewedWithoutRestart) {
 
   // Renewal at 2/3 of kValidity: a new certificate on both nodes, same processes.
   const int a_pid = proxy_.process().pid(), b_pid = proxy_b_.process().pid();
-  std::string renewed;
-  ASSERT_TRUE(wait_until(
-      [&] {
-        renewed = served(proxy_b_.port(), "one.example");
-        return !renewed.empty() && renewed != first;
-      },
-      milliseconds(45'000)))
-      << "no renewal\nA:\n" << proxy_.process().err() << "\nB:\n" << proxy_b_.process().err();
+  const std::string renewed = renewed_after("one.example", first);
+  ASSERT_FALSE(renewed.empty());
   EXPECT_TRUE(wait_until([&] { return served(proxy_.port(), "one.example") == renewed; }, milliseconds(10'000)));
   EXPECT_EQ(proxy_.process().pid(), a_pid);
   EXPECT_EQ(proxy_b_.process().pid(), b_pid);
@@ -244,18 +262,10 @@ class AcmeAriTest : public AcmeFleetTest {
 TEST_F(AcmeAriTest, AWindowInThePastRenewsAFreshCertificateAtOnce) {
   start_nodes("\"http-01\"");
   if (HasFatalFailure()) return;
-  std::string first;
-  ASSERT_TRUE(wait_until([&] { return !(first = served(proxy_b_.port(), "one.example")).empty(); },
-                         milliseconds(30'000)))
-      << "A:\n" << proxy_.process().err() << "\nB:\n" << proxy_b_.process().err();
-  std::string renewed;
-  ASSERT_TRUE(wait_until(
-      [&] {
-        renewed = served(proxy_b_.port(), "one.example");
-        return !renewed.empty() && renewed != first;
-      },
-      milliseconds(45'000)))
-      << "no renewal\nA:\n" << proxy_.process().err() << "\nB:\n" << proxy_b_.process().err();
+  const std::string first = first_served("one.example");
+  ASSERT_FALSE(first.empty());
+  const std::string renewed = renewed_after("one.example", first);
+  ASSERT_FALSE(renewed.empty());
   EXPECT_TRUE(wait_until([&] { return served(proxy_.port(), "one.example") == renewed; }, milliseconds(10'000)));
   // Both names' renewed certificates asked about (a window a year ahead).
   ASSERT_TRUE(wait_until([&] { return count_of(read_file(ari_log_), " future") >= 2; }, milliseconds(30'000)))
@@ -292,19 +302,11 @@ class AcmeAriMalformedTest : public AcmeAriTest {
 TEST_F(AcmeAriMalformedTest, TheConfiguredRuleRenews) {
   start_nodes("\"http-01\"");
   if (HasFatalFailure()) return;
-  std::string first;
-  ASSERT_TRUE(wait_until([&] { return !(first = served(proxy_b_.port(), "one.example")).empty(); },
-                         milliseconds(30'000)))
-      << "A:\n" << proxy_.process().err() << "\nB:\n" << proxy_b_.process().err();
+  const std::string first = first_served("one.example");
+  ASSERT_FALSE(first.empty());
   // Renewed at 2/3 of kValidity (20 s), not before the CA's (invalid) window asked.
-  std::string renewed;
-  ASSERT_TRUE(wait_until(
-      [&] {
-        renewed = served(proxy_b_.port(), "one.example");
-        return !renewed.empty() && renewed != first;
-      },
-      milliseconds(45'000)))
-      << "no renewal\nA:\n" << proxy_.process().err() << "\nB:\n" << proxy_b_.process().err();
+  const std::string renewed = renewed_after("one.example", first);
+  ASSERT_FALSE(renewed.empty());
   const std::string logs = proxy_.process().err() + proxy_b_.process().err();
   EXPECT_NE(read_file(ari_log_).find(" malformed"), std::string::npos);
   EXPECT_NE(logs.find("renewal information (RFC 9773): "), std::string::npos) << logs;
@@ -328,18 +330,10 @@ class AcmeAriRefusedTest : public AcmeAriTest {
 TEST_F(AcmeAriRefusedTest, TheOrderIsMadeAgainWithoutReplaces) {
   start_nodes("\"http-01\"");
   if (HasFatalFailure()) return;
-  std::string first;
-  ASSERT_TRUE(wait_until([&] { return !(first = served(proxy_b_.port(), "one.example")).empty(); },
-                         milliseconds(30'000)))
-      << "A:\n" << proxy_.process().err() << "\nB:\n" << proxy_b_.process().err();
-  std::string renewed;
-  ASSERT_TRUE(wait_until(
-      [&] {
-        renewed = served(proxy_b_.port(), "one.example");
-        return !renewed.empty() && renewed != first;
-      },
-      milliseconds(45'000)))
-      << "no renewal\nA:\n" << proxy_.process().err() << "\nB:\n" << proxy_b_.process().err();
+  const std::string first = first_served("one.example");
+  ASSERT_FALSE(first.empty());
+  const std::string renewed = renewed_after("one.example", first);
+  ASSERT_FALSE(renewed.empty());
   const std::string logs = proxy_.process().err() + proxy_b_.process().err();
   EXPECT_NE(read_file(ari_log_).find("refused replaces "), std::string::npos) << read_file(ari_log_);
   EXPECT_NE(logs.find("one.example: the CA refused the order's \"replaces\""), std::string::npos) << logs;

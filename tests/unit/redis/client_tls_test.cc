@@ -5,57 +5,19 @@
 // busy loop), a name that does not match, and mutual TLS (tls-auth-clients
 // yes), TLS to the cleartext port. Plus redis::TlsContext's file errors. "No busy loop" is checked by
 // counting connection attempts, never by timing.
-#include <gtest/gtest.h>
-#include <signal.h>
-
-#include <optional>
 #include <string>
 #include <vector>
 
-#include "redis/client.h"
+#include "client_fixture.h"
 #include "redis/tls_context.h"
-#include "shared/redis_server.h"
 
 namespace tlsfront::redis {
 namespace {
 
-using std::chrono::milliseconds;
-using itest::RedisServer;
-using itest::TempDir;
-
 std::string pki(const std::string& file) { return std::string(TLSFRONT_TEST_PKI_DIR) + "/" + file; }
 
-size_t count(const std::string& haystack, const std::string& needle) {
-  size_t n = 0;
-  for (size_t at = haystack.find(needle); at != std::string::npos; at = haystack.find(needle, at + 1)) ++n;
-  return n;
-}
-
-struct Got {
-  bool called = false;
-  std::optional<Error> error;
-  std::string str;
-};
-
-class RedisClientTls : public ::testing::Test {
+class RedisClientTls : public RedisClientFixture {
  protected:
-  static void SetUpTestSuite() { ::signal(SIGPIPE, SIG_IGN); }
-
-  void SetUp() override {
-    if (itest::find_tool("redis-server").empty() || itest::find_tool("redis-cli").empty()) {
-      GTEST_SKIP() << "redis-server / redis-cli not installed";
-    }
-    uv_loop_init(&loop_);
-    loop_ready_ = true;
-  }
-
-  void TearDown() override {
-    if (!loop_ready_) return;
-    client_.reset();
-    run_for(milliseconds(1));
-    EXPECT_EQ(uv_loop_close(&loop_), 0) << "a handle was left open";
-  }
-
   bool start_redis(bool auth_clients, std::vector<std::string> extra = {}, std::string password = "") {
     RedisServer::Tls t;
     t.certificate = pki("localhost.chain.pem");
@@ -77,60 +39,13 @@ class RedisClientTls : public ::testing::Test {
     return cfg;
   }
 
+  // The fixture's options for the server's TLS port, with `t`.
   Options options(std::shared_ptr<const TlsContext> t) {
-    Options o;
-    o.address = config::Endpoint{"127.0.0.1", static_cast<uint16_t>(redis_.tls_port())};
+    Options o = RedisClientFixture::options(redis_.tls_port());
     o.tls = std::move(t);
     o.timeout = milliseconds(2'000);
-    o.first_backoff = milliseconds(50);
-    o.max_backoff = milliseconds(200);
-    o.log_name = "unit";
-    o.consequence = [] { return std::string("carrying on"); };
     return o;
   }
-
-  Client& make_client(Options o) {
-    client_ = std::make_unique<Client>(std::move(o));
-    client_->start(&loop_);
-    return *client_;
-  }
-
-  bool run_until(const std::function<bool()>& pred, milliseconds deadline = milliseconds(10'000)) {
-    bool expired = false;
-    uv_timer_t guard;
-    uv_timer_init(&loop_, &guard);
-    guard.data = &expired;
-    uv_timer_start(&guard, [](uv_timer_t* t) { *static_cast<bool*>(t->data) = true; }, deadline.count(), 0);
-    while (!pred() && !expired) uv_run(&loop_, UV_RUN_ONCE);
-    uv_close(reinterpret_cast<uv_handle_t*>(&guard), nullptr);
-    uv_run(&loop_, UV_RUN_NOWAIT);
-    return pred();
-  }
-  void run_for(milliseconds d) {
-    run_until([] { return false; }, d);
-  }
-
-  // Sends `argv` and runs the loop until the callback ran; false if refused.
-  bool call(std::initializer_list<std::string_view> argv, Got& got) {
-    got = Got{};
-    const bool sent = client_->command(argv, [&got](Result<Reply> r) {
-      got.called = true;
-      if (!r) {
-        got.error = r.error();
-      } else {
-        got.str = std::string(r->str());
-      }
-    });
-    if (!sent) return false;
-    EXPECT_TRUE(run_until([&] { return got.called; })) << "no callback";
-    return true;
-  }
-
-  TempDir dir_;
-  RedisServer redis_{dir_};
-  uv_loop_t loop_{};
-  bool loop_ready_ = false;
-  std::unique_ptr<Client> client_;
 };
 
 TEST_F(RedisClientTls, CommandsOverTls) {
