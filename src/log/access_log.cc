@@ -372,17 +372,18 @@ void append_json_string(std::string& out, std::string_view s) {
 }
 
 size_t json_line_room(const AccessLogEntry& e) {
-  // Keys and their alternatives (605 bytes), numbers (at most 20 digits and
-  // a sign), booleans, the timestamp and 16 strings' quotes or nulls take
+  // Keys and their alternatives (615 bytes), numbers (at most 20 digits and
+  // a sign), booleans, the timestamp and 17 strings' quotes or nulls take
   // under 1024 bytes, the client certificate's 5 fields (when present)
   // under 256 more; an escaped string at most 6 bytes per input byte; a
   // duration from a broken clock up to 330.
-  const size_t strings = e.remote_addr.size() + e.peer_addr.size() + e.sni.size() + e.alpn.size() + e.scheme.size() + e.protocol.size() +
-                         e.method.size() + e.path.size() + e.ssl_protocol.size() + e.ssl_cipher.size() +
-                         e.ssl_resumption.size() + e.upstream_addr.size() + e.upstream_error.size() +
-                         e.upstream_protocol.size() + e.user_agent.size() + e.request_id.size() +
-                         e.content_encoding.size() + e.limit.size() + e.cache.size() + e.ssl_client_verify.size() + e.ssl_client_s_dn.size() +
-                         e.ssl_client_i_dn.size() + e.ssl_client_serial.size() + e.ssl_client_fingerprint.size();
+  const size_t strings = e.remote_addr.size() + e.peer_addr.size() + e.sni.size() + e.alpn.size() + e.scheme.size() +
+                         e.protocol.size() + e.method.size() + e.path.size() + e.ssl_protocol.size() +
+                         e.ssl_cipher.size() + e.ssl_resumption.size() + e.route.size() + e.upstream_addr.size() +
+                         e.upstream_error.size() + e.upstream_protocol.size() + e.user_agent.size() +
+                         e.request_id.size() + e.content_encoding.size() + e.limit.size() + e.cache.size() +
+                         e.ssl_client_verify.size() + e.ssl_client_s_dn.size() + e.ssl_client_i_dn.size() +
+                         e.ssl_client_serial.size() + e.ssl_client_fingerprint.size();
   // (The room is zero-filled by resize(): no more of it than needed.)
   return 1024 + (e.ssl_client_verify.empty() ? 0 : 256) + 6 * strings + Cursor::ms_room(e.request_time_ms) +
          Cursor::ms_room(e.tls_handshake_ms) + Cursor::ms_room(e.rtt_ms) + Cursor::ms_room(e.upstream_connect_ms) +
@@ -462,6 +463,8 @@ char* write_json_line(char* out, const AccessLogEntry& e) {
   c.lit(",\"stream_id\":");
   if (e.stream_id == 0) c.lit("null");
   else c.integer(e.stream_id);
+  c.lit(",\"route\":");
+  c.string_or_null(e.route);
   c.lit(",\"upstream_addr\":");
   c.string_or_null(e.upstream_addr);
   c.lit(",\"upstream_error\":");

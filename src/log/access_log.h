@@ -56,6 +56,7 @@ struct AccessLogEntry {
   std::string_view ssl_client_verify, ssl_client_s_dn, ssl_client_i_dn, ssl_client_serial, ssl_client_fingerprint;
   uint64_t connection_id = 0, connection_requests = 0;
   uint32_t stream_id = 0;          // HTTP/2 stream identifier (RFC 9113 §5.1.1); 0 (HTTP/1.x) -> null
+  std::string_view route;          // the route's name (its match when it has none); "" (none took it) -> null
   std::string_view upstream_addr;   // "" -> null
   std::string_view upstream_error;  // "refused", "refused, timeout_read"; "" -> null
   int upstream_status = 0;          // 0 -> null

@@ -110,7 +110,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // counts toward json_line_room, whose room it fills without clearing.
   std::string peer_addr = str(), upstream_error = str(), content_encoding = str(), limit = str(), cache = str(),
               client_verify = str(), client_s_dn = str(), client_i_dn = str(), client_serial = str(),
-              client_fingerprint = str();
+              client_fingerprint = str(), route = str();
   AccessLogEntry e;
   // 1970 to 2255 (system_clock counts nanoseconds in 64 bits: up to 2262).
   e.time = std::chrono::system_clock::time_point(
@@ -137,6 +137,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   e.connection_id = in.ConsumeIntegral<uint64_t>();
   e.connection_requests = in.ConsumeIntegral<uint64_t>();
   e.stream_id = in.ConsumeIntegral<uint32_t>();
+  e.route = route;
   e.upstream_addr = upstream_addr;
   e.upstream_status = in.ConsumeIntegral<int>();
   e.upstream_connect_ms = opt_ms();
@@ -204,6 +205,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     c.string_or_null("ssl_client_serial", e.ssl_client_serial);
     c.string_or_null("ssl_client_fingerprint", e.ssl_client_fingerprint);
   }
+  c.string_or_null("route", e.route);
   c.string_or_null("upstream_addr", e.upstream_addr);
   c.string_or_null("upstream_error", e.upstream_error);
   if (e.upstream_status == 0) c.null("upstream_status");

@@ -323,6 +323,21 @@ TEST_F(H1H1, NoRouteIs404) {
   ASSERT_EQ(r.curl_code, CURLE_OK) << r.error;
   EXPECT_EQ(r.status, 404);
   EXPECT_EQ(backend_.count("req"), 0u);
+  // The access log names no route; a routed request's line names its route
+  // by its match when it has no name.
+  HttpRequest routed;
+  routed.path = "/a";
+  routed.headers = {"Host: api.example"};
+  EXPECT_EQ(http(port(), routed).status, 200);
+  auto lines = proxy_.wait_log_lines(2);
+  ASSERT_EQ(lines.size(), 2u);
+  for (const std::string& l : lines) {  // (two workers' lines may come in either order)
+    if (json_string(l, "path") == std::string("/nowhere")) {
+      EXPECT_EQ(json_raw(l, "route"), std::string("null")) << l;
+    } else {
+      EXPECT_EQ(json_string(l, "route"), std::string("api.example/")) << l;
+    }
+  }
 }
 
 TEST_F(H1H1, PipelinedRequestsAnsweredInOrder) {

@@ -188,6 +188,7 @@ TEST_F(StaticRouting, ExpiresTypesMetricsAndLogOfAFileRoute) {
   for (const std::string& l : lines) {
     EXPECT_EQ(json_raw(l, "upstream_addr"), "null") << l;
     EXPECT_EQ(json_raw(l, "upstream_status"), "null") << l;
+    EXPECT_EQ(json_string(l, "route"), std::string("assets")) << l;  // the route's name, as in the metrics
   }
   std::map<std::string, int> by_status;  // "/app.js 200": lines (the workers' lines interleave)
   for (const std::string& l : lines) {

@@ -70,7 +70,10 @@ void finish_line(const SessionEnv& env, const ConnectionInfo& info, std::string_
     if (upstream && upstream->too_early_retried) env.counters->early_data_too_early_retried.add();
   }
   if (!env.access_log) return;
-  if (route < env.config->routes.size() && !env.config->routes[route].access_log) return;  // the route's access_log = false
+  if (route < env.config->routes.size()) {
+    if (!env.config->routes[route].access_log) return;  // the route's access_log = false
+    e.route = env.config->routes[route].name;
+  }
   fill_access_log_entry(e, info, client_addr, upstream);
   e.request_time_ms = std::chrono::duration<double, std::milli>(elapsed).count();
   // In early data the handshake has not ended yet: no time to report.

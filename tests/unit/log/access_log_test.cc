@@ -52,6 +52,7 @@ const std::vector<std::string> kKeyOrder = {"time",
                                             "connection_id",
                                             "connection_requests",
                                             "stream_id",
+                                            "route",
                                             "upstream_addr",
                                             "upstream_error",
                                             "upstream_status",
@@ -100,6 +101,7 @@ AccessLogEntry full_entry() {
   e.connection_id = 42;
   e.connection_requests = 1;
   e.stream_id = 3;
+  e.route = "api";
   e.upstream_addr = "10.0.0.5:8080, 10.0.0.6:8080";
   e.upstream_error = "refused";
   e.upstream_status = 502;
@@ -131,19 +133,20 @@ void expect_valid_json_line(const std::string& line) {
 // append_json_line
 
 TEST(AccessLogJsonLine, AllFieldsSet) {
-  EXPECT_EQ(json_line(full_entry()),
-            R"({"time":"2026-11-30T00:38:31.123Z","remote_addr":"192.0.2.10","remote_port":54321,)"
-            R"("sni":"api.example.com","alpn":"h2","scheme":"https","protocol":"HTTP/2.0","method":"GET",)"
-            R"("path":"/v1/items?id=7","status":200,"response_complete":true,"bytes_sent":1234,"bytes_received":321,)"
-            R"("request_time_ms":12.346,"ssl_protocol":"TLSv1.3","ssl_cipher":"TLS_AES_128_GCM_SHA256",)"
-            R"("ssl_session_reused":true,"ssl_early_data":false,"ssl_resumption":"ticket","tls_handshake_ms":3.500,"rtt_ms":48.250,)"
+  EXPECT_EQ(
+      json_line(full_entry()),
+      R"({"time":"2026-11-30T00:38:31.123Z","remote_addr":"192.0.2.10","remote_port":54321,)"
+      R"("sni":"api.example.com","alpn":"h2","scheme":"https","protocol":"HTTP/2.0","method":"GET",)"
+      R"("path":"/v1/items?id=7","status":200,"response_complete":true,"bytes_sent":1234,"bytes_received":321,)"
+      R"("request_time_ms":12.346,"ssl_protocol":"TLSv1.3","ssl_cipher":"TLS_AES_128_GCM_SHA256",)"
+      R"("ssl_session_reused":true,"ssl_early_data":false,"ssl_resumption":"ticket","tls_handshake_ms":3.500,"rtt_ms":48.250,)"
       R"("migrated":true,"connection_id":42,)"
-            R"("connection_requests":1,"stream_id":3,"upstream_addr":"10.0.0.5:8080, 10.0.0.6:8080",)"
-            R"("upstream_error":"refused","upstream_status":502,)"
-            R"("upstream_connect_ms":0.250,"upstream_response_ms":11.000,)"
-            R"("upstream_connection_reused":false,"upstream_protocol":"h2c","grpc_status":14,"user_agent":"curl/8.0",)"
-            R"("request_id":"0123456789abcdef0123456789abcdef","content_encoding":"gzip","tunnel":true})"
-            "\n");
+      R"("connection_requests":1,"stream_id":3,"route":"api","upstream_addr":"10.0.0.5:8080, 10.0.0.6:8080",)"
+      R"("upstream_error":"refused","upstream_status":502,)"
+      R"("upstream_connect_ms":0.250,"upstream_response_ms":11.000,)"
+      R"("upstream_connection_reused":false,"upstream_protocol":"h2c","grpc_status":14,"user_agent":"curl/8.0",)"
+      R"("request_id":"0123456789abcdef0123456789abcdef","content_encoding":"gzip","tunnel":true})"
+      "\n");
   expect_valid_json_line(json_line(full_entry()));
 }
 
@@ -155,7 +158,7 @@ TEST(AccessLogJsonLine, DefaultsGiveNulls) {
       R"("sni":null,"alpn":null,"scheme":"https","protocol":"","method":"","path":"","status":0,)"
       R"("response_complete":false,"bytes_sent":0,"bytes_received":0,"request_time_ms":0.000,"ssl_protocol":null,)"
       R"("ssl_cipher":null,"ssl_session_reused":false,"ssl_early_data":false,"ssl_resumption":"none","tls_handshake_ms":null,)"
-      R"("rtt_ms":null,"migrated":false,"connection_id":0,"connection_requests":0,"stream_id":null,"upstream_addr":null,"upstream_error":null,)"
+      R"("rtt_ms":null,"migrated":false,"connection_id":0,"connection_requests":0,"stream_id":null,"route":null,"upstream_addr":null,"upstream_error":null,)"
       R"("upstream_status":null,"upstream_connect_ms":null,"upstream_response_ms":null,)"
       R"("upstream_connection_reused":null,"upstream_protocol":null,"grpc_status":null,"user_agent":null,"request_id":null,"content_encoding":null,"tunnel":false})"
       "\n");
@@ -237,7 +240,7 @@ TEST(AccessLogJsonLine, WorstCaseLineFitsItsRoom) {
   AccessLogEntry e;
   e.time = example_time();
   e.remote_addr = e.peer_addr = e.sni = e.alpn = e.scheme = e.protocol = e.method = escapes;
-  e.path = e.ssl_protocol = e.ssl_cipher = e.ssl_resumption = e.upstream_addr = invalid;
+  e.path = e.ssl_protocol = e.ssl_cipher = e.ssl_resumption = e.route = e.upstream_addr = invalid;
   e.upstream_error = e.upstream_protocol = e.user_agent = e.request_id = e.content_encoding = escapes;
   e.remote_port = 65535;
   e.status = std::numeric_limits<int>::min();
@@ -334,7 +337,9 @@ TEST(AccessLogJsonLine, PythonJsonParsesLines) {
   for (const auto& k : kKeyOrder) keys << "'" << k << "',";
   std::ofstream(script_path)
       << "import json, sys\n"
-         "keys = [" << keys.str() << "]\n"
+         "keys = ["
+      << keys.str()
+      << "]\n"
          "raw = open(sys.argv[1], 'rb').read()\n"
          "lines = raw.decode('utf-8').split('\\n')\n"  // strict UTF-8
          "assert lines[-1] == '' and len(lines) == 4, lines\n"
@@ -345,7 +350,7 @@ TEST(AccessLogJsonLine, PythonJsonParsesLines) {
          "assert a['request_time_ms'] == 12.346 and a['tls_handshake_ms'] == 3.5\n"
          "assert a['ssl_session_reused'] is True and a['upstream_connection_reused'] is False\n"
          "assert a['response_complete'] is True and d['response_complete'] is False\n"
-         "assert all(d[k] is None for k in ['sni','alpn','tls_handshake_ms','upstream_addr','upstream_error',"
+         "assert all(d[k] is None for k in ['sni','alpn','tls_handshake_ms','route','upstream_addr','upstream_error',"
          "'upstream_status','upstream_connect_ms','upstream_response_ms',"
          "'upstream_connection_reused','user_agent','request_id','content_encoding'])\n"
          "assert h['path'] == '/a\"b\\\\c\\n\\x01\\u00e9\\u20ac\\U0001d11e\\ufffd\\ufffd\\ufffd\\ufffd', "
