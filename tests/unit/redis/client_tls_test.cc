@@ -65,6 +65,10 @@ TEST_F(RedisClientTls, CommandsOverTls) {
   EXPECT_EQ(redis_.cli({"--raw", "STRLEN", "k"}).out, "3\n");
   EXPECT_EQ(c.connects(), 1u);
   EXPECT_EQ(changes, (std::vector<bool>{true}));
+  // Closing the client reports the connection down (the session store's
+  // gauge), before `changes` goes out of scope.
+  client_.reset();
+  EXPECT_EQ(changes, (std::vector<bool>{true, false}));
 }
 
 TEST_F(RedisClientTls, AuthOverTls) {
