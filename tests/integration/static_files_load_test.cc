@@ -13,17 +13,12 @@
 
 #include "h2_frames.h"
 #include "harness.h"
+#include "static_files_support.h"
 
 namespace tlsfront::itest {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string pattern(size_t n) {
-  std::string s(n, '\0');
-  for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>('a' + (i * 7 + i / 4096) % 26);
-  return s;
-}
 
 // VmRSS or VmHWM (the peak) of `pid`, in KiB; -1 when unreadable.
 long status_kib(pid_t pid, const std::string& field) {

@@ -17,23 +17,12 @@
 
 #include "h2_frames.h"
 #include "harness.h"
+#include "static_files_support.h"
 
 namespace tlsfront::itest {
 namespace {
 
 namespace fs = std::filesystem;
-
-void put(const std::string& path, const std::string& content) {
-  fs::create_directories(fs::path(path).parent_path());
-  std::ofstream(path, std::ios::binary) << content;
-}
-
-HttpResponse get(int port, const std::string& path, bool h2) {
-  HttpRequest req;
-  req.path = path;
-  req.http2 = h2;
-  return http(port, req);
-}
 
 class StaticRouting : public ProxyTest {
  protected:

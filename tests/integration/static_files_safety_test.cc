@@ -15,18 +15,14 @@
 
 #include "h2_frames.h"
 #include "harness.h"
+#include "static_files_support.h"
 
 namespace tlsfront::itest {
 namespace {
 
 namespace fs = std::filesystem;
 
-void put(const std::string& path, const std::string& content) {
-  fs::create_directories(fs::path(path).parent_path());
-  std::ofstream(path, std::ios::binary) << content;
-}
-
-HttpResponse get(int port, const std::string& path, bool h2) {
+HttpResponse get_within_5s(int port, const std::string& path, bool h2) {
   HttpRequest req;
   req.path = path;
   req.http2 = h2;
@@ -92,7 +88,7 @@ TEST_F(StaticSafety, SpecialFilesSymlinksAndDotfilesOverBothProtocols) {
     SCOPED_TRACE(h2 ? "HTTP/2" : "HTTP/1.1");
     for (const Case& c : cases) {
       SCOPED_TRACE(c.path);
-      HttpResponse r = get(port(), c.path, h2);
+      HttpResponse r = get_within_5s(port(), c.path, h2);
       EXPECT_EQ(r.status, c.status) << r.error;
       if (c.body != nullptr) {
         EXPECT_EQ(r.body, c.body);
@@ -100,8 +96,8 @@ TEST_F(StaticSafety, SpecialFilesSymlinksAndDotfilesOverBothProtocols) {
         EXPECT_EQ(r.body.find("secret"), std::string::npos) << r.body;
       }
     }
-    if (device_) EXPECT_EQ(get(port(), "/null", h2).status, 403);
-    EXPECT_EQ(get(port(), "/index.html", h2).body, "shell\n");  // the proxy serves on
+    if (device_) EXPECT_EQ(get_within_5s(port(), "/null", h2).status, 403);
+    EXPECT_EQ(get_within_5s(port(), "/index.html", h2).body, "shell\n");  // the proxy serves on
   }
   // Each refusal has a log line naming its cause.
   const std::string err = proxy_.process().err();
@@ -159,17 +155,17 @@ TEST_F(StaticSafety, DirectoriesAreNeverListedAndTheirRedirectStaysOnThisSite) {
   ASSERT_TRUE(start());
   for (bool h2 : {false, true}) {
     SCOPED_TRACE(h2 ? "HTTP/2" : "HTTP/1.1");
-    EXPECT_EQ(get(port(), "/empty/", h2).status, 403);
-    HttpResponse r = get(port(), "/empty", h2);
+    EXPECT_EQ(get_within_5s(port(), "/empty/", h2).status, 403);
+    HttpResponse r = get_within_5s(port(), "/empty", h2);
     EXPECT_EQ(r.status, 301);
     EXPECT_EQ(r.header("location"), "/empty/");
     for (const char* path : {"//evil.com", "///evil.com", "/./evil.com"}) {
       SCOPED_TRACE(path);
-      r = get(port(), path, h2);
+      r = get_within_5s(port(), path, h2);
       EXPECT_EQ(r.status, 301);
       EXPECT_EQ(r.header("location"), "/evil.com/");
     }
-    EXPECT_EQ(get(port(), "//evil.com/", h2).body, "page\n");
+    EXPECT_EQ(get_within_5s(port(), "//evil.com/", h2).body, "page\n");
   }
 }
 
@@ -201,7 +197,7 @@ TEST_F(StaticSafety, FileReplacedWhileServedIsSentAsOpened) {
     EXPECT_EQ(body.size(), kSize);
     EXPECT_TRUE(body == old_file);
   }
-  EXPECT_TRUE(get(port(), "/big.bin", false).body == new_file);
+  EXPECT_TRUE(get_within_5s(port(), "/big.bin", false).body == new_file);
   put(www_ + "/big.bin", old_file);
   {
     h2::Client c;  // HTTP/2: no window beyond the first 65,535 octets until the file is replaced
@@ -232,7 +228,7 @@ TEST_F(StaticSafety, FileReplacedWhileServedIsSentAsOpened) {
     EXPECT_EQ(body.size(), kSize);
     EXPECT_TRUE(body == old_file);
   }
-  EXPECT_TRUE(get(port(), "/big.bin", true).body == new_file);
+  EXPECT_TRUE(get_within_5s(port(), "/big.bin", true).body == new_file);
 }
 
 }  // namespace

@@ -20,22 +20,12 @@
 
 #include "harness.h"
 #include "import_nginx_support.h"
+#include "static_files_support.h"
 
 namespace tlsfront::itest {
 namespace {
 
 namespace fs = std::filesystem;
-
-void put(const std::string& path, const std::string& content) {
-  fs::create_directories(fs::path(path).parent_path());
-  std::ofstream(path, std::ios::binary) << content;
-}
-
-std::string pattern(size_t n) {
-  std::string s(n, '\0');
-  for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>('a' + (i * 7 + i / 4096) % 26);
-  return s;
-}
 
 std::string replace_all(std::string text, const std::string& from, const std::string& to) {
   for (size_t p = 0; (p = text.find(from, p)) != std::string::npos; p += to.size()) text.replace(p, from.size(), to);
@@ -49,17 +39,6 @@ long rss_kib(pid_t pid) {
     if (line.starts_with("VmRSS:")) return std::stol(line.substr(6));
   }
   return -1;
-}
-
-HttpResponse get(int port, const std::string& path, bool h2, std::vector<std::string> headers = {},
-                 std::string method = "GET") {
-  HttpRequest req;
-  req.path = path;
-  req.http2 = h2;
-  req.method = method;
-  req.no_body = method == "HEAD";
-  req.headers = std::move(headers);
-  return http(port, req);
 }
 
 // A proxy whose routes serve dir/www (the test's own files).
@@ -262,14 +241,7 @@ TEST_F(StaticFiles, FilesOfCompressibleTypesAreCompressedOnTheFly) {
   ASSERT_TRUE(start("compress = [\"br\", \"gzip\"]\nprecompressed = [\"br\"]\n"));
   auto fetch = [&](const std::string& path, bool h2, const std::string& coding, std::vector<std::string> headers = {},
                    std::string method = "GET") {
-    HttpRequest req;
-    req.path = path;
-    req.http2 = h2;
-    req.method = method;
-    req.no_body = method == "HEAD";
-    req.headers = std::move(headers);
-    if (!coding.empty()) req.accept_encoding = coding;  // libcurl sends it and decodes the body
-    return http(port(), req);
+    return get(port(), path, h2, std::move(headers), std::move(method), coding);
   };
   for (bool h2 : {false, true}) {
     SCOPED_TRACE(h2 ? "HTTP/2" : "HTTP/1.1");
